@@ -1,0 +1,41 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+/// One package, no package dependencies: the C libraries come from Debian as system-library targets.
+let package = Package(
+    name: "Herald",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "herald", targets: ["herald"]),
+        .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "MockAPNs", targets: ["MockAPNs"]),
+    ],
+    targets: [
+        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(
+            name: "CHiredis", path: "Sources/CHiredis", pkgConfig: "hiredis",
+            providers: [.apt(["libhiredis-dev"])]),
+        .systemLibrary(
+            name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2",
+            providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+
+        .target(name: "Reactor", dependencies: ["CLinux"]),
+        .target(name: "APNs", dependencies: ["COpenSSL"]),
+        .target(name: "HTTP2", dependencies: ["Reactor", "CNghttp2", "COpenSSL"]),
+        .target(name: "RedisQueue", dependencies: ["Reactor", "CHiredis", "APNs"]),
+        .target(name: "MockAPNs", dependencies: ["Reactor", "CNghttp2", "COpenSSL"]),
+        .target(name: "Worker", dependencies: ["APNs", "HTTP2", "RedisQueue", "Reactor"]),
+        .executableTarget(name: "herald", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
+
+        .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "COpenSSL"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Reactor", "MockAPNs", "APNs"]),
+        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "APNs"]),
+        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "COpenSSL"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,5 @@
+// nghttp2 1.52. Macros that Swift cannot import are re-exported as inline functions.
+#ifndef HERALD_CNGHTTP2_SHIM_H
+#define HERALD_CNGHTTP2_SHIM_H
+#include <nghttp2/nghttp2.h>
+#endif

@@ -1,0 +1,32 @@
+// OpenSSL 3.0. Function-like macros Swift cannot import are wrapped here as inline functions.
+#ifndef HERALD_COPENSSL_SHIM_H
+#define HERALD_COPENSSL_SHIM_H
+#include <openssl/ssl.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/ec.h>
+#include <openssl/ecdsa.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+#include <openssl/pkcs12.h>
+#include <openssl/rand.h>
+#include <openssl/bio.h>
+#include <openssl/bn.h>
+#include <openssl/core_names.h>
+
+static inline long copenssl_set_min_proto_version(SSL_CTX *ctx, int version) {
+    return SSL_CTX_set_min_proto_version(ctx, version);
+}
+static inline long copenssl_set_tlsext_host_name(SSL *ssl, const char *name) {
+    return SSL_set_tlsext_host_name(ssl, name);
+}
+static inline long copenssl_set_mode(SSL *ssl, long mode) { return SSL_set_mode(ssl, mode); }
+static inline long copenssl_ctx_set_mode(SSL_CTX *ctx, long mode) { return SSL_CTX_set_mode(ctx, mode); }
+static inline int copenssl_bio_reset(BIO *b) { return (int)BIO_reset(b); }
+static inline long copenssl_bio_get_mem_data(BIO *b, char **pp) { return BIO_get_mem_data(b, pp); }
+static inline void copenssl_stack_x509_free(STACK_OF(X509) *s) { sk_X509_pop_free(s, X509_free); }
+static inline int copenssl_stack_x509_num(STACK_OF(X509) *s) { return sk_X509_num(s); }
+static inline X509 *copenssl_stack_x509_value(STACK_OF(X509) *s, int i) { return sk_X509_value(s, i); }
+static inline long copenssl_ctx_add_extra_chain_cert(SSL_CTX *ctx, X509 *x) { return SSL_CTX_add_extra_chain_cert(ctx, x); }
+#endif
