@@ -1,0 +1,108 @@
+import Foundation
+
+/// Everything a worker process needs, from one JSON file (`--config` or `HERALD_CONFIG`) with
+/// environment-variable overrides for the settings operators change most. Every field has a default
+/// except the apps; see docs/configuration.md.
+public struct Configuration: Sendable {
+    public var redis = RedisSettings()
+    public var apns = APNsSettings()
+    public var apps: [AppSettings] = []
+    public var retry = RetrySection()
+    public var worker = WorkerSettings()
+
+    public init() {}
+
+    public struct RedisSettings: Sendable, Equatable {
+        public var url = "redis://127.0.0.1:6379/0"
+        public var prefix = "herald"
+        /// Queue keys in priority order; empty means `<prefix>:queue`.
+        public var queues: [String] = []
+        public var connectTimeoutMs = 5000
+        public var commandTimeoutMs = 10000
+
+        public var queueKeys: [String] { queues.isEmpty ? ["\(prefix):queue"] : queues }
+    }
+
+    public struct APNsSettings: Sendable, Equatable {
+        public var productionURL = "https://api.push.apple.com:443"
+        public var sandboxURL = "https://api.sandbox.push.apple.com:443"
+        public var connectionsPerPool = 2
+        public var requestTimeoutMs = 15000
+        public var connectTimeoutMs = 10000
+        public var pingIdleSeconds = 3600
+        public var pingTimeoutSeconds = 10
+        public var caFile: String? = nil
+        public var proxy: String? = nil
+        /// Requests waiting for a stream, per pool, before the worker is pushed back.
+        public var maxQueuedPerPool = 20000
+    }
+
+    /// One app: a bundle ID and how it authenticates. Each distinct credential gets its own connections.
+    public struct AppSettings: Sendable, Equatable {
+        public var name: String
+        public var bundleID: String
+        public var environments: [String] = ["production", "sandbox"]
+        public var defaultEnvironment = "production"
+        public var token: TokenAuth? = nil
+        public var certificate: CertificateAuth? = nil
+
+        public struct TokenAuth: Sendable, Equatable {
+            public var teamID: String
+            public var keyID: String
+            public var keyFile: String
+            public var refreshMinutes = 50
+        }
+
+        public struct CertificateAuth: Sendable, Equatable {
+            public var pemFile: String? = nil
+            public var keyFile: String? = nil
+            public var pkcs12File: String? = nil
+            /// Never logged. `passwordEnv` names an environment variable that holds it instead.
+            public var password: String? = nil
+            public var passwordEnv: String? = nil
+
+            public var resolvedPassword: String? {
+                if let passwordEnv, let value = ProcessInfo.processInfo.environment[passwordEnv] { return value }
+                return password
+            }
+        }
+    }
+
+    /// Retry and back-off numbers; mapped onto the outcome policy's settings.
+    public struct RetrySection: Sendable, Equatable {
+        public var serverErrorBaseSeconds: Double = 900
+        public var serverErrorCapSeconds: Double = 14400
+        public var throttleBaseSeconds: Double = 10
+        public var throttleCapSeconds: Double = 600
+        public var jitterFraction: Double = 0.1
+        public var maxAttempts = 8
+        /// How long an app with a credential error is paused before its jobs are tried again.
+        public var configurationPauseSeconds: Double = 60
+        /// Immediate resends (GOAWAY, refused stream, lost connection) allowed per job before it is
+        /// put on the retry schedule instead.
+        public var maxImmediateResends = 5
+    }
+
+    public struct WorkerSettings: Sendable, Equatable {
+        public var id: String? = nil
+        public var maxInFlight = 4000
+        public var claimBatch = 256
+        public var leaseSeconds = 30
+        public var shutdownDeadlineSeconds = 20
+        public var runScheduler = true
+        public var runReaper = true
+        public var resultsMaxLength = 1_000_000
+        public var deadMaxLength = 100_000
+        public var eventLoops = 1
+        public var logLevel = "info"
+        /// How often completed results are flushed to Redis in one batch.
+        public var flushIntervalMs = 2
+    }
+}
+
+/// A problem found while loading or checking the configuration; `check-config` lists them all.
+public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
+    public let problems: [String]
+    public init(_ problems: [String]) { self.problems = problems }
+    public var description: String { problems.joined(separator: "\n") }
+}

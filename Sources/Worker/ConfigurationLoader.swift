@@ -1,0 +1,264 @@
+import Foundation
+
+/// Reads the JSON configuration and the environment overrides, collecting every problem instead of
+/// stopping at the first, so `herald check-config` can list them all in one run.
+public enum ConfigurationLoader {
+    /// Environment variables that override the file (documented in docs/configuration.md).
+    public static let environmentOverrides = [
+        "HERALD_REDIS_URL", "HERALD_REDIS_PREFIX", "HERALD_QUEUES", "HERALD_MAX_IN_FLIGHT", "HERALD_LOG_LEVEL",
+        "HERALD_WORKER_ID", "HERALD_APNS_PRODUCTION_URL", "HERALD_APNS_SANDBOX_URL", "HERALD_APNS_CA_FILE",
+        "HERALD_APNS_CONNECTIONS", "HERALD_APNS_PROXY",
+    ]
+
+    public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
+        var configuration = Configuration()
+        var problems: [String] = []
+        if let path {
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(["cannot read configuration file \(path)"])
+            }
+            do {
+                let object = try JSONSerialization.jsonObject(with: data)
+                guard let root = object as? [String: Any] else { throw ConfigurationError(["\(path): the top level must be a JSON object"]) }
+                var reader = Reader(problems: [])
+                reader.apply(root, to: &configuration)
+                problems += reader.problems.map { "\(path): \($0)" }
+            } catch let error as ConfigurationError {
+                throw error
+            } catch {
+                throw ConfigurationError(["\(path): not valid JSON (\(error.localizedDescription))"])
+            }
+        }
+        applyEnvironment(environment, to: &configuration, problems: &problems)
+        problems += validate(configuration)
+        if !problems.isEmpty { throw ConfigurationError(problems) }
+        return configuration
+    }
+
+    static func applyEnvironment(_ env: [String: String], to c: inout Configuration, problems: inout [String]) {
+        if let v = env["HERALD_REDIS_URL"], !v.isEmpty { c.redis.url = v }
+        if let v = env["HERALD_REDIS_PREFIX"], !v.isEmpty { c.redis.prefix = v }
+        if let v = env["HERALD_QUEUES"], !v.isEmpty {
+            c.redis.queues = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
+        if let v = env["HERALD_MAX_IN_FLIGHT"], !v.isEmpty {
+            if let n = Int(v) { c.worker.maxInFlight = n } else { problems.append("HERALD_MAX_IN_FLIGHT must be a whole number, got '\(v)'") }
+        }
+        if let v = env["HERALD_LOG_LEVEL"], !v.isEmpty { c.worker.logLevel = v }
+        if let v = env["HERALD_WORKER_ID"], !v.isEmpty { c.worker.id = v }
+        if let v = env["HERALD_APNS_PRODUCTION_URL"], !v.isEmpty { c.apns.productionURL = v }
+        if let v = env["HERALD_APNS_SANDBOX_URL"], !v.isEmpty { c.apns.sandboxURL = v }
+        if let v = env["HERALD_APNS_CA_FILE"], !v.isEmpty { c.apns.caFile = v }
+        if let v = env["HERALD_APNS_PROXY"], !v.isEmpty { c.apns.proxy = v }
+        if let v = env["HERALD_APNS_CONNECTIONS"], !v.isEmpty {
+            if let n = Int(v) { c.apns.connectionsPerPool = n } else { problems.append("HERALD_APNS_CONNECTIONS must be a whole number, got '\(v)'") }
+        }
+    }
+
+    /// Cross-field rules: ranges, app names, exactly one credential per app.
+    public static func validate(_ c: Configuration) -> [String] {
+        var problems: [String] = []
+        if !(c.redis.url.hasPrefix("redis://") || c.redis.url.hasPrefix("unix://")) {
+            problems.append("redis.url must start with redis:// or unix://, got '\(c.redis.url)'")
+        }
+        if c.redis.prefix.isEmpty { problems.append("redis.prefix must not be empty") }
+        for (name, url) in [("apns.production_url", c.apns.productionURL), ("apns.sandbox_url", c.apns.sandboxURL)] {
+            if APNsURL(url) == nil { problems.append("\(name) must look like https://host[:port], got '\(url)'") }
+        }
+        if c.apns.connectionsPerPool < 1 || c.apns.connectionsPerPool > 64 { problems.append("apns.connections_per_pool must be 1...64") }
+        if c.apns.requestTimeoutMs < 100 { problems.append("apns.request_timeout_ms must be at least 100") }
+        if c.worker.maxInFlight < 1 { problems.append("worker.max_in_flight must be at least 1") }
+        if c.worker.claimBatch < 1 || c.worker.claimBatch > 10000 { problems.append("worker.claim_batch must be 1...10000") }
+        if c.worker.leaseSeconds < 2 { problems.append("worker.lease_seconds must be at least 2") }
+        if c.worker.eventLoops < 1 || c.worker.eventLoops > 64 { problems.append("worker.event_loops must be 1...64") }
+        if LogLevel(name: c.worker.logLevel) == nil { problems.append("worker.log_level must be debug, info, warning or error") }
+        if c.retry.maxAttempts < 1 { problems.append("retry.max_attempts must be at least 1") }
+        if c.apps.isEmpty { problems.append("no apps configured: add at least one entry to \"apps\"") }
+        var seen = Set<String>()
+        for (index, app) in c.apps.enumerated() {
+            let label = app.name.isEmpty ? "apps[\(index)]" : "app '\(app.name)'"
+            if app.name.isEmpty { problems.append("\(label): name is required") }
+            if !seen.insert(app.name).inserted { problems.append("\(label): the name is used twice") }
+            if app.bundleID.isEmpty { problems.append("\(label): bundle_id is required") }
+            for environment in app.environments where environment != "production" && environment != "sandbox" {
+                problems.append("\(label): environment '\(environment)' is not production or sandbox")
+            }
+            if !app.environments.contains(app.defaultEnvironment) {
+                problems.append("\(label): default_environment '\(app.defaultEnvironment)' is not among its environments")
+            }
+            switch (app.token, app.certificate) {
+            case (nil, nil): problems.append("\(label): needs \"token\" (team_id, key_id, key_file) or \"certificate\" credentials")
+            case (.some, .some): problems.append("\(label): give either \"token\" or \"certificate\", not both")
+            case (let token?, nil):
+                if token.teamID.count != 10 { problems.append("\(label): token.team_id must be 10 characters") }
+                if token.keyID.count != 10 { problems.append("\(label): token.key_id must be 10 characters") }
+                if token.keyFile.isEmpty { problems.append("\(label): token.key_file is required") }
+                if token.refreshMinutes < 20 || token.refreshMinutes > 60 { problems.append("\(label): token.refresh_minutes must be 20...60 (Apple's window)") }
+            case (nil, let cert?):
+                if cert.pkcs12File == nil && cert.pemFile == nil { problems.append("\(label): certificate needs pem_file (+ key_file) or pkcs12_file") }
+            }
+        }
+        return problems
+    }
+}
+
+/// `https://host[:port]` split into its parts; port defaults to 443.
+public struct APNsURL: Sendable, Equatable {
+    public let host: String
+    public let port: Int
+
+    public init?(_ text: String) {
+        guard let components = URLComponents(string: text), components.scheme == "https",
+              let host = components.host, !host.isEmpty else { return nil }
+        let port = components.port ?? 443
+        guard (1...65535).contains(port) else { return nil }
+        self.host = host
+        self.port = port
+    }
+}
+
+/// Reads known keys from the parsed JSON; unknown keys and wrong types become problems.
+private struct Reader {
+    var problems: [String]
+
+    mutating func apply(_ root: [String: Any], to c: inout Configuration) {
+        check(root, known: ["redis", "apns", "apps", "retry", "worker"], at: "")
+        if let redis = object(root["redis"], "redis") {
+            check(redis, known: ["url", "prefix", "queues", "connect_timeout_ms", "command_timeout_ms"], at: "redis.")
+            string(redis, "url", "redis.", &c.redis.url)
+            string(redis, "prefix", "redis.", &c.redis.prefix)
+            strings(redis, "queues", "redis.", &c.redis.queues)
+            int(redis, "connect_timeout_ms", "redis.", &c.redis.connectTimeoutMs)
+            int(redis, "command_timeout_ms", "redis.", &c.redis.commandTimeoutMs)
+        }
+        if let apns = object(root["apns"], "apns") {
+            check(apns, known: ["production_url", "sandbox_url", "connections_per_pool", "request_timeout_ms", "connect_timeout_ms",
+                                "ping_idle_seconds", "ping_timeout_seconds", "ca_file", "proxy", "max_queued_per_pool"], at: "apns.")
+            string(apns, "production_url", "apns.", &c.apns.productionURL)
+            string(apns, "sandbox_url", "apns.", &c.apns.sandboxURL)
+            int(apns, "connections_per_pool", "apns.", &c.apns.connectionsPerPool)
+            int(apns, "request_timeout_ms", "apns.", &c.apns.requestTimeoutMs)
+            int(apns, "connect_timeout_ms", "apns.", &c.apns.connectTimeoutMs)
+            int(apns, "ping_idle_seconds", "apns.", &c.apns.pingIdleSeconds)
+            int(apns, "ping_timeout_seconds", "apns.", &c.apns.pingTimeoutSeconds)
+            optionalString(apns, "ca_file", "apns.", &c.apns.caFile)
+            optionalString(apns, "proxy", "apns.", &c.apns.proxy)
+            int(apns, "max_queued_per_pool", "apns.", &c.apns.maxQueuedPerPool)
+        }
+        if let apps = root["apps"] {
+            guard let list = apps as? [Any] else { problems.append("apps must be a list"); return }
+            for (index, item) in list.enumerated() {
+                guard let app = object(item, "apps[\(index)]") else { continue }
+                c.apps.append(readApp(app, index: index))
+            }
+        }
+        if let retry = object(root["retry"], "retry") {
+            check(retry, known: ["server_error_base_seconds", "server_error_cap_seconds", "throttle_base_seconds", "throttle_cap_seconds",
+                                 "jitter_fraction", "max_attempts", "configuration_pause_seconds", "max_immediate_resends"], at: "retry.")
+            double(retry, "server_error_base_seconds", "retry.", &c.retry.serverErrorBaseSeconds)
+            double(retry, "server_error_cap_seconds", "retry.", &c.retry.serverErrorCapSeconds)
+            double(retry, "throttle_base_seconds", "retry.", &c.retry.throttleBaseSeconds)
+            double(retry, "throttle_cap_seconds", "retry.", &c.retry.throttleCapSeconds)
+            double(retry, "jitter_fraction", "retry.", &c.retry.jitterFraction)
+            int(retry, "max_attempts", "retry.", &c.retry.maxAttempts)
+            double(retry, "configuration_pause_seconds", "retry.", &c.retry.configurationPauseSeconds)
+            int(retry, "max_immediate_resends", "retry.", &c.retry.maxImmediateResends)
+        }
+        if let worker = object(root["worker"], "worker") {
+            check(worker, known: ["id", "max_in_flight", "claim_batch", "lease_seconds", "shutdown_deadline_seconds", "run_scheduler",
+                                  "run_reaper", "results_max_length", "dead_max_length", "event_loops", "log_level", "flush_interval_ms"], at: "worker.")
+            optionalString(worker, "id", "worker.", &c.worker.id)
+            int(worker, "max_in_flight", "worker.", &c.worker.maxInFlight)
+            int(worker, "claim_batch", "worker.", &c.worker.claimBatch)
+            int(worker, "lease_seconds", "worker.", &c.worker.leaseSeconds)
+            int(worker, "shutdown_deadline_seconds", "worker.", &c.worker.shutdownDeadlineSeconds)
+            bool(worker, "run_scheduler", "worker.", &c.worker.runScheduler)
+            bool(worker, "run_reaper", "worker.", &c.worker.runReaper)
+            int(worker, "results_max_length", "worker.", &c.worker.resultsMaxLength)
+            int(worker, "dead_max_length", "worker.", &c.worker.deadMaxLength)
+            int(worker, "event_loops", "worker.", &c.worker.eventLoops)
+            string(worker, "log_level", "worker.", &c.worker.logLevel)
+            int(worker, "flush_interval_ms", "worker.", &c.worker.flushIntervalMs)
+        }
+    }
+
+    mutating func readApp(_ app: [String: Any], index: Int) -> Configuration.AppSettings {
+        let at = "apps[\(index)]."
+        check(app, known: ["name", "bundle_id", "environments", "default_environment", "token", "certificate"], at: at)
+        var settings = Configuration.AppSettings(name: "", bundleID: "")
+        string(app, "name", at, &settings.name)
+        string(app, "bundle_id", at, &settings.bundleID)
+        strings(app, "environments", at, &settings.environments)
+        if settings.environments.count == 1 { settings.defaultEnvironment = settings.environments[0] }
+        string(app, "default_environment", at, &settings.defaultEnvironment)
+        if let token = object(app["token"], at + "token") {
+            check(token, known: ["team_id", "key_id", "key_file", "refresh_minutes"], at: at + "token.")
+            var auth = Configuration.AppSettings.TokenAuth(teamID: "", keyID: "", keyFile: "")
+            string(token, "team_id", at + "token.", &auth.teamID)
+            string(token, "key_id", at + "token.", &auth.keyID)
+            string(token, "key_file", at + "token.", &auth.keyFile)
+            int(token, "refresh_minutes", at + "token.", &auth.refreshMinutes)
+            settings.token = auth
+        }
+        if let cert = object(app["certificate"], at + "certificate") {
+            check(cert, known: ["pem_file", "key_file", "pkcs12_file", "password", "password_env"], at: at + "certificate.")
+            var auth = Configuration.AppSettings.CertificateAuth()
+            optionalString(cert, "pem_file", at + "certificate.", &auth.pemFile)
+            optionalString(cert, "key_file", at + "certificate.", &auth.keyFile)
+            optionalString(cert, "pkcs12_file", at + "certificate.", &auth.pkcs12File)
+            optionalString(cert, "password", at + "certificate.", &auth.password)
+            optionalString(cert, "password_env", at + "certificate.", &auth.passwordEnv)
+            settings.certificate = auth
+        }
+        return settings
+    }
+
+    /// JSONSerialization hands booleans back as NSNumber; their Objective-C type code is "c".
+    func isBoolean(_ n: NSNumber) -> Bool { String(cString: n.objCType) == "c" }
+
+    mutating func check(_ object: [String: Any], known: Set<String>, at path: String) {
+        for key in object.keys.sorted() where !known.contains(key) {
+            problems.append("unknown setting '\(path)\(key)'")
+        }
+    }
+
+    mutating func object(_ value: Any?, _ path: String) -> [String: Any]? {
+        guard let value else { return nil }
+        guard let object = value as? [String: Any] else { problems.append("\(path) must be an object"); return nil }
+        return object
+    }
+
+    mutating func string(_ o: [String: Any], _ key: String, _ at: String, _ out: inout String) {
+        guard let value = o[key] else { return }
+        if let s = value as? String { out = s } else { problems.append("\(at)\(key) must be a string") }
+    }
+
+    mutating func optionalString(_ o: [String: Any], _ key: String, _ at: String, _ out: inout String?) {
+        guard let value = o[key] else { return }
+        if value is NSNull { out = nil } else if let s = value as? String { out = s } else { problems.append("\(at)\(key) must be a string") }
+    }
+
+    mutating func strings(_ o: [String: Any], _ key: String, _ at: String, _ out: inout [String]) {
+        guard let value = o[key] else { return }
+        if let list = value as? [String] { out = list } else { problems.append("\(at)\(key) must be a list of strings") }
+    }
+
+    mutating func int(_ o: [String: Any], _ key: String, _ at: String, _ out: inout Int) {
+        guard let value = o[key] else { return }
+        if let n = value as? NSNumber, !isBoolean(n), n.doubleValue == n.doubleValue.rounded() {
+            out = n.intValue
+        } else {
+            problems.append("\(at)\(key) must be a whole number")
+        }
+    }
+
+    mutating func double(_ o: [String: Any], _ key: String, _ at: String, _ out: inout Double) {
+        guard let value = o[key] else { return }
+        if let n = value as? NSNumber, !isBoolean(n) { out = n.doubleValue } else { problems.append("\(at)\(key) must be a number") }
+    }
+
+    mutating func bool(_ o: [String: Any], _ key: String, _ at: String, _ out: inout Bool) {
+        guard let value = o[key] else { return }
+        if let n = value as? NSNumber, isBoolean(n) { out = n.boolValue } else { problems.append("\(at)\(key) must be true or false") }
+    }
+}
