@@ -30,12 +30,13 @@ let package = Package(
         .target(name: "Worker", dependencies: ["APNs", "HTTP2", "RedisQueue", "Reactor"]),
         .executableTarget(name: "herald", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
 
+        .target(name: "HeraldTestSupport", path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "COpenSSL"]),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Reactor", "MockAPNs", "APNs"]),
-        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "APNs"]),
-        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "COpenSSL"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
+        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Reactor", "MockAPNs", "APNs", "HeraldTestSupport"]),
+        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "APNs", "HeraldTestSupport"]),
+        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "COpenSSL", "HeraldTestSupport"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

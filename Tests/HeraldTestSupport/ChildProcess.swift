@@ -1,0 +1,121 @@
+import Foundation
+import Glibc
+
+/// A process a test started. It is stopped by its pid (never by name), and every wait has a deadline,
+/// so a test that goes wrong fails instead of hanging. `deinit` kills it if the test forgot.
+public final class ChildProcess: @unchecked Sendable {
+    public let process = Process()
+    public let name: String
+    public let outputFile: String
+
+    /// Starts `executable` with its stdout and stderr going to a temporary log file.
+    public init(name: String, executable: String, arguments: [String], environment: [String: String] = [:]) throws {
+        self.name = name
+        outputFile = FileManager.default.temporaryDirectory.appendingPathComponent("herald-\(name)-\(UUID().uuidString.prefix(8)).log").path
+        _ = FileManager.default.createFile(atPath: outputFile, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: outputFile))
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    public var pid: Int32 { process.processIdentifier }
+    public var isRunning: Bool { process.isRunning }
+
+    /// What the process printed so far (stdout and stderr together).
+    public var output: String {
+        (try? String(contentsOfFile: outputFile, encoding: .utf8)) ?? ""
+    }
+
+    public func signal(_ sig: Int32) {
+        if process.isRunning { kill(pid, sig) }
+    }
+
+    /// Waits for the process to exit; returns its status, or nil if the deadline passed.
+    @discardableResult
+    public func waitForExit(seconds: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(seconds)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { return nil }
+        return process.terminationStatus
+    }
+
+    /// SIGTERM, then SIGKILL if it has not gone within `grace` seconds.
+    @discardableResult
+    public func stop(grace: Double = 5) -> Int32? {
+        guard process.isRunning else { return process.terminationStatus }
+        signal(SIGTERM)
+        if let status = waitForExit(seconds: grace) { return status }
+        signal(SIGKILL)
+        return waitForExit(seconds: 5)
+    }
+
+    deinit {
+        if process.isRunning {
+            kill(pid, SIGKILL)
+            _ = waitForExit(seconds: 5)
+        }
+        try? FileManager.default.removeItem(atPath: outputFile)
+    }
+}
+
+/// Polls `condition` until it holds or `seconds` pass; returns whether it held.
+public func waitUntil(seconds: Double, interval: Double = 0.02, _ condition: () throws -> Bool) rethrows -> Bool {
+    let deadline = Date().addingTimeInterval(seconds)
+    while Date() < deadline {
+        if try condition() { return true }
+        usleep(useconds_t(interval * 1_000_000))
+    }
+    return try condition()
+}
+
+/// A free TCP port on loopback, chosen by the kernel.
+public func freeLoopbackPort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Finds a program on PATH (for redis-server, nghttpd, h2load, curl).
+public func which(_ program: String) -> String? {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+    for directory in path.split(separator: ":") + ["/usr/bin", "/usr/sbin", "/bin"] {
+        let candidate = "\(directory)/\(program)"
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    return nil
+}
+
+/// The `herald` executable built beside the test bundle (swift build puts products in one folder).
+public func heraldExecutable() -> String? {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard n > 0 else { return nil }
+    var directory = URL(fileURLWithPath: String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("herald").path
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        directory = directory.deletingLastPathComponent()
+    }
+    return nil
+}
+
+/// A fresh temporary directory, removed by the caller.
+public func makeTemporaryDirectory(_ label: String = "herald-test") -> String {
+    let path = FileManager.default.temporaryDirectory.appendingPathComponent("\(label)-\(UUID().uuidString.prefix(8))").path
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
