@@ -77,6 +77,11 @@ public final class SigningKey: @unchecked Sendable {
         return rs
     }
 
+    /// A provider token in one call (prefer `ProviderTokenCache`: one token per ~50 minutes, not per request).
+    public func sign(keyID: String, teamID: String, issuedAt: Int64) throws(CredentialError) -> String {
+        try ProviderTokenSigner(keyID: keyID, teamID: teamID, key: self).sign(issuedAt: issuedAt)
+    }
+
     /// The public half as SubjectPublicKeyInfo PEM, for verifiers (a test server, the demo).
     public func publicKeyPEM() -> String? {
         guard let bio = BIO_new(BIO_s_mem()) else { return nil }

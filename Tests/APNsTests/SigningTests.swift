@@ -149,3 +149,28 @@ func credentialError(_ body: () throws -> Void) -> CredentialError? {
         #expect(base64URLDecoded("a+b") == nil)
     }
 }
+
+@Suite struct ProviderTokenVerifierTests {
+    @Test func verifierAgreesWithOpenSSLDirectly() throws {
+        let pem = try KeyGenerator.generateP256PKCS8PEM()
+        let key = try SigningKey(pem: pem)
+        let publicPEM = try KeyGenerator.publicKeyPEM(fromPrivatePEM: pem)
+        let verifying = try VerifyingKey(publicKeyPEM: publicPEM)
+        let jwt = try key.sign(keyID: "ABCDE12345", teamID: "TEAM123456", issuedAt: 1_700_000_123)
+        #expect(verifyJWT(jwt, publicKeyPEM: publicPEM))
+        let claims = ProviderTokenVerifier.verify(jwt, key: verifying)
+        #expect(claims == ProviderTokenClaims(algorithm: "ES256", keyID: "ABCDE12345", teamID: "TEAM123456", issuedAt: 1_700_000_123))
+
+        let other = try VerifyingKey(publicKeyPEM: KeyGenerator.publicKeyPEM(fromPrivatePEM: KeyGenerator.generateP256PKCS8PEM()))
+        #expect(ProviderTokenVerifier.verify(jwt, key: other) == nil)
+        #expect(ProviderTokenVerifier.decode(jwt)?.teamID == "TEAM123456")
+
+        var corrupted = Array(jwt.utf8)
+        corrupted[corrupted.count - 5] = corrupted[corrupted.count - 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        #expect(ProviderTokenVerifier.verify(String(decoding: corrupted, as: UTF8.self), key: verifying) == nil)
+        for garbage in ["", "a.b", "a.b.c", "...", "\(jwt).x", String(jwt.dropLast(2))] {
+            #expect(ProviderTokenVerifier.verify(garbage, key: verifying) == nil, "\(garbage)")
+        }
+        #expect(throws: CredentialError.notPEM) { try VerifyingKey(publicKeyPEM: pem) }
+    }
+}
