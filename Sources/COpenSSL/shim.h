@@ -29,4 +29,7 @@ static inline void copenssl_stack_x509_free(STACK_OF(X509) *s) { sk_X509_pop_fre
 static inline int copenssl_stack_x509_num(STACK_OF(X509) *s) { return sk_X509_num(s); }
 static inline X509 *copenssl_stack_x509_value(STACK_OF(X509) *s, int i) { return sk_X509_value(s, i); }
 static inline long copenssl_ctx_add_extra_chain_cert(SSL_CTX *ctx, X509 *x) { return SSL_CTX_add_extra_chain_cert(ctx, x); }
+// Appended for the APNs module: key generation macros (EVP_EC_gen/EVP_RSA_gen wrap a variadic call).
+static inline EVP_PKEY *copenssl_ec_gen(const char *curve) { return EVP_EC_gen(curve); }
+static inline EVP_PKEY *copenssl_rsa_gen(unsigned int bits) { return EVP_RSA_gen(bits); }
 #endif

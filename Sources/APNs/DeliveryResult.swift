@@ -1,0 +1,51 @@
+/// A send that ended without an HTTP answer.
+public enum TransportFailure: Sendable, Equatable {
+    /// Certainly not processed by APNs: REFUSED_STREAM, a stream id above a GOAWAY's last-stream-id,
+    /// or never written. Safe to resend.
+    case notProcessed
+    /// The connection was lost while the stream was open: APNs may or may not have delivered it.
+    case outcomeUnknown
+    /// No answer within the request deadline (also uncertain).
+    case timedOut
+    /// No connection could be made (DNS, TCP, TLS); nothing was sent.
+    case connectionFailed(String)
+}
+
+/// What one attempt produced.
+public enum DeliveryResult: Sendable, Equatable {
+    case response(APNsResponse)
+    case transport(TransportFailure)
+}
+
+/// What the worker does next with the job.
+public enum Decision: Equatable, Sendable {
+    case delivered
+    /// Put the job in the retry schedule, due after the delay.
+    case retry(afterMilliseconds: Int64, reason: String)
+    /// Tell the producer to delete the token (`invalidSince`: 410's timestamp in ms); the job is finished.
+    case dropToken(invalidSince: Int64?, reason: String)
+    /// Send again at once (counts as an attempt): on a new connection when `freshConnection`, with a
+    /// new provider token when `refreshToken` (ask the token cache via `serverSaidExpired` first).
+    case resendNow(freshConnection: Bool, refreshToken: Bool)
+    /// The app's credentials or configuration are at fault, not the job: keep it, pause the app for
+    /// `configurationPauseSeconds`, do not count an attempt.
+    case deferForConfiguration(reason: String)
+    /// Finished without delivery; `reason` is Apple's reason string, `Expired`, or `MaxAttempts:<last reason>`.
+    case fail(reason: String)
+
+    /// Terminal decisions end the job.
+    public var isTerminal: Bool {
+        switch self {
+        case .delivered, .dropToken, .fail: true
+        case .retry, .resendNow, .deferForConfiguration: false
+        }
+    }
+}
+
+/// What the connection that carried the attempt should do, independent of the job.
+public enum ConnectionAdvice: Sendable, Equatable {
+    case keep
+    /// Stop opening streams on it, let open ones finish, and open a replacement (Shutdown, IdleTimeout,
+    /// ExpiredProviderToken, UnrelatedKeyIdInToken).
+    case replace
+}

@@ -1,0 +1,164 @@
+/// Reads a producer's job in one validating pass over its bytes (the worker's hot path): no Foundation,
+/// no intermediate dictionary, and the payload sliced out byte for byte. Unknown fields are ignored so
+/// producers can add their own; `null` counts as absent.
+public enum JobParser {
+    public static func parse(_ bytes: [UInt8]) throws(JobError) -> JobSpec {
+        let result: Result<JobSpec, JobError> = bytes.withUnsafeBufferPointer { buffer in
+            do throws(JobError) { return .success(try parse(buffer)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Same as `parse(_: [UInt8])` for bytes that are not in an Array (e.g. a Redis reply buffer).
+    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JobError) -> JobSpec {
+        var scanner = JSONScanner(buffer)
+        var job = JobSpec()
+        var seen: UInt16 = 0
+        var tokenSeen = false
+        var payloadSeen = false
+        do {
+            scanner.skipWhitespace()
+            guard scanner.position < buffer.count else { throw JobError.notJSON(.unexpectedEnd) }
+            guard buffer[scanner.position] == UInt8(ascii: "{") else {
+                // Say "not an object" only for input that is valid JSON of another kind.
+                _ = try JSONScanner.validate(buffer)
+                throw JobError.notAnObject
+            }
+            try scanner.beginObject()
+            var first = true
+            while let (key, value) = try scanner.nextMember(first: &first) {
+                guard let field = Field(key, in: scanner) else { continue }
+                let bit = UInt16(1) << field.rawValue
+                if seen & bit != 0 { throw JobError.duplicateField(field.name) }
+                seen |= bit
+                if value.kind == .null { continue }
+                switch field {
+                case .id:
+                    switch value.kind {
+                    case .string: job.id = scanner.stringValue(value)
+                    case .number: job.id = scanner.text(value)
+                    default: throw JobError.wrongType(field: "id", expected: "a string or a number")
+                    }
+                case .token:
+                    let token = try string(value, field, scanner)
+                    guard isHexToken(token) else { throw JobError.tokenNotHex }
+                    job.token = token
+                    tokenSeen = true
+                case .topic: job.topic = try string(value, field, scanner)
+                case .environment:
+                    let raw = try string(value, field, scanner)
+                    guard let env = APNsEnvironment(rawValue: raw) else { throw JobError.badEnvironment(raw) }
+                    job.environment = env
+                case .app: job.app = try string(value, field, scanner)
+                case .pushType:
+                    let raw = try string(value, field, scanner)
+                    guard let type = PushType(rawValue: raw) else { throw JobError.unknownPushType(raw) }
+                    job.pushType = type
+                case .priority:
+                    let v = try integer(value, field, scanner)
+                    guard v >= Int64(Int32.min) && v <= Int64(Int32.max) else { throw JobError.outOfRange(field: field.name) }
+                    job.priority = Int(v)
+                case .expiration: job.expiration = try integer(value, field, scanner)
+                case .collapseID: job.collapseID = try string(value, field, scanner)
+                case .apnsID: job.apnsID = try string(value, field, scanner)
+                case .payload:
+                    guard value.kind == .object else { throw JobError.payloadNotAnObject }
+                    job.payload = Array(UnsafeBufferPointer(rebasing: buffer[value.range]))
+                    payloadSeen = true
+                }
+            }
+            try scanner.expectEnd()
+        } catch let error as JSONScanError {
+            throw JobError.notJSON(error)
+        } catch let error as JobError {
+            throw error
+        } catch {
+            preconditionFailure("unexpected error \(error)")
+        }
+        guard tokenSeen else { throw JobError.missingToken }
+        guard payloadSeen else { throw JobError.missingPayload }
+        return job
+    }
+
+    /// True for a job that is Herald's own retry envelope rather than a producer's job.
+    public static func isHeraldEnvelope(_ bytes: [UInt8]) -> Bool {
+        let prefix: StaticString = "{\"herald\":"
+        guard bytes.count >= prefix.utf8CodeUnitCount else { return false }
+        let p = prefix.utf8Start
+        for i in 0..<prefix.utf8CodeUnitCount where bytes[i] != p[i] { return false }
+        return true
+    }
+
+    private static func string(_ value: JSONToken, _ field: Field, _ scanner: JSONScanner) throws(JobError) -> String {
+        guard value.kind == .string else { throw JobError.wrongType(field: field.name, expected: "a string") }
+        return scanner.stringValue(value)
+    }
+
+    private static func integer(_ value: JSONToken, _ field: Field, _ scanner: JSONScanner) throws(JobError) -> Int64 {
+        guard value.kind == .number, value.isInteger else {
+            throw JobError.wrongType(field: field.name, expected: "an integer")
+        }
+        guard let v = scanner.int64Value(value) else { throw JobError.outOfRange(field: field.name) }
+        return v
+    }
+
+    private enum Field: UInt16 {
+        case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload
+
+        var name: String {
+            switch self {
+            case .id: "id"
+            case .token: "token"
+            case .topic: "topic"
+            case .environment: "environment"
+            case .app: "app"
+            case .pushType: "push_type"
+            case .priority: "priority"
+            case .expiration: "expiration"
+            case .collapseID: "collapse_id"
+            case .apnsID: "apns_id"
+            case .payload: "payload"
+            }
+        }
+
+        /// Matches on length first so most unknown keys cost one comparison.
+        init?(_ key: JSONToken, in s: JSONScanner) {
+            let length = key.hasEscapes ? -1 : key.contentRange.count
+            switch length {
+            case 2 where s.stringEquals(key, "id"): self = .id
+            case 3 where s.stringEquals(key, "app"): self = .app
+            case 5 where s.stringEquals(key, "token"): self = .token
+            case 5 where s.stringEquals(key, "topic"): self = .topic
+            case 7 where s.stringEquals(key, "payload"): self = .payload
+            case 7 where s.stringEquals(key, "apns_id"): self = .apnsID
+            case 8 where s.stringEquals(key, "priority"): self = .priority
+            case 9 where s.stringEquals(key, "push_type"): self = .pushType
+            case 10 where s.stringEquals(key, "expiration"): self = .expiration
+            case 11 where s.stringEquals(key, "environment"): self = .environment
+            case 11 where s.stringEquals(key, "collapse_id"): self = .collapseID
+            case -1:
+                let name = s.stringValue(key)
+                guard let f = Field.allByName[name] else { return nil }
+                self = f
+            default: return nil
+            }
+        }
+
+        static let allByName: [String: Field] = {
+            var d: [String: Field] = [:]
+            var raw: UInt16 = 0
+            while let f = Field(rawValue: raw) { d[f.name] = f; raw += 1 }
+            return d
+        }()
+    }
+}
+
+/// Non-empty, even length, hexadecimal: what APNs accepts in `/3/device/<token>`.
+public func isHexToken(_ token: String) -> Bool {
+    var count = 0
+    for b in token.utf8 {
+        guard hexValue(b) != nil else { return false }
+        count += 1
+    }
+    return count > 0 && count % 2 == 0
+}

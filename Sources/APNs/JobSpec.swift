@@ -1,0 +1,74 @@
+/// A job as the producer wrote it, before the worker fills in defaults from configuration.
+/// `payload` holds the exact bytes of the job's `"payload"` value.
+public struct JobSpec: Sendable, Equatable {
+    public var id: String?
+    public var token: String?
+    public var topic: String?
+    public var environment: APNsEnvironment?
+    public var app: String?
+    public var pushType: PushType = .alert
+    public var priority: Int?
+    public var expiration: Int64?
+    public var collapseID: String?
+    public var apnsID: String?
+    public var payload: [UInt8] = []
+
+    public init() {}
+
+    /// The notification once the worker has resolved topic and environment (job value or app default).
+    public func notification(topic: String, environment: APNsEnvironment) -> PushNotification {
+        PushNotification(
+            deviceToken: token ?? "", topic: topic, environment: environment, pushType: pushType,
+            priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload)
+    }
+}
+
+/// Why a job cannot even be read; such jobs go to the dead-letter list with `description` as reason.
+public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
+    case notJSON(JSONScanError)
+    case notAnObject
+    case missingToken
+    case tokenNotHex
+    case missingPayload
+    case payloadNotAnObject
+    case badEnvironment(String)
+    case unknownPushType(String)
+    case wrongType(field: String, expected: String)
+    case outOfRange(field: String)
+    case duplicateField(String)
+
+    /// A short stable code for machines (dead-letter entries, metrics).
+    public var code: String {
+        switch self {
+        case .notJSON: "not_json"
+        case .notAnObject: "not_object"
+        case .missingToken: "missing_token"
+        case .tokenNotHex: "bad_token"
+        case .missingPayload: "missing_payload"
+        case .payloadNotAnObject: "payload_not_object"
+        case .badEnvironment: "bad_environment"
+        case .unknownPushType: "unknown_push_type"
+        case .wrongType: "wrong_type"
+        case .outOfRange: "out_of_range"
+        case .duplicateField: "duplicate_field"
+        }
+    }
+
+    public var description: String {
+        switch self {
+        case .notJSON(let e): return "job is not valid JSON: \(e)"
+        case .notAnObject: return "job is not a JSON object"
+        case .missingToken: return "job has no \"token\""
+        case .tokenNotHex: return "\"token\" is not a non-empty, even-length hexadecimal string"
+        case .missingPayload: return "job has no \"payload\""
+        case .payloadNotAnObject: return "\"payload\" is not a JSON object"
+        case .badEnvironment(let v): return "\"environment\" is \"\(v.prefix(64))\"; expected production or sandbox"
+        case .unknownPushType(let v):
+            return "\"push_type\" \"\(v.prefix(64))\" is unknown; expected one of "
+                + PushType.allCases.map(\.rawValue).joined(separator: ", ")
+        case .wrongType(let f, let expected): return "\"\(f)\" must be \(expected)"
+        case .outOfRange(let f): return "\"\(f)\" is out of range"
+        case .duplicateField(let f): return "\"\(f)\" appears more than once"
+        }
+    }
+}

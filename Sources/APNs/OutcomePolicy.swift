@@ -1,0 +1,130 @@
+/// Turns one attempt's result into the next step for the job. Pure: time and randomness are passed in,
+/// so every rule is testable.
+///
+/// Choices beyond Apple's table (see docs/job-format.md):
+/// - Resends count as attempts, so a job that keeps meeting dying connections ends after `maxAttempts`
+///   (`MaxAttempts:<reason>`) instead of looping.
+/// - `timedOut` is treated like a connection lost with the stream open: resent on a fresh connection.
+///   It may duplicate a notification; losing one silently is judged worse, and a producer that cares sets
+///   `collapse_id`, which makes the device show only one.
+/// - TooManyProviderTokenUpdates defers (no new token, no attempt counted), as issue 2 lists it with the
+///   credential errors; `ProviderTokenCache` already refuses to refresh within 20 minutes.
+/// - `connectionFailed` (nothing sent) retries on the throttle schedule.
+/// - A retry or resend whose due time is past a nonzero `apns-expiration` fails with `Expired`; 0 means
+///   "send once, do not store" at Apple, not "expired", so it does not block retries.
+public struct OutcomePolicy: Sendable {
+    public let settings: RetrySettings
+    private let random: @Sendable () -> Double
+
+    /// - Parameter random: uniform in 0..<1, injectable for tests.
+    public init(settings: RetrySettings = RetrySettings(), random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+        self.settings = settings
+        self.random = random
+    }
+
+    public func decide(_ result: DeliveryResult, attempt: Int, expiration: Int64?, nowSeconds: Int64) -> Decision {
+        let raw = rawDecision(result, attempt: attempt)
+        switch raw {
+        case .delivered, .dropToken, .fail:
+            return raw
+        case .retry(let ms, let reason):
+            if isExpired(expiration, at: nowSeconds * 1000 + ms) { return .fail(reason: "Expired") }
+            if attempt >= settings.maxAttempts { return .fail(reason: "MaxAttempts:" + reason) }
+            return raw
+        case .resendNow:
+            if isExpired(expiration, at: nowSeconds * 1000) { return .fail(reason: "Expired") }
+            if attempt >= settings.maxAttempts { return .fail(reason: "MaxAttempts:" + reasonText(result)) }
+            return raw
+        case .deferForConfiguration:
+            if isExpired(expiration, at: nowSeconds * 1000 + settings.configurationPauseSeconds * 1000) {
+                return .fail(reason: "Expired")
+            }
+            return raw
+        }
+    }
+
+    /// Whether the connection should be replaced after this result.
+    public func connectionAdvice(_ result: DeliveryResult) -> ConnectionAdvice {
+        guard case .response(let r) = result, let reason = r.reason else { return .keep }
+        switch reason {
+        case .shutdown, .idleTimeout, .expiredProviderToken, .unrelatedKeyIdInToken: return .replace
+        default: return .keep
+        }
+    }
+
+    /// 5xx delay for a 1-based attempt before jitter: base * 2^(attempt-1), capped.
+    public func serverErrorDelaySeconds(attempt: Int) -> Int64 {
+        doubling(settings.serverErrorBaseSeconds, cap: settings.serverErrorCapSeconds, attempt: attempt)
+    }
+
+    /// 429 TooManyRequests delay for a 1-based attempt before jitter.
+    public func throttleDelaySeconds(attempt: Int) -> Int64 {
+        doubling(settings.throttleBaseSeconds, cap: settings.throttleCapSeconds, attempt: attempt)
+    }
+
+    private func rawDecision(_ result: DeliveryResult, attempt: Int) -> Decision {
+        switch result {
+        case .transport(.notProcessed), .transport(.outcomeUnknown), .transport(.timedOut):
+            return .resendNow(freshConnection: true, refreshToken: false)
+        case .transport(.connectionFailed(let detail)):
+            return .retry(afterMilliseconds: jittered(throttleDelaySeconds(attempt: attempt)), reason: "ConnectionFailed: " + detail)
+        case .response(let r):
+            if r.status == 200 { return .delivered }
+            let name = r.reason?.rawValue ?? "HTTP \(r.status)"
+            switch r.reason {
+            case .badDeviceToken?:
+                return .dropToken(invalidSince: nil, reason: name)
+            case .unregistered?, .expiredToken?:
+                return .dropToken(invalidSince: r.timestamp, reason: name)
+            case .expiredProviderToken?:
+                return .resendNow(freshConnection: true, refreshToken: true)
+            case .unrelatedKeyIdInToken?, .idleTimeout?:
+                return .resendNow(freshConnection: true, refreshToken: false)
+            case .invalidProviderToken?, .missingProviderToken?, .badCertificate?, .badCertificateEnvironment?,
+                .badEnvironmentKeyIdInToken?, .topicMismatch?, .tooManyProviderTokenUpdates?:
+                return .deferForConfiguration(reason: name)
+            case .tooManyRequests?:
+                return .retry(afterMilliseconds: jittered(throttleDelaySeconds(attempt: attempt)), reason: name)
+            default:
+                if r.status == 410 { return .dropToken(invalidSince: r.timestamp, reason: name) }
+                if r.status >= 500 {
+                    return .retry(afterMilliseconds: jittered(serverErrorDelaySeconds(attempt: attempt)), reason: name)
+                }
+                if r.status == 429 {
+                    return .retry(afterMilliseconds: jittered(throttleDelaySeconds(attempt: attempt)), reason: name)
+                }
+                return .fail(reason: name)
+            }
+        }
+    }
+
+    private func reasonText(_ result: DeliveryResult) -> String {
+        switch result {
+        case .transport(.notProcessed): "NotProcessed"
+        case .transport(.outcomeUnknown): "ConnectionLost"
+        case .transport(.timedOut): "TimedOut"
+        case .transport(.connectionFailed(let d)): "ConnectionFailed: " + d
+        case .response(let r): r.reason?.rawValue ?? "HTTP \(r.status)"
+        }
+    }
+
+    private func isExpired(_ expiration: Int64?, at milliseconds: Int64) -> Bool {
+        guard let expiration, expiration != 0 else { return false }
+        return expiration.multipliedReportingOverflow(by: 1000).partialValue < milliseconds
+    }
+
+    private func doubling(_ base: Int64, cap: Int64, attempt: Int) -> Int64 {
+        let shift = max(0, attempt - 1)
+        guard shift < 62 else { return cap }
+        let (v, overflow) = base.multipliedReportingOverflow(by: Int64(1) << shift)
+        return overflow ? cap : min(v, cap)
+    }
+
+    /// delay*(1-j) + delay*2j*u, in milliseconds.
+    private func jittered(_ seconds: Int64) -> Int64 {
+        let j = settings.jitterFraction
+        let u = min(max(random(), 0), 1)
+        let factor = 1 - j + 2 * j * u
+        return Int64((Double(seconds) * 1000 * factor).rounded())
+    }
+}

@@ -1,0 +1,47 @@
+/// The numbers of the outcome policy. Every field has a default; a configuration file may override any.
+public struct RetrySettings: Sendable, Codable, Equatable {
+    /// First retry after a 5xx: Apple asks for 15 minutes; doubles per attempt.
+    public var serverErrorBaseSeconds: Int64 = 900
+    /// Longest wait after a 5xx (4 hours).
+    public var serverErrorCapSeconds: Int64 = 14_400
+    /// Each delay is spread uniformly over delay*(1-j) ... delay*(1+j) so retries after an outage do not
+    /// arrive together. 0.1 = plus or minus 10%.
+    public var jitterFraction: Double = 0.1
+    /// First retry after 429 TooManyRequests (too many pushes to one device) or a failed connection; doubles.
+    public var throttleBaseSeconds: Int64 = 10
+    /// Longest wait after a 429 TooManyRequests (10 minutes).
+    public var throttleCapSeconds: Int64 = 600
+    /// Attempts per job, counting the first send and every resend; the one that would exceed it fails.
+    public var maxAttempts: Int = 8
+    /// How long the worker parks jobs of an app whose credentials APNs refused (not counted as attempts).
+    public var configurationPauseSeconds: Int64 = 60
+
+    public init() {}
+
+    public init(from decoder: any Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        let d = RetrySettings()
+        serverErrorBaseSeconds = try c.decodeIfPresent(Int64.self, forKey: .serverErrorBaseSeconds) ?? d.serverErrorBaseSeconds
+        serverErrorCapSeconds = try c.decodeIfPresent(Int64.self, forKey: .serverErrorCapSeconds) ?? d.serverErrorCapSeconds
+        jitterFraction = try c.decodeIfPresent(Double.self, forKey: .jitterFraction) ?? d.jitterFraction
+        throttleBaseSeconds = try c.decodeIfPresent(Int64.self, forKey: .throttleBaseSeconds) ?? d.throttleBaseSeconds
+        throttleCapSeconds = try c.decodeIfPresent(Int64.self, forKey: .throttleCapSeconds) ?? d.throttleCapSeconds
+        maxAttempts = try c.decodeIfPresent(Int.self, forKey: .maxAttempts) ?? d.maxAttempts
+        configurationPauseSeconds =
+            try c.decodeIfPresent(Int64.self, forKey: .configurationPauseSeconds) ?? d.configurationPauseSeconds
+    }
+
+    /// Problems with the numbers, or nil; the configuration loader should refuse to start on one.
+    public func problem() -> String? {
+        if serverErrorBaseSeconds < 1 || serverErrorCapSeconds < serverErrorBaseSeconds {
+            return "serverErrorBaseSeconds must be at least 1 and serverErrorCapSeconds at least the base"
+        }
+        if throttleBaseSeconds < 1 || throttleCapSeconds < throttleBaseSeconds {
+            return "throttleBaseSeconds must be at least 1 and throttleCapSeconds at least the base"
+        }
+        if !(jitterFraction >= 0 && jitterFraction < 1) { return "jitterFraction must be in 0..<1" }
+        if maxAttempts < 1 { return "maxAttempts must be at least 1" }
+        if configurationPauseSeconds < 1 { return "configurationPauseSeconds must be at least 1" }
+        return nil
+    }
+}

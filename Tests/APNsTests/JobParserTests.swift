@@ -1,0 +1,217 @@
+import APNs
+import Testing
+
+private let token = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
+
+private func parse(_ text: String) throws(JobError) -> JobSpec { try JobParser.parse(Array(text.utf8)) }
+
+private func parseError(_ text: String) -> JobError? {
+    do { _ = try parse(text); return nil } catch { return error }
+}
+
+private func validate(_ bytes: [UInt8]) -> JSONScanError? {
+    bytes.withUnsafeBufferPointer { b in
+        do throws(JSONScanError) { _ = try JSONScanner.validate(b); return nil } catch { return error }
+    }
+}
+
+@Suite struct JobParserTests {
+    @Test func fullJob() throws {
+        let job = try parse("""
+            {"id":"j1","token":"\(token)","topic":"com.example.app.voip","environment":"sandbox","app":"main",
+             "push_type":"voip","priority":5,"expiration":1900000000,"collapse_id":"c","apns_id":"123e4567-e89b-12d3-a456-4266554400a0",
+             "payload":{"aps":{}}}
+            """)
+        #expect(job.id == "j1")
+        #expect(job.token == token)
+        #expect(job.topic == "com.example.app.voip")
+        #expect(job.environment == .sandbox)
+        #expect(job.app == "main")
+        #expect(job.pushType == .voip)
+        #expect(job.priority == 5)
+        #expect(job.expiration == 1_900_000_000)
+        #expect(job.collapseID == "c")
+        #expect(job.apnsID == "123e4567-e89b-12d3-a456-4266554400a0")
+        #expect(job.payload == Array(#"{"aps":{}}"#.utf8))
+        let n = job.notification(topic: job.topic!, environment: job.environment!)
+        #expect(NotificationValidator.validate(n) == nil)
+    }
+
+    @Test func defaultsAndNulls() throws {
+        let job = try parse(#"{"token":"ab","payload":{},"topic":null,"priority":null,"id":42}"#)
+        #expect(job.pushType == .alert)
+        #expect(job.topic == nil && job.priority == nil && job.environment == nil && job.expiration == nil)
+        #expect(job.id == "42")
+    }
+
+    @Test func payloadIsSlicedByteForByte() throws {
+        let payload = "{ \"aps\" :\t{\"alert\" : \"h\\u00e9llo \\ud83d\\ude00 \u{00E9}\"} ,\n \"n\": 1.50e+3, \"k\":[ ] }"
+        let job = try parse("{\r\n \"payload\" :  \(payload)  ,\"token\":\"\(token)\" }  \n")
+        #expect(job.payload == Array(payload.utf8))
+    }
+
+    @Test func unknownFieldsAreIgnored() throws {
+        let job = try parse(#"{"mine":{"deep":[1,2,{"x":"y"}]},"token":"ab","Token":5,"payload":{},"herald_extra":true}"#)
+        #expect(job.token == "ab")
+    }
+
+    @Test func escapedKeysStillMatch() throws {
+        let job = try parse(#"{"to\u006ben":"ab","p\u0061yload":{"a":1}}"#)
+        #expect(job.token == "ab")
+        #expect(job.payload == Array(#"{"a":1}"#.utf8))
+    }
+
+    @Test func stringsDecodeEscapes() throws {
+        let job = try parse(#"{"token":"ab","payload":{},"collapse_id":"a\"b\\c\/d\n\u00e9\ud83d\ude00"}"#)
+        #expect(job.collapseID == "a\"b\\c/d\n\u{00E9}\u{1F600}")
+    }
+
+    static let errors: [(String, String)] = [
+        ("", "not_json"), ("   ", "not_json"), ("nope", "not_json"), ("{", "not_json"),
+        (#"{"token":"ab","payload":{}"#, "not_json"), (#"{"token":"ab","payload":{}} x"#, "not_json"),
+        (#"{"token":"ab","payload":{},}"#, "not_json"), (#"{"token":"ab" "payload":{}}"#, "not_json"),
+        ("[1,2]", "not_object"), ("\"s\"", "not_object"), ("42", "not_object"), ("null", "not_object"),
+        (#"{"payload":{}}"#, "missing_token"), (#"{"token":null,"payload":{}}"#, "missing_token"),
+        (#"{"token":"xyz1","payload":{}}"#, "bad_token"), (#"{"token":"abc","payload":{}}"#, "bad_token"),
+        (#"{"token":"","payload":{}}"#, "bad_token"), (#"{"token":12,"payload":{}}"#, "wrong_type"),
+        (#"{"token":"ab"}"#, "missing_payload"), (#"{"token":"ab","payload":"{}"}"#, "payload_not_object"),
+        (#"{"token":"ab","payload":[]}"#, "payload_not_object"),
+        (#"{"token":"ab","payload":{},"environment":"development"}"#, "bad_environment"),
+        (#"{"token":"ab","payload":{},"push_type":"Alert"}"#, "unknown_push_type"),
+        (#"{"token":"ab","payload":{},"priority":"10"}"#, "wrong_type"),
+        (#"{"token":"ab","payload":{},"priority":10.0}"#, "wrong_type"),
+        (#"{"token":"ab","payload":{},"priority":99999999999}"#, "out_of_range"),
+        (#"{"token":"ab","payload":{},"expiration":99999999999999999999}"#, "out_of_range"),
+        (#"{"token":"ab","payload":{},"expiration":1e9}"#, "wrong_type"),
+        (#"{"token":"ab","payload":{},"topic":true}"#, "wrong_type"),
+        (#"{"token":"ab","payload":{},"id":[]}"#, "wrong_type"),
+        (#"{"token":"ab","token":"cd","payload":{}}"#, "duplicate_field"),
+        (#"{"token":"ab","payload":{"a":01}}"#, "not_json"),
+        (#"{"token":"ab","payload":{"a":"\x"}}"#, "not_json"),
+        (#"{"token":"ab","payload":{"a":"\ud800"}}"#, "not_json"),
+        (#"{"token":"ab","payload":{"a":"\udc00\ud800"}}"#, "not_json"),
+        (#"{"token":"ab","payload":{"a":tru}}"#, "not_json"),
+    ]
+
+    @Test func errorsAreClearAndTyped() {
+        for (text, code) in Self.errors {
+            let error = parseError(text)
+            #expect(error?.code == code, "\(text) gave \(String(describing: error))")
+            #expect(!(error?.description.isEmpty ?? true))
+        }
+    }
+
+    @Test func errorMessagesSayWhat() {
+        #expect(parseError(#"{"token":"ab","payload":{},"push_type":"fax"}"#)?.description.contains("fax") == true)
+        #expect(parseError(#"{"token":"ab","payload":{},"priority":"10"}"#)?.description == "\"priority\" must be an integer")
+        #expect(parseError("[]")?.description == "job is not a JSON object")
+    }
+
+    @Test func rawControlCharactersAndBadUTF8AreRefused() {
+        #expect(parseError("{\"token\":\"ab\",\"payload\":{\"a\":\"x\ny\"}}")?.code == "not_json")
+        var bytes = Array(#"{"token":"ab","payload":{"a":"x"}}"#.utf8)
+        bytes[bytes.firstIndex(of: UInt8(ascii: "x"))!] = 0xC0  // overlong lead byte in place of x
+        #expect(throws: JobError.self) { try JobParser.parse(bytes) }
+        let surrogateUTF8: [UInt8] = Array(#"{"token":"ab","payload":{"a":""#.utf8) + [0xED, 0xA0, 0x80] + Array(#""}}"#.utf8)
+        #expect(throws: JobError.self) { try JobParser.parse(surrogateUTF8) }
+        let fine: [UInt8] = Array(#"{"token":"ab","payload":{"a":""#.utf8) + [0xF0, 0x9F, 0x98, 0x80] + Array(#""}}"#.utf8)
+        #expect((try? JobParser.parse(fine)) != nil)
+    }
+
+    @Test func tenMegabyteStringIsLinearAndSafe() throws {
+        let big = String(repeating: "x", count: 10 * 1024 * 1024)
+        let job = try parse(#"{"token":"ab","payload":{"a":"\#(big)"},"mine":"\#(big)"}"#)
+        #expect(job.payload.count == big.utf8.count + 8)
+        #expect(NotificationValidator.validate(job.notification(topic: "t", environment: .production))?.reason == .payloadTooLarge)
+        // unterminated 10 MB string: an error, not a crash
+        #expect(parseError(#"{"token":"ab","payload":{"a":"\#(big)"#)?.code == "not_json")
+        // 10 MB of escapes
+        let escaped = String(repeating: "\\n", count: 5 * 1024 * 1024)
+        #expect(try parse(#"{"token":"ab","payload":{},"mine":"\#(escaped)"}"#).token == "ab")
+    }
+
+    @Test func nestingIsLimited() throws {
+        let okDepth = JSONScanner.defaultMaxDepth - 1  // the job object itself is one level
+        let ok = String(repeating: "[", count: okDepth - 1) + String(repeating: "]", count: okDepth - 1)
+        #expect(try parse(#"{"token":"ab","payload":{"a":\#(ok)}}"#).token == "ab")
+        let deep = String(repeating: "[", count: 100_000) + String(repeating: "]", count: 100_000)
+        #expect(parseError(#"{"token":"ab","payload":{"a":\#(deep)}}"#) == .notJSON(.tooDeep(limit: JSONScanner.defaultMaxDepth)))
+        let open = String(repeating: "{\"a\":", count: 1_000_000)
+        #expect(parseError(#"{"token":"ab","payload":\#(open)"#)?.code == "not_json")
+    }
+
+    @Test func heraldEnvelopeIsRecognised() {
+        #expect(JobParser.isHeraldEnvelope(Array(#"{"herald":{"attempt":2},"job":{}}"#.utf8)))
+        #expect(!JobParser.isHeraldEnvelope(Array(#"{ "herald":1}"#.utf8)))
+        #expect(!JobParser.isHeraldEnvelope(Array(#"{"token":"ab"}"#.utf8)))
+        #expect(!JobParser.isHeraldEnvelope([]))
+    }
+}
+
+@Suite struct JSONScannerTests {
+    static let valid = [
+        "0", "-0", "1.5", "-1.5e10", "1E-2", "12345678901234567890123", "true", "false", "null", "\"\"",
+        "[]", "{}", " [ 1 , \"a\" , { } , [ ] ] ", "{\"a\":{\"b\":[null,true,false]}}", "\"\\u0000\"",
+        "\"\\ud83d\\ude00\"", "\"\\uD83D\\uDE00\"", "\"\u{10FFFF}\"",
+    ]
+    static let invalid = [
+        "", " ", "01", "-", "1.", ".5", "1e", "+1", "[1,]", "[,1]", "{\"a\"}", "{\"a\":}", "{a:1}", "[1 2]",
+        "\"abc", "'a'", "\"\\u12\"", "\"\\uzzzz\"", "\"\\ud83d\"", "\"\\ud83d\\u0041\"", "\"\\ude00\"",
+        "nul", "truex", "[1]]", "{}{}", "\u{FEFF}{}",
+    ]
+
+    @Test func acceptsValid() {
+        for text in Self.valid { #expect(validate(Array(text.utf8)) == nil, "\(text)") }
+    }
+
+    @Test func refusesInvalid() {
+        for text in Self.invalid { #expect(validate(Array(text.utf8)) != nil, "\(text)") }
+    }
+
+    @Test func refusesBadUTF8() {
+        for bad: [UInt8] in [[0x22, 0x80, 0x22], [0x22, 0xC1, 0xBF, 0x22], [0x22, 0xE0, 0x80, 0x80, 0x22],
+            [0x22, 0xF4, 0x90, 0x80, 0x80, 0x22], [0x22, 0xF0, 0x9F, 0x98, 0x22], [0x22, 0xFF, 0x22], [0x22, 0xE2, 0x82]]
+        {
+            #expect(validate(bad) != nil, "\(bad)")
+        }
+    }
+
+    @Test func isObject() {
+        #expect(JSONScanner.isObject(Array("{\"a\":1}".utf8)))
+        #expect(!JSONScanner.isObject(Array("[1]".utf8)))
+        #expect(!JSONScanner.isObject(Array("{".utf8)))
+    }
+}
+
+@Suite struct JSONWriterTests {
+    @Test func writesObjectsArraysAndEscapes() {
+        var w = JSONWriter()
+        w.beginObject()
+        w.field("id", "a\"b\\c\n\t\u{1}é😀")
+        w.field("n", Int64(-9_223_372_036_854_775_808))
+        w.field("m", 0)
+        w.field("missing", nil as String?)
+        w.field("ok", true)
+        w.key("list"); w.beginArray(); w.int(1); w.string("x"); w.null(); w.beginObject(); w.endObject(); w.endArray()
+        w.rawField("payload", Array("{\"aps\":{}}".utf8))
+        w.endObject()
+        let text = String(decoding: w.bytes, as: UTF8.self)
+        #expect(text == #"{"id":"a\"b\\c\n\t\u0001é😀","n":-9223372036854775808,"m":0,"ok":true,"list":[1,"x",null,{}],"payload":{"aps":{}}}"#)
+        #expect(JSONScanner.isObject(w.bytes))
+    }
+
+    @Test func escapedRoundTripsThroughTheParser() throws {
+        let nasty = "\u{0}\u{1F}\"\\/\u{7F}\u{2028}日本\u{1F600}"
+        let job = try JobParser.parse(Array("{\"token\":\"ab\",\"payload\":{},\"id\":\(jsonEscaped(nasty))}".utf8))
+        #expect(job.id == nasty)
+        #expect(jsonEscaped("plain") == "\"plain\"")
+    }
+
+    @Test func decimals() {
+        for v: Int64 in [0, 1, -1, 9, 10, 1_700_000_000_123, .max, .min] {
+            var out: [UInt8] = []
+            appendDecimal(v, to: &out)
+            #expect(String(decoding: out, as: UTF8.self) == String(v))
+        }
+    }
+}
