@@ -1,9 +1,6 @@
 // Linux-only headers that Swift's Glibc module leaves out: epoll, eventfd, timerfd.
 #ifndef HERALD_CLINUX_SHIM_H
 #define HERALD_CLINUX_SHIM_H
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE
-#endif
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/timerfd.h>
@@ -17,7 +14,10 @@
 #include <unistd.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/syscall.h>
 
 static inline int clinux_errno(void) { return errno; }
-static inline int clinux_accept4(int fd, int flags) { return accept4(fd, NULL, NULL, flags); }
+// accept4 is declared only under _GNU_SOURCE, and defining that here would give fd_set a different
+// member name than Swift's Glibc module sees (a module-definition clash). Go through syscall(2) instead.
+static inline int clinux_accept4(int fd, int flags) { return (int)syscall(SYS_accept4, fd, NULL, NULL, flags); }
 #endif
