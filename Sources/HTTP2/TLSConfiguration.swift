@@ -50,6 +50,9 @@ public struct HTTP2Endpoint: Hashable, Sendable, CustomStringConvertible {
 
     public var description: String { proxy.map { "\(authority) via \($0)" } ?? authority }
 
+    /// Throws `.connectFailed` for a proxy URL that is not `http://host:port`; connections would fail the same way.
+    public func validate() throws(HTTP2ClientError) { _ = try proxyHostPort() }
+
     /// The proxy's host and port, or nil when there is none. Throws on a malformed proxy URL.
     func proxyHostPort() throws(HTTP2ClientError) -> (host: String, port: Int)? {
         guard var text = proxy, !text.isEmpty else { return nil }
