@@ -1,0 +1,278 @@
+import Reactor
+
+/// Settings of a pool: how many connections, how much may wait, how reconnects back off.
+public struct HTTP2PoolOptions: Sendable, Hashable {
+    public var connectionCount: Int
+    /// Requests waiting for a free stream, across the pool. Beyond it `send` refuses: back-pressure, not memory.
+    public var maxQueuedRequests: Int
+    /// Reconnect back-off after failures: doubles from the minimum to the maximum, with jitter.
+    public var reconnectMinimumMilliseconds: Int
+    public var reconnectMaximumMilliseconds: Int
+    /// A connection that lived at least this long before dying counts as healthy: its replacement opens at once.
+    public var healthyLifetimeMilliseconds: Int
+    public var connection: HTTP2ConnectionOptions
+
+    public init(
+        connectionCount: Int = 1, maxQueuedRequests: Int = 10_000,
+        reconnectMinimumMilliseconds: Int = 1_000, reconnectMaximumMilliseconds: Int = 60_000,
+        healthyLifetimeMilliseconds: Int = 10_000, connection: HTTP2ConnectionOptions = .init()
+    ) {
+        self.connectionCount = max(1, connectionCount)
+        self.maxQueuedRequests = maxQueuedRequests
+        self.reconnectMinimumMilliseconds = reconnectMinimumMilliseconds
+        self.reconnectMaximumMilliseconds = reconnectMaximumMilliseconds
+        self.healthyLifetimeMilliseconds = healthyLifetimeMilliseconds
+        self.connection = connection
+    }
+}
+
+/// What a pool reports to its owner's log.
+public enum HTTP2PoolEvent: Sendable, Equatable {
+    case connection(HTTP2ConnectionEvent)
+    case reconnectScheduled(delayMilliseconds: Int, consecutiveFailures: Int)
+}
+
+/// N connections to one endpoint with one TLS identity (one credential: APNs binds a team to a connection).
+///
+/// Requests go to the live connection with the most free streams; the rest wait in one bounded pool queue
+/// and flow as streams free up, so no connection ever exceeds its server's limit. Dead connections are
+/// replaced with exponential back-off and jitter. Loop-confined, not Sendable: create it and call every
+/// method on the loop's thread; completions and events arrive there too.
+public final class HTTP2ConnectionPool {
+    public let loop: EventLoop
+    public let endpoint: HTTP2Endpoint
+    public let tls: TLSContext
+    public let options: HTTP2PoolOptions
+    /// Connection and reconnect events, for logging.
+    public var onEvent: ((HTTP2PoolEvent) -> Void)?
+
+    private var connections: [HTTP2ClientConnection] = []
+    private var retiring: [HTTP2ClientConnection] = []
+    private var readyAt: [Int: UInt64] = [:]
+    private var queue = FIFO<RequestContext>()
+    /// Requests that must go on a connection newer than a given id: kept apart so they cannot block the rest.
+    private var freshQueue = FIFO<RequestContext>()
+    private var consecutiveFailures = 0
+    private var reconnectTimer: LoopTimer?
+    private var sweepTimer: LoopTimer?
+    private var started = false
+    private var closed = false
+    private var dispatching = false
+
+    public init(loop: EventLoop, endpoint: HTTP2Endpoint, tls: TLSContext, options: HTTP2PoolOptions = .init()) {
+        self.loop = loop
+        self.endpoint = endpoint
+        self.tls = tls
+        self.options = options
+    }
+
+    /// Convenience: builds the TLS context too. Throws `.tlsFailed` for unreadable CA, certificate or key files.
+    public convenience init(
+        loop: EventLoop, endpoint: HTTP2Endpoint, tlsConfiguration: TLSConfiguration, options: HTTP2PoolOptions = .init()
+    ) throws(HTTP2ClientError) {
+        self.init(loop: loop, endpoint: endpoint, tls: try TLSContext(tlsConfiguration), options: options)
+    }
+
+    deinit {
+        reconnectTimer?.cancel()
+        sweepTimer?.cancel()
+    }
+
+    // MARK: state
+
+    /// Requests on the wire (streams open on this pool's connections).
+    public var inFlight: Int { connections.reduce(0) { $0 + $1.openStreams } + retiring.reduce(0) { $0 + $1.openStreams } }
+    /// Requests waiting for a stream.
+    public var queued: Int { queue.count + freshQueue.count }
+    public var liveConnections: Int { connections.reduce(0) { $0 + ($1.state == .ready ? 1 : 0) } }
+    /// Ids of the connections taking requests now (not the retiring ones).
+    public var connectionIDs: [Int] { connections.map(\.id) }
+    /// Free streams across live connections: what a caller may send without anything queuing.
+    public var availableStreams: Int { connections.reduce(0) { $0 + $1.availableStreams } }
+
+    // MARK: operations
+
+    /// Opens the connections. `send` does this on first use; call it early to have them ready.
+    public func start() {
+        guard !started, !closed else { return }
+        started = true
+        ensureConnections()
+    }
+
+    /// Sends `request` on the least-loaded live connection, or queues it. Returns false, and never calls
+    /// `completion`, when the pool is closed or its queue is full (back-pressure). Otherwise `completion`
+    /// runs exactly once on the loop's thread, never from inside this call.
+    ///
+    /// `onConnectionNewerThan`: only a connection whose id is greater may carry it; after retiring the
+    /// connection that answered ExpiredProviderToken, pass that response's `connectionID`.
+    public func send(_ request: HTTP2Request, onConnectionNewerThan minimumID: Int = 0, completion: @escaping HTTP2Completion) -> Bool {
+        guard !closed else { return false }
+        if !started { start() }
+        let context = RequestContext(request: request, newerThanConnectionID: minimumID, completion: completion)
+        if minimumID == 0 ? queue.isEmpty : freshQueue.isEmpty, let connection = bestConnection(newerThan: minimumID),
+           connection.enqueue(context) {
+            return true
+        }
+        guard queue.count + freshQueue.count < options.maxQueuedRequests else { return false }
+        if minimumID == 0 { queue.append(context) } else { freshQueue.append(context) }
+        startSweep()
+        return true
+    }
+
+    /// Takes a connection out of service: it finishes its open streams, sends GOAWAY and closes; a fresh
+    /// one replaces it at once. For APNs ExpiredProviderToken / UnrelatedKeyIdInToken.
+    public func retire(connectionID: Int) {
+        guard let index = connections.firstIndex(where: { $0.id == connectionID }) else { return }
+        let connection = connections.remove(at: index)
+        retiring.append(connection)
+        connection.closeGracefully()
+        ensureConnections()
+    }
+
+    /// Closes the pool. Queued requests complete with `.closed`. Graceful: open streams finish first;
+    /// otherwise they complete with `.connectionLost`.
+    public func close(graceful: Bool = true) {
+        guard !closed else { return }
+        closed = true
+        reconnectTimer?.cancel()
+        reconnectTimer = nil
+        sweepTimer?.cancel()
+        sweepTimer = nil
+        let waiting = queue.removeAll() + freshQueue.removeAll()
+        let all = connections + retiring
+        connections.removeAll()
+        retiring = all
+        for connection in all {
+            if graceful { connection.closeGracefully() } else { connection.close() }
+        }
+        for context in waiting where context.decide(.failure(.closed)) { context.deliver() }
+    }
+
+    // MARK: dispatch
+
+    private func bestConnection(newerThan minimumID: Int) -> HTTP2ClientConnection? {
+        var best: HTTP2ClientConnection?
+        var bestFree = 0
+        for connection in connections where connection.id > minimumID {
+            let free = connection.availableStreams
+            if free > bestFree {
+                best = connection
+                bestFree = free
+            }
+        }
+        return best
+    }
+
+    private func dispatch() {
+        guard !dispatching else { return }
+        dispatching = true
+        defer { dispatching = false }
+        while let context = queue.first {
+            if context.done {
+                _ = queue.popFirst()
+                continue
+            }
+            guard let connection = bestConnection(newerThan: 0) else { break }
+            _ = queue.popFirst()
+            if !connection.enqueue(context) { queue.append(context) }
+        }
+        while let context = freshQueue.first {
+            if context.done {
+                _ = freshQueue.popFirst()
+                continue
+            }
+            guard let connection = bestConnection(newerThan: context.newerThanConnectionID) else { break }
+            _ = freshQueue.popFirst()
+            if !connection.enqueue(context) { freshQueue.append(context) }
+        }
+    }
+
+    // MARK: connections
+
+    private func ensureConnections() {
+        guard !closed, reconnectTimer == nil else { return }
+        while connections.count < options.connectionCount {
+            let connection = HTTP2ClientConnection(loop: loop, endpoint: endpoint, tls: tls, options: options.connection)
+            connection.onEvent = { [weak self, unowned connection] event in
+                self?.handle(event, from: connection)
+            }
+            connections.append(connection)
+            connection.connect()
+        }
+    }
+
+    private func handle(_ event: HTTP2ConnectionEvent, from connection: HTTP2ClientConnection) {
+        switch event {
+        case .connected:
+            readyAt[connection.id] = monotonicNanos()
+            dispatch()
+        case .capacityAvailable:
+            dispatch()
+        case .goaway:
+            connectionEnded(connection)
+        case .closed:
+            connectionEnded(connection)
+            retiring.removeAll { $0 === connection }
+            readyAt[connection.id] = nil
+        }
+        onEvent?(.connection(event))
+    }
+
+    /// A connection stopped taking requests (GOAWAY or death): replace it, at once if it had been healthy,
+    /// after a growing, jittered delay if connections keep failing.
+    private func connectionEnded(_ connection: HTTP2ClientConnection) {
+        guard let index = connections.firstIndex(where: { $0 === connection }) else { return }
+        connections.remove(at: index)
+        if connection.state != .closed { retiring.append(connection) }
+        guard !closed else { return }
+        let lived = readyAt[connection.id].map { monotonicNanos() &- $0 } ?? 0
+        if lived >= UInt64(options.healthyLifetimeMilliseconds) &* 1_000_000 {
+            consecutiveFailures = 0
+            ensureConnections()
+            return
+        }
+        consecutiveFailures += 1
+        guard reconnectTimer == nil else { return }
+        let exponent = min(consecutiveFailures - 1, 16)
+        let ceiling = min(options.reconnectMaximumMilliseconds, options.reconnectMinimumMilliseconds << exponent)
+        let delay = Int.random(in: max(1, ceiling / 2)...max(1, ceiling))
+        reconnectTimer = loop.schedule(afterMilliseconds: delay) { [weak self] in
+            guard let self else { return }
+            self.reconnectTimer = nil
+            self.ensureConnections()
+        }
+        onEvent?(.reconnectScheduled(delayMilliseconds: delay, consecutiveFailures: consecutiveFailures))
+    }
+
+    // MARK: queue deadlines
+
+    private func startSweep() {
+        guard sweepTimer == nil, !closed else { return }
+        sweepTimer = loop.schedule(afterMilliseconds: options.connection.sweepIntervalMilliseconds) { [weak self] in
+            guard let self else { return }
+            self.sweepTimer = nil
+            self.sweep()
+            if !self.queue.isEmpty || !self.freshQueue.isEmpty { self.startSweep() }
+        }
+    }
+
+    private func sweep() {
+        let now = monotonicNanos()
+        var expired: [RequestContext] = []
+        for list in [queue, freshQueue] {
+            list.forEach { context in
+                if !context.done && context.deadline <= now && context.decide(.failure(.queueTimedOut)) { expired.append(context) }
+            }
+        }
+        guard !expired.isEmpty else { return }
+        queue = Self.compacted(queue)
+        freshQueue = Self.compacted(freshQueue)
+        for context in expired { context.deliver() }
+    }
+
+    private static func compacted(_ list: FIFO<RequestContext>) -> FIFO<RequestContext> {
+        var result = FIFO<RequestContext>()
+        list.forEach { if !$0.done { result.append($0) } }
+        return result
+    }
+}

@@ -1,0 +1,60 @@
+/// One request header. Names must be lower-case (HTTP/2 forbids upper case).
+public struct HTTP2Header: Hashable, Sendable {
+    public var name: String
+    public var value: String
+    /// Sent as an HPACK never-indexed literal: secrets such as `authorization` never enter a compression table.
+    public var neverIndex: Bool
+
+    public init(name: String, value: String, neverIndex: Bool = false) {
+        self.name = name
+        self.value = value
+        self.neverIndex = neverIndex
+    }
+}
+
+/// A request as the caller builds it. `:scheme` is always https; `:path` always goes never-indexed
+/// (an APNs path carries the device token).
+public struct HTTP2Request: Sendable {
+    public var method: String
+    public var path: String
+    /// `:authority`; defaults to the endpoint's `host:port`.
+    public var authority: String?
+    public var headers: [HTTP2Header]
+    public var body: [UInt8]
+    /// From the moment `send` is called; covers waiting in a queue and the exchange itself.
+    public var timeoutMilliseconds: Int
+
+    public init(
+        method: String = "POST", path: String, authority: String? = nil, headers: [HTTP2Header] = [],
+        body: [UInt8] = [], timeoutMilliseconds: Int = 30_000
+    ) {
+        self.method = method
+        self.path = path
+        self.authority = authority
+        self.headers = headers
+        self.body = body
+        self.timeoutMilliseconds = timeoutMilliseconds
+    }
+}
+
+/// A complete answer: status, every response header and the body.
+public struct HTTP2Response: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]
+    /// Which connection answered (see `HTTP2ClientConnection.id`): lets a caller retire exactly that one
+    /// and resend on a newer one (APNs ExpiredProviderToken, UnrelatedKeyIdInToken).
+    public var connectionID: Int
+
+    public init(status: Int, headers: [(name: String, value: String)], body: [UInt8], connectionID: Int) {
+        self.status = status
+        self.headers = headers
+        self.body = body
+        self.connectionID = connectionID
+    }
+
+    /// The first header with this (lower-case) name, e.g. `apns-id`.
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name == name }?.value
+    }
+}

@@ -1,0 +1,86 @@
+import COpenSSL
+
+/// Owns one client `SSL_CTX` built from a `TLSConfiguration`: trust store, TLS 1.2 minimum, ALPN h2 and the
+/// optional client certificate. Freed in `deinit`. Immutable after `init`, and OpenSSL allows one `SSL_CTX`
+/// to back `SSL` objects on any thread, hence `@unchecked Sendable`; the connections it spawns are loop-confined.
+public final class TLSContext: @unchecked Sendable {
+    let context: OpaquePointer
+    public let configuration: TLSConfiguration
+
+    public init(_ configuration: TLSConfiguration) throws(HTTP2ClientError) {
+        self.configuration = configuration
+        ERR_clear_error()
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw .tlsFailed("SSL_CTX_new: \(openSSLErrors())") }
+        context = ctx
+        _ = copenssl_set_min_proto_version(ctx, TLS1_2_VERSION)
+        _ = copenssl_ctx_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS))
+        if configuration.verifyPeer {
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nil)
+        } else {
+            SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nil)
+        }
+        if configuration.useSystemTrustStore, SSL_CTX_set_default_verify_paths(ctx) != 1 {
+            throw .tlsFailed("system trust store: \(openSSLErrors())")
+        }
+        if let caFile = configuration.caFile, SSL_CTX_load_verify_locations(ctx, caFile, nil) != 1 {
+            throw .tlsFailed("CA file \(caFile): \(openSSLErrors())")
+        }
+        let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
+        guard SSL_CTX_set_alpn_protos(ctx, alpn, UInt32(alpn.count)) == 0 else { throw .tlsFailed("ALPN: \(openSSLErrors())") }
+        if let certFile = configuration.clientCertificateFile {
+            guard SSL_CTX_use_certificate_chain_file(ctx, certFile) == 1 else {
+                throw .tlsFailed("client certificate \(certFile): \(openSSLErrors())")
+            }
+            let keyFile = configuration.clientKeyFile ?? certFile
+            guard SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM) == 1 else {
+                throw .tlsFailed("client key \(keyFile): \(openSSLErrors())")
+            }
+            guard SSL_CTX_check_private_key(ctx) == 1 else { throw .tlsFailed("client key does not match certificate: \(openSSLErrors())") }
+        }
+        if let p12File = configuration.pkcs12File { try loadPKCS12(p12File, password: configuration.pkcs12Password) }
+    }
+
+    private func loadPKCS12(_ path: String, password: String?) throws(HTTP2ClientError) {
+        guard let bio = BIO_new_file(path, "rb") else { throw .tlsFailed("PKCS#12 \(path): \(openSSLErrors())") }
+        defer { BIO_free(bio) }
+        guard let p12 = d2i_PKCS12_bio(bio, nil) else { throw .tlsFailed("PKCS#12 \(path): not PKCS#12: \(openSSLErrors())") }
+        defer { PKCS12_free(p12) }
+        var key: OpaquePointer?
+        var cert: OpaquePointer?
+        var chain: OpaquePointer?
+        guard PKCS12_parse(p12, password ?? "", &key, &cert, &chain) == 1, let key, let cert else {
+            throw .tlsFailed("PKCS#12 \(path): wrong password or unreadable: \(openSSLErrors())")
+        }
+        defer {
+            EVP_PKEY_free(key)
+            X509_free(cert)
+            if let chain { copenssl_stack_x509_free(chain) }
+        }
+        guard SSL_CTX_use_certificate(context, cert) == 1, SSL_CTX_use_PrivateKey(context, key) == 1,
+              SSL_CTX_check_private_key(context) == 1 else {
+            throw .tlsFailed("PKCS#12 \(path): \(openSSLErrors())")
+        }
+        if let chain {
+            for index in 0..<copenssl_stack_x509_num(chain) {
+                guard let extra = copenssl_stack_x509_value(chain, index) else { continue }
+                X509_up_ref(extra)  // the context takes ownership of what it is given
+                if copenssl_ctx_add_extra_chain_cert(context, extra) != 1 { X509_free(extra) }
+            }
+        }
+    }
+
+    deinit { SSL_CTX_free(context) }
+}
+
+/// Drains OpenSSL's (thread-local) error queue into one readable line.
+func openSSLErrors() -> String {
+    var parts: [String] = []
+    var buffer = [CChar](repeating: 0, count: 256)
+    while true {
+        let code = ERR_get_error()
+        if code == 0 { break }
+        ERR_error_string_n(code, &buffer, buffer.count)
+        parts.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+    }
+    return parts.isEmpty ? "no OpenSSL error detail" : parts.joined(separator: "; ")
+}

@@ -1,0 +1,195 @@
+import Foundation
+import Glibc
+@testable import HTTP2
+import Reactor
+import Testing
+
+/// The client against servers nobody here wrote (nghttpd) and scripted python3-h2 peers.
+@Suite final class ConnectionTests {
+    let loop: EventLoop
+    let certificates: TestCertificates
+
+    init() throws {
+        loop = try EventLoop.startThread(name: "http2-test")
+        certificates = try TestCertificates()
+    }
+
+    deinit {
+    }
+
+    private func tls(trustingTestCA: Bool = true, serverName: String? = nil) throws -> TLSContext {
+        try TLSContext(TLSConfiguration(caFile: trustingTestCA ? certificates.caCertificate : nil, serverName: serverName))
+    }
+
+    /// Opens a connection on the loop and fires `count` requests at once; waits for every completion.
+    private func fire(
+        _ count: Int, port: Int, tls: TLSContext, options: HTTP2ConnectionOptions = .init(),
+        request: HTTP2Request = postRequest(), waitSeconds: Double = 60, events: EventLog? = nil
+    ) throws -> (Outcomes, HTTP2ClientConnection) {
+        let outcomes = Outcomes(expected: count)
+        let connection = try loop.submitAndWait { () -> HTTP2ClientConnection in
+            let connection = HTTP2ClientConnection(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls, options: options)
+            connection.onEvent = { events?.append(.connection($0)) }
+            connection.connect()
+            for index in 0..<count {
+                let accepted = connection.send(request) { outcomes.record(index, $0) }
+                if !accepted { outcomes.record(index, .failure(.queueFull)) }
+            }
+            return connection
+        }
+        #expect(outcomes.wait(seconds: waitSeconds), "not every request completed in time")
+        return (outcomes, connection)
+    }
+
+    @Test func thousandsOfConcurrentPostsOverOneConnection() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+        let (outcomes, connection) = try fire(5_000, port: server.port, tls: try tls())
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.successes.count == 5_000)
+        #expect(outcomes.successes.allSatisfy { $0.status == 200 && $0.body == Array("ok\n".utf8) })
+        let (maxOpen, limit) = try loop.submitAndWait { (connection.maxObservedOpenStreams, connection.maxConcurrentStreams) }
+        #expect(limit == 100)  // nghttpd's default
+        #expect(maxOpen <= 100)
+        #expect(maxOpen > 1)
+        try loop.submitAndWait { connection.close() }
+    }
+
+    @Test func honoursASmallMaxConcurrentStreams() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=3"])
+        defer { server.stop() }
+        let (outcomes, connection) = try fire(300, port: server.port, tls: try tls())
+        #expect(outcomes.successes.count == 300)
+        let maxOpen = try loop.submitAndWait { connection.maxObservedOpenStreams }
+        #expect(maxOpen <= 3)
+        #expect(maxOpen >= 1)
+    }
+
+    @Test func followsTheServersLimitAsItChanges() throws {
+        let report = NSTemporaryDirectory() + "herald-h2-limits-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: report) }
+        let peer = try ServerProcess.peer(mode: "limits", certificates: certificates, extra: ["--raise", "5", "--report", report])
+        defer { peer.stop() }
+        let (outcomes, connection) = try fire(200, port: peer.port, tls: try tls())
+        #expect(outcomes.successes.count == 200)
+        let (maxOpen, limit) = try loop.submitAndWait { (connection.maxObservedOpenStreams, connection.maxConcurrentStreams) }
+        #expect(limit == 5)
+        #expect(maxOpen <= 5)
+        let serverSaw = Int((try? String(contentsOfFile: report, encoding: .utf8)) ?? "") ?? -1
+        #expect(serverSaw >= 1 && serverSaw <= 5, "server saw \(serverSaw) streams open at once")
+    }
+
+    @Test func refusesAServerItCannotVerify() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+
+        let (untrusted, _) = try fire(3, port: server.port, tls: try tls(trustingTestCA: false))
+        #expect(untrusted.completedOnceEach)
+        #expect(untrusted.failures.count == 3)
+        for error in untrusted.failures {
+            guard case let .tlsFailed(message) = error else { Issue.record("expected tlsFailed, got \(error)"); continue }
+            #expect(message.contains("certificate verification failed"))
+            #expect(error.safeToResend)
+        }
+
+        let (wrongName, _) = try fire(1, port: server.port, tls: try tls(serverName: "push.example.com"))
+        guard case .tlsFailed = wrongName.failures.first else {
+            Issue.record("a certificate for another name was accepted: \(wrongName.all)")
+            return
+        }
+
+        let (trusted, _) = try fire(3, port: server.port, tls: try tls())
+        #expect(trusted.successes.count == 3)
+    }
+
+    @Test func failsClearlyWhenTheServerDoesNotSpeakHTTP2() throws {
+        let peer = try ServerProcess.peer(mode: "http11", certificates: certificates)
+        defer { peer.stop() }
+        let (outcomes, _) = try fire(1, port: peer.port, tls: try tls())
+        guard case let .tlsFailed(message)? = outcomes.failures.first else {
+            Issue.record("expected tlsFailed, got \(outcomes.all)")
+            return
+        }
+        #expect(message.contains("ALPN"))
+    }
+
+    @Test func perRequestTimeoutCancelsTheStream() throws {
+        let peer = try ServerProcess.peer(mode: "silent", certificates: certificates)
+        defer { peer.stop() }
+        let (outcomes, connection) = try fire(3, port: peer.port, tls: try tls(), request: postRequest(timeoutMilliseconds: 300), waitSeconds: 10)
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.failures == [.timedOut, .timedOut, .timedOut])
+        #expect(outcomes.failures.allSatisfy { $0.wasProcessedPossibly })
+        // The connection itself survives a request timeout.
+        let state = try loop.submitAndWait { connection.state }
+        #expect(state == .ready)
+    }
+
+    @Test func pingTimeoutDeclaresASilentConnectionDead() throws {
+        let peer = try ServerProcess.peer(mode: "silent", certificates: certificates)
+        defer { peer.stop() }
+        let events = EventLog()
+        let options = HTTP2ConnectionOptions(pingIdleMilliseconds: 200, pingTimeoutMilliseconds: 300)
+        let (outcomes, connection) = try fire(2, port: peer.port, tls: try tls(), options: options, waitSeconds: 10, events: events)
+        #expect(outcomes.completedOnceEach)
+        for error in outcomes.failures {
+            guard case let .connectionLost(why) = error else { Issue.record("expected connectionLost, got \(error)"); continue }
+            #expect(why.contains("PING"))
+        }
+        #expect(try loop.submitAndWait { connection.state } == .closed)
+        #expect(events.all.contains { if case .connection(.closed(_, .connectionLost?)) = $0 { true } else { false } })
+    }
+
+    @Test func goawayFailsOnlyTheStreamsAboveLastStreamID() throws {
+        let peer = try ServerProcess.peer(mode: "goaway", certificates: certificates, extra: ["--count", "10", "--last-stream", "9"])
+        defer { peer.stop() }
+        let events = EventLog()
+        let (outcomes, connection) = try fire(10, port: peer.port, tls: try tls(), waitSeconds: 15, events: events)
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.successes.count == 5)  // streams 1, 3, 5, 7, 9
+        #expect(outcomes.successes.allSatisfy { $0.status == 200 && $0.header("apns-id") != nil })
+        #expect(outcomes.failures.count == 5)
+        for error in outcomes.failures {
+            #expect(error == .goawayUnprocessed(lastStreamID: 9, errorCode: 0, reason: "Shutdown"))
+            #expect(error.safeToResend)
+        }
+        #expect(eventually(seconds: 5) {
+            events.all.contains(.connection(.goaway(connectionID: connection.id, lastStreamID: 9, errorCode: 0, reason: "Shutdown")))
+        })
+        #expect(eventually(seconds: 5) { (try? loop.submitAndWait { connection.state }) == .closed })
+    }
+
+    @Test func refusedStreamsAreReportedAsNotProcessed() throws {
+        let peer = try ServerProcess.peer(mode: "refuse", certificates: certificates)
+        defer { peer.stop() }
+        let (outcomes, _) = try fire(20, port: peer.port, tls: try tls(), waitSeconds: 15)
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.successes.count == 10)
+        #expect(outcomes.failures.count == 10)
+        #expect(outcomes.failures.allSatisfy { $0 == .refusedStream && $0.safeToResend })
+    }
+
+    @Test func connectionRefusedFailsAsConnectFailed() throws {
+        let (outcomes, _) = try fire(2, port: try freePort(), tls: try tls(), waitSeconds: 10)
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.failures.allSatisfy { if case .connectFailed = $0 { true } else { false } })
+    }
+
+    @Test func goawayReasonIsReadFromTheDebugDataJSON() {
+        #expect(HTTP2ClientConnection.goawayReason(Array(#"{"reason":"ExpiredProviderToken"}"#.utf8)) == "ExpiredProviderToken")
+        #expect(HTTP2ClientConnection.goawayReason(Array("plain".utf8)) == "plain")
+        #expect(HTTP2ClientConnection.goawayReason([]) == nil)
+    }
+
+    @Test func unreadableCredentialsAreTypedErrors() {
+        #expect(throws: HTTP2ClientError.self) { try TLSContext(TLSConfiguration(caFile: "/nonexistent/ca.pem")) }
+        #expect(throws: HTTP2ClientError.self) { try TLSContext(TLSConfiguration(pkcs12File: "/nonexistent/cert.p12", pkcs12Password: "x")) }
+        #expect(throws: HTTP2ClientError.self) { try HTTP2Endpoint(host: "h", port: 1, proxy: "socks5://p:1").validate() }
+    }
+}

@@ -1,0 +1,127 @@
+#!/usr/bin/python3
+"""Scripted HTTP/2-over-TLS peer for the HTTP2 client tests (python3-h2, Debian).
+
+Modes:
+  silent   completes TLS (ALPN h2) and sends its SETTINGS, then never reads or answers anything.
+  goaway   answers nothing until --count requests have arrived, then sends GOAWAY (last-stream-id
+           --last-stream, debug data {"reason":"Shutdown"}), answers the streams at or below it with 200,
+           and closes the connection a moment later.
+  refuse   resets every stream whose id % 4 == 3 with REFUSED_STREAM, answers the others with 200.
+  limits   starts with MAX_CONCURRENT_STREAMS 1, raises it to --raise after the first answer, answers
+           everything with 200 and records the most streams it ever saw open at once in --report.
+  http11   offers only ALPN http/1.1 (a server that does not speak HTTP/2).
+Prints "PORT <n>" once listening on 127.0.0.1. Stopped by the test with SIGTERM.
+"""
+import argparse, json, socket, ssl, sys, threading, time
+import h2.config, h2.connection, h2.errors, h2.events, h2.settings
+from hyperframe.frame import GoAwayFrame
+
+p = argparse.ArgumentParser()
+p.add_argument("--cert", required=True)
+p.add_argument("--key", required=True)
+p.add_argument("--mode", required=True)
+p.add_argument("--count", type=int, default=10)
+p.add_argument("--last-stream", type=int, default=9)
+p.add_argument("--raise", dest="raise_to", type=int, default=5)
+p.add_argument("--report", default=None)
+args = p.parse_args()
+
+ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+ctx.load_cert_chain(args.cert, args.key)
+ctx.set_alpn_protocols(["http/1.1"] if args.mode == "http11" else ["h2"])
+
+listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+listener.bind(("127.0.0.1", 0))
+listener.listen(64)
+print("PORT %d" % listener.getsockname()[1], flush=True)
+
+
+def answer(conn, stream_id):
+    conn.send_headers(stream_id, [(":status", "200"), ("apns-id", "id-%d" % stream_id)], end_stream=True)
+
+
+def serve(raw):
+    try:
+        tls = ctx.wrap_socket(raw, server_side=True)
+    except Exception:
+        raw.close()
+        return
+    if args.mode == "http11":
+        time.sleep(2)
+        tls.close()
+        return
+    conn = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=False))
+    conn.initiate_connection()
+    first_limit = 1 if args.mode == "limits" else 100
+    conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: first_limit})
+    tls.sendall(conn.data_to_send())
+    if args.mode == "silent":
+        while True:
+            try:
+                if not tls.recv(65536):
+                    break
+            except Exception:
+                break
+        tls.close()
+        return
+    ended = []
+    open_streams = set()
+    most_open = 0
+    raised = False
+    while True:
+        try:
+            data = tls.recv(65536)
+        except Exception:
+            break
+        if not data:
+            break
+        for event in conn.receive_data(data):
+            if isinstance(event, h2.events.RequestReceived):
+                open_streams.add(event.stream_id)
+                most_open = max(most_open, len(open_streams))
+            elif isinstance(event, h2.events.DataReceived):
+                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+            elif isinstance(event, h2.events.StreamEnded):
+                ended.append(event.stream_id)
+                if args.mode == "refuse":
+                    if event.stream_id % 4 == 3:
+                        conn.reset_stream(event.stream_id, error_code=h2.errors.ErrorCodes.REFUSED_STREAM)
+                    else:
+                        answer(conn, event.stream_id)
+                    open_streams.discard(event.stream_id)
+                elif args.mode == "limits":
+                    answer(conn, event.stream_id)
+                    open_streams.discard(event.stream_id)
+                    if not raised:
+                        raised = True
+                        conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: args.raise_to})
+            elif isinstance(event, h2.events.StreamReset):
+                open_streams.discard(event.stream_id)
+        if args.report:
+            with open(args.report, "w") as f:
+                f.write(str(most_open))
+        if args.mode == "goaway" and len(ended) >= args.count:
+            frame = GoAwayFrame(0)
+            frame.last_stream_id = args.last_stream
+            frame.error_code = 0
+            frame.additional_data = json.dumps({"reason": "Shutdown"}).encode()
+            tls.sendall(conn.data_to_send() + frame.serialize())
+            for stream_id in sorted(ended):
+                if stream_id <= args.last_stream:
+                    answer(conn, stream_id)
+            tls.sendall(conn.data_to_send())
+            time.sleep(0.5)
+            break
+        out = conn.data_to_send()
+        if out:
+            tls.sendall(out)
+    try:
+        tls.close()
+    except Exception:
+        pass
+
+
+while True:
+    client, _ = listener.accept()
+    threading.Thread(target=serve, args=(client,), daemon=True).start()

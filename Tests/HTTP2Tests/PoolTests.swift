@@ -1,0 +1,128 @@
+import Foundation
+import Glibc
+import HTTP2
+import Reactor
+import Testing
+
+@Suite final class PoolTests {
+    let loop: EventLoop
+    let certificates: TestCertificates
+
+    init() throws {
+        loop = try EventLoop.startThread(name: "http2-pool-test")
+        certificates = try TestCertificates()
+    }
+
+    deinit {
+        loop.stop()
+        loop.waitUntilStopped()
+    }
+
+    private func makePool(port: Int, options: HTTP2PoolOptions, events: EventLog) throws -> HTTP2ConnectionPool {
+        let tls = try TLSContext(TLSConfiguration(caFile: certificates.caCertificate))
+        return try loop.submitAndWait {
+            let pool = HTTP2ConnectionPool(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls, options: options)
+            pool.onEvent = { events.append($0) }
+            pool.start()
+            return pool
+        }
+    }
+
+    /// Sends `count` requests through the pool from the loop; returns the outcomes to wait on.
+    private func send(_ count: Int, on pool: HTTP2ConnectionPool, request: HTTP2Request = postRequest()) throws -> Outcomes {
+        let outcomes = Outcomes(expected: count)
+        try loop.submitAndWait {
+            for index in 0..<count {
+                if !pool.send(request, completion: { outcomes.record(index, $0) }) { outcomes.record(index, .failure(.queueFull)) }
+            }
+        }
+        return outcomes
+    }
+
+    @Test func spreadsRequestsOverSeveralConnections() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=10"])
+        defer { server.stop() }
+        let events = EventLog()
+        let pool = try makePool(port: server.port, options: HTTP2PoolOptions(connectionCount: 3), events: events)
+        #expect(eventually(seconds: 10) { (try? loop.submitAndWait { pool.liveConnections }) == 3 })
+        let outcomes = try send(2_000, on: pool)
+        #expect(outcomes.wait(seconds: 60))
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.successes.count == 2_000)
+        #expect(Set(outcomes.successes.map(\.connectionID)).count == 3)
+        #expect(try loop.submitAndWait { (pool.inFlight, pool.queued) } == (0, 0))
+        try loop.submitAndWait { pool.close(graceful: true) }
+        #expect(eventually(seconds: 5) { events.all.filter { if case .connection(.closed) = $0 { true } else { false } }.count == 3 })
+    }
+
+    @Test func reconnectsAfterTheServerIsKilledAndRestarted() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let port = try freePort()
+        var server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+        let events = EventLog()
+        let options = HTTP2PoolOptions(connectionCount: 1, reconnectMinimumMilliseconds: 100, reconnectMaximumMilliseconds: 400)
+        let pool = try makePool(port: port, options: options, events: events)
+        let first = try send(10, on: pool)
+        #expect(first.wait(seconds: 10))
+        #expect(first.successes.count == 10)
+
+        server.stop(signal: SIGKILL)
+        #expect(eventually(seconds: 10) { (try? loop.submitAndWait { pool.liveConnections }) == 0 })
+        // While the server is down requests wait in the pool's queue (or time out there, never sent).
+        let during = try send(5, on: pool, request: postRequest(timeoutMilliseconds: 300))
+        #expect(during.wait(seconds: 10))
+        #expect(during.failures.allSatisfy { $0 == .queueTimedOut && $0.safeToResend })
+
+        server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
+        let after = try send(10, on: pool)
+        #expect(after.wait(seconds: 30))
+        #expect(after.completedOnceEach)
+        #expect(after.successes.count == 10)
+        let log = events.all
+        #expect(log.filter { if case .connection(.connected) = $0 { true } else { false } }.count >= 2)
+        #expect(log.contains { if case .reconnectScheduled = $0 { true } else { false } })
+        try loop.submitAndWait { pool.close(graceful: false) }
+    }
+
+    @Test func aFullQueuePushesBack() throws {
+        let events = EventLog()
+        // Nobody listens: nothing can leave the queue.
+        let options = HTTP2PoolOptions(maxQueuedRequests: 5, reconnectMinimumMilliseconds: 100, reconnectMaximumMilliseconds: 200)
+        let pool = try makePool(port: try freePort(), options: options, events: events)
+        let accepted = try loop.submitAndWait { () -> [Bool] in
+            (0..<7).map { _ in pool.send(postRequest(timeoutMilliseconds: 200)) { _ in } }
+        }
+        #expect(accepted == [true, true, true, true, true, false, false])
+        #expect(try loop.submitAndWait { pool.queued } == 5)
+        #expect(eventually(seconds: 5) { (try? loop.submitAndWait { pool.queued }) == 0 })
+        #expect(eventually(seconds: 5) { events.all.contains { if case .connection(.closed(_, .connectFailed?)) = $0 { true } else { false } } })
+        try loop.submitAndWait { pool.close(graceful: false) }
+        #expect(try loop.submitAndWait { pool.send(postRequest()) { _ in } } == false)
+    }
+
+    @Test func retiringAConnectionMovesRequestsToAFreshOne() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+        let events = EventLog()
+        let pool = try makePool(port: server.port, options: HTTP2PoolOptions(connectionCount: 1), events: events)
+        let first = try send(1, on: pool)
+        #expect(first.wait(seconds: 10))
+        let oldID = try #require(first.successes.first?.connectionID)
+        let resent = Outcomes(expected: 1)
+        try loop.submitAndWait {
+            pool.retire(connectionID: oldID)
+            _ = pool.send(postRequest(), onConnectionNewerThan: oldID) { resent.record(0, $0) }
+        }
+        #expect(resent.wait(seconds: 10))
+        let newID = try #require(resent.successes.first?.connectionID)
+        #expect(newID > oldID)
+        #expect(eventually(seconds: 5) { events.all.contains(.connection(.closed(connectionID: oldID, error: nil))) })
+        try loop.submitAndWait { pool.close(graceful: true) }
+    }
+}
