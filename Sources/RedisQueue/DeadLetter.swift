@@ -36,7 +36,7 @@ public struct DeadLetterEntry: Sendable, Equatable {
             out.append(contentsOf: Array(#","job":"#.utf8))
             JSONBytes.appendString(kept, to: &out)
         } else {
-            out.append(contentsOf: Array(#","job_base64":"#.utf8))
+            out.append(contentsOf: Array(#","job_base64":""#.utf8))
             out.append(contentsOf: Array(Data(kept).base64EncodedString().utf8))
             out.append(UInt8(ascii: "\""))
         }
