@@ -30,6 +30,7 @@ final class RedisServer: @unchecked Sendable {
     let port: Int
     let directory: String
     let appendOnly: Bool
+    let extraArguments: [String]
     private(set) var process: Process?
 
     var url: RedisURL { RedisURL(endpoint: .tcp(host: "127.0.0.1", port: port)) }
@@ -40,15 +41,16 @@ final class RedisServer: @unchecked Sendable {
         return Sockets.localPort(fd)
     }
 
-    static func start(appendOnly: Bool = false) throws -> RedisServer {
+    static func start(appendOnly: Bool = false, extraArguments: [String] = []) throws -> RedisServer {
         let directory = NSTemporaryDirectory() + "herald-redis-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let server = RedisServer(port: try freePort(), directory: directory, appendOnly: appendOnly)
+        let server = RedisServer(port: try freePort(), directory: directory, appendOnly: appendOnly, extraArguments: extraArguments)
         try server.launch()
         return server
     }
 
-    private init(port: Int, directory: String, appendOnly: Bool) {
+    private init(port: Int, directory: String, appendOnly: Bool, extraArguments: [String]) {
+        self.extraArguments = extraArguments
         self.port = port
         self.directory = directory
         self.appendOnly = appendOnly
@@ -60,13 +62,13 @@ final class RedisServer: @unchecked Sendable {
         var args = ["--port", "\(port)", "--bind", "127.0.0.1", "--save", "", "--dir", directory, "--daemonize", "no",
                     "--logfile", directory + "/redis.log"]
         args += appendOnly ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]
-        process.arguments = args
+        process.arguments = args + extraArguments
         try process.run()
         self.process = process
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if let redis = try? BlockingRedis(url: url, connectTimeoutMilliseconds: 200),
-               (try? redis.command(["PING"])) == .simple("PONG") { return }
+               let reply = try? redis.pipeline([["PING"]]).first, reply == .simple("PONG") || reply.errorMessage?.hasPrefix("NOAUTH") == true { return }
             usleep(50_000)
         }
         stop()
