@@ -1,0 +1,157 @@
+import Glibc
+import Reactor
+
+/// A synchronous Redis client for CLI tools (`herald stats`, `herald enqueue`) and tests: one socket, each call
+/// waits for its replies (with the command timeout), pipelines when asked.
+///
+/// Not Sendable and not thread-safe: use one per thread. Owns its socket and `RESPReader` (freed in `deinit`).
+/// No reconnect: after an I/O error or timeout it is broken (`RedisError.connectionLost` / `.timeout`); make a new one.
+public final class BlockingRedis {
+    public let url: RedisURL
+    private var fd: Int32 = -1
+    private let reader = RESPReader()
+    private let timeoutMilliseconds: Int32
+    private var readBuffer = [UInt8](repeating: 0, count: 65_536)
+
+    public init(url: RedisURL, connectTimeoutMilliseconds: Int = 2_000, commandTimeoutMilliseconds: Int = 10_000) throws(RedisError) {
+        self.url = url
+        self.timeoutMilliseconds = Int32(commandTimeoutMilliseconds)
+        let addresses: [SocketAddress]
+        switch url.endpoint {
+        case .unix(let path): addresses = [SocketAddress(unixPath: path)]
+        case .tcp(let host, let port):
+            do { addresses = try Sockets.resolve(host: host, port: port) } catch { throw .connectFailed("\(error)") }
+        }
+        var lastError = "no address"
+        for address in addresses {
+            do {
+                let socket = try Sockets.startConnect(to: address)
+                if Self.poll(socket, events: Int16(POLLOUT), timeout: Int32(connectTimeoutMilliseconds)) {
+                    if let error = Sockets.connectError(socket) {
+                        lastError = "\(address): \(error)"
+                        Glibc.close(socket)
+                        continue
+                    }
+                    fd = socket
+                    break
+                }
+                Glibc.close(socket)
+                lastError = "\(address): connect timed out"
+            } catch {
+                lastError = "\(address): \(error)"
+            }
+        }
+        guard fd >= 0 else { throw .connectFailed(lastError) }
+        for command in url.handshake {
+            do {
+                _ = try self.command(command)
+            } catch {
+                throw .connectFailed("\(String(decoding: command[0], as: UTF8.self)) refused: \(error)")
+            }
+        }
+    }
+
+    deinit { if fd >= 0 { Glibc.close(fd) } }
+
+    /// One command; a top-level error reply throws `.server`.
+    public func command(_ args: [String]) throws(RedisError) -> RESPValue {
+        try command(args.map { Array($0.utf8) })
+    }
+
+    public func command(_ args: [[UInt8]]) throws(RedisError) -> RESPValue {
+        let reply = try pipeline(rawCommands: [args])[0]
+        if case .error(let message) = reply { throw .server(message) }
+        return reply
+    }
+
+    /// Sends all commands in one write and returns every reply in order; error replies come back as `.error`
+    /// values in the array (they do not throw).
+    public func pipeline(_ commands: [[String]]) throws(RedisError) -> [RESPValue] {
+        try pipeline(rawCommands: commands.map { $0.map { Array($0.utf8) } })
+    }
+
+    public func pipeline(rawCommands commands: [[[UInt8]]]) throws(RedisError) -> [RESPValue] {
+        guard fd >= 0 else { throw .connectionLost }
+        var output: [UInt8] = []
+        for command in commands { RESPEncoder.append(command, to: &output) }
+        try writeAll(output)
+        var replies: [RESPValue] = []
+        replies.reserveCapacity(commands.count)
+        while replies.count < commands.count {
+            if let reply = try reader.next() {
+                replies.append(reply)
+                continue
+            }
+            try readSome()
+        }
+        return replies
+    }
+
+    /// EVALSHA with EVAL fallback on NOSCRIPT; a top-level error reply throws `.server`.
+    public func evalScript(_ script: RedisScript, keys: [[UInt8]], args: [[UInt8]]) throws(RedisError) -> RESPValue {
+        let reply = try pipeline(rawCommands: [script.evalsha(keys: keys, args: args)])[0]
+        if RedisScript.isNoScript(reply) { return try command(script.eval(keys: keys, args: args)) }
+        if case .error(let message) = reply { throw .server(message) }
+        return reply
+    }
+
+    public func close() {
+        if fd >= 0 { Glibc.close(fd); fd = -1 }
+    }
+
+    private func fail(_ error: RedisError) -> RedisError {
+        close()
+        return error
+    }
+
+    private func writeAll(_ bytes: [UInt8]) throws(RedisError) {
+        var offset = 0
+        while offset < bytes.count {
+            let socket = fd
+            let start = offset
+            let rc = bytes.withUnsafeBytes { Glibc.write(socket, $0.baseAddress! + start, $0.count - start) }
+            if rc < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                if code == EAGAIN || code == EWOULDBLOCK {
+                    guard Self.poll(fd, events: Int16(POLLOUT), timeout: timeoutMilliseconds) else { throw fail(.timeout) }
+                    continue
+                }
+                throw fail(.connectionLost)
+            }
+            offset += rc
+        }
+    }
+
+    private func readSome() throws(RedisError) {
+        while true {
+            let socket = fd
+            let count = readBuffer.withUnsafeMutableBytes { Glibc.read(socket, $0.baseAddress!, $0.count) }
+            if count > 0 {
+                try reader.feed(readBuffer, count: count)
+                return
+            }
+            if count == 0 { throw fail(.connectionLost) }
+            let code = errno
+            if code == EINTR { continue }
+            if code == EAGAIN || code == EWOULDBLOCK {
+                guard Self.poll(fd, events: Int16(POLLIN), timeout: timeoutMilliseconds) else { throw fail(.timeout) }
+                continue
+            }
+            throw fail(.connectionLost)
+        }
+    }
+
+    private static func poll(_ fd: Int32, events: Int16, timeout: Int32) -> Bool {
+        var entry = pollfd(fd: fd, events: events, revents: 0)
+        let deadline = monotonicNanos() &+ UInt64(max(0, timeout)) * 1_000_000
+        while true {
+            let now = monotonicNanos()
+            let left = now >= deadline ? 0 : Int32((deadline - now) / 1_000_000)
+            let rc = Glibc.poll(&entry, 1, left)
+            if rc > 0 { return true }
+            if rc == 0 { return false }
+            if errno != EINTR { return true }
+        }
+    }
+}

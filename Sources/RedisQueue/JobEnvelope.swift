@@ -1,0 +1,45 @@
+import Foundation
+
+/// The retry wrapper around a job: `{"herald":{"queue":"<origin>","attempt":N,"id":"<id>","nonce":"<hex>"},"job":<job>}`.
+///
+/// Built by concatenation and taken apart by slicing, so the producer's job bytes come out exactly as they went
+/// in (only the small header is parsed). `queue` comes first so the scheduler script can read it with a plain
+/// pattern. The nonce keeps retry ZSET members unique even when a producer reused an id. A job from a producer
+/// (no envelope) is attempt 1 with no id. Producers must not start their own jobs with `{"herald":{`.
+public enum JobEnvelope {
+    static let prefix = Array(#"{"herald":{"#.utf8)
+    static let jobMarker = Array(#"},"job":"#.utf8)
+
+    public static func wrap(job: [UInt8], attempt: Int, id: String, queue: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(job.count + id.utf8.count + queue.utf8.count + 96)
+        out.append(contentsOf: prefix)
+        out.append(contentsOf: Array(#""queue":"#.utf8))
+        JSONBytes.appendString(queue, to: &out)
+        out.append(contentsOf: Array(#","attempt":"#.utf8))
+        out.append(contentsOf: Array(String(attempt).utf8))
+        out.append(contentsOf: Array(#","id":"#.utf8))
+        JSONBytes.appendString(id, to: &out)
+        out.append(contentsOf: Array(#","nonce":"#.utf8))
+        JSONBytes.appendString(String(UInt64.random(in: 0...UInt64.max), radix: 16), to: &out)
+        out.append(contentsOf: jobMarker)
+        out.append(contentsOf: job)
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
+    public static func unwrap(_ bytes: [UInt8]) -> (job: [UInt8], attempt: Int, id: String?, queue: String?) {
+        guard bytes.count > prefix.count + jobMarker.count, bytes.starts(with: prefix), bytes.last == UInt8(ascii: "}"),
+              let marker = JSONBytes.find(jobMarker, in: bytes, from: prefix.count, limit: min(bytes.count, 64 * 1024)) else {
+            return (bytes, 1, nil, nil)
+        }
+        // Inside a JSON string a quote is always escaped, so the first `},"job":` ends the header.
+        let header = Array(bytes[(prefix.count - 1)...marker])
+        guard let object = try? JSONSerialization.jsonObject(with: Data(header)) as? [String: Any],
+              let attempt = (object["attempt"] as? NSNumber)?.intValue else {
+            return (bytes, 1, nil, nil)
+        }
+        let job = Array(bytes[(marker + jobMarker.count)..<(bytes.count - 1)])
+        return (job, max(1, attempt), object["id"] as? String, object["queue"] as? String)
+    }
+}

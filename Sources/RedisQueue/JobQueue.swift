@@ -1,0 +1,148 @@
+/// A worker's view of the queue on a `RedisConnection`: claim, complete, heartbeat, reap, schedule retries.
+///
+/// Loop-confined like its connection (not Sendable): call everything on `connection.loop`; completions run
+/// there. Calls pipeline: completions may go out while claims are in flight. A call that fails with
+/// `.connectionLost`/`.timeout` may or may not have run: re-sending a completion batch is safe (the lease-lost
+/// rule turns a repeat into `leasesLost`). Jobs from a claim whose reply was lost stay in this worker's lease
+/// hash (unknown to it) until `retire()` returns them on shutdown or the reaper does after a crash.
+public final class JobQueue {
+    public let connection: RedisConnection
+    public let keys: QueueKeys
+    public let workerID: String
+    private let commands: QueueCommands
+    private var claimSequence: UInt64 = 0
+
+    /// `queueKeys` in priority order (default: `keys.queue`). `workerID` must be unique among live workers
+    /// (e.g. host:pid:random) and a valid key part.
+    public init(connection: RedisConnection, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
+                options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
+        guard QueueKeys.isValid(workerID) else { throw QueueKeys.InvalidKey(key: workerID) }
+        let queues = queueKeys ?? [keys.queue]
+        for queue in queues where !QueueKeys.isValid(queue) { throw QueueKeys.InvalidKey(key: queue) }
+        self.connection = connection
+        self.keys = keys
+        self.workerID = workerID
+        self.commands = QueueCommands(keys: keys, workerID: workerID, queueKeys: queues, options: options)
+    }
+
+    public var options: JobQueueOptions { commands.options }
+
+    private func run(_ call: (RedisScript, [[UInt8]], [[UInt8]]), _ completion: @escaping (Result<RESPValue, RedisError>) -> Void) {
+        connection.evalScript(call.0, keys: call.1, args: call.2, completion: completion)
+    }
+
+    /// Claims up to `max` jobs (also renews the heartbeat). An empty array means the queues are empty: back off
+    /// with `ClaimBackoff`.
+    public func claim(max: Int, completion: @escaping (Result<[Lease], RedisError>) -> Void) {
+        claimSequence &+= 1
+        let commands = self.commands
+        let prefix = "\(claimSequence)."
+        run(commands.claim(max: max, leasePrefix: prefix)) { [weak self] result in
+            if case .failure(let error) = result, error == .connectionLost || error == .timeout {
+                self?.releaseOrphans(prefix: prefix)
+            }
+            completion(result.flatMap { reply in Result { () throws(RedisError) in try commands.parseClaim(reply) } })
+        }
+    }
+
+    /// A claim may have run without its reply reaching us: put whatever it leased back, retrying until done.
+    private func releaseOrphans(prefix: String) {
+        run(commands.releasePrefix(prefix)) { [weak self] result in
+            guard let self, case .failure(let error) = result, error != .closed else { return }
+            self.connection.loop.schedule(afterMilliseconds: 500) { [weak self] in self?.releaseOrphans(prefix: prefix) }
+        }
+    }
+
+    /// Applies a batch of completions in one script call: lease release and result/retry/dead letter together.
+    public func complete(_ batch: [JobCompletion], completion: @escaping (Result<CompletionReport, RedisError>) -> Void) {
+        guard !batch.isEmpty else {
+            completion(.success(CompletionReport()))
+            return
+        }
+        let commands = self.commands
+        run(commands.complete(batch)) { result in
+            completion(result.flatMap { reply in Result { () throws(RedisError) in try commands.parseComplete(reply, batch: batch) } })
+        }
+    }
+
+    /// Pushes this worker's lease deadline out by `options.leaseMilliseconds`. One call covers every lease.
+    public func renewHeartbeat(completion: @escaping (Result<Int64, RedisError>) -> Void = { _ in }) {
+        run(commands.heartbeat()) { result in completion(result.flatMap { reply in reply.int.map { .success($0) } ?? .failure(.protocolError("heartbeat reply")) }) }
+    }
+
+    /// Returns the jobs of workers presumed dead to their queues. Safe in any number of processes at once.
+    public func reap(completion: @escaping (Result<Int, RedisError>) -> Void = { _ in }) {
+        run(commands.reap()) { result in completion(result.flatMap { reply in Result { () throws(RedisError) in try QueueCommands.parseCount(reply) } }) }
+    }
+
+    /// Moves due retries to the head of their queues (one batch). Safe with many schedulers.
+    public func moveDueRetries(completion: @escaping (Result<RetryMove, RedisError>) -> Void) {
+        run(commands.moveDue()) { result in completion(result.flatMap { reply in Result { () throws(RedisError) in try QueueCommands.parseMoveDue(reply) } }) }
+    }
+
+    /// Puts unsent leases back at the head of their queues now (graceful shutdown, or a batch that cannot go out).
+    public func release(leases leaseIDs: [String], completion: @escaping (Result<Int, RedisError>) -> Void = { _ in }) {
+        guard !leaseIDs.isEmpty else { completion(.success(0)); return }
+        run(commands.release(leaseIDs)) { result in completion(result.flatMap { reply in Result { () throws(RedisError) in try QueueCommands.parseCount(reply) } }) }
+    }
+
+    /// Last call on shutdown: every lease still held goes back to its queue and the worker entry is removed.
+    public func retire(completion: @escaping (Result<Int, RedisError>) -> Void = { _ in }) {
+        run(commands.retire()) { result in completion(result.flatMap { reply in Result { () throws(RedisError) in try QueueCommands.parseCount(reply) } }) }
+    }
+}
+
+/// The same operations on a `BlockingRedis`, for `herald scheduler`, CLI tools and tests. Not thread-safe
+/// (like its connection): one per thread.
+public final class BlockingJobQueue {
+    public let redis: BlockingRedis
+    public let keys: QueueKeys
+    public let workerID: String
+    private let commands: QueueCommands
+    private var claimSequence: UInt64 = 0
+
+    public init(redis: BlockingRedis, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
+                options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
+        guard QueueKeys.isValid(workerID) else { throw QueueKeys.InvalidKey(key: workerID) }
+        let queues = queueKeys ?? [keys.queue]
+        for queue in queues where !QueueKeys.isValid(queue) { throw QueueKeys.InvalidKey(key: queue) }
+        self.redis = redis
+        self.keys = keys
+        self.workerID = workerID
+        self.commands = QueueCommands(keys: keys, workerID: workerID, queueKeys: queues, options: options)
+    }
+
+    private func run(_ call: (RedisScript, [[UInt8]], [[UInt8]])) throws(RedisError) -> RESPValue {
+        try redis.evalScript(call.0, keys: call.1, args: call.2)
+    }
+
+    public func claim(max: Int) throws(RedisError) -> [Lease] {
+        claimSequence &+= 1
+        return try commands.parseClaim(run(commands.claim(max: max, leasePrefix: "\(claimSequence).")))
+    }
+
+    public func complete(_ batch: [JobCompletion]) throws(RedisError) -> CompletionReport {
+        guard !batch.isEmpty else { return CompletionReport() }
+        return try commands.parseComplete(run(commands.complete(batch)), batch: batch)
+    }
+
+    @discardableResult
+    public func renewHeartbeat() throws(RedisError) -> Int64 {
+        guard let now = try run(commands.heartbeat()).int else { throw .protocolError("heartbeat reply") }
+        return now
+    }
+
+    @discardableResult
+    public func reap() throws(RedisError) -> Int { try QueueCommands.parseCount(run(commands.reap())) }
+
+    public func moveDueRetries() throws(RedisError) -> RetryMove { try QueueCommands.parseMoveDue(run(commands.moveDue())) }
+
+    @discardableResult
+    public func release(leases leaseIDs: [String]) throws(RedisError) -> Int {
+        guard !leaseIDs.isEmpty else { return 0 }
+        return try QueueCommands.parseCount(run(commands.release(leaseIDs)))
+    }
+
+    @discardableResult
+    public func retire() throws(RedisError) -> Int { try QueueCommands.parseCount(run(commands.retire())) }
+}

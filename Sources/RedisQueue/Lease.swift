@@ -1,0 +1,103 @@
+/// A claimed job held by this worker until its completion is applied.
+public struct Lease: Sendable, Equatable {
+    /// Unique within the worker (chosen by it: "<claim sequence>.<n>").
+    public let id: String
+    /// The queue the job was taken from (and goes back to if this worker dies).
+    public let queueKey: String
+    /// The element exactly as it sat in the queue (an envelope for a retry); needed by the lease-lost rule.
+    public let raw: [UInt8]
+    /// The producer's job bytes, unwrapped.
+    public let job: [UInt8]
+    /// 1 for a producer's job, N for its N-th attempt.
+    public let attempt: Int
+    /// Herald's job id carried by a retry envelope (nil for a producer's job: use its `id` or make one).
+    public let jobID: String?
+
+    public init(id: String, queueKey: String, raw: [UInt8]) {
+        self.id = id
+        self.queueKey = queueKey
+        self.raw = raw
+        let unwrapped = JobEnvelope.unwrap(raw)
+        self.job = unwrapped.job
+        self.attempt = unwrapped.attempt
+        self.jobID = unwrapped.id
+    }
+}
+
+/// What to record for one finished lease, applied atomically with the lease's release.
+public struct JobCompletion: Sendable {
+    public var lease: Lease
+    public var result: ResultEntry?
+    /// Envelope to put on `<prefix>:retry` and its due time (ms since the epoch).
+    public var retry: (dueAt: Int64, envelope: [UInt8])?
+    public var droppedToken: DroppedToken?
+    /// Dead-letter element bytes (see `DeadLetterEntry.encode`).
+    public var deadLetter: [UInt8]?
+
+    public init(lease: Lease, result: ResultEntry? = nil, droppedToken: DroppedToken? = nil) {
+        self.lease = lease
+        self.result = result
+        self.droppedToken = droppedToken
+    }
+
+    /// Schedules attempt `lease.attempt + 1` of the same job bytes under Herald's job `id` at `dueAt` (ms).
+    public mutating func retry(at dueAt: Int64, id: String) {
+        retry = (dueAt, JobEnvelope.wrap(job: lease.job, attempt: lease.attempt + 1, id: id, queue: lease.queueKey))
+    }
+
+    /// Sends the job's raw bytes to the dead-letter list with `reason`.
+    public mutating func deadLetter(reason: String, at: Int64, maxJobBytes: Int = DeadLetterEntry.defaultMaxJobBytes) {
+        deadLetter = DeadLetterEntry.encode(reason: reason, at: at, job: lease.job, maxJobBytes: maxJobBytes)
+    }
+}
+
+/// What a completion batch did.
+public struct CompletionReport: Sendable, Equatable {
+    /// Applied normally.
+    public var applied = 0
+    /// Lease had been reaped but the job was still waiting in its queue: taken back and applied.
+    public var recovered = 0
+    /// Lease lost: the job is held by another worker (or this batch was applied before); nothing written.
+    /// The notification may have gone out twice: log or count it.
+    public var leasesLost: [String] = []
+    public init() {}
+}
+
+/// Result of a scheduler pass.
+public struct RetryMove: Sendable, Equatable {
+    public var moved: Int
+    /// Earliest remaining due time (ms, Redis clock) or nil when the retry set is empty.
+    public var nextDueAt: Int64?
+    /// Redis's clock when the pass ran.
+    public var now: Int64
+
+    /// How long to sleep before the next pass: until the next due time, at most `cap` ms, 0 if a full batch moved.
+    public func sleepMilliseconds(batchLimit: Int, cap: Int = 1_000) -> Int {
+        if moved >= batchLimit { return 0 }
+        guard let nextDueAt else { return cap }
+        return Int(max(0, min(Int64(cap), nextDueAt - now)))
+    }
+}
+
+/// Back-off for empty claims: 2 ms doubling to 200 ms, reset as soon as a claim returns jobs. An idle worker
+/// costs Redis about five tiny script calls per second.
+public struct ClaimBackoff: Sendable {
+    public var initialMilliseconds = 2
+    public var maxMilliseconds = 200
+    private var current = 0
+
+    public init(initialMilliseconds: Int = 2, maxMilliseconds: Int = 200) {
+        self.initialMilliseconds = initialMilliseconds
+        self.maxMilliseconds = maxMilliseconds
+    }
+
+    /// Delay before the next claim: 0 after a non-empty claim.
+    public mutating func next(claimed: Int) -> Int {
+        if claimed > 0 {
+            current = 0
+            return 0
+        }
+        current = current == 0 ? initialMilliseconds : min(maxMilliseconds, current * 2)
+        return current
+    }
+}

@@ -1,0 +1,125 @@
+/// Builds the script calls and reads their replies, shared by the loop-confined `JobQueue` and the blocking
+/// `BlockingJobQueue`, so both speak exactly the same protocol.
+struct QueueCommands: Sendable {
+    let keys: QueueKeys
+    let workerID: String
+    let queueKeys: [String]
+    let options: JobQueueOptions
+
+    private func b(_ text: String) -> [UInt8] { Array(text.utf8) }
+
+    func claim(max: Int, leasePrefix: String) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.claim, [b(keys.workers), b(keys.leases(worker: workerID))] + queueKeys.map(b),
+         [b(workerID), b(String(options.leaseMilliseconds)), b(String(max)), b(leasePrefix)])
+    }
+
+    func parseClaim(_ reply: RESPValue) throws(RedisError) -> [Lease] {
+        guard let items = reply.array, items.count % 3 == 0 else { throw .protocolError("claim reply: \(reply)") }
+        var leases: [Lease] = []
+        leases.reserveCapacity(items.count / 3)
+        var index = 0
+        while index < items.count {
+            guard let id = items[index].string, let queue = items[index + 1].string, let raw = items[index + 2].bytes else {
+                throw .protocolError("claim reply element")
+            }
+            leases.append(Lease(id: id, queueKey: queue, raw: raw))
+            index += 3
+        }
+        return leases
+    }
+
+    func complete(_ batch: [JobCompletion]) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        var args: [[UInt8]] = [b(String(options.resultsMaxLength)), b(String(options.deadMaxLength)), b(String(batch.count))]
+        for item in batch {
+            args.append(b(item.lease.id))
+            args.append(b(item.lease.queueKey))
+            args.append(item.lease.raw)
+            let result = item.result?.fields ?? []
+            args.append(b(String(result.count * 2)))
+            for (field, value) in result {
+                args.append(b(field))
+                args.append(b(value))
+            }
+            if let retry = item.retry {
+                args.append(b(String(retry.dueAt)))
+                args.append(retry.envelope)
+            } else {
+                args.append([])
+                args.append([])
+            }
+            args.append(item.deadLetter ?? [])
+            let dropped = item.droppedToken?.fields ?? []
+            args.append(b(String(dropped.count * 2)))
+            for (field, value) in dropped {
+                args.append(b(field))
+                args.append(b(value))
+            }
+        }
+        return (QueueScripts.complete,
+                [b(keys.leases(worker: workerID)), b(keys.results), b(keys.droppedTokens), b(keys.retry), b(keys.dead)], args)
+    }
+
+    func parseComplete(_ reply: RESPValue, batch: [JobCompletion]) throws(RedisError) -> CompletionReport {
+        guard let codes = reply.array, codes.count == batch.count else { throw .protocolError("complete reply: \(reply)") }
+        var report = CompletionReport()
+        for (code, item) in zip(codes, batch) {
+            switch code.int {
+            case 1: report.applied += 1
+            case 2: report.recovered += 1
+            default: report.leasesLost.append(item.lease.id)
+            }
+        }
+        return report
+    }
+
+    func heartbeat() -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.heartbeat, [b(keys.workers)], [b(workerID), b(String(options.leaseMilliseconds))])
+    }
+
+    func reap() -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.reap, [b(keys.workers)], [b(keys.leasesPrefix), b(String(options.reapWorkersPerCall))])
+    }
+
+    func release(_ leaseIDs: [String]) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.release, [b(keys.leases(worker: workerID))], leaseIDs.map(b))
+    }
+
+    func releasePrefix(_ prefix: String) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.releasePrefix, [b(keys.leases(worker: workerID))], [b(prefix)])
+    }
+
+    func retire() -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.retire, [b(keys.workers), b(keys.leases(worker: workerID))], [b(workerID)])
+    }
+
+    func moveDue() -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.moveDue, [b(keys.retry)], [b(queueKeys.first ?? keys.queue), b(String(options.retryMovesPerCall))])
+    }
+
+    static func parseMoveDue(_ reply: RESPValue) throws(RedisError) -> RetryMove {
+        guard let items = reply.array, items.count == 3, let moved = items[0].int, let next = items[1].int, let now = items[2].int else {
+            throw .protocolError("scheduler reply: \(reply)")
+        }
+        return RetryMove(moved: Int(moved), nextDueAt: next < 0 ? nil : next, now: now)
+    }
+
+    static func parseCount(_ reply: RESPValue) throws(RedisError) -> Int {
+        if let value = reply.int { return Int(value) }
+        if let first = reply.array?.first?.int { return Int(first) }
+        throw .protocolError("expected a count, got \(reply)")
+    }
+}
+
+/// Settings of a worker's queue use.
+public struct JobQueueOptions: Sendable {
+    /// A worker whose heartbeat is older than this is presumed dead and its leases are reaped.
+    /// Renew at a third of it or more often.
+    public var leaseMilliseconds = 30_000
+    /// Approximate length cap of the results and dropped-tokens streams (XADD MAXLEN ~).
+    public var resultsMaxLength = 1_000_000
+    /// Length cap of the dead-letter list.
+    public var deadMaxLength = 100_000
+    public var reapWorkersPerCall = 100
+    public var retryMovesPerCall = 1_000
+    public init() {}
+}

@@ -1,0 +1,35 @@
+/// Every Redis key Herald uses, from one prefix (default `herald`). A prefix in braces such as `{herald}` puts
+/// every key in one Redis Cluster slot, which the Lua scripts need there (they touch keys they compute).
+public struct QueueKeys: Sendable, Equatable {
+    public let prefix: String
+
+    public struct InvalidKey: Error, Sendable, Equatable, CustomStringConvertible {
+        public let key: String
+        public var description: String {
+            "invalid Redis key \(key.debugDescription): must be non-empty, without quotes, backslashes or control characters"
+        }
+    }
+
+    public init(prefix: String = "herald") throws(InvalidKey) {
+        guard Self.isValid(prefix) else { throw InvalidKey(key: prefix) }
+        self.prefix = prefix
+    }
+
+    /// The default job list: producers LPUSH, workers take from the other end.
+    public var queue: String { "\(prefix):queue" }
+    /// A further job list, `<prefix>:queue:<name>`, for priority lanes.
+    public func queue(named name: String) -> String { "\(prefix):queue:\(name)" }
+    public var retry: String { "\(prefix):retry" }
+    public var results: String { "\(prefix):results" }
+    public var droppedTokens: String { "\(prefix):dropped-tokens" }
+    public var dead: String { "\(prefix):dead" }
+    public var workers: String { "\(prefix):workers" }
+    /// `<prefix>:leases:` + worker id: the HASH lease id -> "<queue key>\n<job bytes>".
+    public var leasesPrefix: String { "\(prefix):leases:" }
+    public func leases(worker: String) -> String { leasesPrefix + worker }
+
+    /// Queue keys and worker ids travel inside JSON headers and lease values unescaped.
+    public static func isValid(_ key: String) -> Bool {
+        !key.isEmpty && !key.unicodeScalars.contains { $0 == "\"" || $0 == "\\" || $0.value < 0x20 || $0.value == 0x7F }
+    }
+}

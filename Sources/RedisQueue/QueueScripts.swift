@@ -1,0 +1,169 @@
+/// The Lua scripts behind the queue. Each runs atomically in Redis; times come from Redis's `TIME`, so the
+/// workers' clocks never matter. Public so tools (and tests) can run the very same text, e.g. with redis-cli.
+public enum QueueScripts {
+    /// KEYS: workers, leases hash, queue keys in priority order. ARGV: worker id, lease ttl ms, max jobs, lease id
+    /// prefix (ids are prefix..1, prefix..2, ...). Refreshes the heartbeat, pops up to max jobs (oldest first),
+    /// leases each. Returns a flat array: lease id, queue key, job, lease id, queue key, job, ...
+    public static let claim = RedisScript(#"""
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+    local want = tonumber(ARGV[3])
+    local n = 0
+    local out = {}
+    for i = 3, #KEYS do
+      if want <= 0 then break end
+      local jobs = redis.call('RPOP', KEYS[i], want)
+      if jobs then
+        for _, job in ipairs(jobs) do
+          n = n + 1
+          local id = ARGV[4] .. n
+          redis.call('HSET', KEYS[2], id, KEYS[i] .. '\n' .. job)
+          out[#out + 1] = id
+          out[#out + 1] = KEYS[i]
+          out[#out + 1] = job
+        end
+        want = want - #jobs
+      end
+    end
+    return out
+    """#)
+
+    /// KEYS: workers. ARGV: worker id, lease ttl ms. Returns Redis's time in ms.
+    public static let heartbeat = RedisScript(#"""
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+    return now
+    """#)
+
+    /// KEYS: workers. ARGV: leases key prefix, max workers per call. Every worker whose heartbeat deadline passed
+    /// gets each leased job pushed back to the head of its queue; its hash and entry go. Returns {jobs, workers}.
+    public static let reap = RedisScript(#"""
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+    local n = 0
+    for _, w in ipairs(dead) do
+      local key = ARGV[1] .. w
+      local leases = redis.call('HVALS', key)
+      for _, v in ipairs(leases) do
+        local nl = string.find(v, '\n', 1, true)
+        redis.call('RPUSH', string.sub(v, 1, nl - 1), string.sub(v, nl + 1))
+        n = n + 1
+      end
+      redis.call('DEL', key)
+      redis.call('ZREM', KEYS[1], w)
+    end
+    return {n, #dead}
+    """#)
+
+    /// KEYS: leases hash. ARGV: lease ids. Puts each still-held job back at the head of its queue. Returns the count.
+    public static let release = RedisScript(#"""
+    local n = 0
+    for i = 1, #ARGV do
+      local v = redis.call('HGET', KEYS[1], ARGV[i])
+      if v then
+        local nl = string.find(v, '\n', 1, true)
+        redis.call('RPUSH', string.sub(v, 1, nl - 1), string.sub(v, nl + 1))
+        redis.call('HDEL', KEYS[1], ARGV[i])
+        n = n + 1
+      end
+    end
+    return n
+    """#)
+
+    /// KEYS: leases hash. ARGV: lease id prefix. Returns to their queues the jobs of a claim whose reply never
+    /// arrived (connection lost): the worker does not know them, so nobody would ever complete them.
+    public static let releasePrefix = RedisScript(#"""
+    local n = 0
+    for _, k in ipairs(redis.call('HKEYS', KEYS[1])) do
+      if string.sub(k, 1, #ARGV[1]) == ARGV[1] then
+        local v = redis.call('HGET', KEYS[1], k)
+        local nl = string.find(v, '\n', 1, true)
+        redis.call('RPUSH', string.sub(v, 1, nl - 1), string.sub(v, nl + 1))
+        redis.call('HDEL', KEYS[1], k)
+        n = n + 1
+      end
+    end
+    return n
+    """#)
+
+    /// KEYS: workers, leases hash. ARGV: worker id. Graceful exit: every lease back to its queue head, the worker
+    /// entry removed. Returns the count of jobs returned.
+    public static let retire = RedisScript(#"""
+    local leases = redis.call('HVALS', KEYS[2])
+    for _, v in ipairs(leases) do
+      local nl = string.find(v, '\n', 1, true)
+      redis.call('RPUSH', string.sub(v, 1, nl - 1), string.sub(v, nl + 1))
+    end
+    redis.call('DEL', KEYS[2])
+    redis.call('ZREM', KEYS[1], ARGV[1])
+    return #leases
+    """#)
+
+    /// KEYS: leases hash, results, dropped-tokens, retry, dead. ARGV: results max length, dead max length, count,
+    /// then per completion: lease id, queue key, job bytes as claimed, n, n result field/value args, retry due ms
+    /// or '', retry member, dead entry or '', m, m dropped-token field/value args.
+    /// Per completion returns 1 (applied), 2 (lease had been reaped, job taken back from the queue and applied)
+    /// or 0 (lease lost: another worker holds the job, or this batch was already applied; nothing written).
+    public static let complete = RedisScript(#"""
+    local resultsMax = ARGV[1]
+    local deadMax = tonumber(ARGV[2])
+    local count = tonumber(ARGV[3])
+    local i = 4
+    local codes = {}
+    for c = 1, count do
+      local lease, queue, job = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+      local nr = tonumber(ARGV[i + 3])
+      local rs = i + 4
+      local j = rs + nr
+      local retryDue, retryMember, deadEntry = ARGV[j], ARGV[j + 1], ARGV[j + 2]
+      local nd = tonumber(ARGV[j + 3])
+      local ds = j + 4
+      i = ds + nd
+      local code = 1
+      if redis.call('HDEL', KEYS[1], lease) == 0 then
+        if redis.call('LREM', queue, -1, job) > 0 then code = 2 else code = 0 end
+      end
+      if code ~= 0 then
+        if nr > 0 then
+          local args = {'XADD', KEYS[2], 'MAXLEN', '~', resultsMax, '*'}
+          for k = rs, rs + nr - 1 do args[#args + 1] = ARGV[k] end
+          redis.call(unpack(args))
+        end
+        if retryDue ~= '' then redis.call('ZADD', KEYS[4], retryDue, retryMember) end
+        if deadEntry ~= '' then
+          redis.call('LPUSH', KEYS[5], deadEntry)
+          redis.call('LTRIM', KEYS[5], 0, deadMax - 1)
+        end
+        if nd > 0 then
+          local args = {'XADD', KEYS[3], 'MAXLEN', '~', resultsMax, '*'}
+          for k = ds, ds + nd - 1 do args[#args + 1] = ARGV[k] end
+          redis.call(unpack(args))
+        end
+      end
+      codes[#codes + 1] = code
+    end
+    return codes
+    """#)
+
+    /// KEYS: retry. ARGV: default queue key, max moves. Moves due entries (score <= Redis time) to the head of the
+    /// queue their envelope names, oldest due taken first. Returns {moved, next due ms or -1, now ms}.
+    public static let moveDue = RedisScript(#"""
+    local t = redis.call('TIME')
+    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+    for k = #due, 1, -1 do
+      local m = due[k]
+      local q = string.match(m, '^{"herald":{"queue":"([^"\\]*)"')
+      if q == nil or q == '' then q = ARGV[1] end
+      redis.call('RPUSH', q, m)
+      redis.call('ZREM', KEYS[1], m)
+    end
+    local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+    local nextDue = -1
+    if #nxt > 0 then nextDue = tonumber(nxt[2]) end
+    return {#due, nextDue, now}
+    """#)
+}

@@ -1,0 +1,81 @@
+/// A snapshot for `herald stats`, read with a handful of pipelined commands.
+public struct QueueStats: Sendable, Equatable {
+    public var queueLengths: [String: Int] = [:]
+    /// Workers with a live heartbeat / with an expired one (their leases wait for the reaper).
+    public var liveWorkers = 0
+    public var expiredWorkers = 0
+    /// Jobs leased by any worker (sum of the lease hashes' lengths).
+    public var leasesInFlight = 0
+    public var retryDueNow = 0
+    public var retryDueNextMinute = 0
+    public var retryDueNextHour = 0
+    public var retryDueLater = 0
+    public var deadLetters = 0
+    public var resultsLength = 0
+    public var droppedTokensLength = 0
+    public var outcomesLastMinute: [String: Int] = [:]
+    public var outcomesLastHour: [String: Int] = [:]
+    /// True when the last hour held more than `resultsScanLimit` entries: the outcome counts cover only the newest.
+    public var outcomesTruncated = false
+
+    public init() {}
+
+    /// Reads the stats. The outcome counts come from XREVRANGE over the last hour, at most `resultsScanLimit`
+    /// entries (a bounded cost however busy the stream is).
+    public static func read(redis: BlockingRedis, keys: QueueKeys, queueKeys: [String]? = nil,
+                            resultsScanLimit: Int = 20_000) throws(RedisError) -> QueueStats {
+        let queues = queueKeys ?? [keys.queue]
+        guard let time = try redis.command(["TIME"]).array, time.count == 2,
+              let seconds = time[0].int, let micros = time[1].int else { throw .protocolError("TIME reply") }
+        let now = seconds * 1000 + micros / 1000
+        var commands: [[String]] = queues.map { ["LLEN", $0] }
+        commands += [
+            ["ZCOUNT", keys.workers, "(\(now)", "+inf"],
+            ["ZCOUNT", keys.workers, "-inf", "\(now)"],
+            ["ZRANGE", keys.workers, "0", "-1"],
+            ["ZCOUNT", keys.retry, "-inf", "\(now)"],
+            ["ZCOUNT", keys.retry, "(\(now)", "\(now + 60_000)"],
+            ["ZCOUNT", keys.retry, "(\(now + 60_000)", "\(now + 3_600_000)"],
+            ["ZCOUNT", keys.retry, "(\(now + 3_600_000)", "+inf"],
+            ["LLEN", keys.dead],
+            ["XLEN", keys.results],
+            ["XLEN", keys.droppedTokens],
+            ["XREVRANGE", keys.results, "+", "\(now - 3_600_000)", "COUNT", "\(resultsScanLimit)"],
+        ]
+        let replies = try redis.pipeline(commands)
+        for reply in replies { if case .error(let message) = reply { throw .server(message) } }
+        var stats = QueueStats()
+        for (index, queue) in queues.enumerated() { stats.queueLengths[queue] = Int(replies[index].int ?? 0) }
+        var i = queues.count
+        func next() -> RESPValue { defer { i += 1 }; return replies[i] }
+        stats.liveWorkers = Int(next().int ?? 0)
+        stats.expiredWorkers = Int(next().int ?? 0)
+        let workers = (next().array ?? []).compactMap(\.string)
+        stats.retryDueNow = Int(next().int ?? 0)
+        stats.retryDueNextMinute = Int(next().int ?? 0)
+        stats.retryDueNextHour = Int(next().int ?? 0)
+        stats.retryDueLater = Int(next().int ?? 0)
+        stats.deadLetters = Int(next().int ?? 0)
+        stats.resultsLength = Int(next().int ?? 0)
+        stats.droppedTokensLength = Int(next().int ?? 0)
+        let entries = next().array ?? []
+        stats.outcomesTruncated = entries.count >= resultsScanLimit
+        for entry in entries {
+            guard let parts = entry.array, parts.count == 2, let id = parts[0].string,
+                  let millis = Int64(id.split(separator: "-").first ?? ""), let fields = parts[1].array else { continue }
+            var outcome = "unknown"
+            var index = 0
+            while index + 1 < fields.count {
+                if fields[index].string == "outcome" { outcome = fields[index + 1].string ?? outcome; break }
+                index += 2
+            }
+            stats.outcomesLastHour[outcome, default: 0] += 1
+            if millis > now - 60_000 { stats.outcomesLastMinute[outcome, default: 0] += 1 }
+        }
+        if !workers.isEmpty {
+            let lengths = try redis.pipeline(workers.map { ["HLEN", keys.leases(worker: $0)] })
+            stats.leasesInFlight = lengths.reduce(0) { $0 + Int($1.int ?? 0) }
+        }
+        return stats
+    }
+}

@@ -1,0 +1,69 @@
+import CHiredis
+
+/// hiredis's RESP parser fed with whatever bytes the socket gave, handing back complete replies as `RESPValue`.
+///
+/// Owns a `redisReader*` (freed in `deinit`); confined to the thread of the connection that owns it, not Sendable.
+final class RESPReader {
+    private let reader: UnsafeMutablePointer<redisReader>
+
+    init() {
+        reader = redisReaderCreate()
+    }
+
+    deinit { redisReaderFree(reader) }
+
+    func feed(_ bytes: [UInt8], count: Int? = nil) throws(RedisError) {
+        let length = min(count ?? bytes.count, bytes.count)
+        guard length > 0 else { return }
+        let rc = bytes.withUnsafeBytes { buffer in
+            redisReaderFeed(reader, buffer.baseAddress!.assumingMemoryBound(to: CChar.self), length)
+        }
+        if rc != REDIS_OK { throw .protocolError(errorText) }
+    }
+
+    /// The next complete reply, or nil when more bytes are needed.
+    func next() throws(RedisError) -> RESPValue? {
+        var raw: UnsafeMutableRawPointer?
+        guard redisReaderGetReply(reader, &raw) == REDIS_OK else { throw .protocolError(errorText) }
+        guard let raw else { return nil }
+        let reply = raw.assumingMemoryBound(to: redisReply.self)
+        defer { freeReplyObject(raw) }
+        return Self.convert(reply)
+    }
+
+    private var errorText: String {
+        withUnsafeBytes(of: reader.pointee.errstr) { buffer in
+            String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
+        }
+    }
+
+    private static func convert(_ reply: UnsafeMutablePointer<redisReply>) -> RESPValue {
+        let r = reply.pointee
+        switch r.type {
+        case REDIS_REPLY_STRING:
+            return .bulk(bytes(r.str, r.len))
+        case REDIS_REPLY_STATUS:
+            return .simple(String(decoding: bytes(r.str, r.len), as: UTF8.self))
+        case REDIS_REPLY_ERROR:
+            return .error(String(decoding: bytes(r.str, r.len), as: UTF8.self))
+        case REDIS_REPLY_INTEGER:
+            return .integer(Int64(r.integer))
+        case REDIS_REPLY_NIL:
+            return .bulk(nil)
+        case REDIS_REPLY_ARRAY:
+            var items: [RESPValue] = []
+            items.reserveCapacity(Int(r.elements))
+            for index in 0..<Int(r.elements) {
+                if let element = r.element[index] { items.append(convert(element)) }
+            }
+            return .array(items)
+        default:
+            return .error("unknown reply type \(r.type)")
+        }
+    }
+
+    private static func bytes(_ pointer: UnsafeMutablePointer<CChar>?, _ length: Int) -> [UInt8] {
+        guard let pointer, length > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: pointer, count: length))
+    }
+}

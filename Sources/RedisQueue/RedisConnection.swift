@@ -1,0 +1,401 @@
+import Glibc
+import Reactor
+
+/// A pipelined Redis client on a Reactor event loop: its own non-blocking socket, hiredis's reader for replies.
+///
+/// Loop-confined, not Sendable: create it anywhere, then call every method (and read every property) on
+/// `loop`'s thread; completions run there too, in the order the commands were sent. It owns its socket and
+/// `RESPReader` (closed/freed on `close()` and in `deinit`).
+///
+/// Reconnects by itself with back-off (100 ms doubling to 5 s, with jitter) and runs AUTH and SELECT on every
+/// (re)connect. Commands in flight when the connection drops fail with `.connectionLost` (outcome unknown);
+/// commands sent while disconnected wait in a bounded queue (`Options.waitingLimit`) and go out once connected,
+/// or fail with `.notConnected` when the queue is full or they waited longer than the command timeout. A
+/// command without a reply after the command timeout fails with `.timeout` and the connection is re-made
+/// (the replies can no longer be matched to commands otherwise).
+public final class RedisConnection: FileDescriptorHandler {
+    public enum State: Sendable, Equatable {
+        case connecting
+        case connected
+        /// Lost or failed, with why; a reconnect is scheduled after `retryInMilliseconds`.
+        case disconnected(reason: String, retryInMilliseconds: Int)
+        case closed
+    }
+
+    public struct Options: Sendable {
+        public var connectTimeoutMilliseconds = 2_000
+        public var commandTimeoutMilliseconds = 5_000
+        /// Commands that may wait for a connection; more fail fast with `.notConnected`.
+        public var waitingLimit = 10_000
+        public var reconnectInitialMilliseconds = 100
+        public var reconnectMaxMilliseconds = 5_000
+        public init() {}
+    }
+
+    public typealias Completion = (Result<RESPValue, RedisError>) -> Void
+
+    private struct Pending {
+        let completion: Completion
+        let deadline: UInt64
+    }
+
+    private struct Waiting {
+        let args: [[UInt8]]
+        let completion: Completion
+        let deadline: UInt64
+    }
+
+    public let loop: EventLoop
+    public let url: RedisURL
+    public let options: Options
+    /// Called on the loop on every state change, for logs and metrics.
+    public var onStateChange: ((State) -> Void)?
+    public private(set) var state: State = .disconnected(reason: "not started", retryInMilliseconds: 0)
+
+    private var fd: Int32 = -1
+    private var reader = RESPReader()
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private var writeInterest = false
+    private var flushScheduled = false
+    private var inFlight = FIFO<Pending>()
+    private var waiting = FIFO<Waiting>()
+    private var handshaking = false
+    /// The socket finished connecting (handshake may still be running).
+    private var socketReady = false
+    private var connectDeadline: UInt64 = 0
+    private var addresses: [SocketAddress] = []
+    private var failures = 0
+    private var reconnectTimer: LoopTimer?
+    private var tickTimer: LoopTimer?
+    private var started = false
+    private var readBuffer = [UInt8](repeating: 0, count: 65_536)
+
+    public init(url: RedisURL, loop: EventLoop, options: Options = Options()) {
+        self.url = url
+        self.loop = loop
+        self.options = options
+    }
+
+    deinit {
+        if fd >= 0 { Glibc.close(fd) }
+    }
+
+    /// Starts connecting (idempotent). Commands sent before this wait for the connection.
+    public func start() {
+        guard !started else { return }
+        started = true
+        scheduleTick()
+        connect()
+    }
+
+    /// True when commands go straight out.
+    public var isConnected: Bool { state == .connected }
+
+    /// Commands sent and not yet answered, plus those waiting for a connection.
+    public var pendingCount: Int { inFlight.count + waiting.count }
+
+    /// Closes for good: everything pending fails with `.closed`.
+    public func close() {
+        guard state != .closed else { return }
+        reconnectTimer?.cancel()
+        tickTimer?.cancel()
+        dropSocket()
+        let lost = inFlight.removeAll().map(\.completion) + waiting.removeAll().map(\.completion)
+        setState(.closed)
+        for completion in lost { completion(.failure(.closed)) }
+    }
+
+    // MARK: sending
+
+    /// Sends one command; `completion` gets the reply (top-level error replies as `.failure(.server)`).
+    public func send(_ args: [[UInt8]], completion: @escaping Completion) {
+        let deadline = monotonicNanos() &+ UInt64(options.commandTimeoutMilliseconds) * 1_000_000
+        switch state {
+        case .connected where !handshaking:
+            RESPEncoder.append(args, to: &output)
+            inFlight.push(Pending(completion: completion, deadline: deadline))
+            scheduleFlush()
+        case .closed:
+            completion(.failure(.closed))
+        default:
+            guard waiting.count < options.waitingLimit else {
+                completion(.failure(.notConnected))
+                return
+            }
+            waiting.push(Waiting(args: args, completion: completion, deadline: deadline))
+            if !started { start() }
+        }
+    }
+
+    public func send(_ args: [String], completion: @escaping Completion) {
+        send(args.map { Array($0.utf8) }, completion: completion)
+    }
+
+    /// EVALSHA, falling back to EVAL (which also caches the script) when Redis answers NOSCRIPT.
+    public func evalScript(_ script: RedisScript, keys: [[UInt8]], args: [[UInt8]], completion: @escaping Completion) {
+        send(script.evalsha(keys: keys, args: args)) { [weak self] result in
+            if case .failure(.server(let message)) = result, message.hasPrefix("NOSCRIPT"), let self {
+                self.send(script.eval(keys: keys, args: args), completion: completion)
+            } else {
+                completion(result)
+            }
+        }
+    }
+
+    private func scheduleFlush() {
+        guard !flushScheduled, !writeInterest else { return }
+        flushScheduled = true
+        loop.schedule(afterNanoseconds: 0) { [weak self] in
+            guard let self else { return }
+            self.flushScheduled = false
+            self.flush()
+        }
+    }
+
+    private func flush() {
+        guard fd >= 0, socketReady else { return }
+        while outputOffset < output.count {
+            let offset = outputOffset
+            let socket = fd
+            let rc = output.withUnsafeBytes { buffer in
+                Glibc.write(socket, buffer.baseAddress! + offset, buffer.count - offset)
+            }
+            if rc < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                if code == EAGAIN || code == EWOULDBLOCK { break }
+                connectionLost("\(SystemError(call: "write", errno: code))")
+                return
+            }
+            let written = rc
+            outputOffset += written
+        }
+        if outputOffset == output.count {
+            output.removeAll(keepingCapacity: output.count < 1 << 20)
+            outputOffset = 0
+            if writeInterest { setWriteInterest(false) }
+        } else if !writeInterest {
+            setWriteInterest(true)
+        }
+    }
+
+    private func setWriteInterest(_ on: Bool) {
+        writeInterest = on
+        try? loop.setInterest(fd: fd, readable: true, writable: on)
+    }
+
+    // MARK: connecting
+
+    private func connect() {
+        reconnectTimer = nil
+        guard state != .closed else { return }
+        setState(.connecting)
+        if addresses.isEmpty {
+            switch url.endpoint {
+            case .unix(let path):
+                addresses = [SocketAddress(unixPath: path)]
+            case .tcp(let host, let port):
+                do {
+                    addresses = try Sockets.resolve(host: host, port: port)
+                } catch {
+                    connectFailed(error.description)
+                    return
+                }
+            }
+        }
+        let address = addresses.removeFirst()
+        do {
+            fd = try Sockets.startConnect(to: address)
+            try loop.register(fd: fd, handler: self, readable: false, writable: true)
+            writeInterest = true
+        } catch {
+            if fd >= 0 { Glibc.close(fd); fd = -1 }
+            connectFailed("\(address): \(error)")
+            return
+        }
+        connectDeadline = monotonicNanos() &+ UInt64(options.connectTimeoutMilliseconds) * 1_000_000
+        handshaking = true
+    }
+
+    private func connectFailed(_ reason: String) {
+        dropSocket()
+        failInFlight(reason)
+        if !addresses.isEmpty {
+            connect()
+            return
+        }
+        scheduleReconnect(reason)
+    }
+
+    private func scheduleReconnect(_ reason: String) {
+        guard state != .closed else { return }
+        let base = min(options.reconnectMaxMilliseconds, options.reconnectInitialMilliseconds << min(failures, 16))
+        failures += 1
+        let delay = max(1, Int(Double(base) * Double.random(in: 0.5...1.0)))
+        setState(.disconnected(reason: reason, retryInMilliseconds: delay))
+        reconnectTimer = loop.schedule(afterMilliseconds: delay) { [weak self] in self?.connect() }
+    }
+
+    private func connected() {
+        socketReady = true
+        setWriteInterest(false)
+        reader = RESPReader()
+        let handshake = url.handshake
+        if handshake.isEmpty {
+            handshakeDone()
+            return
+        }
+        var remaining = handshake.count
+        for command in handshake {
+            RESPEncoder.append(command, to: &output)
+            let name = String(decoding: command[0], as: UTF8.self)
+            inFlight.push(Pending(completion: { [weak self] result in
+                guard let self else { return }
+                switch result {
+                case .success:
+                    remaining -= 1
+                    if remaining == 0 { self.handshakeDone() }
+                case .failure(let error):
+                    if case .server(let message) = error { self.connectionLost("\(name) refused: \(message)") }
+                }
+            }, deadline: connectDeadline))
+        }
+        flush()
+    }
+
+    private func handshakeDone() {
+        handshaking = false
+        failures = 0
+        addresses = []
+        setState(.connected)
+        let now = monotonicNanos()
+        var expired: [Completion] = []
+        while let item = waiting.pop() {
+            if item.deadline < now {
+                expired.append(item.completion)
+                continue
+            }
+            RESPEncoder.append(item.args, to: &output)
+            inFlight.push(Pending(completion: item.completion, deadline: item.deadline))
+        }
+        flush()
+        for completion in expired { completion(.failure(.notConnected)) }
+    }
+
+    // MARK: I/O
+
+    public func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
+        guard fd >= 0 else { return }
+        if !socketReady {
+            guard writable || hangup else { return }
+            if let error = Sockets.connectError(fd) {
+                connectFailed(error.description)
+                return
+            }
+            connected()
+            return
+        }
+        if readable || hangup { readAvailable() }
+        if writable, fd >= 0 { flush() }
+    }
+
+    private func readAvailable() {
+        while fd >= 0 {
+            let socket = fd
+            let count = readBuffer.withUnsafeMutableBytes { buffer in Glibc.read(socket, buffer.baseAddress!, buffer.count) }
+            if count < 0 {
+                let code = errno
+                if code == EINTR { continue }
+                if code == EAGAIN || code == EWOULDBLOCK { return }
+                connectionLost("\(SystemError(call: "read", errno: code))")
+                return
+            }
+            if count == 0 {
+                connectionLost("Redis closed the connection")
+                return
+            }
+            do {
+                try reader.feed(readBuffer, count: count)
+                while let reply = try reader.next() {
+                    guard let pending = inFlight.pop() else {
+                        connectionLost("reply without a command")
+                        return
+                    }
+                    if case .error(let message) = reply {
+                        pending.completion(.failure(.server(message)))
+                    } else {
+                        pending.completion(.success(reply))
+                    }
+                    if fd < 0 { return }
+                }
+            } catch {
+                connectionLost("\(error)")
+                return
+            }
+            if count < readBuffer.count { return }
+        }
+    }
+
+    private func connectionLost(_ reason: String) {
+        guard fd >= 0 else { return }
+        let wasConnected = state == .connected
+        dropSocket()
+        failInFlight(reason)
+        if wasConnected { failures = 0 }
+        addresses = []
+        scheduleReconnect(reason)
+    }
+
+    private func failInFlight(_ reason: String) {
+        let lost = inFlight.removeAll()
+        for pending in lost { pending.completion(.failure(.connectionLost)) }
+    }
+
+    private func dropSocket() {
+        if fd >= 0 {
+            loop.unregister(fd: fd)
+            Glibc.close(fd)
+            fd = -1
+        }
+        output.removeAll()
+        outputOffset = 0
+        writeInterest = false
+        handshaking = false
+        socketReady = false
+    }
+
+    private func setState(_ new: State) {
+        guard new != state else { return }
+        state = new
+        onStateChange?(new)
+    }
+
+    // MARK: timeouts
+
+    private func scheduleTick() {
+        let interval = max(10, min(250, options.commandTimeoutMilliseconds / 4))
+        tickTimer = loop.schedule(afterMilliseconds: interval) { [weak self] in
+            guard let self, self.state != .closed else { return }
+            self.checkDeadlines()
+            self.scheduleTick()
+        }
+    }
+
+    private func checkDeadlines() {
+        let now = monotonicNanos()
+        if state == .connecting, fd >= 0, now > connectDeadline {
+            connectFailed("connect timed out after \(options.connectTimeoutMilliseconds) ms")
+        } else if let head = inFlight.first, head.deadline < now, fd >= 0 {
+            let timedOut = inFlight.pop()!
+            connectionLost("no reply within \(options.commandTimeoutMilliseconds) ms")
+            timedOut.completion(.failure(.timeout))
+        }
+        if state != .connected {
+            while let head = waiting.first, head.deadline < now {
+                _ = waiting.pop()
+                head.completion(.failure(.notConnected))
+            }
+        }
+    }
+}

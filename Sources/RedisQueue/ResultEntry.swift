@@ -1,0 +1,106 @@
+/// One entry of `<prefix>:results`: the outcome of one attempt of one job (see docs/results.md).
+public struct ResultEntry: Sendable, Equatable {
+    public enum Outcome: String, Sendable, CaseIterable {
+        case delivered, retrying
+        case tokenDropped = "token_dropped"
+        case failed, rejected
+
+        /// Every job ends with exactly one terminal outcome; `retrying` entries come before it.
+        public var isTerminal: Bool { self != .retrying }
+    }
+
+    public var id: String
+    public var outcome: Outcome
+    /// HTTP status from APNs, 0 when there was none (rejected before sending, connection failure).
+    public var status: Int
+    public var reason: String?
+    public var token: String?
+    public var topic: String?
+    public var environment: String?
+    public var app: String?
+    public var apnsID: String?
+    public var apnsUniqueID: String?
+    /// 1-based.
+    public var attempt: Int
+    /// Due time in ms since the epoch, for `retrying`.
+    public var retryAt: Int64?
+    /// ms since the epoch, for 410.
+    public var invalidSince: Int64?
+    public var latencyMilliseconds: Int?
+    public var worker: String
+
+    public init(id: String, outcome: Outcome, status: Int = 0, reason: String? = nil, token: String? = nil,
+                topic: String? = nil, environment: String? = nil, app: String? = nil, apnsID: String? = nil,
+                apnsUniqueID: String? = nil, attempt: Int = 1, retryAt: Int64? = nil, invalidSince: Int64? = nil,
+                latencyMilliseconds: Int? = nil, worker: String) {
+        self.id = id
+        self.outcome = outcome
+        self.status = status
+        self.reason = reason
+        self.token = token
+        self.topic = topic
+        self.environment = environment
+        self.app = app
+        self.apnsID = apnsID
+        self.apnsUniqueID = apnsUniqueID
+        self.attempt = attempt
+        self.retryAt = retryAt
+        self.invalidSince = invalidSince
+        self.latencyMilliseconds = latencyMilliseconds
+        self.worker = worker
+    }
+
+    /// Stream field/value pairs; absent optionals are left out.
+    public var fields: [(String, String)] {
+        var out: [(String, String)] = [("id", id), ("outcome", outcome.rawValue), ("status", String(status))]
+        if let reason { out.append(("reason", reason)) }
+        if let token { out.append(("token", token)) }
+        if let topic { out.append(("topic", topic)) }
+        if let environment { out.append(("environment", environment)) }
+        if let app { out.append(("app", app)) }
+        if let apnsID { out.append(("apns_id", apnsID)) }
+        if let apnsUniqueID { out.append(("apns_unique_id", apnsUniqueID)) }
+        out.append(("attempt", String(attempt)))
+        if let retryAt { out.append(("retry_at", String(retryAt))) }
+        if let invalidSince { out.append(("invalid_since", String(invalidSince))) }
+        if let latencyMilliseconds { out.append(("latency_ms", String(latencyMilliseconds))) }
+        out.append(("worker", worker))
+        return out
+    }
+
+    /// Reads an entry back from a stream's field map (for tools and tests).
+    public init?(fields map: [String: String]) {
+        guard let id = map["id"], let outcomeText = map["outcome"], let outcome = Outcome(rawValue: outcomeText),
+              let worker = map["worker"] else { return nil }
+        self.init(id: id, outcome: outcome, status: Int(map["status"] ?? "0") ?? 0, reason: map["reason"],
+                  token: map["token"], topic: map["topic"], environment: map["environment"], app: map["app"],
+                  apnsID: map["apns_id"], apnsUniqueID: map["apns_unique_id"], attempt: Int(map["attempt"] ?? "1") ?? 1,
+                  retryAt: map["retry_at"].flatMap { Int64($0) }, invalidSince: map["invalid_since"].flatMap { Int64($0) },
+                  latencyMilliseconds: map["latency_ms"].flatMap { Int($0) }, worker: worker)
+    }
+
+    public static func == (a: ResultEntry, b: ResultEntry) -> Bool { a.fields.elementsEqual(b.fields, by: ==) }
+}
+
+/// One entry of `<prefix>:dropped-tokens`: a token the producer should delete.
+public struct DroppedToken: Sendable, Equatable {
+    public var token: String
+    public var topic: String
+    public var environment: String
+    public var reason: String
+    public var invalidSince: Int64?
+
+    public init(token: String, topic: String, environment: String, reason: String, invalidSince: Int64? = nil) {
+        self.token = token
+        self.topic = topic
+        self.environment = environment
+        self.reason = reason
+        self.invalidSince = invalidSince
+    }
+
+    var fields: [(String, String)] {
+        var out = [("token", token), ("topic", topic), ("environment", environment), ("reason", reason)]
+        if let invalidSince { out.append(("invalid_since", String(invalidSince))) }
+        return out
+    }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import Reactor
+import Testing
+@testable import RedisQueue
+
+/// Runs `body` on a fresh loop; `body` signals the returned box when done. Stops the loop afterwards.
+final class LoopHarness: @unchecked Sendable {
+    let loop: EventLoop
+    init() throws { loop = try EventLoop.startThread(name: "redis-test") }
+    func stop() { loop.stop(); loop.waitUntilStopped() }
+}
+
+@Suite struct ConnectionTests {
+    @Test func pipelinedRepliesComeBackInOrder() throws {
+        let harness = try LoopHarness()
+        defer { harness.stop() }
+        let key = "t-pipeline-\(UInt32.random(in: 0...UInt32.max))"
+        let done = DispatchSemaphore(value: 0)
+        let replies = Box<[Int64]>([])
+        try harness.loop.submitAndWait {
+            let connection = RedisConnection(url: TestRedis.url, loop: harness.loop)
+            connection.start()
+            for index in 0..<3_000 {
+                connection.send(["INCR", key]) { result in
+                    replies.value.append((try? result.get())?.int ?? -1)
+                    if index == 2_999 { connection.close(); done.signal() }
+                }
+            }
+        }
+        #expect(done.wait(timeout: .now() + 20) == .success)
+        let values = try harness.loop.submitAndWait { replies.value }
+        #expect(values == Array(1...3_000))
+    }
+
+    @Test func errorsNoscriptFallbackAndBinaryArguments() throws {
+        let harness = try LoopHarness()
+        defer { harness.stop() }
+        let done = DispatchSemaphore(value: 0)
+        let seen = Box<[String]>([])
+        let script = RedisScript("return {ARGV[1], #ARGV[1], '\(UInt32.random(in: 0...UInt32.max))'}")
+        try harness.loop.submitAndWait {
+            let connection = RedisConnection(url: TestRedis.url, loop: harness.loop)
+            connection.send(["NOSUCHCOMMAND"]) { result in
+                if case .failure(.server(let message)) = result { seen.value.append(message.hasPrefix("ERR") ? "err" : message) }
+            }
+            connection.send(["SCRIPT", "FLUSH"]) { _ in }
+            connection.evalScript(script, keys: [], args: [[0, 255, 10]]) { result in
+                let items = (try? result.get())?.array ?? []
+                seen.value.append(items.first == .bulk([0, 255, 10]) && items.dropFirst().first == .integer(3) ? "eval" : "bad \(result)")
+                connection.evalScript(script, keys: [], args: [[1]]) { result in
+                    seen.value.append((try? result.get())?.array?.first == .bulk([1]) ? "evalsha" : "bad")
+                    connection.close()
+                    done.signal()
+                }
+            }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(try harness.loop.submitAndWait { seen.value } == ["err", "eval", "evalsha"])
+    }
+
+    @Test func waitingCommandsAreBoundedAndTimeOut() throws {
+        let harness = try LoopHarness()
+        defer { harness.stop() }
+        let port = try RedisServer.freePort()  // nothing listens there
+        var options = RedisConnection.Options()
+        options.waitingLimit = 1
+        options.commandTimeoutMilliseconds = 200
+        let done = DispatchSemaphore(value: 0)
+        let errors = Box<[RedisError]>([])
+        let states = Box<[String]>([])
+        try harness.loop.submitAndWait {
+            let connection = RedisConnection(url: RedisURL(endpoint: .tcp(host: "127.0.0.1", port: port)), loop: harness.loop, options: options)
+            connection.onStateChange = { state in
+                if case .disconnected = state { states.value.append("down") }
+            }
+            connection.start()
+            connection.send(["PING"]) { result in
+                if case .failure(let error) = result { errors.value.append(error) }
+                connection.close()
+                done.signal()
+            }
+            connection.send(["PING"]) { result in
+                if case .failure(let error) = result { errors.value.append(error) }
+            }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(try harness.loop.submitAndWait { errors.value } == [.notConnected, .notConnected])
+        #expect(try harness.loop.submitAndWait { states.value.first } == "down")
+    }
+
+    @Test func authAndSelectOnConnect() throws {
+        let server = try RedisServer.start(extraArguments: ["--requirepass", "s3cret"])
+        defer { server.stop() }
+        #expect(throws: RedisError.self) { try BlockingRedis(url: RedisURL(endpoint: .tcp(host: "127.0.0.1", port: server.port), password: "wrong")) }
+        let good = try BlockingRedis(url: RedisURL(parsing: "redis://default:s3cret@127.0.0.1:\(server.port)/5"))
+        _ = try good.command(["SET", "k", "in-db-5"])
+        let other = try BlockingRedis(url: RedisURL(parsing: "redis://:s3cret@127.0.0.1:\(server.port)/0"))
+        #expect(try other.command(["GET", "k"]).isNil)
+        #expect(try other.command(["SELECT", "5"]) == .simple("OK"))
+        #expect(try other.command(["GET", "k"]).string == "in-db-5")
+        let pipelined = try other.pipeline([["PING"], ["NOPE"], ["ECHO", "x"]])
+        #expect(pipelined.count == 3 && pipelined[0] == .simple("PONG") && pipelined[1].errorMessage != nil && pipelined[2].string == "x")
+
+        let harness = try LoopHarness()
+        defer { harness.stop() }
+        let done = DispatchSemaphore(value: 0)
+        let got = Box<String>("")
+        try harness.loop.submitAndWait {
+            let connection = RedisConnection(url: try RedisURL(parsing: "redis://default:s3cret@127.0.0.1:\(server.port)/5"), loop: harness.loop)
+            connection.send(["GET", "k"]) { result in
+                got.value = (try? result.get())?.string ?? "\(result)"
+                connection.close()
+                done.signal()
+            }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(try harness.loop.submitAndWait { got.value } == "in-db-5")
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+import Testing
+@testable import RedisQueue
+
+@Suite struct EnvelopeTests {
+    @Test func wrapUnwrapIsByteExact() {
+        let jobs: [[UInt8]] = [
+            bytes(#"{"token":"ab","payload":{"aps":{"alert":"hé \"quoted\" },\"job\":"}}}"#),
+            bytes(#"  {"spaces" : true }  "#),
+            bytes("[1,2,3]"),
+            bytes(#"{"herald":"producer field","x":1}"#),
+        ]
+        for job in jobs {
+            let wrapped = JobEnvelope.wrap(job: job, attempt: 3, id: #"id "with" \ quotes },"job":"#, queue: "p:queue")
+            let out = JobEnvelope.unwrap(wrapped)
+            #expect(out.job == job)
+            #expect(out.attempt == 3)
+            #expect(out.id == #"id "with" \ quotes },"job":"#)
+            #expect(out.queue == "p:queue")
+            #expect((try? JSONSerialization.jsonObject(with: Data(wrapped))) != nil)
+        }
+    }
+
+    @Test func rawJobIsAttemptOne() {
+        let job = bytes(#"{"token":"00","id":"x"}"#)
+        let out = JobEnvelope.unwrap(job)
+        #expect(out.job == job && out.attempt == 1 && out.id == nil && out.queue == nil)
+        #expect(JobEnvelope.unwrap([]).job == [])
+        #expect(JobEnvelope.unwrap(bytes(#"{"herald":{"#)).attempt == 1)
+    }
+
+    @Test func sameIdAndAttemptStillMakeDistinctMembers() {
+        let job = bytes("{}")
+        #expect(JobEnvelope.wrap(job: job, attempt: 2, id: "a", queue: "q") != JobEnvelope.wrap(job: job, attempt: 2, id: "a", queue: "q"))
+    }
+
+    @Test func deadLetterRoundTripsRawBytes() throws {
+        let samples: [[UInt8]] = [
+            bytes(#"{"not":"closed"#),
+            [0xFF, 0xFE, 0x00, 0x22, 0x5C],
+            bytes("tab\tnewline\ncontrol\u{01}del\u{7F}"),
+            [],
+        ]
+        for job in samples {
+            let encoded = DeadLetterEntry.encode(reason: "bad \"json\"", at: 1234, job: job)
+            let entry = try #require(DeadLetterEntry.decode(encoded))
+            #expect(entry.job == job && entry.reason == "bad \"json\"" && entry.at == 1234 && !entry.truncated)
+        }
+        let capped = try #require(DeadLetterEntry.decode(DeadLetterEntry.encode(reason: "big", at: 1, job: bytes("abcdef"), maxJobBytes: 4)))
+        #expect(capped.job == bytes("abcd") && capped.truncated && capped.originalLength == 6)
+    }
+
+    @Test func resultEntryFieldsRoundTrip() throws {
+        let entry = ResultEntry(id: "j1", outcome: .tokenDropped, status: 410, reason: "Unregistered", token: "aa",
+                                topic: "t", environment: "production", app: "a", apnsID: "u", apnsUniqueID: "v",
+                                attempt: 2, invalidSince: 99, latencyMilliseconds: 12, worker: "w")
+        let map = Dictionary(uniqueKeysWithValues: entry.fields)
+        #expect(map["outcome"] == "token_dropped" && map["invalid_since"] == "99" && map["apns_unique_id"] == "v")
+        #expect(ResultEntry(fields: map) == entry)
+        #expect(ResultEntry.Outcome.retrying.isTerminal == false)
+    }
+}
