@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 
 /// Everything a worker process needs, from one JSON file (`--config` or `HERALD_CONFIG`) with
@@ -7,7 +8,7 @@ public struct Configuration: Sendable {
     public var redis = RedisSettings()
     public var apns = APNsSettings()
     public var apps: [AppSettings] = []
-    public var retry = RetrySection()
+    public var retry = RetrySettings()
     public var worker = WorkerSettings()
 
     public init() {}
@@ -66,21 +67,6 @@ public struct Configuration: Sendable {
                 return password
             }
         }
-    }
-
-    /// Retry and back-off numbers; mapped onto the outcome policy's settings.
-    public struct RetrySection: Sendable, Equatable {
-        public var serverErrorBaseSeconds: Double = 900
-        public var serverErrorCapSeconds: Double = 14400
-        public var throttleBaseSeconds: Double = 10
-        public var throttleCapSeconds: Double = 600
-        public var jitterFraction: Double = 0.1
-        public var maxAttempts = 8
-        /// How long an app with a credential error is paused before its jobs are tried again.
-        public var configurationPauseSeconds: Double = 60
-        /// Immediate resends (GOAWAY, refused stream, lost connection) allowed per job before it is
-        /// put on the retry schedule instead.
-        public var maxImmediateResends = 5
     }
 
     public struct WorkerSettings: Sendable, Equatable {

@@ -1,3 +1,4 @@
+import APNs
 import Foundation
 
 /// Reads the JSON configuration and the environment overrides, collecting every problem instead of
@@ -72,7 +73,7 @@ public enum ConfigurationLoader {
         if c.worker.leaseSeconds < 2 { problems.append("worker.lease_seconds must be at least 2") }
         if c.worker.eventLoops < 1 || c.worker.eventLoops > 64 { problems.append("worker.event_loops must be 1...64") }
         if LogLevel(name: c.worker.logLevel) == nil { problems.append("worker.log_level must be debug, info, warning or error") }
-        if c.retry.maxAttempts < 1 { problems.append("retry.max_attempts must be at least 1") }
+        if let problem = c.retry.problem() { problems.append("retry: \(problem)") }
         if c.apps.isEmpty { problems.append("no apps configured: add at least one entry to \"apps\"") }
         var seen = Set<String>()
         for (index, app) in c.apps.enumerated() {
@@ -154,15 +155,14 @@ private struct Reader {
         }
         if let retry = object(root["retry"], "retry") {
             check(retry, known: ["server_error_base_seconds", "server_error_cap_seconds", "throttle_base_seconds", "throttle_cap_seconds",
-                                 "jitter_fraction", "max_attempts", "configuration_pause_seconds", "max_immediate_resends"], at: "retry.")
-            double(retry, "server_error_base_seconds", "retry.", &c.retry.serverErrorBaseSeconds)
-            double(retry, "server_error_cap_seconds", "retry.", &c.retry.serverErrorCapSeconds)
-            double(retry, "throttle_base_seconds", "retry.", &c.retry.throttleBaseSeconds)
-            double(retry, "throttle_cap_seconds", "retry.", &c.retry.throttleCapSeconds)
+                                 "jitter_fraction", "max_attempts", "configuration_pause_seconds"], at: "retry.")
+            int64(retry, "server_error_base_seconds", "retry.", &c.retry.serverErrorBaseSeconds)
+            int64(retry, "server_error_cap_seconds", "retry.", &c.retry.serverErrorCapSeconds)
+            int64(retry, "throttle_base_seconds", "retry.", &c.retry.throttleBaseSeconds)
+            int64(retry, "throttle_cap_seconds", "retry.", &c.retry.throttleCapSeconds)
             double(retry, "jitter_fraction", "retry.", &c.retry.jitterFraction)
             int(retry, "max_attempts", "retry.", &c.retry.maxAttempts)
-            double(retry, "configuration_pause_seconds", "retry.", &c.retry.configurationPauseSeconds)
-            int(retry, "max_immediate_resends", "retry.", &c.retry.maxImmediateResends)
+            int64(retry, "configuration_pause_seconds", "retry.", &c.retry.configurationPauseSeconds)
         }
         if let worker = object(root["worker"], "worker") {
             check(worker, known: ["id", "max_in_flight", "claim_batch", "lease_seconds", "shutdown_deadline_seconds", "run_scheduler",
@@ -250,6 +250,12 @@ private struct Reader {
         } else {
             problems.append("\(at)\(key) must be a whole number")
         }
+    }
+
+    mutating func int64(_ o: [String: Any], _ key: String, _ at: String, _ out: inout Int64) {
+        var value = Int(out)
+        int(o, key, at, &value)
+        out = Int64(value)
     }
 
     mutating func double(_ o: [String: Any], _ key: String, _ at: String, _ out: inout Double) {

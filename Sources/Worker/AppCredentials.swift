@@ -1,0 +1,100 @@
+import APNs
+import Foundation
+import HTTP2
+
+/// An app's loaded credential: the token cache (token auth) or the client-certificate TLS settings
+/// (certificate auth). Loading reads the key files, so `herald check-config` and the worker fail the same way.
+public struct AppCredentials: Sendable {
+    public let app: Configuration.AppSettings
+    public let tokenCache: ProviderTokenCache?
+    public let tls: TLSConfiguration
+
+    public static func load(_ app: Configuration.AppSettings, apns: Configuration.APNsSettings) throws -> AppCredentials {
+        var tls = TLSConfiguration(caFile: apns.caFile)
+        var cache: ProviderTokenCache? = nil
+        if let token = app.token {
+            let key = try SigningKey(p8File: token.keyFile)
+            cache = try ProviderTokenCache(
+                keyID: token.keyID, teamID: token.teamID, key: key, refreshAfterSeconds: Int64(token.refreshMinutes) * 60)
+            _ = try cache?.token()
+        } else if let certificate = app.certificate {
+            tls.clientCertificateFile = certificate.pemFile
+            tls.clientKeyFile = certificate.keyFile ?? certificate.pemFile
+            tls.pkcs12File = certificate.pkcs12File
+            tls.pkcs12Password = certificate.resolvedPassword
+            if certificate.pkcs12File != nil {
+                tls.clientCertificateFile = nil
+                tls.clientKeyFile = nil
+            }
+            _ = try TLSContext(tls)
+        }
+        return AppCredentials(app: app, tokenCache: cache, tls: tls)
+    }
+
+    /// Warnings that do not stop a worker: a `.p8` that other users can read.
+    public static func warnings(_ app: Configuration.AppSettings) -> [String] {
+        var files: [String] = []
+        if let token = app.token { files.append(token.keyFile) }
+        if let certificate = app.certificate { files += [certificate.pemFile, certificate.keyFile, certificate.pkcs12File].compactMap { $0 } }
+        var warnings: [String] = []
+        for file in files {
+            if let attributes = try? FileManager.default.attributesOfItem(atPath: file),
+               let permissions = attributes[.posixPermissions] as? NSNumber, permissions.intValue & 0o077 != 0 {
+                warnings.append("app '\(app.name)': \(file) is readable by other users (mode \(String(permissions.intValue, radix: 8))); chmod 600 it")
+            }
+        }
+        return warnings
+    }
+}
+
+/// Finds a job's app: by `app` name, else by topic (the bundle ID, with or without a push-type suffix),
+/// else the only app when just one is configured.
+public struct AppDirectory: Sendable {
+    public let apps: [Configuration.AppSettings]
+    private let byName: [String: Int]
+    private let byBundle: [String: Int]
+
+    public init(_ apps: [Configuration.AppSettings]) {
+        self.apps = apps
+        var names: [String: Int] = [:]
+        var bundles: [String: Int] = [:]
+        for (index, app) in apps.enumerated() {
+            names[app.name] = index
+            bundles[app.bundleID] = bundles[app.bundleID] ?? index
+        }
+        byName = names
+        byBundle = bundles
+    }
+
+    public enum LookupError: Error, CustomStringConvertible {
+        case unknownApp(String)
+        case unknownTopic(String)
+        case ambiguous
+
+        public var description: String {
+            switch self {
+            case .unknownApp(let name): "unknown app '\(name)'"
+            case .unknownTopic(let topic): "no configured app has a bundle ID matching topic '\(topic)'"
+            case .ambiguous: "the job names neither app nor topic and several apps are configured"
+            }
+        }
+    }
+
+    public func index(app: String?, topic: String?) throws(LookupError) -> Int {
+        if let app {
+            guard let index = byName[app] else { throw .unknownApp(app) }
+            return index
+        }
+        if let topic {
+            if let index = byBundle[topic] { return index }
+            var best: (Int, Int)? = nil
+            for (index, app) in apps.enumerated() where topic.hasPrefix(app.bundleID + ".") {
+                if best == nil || app.bundleID.count > best!.1 { best = (index, app.bundleID.count) }
+            }
+            if let best { return best.0 }
+            throw .unknownTopic(topic)
+        }
+        guard apps.count == 1 else { throw .ambiguous }
+        return 0
+    }
+}

@@ -1,0 +1,35 @@
+/// What one pipeline has done, for the periodic log line and the shutdown summary. Loop-confined.
+public struct PipelineCounters: Sendable, Equatable {
+    public var claimed = 0
+    public var delivered = 0
+    public var retrying = 0
+    public var tokensDropped = 0
+    public var failed = 0
+    public var rejected = 0
+    public var resent = 0
+    public var leasesLost = 0
+    public var recovered = 0
+
+    public init() {}
+
+    public var terminal: Int { delivered + tokensDropped + failed + rejected }
+
+    public static func + (a: PipelineCounters, b: PipelineCounters) -> PipelineCounters {
+        var c = a
+        c.claimed += b.claimed
+        c.delivered += b.delivered
+        c.retrying += b.retrying
+        c.tokensDropped += b.tokensDropped
+        c.failed += b.failed
+        c.rejected += b.rejected
+        c.resent += b.resent
+        c.leasesLost += b.leasesLost
+        c.recovered += b.recovered
+        return c
+    }
+
+    var logFields: [String: LogValue] {
+        ["claimed": .int(claimed), "delivered": .int(delivered), "retrying": .int(retrying), "token_dropped": .int(tokensDropped),
+         "failed": .int(failed), "rejected": .int(rejected), "resent": .int(resent), "leases_lost": .int(leasesLost)]
+    }
+}
