@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "RedisQueue", dependencies: ["Reactor", "CHiredis", "APNs"]),
         .target(name: "MockAPNs", dependencies: ["Reactor", "CNghttp2", "COpenSSL"]),
         .target(name: "Worker", dependencies: ["APNs", "HTTP2", "RedisQueue", "Reactor"]),
-        .executableTarget(name: "herald", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
+        .executableTarget(name: "herald", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
 
         .target(name: "HeraldTestSupport", path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),

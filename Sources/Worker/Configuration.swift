@@ -14,6 +14,7 @@ public struct Configuration: Sendable {
     public init() {}
 
     public struct RedisSettings: Sendable, Equatable {
+        public init() {}
         public var url = "redis://127.0.0.1:6379/0"
         public var prefix = "herald"
         /// Queue keys in priority order; empty means `<prefix>:queue`.
@@ -25,6 +26,7 @@ public struct Configuration: Sendable {
     }
 
     public struct APNsSettings: Sendable, Equatable {
+        public init() {}
         public var productionURL = "https://api.push.apple.com:443"
         public var sandboxURL = "https://api.sandbox.push.apple.com:443"
         public var connectionsPerPool = 2
@@ -70,6 +72,7 @@ public struct Configuration: Sendable {
     }
 
     public struct WorkerSettings: Sendable, Equatable {
+        public init() {}
         public var id: String? = nil
         public var maxInFlight = 4000
         public var claimBatch = 256

@@ -36,6 +36,21 @@ public enum ConfigurationLoader {
         return configuration
     }
 
+    /// Only the `redis` section (plus environment overrides), for tools that do not send.
+    public static func loadRedisOnly(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration.RedisSettings {
+        guard let data = FileManager.default.contents(atPath: path),
+              let root = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] else {
+            throw ConfigurationError(["cannot read configuration file \(path) as a JSON object"])
+        }
+        var configuration = Configuration()
+        var reader = Reader(problems: [])
+        reader.apply(["redis": root["redis"] ?? [String: Any]()], to: &configuration)
+        var problems = reader.problems
+        applyEnvironment(environment, to: &configuration, problems: &problems)
+        if !problems.isEmpty { throw ConfigurationError(problems) }
+        return configuration.redis
+    }
+
     static func applyEnvironment(_ env: [String: String], to c: inout Configuration, problems: inout [String]) {
         if let v = env["HERALD_REDIS_URL"], !v.isEmpty { c.redis.url = v }
         if let v = env["HERALD_REDIS_PREFIX"], !v.isEmpty { c.redis.prefix = v }

@@ -17,7 +17,7 @@ struct UsageError: Error, CustomStringConvertible {
 }
 
 /// One `--name value` option, or a `--name` flag when `valueName` is nil.
-struct OptionSpec {
+struct OptionSpec: Sendable {
     let name: String
     let valueName: String?
     let help: String
@@ -30,15 +30,15 @@ struct OptionSpec {
 }
 
 /// A subcommand of `herald`: its help text, its options and what it runs.
-struct CommandSpec {
+struct CommandSpec: Sendable {
     let name: String
     let abstract: String
     var discussion: String = ""
     var positionals: String = ""
     var options: [OptionSpec]
     /// Commands that parse their own arguments (mock-apns) set this and get the raw arguments.
-    var passThrough: (([String]) -> Int32)? = nil
-    var run: (ParsedArguments) throws -> Int32 = { _ in ExitCode.success }
+    var passThrough: (@Sendable ([String]) -> Int32)? = nil
+    var run: @Sendable (ParsedArguments) throws -> Int32 = { _ in ExitCode.success }
 
     var help: String {
         var text = "OVERVIEW: \(abstract)\n\nUSAGE: herald \(name)"

@@ -1,4 +1,6 @@
+import CLinux
 import Foundation
+import Worker
 
 /// `herald <command>`: the command tree. Usage errors exit 64, configuration errors 78.
 let commands: [CommandSpec] = [
@@ -73,5 +75,6 @@ func runMain() -> Int32 {
 }
 
 let heraldVersion = "herald 0.1.0"
-setvbuf(stdout, nil, _IOLBF, 0)
+clinux_line_buffer_stdout()
+signal(SIGPIPE, SIG_IGN)
 exit(runMain())

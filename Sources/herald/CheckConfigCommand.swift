@@ -1,0 +1,58 @@
+import APNs
+import Foundation
+import RedisQueue
+import Worker
+
+/// `herald check-config`: loads everything a worker would, signs a test token per app, reports every problem.
+enum CheckConfigCommand {
+    static let spec = CommandSpec(
+        name: "check-config", abstract: "Load the configuration and credentials and report every problem at once.",
+        options: [
+            .value("config", "file", "Configuration file (or HERALD_CONFIG)."),
+            .flag("skip-redis", "Do not try to reach Redis."),
+        ],
+        run: run)
+
+    static func run(_ args: ParsedArguments) throws -> Int32 {
+        let path = args.value("config") ?? ProcessInfo.processInfo.environment["HERALD_CONFIG"]
+        guard let path else { throw UsageError("give --config FILE or set HERALD_CONFIG") }
+        var problems: [String] = []
+        var warnings: [String] = []
+        var configuration: Configuration? = nil
+        do {
+            configuration = try ConfigurationLoader.load(path: path)
+        } catch {
+            problems += error.problems
+        }
+        if let configuration {
+            for app in configuration.apps {
+                do {
+                    let credentials = try AppCredentials.load(app, apns: configuration.apns)
+                    if let cache = credentials.tokenCache { _ = try cache.token() }
+                    print("ok   app '\(app.name)' (\(app.bundleID)): " + (app.token != nil ? "signed a test token with key \(app.token!.keyID)" : "client certificate loaded"))
+                } catch {
+                    problems.append("app '\(app.name)': \(error)")
+                }
+                warnings += AppCredentials.warnings(app)
+            }
+            if !args.flag("skip-redis") {
+                do {
+                    let url = try RedisURL(parsing: configuration.redis.url)
+                    let redis = try BlockingRedis(url: url)
+                    _ = try redis.command(["PING"])
+                    print("ok   redis \(url) answers")
+                } catch {
+                    warnings.append("redis: \(error)")
+                }
+            }
+        }
+        for warning in warnings { print("warn \(warning)") }
+        for problem in problems { print("FAIL \(problem)") }
+        if problems.isEmpty {
+            print("configuration OK (\(warnings.count) warning\(warnings.count == 1 ? "" : "s"))")
+            return ExitCode.success
+        }
+        print("\(problems.count) problem\(problems.count == 1 ? "" : "s") found")
+        return ExitCode.configuration
+    }
+}

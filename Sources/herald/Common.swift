@@ -1,0 +1,83 @@
+import APNs
+import Foundation
+import Glibc
+import RedisQueue
+import Worker
+
+/// Loads the configuration from `--config` or `HERALD_CONFIG`, with environment overrides.
+func loadConfiguration(_ args: ParsedArguments) throws -> Configuration {
+    let path = args.value("config") ?? ProcessInfo.processInfo.environment["HERALD_CONFIG"]
+    return try ConfigurationLoader.load(path: path)
+}
+
+/// Redis settings for commands that need only Redis: `--redis` and `--prefix` flags, else the config file,
+/// else the environment and defaults (no apps required).
+func redisSettings(_ args: ParsedArguments) throws -> (url: RedisURL, keys: QueueKeys, queues: [String]) {
+    var settings = Configuration.RedisSettings()
+    let path = args.value("config") ?? ProcessInfo.processInfo.environment["HERALD_CONFIG"]
+    if let path {
+        // Tools that only read Redis need only the redis section; the apps may be incomplete here.
+        settings = try ConfigurationLoader.loadRedisOnly(path: path)
+    } else {
+        let env = ProcessInfo.processInfo.environment
+        if let v = env["HERALD_REDIS_URL"], !v.isEmpty { settings.url = v }
+        if let v = env["HERALD_REDIS_PREFIX"], !v.isEmpty { settings.prefix = v }
+        if let v = env["HERALD_QUEUES"], !v.isEmpty { settings.queues = v.split(separator: ",").map(String.init) }
+    }
+    if let url = args.value("redis") { settings.url = url }
+    if let prefix = args.value("prefix") { settings.prefix = prefix }
+    let url: RedisURL
+    do { url = try RedisURL(parsing: settings.url) } catch { throw UsageError(error.description) }
+    let keys: QueueKeys
+    do { keys = try QueueKeys(prefix: settings.prefix) } catch { throw UsageError(error.description) }
+    return (url, keys, settings.queueKeys)
+}
+
+let redisOptions: [OptionSpec] = [
+    .value("config", "file", "Configuration file (or HERALD_CONFIG); only its redis section is used."),
+    .value("redis", "url", "Redis URL (overrides the configuration), e.g. redis://127.0.0.1:6379/0."),
+    .value("prefix", "prefix", "Key prefix (default herald)."),
+]
+
+/// A unique worker id: host, pid and a random suffix.
+func defaultWorkerID() -> String {
+    var name = [CChar](repeating: 0, count: 256)
+    gethostname(&name, 255)
+    let host = String(decoding: name.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    let safeHost = host.isEmpty ? "host" : host.map { $0.isLetter || $0.isNumber || $0 == "-" ? $0 : "-" }.reduce("") { $0 + String($1) }
+    return "\(safeHost)-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
+}
+
+/// A value touched only on its event loop's thread, carried through a @Sendable closure to get there.
+struct LoopBound<T>: @unchecked Sendable {
+    let value: T
+}
+
+/// Delivers SIGTERM/SIGINT as calls on a dispatch queue; the first asks for a graceful stop, the second exits.
+final class SignalWatcher: @unchecked Sendable {
+    private var sources: [DispatchSourceSignal] = []
+    private let queue = DispatchQueue(label: "herald.signals")
+    private var count = 0
+
+    init(onFirst: @escaping @Sendable () -> Void, onSecond: @escaping @Sendable () -> Void = { exit(130) }) {
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            source.setEventHandler { [weak self] in
+                guard let self else { return }
+                self.count += 1
+                if self.count == 1 { onFirst() } else { onSecond() }
+            }
+            source.resume()
+            sources.append(source)
+        }
+    }
+}
+
+/// Prints a JSON object on stdout, one line.
+func printJSON(_ object: [String: Any]) {
+    if let data = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]),
+       let text = String(data: data, encoding: .utf8) {
+        print(text)
+    }
+}

@@ -1,0 +1,71 @@
+import Foundation
+import Glibc
+import RedisQueue
+import Worker
+
+/// `herald scheduler`: moves due retries to their queues and reaps dead workers' leases, nothing else.
+enum SchedulerCommand {
+    static let spec = CommandSpec(
+        name: "scheduler", abstract: "Move due retries back to the queue and return dead workers' jobs.",
+        discussion: "Workers do this by default; run it alone when they are configured with run_scheduler false. Safe to run in several places at once.",
+        options: redisOptions + [.flag("once", "One pass, then exit (for cron and tests).")],
+        run: run)
+
+    static func run(_ args: ParsedArguments) throws -> Int32 {
+        let settings = try redisSettings(args)
+        let logger = Logger(component: "scheduler")
+        let stop = StopFlag()
+        let watcher = SignalWatcher(onFirst: { stop.set() })
+        defer { withExtendedLifetime(watcher) {} }
+        var redis: BlockingRedis? = nil
+        var failures = 0
+        repeat {
+            do {
+                if redis == nil { redis = try BlockingRedis(url: settings.url) }
+                let queue = try BlockingJobQueue(redis: redis!, keys: settings.keys, workerID: "scheduler-\(getpid())", queueKeys: settings.queues)
+                var moved = 0
+                var sleepMs = 1000
+                repeat {
+                    let move = try queue.moveDueRetries()
+                    moved += move.moved
+                    sleepMs = move.sleepMilliseconds(batchLimit: 1000)
+                } while sleepMs == 0 && !stop.isSet
+                let reaped = try queue.reap()
+                if moved > 0 || reaped > 0 { logger.info("pass", ["moved": .int(moved), "reaped": .int(reaped)]) }
+                failures = 0
+                if args.flag("once") {
+                    print("{\"moved\":\(moved),\"reaped\":\(reaped)}")
+                    return ExitCode.success
+                }
+                stop.sleep(milliseconds: max(10, sleepMs))
+            } catch {
+                if args.flag("once") { throw error }
+                redis = nil
+                failures += 1
+                logger.warning("redis unavailable; retrying", ["error": .string("\(error)")])
+                stop.sleep(milliseconds: min(5000, 100 << min(failures, 6)))
+            }
+        } while !stop.isSet
+        return ExitCode.success
+    }
+}
+
+/// A stop request from a signal, and a sleep that ends early when it comes.
+final class StopFlag: @unchecked Sendable {
+    private let semaphore = DispatchSemaphore(value: 0)
+    private let lock = NSLock()
+    private var flag = false
+
+    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return flag }
+
+    func set() {
+        lock.lock()
+        flag = true
+        lock.unlock()
+        semaphore.signal()
+    }
+
+    func sleep(milliseconds: Int) {
+        if semaphore.wait(timeout: .now() + .milliseconds(milliseconds)) == .success { semaphore.signal() }
+    }
+}

@@ -1,0 +1,141 @@
+import APNs
+import Foundation
+import HTTP2
+import Reactor
+import Worker
+
+/// `herald send`: one notification from flags, straight to APNs (or any host:port), result as JSON.
+enum SendCommand {
+    static let spec = CommandSpec(
+        name: "send", abstract: "Send one notification now and print APNs's answer as JSON.",
+        discussion: """
+        Credentials come from --config (with --app, or the app matching --topic) or inline from --key-file,
+        --key-id and --team-id (or --cert/--cert-key/--p12 for certificate auth). The payload comes from
+        --payload or standard input. Exits 0 when APNs answered 200, 1 otherwise.
+        Example: herald send --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id TEAM123456 \\
+                   --topic com.example.app --token <hex> --environment sandbox --payload '{"aps":{"alert":"hi"}}'
+        """,
+        options: [
+            .value("config", "file", "Configuration file with the app's credentials."),
+            .value("app", "name", "App from the configuration."),
+            .value("key-file", "path", "Token auth: the .p8 key."),
+            .value("key-id", "id", "Token auth: the 10-character Key ID."),
+            .value("team-id", "id", "Token auth: the 10-character Team ID."),
+            .value("cert", "pem", "Certificate auth: client certificate (PEM)."),
+            .value("cert-key", "pem", "Certificate auth: its private key (PEM; default: in --cert)."),
+            .value("p12", "path", "Certificate auth: PKCS#12 bundle (password from HERALD_P12_PASSWORD)."),
+            .value("topic", "topic", "apns-topic (bundle ID plus the push type's suffix)."),
+            .value("token", "hex", "Device token."),
+            .value("environment", "env", "production (default) or sandbox."),
+            .value("push-type", "type", "alert (default), background, voip, ..."),
+            .value("priority", "n", "10, 5 or 1."),
+            .value("expiration", "unix-seconds", "apns-expiration."),
+            .value("collapse-id", "id", "apns-collapse-id."),
+            .value("apns-id", "uuid", "apns-id."),
+            .value("payload", "json", "The JSON payload (default: read standard input)."),
+            .value("url", "https://host:port", "Send here instead of Apple's host for the environment."),
+            .value("ca-file", "pem", "Extra trusted CA (e.g. the simulator's)."),
+            .value("timeout", "ms", "Request timeout (default 15000)."),
+        ],
+        run: run)
+
+    static func run(_ args: ParsedArguments) throws -> Int32 {
+        guard let tokenHex = args.value("token") else { throw UsageError("missing --token") }
+        let environment: APNsEnvironment
+        if let raw = args.value("environment") {
+            guard let env = APNsEnvironment(rawValue: raw) else { throw UsageError("--environment must be production or sandbox") }
+            environment = env
+        } else {
+            environment = .production
+        }
+        let pushType: PushType
+        if let raw = args.value("push-type") {
+            guard let type = PushType(rawValue: raw) else { throw UsageError("unknown --push-type '\(raw)'") }
+            pushType = type
+        } else {
+            pushType = .alert
+        }
+        var apns = Configuration.APNsSettings()
+        var tls = TLSConfiguration()
+        var tokenCache: ProviderTokenCache? = nil
+        var topic = args.value("topic")
+        if args.value("config") != nil {
+            let configuration = try loadConfiguration(args)
+            apns = configuration.apns
+            let directory = AppDirectory(configuration.apps)
+            let index = try directory.index(app: args.value("app"), topic: topic)
+            let app = configuration.apps[index]
+            let credentials = try AppCredentials.load(app, apns: apns)
+            tls = credentials.tls
+            tokenCache = credentials.tokenCache
+            if topic == nil { topic = pushType.topic(forBundleID: app.bundleID) }
+        } else if let keyFile = args.value("key-file") {
+            guard let keyID = args.value("key-id"), let teamID = args.value("team-id") else {
+                throw UsageError("--key-file needs --key-id and --team-id")
+            }
+            let key = try SigningKey(p8File: keyFile)
+            tokenCache = try ProviderTokenCache(keyID: keyID, teamID: teamID, key: key)
+        } else if let cert = args.value("cert") {
+            tls.clientCertificateFile = cert
+            tls.clientKeyFile = args.value("cert-key") ?? cert
+        } else if let p12 = args.value("p12") {
+            tls.pkcs12File = p12
+            tls.pkcs12Password = ProcessInfo.processInfo.environment["HERALD_P12_PASSWORD"]
+        } else {
+            throw UsageError("give --config, or --key-file/--key-id/--team-id, or --cert/--p12")
+        }
+        if let ca = args.value("ca-file") { tls.caFile = ca }
+        guard let topic else { throw UsageError("missing --topic") }
+        let payloadText = args.value("payload") ?? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        let notification = PushNotification(
+            deviceToken: tokenHex, topic: topic, environment: environment, pushType: pushType,
+            priority: try args.int("priority"), expiration: try args.int("expiration").map(Int64.init),
+            collapseID: args.value("collapse-id"), apnsID: args.value("apns-id"),
+            payload: Array(payloadText.trimmingCharacters(in: .whitespacesAndNewlines).utf8))
+        if let failure = NotificationValidator.validate(notification, bundleID: nil) {
+            printJSON(["outcome": "rejected", "reason": failure.reason.rawValue, "message": failure.message, "status": 0])
+            return ExitCode.dataError
+        }
+        let urlText = args.value("url") ?? (environment == .production ? apns.productionURL : apns.sandboxURL)
+        guard let url = APNsURL(urlText) else { throw UsageError("--url must look like https://host:port") }
+        let timeout = try args.int("timeout") ?? apns.requestTimeoutMs
+
+        let loop = try EventLoop.startThread(name: "herald-send")
+        defer { loop.stop(); loop.waitUntilStopped() }
+        let done = DispatchSemaphore(value: 0)
+        let box = OutcomeBox()
+        let cache = tokenCache
+        let tlsSettings = tls
+        let proxy = apns.proxy
+        try loop.submitAndWait {
+            let client = try APNsClient(loop: loop, host: url.host, port: url.port, tls: tlsSettings, tokenCache: cache,
+                                        connections: 1, requestTimeoutMilliseconds: timeout, proxy: proxy)
+            client.send(notification) { outcome in
+                box.outcome = outcome
+                client.close(graceful: false)
+                done.signal()
+            }
+        }
+        guard done.wait(timeout: .now() + .milliseconds(timeout + 15_000)) == .success, let outcome = box.outcome else {
+            printJSON(["outcome": "failed", "reason": "no answer in time", "status": 0])
+            return ExitCode.failure
+        }
+        switch outcome.result {
+        case .response(let response):
+            var object: [String: Any] = ["status": response.status, "outcome": response.status == 200 ? "delivered" : "failed"]
+            if let id = response.apnsID { object["apns_id"] = id }
+            if let id = response.apnsUniqueID { object["apns_unique_id"] = id }
+            if let reason = response.reason { object["reason"] = reason.rawValue }
+            if let timestamp = response.timestamp { object["timestamp"] = timestamp }
+            printJSON(object)
+            return response.status == 200 ? ExitCode.success : ExitCode.failure
+        case .transport(let failure):
+            printJSON(["outcome": "failed", "status": 0, "reason": "\(failure)"])
+            return ExitCode.failure
+        }
+    }
+}
+
+private final class OutcomeBox: @unchecked Sendable {
+    var outcome: APNsClient.Outcome?
+}

@@ -1,0 +1,59 @@
+import Foundation
+import RedisQueue
+
+/// `herald stats`: one look at the queue's state.
+enum StatsCommand {
+    static let spec = CommandSpec(
+        name: "stats", abstract: "Show queue lengths, leases, retries, recent outcomes and dead letters.",
+        options: redisOptions + [.flag("json", "Print one JSON object instead of a table.")],
+        run: run)
+
+    static func run(_ args: ParsedArguments) throws -> Int32 {
+        let settings = try redisSettings(args)
+        let redis = try BlockingRedis(url: settings.url)
+        let stats = try QueueStats.read(redis: redis, keys: settings.keys, queueKeys: settings.queues)
+        if args.flag("json") {
+            printJSON([
+                "queues": stats.queueLengths, "live_workers": stats.liveWorkers, "expired_workers": stats.expiredWorkers,
+                "leases_in_flight": stats.leasesInFlight,
+                "retry": ["due_now": stats.retryDueNow, "next_minute": stats.retryDueNextMinute,
+                          "next_hour": stats.retryDueNextHour, "later": stats.retryDueLater],
+                "dead_letters": stats.deadLetters, "results_length": stats.resultsLength,
+                "dropped_tokens_length": stats.droppedTokensLength,
+                "outcomes_last_minute": stats.outcomesLastMinute, "outcomes_last_hour": stats.outcomesLastHour,
+                "outcomes_truncated": stats.outcomesTruncated,
+            ])
+            return ExitCode.success
+        }
+        var lines: [String] = []
+        for key in settings.queues { lines.append(row("queue \(key)", stats.queueLengths[key] ?? 0)) }
+        lines.append(row("workers alive", stats.liveWorkers))
+        if stats.expiredWorkers > 0 { lines.append(row("workers presumed dead", stats.expiredWorkers)) }
+        lines.append(row("leases in flight", stats.leasesInFlight))
+        lines.append(row("retries due now", stats.retryDueNow))
+        lines.append(row("retries due < 1 min", stats.retryDueNextMinute))
+        lines.append(row("retries due < 1 hour", stats.retryDueNextHour))
+        lines.append(row("retries due later", stats.retryDueLater))
+        lines.append(row("dead letters", stats.deadLetters))
+        lines.append(row("results stream length", stats.resultsLength))
+        lines.append(row("dropped tokens stream length", stats.droppedTokensLength))
+        let outcomes = ["delivered", "retrying", "token_dropped", "failed", "rejected"]
+        lines.append("")
+        lines.append("outcome".padding(toLength: 16, withPad: " ", startingAt: 0) + "last minute".leftPad(12) + "last hour".leftPad(12))
+        for outcome in outcomes {
+            lines.append(outcome.padding(toLength: 16, withPad: " ", startingAt: 0)
+                + String(stats.outcomesLastMinute[outcome] ?? 0).leftPad(12) + String(stats.outcomesLastHour[outcome] ?? 0).leftPad(12))
+        }
+        if stats.outcomesTruncated { lines.append("(outcome counts cover only the newest entries of a busy stream)") }
+        print(lines.joined(separator: "\n"))
+        return ExitCode.success
+    }
+
+    private static func row(_ label: String, _ value: Int) -> String {
+        label.padding(toLength: 32, withPad: " ", startingAt: 0) + String(value).leftPad(10)
+    }
+}
+
+extension String {
+    func leftPad(_ width: Int) -> String { count >= width ? self : String(repeating: " ", count: width - count) + self }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import RedisQueue
+
+/// `herald tail`: follows the results stream, human-readable or as JSON lines.
+enum TailCommand {
+    static let spec = CommandSpec(
+        name: "tail", abstract: "Follow the results stream.",
+        options: redisOptions + [
+            .flag("json", "One JSON object per entry."),
+            .value("outcome", "name", "Only this outcome (delivered, retrying, token_dropped, failed, rejected); repeatable.", repeatable: true),
+            .flag("from-start", "Start at the oldest entry instead of new ones."),
+            .value("count", "n", "Exit after printing this many entries."),
+            .value("stream", "key", "Follow another stream, e.g. <prefix>:dropped-tokens."),
+        ],
+        run: run)
+
+    static func run(_ args: ParsedArguments) throws -> Int32 {
+        let settings = try redisSettings(args)
+        let outcomes = Set(args.all("outcome"))
+        let known: Set<String> = ["delivered", "retrying", "token_dropped", "failed", "rejected"]
+        for outcome in outcomes where !known.contains(outcome) { throw UsageError("unknown outcome '\(outcome)'") }
+        let limit = try args.int("count")
+        let stream = args.value("stream") ?? settings.keys.results
+        let stop = StopFlag()
+        let watcher = SignalWatcher(onFirst: { stop.set() })
+        defer { withExtendedLifetime(watcher) {} }
+        let redis = try BlockingRedis(url: settings.url)
+        var lastID = args.flag("from-start") ? "0-0" : "$"
+        var printed = 0
+        while !stop.isSet {
+            let reply = try redis.command(["XREAD", "COUNT", "500", "BLOCK", "1000", "STREAMS", stream, lastID])
+            if lastID == "$" && reply.isNil {
+                // Nothing yet: pin the position to the stream's current end so nothing between reads is missed.
+                if let info = try? redis.command(["XREVRANGE", stream, "+", "-", "COUNT", "1"]).array, let id = info.first?.array?.first?.string {
+                    lastID = id
+                }
+                continue
+            }
+            guard let streams = reply.array else { continue }
+            for streamReply in streams {
+                guard let pair = streamReply.array, pair.count == 2, let entries = pair[1].array else { continue }
+                for entry in entries {
+                    guard let parts = entry.array, parts.count == 2, let id = parts[0].string, let flat = parts[1].array else { continue }
+                    lastID = id
+                    var fields: [(String, String)] = []
+                    var index = 0
+                    while index + 1 < flat.count {
+                        fields.append((flat[index].string ?? "", flat[index + 1].string ?? ""))
+                        index += 2
+                    }
+                    let map = Dictionary(fields, uniquingKeysWith: { a, _ in a })
+                    if !outcomes.isEmpty, !outcomes.contains(map["outcome"] ?? "") { continue }
+                    print(args.flag("json") ? jsonLine(id: id, fields: fields) : humanLine(id: id, map: map))
+                    printed += 1
+                    if let limit, printed >= limit { return ExitCode.success }
+                }
+            }
+        }
+        return ExitCode.success
+    }
+
+    static func jsonLine(id: String, fields: [(String, String)]) -> String {
+        var object: [String: Any] = ["stream_id": id]
+        let numeric: Set<String> = ["status", "attempt", "retry_at", "invalid_since", "latency_ms"]
+        for (key, value) in fields {
+            object[key] = numeric.contains(key) ? (Int64(value).map { $0 as Any } ?? value) : value
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    static func humanLine(id: String, map: [String: String]) -> String {
+        let millis = Int64(id.split(separator: "-").first ?? "0") ?? 0
+        let date = Date(timeIntervalSince1970: Double(millis) / 1000)
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        var text = formatter.string(from: date) + "  " + (map["outcome"] ?? "?").padding(toLength: 13, withPad: " ", startingAt: 0)
+        text += " " + (map["status"] ?? "0").leftPad(3)
+        text += "  id=" + (map["id"] ?? "?")
+        if let token = map["token"] { text += " token=" + String(token.prefix(12)) + (token.count > 12 ? "…" : "") }
+        if let app = map["app"] { text += " app=" + app }
+        if let attempt = map["attempt"], attempt != "1" { text += " attempt=" + attempt }
+        if let reason = map["reason"], !reason.isEmpty { text += " reason=" + reason }
+        if let retry = map["retry_at"], let ms = Double(retry) {
+            text += " retry_in=" + String(format: "%.1fs", max(0, ms / 1000 - Date().timeIntervalSince1970))
+        }
+        if let latency = map["latency_ms"] { text += " latency=\(latency)ms" }
+        return text
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Reactor
+import Worker
+
+/// `herald worker`: claims jobs and delivers them until SIGTERM/SIGINT, then drains and exits 0.
+enum WorkerCommand {
+    static let spec = CommandSpec(
+        name: "worker", abstract: "Claim jobs from Redis and deliver them to APNs.",
+        discussion: """
+        Runs until SIGTERM or SIGINT: then it stops claiming, lets in-flight requests finish (up to
+        worker.shutdown_deadline_seconds), returns unsent jobs to the queue, writes every result and exits 0.
+        A second signal exits at once; the leases then expire and another worker takes the jobs.
+        """,
+        options: [
+            .value("config", "file", "Configuration file (or HERALD_CONFIG)."),
+            .value("id", "worker-id", "Worker id (default <host>-<pid>-<random>)."),
+            .value("log-level", "level", "debug, info, warning or error."),
+        ],
+        run: run)
+
+    static func run(_ args: ParsedArguments) throws -> Int32 {
+        var configuration = try loadConfiguration(args)
+        if let level = args.value("log-level") {
+            guard LogLevel(name: level) != nil else { throw UsageError("--log-level must be debug, info, warning or error") }
+            configuration.worker.logLevel = level
+        }
+        if let id = args.value("id") { configuration.worker.id = id }
+        let logger = Logger(component: "worker", minimumLevel: LogLevel(name: configuration.worker.logLevel) ?? .info)
+        var credentials: [AppCredentials] = []
+        var problems: [String] = []
+        for app in configuration.apps {
+            do {
+                credentials.append(try AppCredentials.load(app, apns: configuration.apns))
+            } catch {
+                problems.append("app '\(app.name)': \(error)")
+            }
+            for warning in AppCredentials.warnings(app) { logger.warning(warning) }
+        }
+        if !problems.isEmpty { throw ConfigurationError(problems) }
+
+        let baseID = configuration.worker.id ?? defaultWorkerID()
+        var running: [(EventLoop, LoopBound<DeliveryPipeline>)] = []
+        for index in 0..<configuration.worker.eventLoops {
+            let loop = try EventLoop.startThread(name: "herald-worker-\(index)")
+            let id = configuration.worker.eventLoops == 1 ? baseID : "\(baseID)-\(index)"
+            let config = configuration
+            let creds = credentials
+            let pipeline = try loop.submitAndWait { () -> LoopBound<DeliveryPipeline> in
+                let pipeline = try DeliveryPipeline(configuration: config, credentials: creds, loop: loop, workerID: id, logger: logger)
+                pipeline.start()
+                return LoopBound(value: pipeline)
+            }
+            running.append((loop, pipeline))
+        }
+        logger.info("worker started", [
+            "worker": .string(baseID), "queues": .string(configuration.redis.queueKeys.joined(separator: ",")),
+            "apps": .int(configuration.apps.count), "max_in_flight": .int(configuration.worker.maxInFlight),
+            "event_loops": .int(configuration.worker.eventLoops),
+        ])
+        let deadline = configuration.worker.shutdownDeadlineSeconds
+        let pipelines = running
+        let watcher = SignalWatcher(onFirst: {
+            logger.info("shutdown requested")
+            for (loop, pipeline) in pipelines {
+                loop.execute { pipeline.value.shutdown(deadlineSeconds: deadline) { loop.stop() } }
+            }
+        }, onSecond: {
+            logger.warning("second signal: exiting at once")
+            exit(130)
+        })
+        for (loop, _) in running {
+            while !loop.waitUntilStopped(timeoutSeconds: 3600) {}
+        }
+        withExtendedLifetime(watcher) {}
+        return ExitCode.success
+    }
+}
