@@ -29,4 +29,24 @@ static inline void copenssl_stack_x509_free(STACK_OF(X509) *s) { sk_X509_pop_fre
 static inline int copenssl_stack_x509_num(STACK_OF(X509) *s) { return sk_X509_num(s); }
 static inline X509 *copenssl_stack_x509_value(STACK_OF(X509) *s, int i) { return sk_X509_value(s, i); }
 static inline long copenssl_ctx_add_extra_chain_cert(SSL_CTX *ctx, X509 *x) { return SSL_CTX_add_extra_chain_cert(ctx, x); }
+// --- MockAPNs (the APNs simulator) ---
+/// ALPN for a server that speaks only HTTP/2: pick "h2" or fail the handshake (APNs refuses other protocols).
+static inline int copenssl_mock_alpn_select_h2(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                              const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl; (void)arg;
+    unsigned int i = 0;
+    while (i < inlen) {
+        unsigned int len = in[i];
+        if (i + 1 + len > inlen) break;
+        if (len == 2 && in[i + 1] == 'h' && in[i + 2] == '2') { *out = in + i + 1; *outlen = 2; return SSL_TLSEXT_ERR_OK; }
+        i += 1 + len;
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+static inline void copenssl_mock_ctx_select_h2(SSL_CTX *ctx) {
+    SSL_CTX_set_alpn_select_cb(ctx, copenssl_mock_alpn_select_h2, NULL);
+}
+static inline EVP_PKEY *copenssl_mock_generate_p256(void) { return EVP_EC_gen("P-256"); }
+static inline void copenssl_mock_free(void *p) { OPENSSL_free(p); }
+static inline void copenssl_mock_x509v3_set_ctx_nodb(X509V3_CTX *ctx) { X509V3_set_ctx_nodb(ctx); }
 #endif
