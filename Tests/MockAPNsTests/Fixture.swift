@@ -9,6 +9,9 @@ final class Fixture: @unchecked Sendable {
     let tls: MockTLSFiles
     let key: MockProviderKey
     let server: MockAPNsServer
+    /// One token for the whole test: ES256 signatures differ each time, and a connection that switches
+    /// tokens too often gets 429 TooManyProviderTokenUpdates, as on APNs.
+    let defaultBearer: String
     static let topic = "com.example.app"
     static let token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
@@ -23,6 +26,7 @@ final class Fixture: @unchecked Sendable {
         configuration.faults = faults
         configuration.recordAccepted = true
         configure(&configuration)
+        defaultBearer = "bearer \(try key.makeToken())"
         server = try MockAPNsServer(configuration: configuration)
     }
 
@@ -49,7 +53,7 @@ final class Fixture: @unchecked Sendable {
     /// Standard headers of a valid alert push.
     func headers(authorization: String? = nil, topic: String? = Fixture.topic, pushType: String? = "alert") throws -> [String] {
         var list: [String] = []
-        list.append("authorization: \(try authorization ?? bearer())")
+        list.append("authorization: \(authorization ?? defaultBearer)")
         if let topic { list.append("apns-topic: \(topic)") }
         if let pushType { list.append("apns-push-type: \(pushType)") }
         return list
