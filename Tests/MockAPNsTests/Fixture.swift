@@ -18,14 +18,15 @@ final class Fixture: @unchecked Sendable {
     init(faults: MockFaultScript = MockFaultScript(), extraKeys: [MockProviderKey] = [],
          _ configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
         directory = try Fixture.temporaryDirectory()
-        tls = try MockTLSFiles.generate(in: directory)
+        let generated = try MockTLSFiles.generate(in: directory)
         key = try MockProviderKey.generate(keyID: "KEY1234567", teamID: "TEAM123456", directory: directory)
         var configuration = MockAPNsConfiguration()
-        configuration.tls = tls
+        configuration.tls = generated
         configuration.keys = [key] + extraKeys
         configuration.faults = faults
         configuration.recordAccepted = true
         configure(&configuration)
+        tls = configuration.tls ?? generated
         defaultBearer = "bearer \(try key.makeToken())"
         server = try MockAPNsServer(configuration: configuration)
     }
