@@ -57,6 +57,7 @@ final class FaultEngine {
     func decide(token: String, topic: String) -> (FaultVerdict, Int) {
         var delay = script.latencyMs.map(latency) ?? 0
         if script.rules.isEmpty { return (.accept, delay) }
+        let token = token.lowercased()
         for (index, rule) in script.rules.enumerated() {
             guard rule.matches(token: token, topic: topic) else { continue }
             if let rate = rule.rate, rate < 1, random.unit() >= rate { continue }

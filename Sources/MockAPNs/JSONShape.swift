@@ -80,7 +80,13 @@ struct JSONShape {
     private mutating func string() -> Bool {
         index += 1
         while index < bytes.count {
-            let c = bytes[index]
+            // Fast path: plain characters.
+            var c = bytes[index]
+            while c >= 0x20 && c != UInt8(ascii: "\"") && c != UInt8(ascii: "\\") {
+                index += 1
+                guard index < bytes.count else { return false }
+                c = bytes[index]
+            }
             if c == UInt8(ascii: "\"") { index += 1; return true }
             if c < 0x20 { return false }
             if c == UInt8(ascii: "\\") {

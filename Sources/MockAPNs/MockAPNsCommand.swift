@@ -98,7 +98,7 @@ public enum MockAPNsCommand {
             ready["team_id"] = firstKey.teamID
             if options.printToken, let token = try? firstKey.makeToken() { ready["token"] = token }
         }
-        let line = (try? JSONSerialization.data(withJSONObject: ready, options: [.sortedKeys])).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        let line = (try? JSONSerialization.data(withJSONObject: ready, options: [.sortedKeys, .withoutEscapingSlashes])).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
         if let readyFile = options.readyFile {
             do { try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: readyFile), options: .atomic) } catch {

@@ -46,7 +46,7 @@ public final class MockAPNsServer: @unchecked Sendable {
 
     /// A snapshot of the counters.
     public func stats() -> MockAPNsStats {
-        (try? loop.submitAndWait { [core] in core.stats }) ?? MockAPNsStats()
+        (try? loop.submitAndWait { [core] in core.snapshot() }) ?? MockAPNsStats()
     }
 
     /// Accepted notifications so far (only when `recordAccepted` is on).

@@ -26,12 +26,6 @@ public struct MockAPNsStats: Sendable, Codable, Equatable {
     public var maxConcurrentStreamsInUse = 0
 
     public init() {}
-
-    mutating func answered(status: Int, reason: String?) {
-        byStatus[String(status), default: 0] += 1
-        if status == 200 { accepted += 1 }
-        if let reason { byReason[reason, default: 0] += 1 }
-    }
 }
 
 /// One notification the simulator accepted, for tests and demos that prove what was delivered and how often.

@@ -95,10 +95,11 @@ public struct MockFaultRule: Codable, Sendable, Equatable {
         self.latencyMs = latencyMs
     }
 
+    /// `candidate` is the lowercased device token; rule tokens compare case-insensitively.
     func matches(token candidate: String, topic candidateTopic: String) -> Bool {
-        if let token, token.lowercased() != candidate.lowercased() { return false }
-        if let tokenPrefix, !candidate.lowercased().hasPrefix(tokenPrefix.lowercased()) { return false }
-        if let tokenSuffix, !candidate.lowercased().hasSuffix(tokenSuffix.lowercased()) { return false }
+        if let token, token.lowercased() != candidate { return false }
+        if let tokenPrefix, !UTF8Matching.hasPrefix(candidate, tokenPrefix.lowercased()) { return false }
+        if let tokenSuffix, !UTF8Matching.hasSuffix(candidate, tokenSuffix.lowercased()) { return false }
         if let topic, topic != candidateTopic { return false }
         return true
     }

@@ -5,6 +5,8 @@ struct VerifiedProviderToken {
     let token: String
     let key: MockProviderKey
     let issuedAt: Int64
+    /// The whole `authorization` header value it came in, compared byte for byte on later requests.
+    var authorization = ""
 }
 
 /// Checks a JWT against the registered keys in the order APNs does: key and team first, then the signature;

@@ -15,6 +15,8 @@ final class IncomingRequest {
     var body: [UInt8] = []
     var bodyTruncated = false
     var answered = false
+    /// `/_mock/...`: a control request, not an APNs one.
+    var isControl = false
 
     init(streamID: Int32) { self.streamID = streamID }
 
@@ -35,7 +37,9 @@ final class IncomingRequest {
             slot = String(decoding: value, as: UTF8.self)
         }
         switch name.count {
-        case 5 where RequestRules.equal(name, ":path"): store(&path)
+        case 5 where RequestRules.equal(name, ":path"):
+            store(&path)
+            isControl = value.count >= 7 && RequestRules.equal(UnsafeBufferPointer(rebasing: value[0..<7]), "/_mock/")
         case 7 where RequestRules.equal(name, ":method"): store(&method)
         case 13 where RequestRules.equal(name, "authorization"): store(&authorization)
         case 14 where RequestRules.equal(name, "apns-push-type"): store(&pushType)
@@ -77,13 +81,15 @@ enum RequestRules {
     /// The device token from `:path`, or the rejection for method and path.
     static func deviceToken(method: String?, path: String?) -> Result<String, Rejection> {
         guard method == "POST" else { return .failure(Rejection(status: 405, reason: "MethodNotAllowed")) }
-        guard let path, path.hasPrefix("/3/device/") else { return .failure(Rejection(status: 404, reason: "BadPath")) }
-        var token = path.dropFirst("/3/device/".count)
-        if let query = token.firstIndex(of: "?") { token = token[..<query] }
+        guard let path, UTF8Matching.hasPrefix(path, "/3/device/") else { return .failure(Rejection(status: 404, reason: "BadPath")) }
+        let bytes = path.utf8.dropFirst(10)
+        var end = bytes.endIndex
+        if let query = bytes.firstIndex(of: UInt8(ascii: "?")) { end = query }
+        let token = bytes[bytes.startIndex..<end]
         if token.isEmpty { return .failure(Rejection(status: 400, reason: "MissingDeviceToken")) }
-        if token.contains("/") { return .failure(Rejection(status: 404, reason: "BadPath")) }
-        guard token.utf8.count % 2 == 0, token.utf8.allSatisfy(isHex) else { return .failure(Rejection(status: 400, reason: "BadDeviceToken")) }
-        return .success(String(token))
+        if token.contains(UInt8(ascii: "/")) { return .failure(Rejection(status: 404, reason: "BadPath")) }
+        guard token.count % 2 == 0, token.allSatisfy(isHex) else { return .failure(Rejection(status: 400, reason: "BadDeviceToken")) }
+        return .success(String(decoding: token, as: UTF8.self))
     }
 
     static func isHex(_ c: UInt8) -> Bool {
@@ -106,8 +112,9 @@ enum RequestRules {
         guard let topic, !topic.isEmpty else { return Rejection(status: 400, reason: "MissingTopic") }
         if pushType != "mdm" {
             if let suffix = topicSuffixes[pushType] ?? nil {
-                if !topic.hasSuffix(suffix) || topic.count == suffix.count { return Rejection(status: 400, reason: "BadTopic") }
-            } else if allSuffixes.contains(where: { topic.hasSuffix($0) }) {
+                if !UTF8Matching.hasSuffix(topic, suffix) || topic.utf8.count == suffix.utf8.count { return Rejection(status: 400, reason: "BadTopic") }
+            } else if topic.utf8.contains(UInt8(ascii: "-")) || UTF8Matching.hasSuffix(topic, ".voip") || UTF8Matching.hasSuffix(topic, ".complication"),
+                      allSuffixes.contains(where: { UTF8Matching.hasSuffix(topic, $0) }) {
                 return Rejection(status: 400, reason: "BadTopic")
             }
         }

@@ -230,7 +230,7 @@ final class ServerConnection: FileDescriptorHandler {
 
     func data(_ streamID: Int32, _ chunk: UnsafeBufferPointer<UInt8>) {
         guard let request = streams[streamID] else { return }
-        if request.path?.hasPrefix("/_mock/") == true {
+        if request.isControl {
             if request.body.count + chunk.count <= 4 << 20 { request.body.append(contentsOf: chunk) }
         } else {
             request.append(body: chunk)
@@ -249,7 +249,7 @@ final class ServerConnection: FileDescriptorHandler {
 
     func requestComplete(_ streamID: Int32) {
         guard let request = streams[streamID], !goawaySent || streamID <= goawayLastStream else { return }
-        if request.path?.hasPrefix("/_mock/") == true {
+        if request.isControl {
             let (status, body) = core.control(request)
             respond(request, status: status, headers: [("content-type", "application/json")], body: body)
             return
@@ -294,7 +294,7 @@ final class ServerConnection: FileDescriptorHandler {
         if core.configuration.requireAuthentication {
             if let key {
                 if !key.allows(topic: effectiveTopic) { return reject(request, Rejection(status: 400, reason: "TopicDisallowed")) }
-            } else if let certificateTopics, !certificateTopics.contains(where: { effectiveTopic == $0 || effectiveTopic.hasPrefix($0 + ".") }) {
+            } else if let certificateTopics, !certificateTopics.contains(where: { effectiveTopic == $0 || UTF8Matching.hasPrefix(effectiveTopic, $0 + ".") }) {
                 return reject(request, Rejection(status: 403, reason: "TopicMismatch"))
             }
         }
@@ -354,17 +354,17 @@ final class ServerConnection: FileDescriptorHandler {
             if certificateTopics != nil { return .success(nil) }
             return .failure(Rejection(status: 403, reason: "MissingProviderToken"))
         }
-        guard header.count > 7, header.prefix(7).lowercased() == "bearer " else {
-            return .failure(Rejection(status: 403, reason: "InvalidProviderToken"))
-        }
-        let jwt = String(header.dropFirst(7))
         let now = wallClockMillis() / 1000
         let verified: VerifiedProviderToken
-        if let current = currentToken, current.token == jwt {
+        if let current = currentToken, current.authorization == header {
             verified = current
         } else {
+            guard header.utf8.count > 7, UTF8Matching.hasPrefixIgnoringCase(header, "bearer ") else {
+                return .failure(Rejection(status: 403, reason: "InvalidProviderToken"))
+            }
+            let jwt = String(decoding: header.utf8.dropFirst(7), as: UTF8.self)
             core.stats.tokenVerifications += 1
-            guard case .success(let candidate) = core.verifier.verify(jwt) else {
+            guard case .success(var candidate) = core.verifier.verify(jwt) else {
                 return .failure(Rejection(status: 403, reason: "InvalidProviderToken"))
             }
             let environment = candidate.key.environment
@@ -381,6 +381,7 @@ final class ServerConnection: FileDescriptorHandler {
             if currentToken != nil, Double(clock &- tokenAdoptedAt) / 1e9 < core.configuration.tokenUpdateWindowSeconds {
                 return .failure(Rejection(status: 429, reason: "TooManyProviderTokenUpdates"))
             }
+            candidate.authorization = header
             currentToken = candidate
             tokenAdoptedAt = clock
             boundKeyID = candidate.key.keyID
@@ -412,7 +413,7 @@ final class ServerConnection: FileDescriptorHandler {
         if core.configuration.environment == .sandbox { headers.append(("apns-unique-id", core.makeUUID())) }
         core.recordAccepted(request, token: token, topic: topic, apnsID: apnsID, connection: id)
         respond(request, status: 200, headers: headers, body: nil)
-        core.stats.answered(status: 200, reason: nil)
+        core.answered(status: 200, reason: nil)
         if core.faults.script.dropStreamsAfterRejection == true && !streamsRaised && currentToken != nil { raiseStreams() }
     }
 
@@ -422,7 +423,7 @@ final class ServerConnection: FileDescriptorHandler {
         body += "}"
         let apnsID = request.apnsID.flatMap { RequestRules.isUUID($0) ? $0 : nil } ?? core.makeUUID()
         respond(request, status: rejection.status, headers: [("apns-id", apnsID), ("content-type", "application/json; charset=utf-8")], body: Array(body.utf8))
-        core.stats.answered(status: rejection.status, reason: rejection.reason)
+        core.answered(status: rejection.status, reason: rejection.reason)
         if core.faults.script.dropStreamsAfterRejection == true && streamsRaised {
             streamsRaised = false
             submitMaxStreams(1)
@@ -437,7 +438,9 @@ final class ServerConnection: FileDescriptorHandler {
         var storage: [UInt8] = []
         var spans: [(Int, Int, Int, Int)] = []
         let statusText = String(status)
-        for (name, value) in [(":status", statusText)] + headers {
+        var all = headers
+        all.insert((":status", statusText), at: 0)
+        for (name, value) in all {
             let nameStart = storage.count
             storage.append(contentsOf: name.utf8)
             let valueStart = storage.count

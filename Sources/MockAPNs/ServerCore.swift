@@ -21,7 +21,12 @@ final class ServerCore {
     private var logFile: UnsafeMutablePointer<FILE>?
     private var connections: [Int: ServerConnection] = [:]
     private var nextConnectionID = 0
-    private var random = SystemRandomNumberGenerator()
+    /// apns-id generation: seeded once from the system generator (getrandom per request showed in profiles).
+    private var random: SeededRandom = {
+        var system = SystemRandomNumberGenerator()
+        return SeededRandom(seed: system.next())
+    }()
+    private var statusCounts: [Int: Int] = [:]
 
     init(loop: EventLoop, configuration: MockAPNsConfiguration) throws {
         self.loop = loop
@@ -157,24 +162,41 @@ final class ServerCore {
 
     /// A random lowercase UUID (version 4), as APNs generates when a request has no apns-id.
     func makeUUID() -> String {
-        let high = random.next()
-        let low = random.next()
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for index in 0..<8 {
-            bytes[index] = UInt8(truncatingIfNeeded: high >> (UInt64(index) * 8))
-            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (UInt64(index) * 8))
+        var high = random.next()
+        var low = random.next()
+        high = (high & ~0xF000) | 0x4000  // version 4 (bits 12-15 of the third group)
+        low = (low & ~(0xC000 << 48)) | (0x8000 << 48)  // variant 10xx
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 36) { buffer in
+            var index = 0
+            func put(_ value: UInt64, _ nibbles: Int) {
+                var shift = (nibbles - 1) * 4
+                while shift >= 0 {
+                    buffer[index] = digits.utf8Start[Int((value >> UInt64(shift)) & 0xf)]
+                    index += 1
+                    shift -= 4
+                }
+            }
+            put(high >> 32, 8); buffer[index] = 0x2d; index += 1
+            put(high >> 16, 4); buffer[index] = 0x2d; index += 1
+            put(high, 4); buffer[index] = 0x2d; index += 1
+            put(low >> 48, 4); buffer[index] = 0x2d; index += 1
+            put(low, 12)
+            return 36
         }
-        bytes[6] = (bytes[6] & 0x0f) | 0x40
-        bytes[8] = (bytes[8] & 0x3f) | 0x80
-        let digits = Array("0123456789abcdef".utf8)
-        var text = [UInt8]()
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0f)])
-        }
-        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// Counts one answer; statuses are kept by number on the hot path and turned into strings in `snapshot()`.
+    func answered(status: Int, reason: String?) {
+        statusCounts[status, default: 0] += 1
+        if status == 200 { stats.accepted += 1 }
+        if let reason { stats.byReason[reason, default: 0] += 1 }
+    }
+
+    func snapshot() -> MockAPNsStats {
+        var copy = stats
+        for (status, count) in statusCounts { copy.byStatus[String(status)] = count }
+        return copy
     }
 
     func recordAccepted(_ request: IncomingRequest, token: String, topic: String, apnsID: String, connection: Int) {
@@ -204,7 +226,7 @@ final class ServerCore {
         let path = request.path ?? ""
         switch (request.method ?? "", path) {
         case ("GET", "/_mock/stats"):
-            return (200, json(stats))
+            return (200, json(snapshot()))
         case ("GET", "/_mock/accepted"):
             return (200, json(accepted))
         case ("POST", "/_mock/reset"):
@@ -229,6 +251,7 @@ final class ServerCore {
         let open = stats.connectionsOpen
         let inUse = stats.streamsInUse
         stats = MockAPNsStats()
+        statusCounts.removeAll()
         stats.connectionsOpen = open
         stats.streamsInUse = inUse
         accepted.removeAll()
