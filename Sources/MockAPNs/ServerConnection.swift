@@ -351,7 +351,10 @@ final class ServerConnection: FileDescriptorHandler {
     private func authenticate(_ request: IncomingRequest) -> Result<MockProviderKey?, Rejection> {
         guard core.configuration.requireAuthentication else { return .success(nil) }
         guard let header = request.authorization else {
-            if certificateTopics != nil { return .success(nil) }
+            if certificateTopics != nil {
+                if !streamsRaised { raiseStreams() }
+                return .success(nil)
+            }
             return .failure(Rejection(status: 403, reason: "MissingProviderToken"))
         }
         let now = wallClockMillis() / 1000
@@ -414,7 +417,7 @@ final class ServerConnection: FileDescriptorHandler {
         core.recordAccepted(request, token: token, topic: topic, apnsID: apnsID, connection: id)
         respond(request, status: 200, headers: headers, body: nil)
         core.answered(status: 200, reason: nil)
-        if core.faults.script.dropStreamsAfterRejection == true && !streamsRaised && currentToken != nil { raiseStreams() }
+        if core.faults.script.dropStreamsAfterRejection == true && !streamsRaised && (currentToken != nil || certificateTopics != nil) { raiseStreams() }
     }
 
     private func reject(_ request: IncomingRequest, _ rejection: Rejection, timestamp: Int64? = nil) {
