@@ -32,4 +32,25 @@ static inline long copenssl_ctx_add_extra_chain_cert(SSL_CTX *ctx, X509 *x) { re
 // Appended for the APNs module: key generation macros (EVP_EC_gen/EVP_RSA_gen wrap a variadic call).
 static inline EVP_PKEY *copenssl_ec_gen(const char *curve) { return EVP_EC_gen(curve); }
 static inline EVP_PKEY *copenssl_rsa_gen(unsigned int bits) { return EVP_RSA_gen(bits); }
+
+// --- MockAPNs (the APNs simulator) ---
+/// ALPN for a server that speaks only HTTP/2: pick "h2" or fail the handshake (APNs refuses other protocols).
+static inline int copenssl_mock_alpn_select_h2(SSL *ssl, const unsigned char **out, unsigned char *outlen,
+                                              const unsigned char *in, unsigned int inlen, void *arg) {
+    (void)ssl; (void)arg;
+    unsigned int i = 0;
+    while (i < inlen) {
+        unsigned int len = in[i];
+        if (i + 1 + len > inlen) break;
+        if (len == 2 && in[i + 1] == 'h' && in[i + 2] == '2') { *out = in + i + 1; *outlen = 2; return SSL_TLSEXT_ERR_OK; }
+        i += 1 + len;
+    }
+    return SSL_TLSEXT_ERR_ALERT_FATAL;
+}
+static inline void copenssl_mock_ctx_select_h2(SSL_CTX *ctx) {
+    SSL_CTX_set_alpn_select_cb(ctx, copenssl_mock_alpn_select_h2, NULL);
+}
+static inline EVP_PKEY *copenssl_mock_generate_p256(void) { return EVP_EC_gen("P-256"); }
+static inline void copenssl_mock_free(void *p) { OPENSSL_free(p); }
+static inline void copenssl_mock_x509v3_set_ctx_nodb(X509V3_CTX *ctx) { X509V3_set_ctx_nodb(ctx); }
 #endif

@@ -1,5 +1,6 @@
-/// Until the simulator lands.
+import MockAPNs
+
+/// `herald mock-apns` hands its arguments to the simulator's own command-line parser.
 func mockMain(_ arguments: [String]) -> Int32 {
-    printError("herald mock-apns: not yet built")
-    return ExitCode.unavailable
+    MockAPNsCommand.main(arguments: arguments)
 }

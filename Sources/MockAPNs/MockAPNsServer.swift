@@ -1,0 +1,106 @@
+import Foundation
+import Glibc
+import Reactor
+
+/// An HTTP/2 server that answers like APNs, with scripted device state and faults, on its own loop thread.
+///
+/// Thread-safe: every method hops onto the loop (`submitAndWait`/`execute`); the request path never leaves it.
+public final class MockAPNsServer: @unchecked Sendable {
+    /// The port actually bound (useful with port 0).
+    public let port: Int
+    public let configuration: MockAPNsConfiguration
+    private let loop: EventLoop
+    // Touched only on `loop`; the unchecked Sendable conformance rests on that.
+    private let core: ServerCore
+    private let listener: ServerListener
+    private let stopped = NSLock()
+    private var isStopped = false
+
+    /// Binds, starts the loop thread and begins accepting connections.
+    public init(configuration: MockAPNsConfiguration) throws {
+        self.configuration = configuration
+        let loop = try EventLoop.startThread(name: "mock-apns")
+        self.loop = loop
+        do {
+            let (core, listener) = try loop.submitAndWait { () throws -> (ServerCore, ServerListener) in
+                let core = try ServerCore(loop: loop, configuration: configuration)
+                let fd = try Sockets.listen(host: configuration.host, port: configuration.port)
+                let listener = ServerListener(fd: fd, core: core)
+                do { try loop.register(fd: fd, handler: listener) } catch {
+                    Glibc.close(fd)
+                    throw error
+                }
+                return (core, listener)
+            }
+            self.core = core
+            self.listener = listener
+            self.port = Sockets.localPort(listener.fd)
+        } catch {
+            loop.stop()
+            loop.waitUntilStopped()
+            throw error
+        }
+    }
+
+    deinit { stop() }
+
+    /// A snapshot of the counters.
+    public func stats() -> MockAPNsStats {
+        (try? loop.submitAndWait { [core] in core.snapshot() }) ?? MockAPNsStats()
+    }
+
+    /// Accepted notifications so far (only when `recordAccepted` is on).
+    public func acceptedNotifications() -> [MockAcceptedNotification] {
+        (try? loop.submitAndWait { [core] in core.accepted }) ?? []
+    }
+
+    /// The fault script in force.
+    public func faults() -> MockFaultScript {
+        (try? loop.submitAndWait { [core] in core.faults.script }) ?? MockFaultScript()
+    }
+
+    /// Replaces device state and faults (per-token counters start afresh). Takes effect for the next request.
+    public func replaceFaults(_ script: MockFaultScript) throws {
+        try script.check()
+        try loop.submitAndWait { [core, configuration] in core.faults.replace(script, defaultSeed: configuration.seed) }
+    }
+
+    /// Zeroes the counters, the accepted log and the fault counters (open connections stay).
+    public func resetStats() {
+        try? loop.submitAndWait { [core] in core.resetCounters() }
+    }
+
+    /// Closes every connection and the listener, and ends the loop thread. Idempotent.
+    public func stop() {
+        stopped.lock()
+        let already = isStopped
+        isStopped = true
+        stopped.unlock()
+        if already { return }
+        try? loop.submitAndWait { [core, listener, loop] in
+            loop.unregister(fd: listener.fd)
+            Glibc.close(listener.fd)
+            core.closeAll()
+        }
+        loop.stop()
+        loop.waitUntilStopped()
+    }
+}
+
+/// Accepts connections and hands them to the core. Loop-confined; the listening descriptor is closed by `stop()`.
+final class ServerListener: FileDescriptorHandler {
+    let fd: Int32
+    unowned let core: ServerCore
+
+    init(fd: Int32, core: ServerCore) {
+        self.fd = fd
+        self.core = core
+    }
+
+    func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
+        for _ in 0..<64 {
+            guard let client = try? Sockets.accept(fd) else { return }
+            core.accepted(fd: client)
+        }
+    }
+}

@@ -1,0 +1,194 @@
+import Foundation
+
+/// A latency in milliseconds: a fixed value (`20`) or a uniform random range (`[5, 50]`) in JSON.
+public struct MockLatency: Codable, Sendable, Equatable {
+    public var minMilliseconds: Int
+    public var maxMilliseconds: Int
+
+    public init(milliseconds: Int) { self.init(min: milliseconds, max: milliseconds) }
+    public init(min: Int, max: Int) {
+        minMilliseconds = Swift.max(0, Swift.min(min, max))
+        maxMilliseconds = Swift.max(0, Swift.max(min, max))
+    }
+
+    public init(from decoder: Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let fixed = try? container.decode(Int.self) {
+            self.init(milliseconds: fixed)
+        } else {
+            let pair = try container.decode([Int].self)
+            guard pair.count == 2 else {
+                throw DecodingError.dataCorruptedError(in: container, debugDescription: "latency is a number or [min, max]")
+            }
+            self.init(min: pair[0], max: pair[1])
+        }
+    }
+
+    public func encode(to encoder: Encoder) throws {
+        var container = encoder.singleValueContainer()
+        if minMilliseconds == maxMilliseconds { try container.encode(minMilliseconds) } else { try container.encode([minMilliseconds, maxMilliseconds]) }
+    }
+}
+
+/// What happens to a request a rule matches. Documented with examples in docs/mock-apns.md.
+public enum MockFate: String, Codable, Sendable, CaseIterable {
+    /// 200, even if a later rule would match (use it to exempt tokens).
+    case accept
+    /// 410 Unregistered with `timestamp` (the rule's, or the server's start time).
+    case unregistered
+    /// 410 ExpiredToken with `timestamp`.
+    case expiredToken
+    /// 400 BadDeviceToken: a token of the other environment.
+    case otherEnvironment
+    /// 400 DeviceTokenNotForTopic: a token of another app.
+    case otherTopic
+    /// Answer `status` with `reason` (500 InternalServerError, 503 ServiceUnavailable, anything).
+    case error
+    /// The first `count` attempts of each matching token get `status`/`reason` (default 503 ServiceUnavailable), then it passes on.
+    case failFirst
+    /// 429 TooManyRequests once a token had `limit` pushes within `windowSeconds`.
+    case throttle
+    /// RST_STREAM REFUSED_STREAM instead of an answer.
+    case refuseStream
+    /// Never answer the request (the stream stays open).
+    case silence
+    /// Close the TCP connection abruptly, without answering.
+    case drop
+    /// Answer nothing and send GOAWAY with `reason` (default Shutdown); streams above it are refused.
+    case goaway
+    /// Add `latencyMs` and keep evaluating later rules.
+    case delay
+}
+
+/// One scripted rule: which requests (by token and topic), how often (`rate`), and what happens.
+public struct MockFaultRule: Codable, Sendable, Equatable {
+    public var token: String?
+    public var tokenPrefix: String?
+    public var tokenSuffix: String?
+    public var topic: String?
+    /// Probability 0...1 that a matching request is affected (seeded, so runs repeat). Default 1.
+    public var rate: Double?
+    public var fate: MockFate
+    public var status: Int?
+    public var reason: String?
+    public var count: Int?
+    public var limit: Int?
+    public var windowSeconds: Double?
+    public var timestamp: Int64?
+    public var latencyMs: MockLatency?
+
+    public init(fate: MockFate, token: String? = nil, tokenPrefix: String? = nil, tokenSuffix: String? = nil, topic: String? = nil,
+                rate: Double? = nil, status: Int? = nil, reason: String? = nil, count: Int? = nil, limit: Int? = nil,
+                windowSeconds: Double? = nil, timestamp: Int64? = nil, latencyMs: MockLatency? = nil) {
+        self.fate = fate
+        self.token = token
+        self.tokenPrefix = tokenPrefix
+        self.tokenSuffix = tokenSuffix
+        self.topic = topic
+        self.rate = rate
+        self.status = status
+        self.reason = reason
+        self.count = count
+        self.limit = limit
+        self.windowSeconds = windowSeconds
+        self.timestamp = timestamp
+        self.latencyMs = latencyMs
+    }
+
+    /// `candidate` is the lowercased device token; rule tokens compare case-insensitively.
+    func matches(token candidate: String, topic candidateTopic: String) -> Bool {
+        if let token, token.lowercased() != candidate { return false }
+        if let tokenPrefix, !UTF8Matching.hasPrefix(candidate, tokenPrefix.lowercased()) { return false }
+        if let tokenSuffix, !UTF8Matching.hasSuffix(candidate, tokenSuffix.lowercased()) { return false }
+        if let topic, topic != candidateTopic { return false }
+        return true
+    }
+}
+
+/// Device state and faults, as loaded from `--config` or `POST /_mock/config`, or set through the library.
+public struct MockFaultScript: Codable, Sendable, Equatable {
+    /// Seed for every random choice (rates, latency ranges); the same seed and request order give the same run.
+    public var seed: UInt64?
+    /// Latency added to every answer.
+    public var latencyMs: MockLatency?
+    /// Send GOAWAY after this many requests on a connection (the Nth is answered; later streams refused).
+    public var goawayAfterRequests: Int?
+    /// The GOAWAY reason for `goawayAfterRequests` (default "Shutdown").
+    public var goawayReason: String?
+    /// Close a connection abruptly when request N+1 arrives (N answered).
+    public var dropAfterRequests: Int?
+    /// Stop reading a connection after N requests: no answers, no PING acks (a dead peer).
+    public var silenceAfterRequests: Int?
+    /// Drop SETTINGS_MAX_CONCURRENT_STREAMS to 1 after a rejected push, back up after the next accepted one.
+    public var dropStreamsAfterRejection: Bool?
+    /// Rules, first match wins (except `delay`, which adds latency and goes on).
+    public var rules: [MockFaultRule]
+
+    public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, goawayAfterRequests: Int? = nil, goawayReason: String? = nil,
+                dropAfterRequests: Int? = nil, silenceAfterRequests: Int? = nil, dropStreamsAfterRejection: Bool? = nil,
+                rules: [MockFaultRule] = []) {
+        self.seed = seed
+        self.latencyMs = latencyMs
+        self.goawayAfterRequests = goawayAfterRequests
+        self.goawayReason = goawayReason
+        self.dropAfterRequests = dropAfterRequests
+        self.silenceAfterRequests = silenceAfterRequests
+        self.dropStreamsAfterRejection = dropStreamsAfterRejection
+        self.rules = rules
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        seed = try c.decodeIfPresent(UInt64.self, forKey: .seed)
+        latencyMs = try c.decodeIfPresent(MockLatency.self, forKey: .latencyMs)
+        goawayAfterRequests = try c.decodeIfPresent(Int.self, forKey: .goawayAfterRequests)
+        goawayReason = try c.decodeIfPresent(String.self, forKey: .goawayReason)
+        dropAfterRequests = try c.decodeIfPresent(Int.self, forKey: .dropAfterRequests)
+        silenceAfterRequests = try c.decodeIfPresent(Int.self, forKey: .silenceAfterRequests)
+        dropStreamsAfterRejection = try c.decodeIfPresent(Bool.self, forKey: .dropStreamsAfterRejection)
+        rules = try c.decodeIfPresent([MockFaultRule].self, forKey: .rules) ?? []
+    }
+
+    /// Parses the JSON config format; errors name the offending field.
+    public static func parse(_ data: Data) throws -> MockFaultScript {
+        do {
+            let script = try JSONDecoder().decode(MockFaultScript.self, from: data)
+            try script.check()
+            return script
+        } catch let error as MockAPNsError {
+            throw error
+        } catch let DecodingError.dataCorrupted(context) {
+            throw MockAPNsError.configuration("invalid JSON at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw MockAPNsError.configuration("bad value at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw MockAPNsError.configuration("missing \(key.stringValue) at \(context.codingPath.map(\.stringValue).joined(separator: "."))")
+        } catch {
+            throw MockAPNsError.configuration("\(error)")
+        }
+    }
+
+    public static func load(file: String) throws -> MockFaultScript {
+        guard let data = FileManager.default.contents(atPath: file) else { throw MockAPNsError.file("cannot read \(file)") }
+        return try parse(data)
+    }
+
+    func check() throws {
+        for (index, rule) in rules.enumerated() {
+            if let rate = rule.rate, !(0...1).contains(rate) { throw MockAPNsError.configuration("rules[\(index)].rate must be within 0...1") }
+            switch rule.fate {
+            case .error:
+                guard let status = rule.status, (400...599).contains(status), rule.reason != nil else {
+                    throw MockAPNsError.configuration("rules[\(index)]: fate error needs status (400-599) and reason")
+                }
+            case .failFirst:
+                guard let count = rule.count, count >= 0 else { throw MockAPNsError.configuration("rules[\(index)]: fate failFirst needs count >= 0") }
+            case .throttle:
+                guard let limit = rule.limit, limit >= 0 else { throw MockAPNsError.configuration("rules[\(index)]: fate throttle needs limit >= 0") }
+            case .delay:
+                guard rule.latencyMs != nil else { throw MockAPNsError.configuration("rules[\(index)]: fate delay needs latencyMs") }
+            default: break
+            }
+        }
+    }
+}

@@ -1,0 +1,489 @@
+import CNghttp2
+import COpenSSL
+import Foundation
+import Glibc
+import Reactor
+
+/// One client connection: TLS (or cleartext) plus an nghttp2 server session, and its APNs auth state.
+///
+/// Owns the socket, the `SSL*` and the `nghttp2_session*` and frees them in `close()`/`deinit`.
+/// Confined to the server's loop thread; nghttp2 callbacks reach it through an unretained pointer while
+/// `ServerCore.connections` keeps it alive.
+final class ServerConnection: FileDescriptorHandler {
+    let id: Int
+    let fd: Int32
+    unowned let core: ServerCore
+    private var ssl: OpaquePointer?
+    private var session: OpaquePointer?
+    private var handshaking: Bool
+    private(set) var closed = false
+    private var streams: [Int32: IncomingRequest] = [:]
+    private var output: [UInt8] = []
+    private var outputOffset = 0
+    private var watchingWritable = false
+    private var silenced = false
+    private var closeRequested = false
+    private var goawaySent = false
+    private var goawayLastStream: Int32 = 0
+    private var requestCount = 0
+    private var openStreams = 0
+
+    // Auth state, as APNs binds it to a connection.
+    private var currentToken: VerifiedProviderToken?
+    private var tokenAdoptedAt: UInt64 = 0
+    private var boundKeyID: String?
+    private var certificateTopics: [String]?
+    private var streamsRaised = false
+
+    init(id: Int, fd: Int32, core: ServerCore) throws {
+        self.id = id
+        self.fd = fd
+        self.core = core
+        if let context = core.sslContext {
+            guard let ssl = SSL_new(context) else { throw OpenSSLSupport.lastError("SSL_new") }
+            SSL_set_fd(ssl, fd)
+            SSL_set_accept_state(ssl)
+            self.ssl = ssl
+            handshaking = true
+        } else {
+            handshaking = false
+        }
+    }
+
+    deinit {
+        if let session { nghttp2_session_del(session) }
+        if let ssl { SSL_free(ssl) }
+        if !closed { Glibc.close(fd) }
+    }
+
+    func start() throws {
+        try core.loop.register(fd: fd, handler: self, readable: true, writable: false)
+        if !handshaking { try startSession() }
+    }
+
+    // MARK: I/O
+
+    func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
+        if closed { return }
+        if silenced {
+            if hangup || readable { close() }
+            return
+        }
+        if handshaking {
+            guard handshake() else { return }
+        }
+        if readable || hangup { readAvailable() }
+        if closed { return }
+        flush()
+        finishIteration()
+    }
+
+    private func handshake() -> Bool {
+        guard let ssl else { return true }
+        let rc = SSL_accept(ssl)
+        if rc == 1 {
+            handshaking = false
+            var protocolName: UnsafePointer<UInt8>?
+            var length: UInt32 = 0
+            SSL_get0_alpn_selected(ssl, &protocolName, &length)
+            guard length == 2, let protocolName, protocolName[0] == UInt8(ascii: "h"), protocolName[1] == UInt8(ascii: "2") else {
+                core.stats.handshakeFailures += 1
+                close()
+                return false
+            }
+            certificateTopics = core.certificateTopics(for: ssl)
+            do { try startSession() } catch { close(); return false }
+            return true
+        }
+        let error = SSL_get_error(ssl, rc)
+        if error == SSL_ERROR_WANT_READ { setWritable(false); return false }
+        if error == SSL_ERROR_WANT_WRITE { setWritable(true); return false }
+        OpenSSLSupport.clearErrors()
+        core.stats.handshakeFailures += 1
+        close()
+        return false
+    }
+
+    private func startSession() throws {
+        var newSession: OpaquePointer?
+        let rc = nghttp2_session_server_new(&newSession, core.callbacks, Unmanaged.passUnretained(self).toOpaque())
+        guard rc == 0, let newSession else { throw MockAPNsError.nghttp2("nghttp2_session_server_new: \(rc)") }
+        session = newSession
+        let initial: UInt32 = core.configuration.requireAuthentication ? 1 : core.configuration.maxConcurrentStreams
+        streamsRaised = !core.configuration.requireAuthentication
+        var settings = [
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: initial),
+            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 20),
+        ]
+        nghttp2_submit_settings(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
+        nghttp2_session_set_local_window_size(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
+    }
+
+    private func readAvailable() {
+        let buffer = core.readBuffer
+        while !closed && !closeRequested && !silenced {
+            let count = transportRead(buffer.baseAddress!, buffer.count)
+            if count == 0 { break }
+            if count < 0 { close(); return }
+            guard let session else { close(); return }
+            let consumed = nghttp2_session_mem_recv(session, buffer.baseAddress!, count)
+            if consumed < 0 { close(); return }
+        }
+        if closeRequested { close() }
+    }
+
+    /// >0 bytes read, 0 would block, <0 closed or failed.
+    private func transportRead(_ pointer: UnsafeMutablePointer<UInt8>, _ capacity: Int) -> Int {
+        if let ssl {
+            let n = SSL_read(ssl, pointer, Int32(capacity))
+            if n > 0 { return Int(n) }
+            let error = SSL_get_error(ssl, n)
+            if error == SSL_ERROR_WANT_READ { return 0 }
+            if error == SSL_ERROR_WANT_WRITE { setWritable(true); return 0 }
+            OpenSSLSupport.clearErrors()
+            return -1
+        }
+        let n = Glibc.read(fd, pointer, capacity)
+        if n > 0 { return n }
+        if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return 0 }
+        return -1
+    }
+
+    /// Moves nghttp2's queued frames into TLS until the socket would block.
+    func flush() {
+        guard let session, !closed else { return }
+        while true {
+            if outputOffset == output.count {
+                output.removeAll(keepingCapacity: true)
+                outputOffset = 0
+                while output.count < 65_536 {
+                    var data: UnsafePointer<UInt8>?
+                    let length = nghttp2_session_mem_send(session, &data)
+                    if length < 0 { close(); return }
+                    if length == 0 { break }
+                    output.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
+                }
+                if output.isEmpty { setWritable(false); return }
+            }
+            let written = output.withUnsafeBytes { raw -> Int in
+                transportWrite(raw.baseAddress! + outputOffset, raw.count - outputOffset)
+            }
+            if written < 0 { close(); return }
+            if written == 0 { setWritable(true); return }
+            outputOffset += written
+        }
+    }
+
+    private func transportWrite(_ pointer: UnsafeRawPointer, _ count: Int) -> Int {
+        if let ssl {
+            let n = SSL_write(ssl, pointer, Int32(count))
+            if n > 0 { return Int(n) }
+            let error = SSL_get_error(ssl, n)
+            if error == SSL_ERROR_WANT_WRITE || error == SSL_ERROR_WANT_READ { return 0 }
+            OpenSSLSupport.clearErrors()
+            return -1
+        }
+        let n = Glibc.write(fd, pointer, count)
+        if n >= 0 { return n }
+        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return 0 }
+        return -1
+    }
+
+    private func setWritable(_ on: Bool) {
+        guard on != watchingWritable, !closed else { return }
+        watchingWritable = on
+        try? core.loop.setInterest(fd: fd, readable: !silenced, writable: on)
+    }
+
+    /// Closes once nghttp2 has nothing left to do (after GOAWAY, or when the peer went away).
+    private func finishIteration() {
+        guard !closed, let session else { return }
+        if closeRequested { close(); return }
+        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 && outputOffset == output.count {
+            close()
+        }
+    }
+
+    func close() {
+        guard !closed else { return }
+        closed = true
+        core.loop.unregister(fd: fd)
+        Glibc.close(fd)
+        core.stats.streamsInUse -= openStreams
+        openStreams = 0
+        streams.removeAll()
+        core.connectionClosed(self)
+    }
+
+    // MARK: nghttp2 events
+
+    func beginStream(_ streamID: Int32) {
+        streams[streamID] = IncomingRequest(streamID: streamID)
+        openStreams += 1
+        core.stats.streamsInUse += 1
+        if openStreams > core.stats.maxConcurrentStreamsInUse { core.stats.maxConcurrentStreamsInUse = openStreams }
+    }
+
+    func header(_ streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        streams[streamID]?.setHeader(name: name, value: value)
+    }
+
+    func data(_ streamID: Int32, _ chunk: UnsafeBufferPointer<UInt8>) {
+        guard let request = streams[streamID] else { return }
+        if request.isControl {
+            if request.body.count + chunk.count <= 4 << 20 { request.body.append(contentsOf: chunk) }
+        } else {
+            request.append(body: chunk)
+        }
+    }
+
+    func streamClosed(_ streamID: Int32) {
+        if streams.removeValue(forKey: streamID) != nil {
+            openStreams -= 1
+            core.stats.streamsInUse -= 1
+        }
+    }
+
+    /// The body (if any) of an answer still being sent, for the data provider.
+    func pendingBody(_ streamID: Int32) -> IncomingRequest? { streams[streamID] }
+
+    func requestComplete(_ streamID: Int32) {
+        guard let request = streams[streamID], !goawaySent || streamID <= goawayLastStream else { return }
+        if request.isControl {
+            let (status, body) = core.control(request)
+            respond(request, status: status, headers: [("content-type", "application/json")], body: body)
+            return
+        }
+        core.stats.requests += 1
+        requestCount += 1
+        let script = core.faults.script
+        if let limit = script.dropAfterRequests, requestCount > limit {
+            core.stats.connectionsDropped += 1
+            closeRequested = true
+            return
+        }
+        if let limit = script.silenceAfterRequests, requestCount > limit {
+            core.stats.silencedRequests += 1
+            silenced = true
+            try? core.loop.setInterest(fd: fd, readable: false, writable: false)
+            return
+        }
+        process(request)
+        if let limit = script.goawayAfterRequests, requestCount == limit {
+            sendGoaway(lastStreamID: streamID, reason: script.goawayReason ?? "Shutdown")
+        }
+    }
+
+    private func process(_ request: IncomingRequest) {
+        let token: String
+        switch RequestRules.deviceToken(method: request.method, path: request.path) {
+        case .failure(let rejection): return reject(request, rejection)
+        case .success(let value): token = value
+        }
+        var topic = request.topic
+        let key: MockProviderKey?
+        switch authenticate(request) {
+        case .failure(let rejection): return reject(request, rejection)
+        case .success(let value): key = value
+        }
+        if topic == nil, key == nil, let certificateTopics, let first = certificateTopics.first { topic = first }
+        if let rejection = RequestRules.validate(request, topic: topic, requirePushType: core.configuration.requirePushType) {
+            return reject(request, rejection)
+        }
+        let effectiveTopic = topic ?? ""
+        if core.configuration.requireAuthentication {
+            if let key {
+                if !key.allows(topic: effectiveTopic) { return reject(request, Rejection(status: 400, reason: "TopicDisallowed")) }
+            } else if let certificateTopics, !certificateTopics.contains(where: { effectiveTopic == $0 || UTF8Matching.hasPrefix(effectiveTopic, $0 + ".") }) {
+                return reject(request, Rejection(status: 403, reason: "TopicMismatch"))
+            }
+        }
+        let (verdict, delay) = core.faults.decide(token: token, topic: effectiveTopic)
+        if delay > 0 {
+            core.loop.schedule(afterMilliseconds: delay) { [weak self] in
+                guard let self, !self.closed else { return }
+                self.apply(verdict, to: request, token: token, topic: effectiveTopic)
+                self.flush()
+                self.finishIteration()
+            }
+        } else {
+            apply(verdict, to: request, token: token, topic: effectiveTopic)
+        }
+    }
+
+    private func apply(_ verdict: FaultVerdict, to request: IncomingRequest, token: String, topic: String) {
+        guard streams[request.streamID] === request else { return }
+        switch verdict {
+        case .accept:
+            accept(request, token: token, topic: topic)
+        case .reject(let status, let reason, let timestamp):
+            reject(request, Rejection(status: status, reason: reason), timestamp: timestamp)
+        case .refuseStream:
+            core.stats.refusedStreams += 1
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), request.streamID, UInt32(NGHTTP2_REFUSED_STREAM.rawValue))
+        case .silence:
+            core.stats.silencedRequests += 1
+        case .drop:
+            core.stats.connectionsDropped += 1
+            closeRequested = true
+        case .goaway(let reason):
+            sendGoaway(lastStreamID: request.streamID - 2, reason: reason)
+        }
+    }
+
+    private func sendGoaway(lastStreamID: Int32, reason: String) {
+        guard !goawaySent, let session else { return }
+        goawaySent = true
+        core.stats.goawaysSent += 1
+        let last = max(0, lastStreamID)
+        goawayLastStream = last
+        let debug = Array(#"{"reason":"\#(reason)"}"#.utf8)
+        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), last, UInt32(NGHTTP2_NO_ERROR.rawValue), debug, debug.count)
+        for (streamID, request) in streams where streamID > last && !request.answered {
+            request.answered = true
+            core.stats.refusedStreams += 1
+            nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, UInt32(NGHTTP2_REFUSED_STREAM.rawValue))
+        }
+    }
+
+    // MARK: auth
+
+    private func authenticate(_ request: IncomingRequest) -> Result<MockProviderKey?, Rejection> {
+        guard core.configuration.requireAuthentication else { return .success(nil) }
+        guard let header = request.authorization else {
+            if certificateTopics != nil {
+                if !streamsRaised { raiseStreams() }
+                return .success(nil)
+            }
+            return .failure(Rejection(status: 403, reason: "MissingProviderToken"))
+        }
+        let now = wallClockMillis() / 1000
+        let verified: VerifiedProviderToken
+        if let current = currentToken, current.authorization == header {
+            verified = current
+        } else {
+            guard header.utf8.count > 7, UTF8Matching.hasPrefixIgnoringCase(header, "bearer ") else {
+                return .failure(Rejection(status: 403, reason: "InvalidProviderToken"))
+            }
+            let jwt = String(decoding: header.utf8.dropFirst(7), as: UTF8.self)
+            core.stats.tokenVerifications += 1
+            guard case .success(var candidate) = core.verifier.verify(jwt) else {
+                return .failure(Rejection(status: 403, reason: "InvalidProviderToken"))
+            }
+            let environment = candidate.key.environment
+            if environment != .both && environment != core.configuration.environment && core.configuration.environment != .both {
+                return .failure(Rejection(status: 403, reason: "BadEnvironmentKeyIdInToken"))
+            }
+            if let boundKeyID, boundKeyID != candidate.key.keyID {
+                return .failure(Rejection(status: 403, reason: "UnrelatedKeyIdInToken"))
+            }
+            if now - candidate.issuedAt > core.configuration.tokenLifetimeSeconds {
+                return .failure(Rejection(status: 403, reason: "ExpiredProviderToken"))
+            }
+            let clock = monotonicNanos()
+            if currentToken != nil, Double(clock &- tokenAdoptedAt) / 1e9 < core.configuration.tokenUpdateWindowSeconds {
+                return .failure(Rejection(status: 429, reason: "TooManyProviderTokenUpdates"))
+            }
+            candidate.authorization = header
+            currentToken = candidate
+            tokenAdoptedAt = clock
+            boundKeyID = candidate.key.keyID
+            verified = candidate
+        }
+        if now - verified.issuedAt > core.configuration.tokenLifetimeSeconds {
+            return .failure(Rejection(status: 403, reason: "ExpiredProviderToken"))
+        }
+        if !streamsRaised { raiseStreams() }
+        return .success(verified.key)
+    }
+
+    private func raiseStreams() {
+        streamsRaised = true
+        submitMaxStreams(core.configuration.maxConcurrentStreams)
+    }
+
+    private func submitMaxStreams(_ value: UInt32) {
+        guard let session else { return }
+        var entry = nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: value)
+        nghttp2_submit_settings(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), &entry, 1)
+    }
+
+    // MARK: answers
+
+    private func accept(_ request: IncomingRequest, token: String, topic: String) {
+        let apnsID = request.apnsID ?? core.makeUUID()
+        var headers = [("apns-id", apnsID)]
+        if core.configuration.environment == .sandbox { headers.append(("apns-unique-id", core.makeUUID())) }
+        core.recordAccepted(request, token: token, topic: topic, apnsID: apnsID, connection: id)
+        respond(request, status: 200, headers: headers, body: nil)
+        core.answered(status: 200, reason: nil)
+        if core.faults.script.dropStreamsAfterRejection == true && !streamsRaised && (currentToken != nil || certificateTopics != nil) { raiseStreams() }
+    }
+
+    private func reject(_ request: IncomingRequest, _ rejection: Rejection, timestamp: Int64? = nil) {
+        var body = #"{"reason":"\#(rejection.reason)""#
+        if let timestamp { body += #","timestamp":\#(timestamp)"# }
+        body += "}"
+        let apnsID = request.apnsID.flatMap { RequestRules.isUUID($0) ? $0 : nil } ?? core.makeUUID()
+        respond(request, status: rejection.status, headers: [("apns-id", apnsID), ("content-type", "application/json; charset=utf-8")], body: Array(body.utf8))
+        core.answered(status: rejection.status, reason: rejection.reason)
+        if core.faults.script.dropStreamsAfterRejection == true && streamsRaised {
+            streamsRaised = false
+            submitMaxStreams(1)
+        }
+    }
+
+    private func respond(_ request: IncomingRequest, status: Int, headers: [(String, String)], body: [UInt8]?) {
+        guard let session, !request.answered else { return }
+        request.answered = true
+        request.body = body ?? []
+        request.bodyTruncated = false
+        var storage: [UInt8] = []
+        var spans: [(Int, Int, Int, Int)] = []
+        let statusText = String(status)
+        var all = headers
+        all.insert((":status", statusText), at: 0)
+        for (name, value) in all {
+            let nameStart = storage.count
+            storage.append(contentsOf: name.utf8)
+            let valueStart = storage.count
+            storage.append(contentsOf: value.utf8)
+            spans.append((nameStart, name.utf8.count, valueStart, value.utf8.count))
+        }
+        storage.withUnsafeMutableBufferPointer { base in
+            var nvs = spans.map { span in
+                nghttp2_nv(name: base.baseAddress! + span.0, value: base.baseAddress! + span.2, namelen: span.1, valuelen: span.3,
+                           flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+            }
+            if body != nil {
+                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: serverBodyReadCallback)
+                nghttp2_submit_response(session, request.streamID, &nvs, nvs.count, &provider)
+            } else {
+                nghttp2_submit_response(session, request.streamID, &nvs, nvs.count, nil)
+            }
+        }
+    }
+
+    /// Copies the pending answer body into nghttp2's DATA frame buffer.
+    func readBody(_ streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
+        guard let request = streams[streamID] else {
+            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
+            return 0
+        }
+        let count = min(length, request.body.count)
+        if count > 0 {
+            request.body.withUnsafeBufferPointer { source in
+            buffer.update(from: source.baseAddress!, count: count)
+            }
+            request.body.removeFirst(count)
+        }
+        if request.body.isEmpty { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
+        return count
+    }
+}
+
+private let serverBodyReadCallback: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
+    guard let userData, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
+    let connection = Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue()
+    return connection.readBody(streamID, into: buffer, length: length, flags: flags)
+}

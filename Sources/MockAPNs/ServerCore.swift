@@ -1,0 +1,265 @@
+import CNghttp2
+import COpenSSL
+import Foundation
+import Glibc
+import Reactor
+
+/// The simulator's state on its loop: TLS context, keys, faults, counters, the accepted log and the connections.
+///
+/// Owns the `SSL_CTX*`, the nghttp2 callbacks, the read buffer and the log `FILE*`, freed in `deinit`.
+/// Confined to the loop thread; `MockAPNsServer` reaches it only through `loop.execute`/`submitAndWait`.
+final class ServerCore {
+    let loop: EventLoop
+    let configuration: MockAPNsConfiguration
+    let sslContext: OpaquePointer?
+    let callbacks: OpaquePointer
+    let verifier: ProviderTokenVerifier
+    let faults: FaultEngine
+    let readBuffer: UnsafeMutableBufferPointer<UInt8>
+    var stats = MockAPNsStats()
+    var accepted: [MockAcceptedNotification] = []
+    private var logFile: UnsafeMutablePointer<FILE>?
+    private var connections: [Int: ServerConnection] = [:]
+    private var nextConnectionID = 0
+    /// apns-id generation: seeded once from the system generator (getrandom per request showed in profiles).
+    private var random: SeededRandom = {
+        var system = SystemRandomNumberGenerator()
+        return SeededRandom(seed: system.next())
+    }()
+    private var statusCounts: [Int: Int] = [:]
+
+    init(loop: EventLoop, configuration: MockAPNsConfiguration) throws {
+        self.loop = loop
+        self.configuration = configuration
+        var keyMap: [String: MockProviderKey] = [:]
+        for key in configuration.keys { keyMap[key.keyID] = key }
+        verifier = ProviderTokenVerifier(keys: keyMap)
+        faults = FaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
+        sslContext = configuration.cleartext ? nil : try Self.makeContext(configuration)
+        var newCallbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&newCallbacks)
+        guard let newCallbacks else { throw MockAPNsError.nghttp2("nghttp2_session_callbacks_new failed") }
+        callbacks = newCallbacks
+        Self.install(newCallbacks)
+        readBuffer = .allocate(capacity: 65_536)
+        if let path = configuration.logFile {
+            guard let file = fopen(path, "a") else { throw MockAPNsError.file("cannot open log file \(path)") }
+            logFile = file
+        }
+    }
+
+    deinit {
+        if let sslContext { SSL_CTX_free(sslContext) }
+        nghttp2_session_callbacks_del(callbacks)
+        readBuffer.deallocate()
+        if let logFile { fclose(logFile) }
+    }
+
+    private static func makeContext(_ configuration: MockAPNsConfiguration) throws -> OpaquePointer {
+        guard let tls = configuration.tls else { throw MockAPNsError.configuration("TLS needs a certificate and key (or generate them)") }
+        guard let context = SSL_CTX_new(TLS_server_method()) else { throw OpenSSLSupport.lastError("SSL_CTX_new") }
+        var ok = false
+        defer { if !ok { SSL_CTX_free(context) } }
+        _ = copenssl_set_min_proto_version(context, TLS1_2_VERSION)
+        _ = copenssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS))
+        guard SSL_CTX_use_certificate_chain_file(context, tls.certificateFile) == 1 else { throw OpenSSLSupport.lastError("certificate \(tls.certificateFile)") }
+        guard SSL_CTX_use_PrivateKey_file(context, tls.privateKeyFile, SSL_FILETYPE_PEM) == 1 else { throw OpenSSLSupport.lastError("private key \(tls.privateKeyFile)") }
+        guard SSL_CTX_check_private_key(context) == 1 else { throw OpenSSLSupport.lastError("key does not match certificate") }
+        copenssl_mock_ctx_select_h2(context)
+        if let caFile = configuration.clientCAFile {
+            guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else { throw OpenSSLSupport.lastError("client CA \(caFile)") }
+            if let names = SSL_load_client_CA_file(caFile) { SSL_CTX_set_client_CA_list(context, names) }
+            // Ask for a certificate but do not demand one: token clients share the port, as on APNs.
+            SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+        }
+        ok = true
+        return context
+    }
+
+    private static func install(_ callbacks: OpaquePointer) {
+        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
+                Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue().beginStream(frame.pointee.hd.stream_id)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
+            guard let frame, let name, let userData else { return 0 }
+            Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue().header(
+                frame.pointee.hd.stream_id, name: UnsafeBufferPointer(start: name, count: nameLength),
+                value: UnsafeBufferPointer(start: value, count: valueLength))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
+            guard let userData, let data else { return 0 }
+            Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue().data(streamID, UnsafeBufferPointer(start: data, count: length))
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
+            guard let frame, let userData else { return 0 }
+            let type = frame.pointee.hd.type
+            if (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue))
+                && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
+                Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue().requestComplete(frame.pointee.hd.stream_id)
+            }
+            return 0
+        }
+        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
+            guard let userData else { return 0 }
+            Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue().streamClosed(streamID)
+            return 0
+        }
+    }
+
+    // MARK: connections
+
+    func accepted(fd: Int32) {
+        nextConnectionID += 1
+        do {
+            let connection = try ServerConnection(id: nextConnectionID, fd: fd, core: self)
+            connections[connection.id] = connection
+            stats.connectionsAccepted += 1
+            stats.connectionsOpen += 1
+            try connection.start()
+            connection.flush()
+        } catch {
+            if let connection = connections[nextConnectionID] { connection.close() } else { Glibc.close(fd) }
+        }
+    }
+
+    func connectionClosed(_ connection: ServerConnection) {
+        if connections.removeValue(forKey: connection.id) != nil { stats.connectionsOpen -= 1 }
+    }
+
+    func closeAll() {
+        for connection in Array(connections.values) { connection.close() }
+        if let logFile { fflush(logFile) }
+    }
+
+    /// Topics a verified client certificate may push to (configured, else subject UID, else CN after ": ").
+    func certificateTopics(for ssl: OpaquePointer) -> [String]? {
+        guard configuration.clientCAFile != nil, let cert = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(cert) }
+        guard SSL_get_verify_result(ssl) == X509_V_OK else { return nil }
+        if let configured = configuration.certificateTopics { return configured }
+        let name = X509_get_subject_name(cert)
+        func entry(_ nid: Int32) -> String? {
+            var buffer = [CChar](repeating: 0, count: 256)
+            let length = X509_NAME_get_text_by_NID(name, nid, &buffer, Int32(buffer.count))
+            guard length > 0 else { return nil }
+            return String(decoding: buffer.prefix(Int(length)).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        }
+        if let uid = entry(NID_userId) { return [uid] }
+        if let cn = entry(NID_commonName) {
+            if let colon = cn.range(of: ": ") { return [String(cn[colon.upperBound...])] }
+            return [cn]
+        }
+        return []
+    }
+
+    // MARK: helpers for connections
+
+    /// A random lowercase UUID (version 4), as APNs generates when a request has no apns-id.
+    func makeUUID() -> String {
+        var high = random.next()
+        var low = random.next()
+        high = (high & ~0xF000) | 0x4000  // version 4 (bits 12-15 of the third group)
+        low = (low & ~(0xC000 << 48)) | (0x8000 << 48)  // variant 10xx
+        let digits: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: 36) { buffer in
+            var index = 0
+            func put(_ value: UInt64, _ nibbles: Int) {
+                var shift = (nibbles - 1) * 4
+                while shift >= 0 {
+                    buffer[index] = digits.utf8Start[Int((value >> UInt64(shift)) & 0xf)]
+                    index += 1
+                    shift -= 4
+                }
+            }
+            put(high >> 32, 8); buffer[index] = 0x2d; index += 1
+            put(high >> 16, 4); buffer[index] = 0x2d; index += 1
+            put(high, 4); buffer[index] = 0x2d; index += 1
+            put(low >> 48, 4); buffer[index] = 0x2d; index += 1
+            put(low, 12)
+            return 36
+        }
+    }
+
+    /// Counts one answer; statuses are kept by number on the hot path and turned into strings in `snapshot()`.
+    func answered(status: Int, reason: String?) {
+        statusCounts[status, default: 0] += 1
+        if status == 200 { stats.accepted += 1 }
+        if let reason { stats.byReason[reason, default: 0] += 1 }
+    }
+
+    func snapshot() -> MockAPNsStats {
+        var copy = stats
+        for (status, count) in statusCounts { copy.byStatus[String(status)] = count }
+        return copy
+    }
+
+    func recordAccepted(_ request: IncomingRequest, token: String, topic: String, apnsID: String, connection: Int) {
+        guard configuration.recordAccepted || logFile != nil else { return }
+        let entry = MockAcceptedNotification(
+            token: token, topic: topic, apnsID: apnsID, pushType: request.pushType ?? "alert",
+            priority: Int(request.priority ?? "10") ?? 10, payloadBytes: request.bodySize,
+            payload: configuration.logPayloads ? request.payloadText : nil,
+            connection: connection, stream: request.streamID, timeMillis: wallClockMillis())
+        if configuration.recordAccepted { accepted.append(entry) }
+        if let logFile, let line = try? JSONEncoder().encode(entry) {
+            line.withUnsafeBytes { _ = fwrite($0.baseAddress, 1, $0.count, logFile) }
+            fputc(0x0a, logFile)
+            fflush(logFile)
+        }
+    }
+
+    // MARK: control paths (not part of APNs)
+
+    func control(_ request: IncomingRequest) -> (Int, [UInt8]) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        func json(_ value: some Encodable) -> [UInt8] { (try? encoder.encode(value)).map { [UInt8]($0) } ?? Array("{}".utf8) }
+        func message(_ key: String, _ text: String) -> [UInt8] {
+            json([key: text])
+        }
+        let path = request.path ?? ""
+        switch (request.method ?? "", path) {
+        case ("GET", "/_mock/stats"):
+            return (200, json(snapshot()))
+        case ("GET", "/_mock/accepted"):
+            return (200, json(accepted))
+        case ("POST", "/_mock/reset"):
+            resetCounters()
+            return (200, message("status", "reset"))
+        case ("POST", "/_mock/config"):
+            do {
+                let script = try MockFaultScript.parse(Data(request.body))
+                faults.replace(script, defaultSeed: configuration.seed)
+                return (200, message("status", "loaded"))
+            } catch {
+                return (400, message("error", "\(error)"))
+            }
+        case ("GET", "/_mock/config"):
+            return (200, json(faults.script))
+        default:
+            return (404, message("error", "unknown control path \(path)"))
+        }
+    }
+
+    func resetCounters() {
+        let open = stats.connectionsOpen
+        let inUse = stats.streamsInUse
+        stats = MockAPNsStats()
+        statusCounts.removeAll()
+        stats.connectionsOpen = open
+        stats.streamsInUse = inUse
+        accepted.removeAll()
+        faults.replace(faults.script, defaultSeed: configuration.seed)
+    }
+}
+
+extension IncomingRequest {
+    var bodySize: Int { body.count }
+    var payloadText: String { String(decoding: body, as: UTF8.self) }
+}

@@ -1,0 +1,24 @@
+/// Byte-wise prefix and suffix tests: String's Unicode-aware versions (and Foundation's bridges) cost more
+/// than the rest of a request, and every name compared here is ASCII.
+enum UTF8Matching {
+    static func hasPrefix(_ text: String, _ prefix: String) -> Bool {
+        let a = text.utf8, b = prefix.utf8
+        guard a.count >= b.count else { return false }
+        return a.prefix(b.count).elementsEqual(b)
+    }
+
+    static func hasSuffix(_ text: String, _ suffix: String) -> Bool {
+        let a = text.utf8, b = suffix.utf8
+        guard a.count >= b.count else { return false }
+        return a.suffix(b.count).elementsEqual(b)
+    }
+
+    /// ASCII case-insensitive prefix test.
+    static func hasPrefixIgnoringCase(_ text: String, _ prefix: String) -> Bool {
+        let a = text.utf8, b = prefix.utf8
+        guard a.count >= b.count else { return false }
+        return zip(a, b).allSatisfy { lower($0) == lower($1) }
+    }
+
+    @inline(__always) static func lower(_ c: UInt8) -> UInt8 { c >= 0x41 && c <= 0x5a ? c | 0x20 : c }
+}
