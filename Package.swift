@@ -33,7 +33,9 @@ let package = Package(
         .target(name: "HeraldTestSupport", path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "COpenSSL"]),
-        .testTarget(name: "HTTP2Tests", dependencies: ["HTTP2", "Reactor", "MockAPNs", "APNs", "HeraldTestSupport"]),
+        .testTarget(
+            name: "HTTP2Tests", dependencies: ["HTTP2", "Reactor", "MockAPNs", "APNs", "HeraldTestSupport"],
+            exclude: ["Fixtures"]),
         .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "APNs", "HeraldTestSupport"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "HeraldTestSupport"]),

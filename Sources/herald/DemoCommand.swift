@@ -1,9 +1,287 @@
-/// `herald demo`: see scripts/demo.
+import Foundation
+import Glibc
+import MockAPNs
+import RedisQueue
+
+/// `herald demo`: the whole product on one machine in a minute. Starts a private redis-server, the APNs
+/// simulator with a generated key and scripted device fates, and a real worker process; pushes sample jobs
+/// of mixed fate; shows progress; prints a summary; stops everything it started.
 enum DemoCommand {
     static let spec = CommandSpec(
         name: "demo", abstract: "Run the demo: local Redis, the simulator, a worker and sample jobs, then a summary.",
-        options: [], run: { _ in
-            printError("herald demo: not yet built")
+        discussion: "Everything runs on 127.0.0.1 and is stopped at the end (by pid). Retries use short demo delays (1 s) instead of 15 minutes.",
+        options: [
+            .value("jobs", "n", "How many sample jobs (default 3000)."),
+            .value("workers", "n", "Worker processes (default 1)."),
+            .flag("keep-running", "Leave Redis, the simulator and the worker running until Ctrl-C, to try herald tail and stats."),
+            .value("timeout", "seconds", "Give up waiting for outcomes after this long (default 120)."),
+        ],
+        run: run)
+
+    /// The fates the sample jobs are given, by token prefix (the simulator's rules match them).
+    struct Fate {
+        let name: String
+        let prefix: String
+        let share: Double
+        let expected: String
+    }
+
+    static let fates: [Fate] = [
+        Fate(name: "unregistered (410)", prefix: "dead", share: 0.05, expected: "token_dropped"),
+        Fate(name: "other environment (400 BadDeviceToken)", prefix: "5a", share: 0.04, expected: "token_dropped"),
+        Fate(name: "not for topic (400 DeviceTokenNotForTopic)", prefix: "bad0", share: 0.02, expected: "failed"),
+        Fate(name: "throttled (429), then delivered", prefix: "77", share: 0.04, expected: "delivered"),
+        Fate(name: "server error (500), retried, delivered", prefix: "e5", share: 0.04, expected: "delivered"),
+        Fate(name: "malformed job", prefix: "", share: 0.01, expected: "rejected"),
+    ]
+
+    static func run(_ args: ParsedArguments) throws -> Int32 {
+        let jobCount = try args.int("jobs") ?? 3000
+        let workerCount = try args.int("workers") ?? 1
+        let timeout = try args.double("timeout") ?? 120
+        guard jobCount >= 10, jobCount <= 5_000_000 else { throw UsageError("--jobs must be 10...5000000") }
+        guard (1...16).contains(workerCount) else { throw UsageError("--workers must be 1...16") }
+        guard let redisBinary = findProgram("redis-server") else {
+            printError("herald demo: redis-server is not installed; run scripts/setup (or apt-get install redis-server)")
             return ExitCode.unavailable
-        })
+        }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("herald-demo-\(getpid())").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        var started: [DemoProcess] = []
+        var server: MockAPNsServer? = nil
+        defer {
+            for process in started.reversed() { process.stop(grace: 10) }
+            server?.stop()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+
+        // 1. Redis
+        step("starting redis-server")
+        let redisPort = freePort()
+        let redisProcess = try DemoProcess(
+            executable: redisBinary,
+            arguments: ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory],
+            logFile: directory + "/redis.log")
+        started.append(redisProcess)
+        let redisURL = "redis://127.0.0.1:\(redisPort)/0"
+        let redis = try connectWithDeadline(redisURL, seconds: 10)
+
+        // 2. The simulator, with a generated key and the fates above
+        step("starting the APNs simulator")
+        var mock = MockAPNsConfiguration()
+        mock.tls = try MockTLSFiles.generate(in: directory + "/tls")
+        let key = try MockProviderKey.generate(keyID: "DEMOKEY123", teamID: "DEMOTEAM12", topics: ["com.example.demo"], directory: directory + "/keys")
+        mock.keys = [key]
+        mock.faults = MockFaultScript(seed: 7, latencyMs: MockLatency(min: 1, max: 4), rules: [
+            MockFaultRule(fate: .unregistered, tokenPrefix: "dead"),
+            MockFaultRule(fate: .otherEnvironment, tokenPrefix: "5a"),
+            MockFaultRule(fate: .otherTopic, tokenPrefix: "bad0"),
+            MockFaultRule(fate: .failFirst, tokenPrefix: "77", status: 429, reason: "TooManyRequests", count: 1),
+            MockFaultRule(fate: .failFirst, tokenPrefix: "e5", status: 500, reason: "InternalServerError", count: 1),
+        ])
+        let simulator = try MockAPNsServer(configuration: mock)
+        server = simulator
+
+        // 3. The worker's configuration
+        let configPath = directory + "/herald.json"
+        let config: [String: Any] = [
+            "redis": ["url": redisURL],
+            "apns": ["production_url": "https://127.0.0.1:\(simulator.port)", "sandbox_url": "https://127.0.0.1:\(simulator.port)",
+                     "ca_file": mock.tls!.caFile ?? ""],
+            "apps": [["name": "demo", "bundle_id": "com.example.demo",
+                      "token": ["team_id": "DEMOTEAM12", "key_id": "DEMOKEY123", "key_file": key.privateKeyFile ?? ""]]],
+            "retry": ["server_error_base_seconds": 1, "throttle_base_seconds": 1, "jitter_fraction": 0.2],
+            "worker": ["lease_seconds": 10, "log_level": "warning"],
+        ]
+        try JSONSerialization.data(withJSONObject: config, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: configPath))
+
+        // 4. Sample jobs
+        step("pushing \(jobCount) sample jobs onto herald:queue")
+        let (jobs, expected) = sampleJobs(count: jobCount)
+        var batch: [[[UInt8]]] = []
+        for job in jobs {
+            batch.append([Array("LPUSH".utf8), Array("herald:queue".utf8), job])
+            if batch.count == 1000 { _ = try redis.pipeline(rawCommands: batch); batch.removeAll() }
+        }
+        if !batch.isEmpty { _ = try redis.pipeline(rawCommands: batch) }
+
+        // 5. Workers
+        step("starting \(workerCount) worker process\(workerCount == 1 ? "" : "es")")
+        let startedAt = Date()
+        for index in 0..<workerCount {
+            started.append(try DemoProcess(
+                executable: currentExecutable(), arguments: ["worker", "--config", configPath, "--id", "demo-worker-\(index + 1)"],
+                logFile: directory + "/worker-\(index + 1).log"))
+        }
+
+        // 6. Progress, read from the results stream
+        var tally = Tally()
+        var lastID = "0-0"
+        var firstPassAt: Date? = nil
+        let interactive = isatty(2) == 1
+        var lastLine = Date.distantPast
+        while tally.terminal < jobCount && Date().timeIntervalSince(startedAt) < timeout {
+            lastID = try tally.read(redis: redis, after: lastID)
+            if firstPassAt == nil && tally.firstResults >= jobCount { firstPassAt = Date() }
+            if interactive {
+                FileHandle.standardError.write(Data(("\r" + progressBar(done: tally.terminal, total: jobCount, tally: tally)).utf8))
+            } else if Date().timeIntervalSince(lastLine) > 2 {
+                printError(progressBar(done: tally.terminal, total: jobCount, tally: tally))
+                lastLine = Date()
+            }
+            if tally.terminal < jobCount { usleep(100_000) }
+        }
+        let elapsed = Date().timeIntervalSince(startedAt)
+        if interactive { FileHandle.standardError.write(Data("\n".utf8)) }
+        for process in started where !process.isRunning {
+            printError("a demo process exited early; its log: \(process.logFile)")
+        }
+
+        // 7. Summary
+        let simulatorStats = simulator.stats()
+        print(summary(tally: tally, expected: expected, jobCount: jobCount, elapsed: elapsed,
+                      firstPass: firstPassAt.map { $0.timeIntervalSince(startedAt) }, accepted: simulatorStats.accepted,
+                      requests: simulatorStats.requests, redisURL: redisURL))
+        let complete = tally.terminal == jobCount && expected == tally.terminalByOutcome
+        if args.flag("keep-running") {
+            print("\nStill running (Ctrl-C to stop):\n  herald tail --redis \(redisURL)\n  herald stats --redis \(redisURL)")
+            let stop = StopFlag()
+            let watcher = SignalWatcher(onFirst: { stop.set() })
+            while !stop.isSet { stop.sleep(milliseconds: 500) }
+            withExtendedLifetime(watcher) {}
+        }
+        return complete ? ExitCode.success : ExitCode.failure
+    }
+
+    private static func step(_ text: String) { printError("demo: " + text) }
+
+    private static func connectWithDeadline(_ url: String, seconds: Double) throws -> BlockingRedis {
+        let parsed = try RedisURL(parsing: url)
+        let deadline = Date().addingTimeInterval(seconds)
+        while true {
+            do {
+                let redis = try BlockingRedis(url: parsed)
+                _ = try redis.command(["PING"])
+                return redis
+            } catch {
+                if Date() > deadline { throw error }
+                usleep(50_000)
+            }
+        }
+    }
+
+    /// Jobs whose token prefixes pick their fate at the simulator, and the terminal outcomes to expect.
+    static func sampleJobs(count: Int) -> ([[UInt8]], [String: Int]) {
+        var jobs: [[UInt8]] = []
+        var expected: [String: Int] = [:]
+        var assigned = 0
+        for fate in fates {
+            let n = max(3, Int(Double(count) * fate.share))
+            for i in 0..<n {
+                if fate.prefix.isEmpty {
+                    let malformed = ["this is not JSON \(i)", "{\"token\":\"not-hex-\(i)\",\"payload\":{\"aps\":{}}}",
+                                     "{\"token\":\"00aa\(String(format: "%04x", i))\",\"payload\":\"a string, not an object\"}"]
+                    jobs.append(Array(malformed[i % 3].utf8))
+                } else {
+                    jobs.append(job(token: token(prefix: fate.prefix, index: assigned + i), index: assigned + i))
+                }
+            }
+            expected[fate.expected, default: 0] += n
+            assigned += n
+        }
+        for i in assigned..<max(assigned, count) {
+            jobs.append(job(token: token(prefix: "00", index: i), index: i))
+            expected["delivered", default: 0] += 1
+        }
+        var generator = SystemRandomNumberGenerator()
+        jobs.shuffle(using: &generator)
+        return (jobs, expected)
+    }
+
+    private static func token(prefix: String, index: Int) -> String {
+        let body = String(format: "%016llx", UInt64(index) &* 0x9E37_79B9_7F4A_7C15)
+        let filler = String(repeating: "c", count: 64 - prefix.count - body.count)
+        return prefix + filler + body
+    }
+
+    private static func job(token: String, index: Int) -> [UInt8] {
+        Array("{\"id\":\"demo-\(index)\",\"token\":\"\(token)\",\"payload\":{\"aps\":{\"alert\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"sound\":\"default\"},\"order\":\(index)}}".utf8)
+    }
+
+    private static func progressBar(done: Int, total: Int, tally: Tally) -> String {
+        let width = 30
+        let filled = total == 0 ? width : min(width, done * width / total)
+        return "[" + String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled) + "] "
+            + "\(done)/\(total) finished, \(tally.retrying) retries scheduled   "
+    }
+
+    private static func summary(tally: Tally, expected: [String: Int], jobCount: Int, elapsed: Double, firstPass: Double?,
+                                accepted: Int, requests: Int, redisURL: String) -> String {
+        var lines = ["", "Herald demo: \(jobCount) jobs", ""]
+        lines.append("outcome".padding(toLength: 16, withPad: " ", startingAt: 0) + "expected".leftPad(10) + "got".leftPad(10))
+        for outcome in ["delivered", "token_dropped", "failed", "rejected"] {
+            let want = expected[outcome] ?? 0
+            let got = tally.terminalByOutcome[outcome] ?? 0
+            lines.append(outcome.padding(toLength: 16, withPad: " ", startingAt: 0) + String(want).leftPad(10) + String(got).leftPad(10)
+                + (want == got ? "   ok" : "   MISMATCH"))
+        }
+        lines.append("retrying".padding(toLength: 16, withPad: " ", startingAt: 0) + "".leftPad(10) + String(tally.retrying).leftPad(10)
+            + "   (entries before a final outcome)")
+        lines.append("")
+        if let firstPass {
+            lines.append(String(format: "first attempts of all jobs: %.2f s (%.0f jobs/s)", firstPass, Double(jobCount) / max(firstPass, 0.001)))
+        }
+        lines.append(String(format: "every job finished:        %.2f s (includes the 1 s demo retry delays)", elapsed))
+        lines.append("claim-to-result latency:    p50 \(tally.percentile(0.5)) ms, p99 \(tally.percentile(0.99)) ms")
+        lines.append("simulator:                  \(requests) requests, \(accepted) accepted")
+        lines.append("")
+        lines.append("Where to look next:")
+        lines.append("  herald tail  --redis <url>            follow outcomes as they happen (--json, --outcome failed)")
+        lines.append("  herald stats --redis <url>            queue, leases, retries, outcomes, dead letters")
+        lines.append("  redis-cli LRANGE herald:dead 0 5      malformed jobs with their reasons")
+        lines.append("  herald demo --keep-running            keep this demo up to try them (Redis at \(redisURL))")
+        lines.append("  docs/job-format.md, docs/results.md   the contract for your producers")
+        return lines.joined(separator: "\n")
+    }
+}
+
+/// Outcome counts read from the results stream.
+struct Tally {
+    var terminalByOutcome: [String: Int] = [:]
+    var retrying = 0
+    var latencies: [Int] = []
+    /// Jobs that have a first result (terminal or retrying at attempt 1).
+    var firstResults = 0
+    private var seenFirst = Set<String>()
+
+    var terminal: Int { terminalByOutcome.values.reduce(0, +) }
+
+    mutating func read(redis: BlockingRedis, after lastID: String) throws -> String {
+        var last = lastID
+        while true {
+            guard let entries = try redis.command(["XRANGE", "herald:results", "(" + last, "+", "COUNT", "5000"]).array, !entries.isEmpty else {
+                return last
+            }
+            for entry in entries {
+                guard let parts = entry.array, parts.count == 2, let id = parts[0].string, let flat = parts[1].array else { continue }
+                last = id
+                var map: [String: String] = [:]
+                var index = 0
+                while index + 1 < flat.count {
+                    map[flat[index].string ?? ""] = flat[index + 1].string ?? ""
+                    index += 2
+                }
+                let outcome = map["outcome"] ?? ""
+                if let jobID = map["id"], seenFirst.insert(jobID).inserted { firstResults += 1 }
+                if outcome == "retrying" { retrying += 1 } else { terminalByOutcome[outcome, default: 0] += 1 }
+                if let latency = map["latency_ms"].flatMap({ Int($0) }) { latencies.append(latency) }
+            }
+        }
+    }
+
+    func percentile(_ p: Double) -> Int {
+        guard !latencies.isEmpty else { return 0 }
+        let sorted = latencies.sorted()
+        return sorted[min(sorted.count - 1, Int(Double(sorted.count - 1) * p))]
+    }
 }

@@ -1,0 +1,71 @@
+import Foundation
+import Glibc
+
+/// A process the demo started: stopped by its pid with a deadline, never by name.
+final class DemoProcess {
+    let process = Process()
+    let logFile: String
+
+    init(executable: String, arguments: [String], logFile: String, environment: [String: String] = [:]) throws {
+        self.logFile = logFile
+        _ = FileManager.default.createFile(atPath: logFile, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: logFile))
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var env = ProcessInfo.processInfo.environment
+        for (key, value) in environment { env[key] = value }
+        process.environment = env
+        process.standardOutput = handle
+        process.standardError = handle
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// SIGTERM, wait up to `grace` seconds, then SIGKILL.
+    @discardableResult
+    func stop(grace: Double) -> Int32? {
+        guard process.isRunning else { return process.terminationStatus }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = Date().addingTimeInterval(grace)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            let hard = Date().addingTimeInterval(5)
+            while process.isRunning && Date() < hard { usleep(20_000) }
+        }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+}
+
+/// The executable running now, for starting more of itself.
+func currentExecutable() -> String {
+    var buffer = [CChar](repeating: 0, count: 4096)
+    let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
+    guard n > 0 else { return CommandLine.arguments[0] }
+    return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// A program on PATH.
+func findProgram(_ name: String) -> String? {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"
+    for directory in path.split(separator: ":") + ["/usr/bin", "/usr/sbin", "/bin"] {
+        let candidate = "\(directory)/\(name)"
+        if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+    }
+    return nil
+}
+
+/// A free TCP port on loopback.
+func freePort() -> Int {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
+    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
