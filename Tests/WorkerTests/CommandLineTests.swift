@@ -1,0 +1,164 @@
+import Foundation
+import Glibc
+import HeraldTestSupport
+import MockAPNs
+import RedisQueue
+import Testing
+
+extension EndToEnd {
+    /// The `herald` commands as a user runs them: exit codes, what they print, what they change in Redis.
+    @Suite struct HeraldCommands {
+        @Test func unknownWorkerFlagExits64WithHelp() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            let run = try HeraldRun.run(herald: herald, ["worker", "--bogus"])
+            #expect(run.status == 64, "exit \(String(describing: run.status)): \(run.output)")
+            #expect(run.output.contains("--bogus"), "the error names the flag: \(run.output)")
+            #expect(run.output.contains("USAGE: herald worker") && run.output.contains("--config"), "help is printed: \(run.output)")
+            let unknown = try HeraldRun.run(herald: herald, ["no-such-command"])
+            #expect(unknown.status == 64)
+        }
+
+        @Test func checkConfigListsEveryProblemAndExits78() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            let directory = makeTemporaryDirectory("herald-cli")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            let config = """
+            {
+              "redis": {"url": "http://127.0.0.1:6379", "colour": "blue"},
+              "apns": {"connections_per_pool": 0},
+              "apps": [{"name": "a", "token": {"team_id": "SHORT", "key_id": "KEY1234567", "key_file": "/nonexistent/AuthKey.p8"}}],
+              "worker": {"lease_seconds": 1, "max_in_flight": "many"}
+            }
+            """
+            let path = directory + "/bad.json"
+            try config.write(toFile: path, atomically: true, encoding: .utf8)
+            let run = try HeraldRun.run(herald: herald, ["check-config", "--config", path, "--skip-redis"])
+            #expect(run.status == 78, "exit \(String(describing: run.status)): \(run.output)")
+            for needle in ["redis.colour", "redis.url", "connections_per_pool", "bundle_id", "team_id", "lease_seconds", "max_in_flight"] {
+                #expect(run.output.contains(needle), "problem '\(needle)' not reported:\n\(run.output)")
+            }
+            let failLines = run.output.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
+            #expect(failLines.count >= 7, "every problem on its own line:\n\(run.output)")
+
+            // A good file passes: the key signs a test token.
+            let key = try MockProviderKey.generate(keyID: "KEYOK12345", teamID: "TEAMOK1234", directory: directory)
+            let goodPath = directory + "/good.json"
+            try """
+            {"apps": [{"name": "ok", "bundle_id": "com.example.ok",
+                       "token": {"team_id": "TEAMOK1234", "key_id": "KEYOK12345", "key_file": "\(key.privateKeyFile!)"}}]}
+            """.write(toFile: goodPath, atomically: true, encoding: .utf8)
+            let good = try HeraldRun.run(herald: herald, ["check-config", "--config", goodPath, "--skip-redis"])
+            #expect(good.status == 0, "\(good.output)")
+            #expect(good.output.contains("signed a test token"))
+        }
+
+        @Test func enqueuePushesValidLinesAndReportsRefusedOnes() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            let redis = try RedisServer()
+            let directory = makeTemporaryDirectory("herald-cli")
+            defer { redis.crash(); try? FileManager.default.removeItem(atPath: directory) }
+            let token = deviceToken(prefix: "00", index: 1)
+            let lines = [
+                "{\"token\":\"\(token)\",\"payload\":{\"aps\":{\"alert\":\"one\"}}}",
+                "not json at all",
+                "{\"token\":\"\(token)\",\"payload\":{\"aps\":{\"alert\":\"three\"}}}",
+                "{\"payload\":{\"aps\":{}}}",
+                "{\"token\":\"\(token)\",\"topic\":\"com.example.app\",\"payload\":{\"aps\":{\"alert\":\"\(String(repeating: "z", count: 5000))\"}}}",
+                "{\"token\":\"\(token)\",\"payload\":{\"aps\":{\"alert\":\"six\"}}}",
+            ]
+            let file = directory + "/jobs.jsonl"
+            try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+            let run = try HeraldRun.run(herald: herald, ["enqueue", "--redis", redis.url, "--file", file])
+            #expect(run.status == 65, "exit \(String(describing: run.status)): \(run.output)")
+            for line in [2, 4, 5] { #expect(run.output.contains("line \(line):"), "line \(line) not reported:\n\(run.output)") }
+            for line in [1, 3, 6] { #expect(!run.output.contains("line \(line):"), "line \(line) wrongly refused:\n\(run.output)") }
+            #expect(run.output.contains("\"pushed\":3") && run.output.contains("\"refused\":3"), "\(run.output)")
+            let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+            let queued = try client.command(["LRANGE", "herald:queue", "0", "-1"]).array ?? []
+            #expect(queued.count == 3)
+            // Oldest first at the consuming end: RPOP order is line 1, 3, 6.
+            #expect(queued.compactMap(\.string).reversed().map { $0.contains("\"one\"") || $0.contains("\"three\"") || $0.contains("\"six\"") } == [true, true, true])
+        }
+
+        @Test func sendToTheSimulatorPrintsStatus200() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            let directory = makeTemporaryDirectory("herald-cli")
+            var configuration = MockAPNsConfiguration()
+            configuration.tls = try MockTLSFiles.generate(in: directory + "/tls")
+            let key = try MockProviderKey.generate(keyID: "KEYSEND123", teamID: "TEAMSEND12", directory: directory)
+            configuration.keys = [key]
+            configuration.recordAccepted = true
+            let simulator = try MockAPNsServer(configuration: configuration)
+            defer { simulator.stop(); try? FileManager.default.removeItem(atPath: directory) }
+            let token = deviceToken(prefix: "00", index: 42)
+            let run = try HeraldRun.run(herald: herald, [
+                "send", "--key-file", key.privateKeyFile!, "--key-id", "KEYSEND123", "--team-id", "TEAMSEND12",
+                "--topic", "com.example.send", "--token", token, "--payload", "{\"aps\":{\"alert\":\"hi\"}}",
+                "--url", "https://127.0.0.1:\(simulator.port)", "--ca-file", configuration.tls!.caFile!,
+            ])
+            #expect(run.status == 0, "exit \(String(describing: run.status)): \(run.output)")
+            let line = run.output.split(separator: "\n").first { $0.hasPrefix("{") }.map(String.init) ?? ""
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any], "no JSON line: \(run.output)")
+            #expect((object["status"] as? Int) == 200)
+            #expect((object["apns_id"] as? String)?.isEmpty == false)
+            #expect(simulator.acceptedNotifications().map(\.token) == [token])
+
+            // An unregistered token: exit 1, status 410 in the JSON.
+            try simulator.replaceFaults(MockFaultScript(rules: [MockFaultRule(fate: .unregistered, tokenPrefix: "dead")]))
+            let gone = try HeraldRun.run(herald: herald, [
+                "send", "--key-file", key.privateKeyFile!, "--key-id", "KEYSEND123", "--team-id", "TEAMSEND12",
+                "--topic", "com.example.send", "--token", deviceToken(prefix: "dead", index: 1), "--payload", "{\"aps\":{}}",
+                "--url", "https://127.0.0.1:\(simulator.port)", "--ca-file", configuration.tls!.caFile!,
+            ])
+            #expect(gone.status == 1)
+            #expect(gone.output.contains("\"status\":410") && gone.output.contains("Unregistered"), "\(gone.output)")
+        }
+
+        @Test func tailStatsAndSchedulerWorkOnARealRedis() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            let redis = try RedisServer()
+            defer { redis.crash() }
+            let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+            for i in 0..<5 {
+                _ = try client.command(["XADD", "herald:results", "*", "id", "t-\(i)", "outcome", i == 4 ? "failed" : "delivered",
+                                        "status", i == 4 ? "400" : "200", "attempt", "1", "worker", "w"])
+            }
+
+            // tail --json --count 3 --from-start: three JSON lines, the oldest entries, fields typed.
+            let tail = try HeraldRun.run(herald: herald, ["tail", "--redis", redis.url, "--json", "--count", "3", "--from-start"], seconds: 15)
+            #expect(tail.status == 0, "\(tail.output)")
+            let lines = tail.output.split(separator: "\n").filter { $0.hasPrefix("{") }
+            #expect(lines.count == 3, "\(tail.output)")
+            let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(objects.count == 3)
+            #expect(objects.map { $0["id"] as? String ?? "" } == ["t-0", "t-1", "t-2"])
+            #expect(objects.allSatisfy { ($0["status"] as? Int) == 200 && $0["stream_id"] != nil })
+            let failedOnly = try HeraldRun.run(herald: herald, ["tail", "--redis", redis.url, "--json", "--count", "1", "--from-start", "--outcome", "failed"], seconds: 15)
+            #expect(failedOnly.output.contains("\"t-4\""), "\(failedOnly.output)")
+
+            // scheduler --once moves a due retry (and only that one) to the queue.
+            let now = Int64(Date().timeIntervalSince1970 * 1000)
+            let dueJob = "{\"token\":\"\(deviceToken(prefix: "00", index: 1))\",\"payload\":{\"aps\":{}}}"
+            let laterJob = "{\"token\":\"\(deviceToken(prefix: "00", index: 2))\",\"payload\":{\"aps\":{}}}"
+            _ = try client.command(["ZADD", "herald:retry", String(now - 5000), dueJob, String(now + 3_600_000), laterJob])
+            let scheduler = try HeraldRun.run(herald: herald, ["scheduler", "--redis", redis.url, "--once"], seconds: 15)
+            #expect(scheduler.status == 0, "\(scheduler.output)")
+            #expect(scheduler.output.contains("\"moved\":1"), "\(scheduler.output)")
+            #expect(try client.command(["LRANGE", "herald:queue", "0", "-1"]).array?.compactMap(\.string) == [dueJob])
+            #expect(try client.command(["ZRANGE", "herald:retry", "0", "-1"]).array?.compactMap(\.string) == [laterJob])
+
+            // stats --json parses and reports what is there.
+            _ = try client.command(["LPUSH", "herald:dead", "{\"reason\":\"not_json\",\"at\":1,\"job\":\"x\"}"])
+            let stats = try HeraldRun.run(herald: herald, ["stats", "--redis", redis.url, "--json"], seconds: 15)
+            #expect(stats.status == 0, "\(stats.output)")
+            let statsLine = stats.output.split(separator: "\n").first { $0.hasPrefix("{") }.map(String.init) ?? ""
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(statsLine.utf8)) as? [String: Any], "\(stats.output)")
+            #expect((object["queues"] as? [String: Any])?["herald:queue"] as? Int == 1)
+            #expect(object["dead_letters"] as? Int == 1)
+            #expect(object["results_length"] as? Int == 5)
+            let retry = object["retry"] as? [String: Any]
+            #expect(retry?["next_hour"] as? Int == 1, "\(stats.output)")
+            #expect(((object["outcomes_last_minute"] as? [String: Any])?["delivered"] as? Int) == 4, "\(stats.output)")
+        }
+    }
+}

@@ -1,0 +1,171 @@
+import Foundation
+import Glibc
+import HeraldTestSupport
+import MockAPNs
+import RedisQueue
+import Testing
+
+/// The heavy end-to-end tests run one at a time: each starts a redis-server, the simulator and several
+/// worker processes, and the machine they run on may have two cores.
+@Suite(.serialized) struct EndToEnd {}
+
+/// One app as the simulator registers it and as the worker's configuration names it.
+struct E2EApp {
+    var name: String
+    var bundleID: String
+    var teamID: String
+    var keyID: String
+}
+
+/// Everything one end-to-end test runs against: its own redis-server, an in-process APNs simulator with
+/// generated TLS and keys, and `herald worker` processes started from the built executable as a user would.
+/// Everything it starts is stopped by pid in `shutdown()` (and by the fixtures' deinit if a test throws).
+final class EndToEndWorld: @unchecked Sendable {
+    let directory: String
+    let redis: RedisServer
+    let simulator: MockAPNsServer
+    let tls: MockTLSFiles
+    let herald: String
+    /// Provider keys the simulator accepts, by app name.
+    let keys: [String: MockProviderKey]
+    let apps: [E2EApp]
+    private(set) var workers: [String: ChildProcess] = [:]
+
+    init(apps: [E2EApp] = [E2EApp(name: "main", bundleID: "com.example.e2e", teamID: "TEAME2E001", keyID: "KEYE2E0001")],
+         faults: MockFaultScript = MockFaultScript(), appendOnly: Bool = false, recordAccepted: Bool = true) throws {
+        guard let herald = heraldExecutable() else {
+            throw TestSupportError("the herald executable is not beside the test bundle: run `swift build` (it builds .build/debug/herald) before the tests")
+        }
+        self.herald = herald
+        directory = makeTemporaryDirectory("herald-e2e")
+        redis = try RedisServer(appendOnly: appendOnly)
+        tls = try MockTLSFiles.generate(in: directory + "/tls")
+        var keys: [String: MockProviderKey] = [:]
+        for app in apps {
+            let keyDirectory = directory + "/keys-\(app.name)"
+            try FileManager.default.createDirectory(atPath: keyDirectory, withIntermediateDirectories: true)
+            keys[app.name] = try MockProviderKey.generate(keyID: app.keyID, teamID: app.teamID, topics: [app.bundleID], directory: keyDirectory)
+        }
+        self.keys = keys
+        self.apps = apps
+        var configuration = MockAPNsConfiguration()
+        configuration.tls = tls
+        configuration.keys = apps.map { keys[$0.name]! }
+        configuration.faults = faults
+        configuration.recordAccepted = recordAccepted
+        simulator = try MockAPNsServer(configuration: configuration)
+    }
+
+    deinit { shutdown() }
+
+    var redisURL: String { redis.url }
+    var simulatorURL: String { "https://127.0.0.1:\(simulator.port)" }
+
+    func connectRedis() throws -> BlockingRedis {
+        try BlockingRedis(url: try RedisURL(parsing: redisURL))
+    }
+
+    /// Writes a worker configuration; `worker` and `retry` settings are merged over short test defaults.
+    func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:],
+                     keyFiles: [String: String] = [:]) throws -> String {
+        var workerSettings: [String: Any] = ["lease_seconds": 3, "max_in_flight": 500, "claim_batch": 100,
+                                             "shutdown_deadline_seconds": 5, "log_level": "info"]
+        workerSettings.merge(worker) { _, new in new }
+        var retrySettings: [String: Any] = ["server_error_base_seconds": 1, "throttle_base_seconds": 1, "jitter_fraction": 0.2,
+                                            "configuration_pause_seconds": 2]
+        retrySettings.merge(retry) { _, new in new }
+        let config: [String: Any] = [
+            "redis": ["url": redisURL],
+            "apns": ["production_url": simulatorURL, "sandbox_url": simulatorURL, "ca_file": tls.caFile ?? ""],
+            "apps": apps.map { app -> [String: Any] in
+                ["name": app.name, "bundle_id": app.bundleID,
+                 "token": ["team_id": app.teamID, "key_id": app.keyID, "key_file": keyFiles[app.name] ?? keys[app.name]!.privateKeyFile!]]
+            },
+            "retry": retrySettings,
+            "worker": workerSettings,
+        ]
+        let path = directory + "/\(name).json"
+        try JSONSerialization.data(withJSONObject: config, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    /// Starts `herald worker --config FILE --id ID`, as an operator would.
+    @discardableResult
+    func startWorker(id: String, config: String) throws -> ChildProcess {
+        let process = try ChildProcess(name: "worker-\(id)", executable: herald, arguments: ["worker", "--config", config, "--id", id])
+        workers[id] = process
+        return process
+    }
+
+    /// Runs a `herald` command to completion (with a deadline) and returns its exit status and output.
+    func runHerald(_ arguments: [String], seconds: Double = 30) throws -> (status: Int32?, output: String) {
+        try HeraldRun.run(herald: herald, arguments, seconds: seconds)
+    }
+
+    /// Pushes jobs with pipelined LPUSH, 1000 per round trip.
+    func push(_ jobs: [[UInt8]], queue: String = "herald:queue") throws {
+        let redis = try connectRedis()
+        var batch: [[[UInt8]]] = []
+        for job in jobs {
+            batch.append([Array("LPUSH".utf8), Array(queue.utf8), job])
+            if batch.count == 1000 { try checkReplies(try redis.pipeline(rawCommands: batch)); batch.removeAll() }
+        }
+        if !batch.isEmpty { try checkReplies(try redis.pipeline(rawCommands: batch)) }
+    }
+
+    private func checkReplies(_ replies: [RESPValue]) throws {
+        if let error = replies.first(where: { $0.errorMessage != nil }) { throw TestSupportError("LPUSH failed: \(error)") }
+    }
+
+    /// Stops every worker still running (SIGTERM, SIGKILL after the grace), the simulator and Redis.
+    func shutdown() {
+        for worker in workers.values where worker.isRunning { worker.stop(grace: 10) }
+        simulator.stop()
+        // SIGKILL: a throwaway server, and redis-server started from a test thread inherits a blocked SIGTERM
+        // (Foundation's Process keeps the spawning thread's signal mask), so a polite stop costs its 5 s grace.
+        redis.crash()
+    }
+
+    /// The workers' logs, for failure messages.
+    func workerLogs(lastLines: Int = 15) -> String {
+        workers.sorted { $0.key < $1.key }.map { id, process in
+            let lines = process.output.split(separator: "\n").suffix(lastLines).joined(separator: "\n")
+            return "--- worker \(id) (running: \(process.isRunning)) ---\n\(lines)"
+        }.joined(separator: "\n")
+    }
+
+    func removeFiles() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+}
+
+/// Runs the `herald` executable once with a deadline; output is stdout and stderr together.
+enum HeraldRun {
+    static func run(herald: String, _ arguments: [String], seconds: Double = 30) throws -> (status: Int32?, output: String) {
+        let process = try ChildProcess(name: "herald-\(arguments.first ?? "run")", executable: herald, arguments: arguments)
+        let status = process.waitForExit(seconds: seconds)
+        if status == nil { process.stop(grace: 2) }
+        return (status, process.output)
+    }
+}
+
+/// A 64-character hexadecimal device token whose prefix picks its fate at the simulator.
+func deviceToken(prefix: String, index: Int) -> String {
+    let body = String(format: "%016llx", UInt64(index) &* 0x9E37_79B9_7F4A_7C15)
+    let filler = String(repeating: "c", count: 64 - prefix.count - body.count)
+    return prefix + filler + body
+}
+
+/// A well-formed job with a producer-given id.
+func jobBytes(id: String, token: String, app: String? = nil, body: String = "hello") -> [UInt8] {
+    let appField = app.map { "\"app\":\"\($0)\"," } ?? ""
+    return Array("{\"id\":\"\(id)\",\(appField)\"token\":\"\(token)\",\"payload\":{\"aps\":{\"alert\":{\"title\":\"Herald e2e\",\"body\":\"\(body)\"}}}}".utf8)
+}
+
+/// Counts of accepted notifications per token, and the number of extra (duplicate) deliveries.
+func duplicateDeliveries(_ accepted: [MockAcceptedNotification]) -> (perToken: [String: Int], duplicates: Int) {
+    var perToken: [String: Int] = [:]
+    for notification in accepted { perToken[notification.token.lowercased(), default: 0] += 1 }
+    let duplicates = perToken.values.reduce(0) { $0 + max(0, $1 - 1) }
+    return (perToken, duplicates)
+}
