@@ -82,6 +82,7 @@ extension EndToEnd {
 
         @Test func sendToTheSimulatorPrintsStatus200() throws {
             guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            ignoreBrokenPipes()
             let directory = makeTemporaryDirectory("herald-cli")
             var configuration = MockAPNsConfiguration()
             configuration.tls = try MockTLSFiles.generate(in: directory + "/tls")

@@ -37,6 +37,7 @@ final class EndToEndWorld: @unchecked Sendable {
             throw TestSupportError("the herald executable is not beside the test bundle: run `swift build` (it builds .build/debug/herald) before the tests")
         }
         self.herald = herald
+        ignoreBrokenPipes()
         directory = makeTemporaryDirectory("herald-e2e")
         redis = try RedisServer(appendOnly: appendOnly)
         tls = try MockTLSFiles.generate(in: directory + "/tls")
@@ -137,6 +138,13 @@ final class EndToEndWorld: @unchecked Sendable {
     func removeFiles() {
         try? FileManager.default.removeItem(atPath: directory)
     }
+}
+
+/// The in-process simulator writes to sockets that workers close (SIGTERM, SIGKILL); a write to a closed
+/// socket raises SIGPIPE, whose default action would end the whole test process. `herald` itself ignores it
+/// in main; the MockAPNs library leaves that to its host, so the tests do it too.
+func ignoreBrokenPipes() {
+    signal(SIGPIPE, SIG_IGN)
 }
 
 /// Runs the `herald` executable once with a deadline; output is stdout and stderr together.
