@@ -90,5 +90,74 @@ extension EndToEnd {
                 #expect(worker.waitForExit(seconds: 10) == 0, "worker \(id) did not exit 0")
             }
         }
+    
+
+        /// SIGTERM while requests cannot finish (the simulator stays silent for some tokens): the worker waits
+        /// for its shutdown deadline, returns those jobs to the queue and exits 0. A second signal exits at once
+        /// (130) and leaves the leases to expire; another worker's reaper returns them. Every job ends once.
+        @Test(.timeLimit(.minutes(2)))
+        func shutdownDeadlineReturnsUnfinishedJobsAndSecondSignalExitsAtOnce() throws {
+            let faults = MockFaultScript(seed: 4, latencyMs: MockLatency(min: 0, max: 2), rules: [
+                MockFaultRule(fate: .silence, tokenPrefix: "d1"),
+            ])
+            let world = try EndToEndWorld(faults: faults)
+            defer { world.shutdown(); world.removeFiles() }
+            let normal = 200
+            let silent = 40
+            var jobs: [[UInt8]] = []
+            var expected: [String: String] = [:]
+            for i in 0..<(normal + silent) {
+                let id = "q-\(i)"
+                jobs.append(jobBytes(id: id, token: deviceToken(prefix: i < normal ? "00" : "d1", index: i)))
+                expected[id] = "delivered"
+            }
+            try world.push(jobs)
+            let config = try world.writeConfig(worker: ["lease_seconds": 2, "shutdown_deadline_seconds": 1])
+            let redis = try world.connectRedis()
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+
+            // Worker A delivers the normal jobs and holds the silent ones in flight.
+            let a = try world.startWorker(id: "drain-a", config: config)
+            #expect(try ledger.waitForTerminal(normal, seconds: 30), "\(world.workerLogs())")
+            #expect(waitUntil(seconds: 10) { (try? redis.command(["HLEN", "herald:leases:drain-a"]).int) == Int64(silent) })
+            a.signal(SIGTERM)
+            let termAt = Date()
+            let status = a.waitForExit(seconds: 1 + 5)
+            let took = Date().timeIntervalSince(termAt)
+            #expect(status == 0, "exit \(String(describing: status)):\n\(a.output.suffix(2000))")
+            #expect(took >= 0.8, "exited after \(took) s, before its in-flight requests or deadline")
+            #expect(a.output.contains("shutdown deadline reached"), "\(a.output.suffix(1500))")
+            #expect(a.output.contains("returned unsent jobs to the queue") && a.output.contains("\"jobs\":\(silent)"), "\(a.output.suffix(1500))")
+            #expect(try redis.command(["LLEN", "herald:queue"]).int == Int64(silent), "the unfinished jobs are back in the queue")
+            #expect(try redis.command(["HLEN", "herald:leases:drain-a"]).int == 0)
+
+            // Worker C takes them (still silent); two signals: it exits at once with 130, leases left behind.
+            let c = try world.startWorker(id: "drain-c", config: config)
+            #expect(waitUntil(seconds: 10) { (try? redis.command(["HLEN", "herald:leases:drain-c"]).int) == Int64(silent) }, "\(world.workerLogs())")
+            c.signal(SIGTERM)
+            usleep(200_000)
+            c.signal(SIGTERM)
+            let secondStatus = c.waitForExit(seconds: 0.9)
+            #expect(secondStatus == 130, "second signal: exit \(String(describing: secondStatus))")
+            #expect(try redis.command(["HLEN", "herald:leases:drain-c"]).int == Int64(silent), "leases stay for the reaper")
+
+            // The simulator answers again; worker B's reaper returns C's jobs once the lease ends, and B delivers them.
+            try world.simulator.replaceFaults(MockFaultScript(rules: []))
+            let b = try world.startWorker(id: "drain-b", config: config)
+            let finished = try ledger.waitForTerminal(normal + silent, seconds: 30) {
+                if !b.isRunning { throw TestSupportError("worker B exited:\n\(world.workerLogs())") }
+            }
+            usleep(1_000_000)
+            ledger.poll()
+            #expect(finished, "\(ledger.terminalCount) of \(normal + silent):\n\(world.workerLogs())")
+            #expect(ledger.contractProblems(expected: expected).isEmpty, "\(summarize(ledger.contractProblems(expected: expected)))")
+            #expect(ledger.entries.count == normal + silent)
+            #expect(b.output.contains("returned the jobs of dead workers to the queue"))
+            let (perToken, duplicates) = duplicateDeliveries(world.simulator.acceptedNotifications())
+            #expect(perToken.count == normal + silent && duplicates == 0, "duplicates \(duplicates)")
+            print("e2e drain: SIGTERM with \(silent) silent requests in flight exited 0 after \(String(format: "%.2f", took)) s (deadline 1 s) and returned them; second signal exited \(String(describing: secondStatus)); all \(normal + silent) delivered once, duplicates \(duplicates)")
+            b.signal(SIGTERM)
+            #expect(b.waitForExit(seconds: 10) == 0)
+        }
     }
 }
