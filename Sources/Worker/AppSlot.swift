@@ -12,6 +12,12 @@ final class AppSlot {
     /// Monotonic deadline of a pause after a credential error; 0 when running.
     var pausedUntil: UInt64 = 0
     var pauseReason = ""
+    /// False until APNs answers a request on this credential with anything but a credential error. Until
+    /// then one request (the probe) goes out at a time and the rest wait here, so a broken key costs one
+    /// rejected request per pause instead of one per claimed job.
+    var credentialProven = false
+    var probe: JobAttempt?
+    var waitingForProbe: [JobAttempt] = []
 
     init(credentials: AppCredentials) {
         self.settings = credentials.app
@@ -42,6 +48,7 @@ final class AppSlot {
     func reloadCredentials(apns: Configuration.APNsSettings) throws {
         let fresh = try AppCredentials.load(settings, apns: apns)
         credentials = fresh
+        credentialProven = false
         for client in clients.values { client.close(graceful: true) }
         clients.removeAll()
     }

@@ -272,10 +272,14 @@ public final class DeliveryPipeline {
         send(job)
     }
 
-    private func send(_ job: JobAttempt) {
+    private func send(_ job: JobAttempt, gated: Bool = true) {
         let slot = slots[job.appIndex]
         if slot.isPaused {
             deferJob(job, reason: slot.pauseReason, until: slot.pausedUntil)
+            return
+        }
+        if gated, !slot.credentialProven, let probe = slot.probe, probe !== job {
+            slot.waitingForProbe.append(job)
             return
         }
         let client: APNsClient
@@ -288,16 +292,45 @@ public final class DeliveryPipeline {
             deferJob(job, reason: slot.pauseReason, until: slot.pausedUntil)
             return
         }
+        if gated, !slot.credentialProven, slot.probe == nil { slot.probe = job }
         let accepted = client.send(job.notification, afterConnection: job.afterConnection) { [weak self] outcome in
             self?.handle(job, outcome: outcome, client: client)
         }
-        if !accepted { backlog.append(job) }
+        if !accepted {
+            if slot.probe === job { slot.probe = nil }
+            backlog.append(job)
+        }
+    }
+
+    /// The probe's answer decides for the jobs that waited on it: sent (credential works), deferred (the app
+    /// is now paused), or the next one becomes the probe (no answer from APNs).
+    private func releaseWaiting(_ slot: AppSlot, gated: Bool) {
+        let jobs = slot.waitingForProbe
+        slot.waitingForProbe.removeAll()
+        for job in jobs { send(job, gated: gated) }
     }
 
     private func handle(_ job: JobAttempt, outcome: APNsClient.Outcome, client: APNsClient) {
         client.handleConnectionAdvice(outcome, advice: policy.connectionAdvice(outcome.result))
         let now = wallClockMillis()
         let decision = policy.decide(outcome.result, attempt: job.attempt, expiration: job.notification.expiration, nowSeconds: now / 1000)
+        let slot = slots[job.appIndex]
+        var answeredProbe: Bool? = nil
+        if slot.probe === job {
+            slot.probe = nil
+            if case .response = outcome.result {
+                answeredProbe = true
+                if case .deferForConfiguration = decision {} else { slot.credentialProven = true }
+            } else {
+                answeredProbe = false
+            }
+        }
+        defer {
+            // After the decision (a credential error has paused the app by now). Without an answer the probe
+            // proved nothing: the waiting jobs then go on their own rather than queue behind each other's
+            // connection failures.
+            if let answeredProbe, slot.probe == nil, !slot.waitingForProbe.isEmpty { releaseWaiting(slot, gated: answeredProbe) }
+        }
         var status = 0
         var apnsID: String? = nil
         var uniqueID: String? = nil
