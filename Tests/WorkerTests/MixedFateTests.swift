@@ -24,6 +24,8 @@ extension EndToEnd {
             Fate(prefix: "bad0", count: 200, outcome: "failed", retryReason: nil, terminalReason: "DeviceTokenNotForTopic"),
             Fate(prefix: "77", count: 400, outcome: "delivered", retryReason: "TooManyRequests", terminalReason: nil),
             Fate(prefix: "e5", count: 400, outcome: "delivered", retryReason: "InternalServerError", terminalReason: nil),
+            // 503 every time, with max_attempts 2: one retry, then failed.
+            Fate(prefix: "e6", count: 100, outcome: "failed", retryReason: "ServiceUnavailable", terminalReason: "MaxAttempts:ServiceUnavailable"),
         ]
 
         /// Malformed jobs: (label, bytes, reason code the dead letter must start with).
@@ -54,6 +56,7 @@ extension EndToEnd {
                 MockFaultRule(fate: .otherTopic, tokenPrefix: "bad0"),
                 MockFaultRule(fate: .failFirst, tokenPrefix: "77", status: 429, reason: "TooManyRequests", count: 1),
                 MockFaultRule(fate: .failFirst, tokenPrefix: "e5", status: 500, reason: "InternalServerError", count: 1),
+                MockFaultRule(fate: .error, tokenPrefix: "e6", status: 503, reason: "ServiceUnavailable"),
             ])
             let world = try EndToEndWorld(faults: faults)
             defer { world.shutdown(); world.removeFiles() }
@@ -93,7 +96,7 @@ extension EndToEnd {
             #expect(jobs.count == total)
             try world.push(jobs)
 
-            let config = try world.writeConfig(worker: ["max_in_flight": 500, "claim_batch": 100])
+            let config = try world.writeConfig(worker: ["max_in_flight": 500, "claim_batch": 100], retry: ["max_attempts": 2])
             let started = Date()
             try world.startWorker(id: "mixed-1", config: config)
             try world.startWorker(id: "mixed-2", config: config)
