@@ -12,9 +12,9 @@ extension EndToEnd {
     @Suite struct FlakyAPNs {
         @Test(.timeLimit(.minutes(3)))
         func goawaysDropsAndRefusalsStillEndEveryJobOnce() throws {
-            let faults = MockFaultScript(seed: 9, latencyMs: MockLatency(min: 1, max: 5), goawayAfterRequests: 2000, rules: [
+            let faults = MockFaultScript(seed: 9, latencyMs: MockLatency(min: 1, max: 5), goawayAfterRequests: 1500, rules: [
                 MockFaultRule(fate: .refuseStream, rate: 0.01),
-                MockFaultRule(fate: .drop, rate: 0.001),
+                MockFaultRule(fate: .drop, rate: 0.0005),
                 MockFaultRule(fate: .error, rate: 0.01, status: 500, reason: "InternalServerError"),
             ])
             let world = try EndToEndWorld(faults: faults)
