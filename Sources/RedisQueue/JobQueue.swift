@@ -1,3 +1,5 @@
+import Reactor
+
 /// A worker's view of the queue on a `RedisConnection`: claim, complete, heartbeat, reap, schedule retries.
 ///
 /// Loop-confined like its connection (not Sendable): call everything on `connection.loop`; completions run
@@ -11,6 +13,7 @@ public final class JobQueue {
     public let workerID: String
     private let commands: QueueCommands
     private var claimSequence: UInt64 = 0
+    private var heartbeatTimer: LoopTimer?
 
     /// `queueKeys` in priority order (default: `keys.queue`). `workerID` must be unique among live workers
     /// (e.g. host:pid:random) and a valid key part.
@@ -68,6 +71,22 @@ public final class JobQueue {
     /// Pushes this worker's lease deadline out by `options.leaseMilliseconds`. One call covers every lease.
     public func renewHeartbeat(completion: @escaping (Result<Int64, RedisError>) -> Void = { _ in }) {
         run(commands.heartbeat()) { result in completion(result.flatMap { reply in reply.int.map { .success($0) } ?? .failure(.protocolError("heartbeat reply")) }) }
+    }
+
+    /// Renews the heartbeat now and then every `intervalMilliseconds` (default: a third of the lease) until
+    /// `stopHeartbeats()`. Failures are left to the connection's reconnect; `onFailure` sees them (for logs).
+    public func startHeartbeats(intervalMilliseconds: Int? = nil, onFailure: ((RedisError) -> Void)? = nil) {
+        heartbeatTimer?.cancel()
+        let interval = max(10, intervalMilliseconds ?? options.leaseMilliseconds / 3)
+        renewHeartbeat { result in if case .failure(let error) = result { onFailure?(error) } }
+        heartbeatTimer = connection.loop.schedule(afterMilliseconds: interval) { [weak self] in
+            self?.startHeartbeats(intervalMilliseconds: interval, onFailure: onFailure)
+        }
+    }
+
+    public func stopHeartbeats() {
+        heartbeatTimer?.cancel()
+        heartbeatTimer = nil
     }
 
     /// Returns the jobs of workers presumed dead to their queues. Safe in any number of processes at once.
