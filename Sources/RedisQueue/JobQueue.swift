@@ -14,6 +14,8 @@ public final class JobQueue {
     private let commands: QueueCommands
     private var claimSequence: UInt64 = 0
     private var heartbeatTimer: LoopTimer?
+    private var reapTimer: LoopTimer?
+    private var schedulerTimer: LoopTimer?
 
     /// `queueKeys` in priority order (default: `keys.queue`). `workerID` must be unique among live workers
     /// (e.g. host:pid:random) and a valid key part.
@@ -87,6 +89,57 @@ public final class JobQueue {
     public func stopHeartbeats() {
         heartbeatTimer?.cancel()
         heartbeatTimer = nil
+    }
+
+    /// What the background maintenance did, for logs and metrics.
+    public enum MaintenanceEvent: Sendable, Equatable {
+        case reaped(jobs: Int)
+        case movedRetries(Int)
+        case failed(RedisError)
+    }
+
+    /// Runs the reaper every `reapIntervalMilliseconds` and the retry scheduler whenever entries fall due (it
+    /// sleeps until the next due time, at most `schedulerMaxSleepMilliseconds`; at once after a full batch), on
+    /// this queue's loop, until `stopMaintenance()`. After a failure each waits its full interval and tries again.
+    /// `onEvent` hears only about non-zero work and failures.
+    public func startMaintenance(reapIntervalMilliseconds: Int = 1_000, schedulerMaxSleepMilliseconds: Int = 1_000,
+                                 onEvent: ((MaintenanceEvent) -> Void)? = nil) {
+        stopMaintenance()
+        let loop = connection.loop
+        func reapPass() {
+            reap { [weak self] result in
+                guard let self, self.reapTimer != nil else { return }
+                switch result {
+                case .success(let jobs): if jobs > 0 { onEvent?(.reaped(jobs: jobs)) }
+                case .failure(let error): onEvent?(.failed(error))
+                }
+                self.reapTimer = loop.schedule(afterMilliseconds: reapIntervalMilliseconds) { reapPass() }
+            }
+        }
+        func schedulerPass() {
+            moveDueRetries { [weak self] result in
+                guard let self, self.schedulerTimer != nil else { return }
+                var sleep = schedulerMaxSleepMilliseconds
+                switch result {
+                case .success(let move):
+                    if move.moved > 0 { onEvent?(.movedRetries(move.moved)) }
+                    sleep = move.sleepMilliseconds(batchLimit: self.options.retryMovesPerCall, cap: schedulerMaxSleepMilliseconds)
+                case .failure(let error):
+                    onEvent?(.failed(error))
+                }
+                self.schedulerTimer = loop.schedule(afterMilliseconds: sleep) { schedulerPass() }
+            }
+        }
+        // Placeholders mark "running" until the first pass re-arms them.
+        reapTimer = loop.schedule(afterMilliseconds: 0) { reapPass() }
+        schedulerTimer = loop.schedule(afterMilliseconds: 0) { schedulerPass() }
+    }
+
+    public func stopMaintenance() {
+        reapTimer?.cancel()
+        schedulerTimer?.cancel()
+        reapTimer = nil
+        schedulerTimer = nil
     }
 
     /// Returns the jobs of workers presumed dead to their queues. Safe in any number of processes at once.

@@ -173,3 +173,33 @@ final class LoopHarness: @unchecked Sendable {
         #expect(try harness.loop.submitAndWait { got.value } == "unix-db2")
     }
 }
+
+@Suite struct MaintenanceTests {
+    @Test func maintenanceReapsAndMovesDueRetriesOnTheLoop() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        try push(redis, key: keys.queue, jobs: ["a", "b"])
+        var short = JobQueueOptions()
+        short.leaseMilliseconds = 100
+        let doomed = try BlockingJobQueue(redis: redis, keys: keys, workerID: "doomed", options: short)
+        #expect(try doomed.claim(max: 2).count == 2)
+        _ = try redis.command([bytes("ZADD"), bytes(keys.retry), bytes("1"), JobEnvelope.wrap(job: bytes("c"), attempt: 2, id: "c", queue: keys.queue)])
+        let harness = try LoopHarness()
+        defer { harness.stop() }
+        let events = Box<[JobQueue.MaintenanceEvent]>([])
+        try harness.loop.submitAndWait {
+            let connection = RedisConnection(url: TestRedis.url, loop: harness.loop)
+            let queue = try JobQueue(connection: connection, keys: keys, workerID: "keeper")
+            queue.startMaintenance(reapIntervalMilliseconds: 20, schedulerMaxSleepMilliseconds: 20) { events.value.append($0) }
+            events.value = []
+            harness.loop.schedule(afterMilliseconds: 3_000) { queue.stopMaintenance(); connection.close() }
+        }
+        #expect(try waitUntil { try redis.command(["LLEN", keys.queue]).int == 3 })
+        // The replies reach the loop just after Redis applied the scripts.
+        #expect(try waitUntil {
+            let seen = try harness.loop.submitAndWait { events.value }
+            return seen.contains(.reaped(jobs: 2)) && seen.contains(.movedRetries(1))
+        })
+        #expect(try redis.command(["ZCARD", keys.retry]).int == 0)
+    }
+}
