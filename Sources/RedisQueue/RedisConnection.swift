@@ -112,7 +112,7 @@ public final class RedisConnection: FileDescriptorHandler {
     public func send(_ args: [[UInt8]], completion: @escaping Completion) {
         let deadline = monotonicNanos() &+ UInt64(options.commandTimeoutMilliseconds) * 1_000_000
         switch state {
-        case .connected where !handshaking:
+        case .connected where !handshaking && fd >= 0:
             RESPEncoder.append(args, to: &output)
             inFlight.push(Pending(completion: completion, deadline: deadline))
             scheduleFlush()
@@ -220,12 +220,14 @@ public final class RedisConnection: FileDescriptorHandler {
 
     private func connectFailed(_ reason: String) {
         dropSocket()
-        failInFlight(reason)
+        // State first: completions that re-send must find the connection down, not write into a dead socket.
         if !addresses.isEmpty {
+            failInFlight(reason)
             connect()
             return
         }
         scheduleReconnect(reason)
+        failInFlight(reason)
     }
 
     private func scheduleReconnect(_ reason: String) {
@@ -341,10 +343,10 @@ public final class RedisConnection: FileDescriptorHandler {
         guard fd >= 0 else { return }
         let wasConnected = state == .connected
         dropSocket()
-        failInFlight(reason)
         if wasConnected { failures = 0 }
         addresses = []
         scheduleReconnect(reason)
+        failInFlight(reason)
     }
 
     private func failInFlight(_ reason: String) {
