@@ -651,6 +651,9 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 return lose("server closed the connection")
             default:
                 let detail = openSSLErrors()
+                if phase == .awaitingSettings && detail != "no OpenSSL error detail" {
+                    return failTLS("rejected after the handshake: \(detail)")  // TLS 1.3: e.g. a missing client certificate
+                }
                 return lose(detail == "no OpenSSL error detail" ? "server closed the connection" : "read failed: \(detail)")
             }
         }

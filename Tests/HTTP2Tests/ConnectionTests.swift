@@ -193,3 +193,68 @@ import Testing
         #expect(throws: HTTP2ClientError.self) { try HTTP2Endpoint(host: "h", port: 1, proxy: "socks5://p:1").validate() }
     }
 }
+
+/// Client certificates (PEM and PKCS#12) and the CONNECT proxy.
+@Suite final class CredentialAndProxyTests {
+    let loop: EventLoop
+    let certificates: TestCertificates
+
+    init() throws {
+        loop = try EventLoop.startThread(name: "http2-cred-test")
+        certificates = try TestCertificates()
+        try certificates.makeClientCertificate()
+    }
+
+    deinit {
+        loop.stop()
+        loop.waitUntilStopped()
+    }
+
+    private func one(port: Int, _ configuration: TLSConfiguration, proxy: String? = nil) throws -> Result<HTTP2Response, HTTP2ClientError> {
+        let tls = try TLSContext(configuration)
+        let outcomes = Outcomes(expected: 1)
+        let connection = try loop.submitAndWait { () -> HTTP2ClientConnection in
+            let connection = HTTP2ClientConnection(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port, proxy: proxy), tls: tls)
+            connection.connect()
+            let accepted = connection.send(postRequest()) { outcomes.record(0, $0) }
+            if !accepted { outcomes.record(0, .failure(.queueFull)) }
+            return connection
+        }
+        #expect(outcomes.wait(seconds: 15))
+        try loop.submitAndWait { connection.close() }
+        return try #require(outcomes.all[0]?.first)
+    }
+
+    @Test func clientCertificatesAsPEMOrPKCS12() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--verify-client"])
+        defer { server.stop() }
+        let ca = certificates.caCertificate
+        let pem = try one(port: server.port, TLSConfiguration(caFile: ca, clientCertificateFile: certificates.clientCertificate, clientKeyFile: certificates.clientKey))
+        #expect((try? pem.get())?.status == 200)
+        let p12 = try one(port: server.port, TLSConfiguration(caFile: ca, pkcs12File: certificates.clientPKCS12, pkcs12Password: TestCertificates.pkcs12Password))
+        #expect((try? p12.get())?.status == 200)
+        let none = try one(port: server.port, TLSConfiguration(caFile: ca))
+        guard case .failure(let error) = none else { Issue.record("accepted without a client certificate"); return }
+        #expect(error.safeToResend, "\(error)")
+        #expect(throws: HTTP2ClientError.self) {
+            try TLSContext(TLSConfiguration(pkcs12File: self.certificates.clientPKCS12, pkcs12Password: "wrong"))
+        }
+    }
+
+    @Test func connectsThroughAConnectProxy() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+        let report = NSTemporaryDirectory() + "herald-h2-proxy-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: report) }
+        let proxy = try ServerProcess.peer(mode: "proxy", certificates: certificates, extra: ["--report", report])
+        defer { proxy.stop() }
+        let result = try one(port: server.port, TLSConfiguration(caFile: certificates.caCertificate), proxy: "http://127.0.0.1:\(proxy.port)")
+        #expect((try? result.get())?.status == 200, "\(result)")
+        let targets = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+        #expect(targets == "127.0.0.1:\(server.port)\n")
+    }
+}

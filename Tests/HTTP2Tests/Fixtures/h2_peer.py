@@ -10,6 +10,8 @@ Modes:
   limits   starts with MAX_CONCURRENT_STREAMS 1, raises it to --raise after the first answer, answers
            everything with 200 and records the most streams it ever saw open at once in --report.
   http11   offers only ALPN http/1.1 (a server that does not speak HTTP/2).
+  proxy    a plain HTTP CONNECT proxy (no TLS of its own): answers 200 and relays bytes both ways;
+           writes each CONNECT target it served, one per line, to --report.
 Prints "PORT <n>" once listening on 127.0.0.1. Stopped by the test with SIGTERM.
 """
 import argparse, json, socket, ssl, sys, threading, time
@@ -25,6 +27,46 @@ p.add_argument("--last-stream", type=int, default=9)
 p.add_argument("--raise", dest="raise_to", type=int, default=5)
 p.add_argument("--report", default=None)
 args = p.parse_args()
+
+def relay(src, dst):
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            dst.sendall(data)
+    except Exception:
+        pass
+    for s in (src, dst):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except Exception:
+            pass
+
+
+def proxy(client):
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = client.recv(4096)
+        if not chunk:
+            client.close()
+            return
+        head += chunk
+    line = head.split(b"\r\n")[0].decode()
+    method, target, _ = line.split(" ", 2)
+    if method != "CONNECT":
+        client.sendall(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+        client.close()
+        return
+    host, port = target.rsplit(":", 1)
+    if args.report:
+        with open(args.report, "a") as f:
+            f.write(target + "\n")
+    upstream = socket.create_connection((host.strip("[]"), int(port)))
+    client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    threading.Thread(target=relay, args=(client, upstream), daemon=True).start()
+    relay(upstream, client)
+
 
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(args.cert, args.key)
@@ -42,6 +84,9 @@ def answer(conn, stream_id):
 
 
 def serve(raw):
+    if args.mode == "proxy":
+        proxy(raw)
+        return
     try:
         tls = ctx.wrap_socket(raw, server_side=True)
     except Exception:
