@@ -52,6 +52,8 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     private var scratchSpans: [(Int, Int, Int, Int, UInt8)] = []
     private var scratchNV: [nghttp2_nv] = []
     private var inEntry = false
+    /// SSL_read asked for writability (TLS renegotiation or key update): retry the read when writable.
+    private var readWantsWrite = false
     private var needsFlush = false
     private var flushScheduled = false
     private var capacityFreed = false
@@ -248,6 +250,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         if phase == .ready || phase == .awaitingSettings {
             phase = .draining
             failQueued(.notSent("connection retired"))
+            pendingEvents.append(.draining(connectionID: id))
         }
     }
 
@@ -418,7 +421,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
             case .handshaking:
                 handshake()
             case .awaitingSettings, .ready, .draining:
-                if readable || hangup { readAvailable(hangup: hangup) }
+                if readable || hangup || (writable && readWantsWrite) { readAvailable(hangup: hangup) }
                 if writable { needsFlush = true }
             case .idle, .resolving, .closed:
                 break
@@ -629,6 +632,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
 
     private func readAvailable(hangup: Bool) {
         guard let ssl, let session else { return }
+        readWantsWrite = false
         while phase != .closed {
             ERR_clear_error()
             let count = SSL_read(ssl, readBuffer, Int32(Self.readSize))
@@ -645,6 +649,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 if hangup { lose("server closed the connection") }
                 return
             case SSL_ERROR_WANT_WRITE:
+                readWantsWrite = true
                 setInterest(writable: true)
                 return
             case SSL_ERROR_ZERO_RETURN:
@@ -694,7 +699,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 return lose(detail == "no OpenSSL error detail" ? "write failed: \(String(cString: strerror(errno)))" : "write failed: \(detail)")
             }
         }
-        setInterest(writable: false)
+        setInterest(writable: readWantsWrite)
     }
 
     private func closeIfDrained() {

@@ -208,7 +208,7 @@ public final class HTTP2ConnectionPool {
             dispatch()
         case .capacityAvailable:
             dispatch()
-        case .goaway:
+        case .goaway, .draining:
             connectionEnded(connection)
         case .closed:
             connectionEnded(connection)
