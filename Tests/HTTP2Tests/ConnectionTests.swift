@@ -91,6 +91,17 @@ import Testing
         #expect(serverSaw >= 1 && serverSaw <= 5, "server saw \(serverSaw) streams open at once")
     }
 
+    @Test func dropsBackWhenTheServerLowersItsLimit() throws {
+        let peer = try ServerProcess.peer(mode: "limits", certificates: certificates, extra: ["--raise", "8", "--lower-after", "50"])
+        defer { peer.stop() }
+        let (outcomes, connection) = try fire(200, port: peer.port, tls: try tls())
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.successes.count == 200, "\(outcomes.failures.prefix(3))")
+        let (maxOpen, limit) = try loop.submitAndWait { (connection.maxObservedOpenStreams, connection.maxConcurrentStreams) }
+        #expect(limit == 1)
+        #expect(maxOpen <= 8)
+    }
+
     @Test func refusesAServerItCannotVerify() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }

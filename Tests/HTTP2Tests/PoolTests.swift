@@ -57,6 +57,40 @@ import Testing
         #expect(eventually(seconds: 5) { events.all.filter { if case .connection(.closed) = $0 { true } else { false } }.count == 3 })
     }
 
+    @Test func completionsMayCallBackIntoThePool() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=7"])
+        defer { server.stop() }
+        let pool = try makePool(port: server.port, options: HTTP2PoolOptions(connectionCount: 2), events: EventLog())
+        let total = 500
+        let outcomes = Outcomes(expected: total + 20)
+        try loop.submitAndWait {
+            var next = 0
+            func chain() {
+                let index = next
+                next += 1
+                let accepted = pool.send(postRequest()) { result in
+                    outcomes.record(index, result)
+                    if next < total { chain() }  // re-enters the pool from inside a completion
+                    if index == total - 1 {
+                        // ...and so does closing it: these 20 complete with .closed, exactly once each.
+                        for extra in 0..<20 {
+                            _ = pool.send(postRequest()) { outcomes.record(total + extra, $0) }
+                        }
+                        pool.close(graceful: false)
+                    }
+                }
+                if !accepted { outcomes.record(index, .failure(.queueFull)) }
+            }
+            for _ in 0..<10 { chain() }
+        }
+        #expect(outcomes.wait(seconds: 60))
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.successes.count >= total - 10)
+        #expect(outcomes.failures.allSatisfy { $0 == .closed || $0 == .connectionLost("closed by client") }, "\(outcomes.failures)")
+    }
+
     @Test func reconnectsAfterTheServerIsKilledAndRestarted() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
