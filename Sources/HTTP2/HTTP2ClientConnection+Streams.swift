@@ -44,7 +44,11 @@ extension HTTP2ClientConnection {
         addHeader(":scheme", "https", 0)
         addHeader(":authority", request.authority ?? defaultAuthority, 0)
         addHeader(":path", request.path, noIndex)
-        for header in request.headers { addHeader(header.name, header.value, header.neverIndex ? noIndex : 0) }
+        for header in request.headers {
+            // A bearer token must never enter an HPACK table, even if the caller forgot to say so.
+            let secret = header.neverIndex || header.name == "authorization"
+            addHeader(header.name, header.value, secret ? noIndex : 0)
+        }
         var provider = nghttp2_data_provider()
         provider.read_callback = bodyReadCallback
         let hasBody = !request.body.isEmpty

@@ -52,6 +52,9 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     var scratchSpans: [(Int, Int, Int, Int, UInt8)] = []
     var scratchNV: [nghttp2_nv] = []
     var inEntry = false
+    /// From `connect()` until closed the connection keeps itself alive (as the loop does while its socket is
+    /// registered), so an owner that drops its reference cannot make queued or open requests vanish.
+    var keepAlive: HTTP2ClientConnection?
     /// SSL_read asked for writability (TLS renegotiation or key update): retry the read when writable.
     var readWantsWrite = false
     var needsFlush = false
@@ -103,6 +106,8 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     }
 
     deinit {
+        // Only a connection that was never connected can die with requests queued: they still complete once.
+        for context in queue.removeAll() where context.decide(.failure(.closed)) { context.deliver() }
         if let session { nghttp2_session_del(session) }
         if let ssl { SSL_free(ssl) }
         if fd >= 0 { Glibc.close(fd) }
@@ -116,6 +121,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     public func connect() {
         guard phase == .idle else { return }
         entry {
+            keepAlive = self
             phase = .resolving
             connectDeadline = monotonicNanos() &+ UInt64(max(1, options.connectTimeoutMilliseconds)) &* 1_000_000
             startSweep()
@@ -342,6 +348,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         outBuffer.removeAll()
         outOffset = 0
         pendingEvents.append(.closed(connectionID: id, error: error))
+        keepAlive = nil  // safe: `entry` holds the connection until this turn's completions and events are out
     }
 }
 

@@ -73,9 +73,10 @@ public final class HTTP2ConnectionPool {
         self.init(loop: loop, endpoint: endpoint, tls: try TLSContext(tlsConfiguration), options: options)
     }
 
+    /// A pool dropped without `close` still completes every request: queued ones with `.closed`, while its
+    /// connections finish their open streams and close.
     deinit {
-        reconnectTimer?.cancel()
-        sweepTimer?.cancel()
+        close(graceful: true)
     }
 
     // MARK: state

@@ -194,6 +194,24 @@ import Testing
         #expect(outcomes.failures.allSatisfy { $0 == .refusedStream && $0.safeToResend })
     }
 
+    @Test func resolvesAHostNameAndTriesEachAddressInTurn() throws {
+        // "localhost" usually resolves to ::1 and 127.0.0.1; nghttpd listens on 127.0.0.1 only, so an
+        // IPv6-first answer exercises falling through to the next address. The certificate names localhost.
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+        let tls = try tls()
+        let outcomes = Outcomes(expected: 1)
+        try loop.submitAndWait {
+            let connection = HTTP2ClientConnection(loop: self.loop, endpoint: HTTP2Endpoint(host: "localhost", port: server.port), tls: tls)
+            connection.connect()
+            if !connection.send(postRequest(), completion: { outcomes.record(0, $0) }) { outcomes.record(0, .failure(.queueFull)) }
+        }
+        #expect(outcomes.wait(seconds: 15))
+        #expect(outcomes.successes.first?.status == 200, "\(outcomes.failures)")
+    }
+
     @Test func connectionRefusedFailsAsConnectFailed() throws {
         let (outcomes, _) = try fire(2, port: try freePort(), tls: try tls(), waitSeconds: 10)
         #expect(outcomes.completedOnceEach)

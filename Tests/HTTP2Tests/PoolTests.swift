@@ -138,6 +138,21 @@ import Testing
         #expect(try loop.submitAndWait { pool.send(postRequest()) { _ in } } == false)
     }
 
+    @Test func aDroppedPoolStillCompletesEveryRequest() throws {
+        let tls = try TLSContext(TLSConfiguration(caFile: certificates.caCertificate))
+        let port = try freePort()
+        let outcomes = Outcomes(expected: 3)
+        try loop.submitAndWait {
+            let pool = HTTP2ConnectionPool(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls)
+            for index in 0..<3 {
+                if !pool.send(postRequest(), completion: { outcomes.record(index, $0) }) { outcomes.record(index, .failure(.queueFull)) }
+            }
+        }  // the pool's last reference goes here
+        #expect(outcomes.wait(seconds: 10))
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.failures == [.closed, .closed, .closed])
+    }
+
     @Test func retiringAConnectionMovesRequestsToAFreshOne() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
