@@ -11,12 +11,17 @@ public struct HTTP2PoolOptions: Sendable, Hashable {
     /// A connection that lived at least this long before dying counts as healthy: its replacement opens at once.
     public var healthyLifetimeMilliseconds: Int
     public var connection: HTTP2ConnectionOptions
+    /// When a connection attempt fails and no connection is live, fail the waiting requests at once with
+    /// that error (`.connectFailed` / `.tlsFailed`, never sent) instead of letting them wait out their deadlines.
+    public var failWaitingRequestsWhenUnreachable: Bool
 
     public init(
         connectionCount: Int = 1, maxQueuedRequests: Int = 10_000,
         reconnectMinimumMilliseconds: Int = 1_000, reconnectMaximumMilliseconds: Int = 60_000,
-        healthyLifetimeMilliseconds: Int = 10_000, connection: HTTP2ConnectionOptions = .init()
+        healthyLifetimeMilliseconds: Int = 10_000, connection: HTTP2ConnectionOptions = .init(),
+        failWaitingRequestsWhenUnreachable: Bool = true
     ) {
+        self.failWaitingRequestsWhenUnreachable = failWaitingRequestsWhenUnreachable
         self.connectionCount = max(1, connectionCount)
         self.maxQueuedRequests = maxQueuedRequests
         self.reconnectMinimumMilliseconds = reconnectMinimumMilliseconds
@@ -211,10 +216,14 @@ public final class HTTP2ConnectionPool {
             dispatch()
         case .goaway, .draining:
             connectionEnded(connection)
-        case .closed:
+        case let .closed(_, error):
+            let neverReady = readyAt[connection.id] == nil
             connectionEnded(connection)
             retiring.removeAll { $0 === connection }
             readyAt[connection.id] = nil
+            if let error, neverReady, options.failWaitingRequestsWhenUnreachable, liveConnections == 0 {
+                failWaiting(error)
+            }
         }
         onEvent?(.connection(event))
     }
@@ -243,6 +252,11 @@ public final class HTTP2ConnectionPool {
             self.ensureConnections()
         }
         onEvent?(.reconnectScheduled(delayMilliseconds: delay, consecutiveFailures: consecutiveFailures))
+    }
+
+    private func failWaiting(_ error: HTTP2ClientError) {
+        let waiting = queue.removeAll() + freshQueue.removeAll()
+        for context in waiting where context.decide(.failure(error)) { context.deliver() }
     }
 
     // MARK: queue deadlines

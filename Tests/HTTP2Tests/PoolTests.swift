@@ -106,10 +106,11 @@ import Testing
 
         server.stop(signal: SIGKILL)
         #expect(eventually(seconds: 10) { (try? loop.submitAndWait { pool.liveConnections }) == 0 })
-        // While the server is down requests wait in the pool's queue (or time out there, never sent).
+        // While the server is down requests fail as never sent: at the next failed attempt, or at their deadline.
         let during = try send(5, on: pool, request: postRequest(timeoutMilliseconds: 300))
         #expect(during.wait(seconds: 10))
-        #expect(during.failures.allSatisfy { $0 == .queueTimedOut && $0.safeToResend })
+        #expect(during.failures.count == 5)
+        #expect(during.failures.allSatisfy { $0.safeToResend }, "\(during.failures)")
 
         server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
         let after = try send(10, on: pool)
@@ -125,7 +126,8 @@ import Testing
     @Test func aFullQueuePushesBack() throws {
         let events = EventLog()
         // Nobody listens: nothing can leave the queue.
-        let options = HTTP2PoolOptions(maxQueuedRequests: 5, reconnectMinimumMilliseconds: 100, reconnectMaximumMilliseconds: 200)
+        let options = HTTP2PoolOptions(maxQueuedRequests: 5, reconnectMinimumMilliseconds: 100, reconnectMaximumMilliseconds: 200,
+                                       failWaitingRequestsWhenUnreachable: false)
         let pool = try makePool(port: try freePort(), options: options, events: events)
         let accepted = try loop.submitAndWait { () -> [Bool] in
             (0..<7).map { _ in pool.send(postRequest(timeoutMilliseconds: 200)) { _ in } }
@@ -151,6 +153,14 @@ import Testing
         #expect(outcomes.wait(seconds: 10))
         #expect(outcomes.completedOnceEach)
         #expect(outcomes.failures == [.closed, .closed, .closed])
+    }
+
+    @Test func anUnreachableServerFailsWaitingRequestsAtOnce() throws {
+        let pool = try makePool(port: try freePort(), options: HTTP2PoolOptions(), events: EventLog())
+        let outcomes = try send(3, on: pool)  // 20 s deadlines: an answer within 10 s proves they did not wait
+        #expect(outcomes.wait(seconds: 10))
+        #expect(outcomes.failures.allSatisfy { if case .connectFailed = $0 { true } else { false } }, "\(outcomes.failures)")
+        try loop.submitAndWait { pool.close(graceful: false) }
     }
 
     @Test func retiringAConnectionMovesRequestsToAFreshOne() throws {
