@@ -27,10 +27,11 @@ extension HTTP2ClientConnection {
         if inEntry || flushScheduled { return }
         flushScheduled = true
         // A zero-delay timer runs after the current loop iteration: one SSL_write for a whole burst of sends.
-        loop.schedule(afterNanoseconds: 0) { [weak self] in
-            guard let self else { return }
-            self.flushScheduled = false
-            self.entry {}
+        // Strong captures throughout: weak references would put every retain of the connection on Swift's slow
+        // side-table path, and the connection lives until closed anyway (`keepAlive`).
+        loop.schedule(afterNanoseconds: 0) { [self] in
+            flushScheduled = false
+            entry {}
         }
     }
 
@@ -207,10 +208,11 @@ extension HTTP2ClientConnection {
     // MARK: timers
 
     func startSweep() {
-        sweepTimer = loop.schedule(afterMilliseconds: options.sweepIntervalMilliseconds) { [weak self] in
-            guard let self, self.phase != .closed else { return }
-            self.entry { self.sweep() }
-            if self.phase != .closed { self.startSweep() }
+        // The timer holds the connection until it fires or `shutdown` cancels it.
+        sweepTimer = loop.schedule(afterMilliseconds: options.sweepIntervalMilliseconds) { [self] in
+            guard phase != .closed else { return }
+            entry { sweep() }
+            if phase != .closed { startSweep() }
         }
     }
 

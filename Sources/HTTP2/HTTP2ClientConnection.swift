@@ -134,12 +134,12 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
             } catch {
                 return
             }
-            let box = WeakConnection(self)
+            let box = ConnectionBox(self)
             let loop = self.loop
             DispatchQueue.global().async {
                 let result: Result<[SocketAddress], SystemError>
                 do throws(SystemError) { result = .success(try Sockets.resolve(host: target.host, port: target.port)) } catch { result = .failure(error) }
-                loop.execute { box.connection?.resolved(result) }
+                loop.execute { box.connection.resolved(result) }
             }
         }
     }
@@ -215,9 +215,9 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         } while (!toDeliver.isEmpty || !pendingEvents.isEmpty || needsFlush || capacityFreed) && rounds < 64
         if needsFlush && phase != .closed && !flushScheduled {
             flushScheduled = true
-            loop.schedule(afterNanoseconds: 0) { [weak self] in
-                self?.flushScheduled = false
-                self?.entry {}
+            loop.schedule(afterNanoseconds: 0) { [self] in
+                flushScheduled = false
+                entry {}
             }
         }
     }
@@ -352,9 +352,9 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     }
 }
 
-/// Carries a weak reference to a connection through the DNS thread and back. Only the loop's thread ever
-/// dereferences it, which is why the unchecked conformance is sound.
-private final class WeakConnection: @unchecked Sendable {
-    weak var connection: HTTP2ClientConnection?
+/// Carries the connection through the DNS thread and back. Only the loop's thread ever touches the
+/// connection itself (the DNS thread merely holds the reference), which is why the unchecked conformance is sound.
+private final class ConnectionBox: @unchecked Sendable {
+    let connection: HTTP2ClientConnection
     init(_ connection: HTTP2ClientConnection) { self.connection = connection }
 }

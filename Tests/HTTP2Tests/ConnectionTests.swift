@@ -212,6 +212,24 @@ import Testing
         #expect(outcomes.successes.first?.status == 200, "\(outcomes.failures)")
     }
 
+    @Test func aClosedConnectionIsFreed() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+        let watcher = WeakWatcher()
+        do {
+            let (outcomes, connection) = try fire(5, port: server.port, tls: try tls(), waitSeconds: 15)
+            #expect(outcomes.successes.count == 5)
+            try loop.submitAndWait {
+                watcher.object = connection
+                connection.close()
+            }
+        }
+        // No cycle through timers, the loop or nghttp2's user data keeps a closed connection alive.
+        #expect(eventually(seconds: 5) { (try? loop.submitAndWait { watcher.object == nil }) == true })
+    }
+
     @Test func connectionRefusedFailsAsConnectFailed() throws {
         let (outcomes, _) = try fire(2, port: try freePort(), tls: try tls(), waitSeconds: 10)
         #expect(outcomes.completedOnceEach)
@@ -294,4 +312,8 @@ import Testing
         let targets = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
         #expect(targets == "127.0.0.1:\(server.port)\n")
     }
+}
+
+private final class WeakWatcher: @unchecked Sendable {
+    weak var object: HTTP2ClientConnection?
 }
