@@ -236,6 +236,11 @@ import Testing
         #expect(outcomes.failures.allSatisfy { if case .connectFailed = $0 { true } else { false } }, "\(outcomes.failures)")
     }
 
+    @Test func headerNamesAreLowerCased() {
+        #expect(HTTP2Header(name: "APNs-Topic", value: "X").name == "apns-topic")
+        #expect(HTTP2Header(name: "apns-id", value: "Y").value == "Y")
+    }
+
     @Test func goawayReasonIsReadFromTheDebugDataJSON() {
         #expect(HTTP2ClientConnection.goawayReason(Array(#"{"reason":"ExpiredProviderToken"}"#.utf8)) == "ExpiredProviderToken")
         #expect(HTTP2ClientConnection.goawayReason(Array("plain".utf8)) == "plain")
