@@ -93,6 +93,8 @@ public final class HTTP2ConnectionPool {
     public var liveConnections: Int { connections.reduce(0) { $0 + ($1.state == .ready ? 1 : 0) } }
     /// Ids of the connections taking requests now (not the retiring ones).
     public var connectionIDs: [Int] { connections.map(\.id) }
+    /// The most streams any current connection ever had open at once (tests check the server's limit with it).
+    public var maxObservedOpenStreams: Int { (connections + retiring).map(\.maxObservedOpenStreams).max() ?? 0 }
     /// Free streams across live connections: what a caller may send without anything queuing.
     public var availableStreams: Int { connections.reduce(0) { $0 + $1.availableStreams } }
 

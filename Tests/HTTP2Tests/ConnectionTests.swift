@@ -236,6 +236,12 @@ import Testing
         #expect(outcomes.failures.allSatisfy { if case .connectFailed = $0 { true } else { false } }, "\(outcomes.failures)")
     }
 
+    @Test func configurationDescriptionHidesThePassword() {
+        let text = "\(TLSConfiguration(pkcs12File: "cert.p12", pkcs12Password: "hunter2"))"
+        #expect(!text.contains("hunter2"))
+        #expect(text.contains("cert.p12"))
+    }
+
     @Test func headerNamesAreLowerCased() {
         #expect(HTTP2Header(name: "APNs-Topic", value: "X").name == "apns-topic")
         #expect(HTTP2Header(name: "apns-id", value: "Y").value == "Y")

@@ -52,6 +52,7 @@ import Testing
         #expect(outcomes.completedOnceEach)
         #expect(outcomes.successes.count == 2_000)
         #expect(Set(outcomes.successes.map(\.connectionID)).count == 3)
+        #expect(try loop.submitAndWait { pool.maxObservedOpenStreams } <= 10)
         #expect(try loop.submitAndWait { (pool.inFlight, pool.queued) } == (0, 0))
         try loop.submitAndWait { pool.close(graceful: true) }
         #expect(eventually(seconds: 5) { events.all.filter { if case .connection(.closed) = $0 { true } else { false } }.count == 3 })
