@@ -129,7 +129,11 @@ final class ServerConnection: FileDescriptorHandler {
             let consumed = nghttp2_session_mem_recv(session, buffer.baseAddress!, count)
             if consumed < 0 { close(); return }
         }
-        if closeRequested { close() }
+        if closeRequested {
+            // Answers already given go out (best effort); the request that triggered the drop gets none.
+            flush()
+            close()
+        }
     }
 
     /// >0 bytes read, 0 would block, <0 closed or failed.
@@ -209,6 +213,11 @@ final class ServerConnection: FileDescriptorHandler {
         closed = true
         core.loop.unregister(fd: fd)
         Glibc.close(fd)
+        // Freed here, not in deinit, so no nghttp2 callback can reach a connection that is going away.
+        if let session { nghttp2_session_del(session) }
+        session = nil
+        if let ssl { SSL_free(ssl) }
+        ssl = nil
         core.stats.streamsInUse -= openStreams
         openStreams = 0
         streams.removeAll()

@@ -94,6 +94,12 @@ struct ConnectionBehaviourTests {
         #expect(report.stream(3)?.status == 200)
         #expect(report.stream(5)?.status == nil)
         #expect(report.closed)
+        // Pipelined: the answer to request 2 still goes out before the drop triggered by request 3.
+        let pipelined = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture, wait: false), try H2Peer.push(fixture, wait: false)])
+        #expect(pipelined.stream(3)?.status == 200)
+        #expect(pipelined.stream(5)?.status == nil)
+        #expect(pipelined.closed)
+        #expect(fixture.server.stats().connectionsDropped == 2)
     }
 
     @Test func unrelatedKeyAndTokenUpdatesOnOneConnection() throws {
