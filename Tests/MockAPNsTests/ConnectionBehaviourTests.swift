@@ -102,6 +102,16 @@ struct ConnectionBehaviourTests {
         #expect(fixture.server.stats().connectionsDropped == 2)
     }
 
+    @Test func idleConnectionsGetGoawayIdleTimeout() throws {
+        let fixture = try Fixture(faults: MockFaultScript(idleTimeoutSeconds: 0.3))
+        defer { fixture.stop() }
+        let report = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture, pause: 1.0)])
+        #expect(report.stream(1)?.status == 200)
+        #expect(report.goaway?.last_stream_id == 1)
+        #expect(report.goaway?.data == #"{"reason":"IdleTimeout"}"#)
+        #expect(report.stream(3) == nil)
+    }
+
     @Test func unrelatedKeyAndTokenUpdatesOnOneConnection() throws {
         let second = try MockProviderKey.generate(keyID: "KEY7654321", teamID: "TEAM123456")
         let fixture = try Fixture(extraKeys: [second]) { $0.tokenUpdateWindowSeconds = 0.4 }
