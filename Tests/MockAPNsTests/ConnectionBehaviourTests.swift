@@ -73,7 +73,7 @@ struct ConnectionBehaviourTests {
         let refused = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture, token: "aa11")])
         #expect(refused.stream(3)?.reset == 7)  // REFUSED_STREAM
         #expect(refused.stream(3)?.status == nil)
-        let silent = try H2Peer.run(fixture, [try H2Peer.push(fixture, token: "bb11")], timeout: 0.5)
+        let silent = try H2Peer.run(fixture, [try H2Peer.push(fixture, token: "bb11", timeout: 0.5)])
         #expect(silent.timeouts == [1])
         #expect(!silent.closed)
         let dropped = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture, token: "cc11")])
@@ -114,7 +114,7 @@ struct ConnectionBehaviourTests {
 
     @Test func unrelatedKeyAndTokenUpdatesOnOneConnection() throws {
         let second = try MockProviderKey.generate(keyID: "KEY7654321", teamID: "TEAM123456")
-        let fixture = try Fixture(extraKeys: [second]) { $0.tokenUpdateWindowSeconds = 0.4 }
+        let fixture = try Fixture(extraKeys: [second]) { $0.tokenUpdateWindowSeconds = 1.5 }
         defer { fixture.stop() }
         let now = wallClockSeconds()
         let refreshed = try fixture.bearer(issuedAt: now - 1)
@@ -122,7 +122,7 @@ struct ConnectionBehaviourTests {
             try H2Peer.push(fixture, authorization: try fixture.bearer(issuedAt: now)),
             try H2Peer.push(fixture, authorization: try fixture.bearer(second)),
             try H2Peer.push(fixture, authorization: try fixture.bearer(issuedAt: now - 1)),
-            try H2Peer.push(fixture, authorization: refreshed, pause: 0.6),
+            try H2Peer.push(fixture, authorization: refreshed, pause: 1.7),
             try H2Peer.push(fixture, authorization: refreshed),
         ])
         #expect(report.stream(1)?.status == 200)

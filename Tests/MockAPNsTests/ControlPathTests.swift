@@ -48,7 +48,7 @@ struct ControlPathTests {
     @Test func silenceAfterRequestsStopsAnswering() throws {
         let fixture = try Fixture(faults: MockFaultScript(silenceAfterRequests: 1))
         defer { fixture.stop() }
-        let report = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture)], timeout: 0.5)
+        let report = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture, timeout: 0.5)])
         #expect(report.stream(1)?.status == 200)
         #expect(report.timeouts == [3])
     }
