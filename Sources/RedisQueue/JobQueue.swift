@@ -65,7 +65,8 @@ public final class JobQueue {
             return
         }
         let commands = self.commands
-        run(commands.complete(batch)) { result in
+        let call = commands.complete(batch)
+        connection.evalScript(call.0, keys: call.1, arguments: call.2) { result in
             completion(result.flatMap { reply in Result { () throws(RedisError) in try commands.parseComplete(reply, batch: batch) } })
         }
     }
@@ -195,7 +196,8 @@ public final class BlockingJobQueue {
 
     public func complete(_ batch: [JobCompletion]) throws(RedisError) -> CompletionReport {
         guard !batch.isEmpty else { return CompletionReport() }
-        return try commands.parseComplete(run(commands.complete(batch)), batch: batch)
+        let call = commands.complete(batch)
+        return try commands.parseComplete(run((call.0, call.1, call.2.decoded)), batch: batch)
     }
 
     @discardableResult
