@@ -80,10 +80,13 @@ extension HTTP2ClientConnection {
     }
 
     func addHeader(_ name: String, _ value: String, _ flags: UInt8) {
+        // Through the contiguous UTF-8 buffers: appending a String.UTF8View goes element by element.
+        var name = name
+        var value = value
         let nameStart = scratchBytes.count
-        scratchBytes.append(contentsOf: name.utf8)
+        name.withUTF8 { scratchBytes.append(contentsOf: $0) }
         let valueStart = scratchBytes.count
-        scratchBytes.append(contentsOf: value.utf8)
+        value.withUTF8 { scratchBytes.append(contentsOf: $0) }
         scratchBytes.append(0)  // keeps the base address valid even when every header is empty
         scratchSpans.append((nameStart, valueStart - nameStart, valueStart, scratchBytes.count - 1 - valueStart, flags))
     }

@@ -6,7 +6,9 @@ public struct HTTP2Header: Hashable, Sendable {
     public var neverIndex: Bool
 
     public init(name: String, value: String, neverIndex: Bool = false) {
-        self.name = name.utf8.contains { $0 >= 65 && $0 <= 90 } ? name.lowercased() : name
+        var name = name
+        let hasUpper = name.withUTF8 { bytes in bytes.contains { $0 >= 65 && $0 <= 90 } }
+        self.name = hasUpper ? name.lowercased() : name
         self.value = value
         self.neverIndex = neverIndex
     }

@@ -50,7 +50,14 @@ public struct RESPArguments: Sendable {
     private mutating func header(_ length: Int) {
         count += 1
         bytes.append(UInt8(ascii: "$"))
-        appendDecimal(Int64(length), to: &bytes)
+        if length < 10 {
+            bytes.append(UInt8(48 + length))
+        } else if length < 100 {
+            bytes.append(UInt8(48 + length / 10))
+            bytes.append(UInt8(48 + length % 10))
+        } else {
+            appendDecimal(Int64(length), to: &bytes)
+        }
         bytes.append(13)
         bytes.append(10)
     }
