@@ -221,6 +221,12 @@ public struct JSONScanner {
         var escapes = false
         let end = bytes.count
         while true {
+            // Plain printable ASCII is most of every string: skip it in a tight loop.
+            while i < end {
+                let c = bytes[i]
+                guard c >= 0x20 && c < 0x80 && c != 0x22 && c != 0x5C else { break }
+                i += 1
+            }
             guard i < end else { throw .unexpectedEnd }
             let b = bytes[i]
             if b == UInt8(ascii: "\"") {
@@ -442,3 +448,4 @@ func appendUTF8(_ scalar: Unicode.Scalar, to out: inout [UInt8]) {
         out.append(0x80 | UInt8((v >> 6) & 0x3F)); out.append(0x80 | UInt8(v & 0x3F))
     }
 }
+

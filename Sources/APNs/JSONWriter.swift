@@ -105,6 +105,7 @@ public func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
             magnitude /= 10
             n += 1
         }
-        out.append(contentsOf: d[(20 - n)...])
+        // Byte by byte: appending a slice of a raw buffer goes through a slow generic path.
+        for k in (20 - n)..<20 { out.append(d[k]) }
     }
 }

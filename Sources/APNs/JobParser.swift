@@ -155,10 +155,10 @@ public enum JobParser {
 
 /// Non-empty, even length, hexadecimal: what APNs accepts in `/3/device/<token>`.
 public func isHexToken(_ token: String) -> Bool {
-    var count = 0
-    for b in token.utf8 {
-        guard hexValue(b) != nil else { return false }
-        count += 1
+    var token = token
+    return token.withUTF8 { bytes in
+        guard !bytes.isEmpty, bytes.count % 2 == 0 else { return false }
+        for b in bytes where hexValue(b) == nil { return false }
+        return true
     }
-    return count > 0 && count % 2 == 0
 }

@@ -26,45 +26,50 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     /// Receives connection events (connected, capacity, GOAWAY, closed) on the loop's thread.
     public var onEvent: ((HTTP2ConnectionEvent) -> Void)?
 
-    private enum Phase { case idle, resolving, tcpConnecting, proxy, handshaking, awaitingSettings, ready, draining, closed }
-    private var phase = Phase.idle
-    private var fd: Int32 = -1
-    private var registered = false
-    private var interestWritable = false
-    private var ssl: OpaquePointer?
-    private var session: OpaquePointer?
-    private var addresses: [SocketAddress] = []
-    private var addressIndex = 0
-    private var lastConnectError = "no address"
-    private var proxyOut: [UInt8] = []
-    private var proxyIn: [UInt8] = []
+    enum Phase { case idle, resolving, tcpConnecting, proxy, handshaking, awaitingSettings, ready, draining, closed }
+    var phase = Phase.idle
+    var fd: Int32 = -1
+    var registered = false
+    var interestWritable = false
+    var ssl: OpaquePointer?
+    var session: OpaquePointer?
+    var addresses: [SocketAddress] = []
+    var addressIndex = 0
+    var lastConnectError = "no address"
+    var proxyOut: [UInt8] = []
+    var proxyIn: [UInt8] = []
 
-    private var streams: [Int32: RequestContext] = [:]
-    private var queue = FIFO<RequestContext>()
-    private var toDeliver: [RequestContext] = []
-    private var delivering: [RequestContext] = []
-    private var pendingEvents: [HTTP2ConnectionEvent] = []
-    private let readBuffer: UnsafeMutableRawPointer
-    private static let readSize = 65_536
-    private var outBuffer: [UInt8] = []
-    private var outOffset = 0
-    private var scratchBytes: [UInt8] = []
-    private var scratchSpans: [(Int, Int, Int, Int, UInt8)] = []
-    private var scratchNV: [nghttp2_nv] = []
-    private var inEntry = false
-    private var needsFlush = false
-    private var flushScheduled = false
-    private var capacityFreed = false
-    private var goaway: (lastStreamID: Int32, errorCode: UInt32, reason: String?)?
-    private var retiring = false
-    private var sweepTimer: LoopTimer?
-    private var connectDeadline: UInt64 = 0
-    private var lastReadAt: UInt64 = 0
-    private var pingSentAt: UInt64?
-    private let defaultAuthority: String
+    var streams: [Int32: RequestContext] = [:]
+    var queue = FIFO<RequestContext>()
+    var toDeliver: [RequestContext] = []
+    var delivering: [RequestContext] = []
+    var pendingEvents: [HTTP2ConnectionEvent] = []
+    let readBuffer: UnsafeMutableRawPointer
+    static let readSize = 65_536
+    var outBuffer: [UInt8] = []
+    var outOffset = 0
+    var scratchBytes: [UInt8] = []
+    var scratchSpans: [(Int, Int, Int, Int, UInt8)] = []
+    var scratchNV: [nghttp2_nv] = []
+    var inEntry = false
+    /// From `connect()` until closed the connection keeps itself alive (as the loop does while its socket is
+    /// registered), so an owner that drops its reference cannot make queued or open requests vanish.
+    var keepAlive: HTTP2ClientConnection?
+    /// SSL_read asked for writability (TLS renegotiation or key update): retry the read when writable.
+    var readWantsWrite = false
+    var needsFlush = false
+    var flushScheduled = false
+    var capacityFreed = false
+    var goaway: (lastStreamID: Int32, errorCode: UInt32, reason: String?)?
+    var retiring = false
+    var sweepTimer: LoopTimer?
+    var connectDeadline: UInt64 = 0
+    var lastReadAt: UInt64 = 0
+    var pingSentAt: UInt64?
+    let defaultAuthority: String
 
     /// The most streams ever open at once: lets tests prove the server's limit was never exceeded.
-    public private(set) var maxObservedOpenStreams = 0
+    public internal(set) var maxObservedOpenStreams = 0
     /// Streams submitted and not yet closed by nghttp2 (including ones cancelled by a timeout until the RST goes out).
     public var openStreams: Int { streams.count }
     public var queuedRequests: Int { queue.count }
@@ -101,6 +106,8 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     }
 
     deinit {
+        // Only a connection that was never connected can die with requests queued: they still complete once.
+        for context in queue.removeAll() where context.decide(.failure(.closed)) { context.deliver() }
         if let session { nghttp2_session_del(session) }
         if let ssl { SSL_free(ssl) }
         if fd >= 0 { Glibc.close(fd) }
@@ -114,6 +121,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     public func connect() {
         guard phase == .idle else { return }
         entry {
+            keepAlive = self
             phase = .resolving
             connectDeadline = monotonicNanos() &+ UInt64(max(1, options.connectTimeoutMilliseconds)) &* 1_000_000
             startSweep()
@@ -126,12 +134,12 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
             } catch {
                 return
             }
-            let box = WeakConnection(self)
+            let box = ConnectionBox(self)
             let loop = self.loop
             DispatchQueue.global().async {
                 let result: Result<[SocketAddress], SystemError>
                 do throws(SystemError) { result = .success(try Sockets.resolve(host: target.host, port: target.port)) } catch { result = .failure(error) }
-                loop.execute { box.connection?.resolved(result) }
+                loop.execute { box.connection.resolved(result) }
             }
         }
     }
@@ -165,205 +173,11 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         entry { shutdown(nil, inFlight: .connectionLost("closed by client"), queued: .closed) }
     }
 
-    // MARK: requests
-
-    func enqueue(_ context: RequestContext) -> Bool {
-        switch phase {
-        case .closed, .draining: return false
-        default: break
-        }
-        if phase == .ready && queue.isEmpty && streams.count < maxConcurrentStreams {
-            submit(context)
-        } else {
-            guard queue.count < options.maxQueuedRequests else { return false }
-            queue.append(context)
-        }
-        requestFlush()
-        return true
-    }
-
-    private func requestFlush() {
-        needsFlush = true
-        if inEntry || flushScheduled { return }
-        flushScheduled = true
-        // A zero-delay timer runs after the current loop iteration: one SSL_write for a whole burst of sends.
-        loop.schedule(afterNanoseconds: 0) { [weak self] in
-            guard let self else { return }
-            self.flushScheduled = false
-            self.entry {}
-        }
-    }
-
-    private func submit(_ context: RequestContext) {
-        guard let session else { return }
-        let request = context.request
-        scratchBytes.removeAll(keepingCapacity: true)
-        scratchSpans.removeAll(keepingCapacity: true)
-        let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
-        addHeader(":method", request.method, 0)
-        addHeader(":scheme", "https", 0)
-        addHeader(":authority", request.authority ?? defaultAuthority, 0)
-        addHeader(":path", request.path, noIndex)
-        for header in request.headers { addHeader(header.name, header.value, header.neverIndex ? noIndex : 0) }
-        var provider = nghttp2_data_provider()
-        provider.read_callback = bodyReadCallback
-        let hasBody = !request.body.isEmpty
-        let streamID: Int32 = scratchBytes.withUnsafeMutableBufferPointer { bytes in
-            let base = bytes.baseAddress!
-            scratchNV.removeAll(keepingCapacity: true)
-            for span in scratchSpans {
-                scratchNV.append(nghttp2_nv(name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3, flags: span.4))
-            }
-            return scratchNV.withUnsafeBufferPointer { nva in
-                hasBody
-                    ? nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, &provider, nil)
-                    : nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, nil, nil)
-            }
-        }
-        if streamID < 0 {
-            if context.decide(.failure(.notSent("nghttp2_submit_request: \(String(cString: nghttp2_strerror(streamID)))"))) {
-                toDeliver.append(context)
-            }
-            if streamID == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue { startDraining() }
-            return
-        }
-        context.streamID = streamID
-        streams[streamID] = context
-        if streams.count > maxObservedOpenStreams { maxObservedOpenStreams = streams.count }
-        // Stream ids run out at 2^31: retire well before, the pool opens a fresh connection.
-        if streamID > 0x7FF0_0000 { startDraining() }
-    }
-
-    private func addHeader(_ name: String, _ value: String, _ flags: UInt8) {
-        let nameStart = scratchBytes.count
-        scratchBytes.append(contentsOf: name.utf8)
-        let valueStart = scratchBytes.count
-        scratchBytes.append(contentsOf: value.utf8)
-        scratchBytes.append(0)  // keeps the base address valid even when every header is empty
-        scratchSpans.append((nameStart, valueStart - nameStart, valueStart, scratchBytes.count - 1 - valueStart, flags))
-    }
-
-    private func startDraining() {
-        retiring = true
-        if phase == .ready || phase == .awaitingSettings {
-            phase = .draining
-            failQueued(.notSent("connection retired"))
-        }
-    }
-
-    private func failQueued(_ error: HTTP2ClientError) {
-        for context in queue.removeAll() where context.decide(.failure(error)) { toDeliver.append(context) }
-    }
-
-    private func dispatchQueued() {
-        while let context = queue.first {
-            if context.done {
-                _ = queue.popFirst()
-                continue
-            }
-            guard phase == .ready, streams.count < maxConcurrentStreams else { return }
-            _ = queue.popFirst()
-            submit(context)
-            needsFlush = true
-        }
-    }
-
-    // MARK: nghttp2 callbacks (called only from inside mem_recv / mem_send)
-
-    func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        guard let context = streams[streamID] else { return }
-        if name.count == 7, name.elementsEqual(":status".utf8) {
-            var status = 0
-            for byte in value where byte >= 48 && byte <= 57 { status = status * 10 + Int(byte - 48) }
-            context.status = status
-            if status < 200 { context.headers.removeAll() }  // an interim 1xx answer: the final one follows
-            return
-        }
-        context.headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
-    }
-
-    func receivedData(streamID: Int32, _ data: UnsafeBufferPointer<UInt8>) {
-        streams[streamID]?.body.append(contentsOf: data)
-    }
-
-    func readBody(streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
-        guard let context = streams[streamID] else {
-            flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
-            return 0
-        }
-        let count = context.request.body.withUnsafeBufferPointer { body -> Int in
-            let count = min(length, body.count - context.bodyOffset)
-            if count > 0 { buffer.update(from: body.baseAddress! + context.bodyOffset, count: count) }
-            return count
-        }
-        context.bodyOffset += count
-        if context.bodyOffset >= context.request.body.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
-        return count
-    }
-
-    func streamClosed(streamID: Int32, errorCode: UInt32) {
-        guard let context = streams.removeValue(forKey: streamID) else { return }
-        capacityFreed = true
-        if context.done { return }
-        let outcome: Result<HTTP2Response, HTTP2ClientError>
-        if let goaway, streamID > goaway.lastStreamID {
-            outcome = .failure(.goawayUnprocessed(lastStreamID: goaway.lastStreamID, errorCode: goaway.errorCode, reason: goaway.reason))
-        } else if errorCode == NGHTTP2_NO_ERROR.rawValue && context.status >= 200 {
-            outcome = .success(HTTP2Response(status: context.status, headers: context.headers, body: context.body, connectionID: id))
-        } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
-            outcome = .failure(.refusedStream)
-        } else {
-            outcome = .failure(.streamReset(errorCode: errorCode))
-        }
-        context.decide(outcome)
-        toDeliver.append(context)
-    }
-
-    func requestNotSent(streamID: Int32, libError: Int32) {
-        guard let context = streams.removeValue(forKey: streamID) else { return }
-        capacityFreed = true
-        let error: HTTP2ClientError
-        if let goaway {
-            error = .goawayUnprocessed(lastStreamID: goaway.lastStreamID, errorCode: goaway.errorCode, reason: goaway.reason)
-        } else {
-            error = .notSent(String(cString: nghttp2_strerror(libError)))
-        }
-        if context.decide(.failure(error)) { toDeliver.append(context) }
-    }
-
-    func receivedSettings() {
-        if phase == .awaitingSettings {
-            phase = .ready
-            pendingEvents.append(.connected(connectionID: id, maxConcurrentStreams: maxConcurrentStreams))
-        }
-        capacityFreed = true
-    }
-
-    func receivedPingAck() { pingSentAt = nil }
-
-    func receivedGoaway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
-        let reason = Self.goawayReason(debugData)
-        goaway = (lastStreamID, errorCode, reason)
-        if phase == .ready || phase == .awaitingSettings { phase = .draining }
-        failQueued(.goawayUnprocessed(lastStreamID: lastStreamID, errorCode: errorCode, reason: reason))
-        pendingEvents.append(.goaway(connectionID: id, lastStreamID: lastStreamID, errorCode: errorCode, reason: reason))
-    }
-
-    /// APNs puts `{"reason":"..."}` in the debug data; anything else is passed on as text.
-    static func goawayReason(_ data: [UInt8]) -> String? {
-        guard !data.isEmpty else { return nil }
-        if let object = try? JSONSerialization.jsonObject(with: Data(data)) as? [String: Any],
-           let reason = object["reason"] as? String {
-            return reason
-        }
-        return String(decoding: data, as: UTF8.self)
-    }
-
     // MARK: the loop's entry points
 
     /// Every way into the connection goes through here: work first, then (once, outermost) flush the
     /// output, deliver decided completions and events. Completions may re-enter `send`/`close` safely.
-    private func entry(_ body: () -> Void) {
+    func entry(_ body: () -> Void) {
         withExtendedLifetime(self) {
             if inEntry {
                 body()
@@ -376,7 +190,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         }
     }
 
-    private func finishEntry() {
+    func finishEntry() {
         var rounds = 0
         repeat {
             rounds += 1
@@ -401,9 +215,9 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         } while (!toDeliver.isEmpty || !pendingEvents.isEmpty || needsFlush || capacityFreed) && rounds < 64
         if needsFlush && phase != .closed && !flushScheduled {
             flushScheduled = true
-            loop.schedule(afterNanoseconds: 0) { [weak self] in
-                self?.flushScheduled = false
-                self?.entry {}
+            loop.schedule(afterNanoseconds: 0) { [self] in
+                flushScheduled = false
+                entry {}
             }
         }
     }
@@ -418,7 +232,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
             case .handshaking:
                 handshake()
             case .awaitingSettings, .ready, .draining:
-                if readable || hangup { readAvailable(hangup: hangup) }
+                if readable || hangup || (writable && readWantsWrite) { readAvailable(hangup: hangup) }
                 if writable { needsFlush = true }
             case .idle, .resolving, .closed:
                 break
@@ -426,209 +240,11 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         }
     }
 
-    private func resolved(_ result: Result<[SocketAddress], SystemError>) {
-        entry {
-            guard phase == .resolving else { return }
-            switch result {
-            case let .failure(error):
-                shutdown(.connectFailed("\(error)"), inFlight: .connectFailed("\(error)"), queued: .connectFailed("\(error)"))
-            case let .success(list):
-                addresses = list
-                tryNextAddress()
-            }
-        }
-    }
-
-    private func tryNextAddress() {
-        while addressIndex < addresses.count {
-            let address = addresses[addressIndex]
-            addressIndex += 1
-            do {
-                fd = try Sockets.startConnect(to: address)
-                try loop.register(fd: fd, handler: self, readable: false, writable: true)
-                registered = true
-                interestWritable = true
-                phase = .tcpConnecting
-                return
-            } catch {
-                lastConnectError = "\(address): \(error)"
-                closeSocket()
-            }
-        }
-        let error = HTTP2ClientError.connectFailed("\(endpoint): \(lastConnectError)")
-        shutdown(error, inFlight: error, queued: error)
-    }
-
-    private func tcpConnected() {
-        if let error = Sockets.connectError(fd) {
-            lastConnectError = "\(addresses[addressIndex - 1]): \(error)"
-            closeSocket()
-            tryNextAddress()
-            return
-        }
-        if endpoint.proxy != nil {
-            let authority = endpoint.authority
-            proxyOut = Array("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n".utf8)
-            phase = .proxy
-            setInterest(writable: true)
-            proxyIO(readable: false, writable: true)
-        } else {
-            startTLS()
-        }
-    }
-
-    private func closeSocket() {
-        if fd >= 0 {
-            if registered { loop.unregister(fd: fd) }
-            Glibc.close(fd)
-        }
-        registered = false
-        fd = -1
-    }
-
-    private func setInterest(writable: Bool) {
-        guard registered, writable != interestWritable else { return }
-        interestWritable = writable
-        do { try loop.setInterest(fd: fd, readable: true, writable: writable) } catch {
-            lose("epoll: \(error)")
-        }
-    }
-
-    // MARK: proxy
-
-    private func proxyIO(readable: Bool, writable: Bool) {
-        if !proxyOut.isEmpty {
-            let written = proxyOut.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written > 0 { proxyOut.removeFirst(written) } else if written < 0 && errno != EAGAIN && errno != EINTR {
-                return failConnect("proxy write: \(String(cString: strerror(errno)))")
-            }
-            setInterest(writable: !proxyOut.isEmpty)
-        }
-        guard readable else { return }
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        if count == 0 { return failConnect("proxy closed the connection") }
-        if count < 0 {
-            if errno == EAGAIN || errno == EINTR { return }
-            return failConnect("proxy read: \(String(cString: strerror(errno)))")
-        }
-        proxyIn.append(contentsOf: chunk[0..<count])
-        let terminator: [UInt8] = [13, 10, 13, 10]
-        guard let end = proxyIn.indices.first(where: { proxyIn[$0...].starts(with: terminator) }) else {
-            if proxyIn.count > 16_384 { failConnect("proxy answer too long") }
-            return
-        }
-        let head = String(decoding: proxyIn[..<end], as: UTF8.self)
-        let statusLine = head.split(separator: "\r\n").first.map(String.init) ?? ""
-        let parts = statusLine.split(separator: " ")
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let code = Int(parts[1]), (200..<300).contains(code) else {
-            return failConnect("proxy refused CONNECT: \(statusLine)")
-        }
-        guard end + 4 == proxyIn.count else { return failConnect("proxy sent data before the TLS handshake") }
-        proxyIn = []
-        startTLS()
-    }
-
-    private func failConnect(_ message: String) {
-        let error = HTTP2ClientError.connectFailed(message)
-        shutdown(error, inFlight: error, queued: error)
-    }
-
-    // MARK: TLS
-
-    private func startTLS() {
-        ERR_clear_error()
-        guard let newSSL = SSL_new(tls.context) else { return failTLS("SSL_new: \(openSSLErrors())") }
-        ssl = newSSL
-        SSL_set_fd(newSSL, fd)
-        SSL_set_connect_state(newSSL)
-        let name = tls.configuration.serverName ?? endpoint.host
-        if Self.isIPAddress(name) {
-            if tls.configuration.verifyPeer { X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(newSSL), name) }
-        } else {
-            _ = copenssl_set_tlsext_host_name(newSSL, name)
-            if tls.configuration.verifyPeer { SSL_set1_host(newSSL, name) }
-        }
-        phase = .handshaking
-        handshake()
-    }
-
-    static func isIPAddress(_ text: String) -> Bool {
-        if text.contains(":") { return true }  // host names never contain a colon; IPv6 literals always do
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts.allSatisfy { part in UInt8(part) != nil }
-    }
-
-    private func handshake() {
-        guard let ssl else { return }
-        ERR_clear_error()
-        let rc = SSL_do_handshake(ssl)
-        if rc == 1 { return handshakeDone() }
-        switch SSL_get_error(ssl, rc) {
-        case SSL_ERROR_WANT_READ: setInterest(writable: false)
-        case SSL_ERROR_WANT_WRITE: setInterest(writable: true)
-        default:
-            var message = openSSLErrors()
-            let verify = SSL_get_verify_result(ssl)
-            if verify != X509_V_OK {
-                message = "certificate verification failed: \(String(cString: X509_verify_cert_error_string(verify))) (\(message))"
-            } else if message == "no OpenSSL error detail" {
-                message = "handshake failed: connection closed (\(String(cString: strerror(errno))))"
-            }
-            failTLS(message)
-        }
-    }
-
-    private func failTLS(_ message: String) {
-        let error = HTTP2ClientError.tlsFailed(message)
-        shutdown(error, inFlight: error, queued: error)
-    }
-
-    private func handshakeDone() {
-        guard let ssl else { return }
-        var protocolName: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &protocolName, &length)
-        let selected = protocolName.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) } ?? ""
-        guard selected == "h2" else {
-            return failTLS("server did not select HTTP/2 via ALPN (got \(selected.isEmpty ? "nothing" : selected))")
-        }
-        guard makeSession() else { return failTLS("nghttp2 session set-up failed") }
-        phase = .awaitingSettings
-        setInterest(writable: false)
-        needsFlush = true
-        readAvailable(hangup: false)
-    }
-
-    private func makeSession() -> Bool {
-        var callbacks: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return false }
-        defer { nghttp2_session_callbacks_del(callbacks) }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeaderCallback)
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunkCallback)
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks, onStreamCloseCallback)
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks, onFrameRecvCallback)
-        nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks, onFrameNotSendCallback)
-        var newSession: OpaquePointer?
-        guard nghttp2_session_client_new(&newSession, callbacks, Unmanaged.passUnretained(self).toOpaque()) == 0, let newSession else {
-            return false
-        }
-        session = newSession
-        // No push; windows big enough that answers never wait for WINDOW_UPDATE.
-        let settings = [
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
-            nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 24),
-        ]
-        guard nghttp2_submit_settings(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), settings, settings.count) == 0 else { return false }
-        _ = nghttp2_session_set_local_window_size(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 30)
-        lastReadAt = monotonicNanos()
-        return true
-    }
-
     // MARK: I/O
 
-    private func readAvailable(hangup: Bool) {
+    func readAvailable(hangup: Bool) {
         guard let ssl, let session else { return }
+        readWantsWrite = false
         while phase != .closed {
             ERR_clear_error()
             let count = SSL_read(ssl, readBuffer, Int32(Self.readSize))
@@ -645,18 +261,22 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 if hangup { lose("server closed the connection") }
                 return
             case SSL_ERROR_WANT_WRITE:
+                readWantsWrite = true
                 setInterest(writable: true)
                 return
             case SSL_ERROR_ZERO_RETURN:
                 return lose("server closed the connection")
             default:
                 let detail = openSSLErrors()
+                if phase == .awaitingSettings && detail != "no OpenSSL error detail" {
+                    return failTLS("rejected after the handshake: \(detail)")  // TLS 1.3: e.g. a missing client certificate
+                }
                 return lose(detail == "no OpenSSL error detail" ? "server closed the connection" : "read failed: \(detail)")
             }
         }
     }
 
-    private func flush() {
+    func flush() {
         needsFlush = false
         guard let ssl, let session, phase == .awaitingSettings || phase == .ready || phase == .draining else { return }
         while true {
@@ -691,10 +311,10 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 return lose(detail == "no OpenSSL error detail" ? "write failed: \(String(cString: strerror(errno)))" : "write failed: \(detail)")
             }
         }
-        setInterest(writable: false)
+        setInterest(writable: readWantsWrite)
     }
 
-    private func closeIfDrained() {
+    func closeIfDrained() {
         guard phase == .draining, streams.isEmpty else { return }
         if let session, goaway == nil {
             _ = nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue)
@@ -703,61 +323,15 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         if phase == .draining { shutdown(nil, inFlight: .connectionLost("closed after draining"), queued: .closed) }
     }
 
-    // MARK: timers
-
-    private func startSweep() {
-        sweepTimer = loop.schedule(afterMilliseconds: options.sweepIntervalMilliseconds) { [weak self] in
-            guard let self, self.phase != .closed else { return }
-            self.entry { self.sweep() }
-            if self.phase != .closed { self.startSweep() }
-        }
-    }
-
-    private func sweep() {
-        let now = monotonicNanos()
-        switch phase {
-        case .resolving, .tcpConnecting, .proxy, .handshaking, .awaitingSettings:
-            if now >= connectDeadline {
-                let error = HTTP2ClientError.connectFailed("\(endpoint): no HTTP/2 connection within \(options.connectTimeoutMilliseconds) ms")
-                return shutdown(error, inFlight: error, queued: error)
-            }
-        case .ready, .draining:
-            if let sent = pingSentAt {
-                if now &- sent >= UInt64(options.pingTimeoutMilliseconds) &* 1_000_000 {
-                    return lose("no PING ACK within \(options.pingTimeoutMilliseconds) ms")
-                }
-            } else if now &- lastReadAt >= UInt64(options.pingIdleMilliseconds) &* 1_000_000, let session {
-                if nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil) == 0 {
-                    pingSentAt = now
-                    needsFlush = true
-                }
-            }
-        case .idle, .closed:
-            break
-        }
-        for (streamID, context) in streams where !context.done && context.deadline <= now {
-            context.decide(.failure(.timedOut))
-            toDeliver.append(context)
-            if let session { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
-            needsFlush = true
-        }
-        queue.forEach { context in
-            if !context.done && context.deadline <= now {
-                context.decide(.failure(.queueTimedOut))
-                toDeliver.append(context)
-            }
-        }
-    }
-
     // MARK: closing
 
-    private func lose(_ why: String) {
+    func lose(_ why: String) {
         let error = HTTP2ClientError.connectionLost(why)
         shutdown(error, inFlight: error, queued: .notSent(why))
     }
 
     /// The one way to `closed`: decides every open and queued request, frees the C objects, reports why.
-    private func shutdown(_ error: HTTP2ClientError?, inFlight: HTTP2ClientError, queued: HTTP2ClientError) {
+    func shutdown(_ error: HTTP2ClientError?, inFlight: HTTP2ClientError, queued: HTTP2ClientError) {
         guard phase != .closed else { return }
         phase = .closed
         sweepTimer?.cancel()
@@ -774,12 +348,13 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         outBuffer.removeAll()
         outOffset = 0
         pendingEvents.append(.closed(connectionID: id, error: error))
+        keepAlive = nil  // safe: `entry` holds the connection until this turn's completions and events are out
     }
 }
 
-/// Carries a weak reference to a connection through the DNS thread and back. Only the loop's thread ever
-/// dereferences it, which is why the unchecked conformance is sound.
-private final class WeakConnection: @unchecked Sendable {
-    weak var connection: HTTP2ClientConnection?
+/// Carries the connection through the DNS thread and back. Only the loop's thread ever touches the
+/// connection itself (the DNS thread merely holds the reference), which is why the unchecked conformance is sound.
+private final class ConnectionBox: @unchecked Sendable {
+    let connection: HTTP2ClientConnection
     init(_ connection: HTTP2ClientConnection) { self.connection = connection }
 }

@@ -35,6 +35,8 @@ public enum HTTP2ConnectionEvent: Sendable, Equatable {
     case capacityAvailable(connectionID: Int)
     /// The server sent GOAWAY; the connection drains and closes.
     case goaway(connectionID: Int, lastStreamID: Int32, errorCode: UInt32, reason: String?)
+    /// The connection retired itself (stream ids running out): it drains, and a pool replaces it now.
+    case draining(connectionID: Int)
     /// Gone for good, with why (nil when closed on request after draining).
     case closed(connectionID: Int, error: HTTP2ClientError?)
 }

@@ -11,12 +11,17 @@ public struct HTTP2PoolOptions: Sendable, Hashable {
     /// A connection that lived at least this long before dying counts as healthy: its replacement opens at once.
     public var healthyLifetimeMilliseconds: Int
     public var connection: HTTP2ConnectionOptions
+    /// When a connection attempt fails and no connection is live, fail the waiting requests at once with
+    /// that error (`.connectFailed` / `.tlsFailed`, never sent) instead of letting them wait out their deadlines.
+    public var failWaitingRequestsWhenUnreachable: Bool
 
     public init(
         connectionCount: Int = 1, maxQueuedRequests: Int = 10_000,
         reconnectMinimumMilliseconds: Int = 1_000, reconnectMaximumMilliseconds: Int = 60_000,
-        healthyLifetimeMilliseconds: Int = 10_000, connection: HTTP2ConnectionOptions = .init()
+        healthyLifetimeMilliseconds: Int = 10_000, connection: HTTP2ConnectionOptions = .init(),
+        failWaitingRequestsWhenUnreachable: Bool = true
     ) {
+        self.failWaitingRequestsWhenUnreachable = failWaitingRequestsWhenUnreachable
         self.connectionCount = max(1, connectionCount)
         self.maxQueuedRequests = maxQueuedRequests
         self.reconnectMinimumMilliseconds = reconnectMinimumMilliseconds
@@ -73,9 +78,10 @@ public final class HTTP2ConnectionPool {
         self.init(loop: loop, endpoint: endpoint, tls: try TLSContext(tlsConfiguration), options: options)
     }
 
+    /// A pool dropped without `close` still completes every request: queued ones with `.closed`, while its
+    /// connections finish their open streams and close.
     deinit {
-        reconnectTimer?.cancel()
-        sweepTimer?.cancel()
+        close(graceful: true)
     }
 
     // MARK: state
@@ -87,6 +93,8 @@ public final class HTTP2ConnectionPool {
     public var liveConnections: Int { connections.reduce(0) { $0 + ($1.state == .ready ? 1 : 0) } }
     /// Ids of the connections taking requests now (not the retiring ones).
     public var connectionIDs: [Int] { connections.map(\.id) }
+    /// The most streams any current connection ever had open at once (tests check the server's limit with it).
+    public var maxObservedOpenStreams: Int { (connections + retiring).map(\.maxObservedOpenStreams).max() ?? 0 }
     /// Free streams across live connections: what a caller may send without anything queuing.
     public var availableStreams: Int { connections.reduce(0) { $0 + $1.availableStreams } }
 
@@ -208,12 +216,16 @@ public final class HTTP2ConnectionPool {
             dispatch()
         case .capacityAvailable:
             dispatch()
-        case .goaway:
+        case .goaway, .draining:
             connectionEnded(connection)
-        case .closed:
+        case let .closed(_, error):
+            let neverReady = readyAt[connection.id] == nil
             connectionEnded(connection)
             retiring.removeAll { $0 === connection }
             readyAt[connection.id] = nil
+            if let error, neverReady, options.failWaitingRequestsWhenUnreachable, liveConnections == 0 {
+                failWaiting(error)
+            }
         }
         onEvent?(.connection(event))
     }
@@ -242,6 +254,11 @@ public final class HTTP2ConnectionPool {
             self.ensureConnections()
         }
         onEvent?(.reconnectScheduled(delayMilliseconds: delay, consecutiveFailures: consecutiveFailures))
+    }
+
+    private func failWaiting(_ error: HTTP2ClientError) {
+        let waiting = queue.removeAll() + freshQueue.removeAll()
+        for context in waiting where context.decide(.failure(error)) { context.deliver() }
     }
 
     // MARK: queue deadlines

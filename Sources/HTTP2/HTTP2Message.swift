@@ -1,4 +1,4 @@
-/// One request header. Names must be lower-case (HTTP/2 forbids upper case).
+/// One request header. Names are stored lower-case: HTTP/2 forbids upper case and servers reset such streams.
 public struct HTTP2Header: Hashable, Sendable {
     public var name: String
     public var value: String
@@ -6,7 +6,9 @@ public struct HTTP2Header: Hashable, Sendable {
     public var neverIndex: Bool
 
     public init(name: String, value: String, neverIndex: Bool = false) {
-        self.name = name
+        var name = name
+        let hasUpper = name.withUTF8 { bytes in bytes.contains { $0 >= 65 && $0 <= 90 } }
+        self.name = hasUpper ? name.lowercased() : name
         self.value = value
         self.neverIndex = neverIndex
     }

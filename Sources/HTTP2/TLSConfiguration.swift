@@ -30,6 +30,18 @@ public struct TLSConfiguration: Hashable, Sendable {
     }
 }
 
+extension TLSConfiguration: CustomStringConvertible {
+    /// Never prints the PKCS#12 password: configurations end up in logs.
+    public var description: String {
+        var parts = ["verifyPeer: \(verifyPeer)", "systemTrust: \(useSystemTrustStore)"]
+        if let caFile { parts.append("caFile: \(caFile)") }
+        if let clientCertificateFile { parts.append("clientCertificate: \(clientCertificateFile)") }
+        if let pkcs12File { parts.append("pkcs12: \(pkcs12File) (password \(pkcs12Password == nil ? "none" : "redacted"))") }
+        if let serverName { parts.append("serverName: \(serverName)") }
+        return "TLSConfiguration(\(parts.joined(separator: ", ")))"
+    }
+}
+
 /// Where to connect: the origin server and, optionally, an HTTP CONNECT proxy in front of it.
 public struct HTTP2Endpoint: Hashable, Sendable, CustomStringConvertible {
     public var host: String

@@ -80,7 +80,15 @@ struct JSONShape {
     private mutating func string() -> Bool {
         index += 1
         while index < bytes.count {
-            // Fast path: plain characters.
+            // Fast path: eight plain characters at a time (no quote, backslash or control byte in the word).
+            let base = UnsafeRawPointer(bytes.baseAddress!)
+            while index + 8 <= bytes.count {
+                let word = base.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                if Self.hasSpecialByte(word) { break }
+                index += 8
+            }
+            guard index < bytes.count else { return false }
+            // Then byte by byte up to the special one.
             var c = bytes[index]
             while c >= 0x20 && c != UInt8(ascii: "\"") && c != UInt8(ascii: "\\") {
                 index += 1
@@ -103,6 +111,17 @@ struct JSONShape {
             index += 1
         }
         return false
+    }
+
+    private static let ones: UInt64 = 0x0101_0101_0101_0101
+    private static let highs: UInt64 = 0x8080_8080_8080_8080
+
+    /// SWAR test: does any byte of `word` equal '"' or '\\', or lie below 0x20?
+    @inline(__always)
+    private static func hasSpecialByte(_ word: UInt64) -> Bool {
+        func hasZero(_ v: UInt64) -> Bool { (v &- ones) & ~v & highs != 0 }
+        let below = (word &- ones &* 0x20) & ~word & highs
+        return below != 0 || hasZero(word ^ (ones &* 0x22)) || hasZero(word ^ (ones &* 0x5c))
     }
 
     private func isHex(_ c: UInt8) -> Bool {

@@ -23,7 +23,7 @@ public enum MockAPNsCommand {
             FileHandle.standardError.write(Data("herald mock-apns: \(error)\n".utf8))
             return 64
         }
-        return run(options)
+        return run(options, waitForStop: waitForSignals)
     }
 
     private static func fail(_ text: String, code: Int32) -> Int32 {
@@ -31,7 +31,9 @@ public enum MockAPNsCommand {
         return code
     }
 
-    private static func run(_ options: CommandOptions) -> Int32 {
+    /// Starts the server from `options`, prints the ready line, then blocks in `waitForStop` and stops the server.
+    /// Tests pass their own `waitForStop`; the command waits for signals.
+    static func run(_ options: CommandOptions, waitForStop: (MockAPNsServer, String?) -> Void) -> Int32 {
         var configuration = MockAPNsConfiguration()
         configuration.host = options.host
         configuration.port = options.port
@@ -107,6 +109,13 @@ public enum MockAPNsCommand {
             }
         }
 
+        waitForStop(server, options.configFile)
+        server.stop()
+        return 0
+    }
+
+    /// Blocks until SIGTERM or SIGINT; reloads `configFile` on SIGHUP (keeping the old config if the new one is bad).
+    private static func waitForSignals(_ server: MockAPNsServer, _ configFile: String?) {
         let done = DispatchSemaphore(value: 0)
         let queue = DispatchQueue(label: "mock-apns-signals")
         var sources: [DispatchSourceSignal] = []
@@ -119,22 +128,25 @@ public enum MockAPNsCommand {
         }
         signal(SIGHUP, SIG_IGN)
         let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
-        let configFile = options.configFile
         hangup.setEventHandler {
-            guard let configFile else { return }
-            do {
-                try server.replaceFaults(try MockFaultScript.load(file: configFile))
-                FileHandle.standardError.write(Data("herald mock-apns: reloaded \(configFile)\n".utf8))
-            } catch {
-                FileHandle.standardError.write(Data("herald mock-apns: reload failed, keeping the old config: \(error)\n".utf8))
-            }
+            if let configFile { _ = reload(server, from: configFile) }
         }
         hangup.resume()
         sources.append(hangup)
         done.wait()
-        server.stop()
         for source in sources { source.cancel() }
-        return 0
+    }
+
+    /// SIGHUP: load the config file again; a bad file leaves the config in force (and says why).
+    static func reload(_ server: MockAPNsServer, from configFile: String) -> Bool {
+        do {
+            try server.replaceFaults(try MockFaultScript.load(file: configFile))
+            FileHandle.standardError.write(Data("herald mock-apns: reloaded \(configFile)\n".utf8))
+            return true
+        } catch {
+            FileHandle.standardError.write(Data("herald mock-apns: reload failed, keeping the old config: \(error)\n".utf8))
+            return false
+        }
     }
 
     private static func temporaryDirectory() throws -> String {

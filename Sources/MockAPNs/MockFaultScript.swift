@@ -119,13 +119,16 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
     public var dropAfterRequests: Int?
     /// Stop reading a connection after N requests: no answers, no PING acks (a dead peer).
     public var silenceAfterRequests: Int?
+    /// Close a connection idle (no new request) for this long with GOAWAY `{"reason":"IdleTimeout"}`.
+    public var idleTimeoutSeconds: Double?
     /// Drop SETTINGS_MAX_CONCURRENT_STREAMS to 1 after a rejected push, back up after the next accepted one.
     public var dropStreamsAfterRejection: Bool?
     /// Rules, first match wins (except `delay`, which adds latency and goes on).
     public var rules: [MockFaultRule]
 
     public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, goawayAfterRequests: Int? = nil, goawayReason: String? = nil,
-                dropAfterRequests: Int? = nil, silenceAfterRequests: Int? = nil, dropStreamsAfterRejection: Bool? = nil,
+                dropAfterRequests: Int? = nil, silenceAfterRequests: Int? = nil, idleTimeoutSeconds: Double? = nil,
+                dropStreamsAfterRejection: Bool? = nil,
                 rules: [MockFaultRule] = []) {
         self.seed = seed
         self.latencyMs = latencyMs
@@ -133,6 +136,7 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
         self.goawayReason = goawayReason
         self.dropAfterRequests = dropAfterRequests
         self.silenceAfterRequests = silenceAfterRequests
+        self.idleTimeoutSeconds = idleTimeoutSeconds
         self.dropStreamsAfterRejection = dropStreamsAfterRejection
         self.rules = rules
     }
@@ -145,6 +149,7 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
         goawayReason = try c.decodeIfPresent(String.self, forKey: .goawayReason)
         dropAfterRequests = try c.decodeIfPresent(Int.self, forKey: .dropAfterRequests)
         silenceAfterRequests = try c.decodeIfPresent(Int.self, forKey: .silenceAfterRequests)
+        idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds)
         dropStreamsAfterRejection = try c.decodeIfPresent(Bool.self, forKey: .dropStreamsAfterRejection)
         rules = try c.decodeIfPresent([MockFaultRule].self, forKey: .rules) ?? []
     }
@@ -174,6 +179,7 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
     }
 
     func check() throws {
+        if let idle = idleTimeoutSeconds, !(idle > 0) { throw MockAPNsError.configuration("idleTimeoutSeconds must be above 0") }
         for (index, rule) in rules.enumerated() {
             if let rate = rule.rate, !(0...1).contains(rate) { throw MockAPNsError.configuration("rules[\(index)].rate must be within 0...1") }
             switch rule.fate {

@@ -69,7 +69,7 @@ public final class MockProviderKey: @unchecked Sendable {
     }
 
     /// A provider token (ES256 JWT) signed with this key, for tests and `--print-token`. Needs the private key.
-    public func makeToken(issuedAt: Int64 = wallClockSeconds(), teamID overrideTeam: String? = nil, keyID overrideKey: String? = nil) throws -> String {
+    public func makeToken(issuedAt: Int64 = Int64(Date().timeIntervalSince1970), teamID overrideTeam: String? = nil, keyID overrideKey: String? = nil) throws -> String {
         guard hasPrivateKey else { throw MockAPNsError.configuration("key \(keyID) has no private key to sign with") }
         let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(overrideKey ?? keyID)"}"#.utf8))
         let claims = Base64URL.encode(Array(#"{"iss":"\#(overrideTeam ?? teamID)","iat":\#(issuedAt)}"#.utf8))
@@ -81,7 +81,7 @@ public final class MockProviderKey: @unchecked Sendable {
 }
 
 /// Seconds since the UNIX epoch, as JWT `iat` uses.
-public func wallClockSeconds() -> Int64 { Int64(Date().timeIntervalSince1970) }
+func wallClockSeconds() -> Int64 { Int64(Date().timeIntervalSince1970) }
 
 /// ES256 (ECDSA P-256 + SHA-256) in the JOSE form: 64-byte r||s, converted to and from OpenSSL's DER.
 enum ES256 {

@@ -26,6 +26,9 @@ final class ServerConnection: FileDescriptorHandler {
     private var goawaySent = false
     private var goawayLastStream: Int32 = 0
     private var requestCount = 0
+    private var highestStreamID: Int32 = 0
+    private var lastActivity: UInt64 = monotonicNanos()
+    private var idleTimer: LoopTimer?
     private var openStreams = 0
 
     // Auth state, as APNs binds it to a connection.
@@ -117,6 +120,31 @@ final class ServerConnection: FileDescriptorHandler {
         ]
         nghttp2_submit_settings(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), &settings, settings.count)
         nghttp2_session_set_local_window_size(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 24)
+        scheduleIdleCheck()
+    }
+
+    /// One timer per connection, re-armed for the remaining time, instead of one per request.
+    private func scheduleIdleCheck() {
+        guard let idle = core.faults.script.idleTimeoutSeconds, idle > 0 else {
+            // No idle rule now; look again later in case the config changes at run time.
+            idleTimer = core.loop.schedule(afterMilliseconds: 1000) { [weak self] in
+                guard let self, !self.closed else { return }
+                self.scheduleIdleCheck()
+            }
+            return
+        }
+        let limit = UInt64(idle * 1e9)
+        let elapsed = monotonicNanos() &- lastActivity
+        if elapsed >= limit && !goawaySent && !closed {
+            sendGoaway(lastStreamID: highestStreamID, reason: "IdleTimeout")
+            flush()
+            finishIteration()
+            return
+        }
+        idleTimer = core.loop.schedule(afterNanoseconds: limit - min(elapsed, limit)) { [weak self] in
+            guard let self, !self.closed else { return }
+            self.scheduleIdleCheck()
+        }
     }
 
     private func readAvailable() {
@@ -129,7 +157,11 @@ final class ServerConnection: FileDescriptorHandler {
             let consumed = nghttp2_session_mem_recv(session, buffer.baseAddress!, count)
             if consumed < 0 { close(); return }
         }
-        if closeRequested { close() }
+        if closeRequested {
+            // Answers already given go out (best effort); the request that triggered the drop gets none.
+            flush()
+            close()
+        }
     }
 
     /// >0 bytes read, 0 would block, <0 closed or failed.
@@ -207,8 +239,15 @@ final class ServerConnection: FileDescriptorHandler {
     func close() {
         guard !closed else { return }
         closed = true
+        idleTimer?.cancel()
+        idleTimer = nil
         core.loop.unregister(fd: fd)
         Glibc.close(fd)
+        // Freed here, not in deinit, so no nghttp2 callback can reach a connection that is going away.
+        if let session { nghttp2_session_del(session) }
+        session = nil
+        if let ssl { SSL_free(ssl) }
+        ssl = nil
         core.stats.streamsInUse -= openStreams
         openStreams = 0
         streams.removeAll()
@@ -218,6 +257,8 @@ final class ServerConnection: FileDescriptorHandler {
     // MARK: nghttp2 events
 
     func beginStream(_ streamID: Int32) {
+        lastActivity = monotonicNanos()
+        if streamID > highestStreamID { highestStreamID = streamID }
         streams[streamID] = IncomingRequest(streamID: streamID)
         openStreams += 1
         core.stats.streamsInUse += 1

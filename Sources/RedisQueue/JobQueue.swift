@@ -1,3 +1,5 @@
+import Reactor
+
 /// A worker's view of the queue on a `RedisConnection`: claim, complete, heartbeat, reap, schedule retries.
 ///
 /// Loop-confined like its connection (not Sendable): call everything on `connection.loop`; completions run
@@ -11,6 +13,9 @@ public final class JobQueue {
     public let workerID: String
     private let commands: QueueCommands
     private var claimSequence: UInt64 = 0
+    private var heartbeatTimer: LoopTimer?
+    private var reapTimer: LoopTimer?
+    private var schedulerTimer: LoopTimer?
 
     /// `queueKeys` in priority order (default: `keys.queue`). `workerID` must be unique among live workers
     /// (e.g. host:pid:random) and a valid key part.
@@ -60,7 +65,8 @@ public final class JobQueue {
             return
         }
         let commands = self.commands
-        run(commands.complete(batch)) { result in
+        let call = commands.complete(batch)
+        connection.evalScript(call.0, keys: call.1, arguments: call.2) { result in
             completion(result.flatMap { reply in Result { () throws(RedisError) in try commands.parseComplete(reply, batch: batch) } })
         }
     }
@@ -68,6 +74,73 @@ public final class JobQueue {
     /// Pushes this worker's lease deadline out by `options.leaseMilliseconds`. One call covers every lease.
     public func renewHeartbeat(completion: @escaping (Result<Int64, RedisError>) -> Void = { _ in }) {
         run(commands.heartbeat()) { result in completion(result.flatMap { reply in reply.int.map { .success($0) } ?? .failure(.protocolError("heartbeat reply")) }) }
+    }
+
+    /// Renews the heartbeat now and then every `intervalMilliseconds` (default: a third of the lease) until
+    /// `stopHeartbeats()`. Failures are left to the connection's reconnect; `onFailure` sees them (for logs).
+    public func startHeartbeats(intervalMilliseconds: Int? = nil, onFailure: ((RedisError) -> Void)? = nil) {
+        heartbeatTimer?.cancel()
+        let interval = max(10, intervalMilliseconds ?? options.leaseMilliseconds / 3)
+        renewHeartbeat { result in if case .failure(let error) = result { onFailure?(error) } }
+        heartbeatTimer = connection.loop.schedule(afterMilliseconds: interval) { [weak self] in
+            self?.startHeartbeats(intervalMilliseconds: interval, onFailure: onFailure)
+        }
+    }
+
+    public func stopHeartbeats() {
+        heartbeatTimer?.cancel()
+        heartbeatTimer = nil
+    }
+
+    /// What the background maintenance did, for logs and metrics.
+    public enum MaintenanceEvent: Sendable, Equatable {
+        case reaped(jobs: Int)
+        case movedRetries(Int)
+        case failed(RedisError)
+    }
+
+    /// Runs the reaper every `reapIntervalMilliseconds` and the retry scheduler whenever entries fall due (it
+    /// sleeps until the next due time, at most `schedulerMaxSleepMilliseconds`; at once after a full batch), on
+    /// this queue's loop, until `stopMaintenance()`. After a failure each waits its full interval and tries again.
+    /// `onEvent` hears only about non-zero work and failures.
+    public func startMaintenance(reapIntervalMilliseconds: Int = 1_000, schedulerMaxSleepMilliseconds: Int = 1_000,
+                                 onEvent: ((MaintenanceEvent) -> Void)? = nil) {
+        stopMaintenance()
+        let loop = connection.loop
+        func reapPass() {
+            reap { [weak self] result in
+                guard let self, self.reapTimer != nil else { return }
+                switch result {
+                case .success(let jobs): if jobs > 0 { onEvent?(.reaped(jobs: jobs)) }
+                case .failure(let error): onEvent?(.failed(error))
+                }
+                self.reapTimer = loop.schedule(afterMilliseconds: reapIntervalMilliseconds) { reapPass() }
+            }
+        }
+        func schedulerPass() {
+            moveDueRetries { [weak self] result in
+                guard let self, self.schedulerTimer != nil else { return }
+                var sleep = schedulerMaxSleepMilliseconds
+                switch result {
+                case .success(let move):
+                    if move.moved > 0 { onEvent?(.movedRetries(move.moved)) }
+                    sleep = move.sleepMilliseconds(batchLimit: self.options.retryMovesPerCall, cap: schedulerMaxSleepMilliseconds)
+                case .failure(let error):
+                    onEvent?(.failed(error))
+                }
+                self.schedulerTimer = loop.schedule(afterMilliseconds: sleep) { schedulerPass() }
+            }
+        }
+        // Placeholders mark "running" until the first pass re-arms them.
+        reapTimer = loop.schedule(afterMilliseconds: 0) { reapPass() }
+        schedulerTimer = loop.schedule(afterMilliseconds: 0) { schedulerPass() }
+    }
+
+    public func stopMaintenance() {
+        reapTimer?.cancel()
+        schedulerTimer?.cancel()
+        reapTimer = nil
+        schedulerTimer = nil
     }
 
     /// Returns the jobs of workers presumed dead to their queues. Safe in any number of processes at once.
@@ -123,7 +196,8 @@ public final class BlockingJobQueue {
 
     public func complete(_ batch: [JobCompletion]) throws(RedisError) -> CompletionReport {
         guard !batch.isEmpty else { return CompletionReport() }
-        return try commands.parseComplete(run(commands.complete(batch)), batch: batch)
+        let call = commands.complete(batch)
+        return try commands.parseComplete(run((call.0, call.1, call.2.decoded)), batch: batch)
     }
 
     @discardableResult

@@ -28,20 +28,23 @@ struct QueueCommands: Sendable {
         return leases
     }
 
-    func complete(_ batch: [JobCompletion]) -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        var args: [[UInt8]] = [b(String(options.resultsMaxLength)), b(String(options.deadMaxLength)), b(String(batch.count))]
+    func complete(_ batch: [JobCompletion]) -> (RedisScript, [[UInt8]], RESPArguments) {
+        var args = RESPArguments(capacity: batch.reduce(64) { $0 + $1.lease.raw.count + 400 })
+        args.append(options.resultsMaxLength)
+        args.append(options.deadMaxLength)
+        args.append(batch.count)
         for item in batch {
-            args.append(b(item.lease.id))
-            args.append(b(item.lease.queueKey))
+            args.append(item.lease.id)
+            args.append(item.lease.queueKey)
             args.append(item.lease.raw)
-            let result = item.result?.fields ?? []
-            args.append(b(String(result.count * 2)))
-            for (field, value) in result {
-                args.append(b(field))
-                args.append(b(value))
+            if let result = item.result {
+                args.append(result.fieldCount * 2)
+                result.appendFields(to: &args)
+            } else {
+                args.append(0)
             }
             if let retry = item.retry {
-                args.append(b(String(retry.dueAt)))
+                args.append(retry.dueAt)
                 args.append(retry.envelope)
             } else {
                 args.append([])
@@ -49,10 +52,10 @@ struct QueueCommands: Sendable {
             }
             args.append(item.deadLetter ?? [])
             let dropped = item.droppedToken?.fields ?? []
-            args.append(b(String(dropped.count * 2)))
+            args.append(dropped.count * 2)
             for (field, value) in dropped {
-                args.append(b(field))
-                args.append(b(value))
+                args.append(field)
+                args.append(value)
             }
         }
         return (QueueScripts.complete,

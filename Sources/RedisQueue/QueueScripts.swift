@@ -11,6 +11,7 @@ public enum QueueScripts {
     local want = tonumber(ARGV[3])
     local n = 0
     local out = {}
+    local fields = {}
     for i = 3, #KEYS do
       if want <= 0 then break end
       local jobs = redis.call('RPOP', KEYS[i], want)
@@ -18,13 +19,19 @@ public enum QueueScripts {
         for _, job in ipairs(jobs) do
           n = n + 1
           local id = ARGV[4] .. n
-          redis.call('HSET', KEYS[2], id, KEYS[i] .. '\n' .. job)
+          fields[#fields + 1] = id
+          fields[#fields + 1] = KEYS[i] .. '\n' .. job
           out[#out + 1] = id
           out[#out + 1] = KEYS[i]
           out[#out + 1] = job
         end
         want = want - #jobs
       end
+    end
+    -- HSET in a few calls for the whole batch (a call from Lua costs more than the work it does for one
+    -- job), in chunks that stay below Lua's unpack limit.
+    for k = 1, #fields, 2000 do
+      redis.call('HSET', KEYS[2], unpack(fields, k, math.min(k + 1999, #fields)))
     end
     return out
     """#)
@@ -111,26 +118,49 @@ public enum QueueScripts {
     local resultsMax = ARGV[1]
     local deadMax = tonumber(ARGV[2])
     local count = tonumber(ARGV[3])
+    -- First pass: where each completion's arguments start, and which leases are still held (one HMGET
+    -- and one HDEL for the batch instead of a call per job).
+    local starts = {}
+    local leases = {}
     local i = 4
-    local codes = {}
     for c = 1, count do
-      local lease, queue, job = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+      starts[c] = i
+      leases[c] = ARGV[i]
+      local j = i + 4 + tonumber(ARGV[i + 3])
+      i = j + 4 + tonumber(ARGV[j + 3])
+    end
+    local held = {}
+    local gone = {}
+    for k = 1, count, 2000 do
+      local part = redis.call('HMGET', KEYS[1], unpack(leases, k, math.min(k + 1999, count)))
+      local present = {}
+      for p = 1, #part do
+        held[k + p - 1] = part[p]
+        if part[p] then present[#present + 1] = leases[k + p - 1] end
+      end
+      if #present > 0 then redis.call('HDEL', KEYS[1], unpack(present)) end
+    end
+    local codes = {}
+    local wroteResults = false
+    local wroteTokens = false
+    for c = 1, count do
+      i = starts[c]
+      local queue, job = ARGV[i + 1], ARGV[i + 2]
       local nr = tonumber(ARGV[i + 3])
       local rs = i + 4
       local j = rs + nr
       local retryDue, retryMember, deadEntry = ARGV[j], ARGV[j + 1], ARGV[j + 2]
       local nd = tonumber(ARGV[j + 3])
       local ds = j + 4
-      i = ds + nd
       local code = 1
-      if redis.call('HDEL', KEYS[1], lease) == 0 then
+      if not held[c] then
         if redis.call('LREM', queue, -1, job) > 0 then code = 2 else code = 0 end
       end
       if code ~= 0 then
         if nr > 0 then
-          local args = {'XADD', KEYS[2], 'MAXLEN', '~', resultsMax, '*'}
-          for k = rs, rs + nr - 1 do args[#args + 1] = ARGV[k] end
-          redis.call(unpack(args))
+          -- Straight from ARGV: building a table per entry cost more than the XADD itself.
+          redis.call('XADD', KEYS[2], '*', unpack(ARGV, rs, rs + nr - 1))
+          wroteResults = true
         end
         if retryDue ~= '' then redis.call('ZADD', KEYS[4], retryDue, retryMember) end
         if deadEntry ~= '' then
@@ -138,13 +168,15 @@ public enum QueueScripts {
           redis.call('LTRIM', KEYS[5], 0, deadMax - 1)
         end
         if nd > 0 then
-          local args = {'XADD', KEYS[3], 'MAXLEN', '~', resultsMax, '*'}
-          for k = ds, ds + nd - 1 do args[#args + 1] = ARGV[k] end
-          redis.call(unpack(args))
+          redis.call('XADD', KEYS[3], '*', unpack(ARGV, ds, ds + nd - 1))
+          wroteTokens = true
         end
       end
       codes[#codes + 1] = code
     end
+    -- Trim once per batch rather than per entry (approximate trimming, as MAXLEN ~ on each XADD would be).
+    if wroteResults then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', resultsMax) end
+    if wroteTokens then redis.call('XTRIM', KEYS[3], 'MAXLEN', '~', resultsMax) end
     return codes
     """#)
 

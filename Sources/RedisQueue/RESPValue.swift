@@ -1,4 +1,6 @@
 /// One decoded Redis reply. Values, not C pointers, so replies can cross threads and be compared in tests.
+/// hiredis 0.14 reports a nil array (`*-1`) like a nil bulk, so it arrives as `.bulk(nil)`: test with `isNil`.
+/// hiredis also refuses arrays nested deeper than 7 levels (a protocol error); no Redis command here comes close.
 public enum RESPValue: Sendable, Equatable {
     case simple(String)
     case error(String)

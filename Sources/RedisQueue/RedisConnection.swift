@@ -40,7 +40,8 @@ public final class RedisConnection: FileDescriptorHandler {
     }
 
     private struct Waiting {
-        let args: [[UInt8]]
+        /// The command already encoded as RESP.
+        let command: [UInt8]
         let completion: Completion
         let deadline: UInt64
     }
@@ -110,10 +111,15 @@ public final class RedisConnection: FileDescriptorHandler {
 
     /// Sends one command; `completion` gets the reply (top-level error replies as `.failure(.server)`).
     public func send(_ args: [[UInt8]], completion: @escaping Completion) {
+        send(encoded: RESPEncoder.encode(args), completion: completion)
+    }
+
+    /// Sends a command already encoded as RESP (see `RESPArguments`).
+    func send(encoded command: [UInt8], completion: @escaping Completion) {
         let deadline = monotonicNanos() &+ UInt64(options.commandTimeoutMilliseconds) * 1_000_000
         switch state {
-        case .connected where !handshaking:
-            RESPEncoder.append(args, to: &output)
+        case .connected where !handshaking && fd >= 0:
+            output.append(contentsOf: command)
             inFlight.push(Pending(completion: completion, deadline: deadline))
             scheduleFlush()
         case .closed:
@@ -123,7 +129,7 @@ public final class RedisConnection: FileDescriptorHandler {
                 completion(.failure(.notConnected))
                 return
             }
-            waiting.push(Waiting(args: args, completion: completion, deadline: deadline))
+            waiting.push(Waiting(command: command, completion: completion, deadline: deadline))
             if !started { start() }
         }
     }
@@ -137,6 +143,19 @@ public final class RedisConnection: FileDescriptorHandler {
         send(script.evalsha(keys: keys, args: args)) { [weak self] result in
             if case .failure(.server(let message)) = result, message.hasPrefix("NOSCRIPT"), let self {
                 self.send(script.eval(keys: keys, args: args), completion: completion)
+            } else {
+                completion(result)
+            }
+        }
+    }
+
+    /// EVALSHA with arguments encoded in place (the hot path), falling back to EVAL on NOSCRIPT.
+    public func evalScript(_ script: RedisScript, keys: [[UInt8]], arguments: RESPArguments, completion: @escaping Completion) {
+        let prefix = [Array("EVALSHA".utf8), Array(script.sha1.utf8), Array(String(keys.count).utf8)] + keys
+        send(encoded: arguments.command(prefix: prefix)) { [weak self] result in
+            if case .failure(.server(let message)) = result, message.hasPrefix("NOSCRIPT"), let self {
+                let evalPrefix = [Array("EVAL".utf8), Array(script.source.utf8), Array(String(keys.count).utf8)] + keys
+                self.send(encoded: arguments.command(prefix: evalPrefix), completion: completion)
             } else {
                 completion(result)
             }
@@ -220,12 +239,14 @@ public final class RedisConnection: FileDescriptorHandler {
 
     private func connectFailed(_ reason: String) {
         dropSocket()
-        failInFlight(reason)
+        // State first: completions that re-send must find the connection down, not write into a dead socket.
         if !addresses.isEmpty {
+            failInFlight(reason)
             connect()
             return
         }
         scheduleReconnect(reason)
+        failInFlight(reason)
     }
 
     private func scheduleReconnect(_ reason: String) {
@@ -276,7 +297,7 @@ public final class RedisConnection: FileDescriptorHandler {
                 expired.append(item.completion)
                 continue
             }
-            RESPEncoder.append(item.args, to: &output)
+            output.append(contentsOf: item.command)
             inFlight.push(Pending(completion: item.completion, deadline: item.deadline))
         }
         flush()
@@ -341,10 +362,10 @@ public final class RedisConnection: FileDescriptorHandler {
         guard fd >= 0 else { return }
         let wasConnected = state == .connected
         dropSocket()
-        failInFlight(reason)
         if wasConnected { failures = 0 }
         addresses = []
         scheduleReconnect(reason)
+        failInFlight(reason)
     }
 
     private func failInFlight(_ reason: String) {

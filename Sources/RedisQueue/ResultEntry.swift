@@ -68,6 +68,41 @@ public struct ResultEntry: Sendable, Equatable {
         return out
     }
 
+    /// How many field/value pairs `appendFields` writes (the same as `fields.count`).
+    public var fieldCount: Int {
+        var n = 5
+        if reason != nil { n += 1 }
+        if token != nil { n += 1 }
+        if topic != nil { n += 1 }
+        if environment != nil { n += 1 }
+        if app != nil { n += 1 }
+        if apnsID != nil { n += 1 }
+        if apnsUniqueID != nil { n += 1 }
+        if retryAt != nil { n += 1 }
+        if invalidSince != nil { n += 1 }
+        if latencyMilliseconds != nil { n += 1 }
+        return n
+    }
+
+    /// Writes the same pairs as `fields`, in the same order, straight into encoded arguments (the hot path).
+    public func appendFields(to args: inout RESPArguments) {
+        args.append("id"); args.append(id)
+        args.append("outcome"); args.append(outcome.rawValue)
+        args.append("status"); args.append(status)
+        if let reason { args.append("reason"); args.append(reason) }
+        if let token { args.append("token"); args.append(token) }
+        if let topic { args.append("topic"); args.append(topic) }
+        if let environment { args.append("environment"); args.append(environment) }
+        if let app { args.append("app"); args.append(app) }
+        if let apnsID { args.append("apns_id"); args.append(apnsID) }
+        if let apnsUniqueID { args.append("apns_unique_id"); args.append(apnsUniqueID) }
+        args.append("attempt"); args.append(attempt)
+        if let retryAt { args.append("retry_at"); args.append(retryAt) }
+        if let invalidSince { args.append("invalid_since"); args.append(invalidSince) }
+        if let latencyMilliseconds { args.append("latency_ms"); args.append(latencyMilliseconds) }
+        args.append("worker"); args.append(worker)
+    }
+
     /// Reads an entry back from a stream's field map (for tools and tests).
     public init?(fields map: [String: String]) {
         guard let id = map["id"], let outcomeText = map["outcome"], let outcome = Outcome(rawValue: outcomeText),

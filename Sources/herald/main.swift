@@ -77,4 +77,8 @@ func runMain() -> Int32 {
 let heraldVersion = "herald 0.1.0"
 clinux_line_buffer_stdout()
 signal(SIGPIPE, SIG_IGN)
+// A parent (a test runner's thread, a supervisor) may have left signals blocked; SIGTERM must reach us.
+var unblocked = sigset_t()
+sigemptyset(&unblocked)
+sigprocmask(SIG_SETMASK, &unblocked, nil)
 exit(runMain())

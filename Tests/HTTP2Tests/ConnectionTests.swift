@@ -24,21 +24,29 @@ import Testing
     /// Opens a connection on the loop and fires `count` requests at once; waits for every completion.
     private func fire(
         _ count: Int, port: Int, tls: TLSContext, options: HTTP2ConnectionOptions = .init(),
-        request: HTTP2Request = postRequest(), waitSeconds: Double = 60, events: EventLog? = nil
+        request: HTTP2Request = postRequest(), waitSeconds: Double = 60, events: EventLog? = nil, sendWhenReady: Bool = false
     ) throws -> (Outcomes, HTTP2ClientConnection) {
         let outcomes = Outcomes(expected: count)
         let connection = try loop.submitAndWait { () -> HTTP2ClientConnection in
             let connection = HTTP2ClientConnection(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls, options: options)
             connection.onEvent = { events?.append(.connection($0)) }
             connection.connect()
-            for index in 0..<count {
-                let accepted = connection.send(request) { outcomes.record(index, $0) }
-                if !accepted { outcomes.record(index, .failure(.queueFull)) }
-            }
+            if !sendWhenReady { Self.send(count, request, on: connection, into: outcomes) }
             return connection
+        }
+        if sendWhenReady {
+            #expect(eventually(seconds: 10) { (try? loop.submitAndWait { connection.state }) == .ready })
+            try loop.submitAndWait { Self.send(count, request, on: connection, into: outcomes) }
         }
         #expect(outcomes.wait(seconds: waitSeconds), "not every request completed in time")
         return (outcomes, connection)
+    }
+
+    private static func send(_ count: Int, _ request: HTTP2Request, on connection: HTTP2ClientConnection, into outcomes: Outcomes) {
+        for index in 0..<count {
+            let accepted = connection.send(request) { outcomes.record(index, $0) }
+            if !accepted { outcomes.record(index, .failure(.queueFull)) }
+        }
     }
 
     @Test func thousandsOfConcurrentPostsOverOneConnection() throws {
@@ -83,6 +91,17 @@ import Testing
         #expect(serverSaw >= 1 && serverSaw <= 5, "server saw \(serverSaw) streams open at once")
     }
 
+    @Test func dropsBackWhenTheServerLowersItsLimit() throws {
+        let peer = try ServerProcess.peer(mode: "limits", certificates: certificates, extra: ["--raise", "8", "--lower-after", "50"])
+        defer { peer.stop() }
+        let (outcomes, connection) = try fire(200, port: peer.port, tls: try tls())
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.successes.count == 200, "\(outcomes.failures.prefix(3))")
+        let (maxOpen, limit) = try loop.submitAndWait { (connection.maxObservedOpenStreams, connection.maxConcurrentStreams) }
+        #expect(limit == 1)
+        #expect(maxOpen <= 8)
+    }
+
     @Test func refusesAServerItCannotVerify() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
@@ -122,7 +141,7 @@ import Testing
     @Test func perRequestTimeoutCancelsTheStream() throws {
         let peer = try ServerProcess.peer(mode: "silent", certificates: certificates)
         defer { peer.stop() }
-        let (outcomes, connection) = try fire(3, port: peer.port, tls: try tls(), request: postRequest(timeoutMilliseconds: 300), waitSeconds: 10)
+        let (outcomes, connection) = try fire(3, port: peer.port, tls: try tls(), request: postRequest(timeoutMilliseconds: 300), waitSeconds: 10, sendWhenReady: true)
         #expect(outcomes.completedOnceEach)
         #expect(outcomes.failures == [.timedOut, .timedOut, .timedOut])
         #expect(outcomes.failures.allSatisfy { $0.wasProcessedPossibly })
@@ -175,10 +194,57 @@ import Testing
         #expect(outcomes.failures.allSatisfy { $0 == .refusedStream && $0.safeToResend })
     }
 
+    @Test func resolvesAHostNameAndTriesEachAddressInTurn() throws {
+        // "localhost" usually resolves to ::1 and 127.0.0.1; nghttpd listens on 127.0.0.1 only, so an
+        // IPv6-first answer exercises falling through to the next address. The certificate names localhost.
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+        let tls = try tls()
+        let outcomes = Outcomes(expected: 1)
+        try loop.submitAndWait {
+            let connection = HTTP2ClientConnection(loop: self.loop, endpoint: HTTP2Endpoint(host: "localhost", port: server.port), tls: tls)
+            connection.connect()
+            if !connection.send(postRequest(), completion: { outcomes.record(0, $0) }) { outcomes.record(0, .failure(.queueFull)) }
+        }
+        #expect(outcomes.wait(seconds: 15))
+        #expect(outcomes.successes.first?.status == 200, "\(outcomes.failures)")
+    }
+
+    @Test func aClosedConnectionIsFreed() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+        let watcher = WeakWatcher()
+        do {
+            let (outcomes, connection) = try fire(5, port: server.port, tls: try tls(), waitSeconds: 15)
+            #expect(outcomes.successes.count == 5)
+            try loop.submitAndWait {
+                watcher.object = connection
+                connection.close()
+            }
+        }
+        // No cycle through timers, the loop or nghttp2's user data keeps a closed connection alive.
+        #expect(eventually(seconds: 5) { (try? loop.submitAndWait { watcher.object == nil }) == true })
+    }
+
     @Test func connectionRefusedFailsAsConnectFailed() throws {
         let (outcomes, _) = try fire(2, port: try freePort(), tls: try tls(), waitSeconds: 10)
         #expect(outcomes.completedOnceEach)
-        #expect(outcomes.failures.allSatisfy { if case .connectFailed = $0 { true } else { false } })
+        #expect(outcomes.failures.allSatisfy { if case .connectFailed = $0 { true } else { false } }, "\(outcomes.failures)")
+    }
+
+    @Test func configurationDescriptionHidesThePassword() {
+        let text = "\(TLSConfiguration(pkcs12File: "cert.p12", pkcs12Password: "hunter2"))"
+        #expect(!text.contains("hunter2"))
+        #expect(text.contains("cert.p12"))
+    }
+
+    @Test func headerNamesAreLowerCased() {
+        #expect(HTTP2Header(name: "APNs-Topic", value: "X").name == "apns-topic")
+        #expect(HTTP2Header(name: "apns-id", value: "Y").value == "Y")
     }
 
     @Test func goawayReasonIsReadFromTheDebugDataJSON() {
@@ -192,4 +258,73 @@ import Testing
         #expect(throws: HTTP2ClientError.self) { try TLSContext(TLSConfiguration(pkcs12File: "/nonexistent/cert.p12", pkcs12Password: "x")) }
         #expect(throws: HTTP2ClientError.self) { try HTTP2Endpoint(host: "h", port: 1, proxy: "socks5://p:1").validate() }
     }
+}
+
+/// Client certificates (PEM and PKCS#12) and the CONNECT proxy.
+@Suite final class CredentialAndProxyTests {
+    let loop: EventLoop
+    let certificates: TestCertificates
+
+    init() throws {
+        loop = try EventLoop.startThread(name: "http2-cred-test")
+        certificates = try TestCertificates()
+        try certificates.makeClientCertificate()
+    }
+
+    deinit {
+        loop.stop()
+        loop.waitUntilStopped()
+    }
+
+    private func one(port: Int, _ configuration: TLSConfiguration, proxy: String? = nil) throws -> Result<HTTP2Response, HTTP2ClientError> {
+        let tls = try TLSContext(configuration)
+        let outcomes = Outcomes(expected: 1)
+        let connection = try loop.submitAndWait { () -> HTTP2ClientConnection in
+            let connection = HTTP2ClientConnection(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port, proxy: proxy), tls: tls)
+            connection.connect()
+            let accepted = connection.send(postRequest()) { outcomes.record(0, $0) }
+            if !accepted { outcomes.record(0, .failure(.queueFull)) }
+            return connection
+        }
+        #expect(outcomes.wait(seconds: 15))
+        try loop.submitAndWait { connection.close() }
+        return try #require(outcomes.all[0]?.first)
+    }
+
+    @Test func clientCertificatesAsPEMOrPKCS12() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--verify-client"])
+        defer { server.stop() }
+        let ca = certificates.caCertificate
+        let pem = try one(port: server.port, TLSConfiguration(caFile: ca, clientCertificateFile: certificates.clientCertificate, clientKeyFile: certificates.clientKey))
+        #expect((try? pem.get())?.status == 200)
+        let p12 = try one(port: server.port, TLSConfiguration(caFile: ca, pkcs12File: certificates.clientPKCS12, pkcs12Password: TestCertificates.pkcs12Password))
+        #expect((try? p12.get())?.status == 200)
+        let none = try one(port: server.port, TLSConfiguration(caFile: ca))
+        guard case .failure(let error) = none else { Issue.record("accepted without a client certificate"); return }
+        #expect(error.safeToResend, "\(error)")
+        #expect(throws: HTTP2ClientError.self) {
+            try TLSContext(TLSConfiguration(pkcs12File: self.certificates.clientPKCS12, pkcs12Password: "wrong"))
+        }
+    }
+
+    @Test func connectsThroughAConnectProxy() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+        let report = NSTemporaryDirectory() + "herald-h2-proxy-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: report) }
+        let proxy = try ServerProcess.peer(mode: "proxy", certificates: certificates, extra: ["--report", report])
+        defer { proxy.stop() }
+        let result = try one(port: server.port, TLSConfiguration(caFile: certificates.caCertificate), proxy: "http://127.0.0.1:\(proxy.port)")
+        #expect((try? result.get())?.status == 200, "\(result)")
+        let targets = (try? String(contentsOfFile: report, encoding: .utf8)) ?? ""
+        #expect(targets == "127.0.0.1:\(server.port)\n")
+    }
+}
+
+private final class WeakWatcher: @unchecked Sendable {
+    weak var object: HTTP2ClientConnection?
 }

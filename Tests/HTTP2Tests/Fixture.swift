@@ -28,6 +28,22 @@ final class TestCertificates: Sendable {
             "-CAcreateserial", "-out", d + "/server.pem", "-days", "2", "-extfile", d + "/ext.cnf"])
     }
 
+    var clientCertificate: String { directory + "/client.pem" }
+    var clientKey: String { directory + "/client.key" }
+    var clientPKCS12: String { directory + "/client.p12" }
+    static let pkcs12Password = "secret"
+
+    /// A client certificate from the same CA, as PEM and as password-protected PKCS#12.
+    func makeClientCertificate() throws {
+        let d = directory
+        try runTool("/usr/bin/openssl", ["req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+            "-keyout", d + "/client.key", "-out", d + "/client.csr", "-subj", "/CN=Herald Test Client"])
+        try runTool("/usr/bin/openssl", ["x509", "-req", "-in", d + "/client.csr", "-CA", d + "/ca.pem", "-CAkey", d + "/ca.key",
+            "-CAcreateserial", "-out", d + "/client.pem", "-days", "2"])
+        try runTool("/usr/bin/openssl", ["pkcs12", "-export", "-in", d + "/client.pem", "-inkey", d + "/client.key",
+            "-certfile", d + "/ca.pem", "-out", d + "/client.p12", "-passout", "pass:" + Self.pkcs12Password])
+    }
+
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 }
 
@@ -40,11 +56,13 @@ func runTool(_ path: String, _ arguments: [String]) throws {
     process.standardError = FileHandle.nullDevice
     try process.run()
     let deadline = Date().addingTimeInterval(30)
-    while process.isRunning && Date() < deadline { usleep(10_000) }
-    if process.isRunning {
+    while ServerProcess.alive(process.processIdentifier) && Date() < deadline { usleep(5_000) }
+    if ServerProcess.alive(process.processIdentifier) {
         kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
         throw FixtureError(description: "\(path) did not finish")
     }
+    process.waitUntilExit()
     guard process.terminationStatus == 0 else { throw FixtureError(description: "\(path) \(arguments) failed") }
 }
 
@@ -65,13 +83,23 @@ final class ServerProcess: @unchecked Sendable {
         self.port = port
     }
 
-    func stop(signal: Int32 = SIGTERM) {
-        guard process.isRunning else { return }
-        kill(process.processIdentifier, signal)
+    /// SIGKILL by default: children started from a test thread inherit its blocked-signal mask, so SIGTERM may wait.
+    func stop(signal: Int32 = SIGKILL) {
+        guard Self.alive(process.processIdentifier) else { process.waitUntilExit(); return }
+        let pid = process.processIdentifier
+        kill(pid, signal)
         let deadline = Date().addingTimeInterval(5)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        while Self.alive(pid) && Date() < deadline { usleep(10_000) }
+        if Self.alive(pid) { kill(pid, SIGKILL) }
         process.waitUntilExit()
+    }
+
+    /// Foundation's `isRunning` learns of an exit late; /proc knows at once (a zombie counts as gone).
+    static func alive(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        let state = stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first
+        return state != "Z" && state != "X"
     }
 
     deinit { stop(signal: SIGKILL) }
@@ -89,7 +117,7 @@ final class ServerProcess: @unchecked Sendable {
         let deadline = Date().addingTimeInterval(10)
         while Date() < deadline {
             if canConnect(port: port) { return server }
-            if !process.isRunning { break }
+            if !alive(process.processIdentifier) { break }
             usleep(20_000)
         }
         server.stop()

@@ -52,9 +52,44 @@ import Testing
         #expect(outcomes.completedOnceEach)
         #expect(outcomes.successes.count == 2_000)
         #expect(Set(outcomes.successes.map(\.connectionID)).count == 3)
+        #expect(try loop.submitAndWait { pool.maxObservedOpenStreams } <= 10)
         #expect(try loop.submitAndWait { (pool.inFlight, pool.queued) } == (0, 0))
         try loop.submitAndWait { pool.close(graceful: true) }
         #expect(eventually(seconds: 5) { events.all.filter { if case .connection(.closed) = $0 { true } else { false } }.count == 3 })
+    }
+
+    @Test func completionsMayCallBackIntoThePool() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=7"])
+        defer { server.stop() }
+        let pool = try makePool(port: server.port, options: HTTP2PoolOptions(connectionCount: 2), events: EventLog())
+        let total = 500
+        let outcomes = Outcomes(expected: total + 20)
+        try loop.submitAndWait {
+            var next = 0
+            func chain() {
+                let index = next
+                next += 1
+                let accepted = pool.send(postRequest()) { result in
+                    outcomes.record(index, result)
+                    if next < total { chain() }  // re-enters the pool from inside a completion
+                    if index == total - 1 {
+                        // ...and so does closing it: these 20 complete with .closed, exactly once each.
+                        for extra in 0..<20 {
+                            _ = pool.send(postRequest()) { outcomes.record(total + extra, $0) }
+                        }
+                        pool.close(graceful: false)
+                    }
+                }
+                if !accepted { outcomes.record(index, .failure(.queueFull)) }
+            }
+            for _ in 0..<10 { chain() }
+        }
+        #expect(outcomes.wait(seconds: 60))
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.successes.count >= total - 10)
+        #expect(outcomes.failures.allSatisfy { $0 == .closed || $0 == .connectionLost("closed by client") }, "\(outcomes.failures)")
     }
 
     @Test func reconnectsAfterTheServerIsKilledAndRestarted() throws {
@@ -72,10 +107,11 @@ import Testing
 
         server.stop(signal: SIGKILL)
         #expect(eventually(seconds: 10) { (try? loop.submitAndWait { pool.liveConnections }) == 0 })
-        // While the server is down requests wait in the pool's queue (or time out there, never sent).
+        // While the server is down requests fail as never sent: at the next failed attempt, or at their deadline.
         let during = try send(5, on: pool, request: postRequest(timeoutMilliseconds: 300))
         #expect(during.wait(seconds: 10))
-        #expect(during.failures.allSatisfy { $0 == .queueTimedOut && $0.safeToResend })
+        #expect(during.failures.count == 5)
+        #expect(during.failures.allSatisfy { $0.safeToResend }, "\(during.failures)")
 
         server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
         let after = try send(10, on: pool)
@@ -91,7 +127,8 @@ import Testing
     @Test func aFullQueuePushesBack() throws {
         let events = EventLog()
         // Nobody listens: nothing can leave the queue.
-        let options = HTTP2PoolOptions(maxQueuedRequests: 5, reconnectMinimumMilliseconds: 100, reconnectMaximumMilliseconds: 200)
+        let options = HTTP2PoolOptions(maxQueuedRequests: 5, reconnectMinimumMilliseconds: 100, reconnectMaximumMilliseconds: 200,
+                                       failWaitingRequestsWhenUnreachable: false)
         let pool = try makePool(port: try freePort(), options: options, events: events)
         let accepted = try loop.submitAndWait { () -> [Bool] in
             (0..<7).map { _ in pool.send(postRequest(timeoutMilliseconds: 200)) { _ in } }
@@ -102,6 +139,29 @@ import Testing
         #expect(eventually(seconds: 5) { events.all.contains { if case .connection(.closed(_, .connectFailed?)) = $0 { true } else { false } } })
         try loop.submitAndWait { pool.close(graceful: false) }
         #expect(try loop.submitAndWait { pool.send(postRequest()) { _ in } } == false)
+    }
+
+    @Test func aDroppedPoolStillCompletesEveryRequest() throws {
+        let tls = try TLSContext(TLSConfiguration(caFile: certificates.caCertificate))
+        let port = try freePort()
+        let outcomes = Outcomes(expected: 3)
+        try loop.submitAndWait {
+            let pool = HTTP2ConnectionPool(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls)
+            for index in 0..<3 {
+                if !pool.send(postRequest(), completion: { outcomes.record(index, $0) }) { outcomes.record(index, .failure(.queueFull)) }
+            }
+        }  // the pool's last reference goes here
+        #expect(outcomes.wait(seconds: 10))
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.failures == [.closed, .closed, .closed])
+    }
+
+    @Test func anUnreachableServerFailsWaitingRequestsAtOnce() throws {
+        let pool = try makePool(port: try freePort(), options: HTTP2PoolOptions(), events: EventLog())
+        let outcomes = try send(3, on: pool)  // 20 s deadlines: an answer within 10 s proves they did not wait
+        #expect(outcomes.wait(seconds: 10))
+        #expect(outcomes.failures.allSatisfy { if case .connectFailed = $0 { true } else { false } }, "\(outcomes.failures)")
+        try loop.submitAndWait { pool.close(graceful: false) }
     }
 
     @Test func retiringAConnectionMovesRequestsToAFreshOne() throws {

@@ -22,6 +22,15 @@ public final class ChildProcess: @unchecked Sendable {
         process.standardOutput = handle
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
+        // Test-runner threads may block SIGTERM/SIGINT, and a spawned child inherits that mask: it would then
+        // ignore the SIGTERM that stops it. Unblock them on this thread for the spawn, then restore the mask.
+        var wanted = sigset_t()
+        sigemptyset(&wanted)
+        sigaddset(&wanted, SIGTERM)
+        sigaddset(&wanted, SIGINT)
+        var previous = sigset_t()
+        pthread_sigmask(SIG_UNBLOCK, &wanted, &previous)
+        defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
         try process.run()
     }
 

@@ -73,7 +73,7 @@ struct ConnectionBehaviourTests {
         let refused = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture, token: "aa11")])
         #expect(refused.stream(3)?.reset == 7)  // REFUSED_STREAM
         #expect(refused.stream(3)?.status == nil)
-        let silent = try H2Peer.run(fixture, [try H2Peer.push(fixture, token: "bb11")], timeout: 0.5)
+        let silent = try H2Peer.run(fixture, [try H2Peer.push(fixture, token: "bb11", timeout: 0.5)])
         #expect(silent.timeouts == [1])
         #expect(!silent.closed)
         let dropped = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture, token: "cc11")])
@@ -94,11 +94,27 @@ struct ConnectionBehaviourTests {
         #expect(report.stream(3)?.status == 200)
         #expect(report.stream(5)?.status == nil)
         #expect(report.closed)
+        // Pipelined: the answer to request 2 still goes out before the drop triggered by request 3.
+        let pipelined = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture, wait: false), try H2Peer.push(fixture, wait: false)])
+        #expect(pipelined.stream(3)?.status == 200)
+        #expect(pipelined.stream(5)?.status == nil)
+        #expect(pipelined.closed)
+        #expect(fixture.server.stats().connectionsDropped == 2)
+    }
+
+    @Test func idleConnectionsGetGoawayIdleTimeout() throws {
+        let fixture = try Fixture(faults: MockFaultScript(idleTimeoutSeconds: 0.3))
+        defer { fixture.stop() }
+        let report = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture, pause: 1.0)])
+        #expect(report.stream(1)?.status == 200)
+        #expect(report.goaway?.last_stream_id == 1)
+        #expect(report.goaway?.data == #"{"reason":"IdleTimeout"}"#)
+        #expect(report.stream(3) == nil)
     }
 
     @Test func unrelatedKeyAndTokenUpdatesOnOneConnection() throws {
         let second = try MockProviderKey.generate(keyID: "KEY7654321", teamID: "TEAM123456")
-        let fixture = try Fixture(extraKeys: [second]) { $0.tokenUpdateWindowSeconds = 0.4 }
+        let fixture = try Fixture(extraKeys: [second]) { $0.tokenUpdateWindowSeconds = 1.5 }
         defer { fixture.stop() }
         let now = wallClockSeconds()
         let refreshed = try fixture.bearer(issuedAt: now - 1)
@@ -106,7 +122,7 @@ struct ConnectionBehaviourTests {
             try H2Peer.push(fixture, authorization: try fixture.bearer(issuedAt: now)),
             try H2Peer.push(fixture, authorization: try fixture.bearer(second)),
             try H2Peer.push(fixture, authorization: try fixture.bearer(issuedAt: now - 1)),
-            try H2Peer.push(fixture, authorization: refreshed, pause: 0.6),
+            try H2Peer.push(fixture, authorization: refreshed, pause: 1.7),
             try H2Peer.push(fixture, authorization: refreshed),
         ])
         #expect(report.stream(1)?.status == 200)

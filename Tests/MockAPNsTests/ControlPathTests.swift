@@ -48,7 +48,7 @@ struct ControlPathTests {
     @Test func silenceAfterRequestsStopsAnswering() throws {
         let fixture = try Fixture(faults: MockFaultScript(silenceAfterRequests: 1))
         defer { fixture.stop() }
-        let report = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture)], timeout: 0.5)
+        let report = try H2Peer.run(fixture, [try H2Peer.push(fixture), try H2Peer.push(fixture, timeout: 0.5)])
         #expect(report.stream(1)?.status == 200)
         #expect(report.timeouts == [3])
     }
@@ -74,5 +74,32 @@ struct ControlPathTests {
         #expect(!JSONShape.isObject(Array(#"{"a":1,}"#.utf8)))
         #expect(!JSONShape.isObject(Array(#"{"a":1} x"#.utf8)))
         #expect(!JSONShape.isObject(Array(#"{"a":"\x"}"#.utf8)))
+        let long = String(repeating: "abcdefgh", count: 20)
+        #expect(JSONShape.isObject(Array(#"{"a":"\#(long)\"\#(long)\\\#(long)\u00e9"}"#.utf8)))
+        #expect(!JSONShape.isObject(Array("{\"a\":\"\(long)\u{01}\(long)\"}".utf8)))
+        #expect(!JSONShape.isObject(Array("{\"a\":\"\(long)".utf8)))
+    }
+
+    /// Payloads written by JSONSerialization are objects; every proper prefix of one is not.
+    @Test func jsonShapeAgreesWithFoundation() throws {
+        var random = SeededRandom(seed: 99)
+        let alphabet = Array("abcXYZ 0123456789\"\\/\u{01}\u{1f}\té€😀-_.:,{}[]")
+        func text() -> String { String((0..<random.between(0, 40)).map { _ in alphabet[random.between(0, alphabet.count - 1)] }) }
+        for _ in 0..<200 {
+            var object: [String: Any] = [:]
+            for _ in 0..<random.between(0, 6) {
+                switch random.between(0, 4) {
+                case 0: object[text()] = text()
+                case 1: object[text()] = random.between(-1_000_000, 1_000_000)
+                case 2: object[text()] = [text(), 1.5, true, NSNull()] as [Any]
+                case 3: object[text()] = ["aps": ["alert": text(), "badge": 3]]
+                default: object[text()] = false
+                }
+            }
+            let bytes = [UInt8](try JSONSerialization.data(withJSONObject: object))
+            #expect(JSONShape.isObject(bytes), "\(String(decoding: bytes, as: UTF8.self))")
+            let cut = random.between(0, bytes.count - 1)
+            #expect(!JSONShape.isObject(Array(bytes[0..<cut])), "\(String(decoding: bytes[0..<cut], as: UTF8.self))")
+        }
     }
 }

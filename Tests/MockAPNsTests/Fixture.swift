@@ -110,13 +110,19 @@ func runProcess(_ executable: String, _ arguments: [String], environment: [Strin
 /// Each transfer: headers, body (nil = none), method.
 func curl(_ fixture: Fixture, _ transfers: [(url: String, method: String, headers: [String], body: String?)],
           extra: [String] = []) throws -> [CurlAnswer] {
+    try curl(caFile: fixture.tls.caFile!, transfers, extra: extra)
+}
+
+/// The same against any server: `caFile` nil means cleartext (pass `--http2-prior-knowledge` in `extra`).
+func curl(caFile: String?, _ transfers: [(url: String, method: String, headers: [String], body: String?)],
+          extra: [String] = []) throws -> [CurlAnswer] {
     let directory = try Fixture.temporaryDirectory()
     defer { try? FileManager.default.removeItem(atPath: directory) }
     var arguments: [String] = []
     for (index, transfer) in transfers.enumerated() {
         if index > 0 { arguments.append("--next") }
-        arguments += ["--http2", "-s", "--max-time", "10", "--cacert", fixture.tls.caFile!, "-X", transfer.method,
-                      "-D", "\(directory)/h\(index)", "-o", "\(directory)/b\(index)"] + extra
+        arguments += ["-s", "--max-time", "10", "-X", transfer.method, "-D", "\(directory)/h\(index)", "-o", "\(directory)/b\(index)"]
+        arguments += (caFile.map { ["--http2", "--cacert", $0] } ?? []) + extra
         for header in transfer.headers { arguments += ["-H", header] }
         if let body = transfer.body { arguments += ["--data-binary", body] }
         arguments.append(transfer.url)

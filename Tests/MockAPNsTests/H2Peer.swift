@@ -12,6 +12,8 @@ struct H2Peer {
         var wait: Bool = true
         /// Pause before sending (seconds).
         var pause: Double = 0
+        /// How long to wait for this stream's answer (nil: the run's timeout).
+        var timeout: Double? = nil
     }
 
     struct Stream: Decodable {
@@ -110,10 +112,10 @@ for request in args["requests"]:
     sock.sendall(conn.data_to_send())
     sent.append(sid)
     if request["wait"]:
-        pump(lambda: sid in done, time.time() + args["timeout"])
+        pump(lambda: sid in done, time.time() + (request.get("timeout") or args["timeout"]))
         if sid not in done and not report["closed"]:
             report["timeouts"].append(sid)
-pump(lambda: all(s in done for s in sent), time.time() + args["timeout"])
+pump(lambda: all(s in done for s in sent), time.time() + min([args["timeout"]] + [r["timeout"] for r in args["requests"] if r.get("timeout")]))
 for s in sent:
     if s not in done and s not in report["timeouts"] and not report["closed"]:
         report["timeouts"].append(s)
@@ -121,7 +123,7 @@ print(json.dumps(report))
 """#
 
     /// Runs the requests on one TLS connection and reports what the server did.
-    static func run(_ fixture: Fixture, _ requests: [Request], timeout: Double = 3) throws -> Report {
+    static func run(_ fixture: Fixture, _ requests: [Request], timeout: Double = 5) throws -> Report {
         let directory = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try script.write(toFile: directory + "/peer.py", atomically: true, encoding: .utf8)
@@ -141,7 +143,9 @@ print(json.dumps(report))
          ["authorization", authorization ?? fixture.defaultBearer], ["apns-topic", Fixture.topic], ["apns-push-type", "alert"]] + extra
     }
 
-    static func push(_ fixture: Fixture, token: String = Fixture.token, authorization: String? = nil, wait: Bool = true, pause: Double = 0) throws -> Request {
-        Request(headers: try pushHeaders(fixture, token: token, authorization: authorization), body: #"{"aps":{"alert":"x"}}"#, wait: wait, pause: pause)
+    static func push(_ fixture: Fixture, token: String = Fixture.token, authorization: String? = nil, wait: Bool = true, pause: Double = 0,
+                     timeout: Double? = nil) throws -> Request {
+        Request(headers: try pushHeaders(fixture, token: token, authorization: authorization), body: #"{"aps":{"alert":"x"}}"#, wait: wait,
+                pause: pause, timeout: timeout)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Reactor
 import Testing
 @testable import RedisQueue
@@ -115,5 +116,90 @@ final class LoopHarness: @unchecked Sendable {
         }
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(try harness.loop.submitAndWait { got.value } == "in-db-5")
+    }
+}
+
+@Suite struct ReconnectTests {
+    /// A command in flight when the server drops the connection fails with `.connectionLost`; a command re-sent
+    /// from that very completion waits for the reconnect and succeeds.
+    @Test func inFlightFailsAndResendFromCompletionWorksAfterReconnect() throws {
+        let harness = try LoopHarness()
+        defer { harness.stop() }
+        let admin = try TestRedis.blocking()
+        let clientID = Box<Int64>(-1)
+        let outcome = Box<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        let key = "t-blpop-\(UInt32.random(in: 0...UInt32.max))"
+        try harness.loop.submitAndWait {
+            let connection = RedisConnection(url: TestRedis.url, loop: harness.loop)
+            connection.send(["CLIENT", "ID"]) { result in clientID.value = (try? result.get())?.int ?? -2 }
+            connection.send(["BLPOP", key, "10"]) { result in
+                outcome.value.append(result == .failure(.connectionLost) ? "lost" : "\(result)")
+                connection.send(["PING"]) { result in
+                    outcome.value.append((try? result.get())?.string ?? "\(result)")
+                    connection.close()
+                    done.signal()
+                }
+            }
+        }
+        #expect(waitUntil { (try? harness.loop.submitAndWait { clientID.value }) ?? -1 > 0 })
+        usleep(50_000)  // let BLPOP reach the server
+        let id = try harness.loop.submitAndWait { clientID.value }
+        #expect(try admin.command(["CLIENT", "KILL", "ID", "\(id)"]).int == 1)
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(try harness.loop.submitAndWait { outcome.value } == ["lost", "PONG"])
+    }
+
+    @Test func unixSocket() throws {
+        let socketPath = NSTemporaryDirectory() + "herald-\(UInt32.random(in: 0...UInt32.max)).sock"
+        let server = try RedisServer.start(extraArguments: ["--unixsocket", socketPath, "--unixsocketperm", "700"])
+        defer { server.stop(); unlink(socketPath) }
+        let url = try RedisURL(parsing: "unix://\(socketPath)?db=2")
+        let blocking = try BlockingRedis(url: url)
+        _ = try blocking.command(["SET", "where", "unix-db2"])
+        let harness = try LoopHarness()
+        defer { harness.stop() }
+        let done = DispatchSemaphore(value: 0)
+        let got = Box<String>("")
+        try harness.loop.submitAndWait {
+            let connection = RedisConnection(url: url, loop: harness.loop)
+            connection.send(["GET", "where"]) { result in
+                got.value = (try? result.get())?.string ?? "\(result)"
+                connection.close()
+                done.signal()
+            }
+        }
+        #expect(done.wait(timeout: .now() + 10) == .success)
+        #expect(try harness.loop.submitAndWait { got.value } == "unix-db2")
+    }
+}
+
+@Suite struct MaintenanceTests {
+    @Test func maintenanceReapsAndMovesDueRetriesOnTheLoop() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        try push(redis, key: keys.queue, jobs: ["a", "b"])
+        var short = JobQueueOptions()
+        short.leaseMilliseconds = 100
+        let doomed = try BlockingJobQueue(redis: redis, keys: keys, workerID: "doomed", options: short)
+        #expect(try doomed.claim(max: 2).count == 2)
+        _ = try redis.command([bytes("ZADD"), bytes(keys.retry), bytes("1"), JobEnvelope.wrap(job: bytes("c"), attempt: 2, id: "c", queue: keys.queue)])
+        let harness = try LoopHarness()
+        defer { harness.stop() }
+        let events = Box<[JobQueue.MaintenanceEvent]>([])
+        try harness.loop.submitAndWait {
+            let connection = RedisConnection(url: TestRedis.url, loop: harness.loop)
+            let queue = try JobQueue(connection: connection, keys: keys, workerID: "keeper")
+            queue.startMaintenance(reapIntervalMilliseconds: 20, schedulerMaxSleepMilliseconds: 20) { events.value.append($0) }
+            events.value = []
+            harness.loop.schedule(afterMilliseconds: 3_000) { queue.stopMaintenance(); connection.close() }
+        }
+        #expect(try waitUntil { try redis.command(["LLEN", keys.queue]).int == 3 })
+        // The replies reach the loop just after Redis applied the scripts.
+        #expect(try waitUntil {
+            let seen = try harness.loop.submitAndWait { events.value }
+            return seen.contains(.reaped(jobs: 2)) && seen.contains(.movedRetries(1))
+        })
+        #expect(try redis.command(["ZCARD", keys.retry]).int == 0)
     }
 }

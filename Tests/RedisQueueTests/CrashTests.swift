@@ -68,11 +68,6 @@ import Testing
             var queueOptions = JobQueueOptions()
             queueOptions.leaseMilliseconds = 5_000
             let queue = try JobQueue(connection: connection, keys: keys, workerID: "w1", options: queueOptions)
-            func heartbeat() {
-                guard running.value else { return }
-                queue.renewHeartbeat()
-                harness.loop.schedule(afterMilliseconds: 300) { heartbeat() }
-            }
             func complete(_ batch: [JobCompletion]) {
                 queue.complete(batch) { result in
                     switch result {
@@ -93,11 +88,12 @@ import Testing
                     }
                 }
             }
-            heartbeat()
+            queue.startHeartbeats(intervalMilliseconds: 300)
             step()
             step()
         }
         defer { try? harness.loop.submitAndWait { running.value = false } }
+        #expect(try waitUntil { try admin.command(["ZSCORE", keys.workers, "w1"]).int ?? 0 > 0 })
         #expect(try waitUntil(seconds: 30) { try admin.command(["XLEN", keys.results]).int ?? 0 >= 800 })
         let resultsBeforeKill = try admin.command(["XLEN", keys.results]).int ?? 0
         server.stop(kill: SIGKILL)

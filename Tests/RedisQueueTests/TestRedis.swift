@@ -75,14 +75,25 @@ final class RedisServer: @unchecked Sendable {
         throw RedisError.connectFailed("test redis-server did not start on port \(port)")
     }
 
-    /// SIGKILL (no goodbye) or SIGTERM, then waits (deadline 10 s) for the pid to go.
-    func stop(kill signal: Int32 = SIGTERM) {
+    /// Sends `signal` and waits (deadline 10 s) for the pid to go, then SIGKILLs. SIGKILL by default: a child
+    /// started by Foundation's `Process` from a test thread inherits that thread's signal mask, in which SIGTERM
+    /// is blocked, so redis-server would ignore SIGTERM (nothing of a throwaway server needs a clean exit).
+    func stop(kill signal: Int32 = SIGKILL) {
         guard let process, process.isRunning else { return }
-        Glibc.kill(process.processIdentifier, signal)
+        let pid = process.processIdentifier
+        Glibc.kill(pid, signal)
         let deadline = Date().addingTimeInterval(10)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        while Self.isAlive(pid) && Date() < deadline { usleep(20_000) }
         if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL); process.waitUntilExit() }
         self.process = nil
+    }
+
+    /// Foundation's `isRunning` can lag behind; /proc says at once (a zombie counts as gone).
+    static func isAlive(_ pid: Int32) -> Bool {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return false }
+        let state = stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first
+        return state != "Z" && state != "X"
     }
 
     deinit {

@@ -7,9 +7,12 @@ Modes:
            --last-stream, debug data {"reason":"Shutdown"}), answers the streams at or below it with 200,
            and closes the connection a moment later.
   refuse   resets every stream whose id % 4 == 3 with REFUSED_STREAM, answers the others with 200.
-  limits   starts with MAX_CONCURRENT_STREAMS 1, raises it to --raise after the first answer, answers
-           everything with 200 and records the most streams it ever saw open at once in --report.
+  limits   starts with MAX_CONCURRENT_STREAMS 1, raises it to --raise after the first answer (and, with
+           --lower-after N, back to 1 after N answers), answers everything with 200 and records in --report
+           the most streams it saw open at once before lowering.
   http11   offers only ALPN http/1.1 (a server that does not speak HTTP/2).
+  proxy    a plain HTTP CONNECT proxy (no TLS of its own): answers 200 and relays bytes both ways;
+           writes each CONNECT target it served, one per line, to --report.
 Prints "PORT <n>" once listening on 127.0.0.1. Stopped by the test with SIGTERM.
 """
 import argparse, json, socket, ssl, sys, threading, time
@@ -24,7 +27,48 @@ p.add_argument("--count", type=int, default=10)
 p.add_argument("--last-stream", type=int, default=9)
 p.add_argument("--raise", dest="raise_to", type=int, default=5)
 p.add_argument("--report", default=None)
+p.add_argument("--lower-after", type=int, default=0)
 args = p.parse_args()
+
+def relay(src, dst):
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            dst.sendall(data)
+    except Exception:
+        pass
+    for s in (src, dst):
+        try:
+            s.shutdown(socket.SHUT_RDWR)
+        except Exception:
+            pass
+
+
+def proxy(client):
+    head = b""
+    while b"\r\n\r\n" not in head:
+        chunk = client.recv(4096)
+        if not chunk:
+            client.close()
+            return
+        head += chunk
+    line = head.split(b"\r\n")[0].decode()
+    method, target, _ = line.split(" ", 2)
+    if method != "CONNECT":
+        client.sendall(b"HTTP/1.1 405 Method Not Allowed\r\n\r\n")
+        client.close()
+        return
+    host, port = target.rsplit(":", 1)
+    if args.report:
+        with open(args.report, "a") as f:
+            f.write(target + "\n")
+    upstream = socket.create_connection((host.strip("[]"), int(port)))
+    client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+    threading.Thread(target=relay, args=(client, upstream), daemon=True).start()
+    relay(upstream, client)
+
 
 ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
 ctx.load_cert_chain(args.cert, args.key)
@@ -42,6 +86,9 @@ def answer(conn, stream_id):
 
 
 def serve(raw):
+    if args.mode == "proxy":
+        proxy(raw)
+        return
     try:
         tls = ctx.wrap_socket(raw, server_side=True)
     except Exception:
@@ -69,6 +116,7 @@ def serve(raw):
     open_streams = set()
     most_open = 0
     raised = False
+    lowered = False
     while True:
         try:
             data = tls.recv(65536)
@@ -79,7 +127,8 @@ def serve(raw):
         for event in conn.receive_data(data):
             if isinstance(event, h2.events.RequestReceived):
                 open_streams.add(event.stream_id)
-                most_open = max(most_open, len(open_streams))
+                if not lowered:
+                    most_open = max(most_open, len(open_streams))
             elif isinstance(event, h2.events.DataReceived):
                 conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             elif isinstance(event, h2.events.StreamEnded):
@@ -96,6 +145,9 @@ def serve(raw):
                     if not raised:
                         raised = True
                         conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: args.raise_to})
+                    if args.lower_after and len(ended) == args.lower_after:
+                        conn.update_settings({h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS: 1})
+                        lowered = True
             elif isinstance(event, h2.events.StreamReset):
                 open_streams.discard(event.stream_id)
         if args.report:
