@@ -18,7 +18,7 @@ final class DemoProcess {
         process.standardOutput = handle
         process.standardError = handle
         process.standardInput = FileHandle.nullDevice
-        try process.run()
+        try spawnWithDefaultSignals(process)
     }
 
     var isRunning: Bool { process.isRunning }
@@ -37,6 +37,19 @@ final class DemoProcess {
         }
         return process.isRunning ? nil : process.terminationStatus
     }
+}
+
+/// Starts `process` with SIGTERM, SIGINT and SIGHUP unblocked: herald blocks them in every thread (see
+/// main.swift) and a child inherits the spawning thread's mask, so a redis-server started by the demo would
+/// otherwise ignore the SIGTERM that stops it.
+func spawnWithDefaultSignals(_ process: Process) throws {
+    var handled = sigset_t()
+    sigemptyset(&handled)
+    for sig in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&handled, sig) }
+    var previous = sigset_t()
+    pthread_sigmask(SIG_UNBLOCK, &handled, &previous)
+    defer { pthread_sigmask(SIG_SETMASK, &previous, nil) }
+    try process.run()
 }
 
 /// The executable running now, for starting more of itself.

@@ -77,8 +77,14 @@ func runMain() -> Int32 {
 let heraldVersion = "herald 0.1.0"
 clinux_line_buffer_stdout()
 signal(SIGPIPE, SIG_IGN)
-// A parent (a test runner's thread, a supervisor) may have left signals blocked; SIGTERM must reach us.
-var unblocked = sigset_t()
-sigemptyset(&unblocked)
-sigprocmask(SIG_SETMASK, &unblocked, nil)
+// A known signal mask whatever the parent left (a test runner's thread, a supervisor): SIGTERM, SIGINT and
+// SIGHUP blocked in every thread, everything else unblocked. The commands take those three through
+// DispatchSource, which on Linux reads a signalfd: a signal only reaches it while blocked everywhere. With
+// them unblocked, libdispatch's fallback handler catches the first one but a second SIGTERM is lost (the
+// "second signal exits at once" rule then fails). This runs before any thread exists, so all inherit it;
+// children we spawn get these unblocked again (`spawnWithDefaultSignals`).
+var handledSignals = sigset_t()
+sigemptyset(&handledSignals)
+for sig in [SIGTERM, SIGINT, SIGHUP] { sigaddset(&handledSignals, sig) }
+sigprocmask(SIG_SETMASK, &handledSignals, nil)
 exit(runMain())
