@@ -56,7 +56,7 @@ extension EndToEnd {
             guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
             let redis = try RedisServer()
             let directory = makeTemporaryDirectory("herald-cli")
-            defer { redis.crash(); try? FileManager.default.removeItem(atPath: directory) }
+            defer { redis.stop(); try? FileManager.default.removeItem(atPath: directory) }
             let token = deviceToken(prefix: "00", index: 1)
             let lines = [
                 "{\"token\":\"\(token)\",\"payload\":{\"aps\":{\"alert\":\"one\"}}}",
@@ -118,7 +118,7 @@ extension EndToEnd {
         @Test func tailStatsAndSchedulerWorkOnARealRedis() throws {
             guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
             let redis = try RedisServer()
-            defer { redis.crash() }
+            defer { redis.stop() }
             let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
             for i in 0..<5 {
                 _ = try client.command(["XADD", "herald:results", "*", "id", "t-\(i)", "outcome", i == 4 ? "failed" : "delivered",

@@ -122,9 +122,7 @@ final class EndToEndWorld: @unchecked Sendable {
     func shutdown() {
         for worker in workers.values where worker.isRunning { worker.stop(grace: 10) }
         simulator.stop()
-        // SIGKILL: a throwaway server, and redis-server started from a test thread inherits a blocked SIGTERM
-        // (Foundation's Process keeps the spawning thread's signal mask), so a polite stop costs its 5 s grace.
-        redis.crash()
+        redis.stop()
     }
 
     /// The workers' logs, for failure messages.
