@@ -158,6 +158,7 @@ extension HTTP2ClientConnection {
         if let goaway, streamID > goaway.lastStreamID {
             outcome = .failure(.goawayUnprocessed(lastStreamID: goaway.lastStreamID, errorCode: goaway.errorCode, reason: goaway.reason))
         } else if errorCode == NGHTTP2_NO_ERROR.rawValue && context.status >= 200 {
+            responsesReceived += 1
             outcome = .success(HTTP2Response(status: context.status, headers: context.headers, body: context.body, connectionID: id))
         } else if errorCode == NGHTTP2_REFUSED_STREAM.rawValue {
             outcome = .failure(.refusedStream)

@@ -68,6 +68,8 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     var pingSentAt: UInt64?
     let defaultAuthority: String
 
+    /// Responses received on this connection: a connection that answered anything was healthy, whatever ended it.
+    public internal(set) var responsesReceived = 0
     /// The most streams ever open at once: lets tests prove the server's limit was never exceeded.
     public internal(set) var maxObservedOpenStreams = 0
     /// Streams submitted and not yet closed by nghttp2 (including ones cancelled by a timeout until the RST goes out).

@@ -217,10 +217,10 @@ public final class HTTP2ConnectionPool {
         case .capacityAvailable:
             dispatch()
         case .goaway, .draining:
-            connectionEnded(connection)
+            connectionEnded(connection, graceful: true)
         case let .closed(_, error):
             let neverReady = readyAt[connection.id] == nil
-            connectionEnded(connection)
+            connectionEnded(connection, graceful: false)
             retiring.removeAll { $0 === connection }
             readyAt[connection.id] = nil
             if let error, neverReady, options.failWaitingRequestsWhenUnreachable, liveConnections == 0 {
@@ -232,13 +232,18 @@ public final class HTTP2ConnectionPool {
 
     /// A connection stopped taking requests (GOAWAY or death): replace it, at once if it had been healthy,
     /// after a growing, jittered delay if connections keep failing.
-    private func connectionEnded(_ connection: HTTP2ClientConnection) {
+    private func connectionEnded(_ connection: HTTP2ClientConnection, graceful: Bool) {
         guard let index = connections.firstIndex(where: { $0 === connection }) else { return }
         connections.remove(at: index)
         if connection.state != .closed { retiring.append(connection) }
         guard !closed else { return }
         let lived = readyAt[connection.id].map { monotonicNanos() &- $0 } ?? 0
-        if lived >= UInt64(options.healthyLifetimeMilliseconds) &* 1_000_000 {
+        // Healthy: it lived long, or it answered requests and then ended gracefully (GOAWAY, or retired by us):
+        // APNs closes busy connections that way. Counting those as failures made back-off stall delivery for
+        // up to a minute after every GOAWAY. Abrupt deaths of young connections still back off, so a flapping
+        // server is not hammered with new connections.
+        let servedThenLeft = graceful && connection.responsesReceived > 0
+        if lived >= UInt64(options.healthyLifetimeMilliseconds) &* 1_000_000 || servedThenLeft {
             consecutiveFailures = 0
             ensureConnections()
             return

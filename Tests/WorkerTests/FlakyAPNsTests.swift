@@ -50,8 +50,8 @@ extension EndToEnd {
             let (perToken, duplicates) = duplicateDeliveries(world.simulator.acceptedNotifications())
             #expect(perToken.count == total)
             // A connection that dies with requests in flight may have had them delivered: those are resent, at
-            // most what one worker holds in flight per lost connection. (A graceful GOAWAY should cost none;
-            // see gracefulGoawaysCauseNoDuplicatesOrStall, disabled.)
+            // most what one worker holds in flight per lost connection. (A graceful GOAWAY costs none; see
+            // gracefulGoawaysCauseNoDuplicatesOrStall.)
             #expect(duplicates <= (stats.connectionsDropped + stats.goawaysSent) * 300,
                     "\(duplicates) duplicates for \(stats.connectionsDropped) dropped connections and \(stats.goawaysSent) GOAWAYs")
             #expect(stats.goawaysSent > 0 && stats.refusedStreams > 0)
@@ -64,15 +64,12 @@ extension EndToEnd {
     
 
         /// Graceful GOAWAYs alone (NO_ERROR, every 700 requests per connection, as a server being rotated
-        /// would send): the pool should reconnect at once and nothing should be sent twice. Measured (one
-        /// worker, 8,000 jobs): each GOAWAY from a connection younger than the pool's healthy lifetime (10 s)
-        /// counts as a failure, so reconnect back-off grows (1, 3, 13, 43-56 s) and the worker stalls with
-        /// 300 jobs in flight: on current main 5,600 of 8,000 done after 60 s, the rest waiting and timing out
-        /// in the pool queue (each timeout spends an attempt). On the branch's first base, requests dispatched
-        /// just before their 15 s timeout were cancelled after APNs had processed them and resent: 84-100
-        /// duplicates (0 with a 60 s timeout).
-        @Test(.disabled("graceful GOAWAY counts as a connection failure in HTTP2ConnectionPool: back-off stalls of ~1 min and duplicates via request timeouts (outside the Worker module) -- see the report"),
-              .timeLimit(.minutes(3)))
+        /// would send): the pool reconnects at once and nothing is sent twice. Before the pool counted a
+        /// connection that had answered requests and then said GOAWAY as healthy, each GOAWAY from a
+        /// connection younger than 10 s counted as a failure: reconnect back-off grew (1, 3, 13, 43-56 s) and
+        /// one worker stalled with 300 jobs in flight (5,600 of 8,000 done after 60 s), with duplicates from
+        /// requests cancelled at their timeout after APNs had processed them.
+        @Test(.timeLimit(.minutes(3)))
         func gracefulGoawaysCauseNoDuplicatesOrStall() throws {
             let faults = MockFaultScript(seed: 9, latencyMs: MockLatency(min: 1, max: 5), goawayAfterRequests: 700, rules: [])
             let world = try EndToEndWorld(faults: faults)
