@@ -29,6 +29,7 @@ public final class EventLoop: @unchecked Sendable {
 
     public init(name: String = "herald-loop") throws(SystemError) {
         self.name = name
+        ignoreBrokenPipes
         epollFD = try syscall("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
         do {
             wakeFD = try syscall("eventfd") { eventfd(0, Int32(EFD_NONBLOCK | EFD_CLOEXEC)) }
@@ -243,6 +244,13 @@ public final class EventLoop: @unchecked Sendable {
 private struct PendingWork: @unchecked Sendable {
     let run: () -> Void
 }
+
+/// A peer that closes a socket while we write to it must give EPIPE, not kill the process with SIGPIPE
+/// (OpenSSL writes with write(2), which cannot pass MSG_NOSIGNAL). Done once, for every program that runs a
+/// loop: the worker, the simulator as a library inside tests, the CLI tools.
+private let ignoreBrokenPipes: Void = {
+    signal(SIGPIPE, SIG_IGN)
+}()
 
 private final class ResultBox<T>: @unchecked Sendable {
     var result: Result<T, Error>?
