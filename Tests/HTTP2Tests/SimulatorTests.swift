@@ -276,9 +276,9 @@ import Testing
     @Test func aSilentPeerFailsThePINGAndOpenStreamsEndAsConnectionLost() throws {
         let sim = try SimulatorFixture(faults: MockFaultScript(silenceAfterRequests: 3))
         defer { sim.stop() }
-        // PING after 200 ms of quiet, dead after 1 s without ACK; request deadlines (5 min) are far beyond the test's waits,
-        // so only the PING can end the stuck streams.
-        let options = HTTP2ConnectionOptions(pingIdleMilliseconds: 200, pingTimeoutMilliseconds: 1_000)
+        // PING after 300 ms of quiet, dead after 3 s without ACK (long enough for a loaded machine to answer a live
+        // peer's PING); request deadlines (5 min) are far beyond the test's waits, so only the PING can end the stuck streams.
+        let options = HTTP2ConnectionOptions(pingIdleMilliseconds: 300, pingTimeoutMilliseconds: 3_000)
         let events = EventLog()
         let pool = try sim.makePool(connection: options, events: events)
         let count = 10
