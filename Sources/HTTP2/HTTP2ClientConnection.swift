@@ -101,6 +101,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         self.options = options
         self.defaultAuthority = endpoint.port == 443 ? endpoint.host : endpoint.authority
         self.id = Self.nextID.wrappingAdd(1, ordering: .relaxed).newValue
+        BrokenPipe.ignored
         readBuffer = UnsafeMutableRawPointer.allocate(byteCount: Self.readSize, alignment: 16)
         outBuffer.reserveCapacity(Self.readSize + 16_384)
     }

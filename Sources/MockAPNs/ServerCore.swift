@@ -29,6 +29,7 @@ final class ServerCore {
     private var statusCounts: [Int: Int] = [:]
 
     init(loop: EventLoop, configuration: MockAPNsConfiguration) throws {
+        BrokenPipe.ignored
         self.loop = loop
         self.configuration = configuration
         var keyMap: [String: MockProviderKey] = [:]
