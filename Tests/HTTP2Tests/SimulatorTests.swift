@@ -361,4 +361,40 @@ import Testing
         #expect(events.all.contains { if case .connection(.closed(_, .connectionLost?)) = $0 { true } else { false } })
         #expect(sim.server.stats().connectionsAccepted >= 2)
     }
+
+    // MARK: everything at once
+
+    @Test func aFlakyServiceNeverLosesOrDoublesANotification() throws {
+        // Latency keeps streams below a GOAWAY's last-stream-id open while it arrives: they must still finish.
+        let faults = MockFaultScript(seed: 3, latencyMs: MockLatency(min: 0, max: 30), goawayAfterRequests: 37, rules: [
+            MockFaultRule(fate: .error, rate: 0.02, status: 500, reason: "InternalServerError"),
+            MockFaultRule(fate: .refuseStream, rate: 0.05),
+        ])
+        let sim = try SimulatorFixture(faults: faults)
+        defer { sim.stop() }
+        let pool = try sim.makePool(connectionCount: 2)
+        let count = 2_000
+        let ids = (0..<count).map { _ in lowerUUID() }
+        let requests = ids.indices.map { sim.request(token: deviceToken("ab", $0), apnsID: ids[$0]) }
+        let ledger = AttemptLedger(expected: count)
+        // The caller's part of the promise: resend what was certainly not processed, nothing else.
+        try sim.loop.submitAndWait { sendAll(requests, on: pool, into: ledger, maxAttempts: 200) }
+        #expect(ledger.wait(seconds: Self.waitSeconds))
+        usleep(200_000)
+        #expect(ledger.everyAttemptCompletedOnce)
+        let failures = ledger.allFailures
+        #expect(failures.allSatisfy { $0.safeToResend }, "\(failures.filter { !$0.safeToResend })")
+        #expect(failures.contains(.refusedStream))
+        #expect(failures.contains { $0.isGoawayUnprocessed })
+        let final = ledger.finalResults
+        let delivered = final.filter { (try? $0.value.get())?.status == 200 }.keys
+        let serverErrors = final.filter { (try? $0.value.get())?.status == 500 }.keys
+        #expect(delivered.count + serverErrors.count == count, "\(final.values.filter { (try? $0.get()) == nil })")
+        #expect(!serverErrors.isEmpty)
+        let accepted = sim.acceptedIDs()
+        #expect(Set(accepted.keys) == Set(delivered.map { ids[$0] }))
+        #expect(accepted.values.allSatisfy { $0 == 1 }, "a notification was accepted twice")
+        #expect(sim.server.stats().goawaysSent >= 5)
+        #expect(try sim.loop.submitAndWait { (pool.inFlight, pool.queued) } == (0, 0))
+    }
 }
