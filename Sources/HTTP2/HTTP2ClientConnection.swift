@@ -338,7 +338,15 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         phase = .closed
         sweepTimer?.cancel()
         sweepTimer = nil
-        for context in streams.values where context.decide(.failure(inFlight)) { toDeliver.append(context) }
+        for (streamID, context) in streams {
+            // Above a received GOAWAY's last-stream-id the server never processed it, however the connection
+            // ended (such requests may still sit unsent in nghttp2's queue when the server closes right after).
+            var error = inFlight
+            if let goaway, streamID > goaway.lastStreamID {
+                error = .goawayUnprocessed(lastStreamID: goaway.lastStreamID, errorCode: goaway.errorCode, reason: goaway.reason)
+            }
+            if context.decide(.failure(error)) { toDeliver.append(context) }
+        }
         streams.removeAll()
         failQueued(queued)
         if let ssl, error == nil { ERR_clear_error(); SSL_shutdown(ssl) }

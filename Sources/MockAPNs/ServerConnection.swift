@@ -24,6 +24,9 @@ final class ServerConnection: FileDescriptorHandler {
     private var silenced = false
     private var closeRequested = false
     private var goawaySent = false
+    /// Done after GOAWAY: our side is shut, the client's last bytes are being read and dropped.
+    private var lingering = false
+    private var lingerTimer: LoopTimer?
     private var goawayLastStream: Int32 = 0
     private var requestCount = 0
     private var highestStreamID: Int32 = 0
@@ -68,6 +71,7 @@ final class ServerConnection: FileDescriptorHandler {
 
     func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
         if closed { return }
+        if lingering { return discardInput() }
         if silenced {
             if hangup || readable { close() }
             return
@@ -232,7 +236,35 @@ final class ServerConnection: FileDescriptorHandler {
         guard !closed, let session else { return }
         if closeRequested { close(); return }
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 && outputOffset == output.count {
-            close()
+            closeAfterLingering()
+        }
+    }
+
+    /// Closing a socket that still holds unread input makes the kernel send RST and throw away what it had
+    /// not yet transmitted: the last answers the client is waiting for (seen under load after GOAWAY). So the
+    /// orderly way: close_notify and FIN, then read and drop what the client still sends until it closes
+    /// its side (or a second passes), then close.
+    private func closeAfterLingering() {
+        guard !lingering, !closed else { return }
+        lingering = true
+        if let ssl {
+            _ = SSL_shutdown(ssl)
+            OpenSSLSupport.clearErrors()
+        }
+        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+        watchingWritable = false
+        try? core.loop.setInterest(fd: fd, readable: true, writable: false)
+        lingerTimer = core.loop.schedule(afterMilliseconds: 1_000) { [weak self] in self?.close() }
+    }
+
+    private func discardInput() {
+        let buffer = core.readBuffer
+        while !closed {
+            let n = Glibc.read(fd, buffer.baseAddress!, buffer.count)
+            if n > 0 { continue }
+            if n < 0 && errno == EINTR { continue }
+            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
+            close()  // EOF or error: the client is gone too
         }
     }
 
@@ -241,6 +273,8 @@ final class ServerConnection: FileDescriptorHandler {
         closed = true
         idleTimer?.cancel()
         idleTimer = nil
+        lingerTimer?.cancel()
+        lingerTimer = nil
         core.loop.unregister(fd: fd)
         Glibc.close(fd)
         // Freed here, not in deinit, so no nghttp2 callback can reach a connection that is going away.

@@ -246,10 +246,12 @@ private struct PendingWork: @unchecked Sendable {
 }
 
 /// A peer that closes a socket while we write to it must give EPIPE, not kill the process with SIGPIPE
-/// (OpenSSL writes with write(2), which cannot pass MSG_NOSIGNAL). Done once, for every program that runs a
-/// loop: the worker, the simulator as a library inside tests, the CLI tools.
+/// (OpenSSL writes with write(2), which cannot pass MSG_NOSIGNAL). Done once, when the first loop starts, for
+/// every program that runs one: the worker, the simulator as a library inside tests, the CLI tools. Only a
+/// default disposition is changed; a handler the program installed itself is left alone.
 private let ignoreBrokenPipes: Void = {
-    signal(SIGPIPE, SIG_IGN)
+    let previous = signal(SIGPIPE, SIG_IGN)
+    if previous != nil { _ = signal(SIGPIPE, previous) }
 }()
 
 private final class ResultBox<T>: @unchecked Sendable {
