@@ -144,7 +144,7 @@ import Worker
         // The cache's clock starts two hours back, so its first token is past the simulator's 3600 s lifetime.
         let offset = ClockOffset(seconds: -7_200)
         let cache = try ProviderTokenCache(keyID: Self.keyID, teamID: Self.teamID, key: try sim.signingKey()) {
-            MockAPNs.wallClockSeconds() + offset.seconds.load(ordering: .relaxed)
+            Int64(Date().timeIntervalSince1970) + offset.seconds.load(ordering: .relaxed)
         }
         let client = try sim.makeClient(tokenCache: cache)
         let n = PushNotification(deviceToken: clientToken(9), topic: "com.example.app", environment: .production,
