@@ -7,6 +7,7 @@ let package = Package(
     platforms: [.macOS(.v14)],
     products: [
         .executable(name: "herald", targets: ["herald"]),
+        .executable(name: "herald-bench", targets: ["HeraldBench"]),
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "MockAPNs", targets: ["MockAPNs"]),
     ],
@@ -29,6 +30,8 @@ let package = Package(
         .target(name: "MockAPNs", dependencies: ["Reactor", "CNghttp2", "COpenSSL"]),
         .target(name: "Worker", dependencies: ["APNs", "HTTP2", "RedisQueue", "Reactor"]),
         .executableTarget(name: "herald", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
+        .executableTarget(name: "HeraldBench", dependencies: ["Worker", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
 
         .target(name: "HeraldTestSupport", path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),

@@ -1,0 +1,26 @@
+/// The notifications every benchmark sends: one shape (alert, ~200-byte payload, 64-hex device token) so
+/// that the worker, the bare client, h2load and aioapns all do the same work per request.
+enum BenchJobs {
+    static let topic = "com.example.bench"
+    static let payloadBytes = 200
+
+    /// A distinct valid device token per index (64 hexadecimal digits, as Apple issues them).
+    static func token(_ index: Int) -> String {
+        let tail = String(UInt64(truncatingIfNeeded: index), radix: 16)
+        let head = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
+        return String(head.prefix(64 - tail.count)) + tail
+    }
+
+    /// A realistic alert payload padded to exactly `payloadBytes` bytes.
+    static func payload(_ index: Int) -> String {
+        let start = "{\"aps\":{\"alert\":{\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\"},\"sound\":\"default\",\"badge\":1},\"order\":\(index),\"pad\":\""
+        let end = "\"}"
+        let fill = max(0, payloadBytes - start.utf8.count - end.utf8.count)
+        return start + String(repeating: "x", count: fill) + end
+    }
+
+    /// One job line as a producer would LPUSH it.
+    static func job(_ index: Int) -> String {
+        "{\"id\":\"b\(index)\",\"token\":\"\(token(index))\",\"topic\":\"\(topic)\",\"payload\":\(payload(index))}"
+    }
+}

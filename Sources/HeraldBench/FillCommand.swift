@@ -1,0 +1,53 @@
+import Foundation
+import Reactor
+import RedisQueue
+
+/// LPUSHes benchmark jobs: as fast as Redis takes them (the queue is full before the worker starts), or
+/// paced at `--rate` jobs per second for the latency-at-half-rate run.
+enum FillCommand {
+    static func run(_ args: ArraySlice<String>) throws {
+        let flags = try BenchArguments(args, allowed: ["redis", "queue", "count", "first", "rate"])
+        let url = try RedisURL(parsing: try flags.required("redis"))
+        let queue = try flags.required("queue")
+        let count = try flags.int("count", default: 0)
+        let first = try flags.int("first", default: 0)
+        let rate = try flags.double("rate", default: 0)
+        let redis = try BlockingRedis(url: url)
+        defer { redis.close() }
+        let key = Array(queue.utf8)
+        let started = monotonicNanos()
+        var pushed = 0
+
+        /// One LPUSH of jobs first+pushed ..< first+pushed+n.
+        func command(_ n: Int) -> [[UInt8]] {
+            var args: [[UInt8]] = [Array("LPUSH".utf8), key]
+            args.reserveCapacity(n + 2)
+            for i in 0..<n { args.append(Array(BenchJobs.job(first + pushed + i).utf8)) }
+            pushed += n
+            return args
+        }
+
+        if rate == 0 {
+            while pushed < count {
+                var commands: [[[UInt8]]] = []
+                for _ in 0..<8 where pushed < count { commands.append(command(min(1000, count - pushed))) }
+                for reply in try redis.pipeline(rawCommands: commands) {
+                    if let message = reply.errorMessage { throw BenchUsageError("LPUSH failed: \(message)") }
+                }
+            }
+        } else {
+            // Every 2 ms push what the schedule says is due by now: smooth at any rate, no drift.
+            while pushed < count {
+                let elapsed = Double(monotonicNanos() &- started) / 1e9
+                let due = min(count, Int(elapsed * rate) + 1)
+                if due > pushed {
+                    let reply = try redis.command(command(due - pushed))
+                    if let message = reply.errorMessage { throw BenchUsageError("LPUSH failed: \(message)") }
+                }
+                usleep(2000)
+            }
+        }
+        let seconds = Double(monotonicNanos() &- started) / 1e9
+        printJSONLine(["pushed": pushed, "seconds": seconds, "per_s": seconds > 0 ? Double(pushed) / seconds : 0])
+    }
+}

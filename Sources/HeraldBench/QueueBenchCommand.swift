@@ -1,0 +1,94 @@
+import Foundation
+import Reactor
+import RedisQueue
+
+/// The queue's own work with no APNs: `lanes` independent claim -> complete loops (claim a batch, write a
+/// `delivered` result and ack for each job, claim again), pipelined on one connection as the worker does.
+/// The jobs must already be queued. Against `redis-benchmark` this is the cost of the Lua scripts.
+enum QueueBenchCommand {
+    static func run(_ args: ArraySlice<String>) throws {
+        let flags = try BenchArguments(args, allowed: ["redis", "count", "batch", "lanes", "prefix", "timeout"])
+        let url = try RedisURL(parsing: try flags.required("redis"))
+        let count = try flags.int("count", default: 100_000)
+        let batch = max(1, try flags.int("batch", default: 256))
+        let lanes = max(1, try flags.int("lanes", default: 4))
+        let prefix = flags.string("prefix") ?? "herald"
+        let timeout = try flags.double("timeout", default: 300)
+        let loop = try EventLoop.startThread(name: "bench-queue")
+        defer { loop.stop(); _ = loop.waitUntilStopped() }
+        let run = QueueRun(count: count, batch: batch)
+        let started = monotonicNanos()
+        try loop.submitAndWait {
+            let connection = RedisConnection(url: url, loop: loop)
+            connection.start()
+            run.queue = try JobQueue(connection: connection, keys: try QueueKeys(prefix: prefix), workerID: "bench-\(getpid())")
+            for _ in 0..<lanes { run.lane() }
+        }
+        guard run.done.wait(timeout: .now() + timeout) == .success else { fail("queue: not done within \(timeout) s", status: 1) }
+        let seconds = Double(monotonicNanos() &- started) / 1e9
+        let summary = try loop.submitAndWait { run.summary() }
+        try loop.submitAndWait { run.queue?.connection.close() }
+        printJSONLine(["completed": summary.completed, "errors": summary.errors, "seconds": seconds,
+                       "per_s": (Double(summary.completed) / seconds).rounded(), "batch": batch, "lanes": lanes])
+    }
+}
+
+/// The lanes' shared state, touched only on the loop's thread.
+private final class QueueRun: @unchecked Sendable {
+    let count: Int
+    let batch: Int
+    var queue: JobQueue?
+    let done = DispatchSemaphore(value: 0)
+    private var claimed = 0
+    private var completed = 0
+    private var errors = 0
+    private var activeLanes = 0
+    private var signalled = false
+
+    init(count: Int, batch: Int) {
+        self.count = count
+        self.batch = batch
+    }
+
+    func lane() {
+        activeLanes += 1
+        claimNext()
+    }
+
+    private func laneEnded() {
+        activeLanes -= 1
+        if activeLanes == 0 && !signalled {
+            signalled = true
+            done.signal()
+        }
+    }
+
+    private func claimNext() {
+        guard let queue, claimed < count else { laneEnded(); return }
+        let n = min(batch, count - claimed)
+        claimed += n
+        queue.claim(max: n) { [self] result in
+            guard case .success(let leases) = result, !leases.isEmpty else {
+                if case .failure = result { errors += 1 }
+                laneEnded()
+                return
+            }
+            claimed -= n - leases.count
+            let completions = leases.map { lease in
+                JobCompletion(lease: lease, result: ResultEntry(
+                    id: lease.jobID ?? lease.id, outcome: .delivered, status: 200, token: BenchJobs.token(0),
+                    topic: BenchJobs.topic, environment: "production", app: "bench", apnsID: "3f2b6a9e-1c4d-4e8f-9a0b-1c2d3e4f5a6b",
+                    attempt: 1, latencyMilliseconds: 1, worker: queue.workerID))
+            }
+            queue.complete(completions) { [self] result in
+                switch result {
+                case .success: completed += completions.count
+                case .failure: errors += 1
+                }
+                claimNext()
+            }
+        }
+    }
+
+    func summary() -> (completed: Int, errors: Int) { (completed, errors) }
+}

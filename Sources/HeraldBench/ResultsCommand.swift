@@ -1,0 +1,74 @@
+import Foundation
+import Reactor
+import RedisQueue
+
+/// Reads the results stream once `--expect` entries are there: throughput from the first claim (first
+/// entry's time minus its latency) to the last result (last entry's id time), and claim-to-result latency
+/// percentiles over every entry.
+enum ResultsCommand {
+    static func run(_ args: ArraySlice<String>) throws {
+        let flags = try BenchArguments(args, allowed: ["redis", "key", "expect", "timeout"])
+        let url = try RedisURL(parsing: try flags.required("redis"))
+        let key = try flags.required("key")
+        let expect = try flags.int("expect", default: 0)
+        let timeout = try flags.double("timeout", default: 300)
+        let redis = try BlockingRedis(url: url)
+        defer { redis.close() }
+
+        let deadline = monotonicNanos() &+ UInt64(timeout * 1e9)
+        var length = 0
+        var timedOut = false
+        while true {
+            length = Int(try redis.command(["XLEN", key]).int ?? 0)
+            if length >= expect { break }
+            if monotonicNanos() > deadline { timedOut = true; break }
+            usleep(20_000)
+        }
+
+        var latencies: [Int] = []
+        latencies.reserveCapacity(length)
+        var outcomes: [String: Int] = [:]
+        var firstClaimMs = Int64.max
+        var lastResultMs = Int64.min
+        var start = "-"
+        var entries = 0
+        while true {
+            let page = try redis.command(["XRANGE", key, start, "+", "COUNT", "10000"])
+            if let message = page.errorMessage { throw BenchUsageError("XRANGE failed: \(message)") }
+            guard let items = page.array, !items.isEmpty else { break }
+            for item in items {
+                guard let pair = item.array, pair.count == 2, let id = pair[0].string, let fields = pair[1].array else { continue }
+                entries += 1
+                let idMs = Int64(id.prefix { $0 != "-" }) ?? 0
+                var latency = 0
+                var index = 0
+                while index + 1 < fields.count {
+                    switch fields[index].string {
+                    case "latency_ms": latency = Int(fields[index + 1].int ?? 0)
+                    case "outcome": outcomes[fields[index + 1].string ?? "?", default: 0] += 1
+                    default: break
+                    }
+                    index += 2
+                }
+                latencies.append(latency)
+                firstClaimMs = min(firstClaimMs, idMs - Int64(latency))
+                lastResultMs = max(lastResultMs, idMs)
+                start = "(" + id
+            }
+            if items.count < 10000 { break }
+        }
+        latencies.sort()
+        func percentile(_ p: Double) -> Int {
+            guard !latencies.isEmpty else { return 0 }
+            return latencies[min(latencies.count - 1, Int((p * Double(latencies.count)).rounded(.up)) - 1)]
+        }
+        let spanMs = entries > 0 ? max(1, lastResultMs - firstClaimMs) : 0
+        printJSONLine([
+            "entries": entries, "expected": expect, "timed_out": timedOut, "outcomes": outcomes,
+            "delivered": outcomes["delivered"] ?? 0, "span_ms": spanMs,
+            "per_s": spanMs > 0 ? (Double(entries) * 1000 / Double(spanMs)).rounded() : 0,
+            "p50_ms": percentile(0.50), "p90_ms": percentile(0.90), "p99_ms": percentile(0.99),
+            "max_ms": latencies.last ?? 0,
+        ])
+    }
+}

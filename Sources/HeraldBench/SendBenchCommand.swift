@@ -1,0 +1,117 @@
+import APNs
+import Foundation
+import HTTP2
+import Reactor
+import Worker
+
+/// The APNs client alone: `count` notifications built in memory beforehand, kept `concurrency` in flight
+/// over `connections`, timed from the first send to the last answer after a warm-up (connect, TLS, the
+/// server's stream-limit ramp). What this gets against h2load is the client's own overhead.
+enum SendBenchCommand {
+    static func run(_ args: ArraySlice<String>) throws {
+        let flags = try BenchArguments(args, allowed: ["host", "port", "ca-file", "key-file", "key-id", "team-id", "count",
+                                                       "concurrency", "connections", "warmup", "timeout"])
+        let host = flags.string("host") ?? "127.0.0.1"
+        let port = try flags.int("port", default: 0)
+        let count = try flags.int("count", default: 100_000)
+        let concurrency = max(1, try flags.int("concurrency", default: 1000))
+        let connections = max(1, try flags.int("connections", default: 1))
+        let warmup = try flags.int("warmup", default: 2000)
+        let timeout = try flags.double("timeout", default: 300)
+        var tls = TLSConfiguration()
+        tls.caFile = try flags.required("ca-file")
+        let key = try SigningKey(p8File: try flags.required("key-file"))
+        let tokenCache = try ProviderTokenCache(keyID: try flags.required("key-id"), teamID: try flags.required("team-id"), key: key)
+
+        let distinct = 4096
+        let notifications = (0..<distinct).map { i in
+            PushNotification(deviceToken: BenchJobs.token(i), topic: BenchJobs.topic, environment: .production,
+                             pushType: .alert, payload: Array(BenchJobs.payload(i).utf8))
+        }
+        let loop = try EventLoop.startThread(name: "bench-send")
+        defer { loop.stop(); _ = loop.waitUntilStopped() }
+        let run = SendRun(notifications: notifications)
+        try loop.submitAndWait {
+            run.client = try APNsClient(loop: loop, host: host, port: port, tls: tls, tokenCache: tokenCache,
+                                        connections: connections, requestTimeoutMilliseconds: 30_000,
+                                        maxQueued: max(20_000, concurrency))
+        }
+        for (phase, total) in [("warmup", warmup), ("timed", count)] where total > 0 {
+            let started = monotonicNanos()
+            let cpuBefore = cpuSeconds()
+            loop.execute { run.begin(total: total, concurrency: concurrency) }
+            guard run.done.wait(timeout: .now() + timeout) == .success else {
+                fail("\(phase): not every answer arrived within \(timeout) s", status: 1)
+            }
+            guard phase == "timed" else { continue }
+            let seconds = Double(monotonicNanos() &- started) / 1e9
+            let cpu = cpuSeconds() - cpuBefore
+            let summary = try loop.submitAndWait { run.summary() }
+            printJSONLine([
+                "count": total, "ok": summary.ok, "failed": summary.failed, "statuses": summary.statuses,
+                "seconds": seconds, "per_s": (Double(total) / seconds).rounded(), "cpu_s": cpu,
+                "cpu_us_per_request": (cpu / Double(total) * 1e6).rounded(),
+                "concurrency": concurrency, "connections": connections,
+            ])
+        }
+        try loop.submitAndWait { run.client?.close(graceful: false) }
+    }
+
+    /// User + system CPU of this process so far.
+    static func cpuSeconds() -> Double {
+        var usage = rusage()
+        getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
+        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+    }
+}
+
+/// One phase of sends, touched only on the loop's thread (the semaphore is the hand-off to main).
+private final class SendRun: @unchecked Sendable {
+    let notifications: [PushNotification]
+    var client: APNsClient?
+    let done = DispatchSemaphore(value: 0)
+    private var total = 0
+    private var started = 0
+    private var answered = 0
+    private var ok = 0
+    private var failed = 0
+    private var statuses: [String: Int] = [:]
+
+    init(notifications: [PushNotification]) { self.notifications = notifications }
+
+    func begin(total: Int, concurrency: Int) {
+        self.total = total
+        started = 0
+        answered = 0
+        ok = 0
+        failed = 0
+        statuses = [:]
+        for _ in 0..<min(concurrency, total) { next() }
+    }
+
+    private func next() {
+        guard started < total, let client else { return }
+        let notification = notifications[started % notifications.count]
+        started += 1
+        let accepted = client.send(notification) { [self] outcome in
+            answered += 1
+            switch outcome.result {
+            case .response(let response):
+                statuses[String(response.status), default: 0] += 1
+                if response.status == 200 { ok += 1 } else { failed += 1 }
+            case .transport(let failure):
+                statuses["transport:\(failure)", default: 0] += 1
+                failed += 1
+            }
+            if answered == total { done.signal() } else { next() }
+        }
+        if !accepted {
+            answered += 1
+            failed += 1
+            statuses["queue_full", default: 0] += 1
+            if answered == total { done.signal() }
+        }
+    }
+
+    func summary() -> (ok: Int, failed: Int, statuses: [String: Int]) { (ok, failed, statuses) }
+}
