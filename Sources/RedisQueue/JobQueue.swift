@@ -64,10 +64,33 @@ public final class JobQueue {
             completion(.success(CompletionReport()))
             return
         }
+        complete(batch, withJobs: false, completion: completion)
+    }
+
+    private func complete(_ batch: [JobCompletion], withJobs: Bool, completion: @escaping (Result<CompletionReport, RedisError>) -> Void) {
         let commands = self.commands
-        let call = commands.complete(batch)
-        connection.evalScript(call.0, keys: call.1, arguments: call.2) { result in
-            completion(result.flatMap { reply in Result { () throws(RedisError) in try commands.parseComplete(reply, batch: batch) } })
+        let call = commands.complete(batch, withJobs: withJobs)
+        connection.evalScript(call.0, keys: call.1, arguments: call.2) { [weak self] result in
+            let parsed = result.flatMap { reply in Result { () throws(RedisError) in try commands.parseComplete(reply, batch: batch) } }
+            switch parsed {
+            case .failure(let error):
+                completion(.failure(error))
+            case .success(let (report, again)):
+                guard !again.isEmpty, !withJobs, let self else {
+                    completion(.success(report))
+                    return
+                }
+                // Leases that were gone: the rare recovery, now with the job bytes (see QueueScripts.complete).
+                self.complete(again, withJobs: true) { second in
+                    completion(second.map { extra in
+                        var merged = report
+                        merged.applied += extra.applied
+                        merged.recovered += extra.recovered
+                        merged.leasesLost += extra.leasesLost
+                        return merged
+                    })
+                }
+            }
         }
     }
 
@@ -197,7 +220,15 @@ public final class BlockingJobQueue {
     public func complete(_ batch: [JobCompletion]) throws(RedisError) -> CompletionReport {
         guard !batch.isEmpty else { return CompletionReport() }
         let call = commands.complete(batch)
-        return try commands.parseComplete(run((call.0, call.1, call.2.decoded)), batch: batch)
+        var (report, again) = try commands.parseComplete(run((call.0, call.1, call.2.decoded)), batch: batch)
+        if !again.isEmpty {
+            let retry = commands.complete(again, withJobs: true)
+            let (extra, _) = try commands.parseComplete(run((retry.0, retry.1, retry.2.decoded)), batch: again)
+            report.applied += extra.applied
+            report.recovered += extra.recovered
+            report.leasesLost += extra.leasesLost
+        }
+        return report
     }
 
     @discardableResult

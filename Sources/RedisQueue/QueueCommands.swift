@@ -28,15 +28,22 @@ struct QueueCommands: Sendable {
         return leases
     }
 
-    func complete(_ batch: [JobCompletion]) -> (RedisScript, [[UInt8]], RESPArguments) {
+    /// `withJobs`: send each job's bytes (and queue) for the lease-lost recovery. The first call leaves them out
+    /// (about 300 bytes a job that Redis would parse for nothing); completions answered 3 go again with them.
+    func complete(_ batch: [JobCompletion], withJobs: Bool = false) -> (RedisScript, [[UInt8]], RESPArguments) {
         var args = RESPArguments(capacity: batch.reduce(64) { $0 + $1.lease.raw.count + 400 })
         args.append(options.resultsMaxLength)
         args.append(options.deadMaxLength)
         args.append(batch.count)
         for item in batch {
             args.append(item.lease.id)
-            args.append(item.lease.queueKey)
-            args.append(item.lease.raw)
+            if withJobs {
+                args.append(item.lease.queueKey)
+                args.append(item.lease.raw)
+            } else {
+                args.append([])
+                args.append([])
+            }
             if let result = item.result {
                 args.append(result.fieldCount * 2)
                 result.appendFields(to: &args)
@@ -62,17 +69,20 @@ struct QueueCommands: Sendable {
                 [b(keys.leases(worker: workerID)), b(keys.results), b(keys.droppedTokens), b(keys.retry), b(keys.dead)], args)
     }
 
-    func parseComplete(_ reply: RESPValue, batch: [JobCompletion]) throws(RedisError) -> CompletionReport {
+    /// The report, and the completions whose lease was gone (code 3): to send again with their job bytes.
+    func parseComplete(_ reply: RESPValue, batch: [JobCompletion]) throws(RedisError) -> (CompletionReport, [JobCompletion]) {
         guard let codes = reply.array, codes.count == batch.count else { throw .protocolError("complete reply: \(reply)") }
         var report = CompletionReport()
+        var again: [JobCompletion] = []
         for (code, item) in zip(codes, batch) {
             switch code.int {
             case 1: report.applied += 1
             case 2: report.recovered += 1
+            case 3: again.append(item)
             default: report.leasesLost.append(item.lease.id)
             }
         }
-        return report
+        return (report, again)
     }
 
     func heartbeat() -> (RedisScript, [[UInt8]], [[UInt8]]) {

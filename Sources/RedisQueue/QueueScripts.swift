@@ -112,8 +112,9 @@ public enum QueueScripts {
     /// KEYS: leases hash, results, dropped-tokens, retry, dead. ARGV: results max length, dead max length, count,
     /// then per completion: lease id, queue key, job bytes as claimed, n, n result field/value args, retry due ms
     /// or '', retry member, dead entry or '', m, m dropped-token field/value args.
-    /// Per completion returns 1 (applied), 2 (lease had been reaped, job taken back from the queue and applied)
-    /// or 0 (lease lost: another worker holds the job, or this batch was already applied; nothing written).
+    /// Per completion returns 1 (applied), 2 (lease had been reaped, job taken back from the queue and applied),
+    /// 0 (lease lost: another worker holds the job, or this batch was already applied; nothing written) or
+    /// 3 (lease gone and no job bytes were sent: call again with them for this completion; nothing written).
     public static let complete = RedisScript(#"""
     local resultsMax = ARGV[1]
     local deadMax = tonumber(ARGV[2])
@@ -154,9 +155,16 @@ public enum QueueScripts {
       local ds = j + 4
       local code = 1
       if not held[c] then
-        if redis.call('LREM', queue, -1, job) > 0 then code = 2 else code = 0 end
+        -- The job bytes travel only when the caller asks for this recovery (code 3): leases are rarely lost.
+        if job == '' then
+          code = 3
+        elseif redis.call('LREM', queue, -1, job) > 0 then
+          code = 2
+        else
+          code = 0
+        end
       end
-      if code ~= 0 then
+      if code == 1 or code == 2 then
         if nr > 0 then
           -- Straight from ARGV: building a table per entry cost more than the XADD itself.
           redis.call('XADD', KEYS[2], '*', unpack(ARGV, rs, rs + nr - 1))
