@@ -50,12 +50,22 @@ public final class APNsClient {
         headers.reserveCapacity(8)
         headers.append(HTTP2Header(name: "apns-push-type", value: n.pushType.rawValue))
         headers.append(HTTP2Header(name: "apns-topic", value: n.topic))
-        headers.append(HTTP2Header(name: "apns-priority", value: String(n.effectivePriority)))
+        headers.append(HTTP2Header(name: "apns-priority", value: Self.priorityText(n.effectivePriority)))
         if let expiration = n.expiration { headers.append(HTTP2Header(name: "apns-expiration", value: String(expiration))) }
         if let collapse = n.collapseID { headers.append(HTTP2Header(name: "apns-collapse-id", value: collapse)) }
         if let id = n.headerAPNsID { headers.append(HTTP2Header(name: "apns-id", value: id)) }
         if let authorization { headers.append(HTTP2Header(name: "authorization", value: authorization, neverIndex: true)) }
         return HTTP2Request(method: "POST", path: n.path, headers: headers, body: n.payload, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// The three valid priorities as constant strings (no formatting per request).
+    static func priorityText(_ priority: Int) -> String {
+        switch priority {
+        case 10: "10"
+        case 5: "5"
+        case 1: "1"
+        default: String(priority)
+        }
     }
 
     /// The current `authorization` value; re-read from the cache at most once a second.
