@@ -4,7 +4,7 @@ import PackageDescription
 /// One package, no package dependencies: the C libraries come from Debian as system-library targets.
 let package = Package(
     name: "Herald",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],  // Synchronization.Mutex and Atomic; Linux is the target
     products: [
         .executable(name: "herald", targets: ["herald"]),
         .executable(name: "herald-bench", targets: ["HeraldBench"]),
