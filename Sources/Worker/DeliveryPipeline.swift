@@ -73,12 +73,29 @@ public final class DeliveryPipeline {
     public func start() {
         guard phase == .idle else { return }
         phase = .running
+        // One line when the connection is lost, then one every 30 s while Redis stays away (not one per
+        // reconnect attempt), and one when it is back.
+        var connected = false
+        var failedAttempts = 0
+        var lastWarning: UInt64 = 0
         redis.onStateChange = { [weak self] state in
             guard let self else { return }
             switch state {
-            case .connected: self.logger.info("redis connected", ["url": .string(self.redis.url.description)])
+            case .connected:
+                self.logger.info("redis connected", ["url": .string(self.redis.url.description), "failed_attempts": .int(failedAttempts)])
+                connected = true
+                failedAttempts = 0
             case .disconnected(let reason, let retry):
-                self.logger.warning("redis connection lost", ["reason": .string(reason), "retry_in_ms": .int(retry)])
+                failedAttempts += 1
+                let now = monotonicNanos()
+                if connected || failedAttempts == 1 || now &- lastWarning >= 30_000_000_000 {
+                    self.logger.warning(connected ? "redis connection lost" : "redis unavailable; retrying", [
+                        "reason": .string(reason), "retry_in_ms": .int(retry), "failed_attempts": .int(failedAttempts),
+                        "url": .string(self.redis.url.description),
+                    ])
+                    lastWarning = now
+                }
+                connected = false
             default: break
             }
         }
