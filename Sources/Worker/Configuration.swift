@@ -29,7 +29,7 @@ public struct Configuration: Sendable {
         public init() {}
         public var productionURL = "https://api.push.apple.com:443"
         public var sandboxURL = "https://api.sandbox.push.apple.com:443"
-        public var connectionsPerPool = 2
+        public var connectionsPerPool = 4
         public var requestTimeoutMs = 15000
         public var connectTimeoutMs = 10000
         public var pingIdleSeconds = 3600
@@ -74,8 +74,8 @@ public struct Configuration: Sendable {
     public struct WorkerSettings: Sendable, Equatable {
         public init() {}
         public var id: String? = nil
-        public var maxInFlight = 4000
-        public var claimBatch = 256
+        public var maxInFlight = 8000
+        public var claimBatch = 512
         public var leaseSeconds = 30
         public var shutdownDeadlineSeconds = 20
         public var runScheduler = true
