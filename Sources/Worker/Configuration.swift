@@ -49,6 +49,13 @@ public struct Configuration: Sendable {
         public var token: TokenAuth? = nil
         public var certificate: CertificateAuth? = nil
 
+        public init(name: String, bundleID: String, token: TokenAuth? = nil, certificate: CertificateAuth? = nil) {
+            self.name = name
+            self.bundleID = bundleID
+            self.token = token
+            self.certificate = certificate
+        }
+
         public struct TokenAuth: Sendable, Equatable {
             public var teamID: String
             public var keyID: String

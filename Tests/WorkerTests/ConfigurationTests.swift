@@ -1,0 +1,92 @@
+import Foundation
+import HeraldTestSupport
+import Testing
+import Worker
+
+@Suite struct ConfigurationTests {
+    private func write(_ json: String) throws -> String {
+        let path = makeTemporaryDirectory("herald-config") + "/herald.json"
+        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    private let oneApp = #"{"apps":[{"name":"shop","bundle_id":"com.example.shop","token":{"team_id":"ABCDE12345","key_id":"KEY1234567","key_file":"k.p8"}}]}"#
+
+    @Test func defaultsFillEverythingButTheApps() throws {
+        let configuration = try ConfigurationLoader.load(path: try write(oneApp), environment: [:])
+        #expect(configuration.redis.url == "redis://127.0.0.1:6379/0")
+        #expect(configuration.redis.queueKeys == ["herald:queue"])
+        #expect(configuration.apns.productionURL == "https://api.push.apple.com:443")
+        #expect(configuration.worker.maxInFlight == 8000)
+        #expect(configuration.retry.maxAttempts == 8)
+        #expect(configuration.apps.first?.defaultEnvironment == "production")
+    }
+
+    @Test func environmentOverridesTheFile() throws {
+        let configuration = try ConfigurationLoader.load(path: try write(oneApp), environment: [
+            "HERALD_REDIS_URL": "redis://10.0.0.9:7000/2", "HERALD_QUEUES": "a, b", "HERALD_MAX_IN_FLIGHT": "99",
+            "HERALD_APNS_PRODUCTION_URL": "https://127.0.0.1:2197", "HERALD_LOG_LEVEL": "debug",
+        ])
+        #expect(configuration.redis.url == "redis://10.0.0.9:7000/2")
+        #expect(configuration.redis.queueKeys == ["a", "b"])
+        #expect(configuration.worker.maxInFlight == 99)
+        #expect(configuration.apns.productionURL == "https://127.0.0.1:2197")
+        #expect(configuration.worker.logLevel == "debug")
+    }
+
+    @Test func everyProblemIsReportedAtOnce() throws {
+        let path = try write(#"""
+        {"redis": {"url": "http://nope", "prefx": "x"},
+         "worker": {"max_in_flight": "many", "run_reaper": 1},
+         "retry": {"max_attempts": 0},
+         "apps": [{"name": "a", "bundle_id": "", "token": {"team_id": "short", "key_id": "KEY1234567", "key_file": "k"},
+                   "certificate": {"pem_file": "c.pem"}},
+                  {"name": "a", "bundle_id": "b", "environments": ["staging"]}]}
+        """#)
+        do {
+            _ = try ConfigurationLoader.load(path: path, environment: ["HERALD_MAX_IN_FLIGHT": "lots"])
+            Issue.record("a broken configuration loaded")
+        } catch {
+            let text = error.problems.joined(separator: "\n")
+            for expected in ["unknown setting 'redis.prefx'", "worker.max_in_flight must be a whole number", "worker.run_reaper must be true or false",
+                             "HERALD_MAX_IN_FLIGHT must be a whole number", "redis.url must start with redis://", "retry:",
+                             "bundle_id is required", "give either \"token\" or \"certificate\", not both", "the name is used twice",
+                             "environment 'staging' is not production or sandbox", "needs \"token\""] {
+                #expect(text.contains(expected), "missing problem: \(expected)\n\(text)")
+            }
+        }
+    }
+
+    @Test func notJSONAndMissingFilesSayWhat() {
+        #expect(throws: ConfigurationError.self) { _ = try ConfigurationLoader.load(path: "/nonexistent/herald.json", environment: [:]) }
+        do {
+            _ = try ConfigurationLoader.load(path: try write("{not json"), environment: [:])
+        } catch let error as ConfigurationError {
+            #expect(error.problems.first?.contains("not valid JSON") == true)
+        } catch {
+            Issue.record("unexpected error \(error)")
+        }
+    }
+
+    @Test func appsAreFoundByNameThenTopicThenAsTheOnlyOne() throws {
+        let shop = Configuration.AppSettings(name: "shop", bundleID: "com.example.shop")
+        let shopPlus = Configuration.AppSettings(name: "shop-plus", bundleID: "com.example.shop.plus")
+        let directory = AppDirectory([shop, shopPlus])
+        #expect(try directory.index(app: "shop-plus", topic: nil) == 1)
+        #expect(try directory.index(app: nil, topic: "com.example.shop") == 0)
+        #expect(try directory.index(app: nil, topic: "com.example.shop.voip") == 0)
+        #expect(try directory.index(app: nil, topic: "com.example.shop.plus.voip") == 1, "the longest bundle ID wins")
+        #expect(throws: AppDirectory.LookupError.self) { try directory.index(app: "nope", topic: nil) }
+        #expect(throws: AppDirectory.LookupError.self) { try directory.index(app: nil, topic: "org.other") }
+        #expect(throws: AppDirectory.LookupError.self) { try directory.index(app: nil, topic: nil) }
+        #expect(try AppDirectory([shop]).index(app: nil, topic: nil) == 0)
+    }
+
+    @Test func apnsURLsNeedHTTPSAndAHost() {
+        #expect(APNsURL("https://api.push.apple.com") == APNsURL("https://api.push.apple.com:443"))
+        #expect(APNsURL("https://127.0.0.1:2197")?.port == 2197)
+        #expect(APNsURL("http://api.push.apple.com") == nil)
+        #expect(APNsURL("https://") == nil)
+        #expect(APNsURL("https://host:99999") == nil)
+    }
+}
