@@ -21,13 +21,10 @@ public final class JobQueue {
     /// (e.g. host:pid:random) and a valid key part.
     public init(connection: RedisConnection, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
                 options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
-        guard QueueKeys.isValid(workerID) else { throw QueueKeys.InvalidKey(key: workerID) }
-        let queues = queueKeys ?? [keys.queue]
-        for queue in queues where !QueueKeys.isValid(queue) { throw QueueKeys.InvalidKey(key: queue) }
+        self.commands = try QueueCommands(keys: keys, workerID: workerID, queueKeys: queueKeys, options: options)
         self.connection = connection
         self.keys = keys
         self.workerID = workerID
-        self.commands = QueueCommands(keys: keys, workerID: workerID, queueKeys: queues, options: options)
     }
 
     public var options: JobQueueOptions { commands.options }
@@ -199,13 +196,10 @@ public final class BlockingJobQueue {
 
     public init(redis: BlockingRedis, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
                 options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
-        guard QueueKeys.isValid(workerID) else { throw QueueKeys.InvalidKey(key: workerID) }
-        let queues = queueKeys ?? [keys.queue]
-        for queue in queues where !QueueKeys.isValid(queue) { throw QueueKeys.InvalidKey(key: queue) }
+        self.commands = try QueueCommands(keys: keys, workerID: workerID, queueKeys: queueKeys, options: options)
         self.redis = redis
         self.keys = keys
         self.workerID = workerID
-        self.commands = QueueCommands(keys: keys, workerID: workerID, queueKeys: queues, options: options)
     }
 
     private func run(_ call: (RedisScript, [[UInt8]], [[UInt8]])) throws(RedisError) -> RESPValue {

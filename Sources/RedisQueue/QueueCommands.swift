@@ -6,6 +6,17 @@ struct QueueCommands: Sendable {
     let queueKeys: [String]
     let options: JobQueueOptions
 
+    /// Checks the worker id and queue keys (`queueKeys` nil: the default queue) for both queue front ends.
+    init(keys: QueueKeys, workerID: String, queueKeys: [String]?, options: JobQueueOptions) throws(QueueKeys.InvalidKey) {
+        guard QueueKeys.isValid(workerID) else { throw QueueKeys.InvalidKey(key: workerID) }
+        let queues = queueKeys ?? [keys.queue]
+        for queue in queues where !QueueKeys.isValid(queue) { throw QueueKeys.InvalidKey(key: queue) }
+        self.keys = keys
+        self.workerID = workerID
+        self.queueKeys = queues
+        self.options = options
+    }
+
     private func b(_ text: String) -> [UInt8] { Array(text.utf8) }
 
     func claim(max: Int, leasePrefix: String) -> (RedisScript, [[UInt8]], [[UInt8]]) {
