@@ -27,15 +27,9 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
     }
 }
 
-/// Drains OpenSSL's thread-local error queue into one line.
+/// OpenSSL's queued errors as one line (see `copenssl_drain_errors`).
 func openSSLErrorText() -> String {
-    var parts: [String] = []
-    while true {
-        let code = ERR_get_error()
-        if code == 0 { break }
-        var buffer = [CChar](repeating: 0, count: 256)
-        ERR_error_string_n(code, &buffer, buffer.count)
-        parts.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-    }
-    return parts.isEmpty ? "no OpenSSL detail" : parts.joined(separator: "; ")
+    var buffer = [CChar](repeating: 0, count: 1024)
+    let count = copenssl_drain_errors(&buffer, buffer.count)
+    return count == 0 ? "no OpenSSL detail" : String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

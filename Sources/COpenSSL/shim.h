@@ -1,6 +1,7 @@
 // OpenSSL 3.0. Function-like macros Swift cannot import are wrapped here as inline functions.
 #ifndef HERALD_COPENSSL_SHIM_H
 #define HERALD_COPENSSL_SHIM_H
+#include <stdio.h>
 #include <openssl/ssl.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
@@ -53,4 +54,23 @@ static inline void copenssl_mock_ctx_select_h2(SSL_CTX *ctx) {
 static inline EVP_PKEY *copenssl_mock_generate_p256(void) { return EVP_EC_gen("P-256"); }
 static inline void copenssl_mock_free(void *p) { OPENSSL_free(p); }
 static inline void copenssl_mock_x509v3_set_ctx_nodb(X509V3_CTX *ctx) { X509V3_set_ctx_nodb(ctx); }
+// --- Shared by every module that calls OpenSSL ---
+/// Drains OpenSSL's thread-local error queue into `buffer` as "error; error; ..." (NUL-terminated, truncated
+/// to `size`). Returns how many errors there were, so callers can say "no detail" when there were none.
+static inline int copenssl_drain_errors(char *buffer, size_t size) {
+    int count = 0;
+    size_t used = 0;
+    if (size > 0) buffer[0] = 0;
+    unsigned long code;
+    while ((code = ERR_get_error()) != 0) {
+        char one[256];
+        ERR_error_string_n(code, one, sizeof one);
+        if (size > 0 && used + 3 < size) {
+            int n = snprintf(buffer + used, size - used, "%s%s", count ? "; " : "", one);
+            if (n > 0) used += (size_t)n < size - used ? (size_t)n : size - used - 1;
+        }
+        count++;
+    }
+    return count;
+}
 #endif

@@ -72,15 +72,9 @@ public final class TLSContext: @unchecked Sendable {
     deinit { SSL_CTX_free(context) }
 }
 
-/// Drains OpenSSL's (thread-local) error queue into one readable line.
+/// OpenSSL's queued errors as one line (see `copenssl_drain_errors`).
 func openSSLErrors() -> String {
-    var parts: [String] = []
-    var buffer = [CChar](repeating: 0, count: 256)
-    while true {
-        let code = ERR_get_error()
-        if code == 0 { break }
-        ERR_error_string_n(code, &buffer, buffer.count)
-        parts.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-    }
-    return parts.isEmpty ? "no OpenSSL error detail" : parts.joined(separator: "; ")
+    var buffer = [CChar](repeating: 0, count: 1024)
+    let count = copenssl_drain_errors(&buffer, buffer.count)
+    return count == 0 ? "no OpenSSL error detail" : String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }

@@ -5,15 +5,10 @@ import Foundation
 enum OpenSSLSupport {
     /// The queued OpenSSL error text (and clears the queue), so failures say what OpenSSL said.
     static func lastError(_ context: String) -> MockAPNsError {
-        var parts: [String] = []
-        while true {
-            let code = ERR_get_error()
-            if code == 0 { break }
-            var buffer = [CChar](repeating: 0, count: 256)
-            ERR_error_string_n(code, &buffer, buffer.count)
-            parts.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
-        }
-        return .openSSL(parts.isEmpty ? context : "\(context): \(parts.joined(separator: "; "))")
+        var buffer = [CChar](repeating: 0, count: 1024)
+        let count = copenssl_drain_errors(&buffer, buffer.count)
+        let detail = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return .openSSL(count == 0 ? context : "\(context): \(detail)")
     }
 
     static func clearErrors() { ERR_clear_error() }
