@@ -60,11 +60,19 @@ extension DeliveryPipeline {
         }
     }
 
+    /// Jobs a full pool pushed back go out again as answers free room; the first refusal ends the pass, so a
+    /// pool that stays full costs one attempt per recorded answer, not one per waiting job.
     func retryBacklog() {
         guard !backlog.isEmpty else { return }
         let jobs = backlog
         backlog.removeAll()
-        for job in jobs { send(job) }
+        for (index, job) in jobs.enumerated() {
+            send(job)
+            if !backlog.isEmpty {
+                backlog.append(contentsOf: jobs[(index + 1)...])
+                return
+            }
+        }
     }
 
     func logPoolEvent(_ event: HTTP2PoolEvent, app: String) {
