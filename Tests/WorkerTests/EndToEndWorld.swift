@@ -68,7 +68,7 @@ final class EndToEndWorld: @unchecked Sendable {
 
     /// Writes a worker configuration; `worker` and `retry` settings are merged over short test defaults.
     func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:],
-                     keyFiles: [String: String] = [:]) throws -> String {
+                     apns: [String: Any] = [:], keyFiles: [String: String] = [:]) throws -> String {
         var workerSettings: [String: Any] = ["lease_seconds": 3, "max_in_flight": 500, "claim_batch": 100,
                                              "shutdown_deadline_seconds": 5, "log_level": "info"]
         workerSettings.merge(worker) { _, new in new }
@@ -77,7 +77,8 @@ final class EndToEndWorld: @unchecked Sendable {
         retrySettings.merge(retry) { _, new in new }
         let config: [String: Any] = [
             "redis": ["url": redisURL],
-            "apns": ["production_url": simulatorURL, "sandbox_url": simulatorURL, "ca_file": tls.caFile ?? ""],
+            "apns": ["production_url": simulatorURL, "sandbox_url": simulatorURL, "ca_file": tls.caFile ?? ""]
+                .merging(apns) { _, new in new },
             "apps": apps.map { app -> [String: Any] in
                 ["name": app.name, "bundle_id": app.bundleID,
                  "token": ["team_id": app.teamID, "key_id": app.keyID, "key_file": keyFiles[app.name] ?? keys[app.name]!.privateKeyFile!]]
