@@ -50,6 +50,20 @@ extension EndToEnd {
             let good = try HeraldRun.run(herald: herald, ["check-config", "--config", goodPath, "--skip-redis"])
             #expect(good.status == 0, "\(good.output)")
             #expect(good.output.contains("signed a test token"))
+
+            // The same key readable by everyone: still usable, but a warning names the file and the fix.
+            try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: key.privateKeyFile!)
+            let loose = try HeraldRun.run(herald: herald, ["check-config", "--config", goodPath, "--skip-redis"])
+            #expect(loose.status == 0, "\(loose.output)")
+            #expect(loose.output.contains("warn") && loose.output.contains("readable by other users") && loose.output.contains("chmod 600"),
+                    "\(loose.output)")
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key.privateKeyFile!)
+            let tight = try HeraldRun.run(herald: herald, ["check-config", "--config", goodPath, "--skip-redis"])
+            #expect(!tight.output.contains("readable by other users"), "\(tight.output)")
+            // No key material ever appears in what it prints.
+            let pem = try String(contentsOfFile: key.privateKeyFile!, encoding: .utf8)
+            let body = pem.split(separator: "\n").dropFirst().first.map(String.init) ?? "unlikely"
+            #expect(!loose.output.contains(body))
         }
 
         @Test func enqueuePushesValidLinesAndReportsRefusedOnes() throws {
