@@ -13,6 +13,9 @@ public final class JobQueue {
     public let workerID: String
     private let commands: QueueCommands
     private var claimSequence: UInt64 = 0
+    /// Makes this process's lease ids unique even when a restarted worker keeps its id: otherwise its first
+    /// claims would overwrite the leases its crashed predecessor left in the same hash.
+    private let leaseNonce = String(UInt32.random(in: 0...UInt32.max), radix: 36)
     private var heartbeatTimer: LoopTimer?
     private var reapTimer: LoopTimer?
     private var schedulerTimer: LoopTimer?
@@ -38,7 +41,7 @@ public final class JobQueue {
     public func claim(max: Int, completion: @escaping (Result<[Lease], RedisError>) -> Void) {
         claimSequence &+= 1
         let commands = self.commands
-        let prefix = "\(claimSequence)."
+        let prefix = "\(leaseNonce).\(claimSequence)."
         run(commands.claim(max: max, leasePrefix: prefix)) { [weak self] result in
             if case .failure(let error) = result, error == .connectionLost || error == .timeout {
                 self?.releaseOrphans(prefix: prefix)
@@ -56,15 +59,20 @@ public final class JobQueue {
     }
 
     /// Applies a batch of completions in one script call: lease release and result/retry/dead letter together.
-    public func complete(_ batch: [JobCompletion], completion: @escaping (Result<CompletionReport, RedisError>) -> Void) {
+    ///
+    /// `isRepeat`: this batch was sent before and its reply was lost. Its leases may then be gone because the
+    /// first call applied it, so the lease-lost recovery (which removes a byte-identical job from the queue) is
+    /// skipped: such completions are reported as `unconfirmed`, never recorded twice, and never take a twin
+    /// job out of the queue.
+    public func complete(_ batch: [JobCompletion], isRepeat: Bool = false, completion: @escaping (Result<CompletionReport, RedisError>) -> Void) {
         guard !batch.isEmpty else {
             completion(.success(CompletionReport()))
             return
         }
-        complete(batch, withJobs: false, completion: completion)
+        complete(batch, withJobs: false, recover: !isRepeat, completion: completion)
     }
 
-    private func complete(_ batch: [JobCompletion], withJobs: Bool, completion: @escaping (Result<CompletionReport, RedisError>) -> Void) {
+    private func complete(_ batch: [JobCompletion], withJobs: Bool, recover: Bool, completion: @escaping (Result<CompletionReport, RedisError>) -> Void) {
         let commands = self.commands
         let call = commands.complete(batch, withJobs: withJobs)
         connection.evalScript(call.0, keys: call.1, arguments: call.2) { [weak self] result in
@@ -73,12 +81,14 @@ public final class JobQueue {
             case .failure(let error):
                 completion(.failure(error))
             case .success(let (report, again)):
-                guard !again.isEmpty, !withJobs, let self else {
+                guard !again.isEmpty, !withJobs, recover, let self else {
+                    var report = report
+                    report.unconfirmed += again.count
                     completion(.success(report))
                     return
                 }
                 // Leases that were gone: the rare recovery, now with the job bytes (see QueueScripts.complete).
-                self.complete(again, withJobs: true) { second in
+                self.complete(again, withJobs: true, recover: true) { second in
                     completion(second.map { extra in
                         var merged = report
                         merged.applied += extra.applied
@@ -193,6 +203,9 @@ public final class BlockingJobQueue {
     public let workerID: String
     private let commands: QueueCommands
     private var claimSequence: UInt64 = 0
+    /// Makes this process's lease ids unique even when a restarted worker keeps its id: otherwise its first
+    /// claims would overwrite the leases its crashed predecessor left in the same hash.
+    private let leaseNonce = String(UInt32.random(in: 0...UInt32.max), radix: 36)
 
     public init(redis: BlockingRedis, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
                 options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
@@ -208,7 +221,7 @@ public final class BlockingJobQueue {
 
     public func claim(max: Int) throws(RedisError) -> [Lease] {
         claimSequence &+= 1
-        return try commands.parseClaim(run(commands.claim(max: max, leasePrefix: "\(claimSequence).")))
+        return try commands.parseClaim(run(commands.claim(max: max, leasePrefix: "\(leaseNonce).\(claimSequence).")))
     }
 
     public func complete(_ batch: [JobCompletion]) throws(RedisError) -> CompletionReport {

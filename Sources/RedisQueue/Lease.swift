@@ -60,6 +60,9 @@ public struct CompletionReport: Sendable, Equatable {
     /// Lease lost: the job is held by another worker (or this batch was applied before); nothing written.
     /// The notification may have gone out twice: log or count it.
     public var leasesLost: [String] = []
+    /// A repeated batch (its first reply was lost) whose leases were already gone: most likely applied by the
+    /// first call; not recovered, so nothing is recorded twice. See `JobQueue.complete(_:isRepeat:completion:)`.
+    public var unconfirmed = 0
     public init() {}
 }
 

@@ -12,6 +12,8 @@ final class AppSlot {
     /// Monotonic deadline of a pause after a credential error; 0 when running.
     var pausedUntil: UInt64 = 0
     var pauseReason = ""
+    /// Increases with every pause, so a resume timer only ends the pause that scheduled it.
+    var pauseGeneration = 0
     /// False until APNs answers a request on this credential with anything but a credential error. Until
     /// then one request (the probe) goes out at a time and the rest wait here, so a broken key costs one
     /// rejected request per pause instead of one per claimed job.
@@ -49,8 +51,10 @@ final class AppSlot {
         let fresh = try AppCredentials.load(settings, apns: apns)
         credentials = fresh
         credentialProven = false
-        for client in clients.values { client.close(graceful: true) }
+        // Out of the dictionary first: requests failing as the old pools close must not be resent on them.
+        let old = clients
         clients.removeAll()
+        for client in old.values { client.close(graceful: true) }
     }
 
     func closeAll(graceful: Bool) {

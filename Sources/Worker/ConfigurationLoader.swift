@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import RedisQueue
 
 /// Reads the JSON configuration and the environment overrides, collecting every problem instead of
 /// stopping at the first, so `herald check-config` can list them all in one run.
@@ -74,10 +75,30 @@ public enum ConfigurationLoader {
     /// Cross-field rules: ranges, app names, exactly one credential per app.
     public static func validate(_ c: Configuration) -> [String] {
         var problems: [String] = []
-        if !(c.redis.url.hasPrefix("redis://") || c.redis.url.hasPrefix("unix://")) {
-            problems.append("redis.url must start with redis:// or unix://, got '\(c.redis.url)'")
+        do {
+            _ = try RedisURL(parsing: c.redis.url)
+        } catch {
+            // The parse error names the URL with its password redacted.
+            problems.append("redis.url: \(error.description)")
         }
         if c.redis.prefix.isEmpty { problems.append("redis.prefix must not be empty") }
+        if !QueueKeys.isValid(c.redis.prefix) { problems.append("redis.prefix may not contain quotes, backslashes or control characters") }
+        for queue in c.redis.queues where queue.isEmpty || !QueueKeys.isValid(queue) {
+            problems.append("redis.queues: '\(queue)' is not a usable key (empty, or quotes, backslashes, control characters)")
+        }
+        if let id = c.worker.id, id.isEmpty || !QueueKeys.isValid(id) {
+            problems.append("worker.id '\(id)' may not be empty or contain quotes, backslashes or control characters")
+        }
+        if c.redis.connectTimeoutMs < 100 { problems.append("redis.connect_timeout_ms must be at least 100") }
+        if c.redis.commandTimeoutMs < 100 { problems.append("redis.command_timeout_ms must be at least 100") }
+        if c.apns.connectTimeoutMs < 100 { problems.append("apns.connect_timeout_ms must be at least 100") }
+        if c.apns.pingIdleSeconds < 1 { problems.append("apns.ping_idle_seconds must be at least 1") }
+        if c.apns.pingTimeoutSeconds < 1 { problems.append("apns.ping_timeout_seconds must be at least 1") }
+        if c.apns.maxQueuedPerPool < 1 { problems.append("apns.max_queued_per_pool must be at least 1") }
+        if c.worker.resultsMaxLength < 1 { problems.append("worker.results_max_length must be at least 1") }
+        if c.worker.deadMaxLength < 1 { problems.append("worker.dead_max_length must be at least 1") }
+        if c.worker.shutdownDeadlineSeconds < 0 { problems.append("worker.shutdown_deadline_seconds must not be negative") }
+        if c.worker.flushIntervalMs < 0 || c.worker.flushIntervalMs > 1000 { problems.append("worker.flush_interval_ms must be 0...1000") }
         for (name, url) in [("apns.production_url", c.apns.productionURL), ("apns.sandbox_url", c.apns.sandboxURL)] {
             if APNsURL(url) == nil { problems.append("\(name) must look like https://host[:port], got '\(url)'") }
         }

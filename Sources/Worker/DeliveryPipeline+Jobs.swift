@@ -49,6 +49,8 @@ extension DeliveryPipeline {
     }
 
     func send(_ job: JobAttempt, gated: Bool = true) {
+        // Once shutdown has returned the leases, another worker owns these jobs: send nothing more.
+        guard phase != .stopped else { return }
         let slot = slots[job.appIndex]
         if slot.isPaused {
             deferJob(job, reason: slot.pauseReason, until: slot.pausedUntil)
@@ -64,7 +66,7 @@ extension DeliveryPipeline {
                 self?.logPoolEvent(event, app: slot.settings.name)
             }
         } catch {
-            pauseApp(slot, reason: "connection set-up failed: \(error)")
+            pauseApp(slot, reason: "connection set-up failed: \(error)", credential: false)
             deferJob(job, reason: slot.pauseReason, until: slot.pausedUntil)
             return
         }
@@ -96,7 +98,10 @@ extension DeliveryPipeline {
             slot.probe = nil
             if case .response = outcome.result {
                 answeredProbe = true
-                if case .deferForConfiguration = decision {} else { slot.credentialProven = true }
+                // From the answer itself, not the final decision: an expired job turns a credential error
+                // into `fail(Expired)`, which must not count as proof that the key works.
+                let raw = policy.decide(outcome.result, attempt: 1, expiration: nil, nowSeconds: 0)
+                if case .deferForConfiguration = raw {} else { slot.credentialProven = true }
             } else {
                 answeredProbe = false
             }
@@ -176,17 +181,23 @@ extension DeliveryPipeline {
         record(completion, entry: entry)
     }
 
-    func pauseApp(_ slot: AppSlot, reason: String) {
+    /// `credential`: APNs refused the credential (false: the connection could not even be set up).
+    func pauseApp(_ slot: AppSlot, reason: String, credential: Bool = true) {
         if slot.isPaused { return }
         let seconds = max(1, Int(configuration.retry.configurationPauseSeconds))
         slot.pausedUntil = monotonicNanos() &+ UInt64(seconds) * 1_000_000_000
         slot.pauseReason = reason
-        logger.error("app paused: credential rejected", [
+        slot.pauseGeneration += 1
+        let generation = slot.pauseGeneration
+        logger.error(credential ? "app paused: credential rejected" : "app paused: connection set-up failed", [
             "app": .string(slot.settings.name), "reason": .string(reason), "pause_s": .int(seconds),
-            "hint": "check key_id, team_id, key_file, bundle_id and environment (herald check-config)",
+            "hint": .string(credential
+                ? "check key_id, team_id, key_file, bundle_id and environment (herald check-config)"
+                : "check apns.ca_file, the certificate files and apns.proxy (herald check-config)"),
         ])
         loop.schedule(afterMilliseconds: seconds * 1000) { [weak self, weak slot] in
-            guard let self, let slot, self.phase == .running else { return }
+            // Only the pause that scheduled this timer ends here; a later pause has its own.
+            guard let self, let slot, self.phase == .running, slot.pauseGeneration == generation else { return }
             do {
                 try slot.reloadCredentials(apns: self.configuration.apns)
                 slot.pausedUntil = 0

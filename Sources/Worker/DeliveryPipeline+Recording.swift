@@ -29,9 +29,11 @@ extension DeliveryPipeline {
     }
 
     /// Writes a batch; on a Redis failure writes it again (the lease-lost rule makes a repeat harmless).
-    func write(_ batch: [JobCompletion]) {
+    /// `isRepeat`: the batch went out before and its reply was lost (Redis went away); see
+    /// `JobQueue.complete(_:isRepeat:completion:)` for why a repeat must not recover lost leases.
+    func write(_ batch: [JobCompletion], isRepeat: Bool = false) {
         flushesOutstanding += 1
-        queue.complete(batch) { [weak self] result in
+        queue.complete(batch, isRepeat: isRepeat) { [weak self] result in
             guard let self else { return }
             self.flushesOutstanding -= 1
             switch result {
@@ -42,11 +44,17 @@ extension DeliveryPipeline {
                 self.checkDrained()
             case .failure(let error):
                 guard self.phase != .stopped else { return }
-                self.logger.warning("could not record results; will retry", ["error": .string(error.description), "jobs": .int(batch.count)])
+                let now = monotonicNanos()
+                if now &- self.lastRecordWarning >= 10_000_000_000 {
+                    self.logger.warning("could not record results; will retry", ["error": .string(error.description), "jobs": .int(batch.count)])
+                    self.lastRecordWarning = now
+                }
+                // Only a lost reply (connection lost, timeout) may have left the batch applied in Redis.
+                let maybeApplied = isRepeat || error == .connectionLost || error == .timeout
                 self.flushesOutstanding += 1
                 self.loop.schedule(afterMilliseconds: 250) { [weak self] in
                     self?.flushesOutstanding -= 1
-                    self?.write(batch)
+                    self?.write(batch, isRepeat: maybeApplied)
                 }
             }
         }
@@ -54,6 +62,9 @@ extension DeliveryPipeline {
 
     func account(_ report: CompletionReport) {
         counters.recovered += report.recovered
+        if report.unconfirmed > 0 {
+            logger.info("results re-sent after a lost reply were already recorded", ["jobs": .int(report.unconfirmed)])
+        }
         if !report.leasesLost.isEmpty {
             counters.leasesLost += report.leasesLost.count
             logger.warning("lease lost: jobs were handed to another worker; they may be sent twice", ["leases": .int(report.leasesLost.count)])

@@ -42,6 +42,8 @@ public final class DeliveryPipeline {
     var retryTimer: LoopTimer?
     /// Jobs the pool pushed back (its queue was full); sent again as answers free room.
     var backlog: [JobAttempt] = []
+    var lastRecordWarning: UInt64 = 0
+    var lastClaimWarning: UInt64 = 0
     var idPrefix: String
     var idCounter: UInt64 = 0
     var shutdownDone: (() -> Void)?
@@ -118,7 +120,15 @@ public final class DeliveryPipeline {
             guard let self else { return }
             self.logger.info("progress", self.counters.logFields.merging(["in_flight": .int(self.inFlight)]) { a, _ in a })
         }
-        pump()
+        // A process restarted under the same worker id (systemd, compose) would otherwise leave its
+        // predecessor's leases stranded: its own heartbeat keeps the reaper away from them. Return them first.
+        queue.retire { [weak self] result in
+            guard let self else { return }
+            if case .success(let n) = result, n > 0 {
+                self.logger.warning("returned jobs left in flight by an earlier process with this worker id", ["jobs": .int(n)])
+            }
+            self.pump()
+        }
     }
 
     /// Stops claiming, lets in-flight requests finish until `deadlineSeconds`, writes their results, returns
@@ -150,6 +160,8 @@ public final class DeliveryPipeline {
         for timer in timers { timer.cancel() }
         retryTimer?.cancel()
         flushTimer?.cancel()
+        // Nothing more goes to APNs once leases are being returned: another worker will redo these jobs.
+        for slot in slots { slot.closeAll(graceful: false) }
         let finalize: () -> Void = { [weak self] in
             guard let self else { return }
             self.queue.retire { result in
@@ -232,7 +244,14 @@ public final class DeliveryPipeline {
                 }
             case .failure(let error):
                 self.inFlight -= count
-                if error != .closed { self.claimLater(500) }
+                if error != .closed {
+                    let now = monotonicNanos()
+                    if now &- self.lastClaimWarning >= 30_000_000_000 {
+                        self.logger.warning("claim failed; retrying", ["error": .string(error.description)])
+                        self.lastClaimWarning = now
+                    }
+                    self.claimLater(500)
+                }
                 self.checkDrained()
             }
         }

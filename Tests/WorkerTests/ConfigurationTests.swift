@@ -49,11 +49,31 @@ import Worker
         } catch {
             let text = error.problems.joined(separator: "\n")
             for expected in ["unknown setting 'redis.prefx'", "worker.max_in_flight must be a whole number", "worker.run_reaper must be true or false",
-                             "HERALD_MAX_IN_FLIGHT must be a whole number", "redis.url must start with redis://", "retry:",
+                             "HERALD_MAX_IN_FLIGHT must be a whole number", "redis.url: bad Redis URL", "retry:",
                              "bundle_id is required", "give either \"token\" or \"certificate\", not both", "the name is used twice",
                              "environment 'staging' is not production or sandbox", "needs \"token\""] {
                 #expect(text.contains(expected), "missing problem: \(expected)\n\(text)")
             }
+        }
+    }
+
+    @Test func valuesThatWouldCrashOrStallTheWorkerAreRefusedAndPasswordsNeverPrinted() throws {
+        let path = try write(#"""
+        {"redis": {"url": "redis://:s3cret@", "queues": ["ok", "bad\"quote"]},
+         "apns": {"ping_idle_seconds": -1, "ping_timeout_seconds": 0, "max_queued_per_pool": 0},
+         "worker": {"results_max_length": -5, "dead_max_length": 0, "id": ""},
+         "apps": [{"name": "shop", "bundle_id": "com.example.shop", "token": {"team_id": "ABCDE12345", "key_id": "KEY1234567", "key_file": "k"}}]}
+        """#)
+        do {
+            _ = try ConfigurationLoader.load(path: path, environment: [:])
+            Issue.record("a configuration that would crash the worker loaded")
+        } catch {
+            let text = error.problems.joined(separator: "\n")
+            for expected in ["redis.url:", "redis.queues:", "apns.ping_idle_seconds", "apns.ping_timeout_seconds",
+                             "apns.max_queued_per_pool", "worker.results_max_length", "worker.dead_max_length", "worker.id"] {
+                #expect(text.contains(expected), "missing problem: \(expected)\n\(text)")
+            }
+            #expect(!text.contains("s3cret"), "the Redis password was printed:\n\(text)")
         }
     }
 
