@@ -1,5 +1,6 @@
-/// The Lua scripts behind the queue. Each runs atomically in Redis; times come from Redis's `TIME`, so the
-/// workers' clocks never matter. Public so tools (and tests) can run the very same text, e.g. with redis-cli.
+/// The Lua scripts behind the queue. Each runs atomically in Redis; lease deadlines and "is a retry due" come
+/// from Redis's `TIME`, so workers' clocks do not decide them (a retry's due time is the worker's clock plus
+/// the delay, so a skewed worker shifts only when its own retries fall due). Public so tools (and tests) can run the very same text, e.g. with redis-cli.
 public enum QueueScripts {
     /// KEYS: workers, leases hash, queue keys in priority order. ARGV: worker id, lease ttl ms, max jobs, lease id
     /// prefix (ids are prefix..1, prefix..2, ...). Refreshes the heartbeat, pops up to max jobs (oldest first),
