@@ -224,11 +224,14 @@ public final class BlockingJobQueue {
         return try commands.parseClaim(run(commands.claim(max: max, leasePrefix: "\(leaseNonce).\(claimSequence).")))
     }
 
-    public func complete(_ batch: [JobCompletion]) throws(RedisError) -> CompletionReport {
+    /// `isRepeat`: see `JobQueue.complete(_:isRepeat:completion:)`.
+    public func complete(_ batch: [JobCompletion], isRepeat: Bool = false) throws(RedisError) -> CompletionReport {
         guard !batch.isEmpty else { return CompletionReport() }
         let call = commands.complete(batch)
         var (report, again) = try commands.parseComplete(run((call.0, call.1, call.2.decoded)), batch: batch)
-        if !again.isEmpty {
+        if isRepeat {
+            report.unconfirmed += again.count
+        } else if !again.isEmpty {
             let retry = commands.complete(again, withJobs: true)
             let (extra, _) = try commands.parseComplete(run((retry.0, retry.1, retry.2.decoded)), batch: again)
             report.applied += extra.applied

@@ -24,3 +24,24 @@ import Testing
         #expect(counts.values.allSatisfy { $0 == 1 })
     }
 }
+
+/// A completion batch whose reply was lost is sent again; it must change nothing, even when a byte-identical
+/// job waits in the queue (two identical strings are two jobs).
+@Suite struct RepeatedBatchTests {
+    @Test func aRepeatedBatchNeitherRecordsTwiceNorTakesATwinFromTheQueue() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        try push(redis, key: keys.queue, jobs: ["twin", "twin"])
+        let queue = try BlockingJobQueue(redis: redis, keys: keys, workerID: "rep")
+        let leases = try queue.claim(max: 1)
+        #expect(leases.count == 1)
+        let batch = delivered(leases, worker: "rep")
+        #expect(try queue.complete(batch).applied == 1)
+        // The reply of that call was "lost": the worker sends it again.
+        let again = try queue.complete(batch, isRepeat: true)
+        #expect(again.applied == 0 && again.recovered == 0 && again.leasesLost.isEmpty)
+        #expect(again.unconfirmed == 1)
+        #expect(try redis.command(["LLEN", keys.queue]).int == 1, "the twin job must stay queued")
+        #expect(try resultCounts(redis, keys) == ["twin": 1])
+    }
+}
