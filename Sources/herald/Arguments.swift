@@ -101,6 +101,7 @@ struct ParsedArguments {
                 if argument.hasPrefix("-") && argument != "-" {
                     throw UsageError("unknown option '\(argument)'")
                 }
+                if spec.positionals.isEmpty { throw UsageError("unexpected argument '\(argument)'") }
                 parsed.positionals.append(argument)
                 continue
             }

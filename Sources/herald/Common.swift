@@ -22,7 +22,9 @@ func redisSettings(_ args: ParsedArguments) throws -> (url: RedisURL, keys: Queu
         let env = ProcessInfo.processInfo.environment
         if let v = env["HERALD_REDIS_URL"], !v.isEmpty { settings.url = v }
         if let v = env["HERALD_REDIS_PREFIX"], !v.isEmpty { settings.prefix = v }
-        if let v = env["HERALD_QUEUES"], !v.isEmpty { settings.queues = v.split(separator: ",").map(String.init) }
+        if let v = env["HERALD_QUEUES"], !v.isEmpty {
+            settings.queues = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        }
     }
     if let url = args.value("redis") { settings.url = url }
     if let prefix = args.value("prefix") { settings.prefix = prefix }
@@ -30,6 +32,9 @@ func redisSettings(_ args: ParsedArguments) throws -> (url: RedisURL, keys: Queu
     do { url = try RedisURL(parsing: settings.url) } catch { throw UsageError(error.description) }
     let keys: QueueKeys
     do { keys = try QueueKeys(prefix: settings.prefix) } catch { throw UsageError(error.description) }
+    for queue in settings.queueKeys where !QueueKeys.isValid(queue) {
+        throw UsageError("'\(queue)' is not a usable queue key (quotes, backslashes or control characters)")
+    }
     return (url, keys, settings.queueKeys)
 }
 

@@ -7,7 +7,6 @@ enum EnqueueCommand {
     static let spec = CommandSpec(
         name: "enqueue", abstract: "Validate JSON-lines jobs and push them onto the queue.",
         discussion: "Reads one job per line from --file or standard input. Refused lines are listed with their line number and reason on stderr; the rest are pushed. Exits 0 when every line was pushed, 65 when some were refused.",
-        positionals: "[--file jobs.jsonl]",
         options: redisOptions + [
             .value("file", "path", "Read jobs from this file instead of standard input."),
             .value("queue", "key", "Queue key (default: the first configured queue, <prefix>:queue)."),

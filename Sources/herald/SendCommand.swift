@@ -11,7 +11,8 @@ enum SendCommand {
         discussion: """
         Credentials come from --config (with --app, or the app matching --topic) or inline from --key-file,
         --key-id and --team-id (or --cert/--cert-key/--p12 for certificate auth). The payload comes from
-        --payload or standard input. Exits 0 when APNs answered 200, 1 otherwise.
+        --payload or standard input. Exits 0 when APNs answered 200, 1 otherwise, 65 when the notification is
+        refused locally (with the reason APNs would give), 64 on usage errors.
         Example: herald send --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id TEAM123456 \\
                    --topic com.example.app --token <hex> --environment sandbox --payload '{"aps":{"alert":"hi"}}'
         """,
@@ -99,6 +100,7 @@ enum SendCommand {
         let urlText = args.value("url") ?? (environment == .production ? apns.productionURL : apns.sandboxURL)
         guard let url = APNsURL(urlText) else { throw UsageError("--url must look like https://host:port") }
         let timeout = try args.int("timeout") ?? apns.requestTimeoutMs
+        guard (100...3_600_000).contains(timeout) else { throw UsageError("--timeout must be 100...3600000 ms") }
 
         let loop = try EventLoop.startThread(name: "herald-send")
         defer { loop.stop(); loop.waitUntilStopped() }

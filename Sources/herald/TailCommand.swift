@@ -20,6 +20,7 @@ enum TailCommand {
         let known: Set<String> = ["delivered", "retrying", "token_dropped", "failed", "rejected"]
         for outcome in outcomes where !known.contains(outcome) { throw UsageError("unknown outcome '\(outcome)'") }
         let limit = try args.int("count")
+        if let limit, limit < 1 { throw UsageError("--count must be at least 1") }
         let stream = args.value("stream") ?? settings.keys.results
         let stop = StopFlag()
         let watcher = SignalWatcher(onFirst: { stop.set() })
