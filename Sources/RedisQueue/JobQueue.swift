@@ -12,10 +12,7 @@ public final class JobQueue {
     public let keys: QueueKeys
     public let workerID: String
     private let commands: QueueCommands
-    private var claimSequence: UInt64 = 0
-    /// Makes this process's lease ids unique even when a restarted worker keeps its id: otherwise its first
-    /// claims would overwrite the leases its crashed predecessor left in the same hash.
-    private let leaseNonce = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    private var leasePrefixes = LeasePrefixes()
     private var heartbeatTimer: LoopTimer?
     private var reapTimer: LoopTimer?
     private var schedulerTimer: LoopTimer?
@@ -39,9 +36,8 @@ public final class JobQueue {
     /// Claims up to `max` jobs (also renews the heartbeat). An empty array means the queues are empty: back off
     /// with `ClaimBackoff`.
     public func claim(max: Int, completion: @escaping (Result<[Lease], RedisError>) -> Void) {
-        claimSequence &+= 1
         let commands = self.commands
-        let prefix = "\(leaseNonce).\(claimSequence)."
+        let prefix = leasePrefixes.next()
         run(commands.claim(max: max, leasePrefix: prefix)) { [weak self] result in
             if case .failure(let error) = result, error == .connectionLost || error == .timeout {
                 self?.releaseOrphans(prefix: prefix)
@@ -91,9 +87,7 @@ public final class JobQueue {
                 self.complete(again, withJobs: true, recover: true) { second in
                     completion(second.map { extra in
                         var merged = report
-                        merged.applied += extra.applied
-                        merged.recovered += extra.recovered
-                        merged.leasesLost += extra.leasesLost
+                        merged.add(extra)
                         return merged
                     })
                 }
@@ -202,10 +196,7 @@ public final class BlockingJobQueue {
     public let keys: QueueKeys
     public let workerID: String
     private let commands: QueueCommands
-    private var claimSequence: UInt64 = 0
-    /// Makes this process's lease ids unique even when a restarted worker keeps its id: otherwise its first
-    /// claims would overwrite the leases its crashed predecessor left in the same hash.
-    private let leaseNonce = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    private var leasePrefixes = LeasePrefixes()
 
     public init(redis: BlockingRedis, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
                 options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
@@ -220,8 +211,7 @@ public final class BlockingJobQueue {
     }
 
     public func claim(max: Int) throws(RedisError) -> [Lease] {
-        claimSequence &+= 1
-        return try commands.parseClaim(run(commands.claim(max: max, leasePrefix: "\(leaseNonce).\(claimSequence).")))
+        try commands.parseClaim(run(commands.claim(max: max, leasePrefix: leasePrefixes.next())))
     }
 
     /// `isRepeat`: see `JobQueue.complete(_:isRepeat:completion:)`.
@@ -234,9 +224,7 @@ public final class BlockingJobQueue {
         } else if !again.isEmpty {
             let retry = commands.complete(again, withJobs: true)
             let (extra, _) = try commands.parseComplete(run((retry.0, retry.1, retry.2.decoded)), batch: again)
-            report.applied += extra.applied
-            report.recovered += extra.recovered
-            report.leasesLost += extra.leasesLost
+            report.add(extra)
         }
         return report
     }

@@ -51,6 +51,19 @@ public struct JobCompletion: Sendable {
     }
 }
 
+/// Lease-id prefixes for one process's claims: "<nonce>.<claim sequence>." The nonce keeps them unique even
+/// when a restarted worker keeps its id; otherwise its first claims would overwrite the leases its crashed
+/// predecessor left in the same hash.
+struct LeasePrefixes {
+    private let nonce = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    private var sequence: UInt64 = 0
+
+    mutating func next() -> String {
+        sequence &+= 1
+        return "\(nonce).\(sequence)."
+    }
+}
+
 /// What a completion batch did.
 public struct CompletionReport: Sendable, Equatable {
     /// Applied normally.
@@ -64,6 +77,14 @@ public struct CompletionReport: Sendable, Equatable {
     /// first call; not recovered, so nothing is recorded twice. See `JobQueue.complete(_:isRepeat:completion:)`.
     public var unconfirmed = 0
     public init() {}
+
+    /// Adds the counts of a follow-up call (the lease-lost recovery) to this one's.
+    mutating func add(_ other: CompletionReport) {
+        applied += other.applied
+        recovered += other.recovered
+        leasesLost += other.leasesLost
+        unconfirmed += other.unconfirmed
+    }
 }
 
 /// Result of a scheduler pass.
