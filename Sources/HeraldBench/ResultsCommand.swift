@@ -35,25 +35,16 @@ enum ResultsCommand {
         while true {
             let page = try redis.command(["XRANGE", key, start, "+", "COUNT", "10000"])
             if let message = page.errorMessage { throw BenchUsageError("XRANGE failed: \(message)") }
-            guard let items = page.array, !items.isEmpty else { break }
+            let items = StreamEntry.entries(page)
+            guard !items.isEmpty else { break }
             for item in items {
-                guard let pair = item.array, pair.count == 2, let id = pair[0].string, let fields = pair[1].array else { continue }
                 entries += 1
-                let idMs = Int64(id.prefix { $0 != "-" }) ?? 0
-                var latency = 0
-                var index = 0
-                while index + 1 < fields.count {
-                    switch fields[index].string {
-                    case "latency_ms": latency = Int(fields[index + 1].int ?? 0)
-                    case "outcome": outcomes[fields[index + 1].string ?? "?", default: 0] += 1
-                    default: break
-                    }
-                    index += 2
-                }
+                let latency = item["latency_ms"].flatMap { Int($0) } ?? 0
+                if let outcome = item["outcome"] { outcomes[outcome, default: 0] += 1 }
                 latencies.append(latency)
-                firstClaimMs = min(firstClaimMs, idMs - Int64(latency))
-                lastResultMs = max(lastResultMs, idMs)
-                start = "(" + id
+                firstClaimMs = min(firstClaimMs, item.milliseconds - Int64(latency))
+                lastResultMs = max(lastResultMs, item.milliseconds)
+                start = "(" + item.id
             }
             if items.count < 10000 { break }
         }

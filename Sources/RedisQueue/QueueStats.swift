@@ -58,19 +58,12 @@ public struct QueueStats: Sendable, Equatable {
         stats.deadLetters = Int(next().int ?? 0)
         stats.resultsLength = Int(next().int ?? 0)
         stats.droppedTokensLength = Int(next().int ?? 0)
-        let entries = next().array ?? []
+        let entries = StreamEntry.entries(next())
         stats.outcomesTruncated = entries.count >= resultsScanLimit
         for entry in entries {
-            guard let parts = entry.array, parts.count == 2, let id = parts[0].string,
-                  let millis = Int64(id.split(separator: "-").first ?? ""), let fields = parts[1].array else { continue }
-            var outcome = "unknown"
-            var index = 0
-            while index + 1 < fields.count {
-                if fields[index].string == "outcome" { outcome = fields[index + 1].string ?? outcome; break }
-                index += 2
-            }
+            let outcome = entry["outcome"] ?? "unknown"
             stats.outcomesLastHour[outcome, default: 0] += 1
-            if millis > now - 60_000 { stats.outcomesLastMinute[outcome, default: 0] += 1 }
+            if entry.milliseconds > now - 60_000 { stats.outcomesLastMinute[outcome, default: 0] += 1 }
         }
         if !workers.isEmpty {
             let lengths = try redis.pipeline(workers.map { ["HLEN", keys.leases(worker: $0)] })

@@ -260,22 +260,14 @@ struct Tally {
     mutating func read(redis: BlockingRedis, after lastID: String) throws -> String {
         var last = lastID
         while true {
-            guard let entries = try redis.command(["XRANGE", "herald:results", "(" + last, "+", "COUNT", "5000"]).array, !entries.isEmpty else {
-                return last
-            }
+            let entries = StreamEntry.entries(try redis.command(["XRANGE", "herald:results", "(" + last, "+", "COUNT", "5000"]))
+            guard let newest = entries.last else { return last }
+            last = newest.id
             for entry in entries {
-                guard let parts = entry.array, parts.count == 2, let id = parts[0].string, let flat = parts[1].array else { continue }
-                last = id
-                var map: [String: String] = [:]
-                var index = 0
-                while index + 1 < flat.count {
-                    map[flat[index].string ?? ""] = flat[index + 1].string ?? ""
-                    index += 2
-                }
-                let outcome = map["outcome"] ?? ""
-                if let jobID = map["id"], seenFirst.insert(jobID).inserted { firstResults += 1 }
+                let outcome = entry["outcome"] ?? ""
+                if let jobID = entry["id"], seenFirst.insert(jobID).inserted { firstResults += 1 }
                 if outcome == "retrying" { retrying += 1 } else { terminalByOutcome[outcome, default: 0] += 1 }
-                if let latency = map["latency_ms"].flatMap({ Int($0) }) { latencies.append(latency) }
+                if let latency = entry["latency_ms"].flatMap({ Int($0) }) { latencies.append(latency) }
             }
         }
     }

@@ -37,24 +37,13 @@ enum TailCommand {
                 }
                 continue
             }
-            guard let streams = reply.array else { continue }
-            for streamReply in streams {
-                guard let pair = streamReply.array, pair.count == 2, let entries = pair[1].array else { continue }
-                for entry in entries {
-                    guard let parts = entry.array, parts.count == 2, let id = parts[0].string, let flat = parts[1].array else { continue }
-                    lastID = id
-                    var fields: [(String, String)] = []
-                    var index = 0
-                    while index + 1 < flat.count {
-                        fields.append((flat[index].string ?? "", flat[index + 1].string ?? ""))
-                        index += 2
-                    }
-                    let map = Dictionary(fields, uniquingKeysWith: { a, _ in a })
-                    if !outcomes.isEmpty, !outcomes.contains(map["outcome"] ?? "") { continue }
-                    print(args.flag("json") ? jsonLine(id: id, fields: fields) : humanLine(id: id, map: map))
-                    printed += 1
-                    if let limit, printed >= limit { return ExitCode.success }
-                }
+            for entry in StreamEntry.entries(readReply: reply) {
+                lastID = entry.id
+                let map = Dictionary(entry.fields, uniquingKeysWith: { a, _ in a })
+                if !outcomes.isEmpty, !outcomes.contains(map["outcome"] ?? "") { continue }
+                print(args.flag("json") ? jsonLine(id: entry.id, fields: entry.fields) : humanLine(id: entry.id, map: map))
+                printed += 1
+                if let limit, printed >= limit { return ExitCode.success }
             }
         }
         return ExitCode.success
