@@ -57,7 +57,7 @@ enum DemoCommand {
 
         // 1. Redis
         step("starting redis-server")
-        let redisPort = freePort()
+        let redisPort = try freePort()
         let redisProcess = try DemoProcess(
             executable: redisBinary,
             arguments: ["--port", String(redisPort), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", directory],

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Reactor
 
 /// A process the demo started: stopped by its pid with a deadline, never by name.
 final class DemoProcess {
@@ -70,15 +71,9 @@ func findProgram(_ name: String) -> String? {
     return nil
 }
 
-/// A free TCP port on loopback.
-func freePort() -> Int {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+/// A free TCP port on loopback, picked by the kernel (the Reactor's own listen/localPort helpers).
+func freePort() throws -> Int {
+    let fd = try Sockets.listen(host: "127.0.0.1", port: 0)
     defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    return Int(UInt16(bigEndian: address.sin_port))
+    return Sockets.localPort(fd)
 }
