@@ -44,10 +44,8 @@ extension DeliveryPipeline {
                 self.checkDrained()
             case .failure(let error):
                 guard self.phase != .stopped else { return }
-                let now = monotonicNanos()
-                if now &- self.lastRecordWarning >= 10_000_000_000 {
+                if self.recordWarnings.allow() {
                     self.logger.warning("could not record results; will retry", ["error": .string(error.description), "jobs": .int(batch.count)])
-                    self.lastRecordWarning = now
                 }
                 // Only a lost reply (connection lost, timeout) may have left the batch applied in Redis.
                 let maybeApplied = isRepeat || error == .connectionLost || error == .timeout

@@ -42,8 +42,8 @@ public final class DeliveryPipeline {
     var retryTimer: LoopTimer?
     /// Jobs the pool pushed back (its queue was full); sent again as answers free room.
     var backlog: [JobAttempt] = []
-    var lastRecordWarning: UInt64 = 0
-    var lastClaimWarning: UInt64 = 0
+    var recordWarnings = WarningThrottle(seconds: 10)
+    var claimWarnings = WarningThrottle(seconds: 30)
     var idPrefix: String
     var idCounter: UInt64 = 0
     var shutdownDone: (() -> Void)?
@@ -83,7 +83,7 @@ public final class DeliveryPipeline {
         // reconnect attempt), and one when it is back.
         var connected = false
         var failedAttempts = 0
-        var lastWarning: UInt64 = 0
+        var unavailableWarnings = WarningThrottle(seconds: 30)
         redis.onStateChange = { [weak self] state in
             guard let self else { return }
             switch state {
@@ -93,13 +93,12 @@ public final class DeliveryPipeline {
                 failedAttempts = 0
             case .disconnected(let reason, let retry):
                 failedAttempts += 1
-                let now = monotonicNanos()
-                if connected || failedAttempts == 1 || now &- lastWarning >= 30_000_000_000 {
+                if connected { unavailableWarnings.markLogged() }
+                if connected || unavailableWarnings.allow() {
                     self.logger.warning(connected ? "redis connection lost" : "redis unavailable; retrying", [
                         "reason": .string(reason), "retry_in_ms": .int(retry), "failed_attempts": .int(failedAttempts),
                         "url": .string(self.redis.url.description),
                     ])
-                    lastWarning = now
                 }
                 connected = false
             default: break
@@ -245,10 +244,8 @@ public final class DeliveryPipeline {
             case .failure(let error):
                 self.inFlight -= count
                 if error != .closed {
-                    let now = monotonicNanos()
-                    if now &- self.lastClaimWarning >= 30_000_000_000 {
+                    if self.claimWarnings.allow() {
                         self.logger.warning("claim failed; retrying", ["error": .string(error.description)])
-                        self.lastClaimWarning = now
                     }
                     self.claimLater(500)
                 }
