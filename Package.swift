@@ -23,11 +23,13 @@ let package = Package(
             name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
 
-        .target(name: "Reactor", dependencies: ["CLinux"]),
-        .target(name: "APNs", dependencies: ["COpenSSL"]),
-        .target(name: "HTTP2", dependencies: ["Reactor", "CNghttp2", "COpenSSL"]),
-        .target(name: "RedisQueue", dependencies: ["Reactor", "CHiredis", "APNs"]),
-        .target(name: "MockAPNs", dependencies: ["Reactor", "CNghttp2", "COpenSSL"]),
+        /// Small pure helpers with no dependencies, one home each: FIFO, JSON escaping, decimal writing, locks, argument parsing.
+        .target(name: "Basics"),
+        .target(name: "Reactor", dependencies: ["CLinux", "Basics"]),
+        .target(name: "APNs", dependencies: ["COpenSSL", "Basics"]),
+        .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
+        .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "CHiredis", "APNs"]),
+        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
         .target(name: "Worker", dependencies: ["APNs", "HTTP2", "RedisQueue", "Reactor"]),
         .executableTarget(name: "herald", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.

@@ -1,3 +1,4 @@
+import Basics
 import Reactor
 
 /// Settings of a pool: how many connections, how much may wait, how reconnects back off.

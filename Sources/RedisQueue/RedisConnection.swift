@@ -1,3 +1,4 @@
+import Basics
 import Glibc
 import Reactor
 
@@ -120,7 +121,7 @@ public final class RedisConnection: FileDescriptorHandler {
         switch state {
         case .connected where !handshaking && fd >= 0:
             output.append(contentsOf: command)
-            inFlight.push(Pending(completion: completion, deadline: deadline))
+            inFlight.append(Pending(completion: completion, deadline: deadline))
             scheduleFlush()
         case .closed:
             completion(.failure(.closed))
@@ -129,7 +130,7 @@ public final class RedisConnection: FileDescriptorHandler {
                 completion(.failure(.notConnected))
                 return
             }
-            waiting.push(Waiting(command: command, completion: completion, deadline: deadline))
+            waiting.append(Waiting(command: command, completion: completion, deadline: deadline))
             if !started { start() }
         }
     }
@@ -271,7 +272,7 @@ public final class RedisConnection: FileDescriptorHandler {
         for command in handshake {
             RESPEncoder.append(command, to: &output)
             let name = String(decoding: command[0], as: UTF8.self)
-            inFlight.push(Pending(completion: { [weak self] result in
+            inFlight.append(Pending(completion: { [weak self] result in
                 guard let self else { return }
                 switch result {
                 case .success:
@@ -292,13 +293,13 @@ public final class RedisConnection: FileDescriptorHandler {
         setState(.connected)
         let now = monotonicNanos()
         var expired: [Completion] = []
-        while let item = waiting.pop() {
+        while let item = waiting.popFirst() {
             if item.deadline < now {
                 expired.append(item.completion)
                 continue
             }
             output.append(contentsOf: item.command)
-            inFlight.push(Pending(completion: item.completion, deadline: item.deadline))
+            inFlight.append(Pending(completion: item.completion, deadline: item.deadline))
         }
         flush()
         for completion in expired { completion(.failure(.notConnected)) }
@@ -339,7 +340,7 @@ public final class RedisConnection: FileDescriptorHandler {
             do {
                 try reader.feed(readBuffer, count: count)
                 while let reply = try reader.next() {
-                    guard let pending = inFlight.pop() else {
+                    guard let pending = inFlight.popFirst() else {
                         connectionLost("reply without a command")
                         return
                     }
@@ -408,13 +409,13 @@ public final class RedisConnection: FileDescriptorHandler {
         if state == .connecting, fd >= 0, now > connectDeadline {
             connectFailed("connect timed out after \(options.connectTimeoutMilliseconds) ms")
         } else if let head = inFlight.first, head.deadline < now, fd >= 0 {
-            let timedOut = inFlight.pop()!
+            let timedOut = inFlight.popFirst()!
             connectionLost("no reply within \(options.commandTimeoutMilliseconds) ms")
             timedOut.completion(.failure(.timeout))
         }
         if state != .connected {
             while let head = waiting.first, head.deadline < now {
-                _ = waiting.pop()
+                _ = waiting.popFirst()
                 head.completion(.failure(.notConnected))
             }
         }
