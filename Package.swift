@@ -30,10 +30,12 @@ let package = Package(
         .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
         .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "CHiredis", "APNs"]),
         .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
-        .target(name: "Worker", dependencies: ["APNs", "HTTP2", "RedisQueue", "Reactor"]),
-        .executableTarget(name: "herald", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        /// APNs over HTTP/2: the client that turns a notification into a request on a pool and the answer back.
+        .target(name: "APNsHTTP2", dependencies: ["APNs", "HTTP2", "Reactor"]),
+        .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor"]),
+        .executableTarget(name: "herald", dependencies: ["Worker", "APNsHTTP2", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
-        .executableTarget(name: "HeraldBench", dependencies: ["Worker", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
+        .executableTarget(name: "HeraldBench", dependencies: ["Worker", "APNsHTTP2", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
 
         .target(name: "HeraldTestSupport", path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
@@ -43,6 +45,7 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "APNs", "HeraldTestSupport"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "COpenSSL", "HeraldTestSupport"]),
+        .testTarget(name: "APNsHTTP2Tests", dependencies: ["APNsHTTP2", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

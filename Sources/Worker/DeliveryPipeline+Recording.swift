@@ -1,4 +1,5 @@
 import APNs
+import APNsHTTP2
 import Foundation
 import HTTP2
 import Reactor

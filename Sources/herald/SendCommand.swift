@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import APNsHTTP2
 import HTTP2
 import Reactor
 import Worker

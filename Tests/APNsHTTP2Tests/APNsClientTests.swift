@@ -5,9 +5,9 @@ import MockAPNs
 import Reactor
 import Synchronization
 import Testing
-import Worker
+import APNsHTTP2
 
-/// `Worker.APNsClient` against Herald's APNs simulator: what reaches APNs, how the JWT is reused, how error
+/// `APNsHTTP2.APNsClient` against Herald's APNs simulator: what reaches APNs, how the JWT is reused, how error
 /// answers decode, and how connection advice retires a connection so a resend goes out on a newer one.
 @Suite struct APNsClientTests {
     static let waitSeconds = 60.0
