@@ -27,6 +27,12 @@ public enum Decision: Equatable, Sendable {
     /// Send again at once (counts as an attempt): on a new connection when `freshConnection`, with a
     /// new provider token when `refreshToken` (ask the token cache via `serverSaidExpired` first).
     case resendNow(freshConnection: Bool, refreshToken: Bool)
+    /// APNs certainly did not process it (refused stream, above a GOAWAY's last-stream-id, never written): send
+    /// again at once on another connection, without counting an attempt.
+    case resendUnprocessed
+    /// Nothing was sent because the destination cannot be reached (DNS, TCP, TLS): not the job's fault. Keep it
+    /// without counting an attempt and pause sending to that destination (back-off, one probe at a time).
+    case unavailable(reason: String)
     /// The app's credentials or configuration are at fault, not the job: keep it, pause the app for
     /// `configurationPauseSeconds`, do not count an attempt.
     case deferForConfiguration(reason: String)
@@ -37,7 +43,7 @@ public enum Decision: Equatable, Sendable {
     public var isTerminal: Bool {
         switch self {
         case .delivered, .dropToken, .fail: true
-        case .retry, .resendNow, .deferForConfiguration: false
+        case .retry, .resendNow, .resendUnprocessed, .unavailable, .deferForConfiguration: false
         }
     }
 }

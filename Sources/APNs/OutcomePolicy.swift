@@ -9,7 +9,9 @@
 ///   `collapse_id`, which makes the device show only one.
 /// - TooManyProviderTokenUpdates defers (no new token, no attempt counted), as issue 2 lists it with the
 ///   credential errors; `ProviderTokenCache` already refuses to refresh within 20 minutes.
-/// - `connectionFailed` (nothing sent) retries on the throttle schedule.
+/// - Outages are never the job's fault: `connectionFailed` (nothing sent) is `unavailable` and a certainly
+///   unprocessed send (`notProcessed`) is resent without counting an attempt, so a firewall change or a server
+///   that processes nothing never turns good jobs into failures (the worker pauses the destination instead).
 /// - A retry or resend whose due time is past a nonzero `apns-expiration` fails with `Expired`; 0 means
 ///   "send once, do not store" at Apple, not "expired", so it does not block retries.
 public struct OutcomePolicy: Sendable {
@@ -40,7 +42,23 @@ public struct OutcomePolicy: Sendable {
                 return .fail(reason: "Expired")
             }
             return raw
+        case .resendUnprocessed, .unavailable:
+            if isExpired(expiration, at: nowSeconds * 1000) { return .fail(reason: "Expired") }
+            return raw
         }
+    }
+
+    /// True when a nonzero `apns-expiration` (seconds) lies before `milliseconds` since the epoch: sending then
+    /// is pointless. 0 means "send once, do not store" at Apple, never "expired".
+    public func wouldExpire(_ expiration: Int64?, atMilliseconds milliseconds: Int64) -> Bool {
+        isExpired(expiration, at: milliseconds)
+    }
+
+    /// True when the answer says the credential (key, token or certificate) is at fault, whatever the job's
+    /// attempt or expiration: an expired job that met such an answer proves nothing about the key.
+    public func refusesCredential(_ result: DeliveryResult) -> Bool {
+        if case .deferForConfiguration = rawDecision(result, attempt: 1) { return true }
+        return false
     }
 
     /// Whether the connection should be replaced after this result.
@@ -64,10 +82,12 @@ public struct OutcomePolicy: Sendable {
 
     private func rawDecision(_ result: DeliveryResult, attempt: Int) -> Decision {
         switch result {
-        case .transport(.notProcessed), .transport(.outcomeUnknown), .transport(.timedOut):
+        case .transport(.notProcessed):
+            return .resendUnprocessed
+        case .transport(.outcomeUnknown), .transport(.timedOut):
             return .resendNow(freshConnection: true, refreshToken: false)
         case .transport(.connectionFailed(let detail)):
-            return .retry(afterMilliseconds: jittered(throttleDelaySeconds(attempt: attempt)), reason: "ConnectionFailed: " + detail)
+            return .unavailable(reason: "ConnectionFailed: " + detail)
         case .response(let r):
             if r.status == 200 { return .delivered }
             let name = r.reason?.rawValue ?? "HTTP \(r.status)"

@@ -15,6 +15,11 @@ public struct RetrySettings: Sendable, Codable, Equatable {
     public var maxAttempts: Int = 8
     /// How long the worker parks jobs of an app whose credentials APNs refused (not counted as attempts).
     public var configurationPauseSeconds: Int64 = 60
+    /// First pause of a destination that cannot be reached (connect or TLS failures, a server that processes
+    /// nothing); doubles while the outage lasts. Jobs wait in Redis meanwhile, with no attempt counted.
+    public var outagePauseSeconds: Int64 = 1
+    /// Longest outage pause: how long after APNs is reachable again the worker may take to notice at worst.
+    public var outagePauseCapSeconds: Int64 = 30
 
     public init() {}
 
@@ -29,6 +34,14 @@ public struct RetrySettings: Sendable, Codable, Equatable {
         maxAttempts = try c.decodeIfPresent(Int.self, forKey: .maxAttempts) ?? d.maxAttempts
         configurationPauseSeconds =
             try c.decodeIfPresent(Int64.self, forKey: .configurationPauseSeconds) ?? d.configurationPauseSeconds
+        outagePauseSeconds = try c.decodeIfPresent(Int64.self, forKey: .outagePauseSeconds) ?? d.outagePauseSeconds
+        outagePauseCapSeconds = try c.decodeIfPresent(Int64.self, forKey: .outagePauseCapSeconds) ?? d.outagePauseCapSeconds
+    }
+
+    /// The pause after the `consecutive`-th (1-based) outage pause in a row: base doubling, capped.
+    public func outagePauseMilliseconds(consecutive: Int) -> Int64 {
+        let shift = min(max(0, consecutive - 1), 30)
+        return min(outagePauseSeconds << Int64(shift), outagePauseCapSeconds) * 1000
     }
 
     /// Problems with the numbers, or nil; the configuration loader should refuse to start on one.
@@ -42,6 +55,9 @@ public struct RetrySettings: Sendable, Codable, Equatable {
         if !(jitterFraction >= 0 && jitterFraction < 1) { return "jitterFraction must be in 0..<1" }
         if maxAttempts < 1 { return "maxAttempts must be at least 1" }
         if configurationPauseSeconds < 1 { return "configurationPauseSeconds must be at least 1" }
+        if outagePauseSeconds < 1 || outagePauseCapSeconds < outagePauseSeconds {
+            return "outagePauseSeconds must be at least 1 and outagePauseCapSeconds at least that"
+        }
         return nil
     }
 }

@@ -69,6 +69,12 @@ public final class EventLoop: @unchecked Sendable {
         return loopThread.load(ordering: .acquiring) == current
     }
 
+    /// Traps unless called on this loop's thread: cheap enough (one atomic load) to keep in release builds.
+    @inline(__always)
+    public func preconditionInLoop(file: StaticString = #fileID, line: UInt = #line) {
+        precondition(isInLoop, "called off the thread of event loop \(name)", file: file, line: line)
+    }
+
     // MARK: descriptors
 
     private func mask(readable: Bool, writable: Bool) -> UInt32 {

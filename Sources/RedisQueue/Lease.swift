@@ -40,9 +40,10 @@ public struct JobCompletion: Sendable {
         self.droppedToken = droppedToken
     }
 
-    /// Schedules attempt `lease.attempt + 1` of the same job bytes under Herald's job `id` at `dueAt` (ms).
-    public mutating func retry(at dueAt: Int64, id: String) {
-        retry = (dueAt, JobEnvelope.wrap(job: lease.job, attempt: lease.attempt + 1, id: id, queue: lease.queueKey))
+    /// Schedules attempt `attempt` (default: the next one) of the same job bytes under Herald's job `id` at
+    /// `dueAt` (ms), back to the queue it came from. The one place a retry envelope is built.
+    public mutating func scheduleRetry(at dueAt: Int64, attempt: Int? = nil, id: String) {
+        retry = (dueAt, JobEnvelope.wrap(job: lease.job, attempt: attempt ?? lease.attempt + 1, id: id, queue: lease.queueKey))
     }
 
     /// Sends the job's raw bytes to the dead-letter list with `reason`.

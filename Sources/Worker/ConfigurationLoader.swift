@@ -191,7 +191,8 @@ private struct Reader {
         }
         if let retry = object(root["retry"], "retry") {
             check(retry, known: ["server_error_base_seconds", "server_error_cap_seconds", "throttle_base_seconds", "throttle_cap_seconds",
-                                 "jitter_fraction", "max_attempts", "configuration_pause_seconds"], at: "retry.")
+                                 "jitter_fraction", "max_attempts", "configuration_pause_seconds", "outage_pause_seconds",
+                                 "outage_pause_cap_seconds"], at: "retry.")
             int64(retry, "server_error_base_seconds", "retry.", &c.retry.serverErrorBaseSeconds)
             int64(retry, "server_error_cap_seconds", "retry.", &c.retry.serverErrorCapSeconds)
             int64(retry, "throttle_base_seconds", "retry.", &c.retry.throttleBaseSeconds)
@@ -199,6 +200,8 @@ private struct Reader {
             double(retry, "jitter_fraction", "retry.", &c.retry.jitterFraction)
             int(retry, "max_attempts", "retry.", &c.retry.maxAttempts)
             int64(retry, "configuration_pause_seconds", "retry.", &c.retry.configurationPauseSeconds)
+            int64(retry, "outage_pause_seconds", "retry.", &c.retry.outagePauseSeconds)
+            int64(retry, "outage_pause_cap_seconds", "retry.", &c.retry.outagePauseCapSeconds)
         }
         if let worker = object(root["worker"], "worker") {
             check(worker, known: ["id", "max_in_flight", "claim_batch", "lease_seconds", "shutdown_deadline_seconds", "run_scheduler",

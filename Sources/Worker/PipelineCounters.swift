@@ -9,6 +9,8 @@ public struct PipelineCounters: Sendable, Equatable {
     public var resent = 0
     public var leasesLost = 0
     public var recovered = 0
+    /// Destinations paused because nothing reached APNs (each pause once, however many jobs it parked).
+    public var outagePauses = 0
 
     public init() {}
 
@@ -25,11 +27,13 @@ public struct PipelineCounters: Sendable, Equatable {
         c.resent += b.resent
         c.leasesLost += b.leasesLost
         c.recovered += b.recovered
+        c.outagePauses += b.outagePauses
         return c
     }
 
     var logFields: [String: LogValue] {
         ["claimed": .int(claimed), "delivered": .int(delivered), "retrying": .int(retrying), "token_dropped": .int(tokensDropped),
-         "failed": .int(failed), "rejected": .int(rejected), "resent": .int(resent), "leases_lost": .int(leasesLost)]
+         "failed": .int(failed), "rejected": .int(rejected), "resent": .int(resent), "leases_lost": .int(leasesLost),
+         "outage_pauses": .int(outagePauses)]
     }
 }

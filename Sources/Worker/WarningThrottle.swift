@@ -8,14 +8,13 @@ struct WarningThrottle {
 
     init(seconds: UInt64) { intervalNanoseconds = seconds * 1_000_000_000 }
 
-    /// True when the warning may be logged now (and starts a new interval).
-    mutating func allow() -> Bool {
-        let now = monotonicNanos()
+    /// True when the warning may be logged now (and starts a new interval). `now`: monotonic nanoseconds.
+    mutating func allow(now: UInt64 = monotonicNanos()) -> Bool {
         if let last, now &- last < intervalNanoseconds { return false }
         last = now
         return true
     }
 
     /// A warning that is always logged (e.g. the first one of an outage) starts a new interval too.
-    mutating func markLogged() { last = monotonicNanos() }
+    mutating func markLogged(now: UInt64 = monotonicNanos()) { last = now }
 }

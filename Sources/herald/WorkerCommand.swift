@@ -46,7 +46,8 @@ enum WorkerCommand {
             let config = configuration
             let creds = credentials
             let pipeline = try loop.submitAndWait { () -> LoopBound<DeliveryPipeline> in
-                let pipeline = try DeliveryPipeline(configuration: config, credentials: creds, loop: loop, workerID: id, logger: logger)
+                let pipeline = try DeliveryPipeline(configuration: config, credentials: creds, loop: loop, workerID: id, logger: logger,
+                                                    loops: config.worker.eventLoops)
                 pipeline.start()
                 return LoopBound(value: pipeline)
             }

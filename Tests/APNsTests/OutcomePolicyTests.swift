@@ -76,12 +76,14 @@ private func matches(_ d: Decision, _ e: Expect, attempt: Int = 1) -> Bool {
     }
 
     @Test func transportFailures() {
-        for failure in [TransportFailure.notProcessed, .outcomeUnknown, .timedOut] {
+        for failure in [TransportFailure.outcomeUnknown, .timedOut] {
             #expect(policy.decide(.transport(failure), attempt: 1, expiration: nil, nowSeconds: now)
                 == .resendNow(freshConnection: true, refreshToken: false))
         }
-        #expect(policy.decide(.transport(.connectionFailed("refused")), attempt: 2, expiration: nil, nowSeconds: now)
-            == .retry(afterMilliseconds: 20_000, reason: "ConnectionFailed: refused"))
+        // Nothing processed or nothing sent: never an attempt, whatever the count so far.
+        #expect(policy.decide(.transport(.notProcessed), attempt: 99, expiration: nil, nowSeconds: now) == .resendUnprocessed)
+        #expect(policy.decide(.transport(.connectionFailed("refused")), attempt: 99, expiration: nil, nowSeconds: now)
+            == .unavailable(reason: "ConnectionFailed: refused"))
     }
 
     @Test func serverErrorScheduleDoublesAndCaps() {
@@ -143,8 +145,10 @@ private func matches(_ d: Decision, _ e: Expect, attempt: Int = 1) -> Bool {
         #expect(policy.decide(response(200, nil), attempt: 99, expiration: nil, nowSeconds: now) == .delivered)
         var settings = RetrySettings()
         settings.maxAttempts = 1
+        #expect(OutcomePolicy(settings: settings).decide(.transport(.outcomeUnknown), attempt: 1, expiration: nil, nowSeconds: now)
+            == .fail(reason: "MaxAttempts:ConnectionLost"))
         #expect(OutcomePolicy(settings: settings).decide(.transport(.notProcessed), attempt: 1, expiration: nil, nowSeconds: now)
-            == .fail(reason: "MaxAttempts:NotProcessed"))
+            == .resendUnprocessed)
     }
 
     @Test func expiredNotificationsAreNotRetried() {
@@ -159,7 +163,7 @@ private func matches(_ d: Decision, _ e: Expect, attempt: Int = 1) -> Bool {
         #expect(policy.decide(response(500, nil), attempt: 1, expiration: now + 900, nowSeconds: now)
             == .retry(afterMilliseconds: 900_000, reason: "HTTP 500"))
         // 0 means "do not store" at Apple, not "expired"; terminal outcomes are unaffected
-        #expect(policy.decide(.transport(.notProcessed), attempt: 1, expiration: 0, nowSeconds: now) == .resendNow(freshConnection: true, refreshToken: false))
+        #expect(policy.decide(.transport(.notProcessed), attempt: 1, expiration: 0, nowSeconds: now) == .resendUnprocessed)
         #expect(policy.decide(response(200, nil), attempt: 1, expiration: past, nowSeconds: now) == .delivered)
         #expect(policy.decide(response(410, "Unregistered"), attempt: 1, expiration: past, nowSeconds: now)
             == .dropToken(invalidSince: nil, reason: "Unregistered"))

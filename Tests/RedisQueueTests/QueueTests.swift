@@ -188,7 +188,7 @@ func push(_ redis: BlockingRedis, key: String, jobs: [String]) throws {
         #expect(lease.attempt == 1 && lease.jobID == nil)
         var completion = JobCompletion(lease: lease, result: ResultEntry(id: "herald-1", outcome: .retrying, status: 503,
                                                                          attempt: 1, retryAt: 0, worker: "w"))
-        completion.retry(at: 0, id: "herald-1")
+        completion.scheduleRetry(at: 0, id: "herald-1")
         #expect(try queue.complete([completion]).applied == 1)
         #expect(try redis.command(["ZCARD", keys.retry]).int == 1)
         let move = try queue.moveDueRetries()
@@ -196,7 +196,7 @@ func push(_ redis: BlockingRedis, key: String, jobs: [String]) throws {
         let retried = try #require(try queue.claim(max: 1).first)
         #expect(retried.job == Array(job.utf8) && retried.attempt == 2 && retried.jobID == "herald-1" && retried.queueKey == keys.queue)
         var again = JobCompletion(lease: retried)
-        again.retry(at: 0, id: retried.jobID!)
+        again.scheduleRetry(at: 0, id: retried.jobID!)
         _ = try queue.complete([again])
         _ = try queue.moveDueRetries()
         let third = try #require(try queue.claim(max: 1).first)

@@ -1,0 +1,62 @@
+import APNs
+import RedisQueue
+
+/// Builds what one finished (or parked) job writes to Redis: the result entry plus the retry envelope,
+/// dropped token or dead letter that goes with it. The one place that shapes results, so every path
+/// (answer, pause, outage, rejection, expiry) writes the same fields. Pure.
+struct CompletionBuilder {
+    let workerID: String
+
+    private func entry(_ job: JobAttempt, _ outcome: ResultEntry.Outcome, now: UInt64, response: APNsResponse? = nil, reason: String? = nil) -> ResultEntry {
+        ResultEntry(
+            id: job.id, outcome: outcome, status: response?.status ?? 0, reason: reason, token: job.notification.deviceToken,
+            topic: job.notification.topic, environment: job.notification.environment.rawValue, app: job.appName,
+            apnsID: response?.apnsID, apnsUniqueID: response?.apnsUniqueID, attempt: job.attempt,
+            latencyMilliseconds: job.latencyMilliseconds(now: now), worker: workerID)
+    }
+
+    /// A terminal or retry decision on an answer (or a transport failure: `response` nil).
+    func decided(_ job: JobAttempt, _ decision: Decision, response: APNsResponse?, now: UInt64, wallMillis: Int64) -> JobCompletion {
+        var completion = JobCompletion(lease: job.lease)
+        var result: ResultEntry
+        switch decision {
+        case .delivered:
+            result = entry(job, .delivered, now: now, response: response)
+        case .dropToken(let invalidSince, let reason):
+            result = entry(job, .tokenDropped, now: now, response: response, reason: reason)
+            result.invalidSince = invalidSince
+            completion.droppedToken = DroppedToken(
+                token: job.notification.deviceToken, topic: job.notification.topic,
+                environment: job.notification.environment.rawValue, reason: reason, invalidSince: invalidSince)
+        case .fail(let reason):
+            result = entry(job, .failed, now: now, response: response, reason: reason)
+        case .retry(let ms, let reason):
+            return retry(job, dueAt: wallMillis + ms, attempt: job.attempt + 1, reason: reason, response: response, now: now)
+        case .resendNow, .resendUnprocessed, .unavailable, .deferForConfiguration:
+            preconditionFailure("\(decision) is not recorded; the core resends or parks the job")
+        }
+        completion.result = result
+        return completion
+    }
+
+    /// Puts the job in the retry set, due at `dueAt` (ms since the epoch), as attempt `attempt`: the same
+    /// number for a parked job (the job is not at fault), the next one after a retryable answer.
+    func retry(_ job: JobAttempt, dueAt: Int64, attempt: Int, reason: String, response: APNsResponse? = nil, now: UInt64) -> JobCompletion {
+        var completion = JobCompletion(lease: job.lease)
+        var result = entry(job, .retrying, now: now, response: response, reason: reason)
+        result.retryAt = dueAt
+        completion.result = result
+        completion.scheduleRetry(at: dueAt, attempt: attempt, id: job.id)
+        return completion
+    }
+
+    /// A job that cannot be sent as written: a `rejected` result and a dead letter with its bytes and reason.
+    func rejected(_ lease: Lease, id: String, reason: String, spec: JobSpec?, app: String?, wallMillis: Int64) -> JobCompletion {
+        var completion = JobCompletion(lease: lease)
+        completion.deadLetter(reason: reason, at: wallMillis)
+        completion.result = ResultEntry(
+            id: id, outcome: .rejected, status: 0, reason: reason, token: spec?.token, topic: spec?.topic,
+            environment: spec?.environment?.rawValue, app: app, attempt: lease.attempt, latencyMilliseconds: 0, worker: workerID)
+        return completion
+    }
+}

@@ -1,0 +1,526 @@
+import APNs
+import RedisQueue
+
+/// What the core asks its driver to do. The driver (`DeliveryPipeline`) runs them in order against a
+/// `JobSource` and a `PushSender` and reports back with the core's event methods.
+public enum DeliveryAction {
+    /// Claim up to this many jobs; answer with `claimed` or `claimFailed`.
+    case claim(Int)
+    /// Send these jobs in order; on the first `.refused` hand that job and the rest back with `refused`.
+    case send([JobAttempt])
+    /// Apply this batch; answer with `recorded` or `recordFailed`.
+    case record(RecordBatch)
+    /// Re-read the app's credential; answer with `reloaded`.
+    case reloadCredentials(app: Int)
+    case log(LogLevel, String, [String: LogValue])
+    /// Shutdown has drained: close the sender, write `final` if any, return every lease still held, stop.
+    case drained(final: RecordBatch?)
+}
+
+/// A batch of completions on its way to Redis.
+public struct RecordBatch: Sendable {
+    public let id: Int
+    public let completions: [JobCompletion]
+    /// Sent before and its reply was lost: must not recover lost leases (see `JobQueue.complete`).
+    public let isRepeat: Bool
+}
+
+/// The numbers the core works with, for one event loop's share of the process.
+public struct DeliverySettings: Sendable {
+    public var workerID: String
+    /// Jobs claimed and not yet recorded, at most.
+    public var maxInFlight = 8000
+    public var claimBatch = 512
+    /// Results wait at most this long for a batch to fill.
+    public var flushIntervalMilliseconds = 2
+    /// A batch this full goes out at once.
+    public var flushBatch = 512
+    public var retry = RetrySettings()
+    /// Certainly unprocessed resends of one job in a row before its destination counts as down.
+    public var unprocessedResendsBeforeOutage = 3
+    public var recordRetryMilliseconds = 250
+    public var claimRetryMilliseconds = 500
+    public var emptyClaimBackoff = ClaimBackoff(initialMilliseconds: 2, maxMilliseconds: 200)
+    /// Prefix of the ids made for jobs that name none.
+    public var idPrefix = String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF_FFFF, radix: 36)
+
+    public init(workerID: String) { self.workerID = workerID }
+
+    /// `worker.max_in_flight` is per process: each of `loops` event loops gets an equal share of it (at
+    /// least 1), and a claim never asks for more than that share.
+    public init(configuration: Configuration, workerID: String, loops: Int = 1) {
+        self.workerID = workerID
+        let share = max(1, configuration.worker.maxInFlight / max(1, loops))
+        maxInFlight = share
+        claimBatch = max(1, min(configuration.worker.claimBatch, share))
+        flushIntervalMilliseconds = configuration.worker.flushIntervalMs
+        retry = configuration.retry
+    }
+}
+
+/// The worker's decisions, free of I/O: how many jobs to claim, what to send, what to record, when to pause a
+/// destination and send one probe, resends and attempts, back-pressure from a full pool, and the shutdown
+/// drain. It takes events (claimed jobs, answers, recorded batches, ticks of its clock) and returns actions
+/// (`takeActions`); time comes from an injected clock, so tests run every path in process, in milliseconds.
+///
+/// Loop-confined like its driver: every call on one thread.
+public final class DeliveryCore {
+    public enum Phase: Equatable, Sendable { case idle, running, draining, stopped }
+
+    public private(set) var phase = Phase.idle
+    public private(set) var counters = PipelineCounters()
+    /// Jobs claimed and not yet recorded (the bound), including a claim's reserved room.
+    public private(set) var inFlight = 0
+
+    let settings: DeliverySettings
+    let clock: DeliveryClock
+    let policy: OutcomePolicy
+    private let intake: JobIntake
+    private let builder: CompletionBuilder
+    private let apps: [Configuration.AppSettings]
+
+    private var actions: [DeliveryAction] = []
+    private var outgoing: [JobAttempt] = []
+    private var gates: [Destination: DestinationGate] = [:]
+    /// Jobs a full pool pushed back, sent again as answers free room.
+    private var backlog: [JobAttempt] = []
+    private var claims = ClaimState()
+    private var records = RecordState()
+    private var shutdownAt: UInt64?
+    private var idCounter: UInt64 = 0
+    private var claimWarnings = WarningThrottle(seconds: 30)
+    private var recordWarnings = WarningThrottle(seconds: 10)
+
+    /// Claiming: one claim at a time, with back-off after empty or failed ones.
+    private struct ClaimState {
+        var outstanding = false
+        /// No claim before this monotonic time.
+        var notBefore: UInt64?
+        var backoff: ClaimBackoff
+        init() { backoff = ClaimBackoff() }
+    }
+
+    /// Recording: completions wait for a batch, batches in flight, failed batches waiting to go again.
+    private struct RecordState {
+        var pending: [JobCompletion] = []
+        var flushAt: UInt64?
+        /// Batches sent and not yet answered, plus failed ones waiting in `again`.
+        var outstanding = 0
+        var again: [(at: UInt64, batch: RecordBatch)] = []
+        var nextID = 0
+    }
+
+    public init(settings: DeliverySettings, apps: [Configuration.AppSettings], clock: DeliveryClock,
+                random: @escaping @Sendable () -> Double = { Double.random(in: 0..<1) }) {
+        self.settings = settings
+        self.apps = apps
+        self.clock = clock
+        policy = OutcomePolicy(settings: settings.retry, random: random)
+        intake = JobIntake(directory: AppDirectory(apps))
+        builder = CompletionBuilder(workerID: settings.workerID)
+        claims.backoff = settings.emptyClaimBackoff
+    }
+
+    /// The actions produced since the last call, oldest first.
+    public func takeActions() -> [DeliveryAction] {
+        flushOutgoing()
+        if actions.isEmpty { return [] }
+        let taken = actions
+        actions.removeAll(keepingCapacity: true)
+        return taken
+    }
+
+    /// When the core next wants `tick()` (monotonic nanoseconds), or nil when only events can move it.
+    public var nextWake: UInt64? {
+        var wake: UInt64? = nil
+        func consider(_ time: UInt64?) { if let time, wake == nil || time < wake! { wake = time } }
+        if phase == .running && !claims.outstanding { consider(claims.notBefore) }
+        consider(records.flushAt)
+        for entry in records.again { consider(entry.at) }
+        for gate in gates.values { consider(gate.pause?.until) }
+        consider(shutdownAt)
+        return wake
+    }
+
+    /// Jobs waiting in memory for a pool with room (back-pressure), for tests and the progress line.
+    public var backlogCount: Int { backlog.count }
+
+    // MARK: life cycle
+
+    public func start() {
+        guard phase == .idle else { return }
+        phase = .running
+        settle()
+    }
+
+    /// Stops claiming; in-flight jobs finish until `deadlineSeconds`, then `drained` is emitted.
+    public func shutdown(deadlineSeconds: Int) {
+        guard phase == .running || phase == .idle else { return }
+        let wasIdle = phase == .idle
+        phase = .draining
+        claims.notBefore = nil
+        if wasIdle { return finish() }
+        log(.info, "draining", ["in_flight": .int(inFlight), "deadline_s": .int(deadlineSeconds)])
+        shutdownAt = clock.monotonicNanos &+ UInt64(max(0, deadlineSeconds)) * 1_000_000_000
+        settle()
+    }
+
+    /// Time passed: batches due, pauses ended, the claim back-off over, the shutdown deadline reached.
+    public func tick() {
+        let now = clock.monotonicNanos
+        if phase == .draining, let deadline = shutdownAt, now >= deadline {
+            log(.warning, "shutdown deadline reached; returning unfinished jobs to the queue", ["in_flight": .int(inFlight)])
+            return finish()
+        }
+        guard phase != .stopped else { return }
+        if let at = records.flushAt, now >= at { flush() }
+        if !records.again.isEmpty {
+            let due = records.again.filter { $0.at <= now }
+            records.again.removeAll { $0.at <= now }
+            for entry in due { actions.append(.record(entry.batch)) }
+        }
+        for gate in gates.values { endPause(gate, now: now) }
+        settle()
+    }
+
+    private func finish() {
+        guard phase == .draining else { return }
+        phase = .stopped
+        shutdownAt = nil
+        records.flushAt = nil
+        outgoing.removeAll()
+        backlog.removeAll()
+        var final: RecordBatch? = nil
+        if !records.pending.isEmpty {
+            final = RecordBatch(id: nextBatchID(), completions: records.pending, isRepeat: false)
+            records.pending.removeAll()
+        }
+        actions.append(.drained(final: final))
+    }
+
+    private func checkDrained() {
+        if phase == .draining, inFlight == 0, records.pending.isEmpty, records.outstanding == 0 { finish() }
+    }
+
+    /// After every event: queued sends become one action, claims go on if there is room.
+    private func settle() {
+        pump()
+        checkDrained()
+    }
+
+    // MARK: claiming
+
+    private var claimThreshold: Int { max(1, min(settings.claimBatch, settings.maxInFlight / 2)) }
+
+    /// Claims more when there is room for a batch and some destination can take jobs; one claim at a time.
+    private func pump() {
+        guard phase == .running, !claims.outstanding else { return }
+        let now = clock.monotonicNanos
+        if let notBefore = claims.notBefore {
+            guard now >= notBefore else { return }
+            claims.notBefore = nil
+        }
+        // Every destination seen is paused (an outage, a refused key): leave the jobs in Redis until one resumes.
+        if !gates.isEmpty, gates.values.allSatisfy({ $0.isPaused(at: now) }) { return }
+        let room = settings.maxInFlight - inFlight
+        guard room >= claimThreshold || (inFlight == 0 && room > 0) else { return }
+        let count = min(room, settings.claimBatch)
+        claims.outstanding = true
+        inFlight += count
+        actions.append(.claim(count))
+    }
+
+    public func claimed(_ leases: [Lease], requested: Int) {
+        claims.outstanding = false
+        inFlight -= requested - leases.count
+        counters.claimed += leases.count
+        let now = clock.monotonicNanos
+        for lease in leases { admit(lease, now: now) }
+        let delay = claims.backoff.next(claimed: leases.count)
+        if delay > 0 { claims.notBefore = now &+ UInt64(delay) * 1_000_000 }
+        settle()
+    }
+
+    public func claimFailed(_ failure: JobSourceFailure, requested: Int) {
+        claims.outstanding = false
+        inFlight -= requested
+        let now = clock.monotonicNanos
+        if !failure.closed {
+            if claimWarnings.allow(now: now) { log(.warning, "claim failed; retrying", ["error": .string(failure.description)]) }
+            claims.notBefore = now &+ UInt64(settings.claimRetryMilliseconds) * 1_000_000
+        }
+        settle()
+    }
+
+    private func admit(_ lease: Lease, now: UInt64) {
+        switch intake.admit(lease, claimedAt: now, makeID: nextJobID) {
+        case .rejected(let id, let reason, let spec, let app):
+            counters.rejected += 1
+            log(.info, "job rejected", ["id": .string(id), "reason": .string(reason)])
+            record(builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, wallMillis: clock.wallMillis))
+        case .accepted(let job):
+            // Past its own deadline before it was ever sent (e.g. `expiration: 1000`): Apple would treat it as
+            // "send once"; the producer said it is worthless by now.
+            if policy.wouldExpire(job.notification.expiration, atMilliseconds: clock.wallMillis) {
+                return finishJob(job, .fail(reason: "Expired"), response: nil)
+            }
+            dispatch(job)
+        }
+    }
+
+    private func nextJobID() -> String {
+        idCounter &+= 1
+        return "\(settings.idPrefix)-\(idCounter)"
+    }
+
+    // MARK: sending
+
+    private func gate(for destination: Destination) -> DestinationGate {
+        if let gate = gates[destination] { return gate }
+        let gate = DestinationGate(destination)
+        gates[destination] = gate
+        return gate
+    }
+
+    /// Sends the job now, holds it behind its destination's probe, or parks it while the destination is paused.
+    private func dispatch(_ job: JobAttempt) {
+        guard phase != .stopped else { return }
+        let gate = gate(for: job.destination)
+        switch gate.admit(job, now: clock.monotonicNanos) {
+        case .send: outgoing.append(job)
+        case .paused: park(job, gate)
+        case .waitForProbe: break
+        }
+    }
+
+    private func flushOutgoing() {
+        guard !outgoing.isEmpty else { return }
+        actions.append(.send(outgoing))
+        outgoing = []
+    }
+
+    /// The pool pushed back: these jobs wait in memory (still in flight) and go again as answers free room.
+    public func refused(_ jobs: [JobAttempt]) {
+        for job in jobs { gates[job.destination]?.withdraw(job) }
+        backlog.append(contentsOf: jobs)
+        settle()
+    }
+
+    /// No client could be set up for the job's destination: pause it like a refused credential.
+    public func unavailable(_ job: JobAttempt, reason: String) {
+        let gate = gate(for: job.destination)
+        gate.withdraw(job)
+        pause(gate, .setup, reason: "connection set-up failed: \(reason)", milliseconds: settings.retry.configurationPauseSeconds * 1000)
+        park(job, gate)
+        releaseWaiting(gate)
+        settle()
+    }
+
+    /// Sends what the full pool pushed back; the first refusal hands the rest back, so a pool that stays full
+    /// costs one refused send per answer, not one per waiting job.
+    private func retryBacklog() {
+        guard !backlog.isEmpty, phase != .stopped else { return }
+        let jobs = backlog
+        backlog.removeAll()
+        for job in jobs { dispatch(job) }
+    }
+
+    // MARK: answers
+
+    public func answered(_ job: JobAttempt, _ outcome: PushOutcome) {
+        guard phase != .stopped else { return }
+        let gate = gate(for: job.destination)
+        let decision = policy.decide(outcome.result, attempt: job.attempt, expiration: job.notification.expiration,
+                                     nowSeconds: clock.wallMillis / 1000)
+        var response: APNsResponse? = nil
+        if case .response(let answer) = outcome.result {
+            response = answer
+            job.unprocessedResends = 0
+        }
+        let wasProbe = gate.answered(job, reachedAPNs: response != nil,
+                                     credentialAccepted: response != nil && !policy.refusesCredential(outcome.result))
+        switch decision {
+        case .delivered, .dropToken, .fail, .retry:
+            finishJob(job, decision, response: response)
+        case .resendNow(let fresh, _):
+            counters.resent += 1
+            job.attempt += 1
+            if fresh { job.afterConnection = max(job.afterConnection, outcome.connectionID) }
+            dispatch(job)
+        case .resendUnprocessed:
+            job.unprocessedResends += 1
+            if job.unprocessedResends >= settings.unprocessedResendsBeforeOutage {
+                outage(gate, job, reason: "NotProcessed: the server processed none of \(job.unprocessedResends) sends")
+            } else {
+                counters.resent += 1
+                dispatch(job)
+            }
+        case .unavailable(let reason):
+            outage(gate, job, reason: reason)
+        case .deferForConfiguration(let reason):
+            if pause(gate, .credential, reason: reason, milliseconds: settings.retry.configurationPauseSeconds * 1000) {
+                log(.error, "app paused: credential rejected", [
+                    "app": .string(job.appName), "environment": .string(job.destination.environment.rawValue), "reason": .string(reason),
+                    "pause_s": .int(Int(settings.retry.configurationPauseSeconds)),
+                    "hint": .string("check key_id, team_id, key_file, bundle_id and environment (herald check-config)"),
+                ])
+            }
+            park(job, gate)
+        }
+        // After the decision (a credential error or an outage has paused the destination by now).
+        if wasProbe || gate.probe == nil { releaseWaiting(gate) }
+        retryBacklog()
+        settle()
+    }
+
+    private func finishJob(_ job: JobAttempt, _ decision: Decision, response: APNsResponse?) {
+        switch decision {
+        case .delivered: counters.delivered += 1
+        case .dropToken: counters.tokensDropped += 1
+        case .fail: counters.failed += 1
+        case .retry: counters.retrying += 1
+        default: break
+        }
+        record(builder.decided(job, decision, response: response, now: clock.monotonicNanos, wallMillis: clock.wallMillis))
+    }
+
+    /// The probe's answer decides for the jobs that waited on it: sent (proven), parked (paused), or the next
+    /// one becomes the probe (nothing proven either way).
+    private func releaseWaiting(_ gate: DestinationGate) {
+        guard gate.probe == nil else { return }
+        for job in gate.takeWaiting() { dispatch(job) }
+    }
+
+    // MARK: pauses
+
+    /// Starts a pause of `gate` unless one is running; returns whether it started.
+    @discardableResult
+    private func pause(_ gate: DestinationGate, _ kind: DestinationGate.PauseKind, reason: String, milliseconds: Int64) -> Bool {
+        gate.startPause(kind, reason: reason, milliseconds: milliseconds, now: clock.monotonicNanos)
+    }
+
+    /// Nothing reaches APNs for this destination: not the job's fault. Pause with back-off; the job waits.
+    private func outage(_ gate: DestinationGate, _ job: JobAttempt, reason: String) {
+        let milliseconds = settings.retry.outagePauseMilliseconds(consecutive: gate.consecutiveOutages + 1)
+        if pause(gate, .outage, reason: reason, milliseconds: milliseconds) {
+            counters.outagePauses += 1
+            // The first pause of an outage at warning level; the longer ones after it at info, not one per job.
+            log(gate.consecutiveOutages == 1 ? .warning : .info, "apns unreachable; destination paused, jobs wait in Redis", [
+                "app": .string(job.appName), "environment": .string(job.destination.environment.rawValue),
+                "reason": .string(reason), "pause_ms": .int(Int(milliseconds)), "consecutive": .int(gate.consecutiveOutages),
+            ])
+        }
+        park(job, gate)
+    }
+
+    /// Keeps the job in the retry set until its destination's pause ends, with its attempt count unchanged.
+    private func park(_ job: JobAttempt, _ gate: DestinationGate) {
+        let now = clock.monotonicNanos
+        let wall = clock.wallMillis
+        var waitMilliseconds: Int64 = 1000
+        var reason = "AppPaused: reloading credentials"
+        if let pause = gate.pause {
+            waitMilliseconds = max(1000, Int64((pause.until > now ? pause.until - now : 0) / 1_000_000))
+            reason = (pause.kind == .outage ? "Unavailable: " : "AppPaused: ") + pause.reason
+        }
+        let due = wall + waitMilliseconds
+        if policy.wouldExpire(job.notification.expiration, atMilliseconds: due) {
+            return finishJob(job, .fail(reason: "Expired"), response: nil)
+        }
+        counters.retrying += 1
+        record(builder.retry(job, dueAt: due, attempt: job.attempt, reason: reason, now: now))
+    }
+
+    private func endPause(_ gate: DestinationGate, now: UInt64) {
+        guard let kind = gate.endPauseIfDue(now: now) else { return }
+        let app = apps[gate.destination.app].name
+        switch kind {
+        case .outage:
+            log(.info, "destination resumed; sending one probe", ["app": .string(app), "environment": .string(gate.destination.environment.rawValue)])
+        case .credential, .setup:
+            // One reload per app even when both of its environments were paused.
+            let alreadyAsked = gates.values.contains { $0 !== gate && $0.destination.app == gate.destination.app && $0.reloading }
+            if !alreadyAsked { actions.append(.reloadCredentials(app: gate.destination.app)) }
+        }
+    }
+
+    /// The driver re-read the app's credential: `error` nil when it loaded.
+    public func reloaded(app: Int, error: String?) {
+        let name = apps[app].name
+        for gate in gates.values where gate.destination.app == app {
+            let wasReloading = gate.reloading
+            gate.reloaded()
+            guard wasReloading else { continue }
+            if let error {
+                pause(gate, .credential, reason: "credential reload failed: \(error)", milliseconds: settings.retry.configurationPauseSeconds * 1000)
+                log(.error, "app paused: credential reload failed", ["app": .string(name), "error": .string(error)])
+            }
+        }
+        if error == nil { log(.info, "app resumed", ["app": .string(name)]) }
+        settle()
+    }
+
+    // MARK: recording
+
+    private func record(_ completion: JobCompletion) {
+        records.pending.append(completion)
+        if records.pending.count >= settings.flushBatch {
+            flush()
+        } else if records.flushAt == nil {
+            records.flushAt = clock.monotonicNanos &+ UInt64(max(0, settings.flushIntervalMilliseconds)) * 1_000_000
+        }
+    }
+
+    private func flush() {
+        records.flushAt = nil
+        guard !records.pending.isEmpty, phase != .stopped else { return }
+        let batch = RecordBatch(id: nextBatchID(), completions: records.pending, isRepeat: false)
+        records.pending.removeAll(keepingCapacity: true)
+        records.outstanding += 1
+        actions.append(.record(batch))
+    }
+
+    private func nextBatchID() -> Int {
+        records.nextID += 1
+        return records.nextID
+    }
+
+    public func recorded(_ batch: RecordBatch, _ report: CompletionReport) {
+        records.outstanding -= 1
+        guard phase != .stopped else { return }
+        inFlight -= batch.completions.count
+        account(report)
+        retryBacklog()
+        settle()
+    }
+
+    /// A batch failed: it goes again later. Only a lost reply (`maybeApplied`) may have left it applied.
+    public func recordFailed(_ batch: RecordBatch, _ failure: JobSourceFailure) {
+        guard phase != .stopped else {
+            records.outstanding -= 1
+            return
+        }
+        let now = clock.monotonicNanos
+        if recordWarnings.allow(now: now) {
+            log(.warning, "could not record results; will retry", ["error": .string(failure.description), "jobs": .int(batch.completions.count)])
+        }
+        let again = RecordBatch(id: batch.id, completions: batch.completions, isRepeat: batch.isRepeat || failure.maybeApplied)
+        records.again.append((now &+ UInt64(settings.recordRetryMilliseconds) * 1_000_000, again))
+        settle()
+    }
+
+    private func account(_ report: CompletionReport) {
+        counters.recovered += report.recovered
+        if report.unconfirmed > 0 {
+            log(.info, "results re-sent after a lost reply were already recorded", ["jobs": .int(report.unconfirmed)])
+        }
+        if !report.leasesLost.isEmpty {
+            counters.leasesLost += report.leasesLost.count
+            log(.warning, "lease lost: jobs were handed to another worker; they may be sent twice", ["leases": .int(report.leasesLost.count)])
+        }
+    }
+
+    private func log(_ level: LogLevel, _ message: String, _ fields: [String: LogValue]) {
+        actions.append(.log(level, message, fields))
+    }
+}

@@ -1,0 +1,97 @@
+/// What may go to one destination right now: everything, one probe at a time, or nothing (paused).
+///
+/// A destination starts unproven: one job (the probe) goes out and the rest wait for its answer, so a broken
+/// key costs one rejected request per pause instead of one per claimed job. A credential error, a client that
+/// cannot be set up, or an outage (nothing reaches APNs) pauses it; when the pause ends it is unproven again.
+/// Loop-confined, owned by the core.
+final class DestinationGate {
+    enum PauseKind: String {
+        /// APNs refused the credential: reload the key or certificate when the pause ends.
+        case credential
+        /// No client could be set up (CA file, certificate): reload too.
+        case setup
+        /// Nothing reaches APNs (connect or TLS failures, nothing processed): try again with back-off.
+        case outage
+    }
+
+    struct Pause {
+        let kind: PauseKind
+        let reason: String
+        /// Monotonic nanoseconds.
+        let until: UInt64
+    }
+
+    let destination: Destination
+    private(set) var pause: Pause?
+    /// Ended pauses of a credential or set-up kind wait here for the reload's answer; nothing is sent meanwhile.
+    private(set) var reloading = false
+    /// Outage pauses in a row (reset by any answer from APNs): the back-off's exponent.
+    private(set) var consecutiveOutages = 0
+    private(set) var proven = false
+    private(set) var probe: JobAttempt?
+    private(set) var waiting: [JobAttempt] = []
+
+    init(_ destination: Destination) { self.destination = destination }
+
+    func isPaused(at now: UInt64) -> Bool { reloading || (pause.map { now < $0.until } ?? false) }
+
+    /// True when `job` may go out now; otherwise the caller defers it (paused) or it waits for the probe.
+    enum Admission { case send, paused, waitForProbe }
+
+    func admit(_ job: JobAttempt, now: UInt64) -> Admission {
+        if isPaused(at: now) { return .paused }
+        if proven { return .send }
+        if let probe, probe !== job {
+            waiting.append(job)
+            return .waitForProbe
+        }
+        probe = job
+        return .send
+    }
+
+    /// The job's send was refused before it went out (full pool): it proves nothing.
+    func withdraw(_ job: JobAttempt) {
+        if probe === job { probe = nil }
+    }
+
+    /// An answer (or failure) for `job` arrived. Returns whether it was the probe.
+    func answered(_ job: JobAttempt, reachedAPNs: Bool, credentialAccepted: Bool) -> Bool {
+        if reachedAPNs { consecutiveOutages = 0 }
+        guard probe === job else { return false }
+        probe = nil
+        if reachedAPNs && credentialAccepted { proven = true }
+        return true
+    }
+
+    /// Jobs that waited for the probe; the caller sends, defers or re-gates them.
+    func takeWaiting() -> [JobAttempt] {
+        let jobs = waiting
+        waiting.removeAll()
+        return jobs
+    }
+
+    /// Starts a pause unless one is already running; returns false when already paused.
+    @discardableResult
+    func startPause(_ kind: PauseKind, reason: String, milliseconds: Int64, now: UInt64) -> Bool {
+        if isPaused(at: now) { return false }
+        if kind == .outage { consecutiveOutages += 1 }
+        pause = Pause(kind: kind, reason: reason, until: now &+ UInt64(max(1, milliseconds)) * 1_000_000)
+        proven = false
+        return true
+    }
+
+    /// Called on every tick: a pause whose time is up ends (outage), or turns into a reload (credential, set-up).
+    /// Returns the kind of the pause that just ended.
+    func endPauseIfDue(now: UInt64) -> PauseKind? {
+        guard let pause, now >= pause.until else { return nil }
+        self.pause = nil
+        if pause.kind != .outage { reloading = true }
+        return pause.kind
+    }
+
+    /// The reload after a credential or set-up pause finished (the caller pauses again if it failed).
+    func reloaded() {
+        reloading = false
+        proven = false
+    }
+}

@@ -1,0 +1,33 @@
+import APNs
+import RedisQueue
+
+/// One claimed job while it is in the pipeline: its lease, what was parsed from it, where it goes and its
+/// attempt count. A class because a send's completion and the resends refer to the same job. Loop-confined.
+public final class JobAttempt {
+    public let lease: Lease
+    public let id: String
+    public let destination: Destination
+    public let appName: String
+    public let notification: PushNotification
+    /// 1-based; resends after an answer that may have been processed count (they are attempts at APNs).
+    public internal(set) var attempt: Int
+    /// Resends in a row that APNs certainly did not process (refused stream, GOAWAY, never written): not
+    /// attempts, but a job that keeps meeting them is a sign the server processes nothing (an outage).
+    var unprocessedResends = 0
+    /// Resend only on a connection newer than this id (after ExpiredProviderToken and the like).
+    public internal(set) var afterConnection = 0
+    /// Monotonic nanoseconds at claim, for `latency_ms`.
+    let claimedAt: UInt64
+
+    init(lease: Lease, id: String, destination: Destination, appName: String, notification: PushNotification, claimedAt: UInt64) {
+        self.lease = lease
+        self.id = id
+        self.destination = destination
+        self.appName = appName
+        self.notification = notification
+        self.attempt = lease.attempt
+        self.claimedAt = claimedAt
+    }
+
+    func latencyMilliseconds(now: UInt64) -> Int { Int((now &- claimedAt) / 1_000_000) }
+}

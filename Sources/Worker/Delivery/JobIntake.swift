@@ -1,0 +1,48 @@
+import APNs
+import RedisQueue
+
+/// Turns a claimed lease into a job ready to send, or the reason it is rejected: parse, find the app, pick
+/// the environment and topic, and apply Apple's rules locally so a malformed job never reaches APNs. Pure.
+struct JobIntake {
+    let directory: AppDirectory
+
+    enum Verdict {
+        case accepted(JobAttempt)
+        case rejected(id: String, reason: String, spec: JobSpec?, app: String?)
+    }
+
+    func admit(_ lease: Lease, claimedAt: UInt64, makeID: () -> String) -> Verdict {
+        let spec: JobSpec
+        do {
+            spec = try JobParser.parse(lease.job)
+        } catch {
+            return .rejected(id: lease.jobID ?? makeID(), reason: "\(error.code): \(error.description)", spec: nil, app: nil)
+        }
+        let id = spec.id ?? lease.jobID ?? makeID()
+        let index: Int
+        do {
+            index = try directory.index(app: spec.app, topic: spec.topic)
+        } catch {
+            return .rejected(id: id, reason: "UnknownApp: \(error.description)", spec: spec, app: spec.app)
+        }
+        let app = directory.apps[index]
+        let environment = spec.environment ?? APNsEnvironment(rawValue: app.defaultEnvironment) ?? .production
+        guard app.environments.contains(environment.rawValue) else {
+            return .rejected(id: id, reason: "BadEnvironment: app '\(app.name)' is not configured for \(environment.rawValue)", spec: spec, app: app.name)
+        }
+        let topic: String
+        if let given = spec.topic {
+            topic = given
+        } else if let derived = spec.pushType.topic(forBundleID: app.bundleID) {
+            topic = derived
+        } else {
+            return .rejected(id: id, reason: "MissingTopic: push type \(spec.pushType.rawValue) needs an explicit topic", spec: spec, app: app.name)
+        }
+        let notification = spec.notification(topic: topic, environment: environment)
+        if let failure = NotificationValidator.validate(notification, bundleID: spec.pushType == .mdm ? nil : app.bundleID) {
+            return .rejected(id: id, reason: "\(failure.reason.rawValue): \(failure.message)", spec: spec, app: app.name)
+        }
+        let destination = Destination(app: index, environment: environment)
+        return .accepted(JobAttempt(lease: lease, id: id, destination: destination, appName: app.name, notification: notification, claimedAt: claimedAt))
+    }
+}

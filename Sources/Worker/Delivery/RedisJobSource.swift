@@ -1,0 +1,137 @@
+import Reactor
+import RedisQueue
+
+/// `JobSource` over the Redis queue: claims, completion batches and lease returns through `JobQueue`, plus
+/// what keeps leases valid while the worker runs (heartbeats, the reaper for dead workers, the retry
+/// scheduler) and the log lines about the Redis connection. Loop-confined.
+public final class RedisJobSource: JobSource {
+    public let queue: JobQueue
+    private let redis: RedisConnection
+    private let settings: Configuration.WorkerSettings
+    private let logger: Logger
+    private var timers: [LoopTimer] = []
+    private var isOpen = false
+
+    public init(configuration: Configuration, loop: EventLoop, workerID: String, logger: Logger) throws {
+        let url = try RedisURL(parsing: configuration.redis.url)
+        var redisOptions = RedisConnection.Options()
+        redisOptions.connectTimeoutMilliseconds = configuration.redis.connectTimeoutMs
+        redisOptions.commandTimeoutMilliseconds = configuration.redis.commandTimeoutMs
+        redis = RedisConnection(url: url, loop: loop, options: redisOptions)
+        var queueOptions = JobQueueOptions()
+        queueOptions.leaseMilliseconds = configuration.worker.leaseSeconds * 1000
+        queueOptions.resultsMaxLength = configuration.worker.resultsMaxLength
+        queueOptions.deadMaxLength = configuration.worker.deadMaxLength
+        let keys = try QueueKeys(prefix: configuration.redis.prefix)
+        queue = try JobQueue(connection: redis, keys: keys, workerID: workerID, queueKeys: configuration.redis.queueKeys, options: queueOptions)
+        settings = configuration.worker
+        self.logger = logger
+    }
+
+    private var loop: EventLoop { redis.loop }
+
+    static func failure(_ error: RedisError) -> JobSourceFailure {
+        JobSourceFailure(error.description, maybeApplied: error == .connectionLost || error == .timeout, closed: error == .closed)
+    }
+
+    public func claim(max: Int, completion: @escaping (Result<[Lease], JobSourceFailure>) -> Void) {
+        queue.claim(max: max) { result in completion(result.mapError(Self.failure)) }
+    }
+
+    public func record(_ batch: [JobCompletion], isRepeat: Bool, completion: @escaping (Result<CompletionReport, JobSourceFailure>) -> Void) {
+        queue.complete(batch, isRepeat: isRepeat) { result in completion(result.mapError(Self.failure)) }
+    }
+
+    public func returnAll(completion: @escaping (Result<Int, JobSourceFailure>) -> Void) {
+        queue.retire { result in completion(result.mapError(Self.failure)) }
+    }
+
+    /// Connects, and starts heartbeats, the reaper and the retry scheduler.
+    public func open() {
+        guard !isOpen else { return }
+        isOpen = true
+        watchConnection()
+        redis.start()
+        let lease = settings.leaseSeconds * 1000
+        repeatEvery(milliseconds: max(200, lease / 3)) { [weak self] in self?.queue.renewHeartbeat() }
+        if settings.runReaper {
+            repeatEvery(milliseconds: max(500, lease / 2)) { [weak self] in
+                self?.queue.reap { result in
+                    if case .success(let n) = result, n > 0 { self?.logger.warning("returned the jobs of dead workers to the queue", ["jobs": .int(n)]) }
+                }
+            }
+        }
+        if settings.runScheduler { scheduleRetryPass(after: 0) }
+    }
+
+    public func close() {
+        isOpen = false
+        for timer in timers { timer.cancel() }
+        timers.removeAll()
+        redis.close()
+    }
+
+    /// One line when the connection is lost, then one every 30 s while Redis stays away (not one per reconnect
+    /// attempt), and one when it is back.
+    private func watchConnection() {
+        var connected = false
+        var failedAttempts = 0
+        var unavailableWarnings = WarningThrottle(seconds: 30)
+        let logger = self.logger
+        redis.onStateChange = { [weak redis] state in
+            guard let redis else { return }
+            switch state {
+            case .connected:
+                logger.info("redis connected", ["url": .string(redis.url.description), "failed_attempts": .int(failedAttempts)])
+                connected = true
+                failedAttempts = 0
+            case .disconnected(let reason, let retry):
+                failedAttempts += 1
+                if connected { unavailableWarnings.markLogged() }
+                if connected || unavailableWarnings.allow() {
+                    logger.warning(connected ? "redis connection lost" : "redis unavailable; retrying", [
+                        "reason": .string(reason), "retry_in_ms": .int(retry), "failed_attempts": .int(failedAttempts),
+                        "url": .string(redis.url.description),
+                    ])
+                }
+                connected = false
+            default: break
+            }
+        }
+    }
+
+    private func repeatEvery(milliseconds: Int, _ body: @escaping () -> Void) {
+        let index = timers.count
+        timers.append(loop.schedule(afterMilliseconds: milliseconds) {})
+        rearm(index, milliseconds, body)
+    }
+
+    private func rearm(_ index: Int, _ milliseconds: Int, _ body: @escaping () -> Void) {
+        timers[index] = loop.schedule(afterMilliseconds: milliseconds) { [weak self] in
+            guard let self, self.isOpen else { return }
+            body()
+            self.rearm(index, milliseconds, body)
+        }
+    }
+
+    private func scheduleRetryPass(after ms: Int) {
+        let index = timers.count
+        timers.append(loop.schedule(afterMilliseconds: 0) {})
+        retryPass(index, after: ms)
+    }
+
+    private func retryPass(_ index: Int, after ms: Int) {
+        timers[index] = loop.schedule(afterMilliseconds: ms) { [weak self] in
+            guard let self, self.isOpen else { return }
+            self.queue.moveDueRetries { [weak self] result in
+                guard let self, self.isOpen else { return }
+                switch result {
+                case .success(let move):
+                    self.retryPass(index, after: max(5, move.sleepMilliseconds(batchLimit: self.queue.options.retryMovesPerCall, cap: 1000)))
+                case .failure:
+                    self.retryPass(index, after: 1000)
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,554 @@
+import APNs
+import RedisQueue
+import Testing
+@testable import Worker
+
+/// A clock the test moves by hand.
+final class ManualClock: DeliveryClock {
+    var monotonicNanos: UInt64 = 5_000_000_000
+    var wallMillis: Int64 = 1_800_000_000_000
+
+    func advance(milliseconds: Int64) {
+        monotonicNanos &+= UInt64(milliseconds) * 1_000_000
+        wallMillis += milliseconds
+    }
+}
+
+/// Drives a `DeliveryCore` by hand: no loop, no Redis, no APNs. Collects what the core asks for so a test can
+/// answer claims, sends and batches the way the real source and sender would.
+final class CoreRig {
+    let clock = ManualClock()
+    let core: DeliveryCore
+    var claims: [Int] = []
+    var sends: [JobAttempt] = []
+    var batches: [RecordBatch] = []
+    var reloads: [Int] = []
+    var logs: [(LogLevel, String)] = []
+    var drained: [RecordBatch?] = []
+    private var leaseCounter = 0
+
+    static let apps = [
+        Configuration.AppSettings(name: "shop", bundleID: "com.example.shop"),
+        Configuration.AppSettings(name: "news", bundleID: "com.example.news"),
+    ]
+
+    init(_ adjust: (inout DeliverySettings) -> Void = { _ in }) {
+        var settings = DeliverySettings(workerID: "w1")
+        settings.maxInFlight = 100
+        settings.claimBatch = 10
+        settings.flushBatch = 1000
+        settings.retry.jitterFraction = 0
+        settings.idPrefix = "t"
+        adjust(&settings)
+        core = DeliveryCore(settings: settings, apps: Self.apps, clock: clock, random: { 0.5 })
+    }
+
+    /// Takes the core's actions into the lists above, the way the pipeline would run them.
+    @discardableResult
+    func drain() -> [DeliveryAction] {
+        let actions = core.takeActions()
+        for action in actions {
+            switch action {
+            case .claim(let n): claims.append(n)
+            case .send(let jobs): sends.append(contentsOf: jobs)
+            case .record(let batch): batches.append(batch)
+            case .reloadCredentials(let app): reloads.append(app)
+            case .log(let level, let message, _): logs.append((level, message))
+            case .drained(let final): drained.append(final)
+            }
+        }
+        return actions
+    }
+
+    func start() {
+        core.start()
+        drain()
+    }
+
+    static func token(_ n: Int) -> String { String(repeating: "0", count: 64 - String(n, radix: 16).count) + String(n, radix: 16) }
+
+    func lease(_ json: String) -> Lease {
+        leaseCounter += 1
+        return Lease(id: "l\(leaseCounter)", queueKey: "q", raw: Array(json.utf8))
+    }
+
+    func job(_ n: Int, app: String = "shop", environment: String = "production", extra: String = "") -> Lease {
+        lease(#"{"id":"j\#(n)","app":"\#(app)","environment":"\#(environment)","token":"\#(Self.token(n))","payload":{"aps":{"alert":"hi"}}\#(extra)}"#)
+    }
+
+    /// Answers the oldest outstanding claim with these leases.
+    func answerClaim(_ leases: [Lease]) {
+        let requested = claims.removeFirst()
+        core.claimed(leases, requested: requested)
+        drain()
+    }
+
+    func answer(_ job: JobAttempt, status: Int, reason: String? = nil, connection: Int = 1) {
+        core.answered(job, PushOutcome(result: .response(APNsResponse(status: status, reason: reason.map(APNsReason.init))), connectionID: connection))
+        drain()
+    }
+
+    func fail(_ job: JobAttempt, _ failure: TransportFailure) {
+        core.answered(job, PushOutcome(result: .transport(failure), connectionID: 0))
+        drain()
+    }
+
+    /// Takes the sends so far (the test answers them).
+    func takeSends() -> [JobAttempt] {
+        defer { sends.removeAll() }
+        return sends
+    }
+
+    func advance(milliseconds: Int64) {
+        clock.advance(milliseconds: milliseconds)
+        core.tick()
+        drain()
+    }
+
+    /// Flushes pending results (the interval passes) and acknowledges every batch as applied.
+    func recordAll() {
+        advance(milliseconds: 10)
+        let taken = batches
+        batches.removeAll()
+        for batch in taken {
+            var report = CompletionReport()
+            report.applied = batch.completions.count
+            core.recorded(batch, report)
+            drain()
+        }
+    }
+
+    var results: [ResultEntry] = []
+    /// Records everything and keeps the result entries written.
+    func recordAllKeepingResults() {
+        advance(milliseconds: 10)
+        results += batches.flatMap { $0.completions.compactMap(\.result) }
+        let taken = batches
+        batches.removeAll()
+        for batch in taken {
+            core.recorded(batch, CompletionReport())
+            drain()
+        }
+    }
+}
+
+@Suite struct DeliveryCoreTests {
+    @Test func claimsOneBatchAtATimeWithinMaxInFlight() {
+        let rig = CoreRig { $0.maxInFlight = 25; $0.claimBatch = 10 }
+        rig.start()
+        #expect(rig.claims == [10])
+        rig.answerClaim((1...10).map { rig.job($0) })
+        #expect(rig.claims == [10], "a full claim asks again at once")
+        rig.answerClaim((11...20).map { rig.job($0) })
+        // 20 in flight: room 5 is below the threshold (min(batch, max/2) = 10), so no claim until results free room.
+        #expect(rig.claims.isEmpty)
+        #expect(rig.core.inFlight == 20)
+        while !rig.sends.isEmpty {
+            for job in rig.takeSends() { rig.answer(job, status: 200) }
+        }
+        #expect(rig.core.inFlight == 20, "answered but not yet recorded: still in flight")
+        rig.recordAll()
+        #expect(rig.core.inFlight == 10, "the claim that room made for is reserved")
+        #expect(rig.claims == [10])
+    }
+
+    @Test func anEmptyClaimBacksOffAndClaimsAgainWhenDue() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([])
+        #expect(rig.claims.isEmpty)
+        #expect(rig.core.nextWake == rig.clock.monotonicNanos + 2_000_000)
+        rig.advance(milliseconds: 1)
+        #expect(rig.claims.isEmpty)
+        rig.advance(milliseconds: 1)
+        #expect(rig.claims == [10])
+        rig.answerClaim([])
+        rig.advance(milliseconds: 3)
+        #expect(rig.claims.isEmpty, "the back-off doubled to 4 ms")
+        rig.advance(milliseconds: 1)
+        #expect(rig.claims == [10])
+    }
+
+    @Test func aFailedClaimIsRetriedLaterAndLoggedOncePerInterval() {
+        let rig = CoreRig()
+        rig.start()
+        for _ in 0..<3 {
+            let requested = rig.claims.removeFirst()
+            rig.core.claimFailed(JobSourceFailure("connection lost", maybeApplied: true), requested: requested)
+            rig.drain()
+            #expect(rig.core.inFlight == 0)
+            rig.advance(milliseconds: 499)
+            #expect(rig.claims.isEmpty)
+            rig.advance(milliseconds: 1)
+            #expect(rig.claims == [10])
+        }
+        #expect(rig.logs.filter { $0.1 == "claim failed; retrying" }.count == 1)
+    }
+
+    @Test func aMalformedJobIsRejectedWithItsReasonAndDeadLettered() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.lease(#"{"id":"bad","app":"shop","payload":{"aps":{}}}"#), rig.lease("not json"),
+                         rig.job(1, app: "nope"), rig.job(2, environment: "sandbox", extra: #","topic":"com.other.app""#)])
+        #expect(rig.sends.isEmpty)
+        rig.advance(milliseconds: 10)
+        let completions = rig.batches.flatMap(\.completions)
+        #expect(completions.count == 4)
+        #expect(completions.allSatisfy { $0.result?.outcome == .rejected && $0.deadLetter != nil && $0.retry == nil })
+        let reasons = completions.compactMap(\.result?.reason)
+        #expect(reasons[0].hasPrefix("missing_token") || reasons[0].contains("token"), "\(reasons[0])")
+        #expect(reasons[2].hasPrefix("UnknownApp"))
+        #expect(reasons[3].hasPrefix("BadTopic") || reasons[3].hasPrefix("TopicDisallowed"), "\(reasons[3])")
+        #expect(completions[1].result?.id.hasPrefix("t-") == true, "a job without a readable id gets a worker-made one")
+        #expect(completions[2].result?.id == "j1")
+        #expect(rig.core.counters.rejected == 4)
+    }
+
+    @Test func resultsGoOutWhenTheBatchFillsOrTheIntervalPasses() {
+        let rig = CoreRig { $0.flushBatch = 3; $0.flushIntervalMilliseconds = 5 }
+        rig.start()
+        rig.answerClaim((1...4).map { rig.job($0) })
+        let jobs = rig.takeSends()
+        #expect(jobs.count == 1, "the first job to a destination is the probe")
+        rig.answer(jobs[0], status: 200)
+        let rest = rig.takeSends()
+        #expect(rest.count == 3)
+        for job in rest.prefix(2) { rig.answer(job, status: 200) }
+        #expect(rig.batches.count == 1, "three results fill a batch")
+        #expect(rig.batches[0].completions.count == 3)
+        rig.answer(rest[2], status: 200)
+        #expect(rig.batches.count == 1)
+        rig.clock.advance(milliseconds: 4)
+        rig.core.tick()
+        rig.drain()
+        #expect(rig.batches.count == 1)
+        rig.advance(milliseconds: 1)
+        #expect(rig.batches.count == 2, "the fourth waits at most the flush interval")
+    }
+
+    @Test func theProbeGoesAloneAndItsAnswerReleasesTheOthers() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1), rig.job(2), rig.job(3, app: "news")])
+        let first = rig.takeSends()
+        #expect(first.map(\.id) == ["j1", "j3"], "one probe per destination")
+        rig.answer(first[0], status: 200)
+        #expect(rig.takeSends().map(\.id) == ["j2"])
+        rig.answerClaim([rig.job(4)])
+        #expect(rig.takeSends().map(\.id) == ["j4"], "a proven destination sends at once")
+    }
+
+    @Test func aRefusedCredentialPausesTheDestinationWithoutSpendingAttemptsThenReloads() {
+        let rig = CoreRig { $0.retry.configurationPauseSeconds = 60 }
+        rig.start()
+        rig.answerClaim([rig.job(1), rig.job(2), rig.job(3)])
+        let probe = rig.takeSends()
+        #expect(probe.count == 1)
+        rig.answer(probe[0], status: 403, reason: "InvalidProviderToken")
+        #expect(rig.takeSends().isEmpty, "the waiting jobs are parked, not sent")
+        rig.advance(milliseconds: 10)
+        let parked = rig.batches.flatMap(\.completions)
+        #expect(parked.count == 3)
+        for completion in parked {
+            #expect(completion.result?.outcome == .retrying)
+            #expect(completion.result?.reason == "AppPaused: InvalidProviderToken")
+            #expect(completion.result?.attempt == 1)
+            let envelope = JobEnvelope.unwrap(completion.retry!.envelope)
+            #expect(envelope.attempt == 1, "a pause spends no attempt")
+            #expect(completion.retry!.dueAt >= rig.clock.wallMillis + 59_000)
+        }
+        #expect(rig.logs.filter { $0.1 == "app paused: credential rejected" }.count == 1)
+        rig.recordAll()
+        rig.answerClaim([])
+        rig.advance(milliseconds: 1_000)
+        #expect(rig.claims.isEmpty, "every destination seen is paused: jobs stay in Redis")
+        rig.advance(milliseconds: 60_000)
+        #expect(rig.reloads == [0])
+        rig.core.reloaded(app: 0, error: nil)
+        rig.drain()
+        #expect(rig.claims == [10])
+        rig.answerClaim([rig.job(4), rig.job(5)])
+        #expect(rig.takeSends().map(\.id) == ["j4"], "after the pause one probe goes first again")
+    }
+
+    @Test func aCredentialThatStillFailsToLoadPausesAgain() {
+        let rig = CoreRig { $0.retry.configurationPauseSeconds = 5 }
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        rig.answer(rig.takeSends()[0], status: 403, reason: "InvalidProviderToken")
+        rig.advance(milliseconds: 5_000)
+        #expect(rig.reloads == [0])
+        rig.core.reloaded(app: 0, error: "no such file")
+        rig.drain()
+        #expect(rig.logs.contains { $0.1 == "app paused: credential reload failed" })
+        rig.advance(milliseconds: 4_000)
+        #expect(rig.reloads == [0])
+        rig.advance(milliseconds: 1_000)
+        #expect(rig.reloads == [0, 0])
+    }
+
+    @Test func anExpiredProbeThatMeetsACredentialErrorProvesNothing() {
+        let rig = CoreRig()
+        rig.start()
+        let soon = rig.clock.wallMillis / 1000 + 10  // expires long before a 60 s pause would end
+        rig.answerClaim([rig.job(1, extra: #","expiration":\#(soon)"#), rig.job(2)])
+        let probe = rig.takeSends()
+        #expect(probe.map(\.id) == ["j1"])
+        rig.answer(probe[0], status: 403, reason: "InvalidProviderToken")
+        rig.advance(milliseconds: 10)
+        #expect(rig.batches.flatMap(\.completions).first?.result?.reason == "Expired")
+        #expect(rig.takeSends().map(\.id) == ["j2"], "the next job is a probe again, not a proven send")
+    }
+
+    @Test func aLostConnectionResendsOnANewerConnectionAndCountsAnAttempt() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        let job = rig.takeSends()[0]
+        rig.answer(job, status: 403, reason: "ExpiredProviderToken", connection: 7)
+        let again = rig.takeSends()
+        #expect(again.count == 1 && again[0] === job)
+        #expect(job.attempt == 2)
+        #expect(job.afterConnection == 7)
+        rig.fail(job, .outcomeUnknown)
+        #expect(job.attempt == 3)
+        rig.answer(rig.takeSends()[0], status: 200)
+        rig.recordAllKeepingResults()
+        #expect(rig.results.map(\.outcome) == [.delivered])
+        #expect(rig.results[0].attempt == 3)
+        #expect(rig.core.counters.resent == 2)
+    }
+
+    @Test func unprocessedSendsAreNotAttemptsButAServerThatProcessesNothingPausesTheDestination() {
+        let rig = CoreRig { $0.retry.maxAttempts = 2; $0.unprocessedResendsBeforeOutage = 3 }
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        var job = rig.takeSends()[0]
+        for _ in 0..<2 {
+            rig.fail(job, .notProcessed)
+            job = rig.takeSends()[0]
+        }
+        #expect(job.attempt == 1, "refused streams and GOAWAYs spend no attempt, even past max_attempts")
+        rig.fail(job, .notProcessed)
+        #expect(rig.takeSends().isEmpty)
+        rig.recordAllKeepingResults()
+        #expect(rig.results.count == 1)
+        #expect(rig.results[0].outcome == .retrying)
+        #expect(rig.results[0].reason?.hasPrefix("Unavailable: NotProcessed") == true)
+        #expect(rig.results[0].attempt == 1)
+        #expect(rig.core.counters.outagePauses == 1)
+        #expect(rig.core.counters.failed == 0)
+    }
+
+    /// The reproduction of issue 18: APNs unreachable for longer than the whole retry schedule failed every job
+    /// `MaxAttempts:ConnectionFailed`. Now nothing fails, no attempt is spent, claims stop while it lasts, the
+    /// pause backs off, and everything is delivered once APNs is back.
+    @Test func anOutageLongerThanTheRetryScheduleFailsNothing() {
+        let rig = CoreRig {
+            $0.retry.maxAttempts = 2
+            $0.retry.throttleBaseSeconds = 1
+            $0.retry.throttleCapSeconds = 1
+            $0.retry.outagePauseSeconds = 1
+            $0.retry.outagePauseCapSeconds = 8
+        }
+        rig.start()
+        var pauses: [Int64] = []
+        var pending = (1...5).map { rig.job($0) }
+        var elapsed: Int64 = 0
+        // Ten minutes of outage: every claimed job comes back "connection failed" and is parked.
+        while elapsed < 600_000 {
+            if !rig.claims.isEmpty {
+                rig.answerClaim(pending)
+                pending = []
+            }
+            for job in rig.takeSends() { rig.fail(job, .connectionFailed("connect: Connection refused")) }
+            let before = rig.clock.monotonicNanos
+            rig.recordAllKeepingResults()
+            guard let wake = rig.core.nextWake else { Issue.record("no wake-up during an outage"); return }
+            let step = Int64((wake - before) / 1_000_000) + 1
+            pauses.append(step)
+            rig.advance(milliseconds: step)
+            elapsed += step
+            // A parked job comes back from the retry set with the same attempt; one is enough to probe with.
+            if !rig.claims.isEmpty && pending.isEmpty { pending = [rig.job(100 + pauses.count)] }
+        }
+        #expect(rig.results.allSatisfy { $0.outcome == .retrying && $0.attempt == 1 }, "\(Set(rig.results.map(\.outcome)))")
+        #expect(rig.results.allSatisfy { $0.reason?.hasPrefix("Unavailable: ConnectionFailed") == true })
+        #expect(rig.core.counters.failed == 0)
+        #expect(pauses.max()! <= 8_011, "the pause backs off to its cap, no further: \(pauses.max()!)")
+        #expect(rig.core.counters.outagePauses >= 60, "about one probe per pause over ten minutes: \(rig.core.counters.outagePauses)")
+        // APNs is back: the next probe is answered and every job goes out.
+        if rig.claims.isEmpty { rig.advance(milliseconds: 8_000) }
+        rig.answerClaim([rig.job(1), rig.job(2), rig.job(3)])
+        let probe = rig.takeSends()
+        #expect(probe.count == 1)
+        rig.answer(probe[0], status: 200)
+        let rest = rig.takeSends()
+        #expect(rest.count == 2)
+        for job in rest { rig.answer(job, status: 200) }
+        rig.results.removeAll()
+        rig.recordAllKeepingResults()
+        #expect(rig.results.map(\.outcome) == [.delivered, .delivered, .delivered])
+        #expect(rig.results.allSatisfy { $0.attempt == 1 })
+    }
+
+    @Test func claimsGoOnForOtherDestinationsWhileOneIsDown() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1), rig.job(2, environment: "sandbox")])
+        let sends = rig.takeSends()
+        rig.fail(sends.first { $0.destination.environment == .sandbox }!, .connectionFailed("refused"))
+        rig.answer(sends.first { $0.destination.environment == .production }!, status: 200)
+        rig.recordAll()
+        #expect(rig.claims == [10], "production still works, so claiming goes on")
+        rig.answerClaim([rig.job(3, environment: "sandbox"), rig.job(4)])
+        #expect(rig.takeSends().map(\.id) == ["j4"])
+        rig.advance(milliseconds: 10)
+        let parked = rig.batches.flatMap(\.completions).compactMap(\.result).filter { $0.id == "j3" }
+        #expect(parked.first?.outcome == .retrying)
+    }
+
+    @Test func aFullPoolKeepsJobsInMemoryAndSendsThemAsAnswersFreeRoom() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        rig.answer(rig.takeSends()[0], status: 200)  // proves the destination
+        rig.answerClaim((2...6).map { rig.job($0) })
+        let sends = rig.takeSends()
+        #expect(sends.count == 5)
+        // The pool took two, then pushed back: the driver hands back the refused job and the rest.
+        rig.core.refused(Array(sends[2...]))
+        rig.drain()
+        #expect(rig.core.backlogCount == 3)
+        let inFlight = rig.core.inFlight
+        rig.answer(sends[0], status: 200)
+        let again = rig.takeSends()
+        #expect(again.map(\.id) == ["j4", "j5", "j6"], "an answer frees room: the backlog goes again in order")
+        #expect(rig.core.backlogCount == 0)
+        #expect(rig.core.inFlight == inFlight, "backlogged jobs stay counted in flight until recorded")
+    }
+
+    @Test func aDestinationWhoseClientCannotBeSetUpIsPausedAndReloaded() {
+        let rig = CoreRig { $0.retry.configurationPauseSeconds = 2 }
+        rig.start()
+        rig.answerClaim([rig.job(1), rig.job(2)])
+        let probe = rig.takeSends()
+        rig.core.unavailable(probe[0], reason: "ca_file: no such file")
+        rig.drain()
+        rig.advance(milliseconds: 10)
+        let results = rig.batches.flatMap(\.completions).compactMap(\.result)
+        #expect(results.count == 2)
+        #expect(results.allSatisfy { $0.outcome == .retrying && $0.reason?.contains("connection set-up failed") == true })
+        rig.advance(milliseconds: 2_000)
+        #expect(rig.reloads == [0])
+    }
+
+    @Test func retryableAnswersScheduleTheNextAttemptWithTheSameBytes() {
+        let rig = CoreRig { $0.retry.serverErrorBaseSeconds = 900 }
+        rig.start()
+        let lease = rig.job(1)
+        rig.answerClaim([lease])
+        rig.answer(rig.takeSends()[0], status: 500, reason: "InternalServerError")
+        rig.advance(milliseconds: 10)
+        let completion = rig.batches[0].completions[0]
+        #expect(completion.result?.outcome == .retrying)
+        #expect(completion.result?.retryAt == rig.clock.wallMillis - 10 + 900_000)
+        let envelope = JobEnvelope.unwrap(completion.retry!.envelope)
+        #expect(envelope.attempt == 2)
+        #expect(envelope.job == lease.job)
+        #expect(envelope.id == "j1")
+    }
+
+    @Test func aJobPastItsExpirationIsNotSent() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1, extra: #","expiration":1000"#), rig.job(2, extra: #","expiration":0"#)])
+        #expect(rig.takeSends().map(\.id) == ["j2"], "0 means send once, not expired")
+        rig.advance(milliseconds: 10)
+        let result = rig.batches[0].completions[0].result
+        #expect(result?.outcome == .failed)
+        #expect(result?.reason == "Expired")
+    }
+
+    @Test func aParkedJobThatWouldExpireBeforeThePauseEndsFailsExpired() {
+        let rig = CoreRig { $0.retry.configurationPauseSeconds = 60 }
+        rig.start()
+        let in30s = rig.clock.wallMillis / 1000 + 30
+        rig.answerClaim([rig.job(1), rig.job(2, extra: #","expiration":\#(in30s)"#)])
+        rig.answer(rig.takeSends()[0], status: 403, reason: "InvalidProviderToken")
+        rig.advance(milliseconds: 10)
+        let results = rig.batches.flatMap(\.completions).compactMap(\.result)
+        #expect(results.first { $0.id == "j2" }?.reason == "Expired")
+        #expect(results.first { $0.id == "j1" }?.outcome == .retrying)
+    }
+
+    @Test func aFailedBatchGoesAgainAndIsARepeatOnlyWhenItMayHaveBeenApplied() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        rig.answer(rig.takeSends()[0], status: 200)
+        rig.advance(milliseconds: 10)
+        let batch = rig.batches.removeFirst()
+        rig.core.recordFailed(batch, JobSourceFailure("WRONGTYPE herald:results holds a list", maybeApplied: false))
+        rig.drain()
+        rig.advance(milliseconds: 250)
+        #expect(rig.batches.count == 1)
+        #expect(rig.batches[0].isRepeat == false, "a refused script changed nothing: not a repeat")
+        let second = rig.batches.removeFirst()
+        rig.core.recordFailed(second, JobSourceFailure("connection lost", maybeApplied: true))
+        rig.drain()
+        rig.advance(milliseconds: 250)
+        #expect(rig.batches[0].isRepeat == true)
+        #expect(rig.core.inFlight == 1 + 10, "the job stays in flight until a batch is applied (plus a claim's reserved room)")
+    }
+
+    @Test func shutdownStopsClaimingDrainsAndThenReportsDrained() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        let job = rig.takeSends()[0]
+        rig.core.shutdown(deadlineSeconds: 20)
+        rig.drain()
+        rig.answerClaim([])
+        rig.advance(milliseconds: 1_000)
+        #expect(rig.claims == [], "no claim once draining")
+        #expect(rig.drained.isEmpty)
+        rig.answer(job, status: 200)
+        #expect(rig.drained.isEmpty, "the result is not written yet")
+        rig.recordAll()
+        #expect(rig.drained.count == 1)
+        #expect(rig.drained[0] == nil)
+        #expect(rig.core.phase == .stopped)
+    }
+
+    @Test func shutdownAtTheDeadlineWritesWhatIsPendingAndStopsSending() {
+        let rig = CoreRig { $0.flushIntervalMilliseconds = 100_000 }
+        rig.start()
+        rig.answerClaim([rig.job(1), rig.job(2)])
+        let probe = rig.takeSends()[0]
+        rig.answer(probe, status: 200)
+        let second = rig.takeSends()[0]
+        rig.core.shutdown(deadlineSeconds: 5)
+        rig.drain()
+        rig.advance(milliseconds: 5_000)
+        #expect(rig.drained.count == 1)
+        #expect(rig.drained[0]?.completions.count == 1, "the delivered result still goes out")
+        rig.answer(second, status: 200)
+        #expect(rig.takeSends().isEmpty)
+        #expect(rig.batches.isEmpty, "nothing is recorded once leases are being returned")
+    }
+
+    @Test func maxInFlightIsPerProcessSharedByEventLoops() {
+        var configuration = Configuration()
+        configuration.worker.maxInFlight = 8000
+        configuration.worker.claimBatch = 512
+        let one = DeliverySettings(configuration: configuration, workerID: "w", loops: 1)
+        let four = DeliverySettings(configuration: configuration, workerID: "w", loops: 4)
+        #expect(one.maxInFlight == 8000)
+        #expect(four.maxInFlight == 2000)
+        configuration.worker.maxInFlight = 600
+        let small = DeliverySettings(configuration: configuration, workerID: "w", loops: 4)
+        #expect(small.maxInFlight == 150)
+        #expect(small.claimBatch == 150)
+    }
+}
