@@ -16,10 +16,7 @@ extension EndToEnd {
         func apnsDownLongerThanTheRetryScheduleFailsNothing() throws {
             let world = try EndToEndWorld()
             defer { world.shutdown(); world.removeFiles() }
-            // Nothing listens here until the second simulator starts.
-            let listener = try Sockets.listen(host: "127.0.0.1", port: 0)
-            let port = Sockets.localPort(listener)
-            close(listener)
+            let port = try world.unusedPort()  // nothing listens here until the second simulator starts
 
             let count = 300
             var expected: [String: String] = [:]
@@ -44,12 +41,7 @@ extension EndToEnd {
             #expect(ledger.terminalCount == 0, "jobs ended during the outage: \(ledger.terminalByOutcome)")
 
             // APNs is back, on the same port with the same certificate and keys.
-            var configuration = MockAPNsConfiguration()
-            configuration.port = port
-            configuration.tls = world.tls
-            configuration.keys = world.apps.map { world.keys[$0.name]! }
-            configuration.recordAccepted = true
-            let back = try MockAPNsServer(configuration: configuration)
+            let back = try world.extraSimulator(port: port)
             defer { back.stop() }
 
             #expect(try ledger.waitForTerminal(count, seconds: 40), "after APNs came back:\n\(world.workerLogs(lastLines: 30))")
@@ -72,18 +64,8 @@ extension EndToEnd {
         func aServerThatProcessesNothingFailsNothing() throws {
             let world = try EndToEndWorld()
             defer { world.shutdown(); world.removeFiles() }
-            let listener = try Sockets.listen(host: "127.0.0.1", port: 0)
-            let port = Sockets.localPort(listener)
-            close(listener)
-            func simulator(streams: UInt32) throws -> MockAPNsServer {
-                var configuration = MockAPNsConfiguration()
-                configuration.port = port
-                configuration.tls = world.tls
-                configuration.keys = world.apps.map { world.keys[$0.name]! }
-                configuration.maxConcurrentStreams = streams
-                configuration.recordAccepted = true
-                return try MockAPNsServer(configuration: configuration)
-            }
+            let port = try world.unusedPort()
+            func simulator(streams: UInt32) throws -> MockAPNsServer { try world.extraSimulator(port: port, streams: streams) }
             // One stream until a connection's first valid token, as on APNs; then none at all.
             let stingy = try simulator(streams: 0)
             var stingyStopped = false
@@ -117,5 +99,25 @@ extension EndToEnd {
             let finals = ledger.entries.filter(\.isTerminal)
             #expect(finals.allSatisfy { $0.fields["attempt"] == "1" }, "attempts spent: \(Set(finals.map { $0.fields["attempt"] ?? "" }))")
         }
+    }
+}
+
+extension EndToEndWorld {
+    /// A loopback port nobody listens on right now (bound, read, closed).
+    func unusedPort() throws -> Int {
+        let listener = try Sockets.listen(host: "127.0.0.1", port: 0)
+        defer { close(listener) }
+        return Sockets.localPort(listener)
+    }
+
+    /// Another simulator with this world's certificate and keys on a chosen port (the caller stops it).
+    func extraSimulator(port: Int, streams: UInt32 = 1000) throws -> MockAPNsServer {
+        var configuration = MockAPNsConfiguration()
+        configuration.port = port
+        configuration.tls = tls
+        configuration.keys = apps.map { keys[$0.name]! }
+        configuration.maxConcurrentStreams = streams
+        configuration.recordAccepted = true
+        return try MockAPNsServer(configuration: configuration)
     }
 }
