@@ -536,6 +536,7 @@ final class CoreRig {
         rig.answer(second, status: 200)
         #expect(rig.takeSends().isEmpty)
         #expect(rig.batches.isEmpty, "nothing is recorded once leases are being returned")
+        #expect(rig.core.nextWake == nil, "a stopped core wants no more ticks")
     }
 
     @Test func maxInFlightIsPerProcessSharedByEventLoops() {

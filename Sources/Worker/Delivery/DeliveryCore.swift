@@ -132,6 +132,7 @@ public final class DeliveryCore {
 
     /// When the core next wants `tick()` (monotonic nanoseconds), or nil when only events can move it.
     public var nextWake: UInt64? {
+        guard phase != .stopped else { return nil }
         var wake: UInt64? = nil
         func consider(_ time: UInt64?) { if let time, wake == nil || time < wake! { wake = time } }
         if phase == .running && !claims.outstanding { consider(claims.notBefore) }
@@ -188,6 +189,7 @@ public final class DeliveryCore {
         phase = .stopped
         shutdownAt = nil
         records.flushAt = nil
+        records.again.removeAll()
         outgoing.removeAll()
         backlog.removeAll()
         var final: RecordBatch? = nil
