@@ -80,6 +80,32 @@ public enum JobParser {
         return job
     }
 
+    /// The job's `id` (a string or a number) when it can be read, even from a job `parse` rejects for another
+    /// field or for JSON that breaks after the id: the producer can then match the rejection to its job. Reads
+    /// the top-level members in order and stops at the first `id` or the first error.
+    public static func readableID(_ bytes: [UInt8]) -> String? {
+        bytes.withUnsafeBufferPointer { buffer -> String? in
+            var scanner = JSONScanner(buffer)
+            do throws(JSONScanError) {
+                scanner.skipWhitespace()
+                guard scanner.position < buffer.count, buffer[scanner.position] == UInt8(ascii: "{") else { return nil }
+                try scanner.beginObject()
+                var first = true
+                while let (key, value) = try scanner.nextMember(first: &first) {
+                    guard case .id? = Field(key, in: scanner) else { continue }
+                    switch value.kind {
+                    case .string: return scanner.stringValue(value)
+                    case .number: return scanner.text(value)
+                    default: return nil
+                    }
+                }
+            } catch {
+                return nil
+            }
+            return nil
+        }
+    }
+
     /// True for a job that is Herald's own retry envelope rather than a producer's job.
     public static func isHeraldEnvelope(_ bytes: [UInt8]) -> Bool {
         let prefix: StaticString = "{\"herald\":"

@@ -204,6 +204,40 @@ final class CoreRig {
         #expect(rig.core.counters.rejected == 4)
     }
 
+    /// Issue 14's first finding: a malformed job whose `id` is readable got a worker-made id in its result.
+    @Test(arguments: [
+        (#"{"id":"order-7","topic":"com.example.shop"}"#, "missing_token"),
+        (#"{"id":"order-7","token":"zz","payload":{}}"#, "bad_token"),
+        (#"{"id":"order-7","token":"aabb"}"#, "missing_payload"),
+        (#"{"id":"order-7","token":"aabb","payload":[]}"#, "payload_not_object"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"environment":"staging"}"#, "bad_environment"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"push_type":"fax"}"#, "unknown_push_type"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"topic":7}"#, "wrong_type"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"priority":99999999999}"#, "out_of_range"),
+        (#"{"id":"order-7","token":"aabb","token":"ccdd","payload":{}}"#, "duplicate_field"),
+        (#"{"id":"order-7","token":"aabb","payload":{"aps":{}}"#, "not_json"),
+        (#"{"id":7,"payload":{}}"#, "missing_token"),
+    ])
+    func aRejectedJobKeepsTheProducersID(job: String, code: String) {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.lease(job)])
+        rig.advance(milliseconds: 10)
+        let result = rig.batches.first?.completions.first?.result
+        #expect(result?.outcome == .rejected)
+        #expect(result?.reason?.hasPrefix(code + ":") == true, "\(result?.reason ?? "")")
+        #expect(result?.id == (job.contains(#""id":7"#) ? "7" : "order-7"))
+    }
+
+    @Test func aJobWithoutAReadableIDGetsAWorkerMadeOne() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.lease(#"[1,2]"#), rig.lease(#"{"token":"aabb","id":{"x":1}}"#), rig.lease(#"{"token": ,"id":"late"}"#)])
+        rig.advance(milliseconds: 10)
+        let ids = rig.batches.flatMap(\.completions).compactMap(\.result?.id)
+        #expect(ids == ["t-1", "t-2", "t-3"])
+    }
+
     @Test func resultsGoOutWhenTheBatchFillsOrTheIntervalPasses() {
         let rig = CoreRig { $0.flushBatch = 3; $0.flushIntervalMilliseconds = 5 }
         rig.start()

@@ -16,7 +16,9 @@ struct JobIntake {
         do {
             spec = try JobParser.parse(lease.job)
         } catch {
-            return .rejected(id: lease.jobID ?? makeID(), reason: "\(error.code): \(error.description)", spec: nil, app: nil)
+            // The producer's id whenever it can be read, so the rejection can be matched to its job.
+            let id = lease.jobID ?? JobParser.readableID(lease.job) ?? makeID()
+            return .rejected(id: id, reason: "\(error.code): \(error.description)", spec: nil, app: nil)
         }
         let id = spec.id ?? lease.jobID ?? makeID()
         let index: Int
