@@ -59,6 +59,17 @@ public enum JobParser {
                     guard v >= Int64(Int32.min) && v <= Int64(Int32.max) else { throw JobError.outOfRange(field: field.name) }
                     job.priority = Int(v)
                 case .expiration: job.expiration = try integer(value, field, scanner)
+                case .deliverAt:
+                    switch value.kind {
+                    case .number:
+                        guard value.isInteger, let ms = scanner.int64Value(value), ms >= 0 else { throw JobError.badDeliverAt }
+                        job.deliverAt = ms
+                    case .string:
+                        guard let ms = Timestamp.rfc3339Milliseconds(scanner.stringValue(value)) else { throw JobError.badDeliverAt }
+                        job.deliverAt = ms
+                    default:
+                        throw JobError.badDeliverAt
+                    }
                 case .collapseID: job.collapseID = try string(value, field, scanner)
                 case .apnsID: job.apnsID = try string(value, field, scanner)
                 case .payload:
@@ -129,7 +140,7 @@ public enum JobParser {
     }
 
     private enum Field: UInt16 {
-        case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload
+        case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt
 
         var name: String {
             switch self {
@@ -144,6 +155,7 @@ public enum JobParser {
             case .collapseID: "collapse_id"
             case .apnsID: "apns_id"
             case .payload: "payload"
+            case .deliverAt: "deliver_at"
             }
         }
 
@@ -160,6 +172,7 @@ public enum JobParser {
             case 8 where s.stringEquals(key, "priority"): self = .priority
             case 9 where s.stringEquals(key, "push_type"): self = .pushType
             case 10 where s.stringEquals(key, "expiration"): self = .expiration
+            case 10 where s.stringEquals(key, "deliver_at"): self = .deliverAt
             case 11 where s.stringEquals(key, "environment"): self = .environment
             case 11 where s.stringEquals(key, "collapse_id"): self = .collapseID
             case -1:

@@ -9,6 +9,8 @@ public struct JobSpec: Sendable, Equatable {
     public var pushType: PushType = .alert
     public var priority: Int?
     public var expiration: Int64?
+    /// `deliver_at`: not before this time (ms since the epoch); nil sends at once.
+    public var deliverAt: Int64?
     public var collapseID: String?
     public var apnsID: String?
     public var payload: [UInt8] = []
@@ -36,6 +38,7 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
     case wrongType(field: String, expected: String)
     case outOfRange(field: String)
     case duplicateField(String)
+    case badDeliverAt
 
     /// A short stable code for machines (dead-letter entries, metrics).
     public var code: String {
@@ -51,6 +54,7 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongType: "wrong_type"
         case .outOfRange: "out_of_range"
         case .duplicateField: "duplicate_field"
+        case .badDeliverAt: "bad_deliver_at"
         }
     }
 
@@ -69,6 +73,7 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongType(let f, let expected): return "\"\(f)\" must be \(expected)"
         case .outOfRange(let f): return "\"\(f)\" is out of range"
         case .duplicateField(let f): return "\"\(f)\" appears more than once"
+        case .badDeliverAt: return "\"deliver_at\" must be milliseconds since the epoch or an RFC 3339 time such as 2026-12-24T18:00:00Z"
         }
     }
 }

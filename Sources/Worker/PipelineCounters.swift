@@ -11,6 +11,8 @@ public struct PipelineCounters: Sendable, Equatable {
     public var recovered = 0
     /// Destinations paused because nothing reached APNs (each pause once, however many jobs it parked).
     public var outagePauses = 0
+    /// Jobs whose `deliver_at` lay ahead, put in the retry set until then.
+    public var scheduled = 0
 
     public init() {}
 
@@ -28,12 +30,13 @@ public struct PipelineCounters: Sendable, Equatable {
         c.leasesLost += b.leasesLost
         c.recovered += b.recovered
         c.outagePauses += b.outagePauses
+        c.scheduled += b.scheduled
         return c
     }
 
     var logFields: [String: LogValue] {
         ["claimed": .int(claimed), "delivered": .int(delivered), "retrying": .int(retrying), "token_dropped": .int(tokensDropped),
          "failed": .int(failed), "rejected": .int(rejected), "resent": .int(resent), "leases_lost": .int(leasesLost),
-         "outage_pauses": .int(outagePauses)]
+         "outage_pauses": .int(outagePauses), "scheduled": .int(scheduled)]
     }
 }

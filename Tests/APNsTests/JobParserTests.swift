@@ -215,3 +215,33 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
         }
     }
 }
+
+@Suite struct TimestampTests {
+    @Test(arguments: [
+        ("1970-01-01T00:00:00Z", Int64(0)),
+        ("2026-12-24T18:00:00Z", Int64(1_798_135_200_000)),
+        ("2026-12-24T19:00:00.250+01:00", Int64(1_798_135_200_250)),
+        ("2026-12-24T17:30:00.5-00:30", Int64(1_798_135_200_500)),
+        ("2024-02-29T00:00:00.123456z", Int64(1_709_164_800_123)),
+        ("2000-03-01 00:00:00Z", Int64(951_868_800_000)),
+    ])
+    func readsRFC3339(text: String, millis: Int64) {
+        #expect(Timestamp.rfc3339Milliseconds(text) == millis)
+    }
+
+    @Test(arguments: ["", "2026-12-24", "2026-12-24T18:00:00", "2026-13-01T00:00:00Z", "2023-02-29T00:00:00Z",
+                      "2026-12-24T24:00:00Z", "2026-12-24T18:00:00.Z", "2026-12-24T18:00:00+0100", "2026-12-24T18:00:00Zjunk"])
+    func refusesWhatIsNotRFC3339(text: String) {
+        #expect(Timestamp.rfc3339Milliseconds(text) == nil)
+    }
+
+    @Test func deliverAtTakesMillisecondsOrRFC3339() throws {
+        let a = try JobParser.parse(Array(#"{"token":"aabb","payload":{},"deliver_at":1798135200000}"#.utf8))
+        #expect(a.deliverAt == 1_798_135_200_000)
+        let b = try JobParser.parse(Array(#"{"token":"aabb","payload":{},"deliver_at":"2026-12-24T18:00:00Z"}"#.utf8))
+        #expect(b.deliverAt == 1_798_135_200_000)
+        for bad in [#""tomorrow""#, "-5", "1.5", "true"] {
+            #expect(throws: JobError.badDeliverAt) { try JobParser.parse(Array(#"{"token":"aabb","payload":{},"deliver_at":\#(bad)}"#.utf8)) }
+        }
+    }
+}

@@ -504,6 +504,42 @@ final class CoreRig {
         #expect(result?.reason == "Expired")
     }
 
+    @Test func aJobDueLaterWaitsInTheRetrySetWithoutAResultAndGoesOutWhenDue() {
+        let rig = CoreRig()
+        rig.start()
+        let due = rig.clock.wallMillis + 60_000
+        let lease = rig.job(1, extra: #","deliver_at":\#(due)"#)
+        rig.answerClaim([lease, rig.job(2, extra: #","deliver_at":"2020-01-01T00:00:00Z""#)])
+        let probe = rig.takeSends()
+        #expect(probe.map(\.id) == ["j2"], "a time already past sends at once")
+        rig.answer(probe[0], status: 200)
+        rig.advance(milliseconds: 10)
+        let scheduled = rig.batches.flatMap(\.completions).first { $0.lease.id == lease.id }
+        #expect(scheduled?.result == nil, "scheduling writes no result entry: the job's one outcome comes later")
+        #expect(scheduled?.retry?.dueAt == due)
+        let envelope = JobEnvelope.unwrap(scheduled!.retry!.envelope)
+        #expect(envelope.attempt == 1)
+        #expect(envelope.job == lease.job)
+        #expect(rig.core.counters.scheduled == 1)
+        // Back from the retry set when due (the scheduler moves it): now it is sent.
+        rig.clock.advance(milliseconds: 60_000)
+        rig.recordAll()
+        rig.answerClaim([Lease(id: "again", queueKey: "q", raw: scheduled!.retry!.envelope)])
+        #expect(rig.takeSends().map(\.id).contains("j1"))
+    }
+
+    @Test func aScheduledJobThatExpiresBeforeItIsDueFailsExpired() {
+        let rig = CoreRig()
+        rig.start()
+        let wall = rig.clock.wallMillis
+        rig.answerClaim([rig.job(1, extra: #","deliver_at":\#(wall + 3_600_000),"expiration":\#(wall / 1000 + 60)"#),
+                         rig.job(2, extra: #","deliver_at":"soon""#)])
+        rig.advance(milliseconds: 10)
+        let results = rig.batches.flatMap(\.completions).compactMap(\.result)
+        #expect(results.first { $0.id == "j1" }?.reason == "Expired")
+        #expect(results.first { $0.id == "j2" }?.reason?.hasPrefix("bad_deliver_at:") == true)
+    }
+
     @Test func aParkedJobThatWouldExpireBeforeThePauseEndsFailsExpired() {
         let rig = CoreRig { $0.retry.configurationPauseSeconds = 60 }
         rig.start()

@@ -50,6 +50,14 @@ struct CompletionBuilder {
         return completion
     }
 
+    /// A job whose `deliver_at` lies ahead: into the retry set until then, attempt unchanged, and no result entry
+    /// (nothing happened to it yet; its one terminal entry comes when it is sent).
+    func scheduled(_ job: JobAttempt, at dueAt: Int64) -> JobCompletion {
+        var completion = JobCompletion(lease: job.lease)
+        completion.scheduleRetry(at: dueAt, attempt: job.attempt, id: job.id)
+        return completion
+    }
+
     /// A job that cannot be sent as written: a `rejected` result and a dead letter with its bytes and reason.
     func rejected(_ lease: Lease, id: String, reason: String, spec: JobSpec?, app: String?, wallMillis: Int64) -> JobCompletion {
         var completion = JobCompletion(lease: lease)

@@ -263,8 +263,14 @@ public final class DeliveryCore {
         case .accepted(let job):
             // Past its own deadline before it was ever sent (e.g. `expiration: 1000`): Apple would treat it as
             // "send once"; the producer said it is worthless by now.
-            if policy.wouldExpire(job.notification.expiration, atMilliseconds: clock.wallMillis) {
+            let wall = clock.wallMillis
+            if policy.wouldExpire(job.notification.expiration, atMilliseconds: max(wall, job.deliverAt ?? wall)) {
                 return finishJob(job, .fail(reason: "Expired"), response: nil)
+            }
+            // Scheduled delivery: the job waits in Redis (the retry set, moved back by the scheduler) until it is due.
+            if let deliverAt = job.deliverAt, deliverAt > wall {
+                counters.scheduled += 1
+                return record(builder.scheduled(job, at: deliverAt))
             }
             dispatch(job)
         }

@@ -18,8 +18,11 @@ public final class JobAttempt {
     public internal(set) var afterConnection = 0
     /// Monotonic nanoseconds at claim, for `latency_ms`.
     let claimedAt: UInt64
+    /// `deliver_at` (ms since the epoch): the job waits in the retry set until then.
+    let deliverAt: Int64?
 
-    init(lease: Lease, id: String, destination: Destination, appName: String, notification: PushNotification, claimedAt: UInt64) {
+    init(lease: Lease, id: String, destination: Destination, appName: String, notification: PushNotification, claimedAt: UInt64,
+         deliverAt: Int64? = nil) {
         self.lease = lease
         self.id = id
         self.destination = destination
@@ -27,6 +30,7 @@ public final class JobAttempt {
         self.notification = notification
         self.attempt = lease.attempt
         self.claimedAt = claimedAt
+        self.deliverAt = deliverAt
     }
 
     func latencyMilliseconds(now: UInt64) -> Int { Int((now &- claimedAt) / 1_000_000) }

@@ -45,6 +45,7 @@ struct JobIntake {
             return .rejected(id: id, reason: "\(failure.reason.rawValue): \(failure.message)", spec: spec, app: app.name)
         }
         let destination = Destination(app: index, environment: environment)
-        return .accepted(JobAttempt(lease: lease, id: id, destination: destination, appName: app.name, notification: notification, claimedAt: claimedAt))
+        return .accepted(JobAttempt(lease: lease, id: id, destination: destination, appName: app.name, notification: notification,
+                                    claimedAt: claimedAt, deliverAt: spec.deliverAt))
     }
 }
