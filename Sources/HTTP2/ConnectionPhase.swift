@@ -106,10 +106,14 @@ final class ProxyHandshake {
         unsent = Array("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n".utf8)
     }
 
-    /// Adds bytes read from the proxy and judges the answer: a 2xx status line ending the head, and nothing
-    /// after it (the TLS handshake must start on a clean tunnel).
+    /// Adds bytes read from the proxy and judges the answer so far.
     func receive(_ bytes: ArraySlice<UInt8>) -> Reply {
         received.append(contentsOf: bytes)
+        return Self.judge(received)
+    }
+
+    /// A 2xx status line ending the head, and nothing after it (TLS must start on a clean tunnel).
+    static func judge(_ received: [UInt8]) -> Reply {
         let terminator: [UInt8] = [13, 10, 13, 10]
         guard let end = received.indices.first(where: { received[$0...].starts(with: terminator) }) else {
             return received.count > 16_384 ? .failed("proxy answer too long") : .incomplete
