@@ -9,105 +9,84 @@ import Reactor
 extension HTTP2ClientConnection {
     func resolved(_ result: Result<[SocketAddress], SystemError>) {
         entry {
-            guard phase == .resolving else { return }
+            guard case let .resolving(deadline) = phase else { return }
             switch result {
             case let .failure(error):
                 shutdown(.connectFailed("\(error)"), inFlight: .connectFailed("\(error)"), queued: .connectFailed("\(error)"))
             case let .success(list):
-                addresses = list
-                tryNextAddress()
+                connect(to: list, from: 0, lastError: "no address", deadline: deadline)
             }
         }
     }
 
-    func tryNextAddress() {
-        while addressIndex < addresses.count {
-            let address = addresses[addressIndex]
-            addressIndex += 1
+    /// Starts TCP to the first address from `start` on that takes a connect; fails the connection when none does.
+    func connect(to addresses: [SocketAddress], from start: Int, lastError: String, deadline: UInt64) {
+        var lastError = lastError
+        for index in addresses.indices where index >= start {
             do {
-                fd = try Sockets.startConnect(to: address)
-                try loop.register(fd: fd, handler: self, readable: false, writable: true)
-                registered = true
-                interestWritable = true
-                phase = .tcpConnecting
+                let socket = SocketHandle(fd: try Sockets.startConnect(to: addresses[index]), loop: loop)
+                try socket.register(self)  // on failure the handle closes the socket as it goes
+                phase = .connecting(TCPAttempt(addresses: addresses, index: index, socket: socket, deadline: deadline))
                 return
             } catch {
-                lastConnectError = "\(address): \(error)"
-                closeSocket()
+                lastError = "\(addresses[index]): \(error)"
             }
         }
-        let error = HTTP2ClientError.connectFailed("\(endpoint): \(lastConnectError)")
+        let error = HTTP2ClientError.connectFailed("\(endpoint): \(lastError)")
         shutdown(error, inFlight: error, queued: error)
     }
 
-    func tcpConnected() {
-        if let error = Sockets.connectError(fd) {
-            lastConnectError = "\(addresses[addressIndex - 1]): \(error)"
-            closeSocket()
-            tryNextAddress()
-            return
+    func tcpConnected(_ attempt: TCPAttempt) {
+        if let error = Sockets.connectError(attempt.socket.fd) {
+            attempt.socket.close()
+            return connect(to: attempt.addresses, from: attempt.index + 1, lastError: "\(attempt.address): \(error)", deadline: attempt.deadline)
         }
         if endpoint.proxy != nil {
-            let authority = endpoint.authority
-            proxyOut = Array("CONNECT \(authority) HTTP/1.1\r\nHost: \(authority)\r\n\r\n".utf8)
-            phase = .proxy
+            let proxy = ProxyHandshake(socket: attempt.socket, authority: endpoint.authority, deadline: attempt.deadline)
+            phase = .proxy(proxy)
             setInterest(writable: true)
-            proxyIO(readable: false, writable: true)
+            proxyIO(proxy, readable: false, writable: true)
         } else {
-            startTLS()
+            startTLS(on: attempt.socket, deadline: attempt.deadline)
         }
-    }
-
-    func closeSocket() {
-        if fd >= 0 {
-            if registered { loop.unregister(fd: fd) }
-            Glibc.close(fd)
-        }
-        registered = false
-        fd = -1
     }
 
     func setInterest(writable: Bool) {
-        guard registered, writable != interestWritable else { return }
-        interestWritable = writable
-        do { try loop.setInterest(fd: fd, readable: true, writable: writable) } catch {
+        guard let socket = phase.socket else { return }
+        do { try socket.watchWritable(writable) } catch {
             lose("epoll: \(error)")
         }
     }
 
     // MARK: proxy
 
-    func proxyIO(readable: Bool, writable: Bool) {
-        if !proxyOut.isEmpty {
-            let written = proxyOut.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
-            if written > 0 { proxyOut.removeFirst(written) } else if written < 0 && errno != EAGAIN && errno != EINTR {
-                return failConnect("proxy write: \(String(cString: strerror(errno)))")
+    func proxyIO(_ proxy: ProxyHandshake, readable: Bool, writable: Bool) {
+        let fd = proxy.socket.fd
+        if !proxy.unsent.isEmpty {
+            do {
+                if case let .bytes(count) = try SocketIO.write(fd, proxy.unsent) { proxy.unsent.removeFirst(count) }
+            } catch {
+                return failConnect("proxy write: \(String(cString: strerror(error.errno)))")
             }
-            setInterest(writable: !proxyOut.isEmpty)
+            setInterest(writable: !proxy.unsent.isEmpty)
         }
         guard readable else { return }
         var chunk = [UInt8](repeating: 0, count: 4096)
-        let count = chunk.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, $0.count) }
-        if count == 0 { return failConnect("proxy closed the connection") }
-        if count < 0 {
-            if errno == EAGAIN || errno == EINTR { return }
-            return failConnect("proxy read: \(String(cString: strerror(errno)))")
+        let count: Int
+        do {
+            switch try SocketIO.read(fd, into: &chunk) {
+            case let .bytes(read): count = read
+            case .wouldBlock: return
+            case .endOfFile: return failConnect("proxy closed the connection")
+            }
+        } catch {
+            return failConnect("proxy read: \(String(cString: strerror(error.errno)))")
         }
-        proxyIn.append(contentsOf: chunk[0..<count])
-        let terminator: [UInt8] = [13, 10, 13, 10]
-        guard let end = proxyIn.indices.first(where: { proxyIn[$0...].starts(with: terminator) }) else {
-            if proxyIn.count > 16_384 { failConnect("proxy answer too long") }
-            return
+        switch proxy.receive(chunk[0..<count]) {
+        case .incomplete: return
+        case let .failed(message): return failConnect(message)
+        case .established: startTLS(on: proxy.socket, deadline: proxy.deadline)
         }
-        let head = String(decoding: proxyIn[..<end], as: UTF8.self)
-        let statusLine = head.split(separator: "\r\n").first.map(String.init) ?? ""
-        let parts = statusLine.split(separator: " ")
-        guard parts.count >= 2, parts[0].hasPrefix("HTTP/1."), let code = Int(parts[1]), (200..<300).contains(code) else {
-            return failConnect("proxy refused CONNECT: \(statusLine)")
-        }
-        guard end + 4 == proxyIn.count else { return failConnect("proxy sent data before the TLS handshake") }
-        proxyIn = []
-        startTLS()
     }
 
     func failConnect(_ message: String) {
@@ -117,12 +96,10 @@ extension HTTP2ClientConnection {
 
     // MARK: TLS
 
-    func startTLS() {
+    func startTLS(on socket: SocketHandle, deadline: UInt64) {
         ERR_clear_error()
-        guard let newSSL = SSL_new(tls.context) else { return failTLS("SSL_new: \(openSSLErrors())") }
-        ssl = newSSL
-        SSL_set_fd(newSSL, fd)
-        SSL_set_connect_state(newSSL)
+        guard let ssl = SSLHandle(context: tls.context, fd: socket.fd) else { return failTLS("SSL_new: \(openSSLErrors())") }
+        let newSSL = ssl.pointer
         let name = tls.configuration.serverName ?? endpoint.host
         if Self.isIPAddress(name) {
             if tls.configuration.verifyPeer { X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(newSSL), name) }
@@ -130,8 +107,9 @@ extension HTTP2ClientConnection {
             _ = copenssl_set_tlsext_host_name(newSSL, name)
             if tls.configuration.verifyPeer { SSL_set1_host(newSSL, name) }
         }
-        phase = .handshaking
-        handshake()
+        let handshake = TLSHandshake(socket: socket, ssl: ssl, deadline: deadline)
+        phase = .handshaking(handshake)
+        self.handshake(handshake)
     }
 
     static func isIPAddress(_ text: String) -> Bool {
@@ -140,11 +118,11 @@ extension HTTP2ClientConnection {
         return parts.count == 4 && parts.allSatisfy { part in UInt8(part) != nil }
     }
 
-    func handshake() {
-        guard let ssl else { return }
+    func handshake(_ handshake: TLSHandshake) {
+        let ssl = handshake.ssl.pointer
         ERR_clear_error()
         let rc = SSL_do_handshake(ssl)
-        if rc == 1 { return handshakeDone() }
+        if rc == 1 { return handshakeDone(handshake) }
         switch SSL_get_error(ssl, rc) {
         case SSL_ERROR_WANT_READ: setInterest(writable: false)
         case SSL_ERROR_WANT_WRITE: setInterest(writable: true)
@@ -165,8 +143,8 @@ extension HTTP2ClientConnection {
         shutdown(error, inFlight: error, queued: error)
     }
 
-    func handshakeDone() {
-        guard let ssl else { return }
+    func handshakeDone(_ handshake: TLSHandshake) {
+        let ssl = handshake.ssl.pointer
         var protocolName: UnsafePointer<UInt8>?
         var length: UInt32 = 0
         SSL_get0_alpn_selected(ssl, &protocolName, &length)
@@ -174,16 +152,18 @@ extension HTTP2ClientConnection {
         guard selected == "h2" else {
             return failTLS("server did not select HTTP/2 via ALPN (got \(selected.isEmpty ? "nothing" : selected))")
         }
-        guard makeSession() else { return failTLS("nghttp2 session set-up failed") }
-        phase = .awaitingSettings
+        guard let session = makeSession() else { return failTLS("nghttp2 session set-up failed") }
+        let live = LiveSession(socket: handshake.socket, ssl: handshake.ssl, session: session, now: monotonicNanos())
+        phase = .awaitingSettings(live, deadline: handshake.deadline)
         setInterest(writable: false)
-        needsFlush = true
-        readAvailable(hangup: false)
+        output.needsFlush = true
+        readAvailable(live, hangup: false)
     }
 
-    func makeSession() -> Bool {
+    /// A client session with our SETTINGS submitted, or nil (and nothing leaked) when nghttp2 refuses.
+    func makeSession() -> SessionHandle? {
         var callbacks: OpaquePointer?
-        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return false }
+        guard nghttp2_session_callbacks_new(&callbacks) == 0, let callbacks else { return nil }
         defer { nghttp2_session_callbacks_del(callbacks) }
         nghttp2_session_callbacks_set_on_header_callback(callbacks, onHeaderCallback)
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks, onDataChunkCallback)
@@ -192,17 +172,16 @@ extension HTTP2ClientConnection {
         nghttp2_session_callbacks_set_on_frame_not_send_callback(callbacks, onFrameNotSendCallback)
         var newSession: OpaquePointer?
         guard nghttp2_session_client_new(&newSession, callbacks, Unmanaged.passUnretained(self).toOpaque()) == 0, let newSession else {
-            return false
+            return nil
         }
-        session = newSession
+        let session = SessionHandle(newSession)
         // No push; windows big enough that answers never wait for WINDOW_UPDATE.
         let settings = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_ENABLE_PUSH.rawValue), value: 0),
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE.rawValue), value: 1 << 24),
         ]
-        guard nghttp2_submit_settings(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), settings, settings.count) == 0 else { return false }
+        guard nghttp2_submit_settings(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), settings, settings.count) == 0 else { return nil }
         _ = nghttp2_session_set_local_window_size(newSession, UInt8(NGHTTP2_FLAG_NONE.rawValue), 0, 1 << 30)
-        lastReadAt = monotonicNanos()
-        return true
+        return session
     }
 }

@@ -12,8 +12,8 @@ extension HTTP2ClientConnection {
         case .closed, .draining: return false
         default: break
         }
-        if phase == .ready && queue.isEmpty && streams.count < maxConcurrentStreams {
-            submit(context)
+        if case let .ready(live) = phase, queue.isEmpty, streams.count < live.streamLimit(cappedAt: options.maxConcurrentStreamsLimit) {
+            submit(context, on: live)
         } else {
             guard queue.count < options.maxQueuedRequests else { return false }
             queue.append(context)
@@ -22,52 +22,37 @@ extension HTTP2ClientConnection {
         return true
     }
 
+    /// Outside an entry (say, a send after a Redis read) the write waits for `scheduleFlush`'s timer.
     func requestFlush() {
-        needsFlush = true
-        if inEntry || flushScheduled { return }
-        flushScheduled = true
-        // A zero-delay timer runs after the current loop iteration: one SSL_write for a whole burst of sends.
-        // Strong captures throughout: weak references would put every retain of the connection on Swift's slow
-        // side-table path, and the connection lives until closed anyway (`keepAlive`).
-        loop.schedule(afterNanoseconds: 0) { [self] in
-            flushScheduled = false
-            entry {}
-        }
+        output.needsFlush = true
+        if !batch.inEntry { scheduleFlush() }
     }
 
-    func submit(_ context: RequestContext) {
-        guard let session else { return }
+    func submit(_ context: RequestContext, on live: LiveSession) {
+        let session = live.session.pointer
         let request = context.request
-        scratchBytes.removeAll(keepingCapacity: true)
-        scratchSpans.removeAll(keepingCapacity: true)
+        headerBlock.reset()
         let noIndex = UInt8(NGHTTP2_NV_FLAG_NO_INDEX.rawValue)
-        addHeader(":method", request.method, 0)
-        addHeader(":scheme", "https", 0)
-        addHeader(":authority", request.authority ?? defaultAuthority, 0)
-        addHeader(":path", request.path, noIndex)
+        headerBlock.add(":method", request.method, flags: 0)
+        headerBlock.add(":scheme", "https", flags: 0)
+        headerBlock.add(":authority", request.authority ?? defaultAuthority, flags: 0)
+        headerBlock.add(":path", request.path, flags: noIndex)
         for header in request.headers {
             // A bearer token must never enter an HPACK table, even if the caller forgot to say so.
             let secret = header.neverIndex || header.name == "authorization"
-            addHeader(header.name, header.value, secret ? noIndex : 0)
+            headerBlock.add(header.name, header.value, flags: secret ? noIndex : 0)
         }
         var provider = nghttp2_data_provider()
         provider.read_callback = bodyReadCallback
         let hasBody = !request.body.isEmpty
-        let streamID: Int32 = scratchBytes.withUnsafeMutableBufferPointer { bytes in
-            let base = bytes.baseAddress!
-            scratchNV.removeAll(keepingCapacity: true)
-            for span in scratchSpans {
-                scratchNV.append(nghttp2_nv(name: base + span.0, value: base + span.2, namelen: span.1, valuelen: span.3, flags: span.4))
-            }
-            return scratchNV.withUnsafeBufferPointer { nva in
-                hasBody
-                    ? nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, &provider, nil)
-                    : nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, nil, nil)
-            }
+        let streamID: Int32 = headerBlock.withNameValues { nva in
+            hasBody
+                ? nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, &provider, nil)
+                : nghttp2_submit_request(session, nil, nva.baseAddress, nva.count, nil, nil)
         }
         if streamID < 0 {
             if context.decide(.failure(.notSent("nghttp2_submit_request: \(String(cString: nghttp2_strerror(streamID)))"))) {
-                toDeliver.append(context)
+                batch.decided.append(context)
             }
             if streamID == NGHTTP2_ERR_STREAM_ID_NOT_AVAILABLE.rawValue { startDraining() }
             return
@@ -79,29 +64,30 @@ extension HTTP2ClientConnection {
         if streamID > 0x7FF0_0000 { startDraining() }
     }
 
-    func addHeader(_ name: String, _ value: String, _ flags: UInt8) {
-        // Through the contiguous UTF-8 buffers: appending a String.UTF8View goes element by element.
-        var name = name
-        var value = value
-        let nameStart = scratchBytes.count
-        name.withUTF8 { scratchBytes.append(contentsOf: $0) }
-        let valueStart = scratchBytes.count
-        value.withUTF8 { scratchBytes.append(contentsOf: $0) }
-        scratchBytes.append(0)  // keeps the base address valid even when every header is empty
-        scratchSpans.append((nameStart, valueStart - nameStart, valueStart, scratchBytes.count - 1 - valueStart, flags))
+    func startDraining() {
+        guard enterDraining(goaway: nil) else { return }
+        failQueued(.notSent("connection retired"))
+        batch.events.append(.draining(connectionID: id))
     }
 
-    func startDraining() {
-        retiring = true
-        if phase == .ready || phase == .awaitingSettings {
-            phase = .draining
-            failQueued(.notSent("connection retired"))
-            pendingEvents.append(.draining(connectionID: id))
+    /// A connection taking requests (or about to) stops; one already draining only learns of a GOAWAY.
+    /// Returns whether it was taking requests.
+    @discardableResult
+    func enterDraining(goaway: Goaway?) -> Bool {
+        switch phase {
+        case let .ready(live), let .awaitingSettings(live, _):
+            phase = .draining(live, goaway: goaway)
+            return true
+        case let .draining(live, _):
+            if let goaway { phase = .draining(live, goaway: goaway) }
+            return false
+        case .idle, .resolving, .connecting, .proxy, .handshaking, .closed:
+            return false
         }
     }
 
     func failQueued(_ error: HTTP2ClientError) {
-        for context in queue.removeAll() where context.decide(.failure(error)) { toDeliver.append(context) }
+        for context in queue.removeAll() where context.decide(.failure(error)) { batch.decided.append(context) }
     }
 
     func dispatchQueued() {
@@ -110,10 +96,10 @@ extension HTTP2ClientConnection {
                 _ = queue.popFirst()
                 continue
             }
-            guard phase == .ready, streams.count < maxConcurrentStreams else { return }
+            guard case let .ready(live) = phase, streams.count < live.streamLimit(cappedAt: options.maxConcurrentStreamsLimit) else { return }
             _ = queue.popFirst()
-            submit(context)
-            needsFlush = true
+            submit(context, on: live)
+            output.needsFlush = true
         }
     }
 
@@ -152,11 +138,11 @@ extension HTTP2ClientConnection {
 
     func streamClosed(streamID: Int32, errorCode: UInt32) {
         guard let context = streams.removeValue(forKey: streamID) else { return }
-        capacityFreed = true
+        batch.capacityFreed = true
         if context.done { return }
         let outcome: Result<HTTP2Response, HTTP2ClientError>
-        if let goaway, streamID > goaway.lastStreamID {
-            outcome = .failure(.goawayUnprocessed(lastStreamID: goaway.lastStreamID, errorCode: goaway.errorCode, reason: goaway.reason))
+        if let goaway = phase.goaway, streamID > goaway.lastStreamID {
+            outcome = .failure(goaway.unprocessed)
         } else if errorCode == NGHTTP2_NO_ERROR.rawValue && context.status >= 200 {
             responsesReceived += 1
             outcome = .success(HTTP2Response(status: context.status, headers: context.headers, body: context.body, connectionID: id))
@@ -166,37 +152,37 @@ extension HTTP2ClientConnection {
             outcome = .failure(.streamReset(errorCode: errorCode))
         }
         context.decide(outcome)
-        toDeliver.append(context)
+        batch.decided.append(context)
     }
 
     func requestNotSent(streamID: Int32, libError: Int32) {
         guard let context = streams.removeValue(forKey: streamID) else { return }
-        capacityFreed = true
+        batch.capacityFreed = true
         let error: HTTP2ClientError
-        if let goaway {
-            error = .goawayUnprocessed(lastStreamID: goaway.lastStreamID, errorCode: goaway.errorCode, reason: goaway.reason)
+        if let goaway = phase.goaway {
+            error = goaway.unprocessed
         } else {
             error = .notSent(String(cString: nghttp2_strerror(libError)))
         }
-        if context.decide(.failure(error)) { toDeliver.append(context) }
+        if context.decide(.failure(error)) { batch.decided.append(context) }
     }
 
     func receivedSettings() {
-        if phase == .awaitingSettings {
-            phase = .ready
-            pendingEvents.append(.connected(connectionID: id, maxConcurrentStreams: maxConcurrentStreams))
+        if case let .awaitingSettings(live, _) = phase {
+            phase = .ready(live)
+            batch.events.append(.connected(connectionID: id, maxConcurrentStreams: maxConcurrentStreams))
         }
-        capacityFreed = true
+        batch.capacityFreed = true
     }
 
-    func receivedPingAck() { pingSentAt = nil }
+    func receivedPingAck() { phase.session?.liveness.pingAcknowledged() }
 
     func receivedGoaway(lastStreamID: Int32, errorCode: UInt32, debugData: [UInt8]) {
         let reason = Self.goawayReason(debugData)
-        goaway = (lastStreamID, errorCode, reason)
-        if phase == .ready || phase == .awaitingSettings { phase = .draining }
-        failQueued(.goawayUnprocessed(lastStreamID: lastStreamID, errorCode: errorCode, reason: reason))
-        pendingEvents.append(.goaway(connectionID: id, lastStreamID: lastStreamID, errorCode: errorCode, reason: reason))
+        let goaway = Goaway(lastStreamID: lastStreamID, errorCode: errorCode, reason: reason)
+        enterDraining(goaway: goaway)
+        failQueued(goaway.unprocessed)
+        batch.events.append(.goaway(connectionID: id, lastStreamID: lastStreamID, errorCode: errorCode, reason: reason))
     }
 
     /// APNs puts `{"reason":"..."}` in the debug data; anything else is passed on as text.
@@ -214,44 +200,48 @@ extension HTTP2ClientConnection {
     func startSweep() {
         // The timer holds the connection until it fires or `shutdown` cancels it.
         sweepTimer = loop.schedule(afterMilliseconds: options.sweepIntervalMilliseconds) { [self] in
-            guard phase != .closed else { return }
+            guard !phase.isClosed else { return }
             entry { sweep() }
-            if phase != .closed { startSweep() }
+            if !phase.isClosed { startSweep() }
         }
     }
 
     func sweep() {
         let now = monotonicNanos()
+        if let deadline = phase.connectDeadline, now >= deadline {
+            let error = HTTP2ClientError.connectFailed("\(endpoint): no HTTP/2 connection within \(options.connectTimeoutMilliseconds) ms")
+            return shutdown(error, inFlight: error, queued: error)
+        }
         switch phase {
-        case .resolving, .tcpConnecting, .proxy, .handshaking, .awaitingSettings:
-            if now >= connectDeadline {
-                let error = HTTP2ClientError.connectFailed("\(endpoint): no HTTP/2 connection within \(options.connectTimeoutMilliseconds) ms")
-                return shutdown(error, inFlight: error, queued: error)
-            }
-        case .ready, .draining:
-            if let sent = pingSentAt {
-                if now &- sent >= UInt64(options.pingTimeoutMilliseconds) &* 1_000_000 {
-                    return lose("no PING ACK within \(options.pingTimeoutMilliseconds) ms")
+        case let .ready(live), let .draining(live, _):
+            let verdict = live.liveness.verdict(
+                at: now, idleNanos: UInt64(options.pingIdleMilliseconds) &* 1_000_000,
+                timeoutNanos: UInt64(options.pingTimeoutMilliseconds) &* 1_000_000)
+            switch verdict {
+            case .dead:
+                return lose("no PING ACK within \(options.pingTimeoutMilliseconds) ms")
+            case .sendPing:
+                if nghttp2_submit_ping(live.session.pointer, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil) == 0 {
+                    live.liveness.pingSent(at: now)
+                    output.needsFlush = true
                 }
-            } else if now &- lastReadAt >= UInt64(options.pingIdleMilliseconds) &* 1_000_000, let session {
-                if nghttp2_submit_ping(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil) == 0 {
-                    pingSentAt = now
-                    needsFlush = true
-                }
+            case .alive:
+                break
             }
-        case .idle, .closed:
+        default:
             break
         }
+        let live = phase.session  // held across the loop: the RSTs go to a session that stays alive
         for (streamID, context) in streams where !context.done && context.deadline <= now {
             context.decide(.failure(.timedOut))
-            toDeliver.append(context)
-            if let session { _ = nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
-            needsFlush = true
+            batch.decided.append(context)
+            if let live { _ = nghttp2_submit_rst_stream(live.session.pointer, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
+            output.needsFlush = true
         }
         queue.forEach { context in
             if !context.done && context.deadline <= now {
                 context.decide(.failure(.queueTimedOut))
-                toDeliver.append(context)
+                batch.decided.append(context)
             }
         }
     }

@@ -27,46 +27,17 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     /// Receives connection events (connected, capacity, GOAWAY, closed) on the loop's thread.
     public var onEvent: ((HTTP2ConnectionEvent) -> Void)?
 
-    enum Phase { case idle, resolving, tcpConnecting, proxy, handshaking, awaitingSettings, ready, draining, closed }
-    var phase = Phase.idle
-    var fd: Int32 = -1
-    var registered = false
-    var interestWritable = false
-    var ssl: OpaquePointer?
-    var session: OpaquePointer?
-    var addresses: [SocketAddress] = []
-    var addressIndex = 0
-    var lastConnectError = "no address"
-    var proxyOut: [UInt8] = []
-    var proxyIn: [UInt8] = []
-
+    /// The stage of the connection's life and the data only that stage has (socket, TLS, session, GOAWAY).
+    var phase = ConnectionPhase.idle
     var streams: [Int32: RequestContext] = [:]
     var queue = FIFO<RequestContext>()
-    var toDeliver: [RequestContext] = []
-    var delivering: [RequestContext] = []
-    var pendingEvents: [HTTP2ConnectionEvent] = []
-    let readBuffer: UnsafeMutableRawPointer
-    static let readSize = 65_536
-    var outBuffer: [UInt8] = []
-    var outOffset = 0
-    var scratchBytes: [UInt8] = []
-    var scratchSpans: [(Int, Int, Int, Int, UInt8)] = []
-    var scratchNV: [nghttp2_nv] = []
-    var inEntry = false
+    let batch = DeliveryBatch()
+    var output = OutputBuffer(capacity: LiveSession.readSize + 16_384)
+    var headerBlock = HeaderBlock()
     /// From `connect()` until closed the connection keeps itself alive (as the loop does while its socket is
     /// registered), so an owner that drops its reference cannot make queued or open requests vanish.
     var keepAlive: HTTP2ClientConnection?
-    /// SSL_read asked for writability (TLS renegotiation or key update): retry the read when writable.
-    var readWantsWrite = false
-    var needsFlush = false
-    var flushScheduled = false
-    var capacityFreed = false
-    var goaway: (lastStreamID: Int32, errorCode: UInt32, reason: String?)?
-    var retiring = false
     var sweepTimer: LoopTimer?
-    var connectDeadline: UInt64 = 0
-    var lastReadAt: UInt64 = 0
-    var pingSentAt: UInt64?
     let defaultAuthority: String
 
     /// Responses received on this connection: a connection that answered anything was healthy, whatever ended it.
@@ -77,25 +48,21 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     public var openStreams: Int { streams.count }
     public var queuedRequests: Int { queue.count }
 
-    public var state: State {
-        switch phase {
-        case .idle: return .idle
-        case .resolving, .tcpConnecting, .proxy, .handshaking, .awaitingSettings: return .connecting
-        case .ready: return .ready
-        case .draining: return .draining
-        case .closed: return .closed
-        }
-    }
+    public var state: State { phase.state }
 
     /// The server's current SETTINGS_MAX_CONCURRENT_STREAMS, capped by the local limit; 0 until it is known.
     public var maxConcurrentStreams: Int {
-        guard let session, phase == .ready || phase == .draining else { return 0 }
-        let remote = Int(nghttp2_session_get_remote_settings(session, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS))
-        return min(remote, options.maxConcurrentStreamsLimit)
+        switch phase {
+        case let .ready(live), let .draining(live, _): return live.streamLimit(cappedAt: options.maxConcurrentStreamsLimit)
+        default: return 0
+        }
     }
 
     /// How many more requests could be put on the wire right now.
-    public var availableStreams: Int { phase == .ready ? max(0, maxConcurrentStreams - streams.count) : 0 }
+    public var availableStreams: Int {
+        guard case let .ready(live) = phase else { return 0 }
+        return max(0, live.streamLimit(cappedAt: options.maxConcurrentStreamsLimit) - streams.count)
+    }
 
     public init(loop: EventLoop, endpoint: HTTP2Endpoint, tls: TLSContext, options: HTTP2ConnectionOptions = .init()) {
         self.loop = loop
@@ -104,17 +71,12 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         self.options = options
         self.defaultAuthority = endpoint.port == 443 ? endpoint.host : endpoint.authority
         self.id = Self.nextID.wrappingAdd(1, ordering: .relaxed).newValue
-        readBuffer = UnsafeMutableRawPointer.allocate(byteCount: Self.readSize, alignment: 16)
-        outBuffer.reserveCapacity(Self.readSize + 16_384)
     }
 
     deinit {
         // Only a connection that was never connected can die with requests queued: they still complete once.
+        // The socket, SSL and session handles free themselves with the phase.
         for context in queue.removeAll() where context.decide(.failure(.closed)) { context.deliver() }
-        if let session { nghttp2_session_del(session) }
-        if let ssl { SSL_free(ssl) }
-        if fd >= 0 { Glibc.close(fd) }
-        readBuffer.deallocate()
     }
 
     // MARK: public operations
@@ -122,11 +84,10 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     /// Starts DNS (off the loop, uncached), TCP, proxy, TLS and HTTP/2 set-up. Requests sent before it is
     /// ready wait in the connection's queue.
     public func connect() {
-        guard phase == .idle else { return }
+        guard case .idle = phase else { return }
         entry {
             keepAlive = self
-            phase = .resolving
-            connectDeadline = monotonicNanos() &+ UInt64(max(1, options.connectTimeoutMilliseconds)) &* 1_000_000
+            phase = .resolving(deadline: monotonicNanos() &+ UInt64(max(1, options.connectTimeoutMilliseconds)) &* 1_000_000)
             startSweep()
             let target: (host: String, port: Int)
             do {
@@ -158,12 +119,11 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     /// (used to replace a connection after ExpiredProviderToken / UnrelatedKeyIdInToken).
     public func closeGracefully() {
         entry {
-            retiring = true
             switch phase {
             case .ready, .awaitingSettings:
-                phase = .draining
+                enterDraining(goaway: nil)
                 failQueued(.notSent("connection retired"))
-            case .idle, .resolving, .tcpConnecting, .proxy, .handshaking:
+            case .idle, .resolving, .connecting, .proxy, .handshaking:
                 shutdown(nil, inFlight: .closed, queued: .closed)
             case .draining, .closed:
                 break
@@ -182,14 +142,14 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     /// output, deliver decided completions and events. Completions may re-enter `send`/`close` safely.
     func entry(_ body: () -> Void) {
         withExtendedLifetime(self) {
-            if inEntry {
+            if batch.inEntry {
                 body()
                 return
             }
-            inEntry = true
+            batch.inEntry = true
             body()
             finishEntry()
-            inEntry = false
+            batch.inEntry = false
         }
     }
 
@@ -198,45 +158,39 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         repeat {
             rounds += 1
             dispatchQueued()
-            if needsFlush || phase == .ready || phase == .draining || phase == .awaitingSettings { flush() }
+            if output.needsFlush || phase.session != nil { flush() }
             closeIfDrained()
-            if !toDeliver.isEmpty {
-                swap(&toDeliver, &delivering)
-                for context in delivering { context.deliver() }
-                delivering.removeAll(keepingCapacity: true)
+            if !batch.decided.isEmpty {
+                swap(&batch.decided, &batch.delivering)
+                for context in batch.delivering { context.deliver() }
+                batch.delivering.removeAll(keepingCapacity: true)
             }
-            if capacityFreed {
-                capacityFreed = false
+            if batch.capacityFreed {
+                batch.capacityFreed = false
                 dispatchQueued()
-                if phase == .ready && availableStreams > 0 { pendingEvents.append(.capacityAvailable(connectionID: id)) }
+                if availableStreams > 0 { batch.events.append(.capacityAvailable(connectionID: id)) }
             }
-            if !pendingEvents.isEmpty {
-                let events = pendingEvents
-                pendingEvents.removeAll()
+            if !batch.events.isEmpty {
+                let events = batch.events
+                batch.events.removeAll()
                 for event in events { onEvent?(event) }
             }
-        } while (!toDeliver.isEmpty || !pendingEvents.isEmpty || needsFlush || capacityFreed) && rounds < 64
-        if needsFlush && phase != .closed && !flushScheduled {
-            flushScheduled = true
-            loop.schedule(afterNanoseconds: 0) { [self] in
-                flushScheduled = false
-                entry {}
-            }
-        }
+        } while (!batch.decided.isEmpty || !batch.events.isEmpty || output.needsFlush || batch.capacityFreed) && rounds < 64
+        if output.needsFlush && !phase.isClosed { scheduleFlush() }
     }
 
     public func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
         entry {
             switch phase {
-            case .tcpConnecting:
-                if writable || hangup { tcpConnected() }
-            case .proxy:
-                proxyIO(readable: readable || hangup, writable: writable)
-            case .handshaking:
-                handshake()
-            case .awaitingSettings, .ready, .draining:
-                if readable || hangup || (writable && readWantsWrite) { readAvailable(hangup: hangup) }
-                if writable { needsFlush = true }
+            case let .connecting(attempt):
+                if writable || hangup { tcpConnected(attempt) }
+            case let .proxy(proxy):
+                proxyIO(proxy, readable: readable || hangup, writable: writable)
+            case let .handshaking(handshake):
+                self.handshake(handshake)
+            case let .awaitingSettings(live, _), let .ready(live), let .draining(live, _):
+                if readable || hangup || (writable && live.readWantsWrite) { readAvailable(live, hangup: hangup) }
+                if writable { output.needsFlush = true }
             case .idle, .resolving, .closed:
                 break
             }
@@ -245,18 +199,17 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
 
     // MARK: I/O
 
-    func readAvailable(hangup: Bool) {
-        guard let ssl, let session else { return }
-        readWantsWrite = false
-        while phase != .closed {
+    func readAvailable(_ live: LiveSession, hangup: Bool) {
+        let ssl = live.ssl.pointer
+        live.readWantsWrite = false
+        while !phase.isClosed {
             ERR_clear_error()
-            let count = SSL_read(ssl, readBuffer, Int32(Self.readSize))
+            let count = SSL_read(ssl, live.readBuffer, Int32(LiveSession.readSize))
             if count > 0 {
-                lastReadAt = monotonicNanos()
-                pingSentAt = nil
-                let used = nghttp2_session_mem_recv(session, readBuffer.assumingMemoryBound(to: UInt8.self), Int(count))
+                live.liveness.received(at: monotonicNanos())
+                let used = nghttp2_session_mem_recv(live.session.pointer, live.readBuffer.assumingMemoryBound(to: UInt8.self), Int(count))
                 if used < 0 { return lose("HTTP/2 protocol error: \(String(cString: nghttp2_strerror(Int32(used))))") }
-                needsFlush = true
+                output.needsFlush = true
                 continue
             }
             switch SSL_get_error(ssl, count) {
@@ -264,14 +217,14 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 if hangup { lose("server closed the connection") }
                 return
             case SSL_ERROR_WANT_WRITE:
-                readWantsWrite = true
+                live.readWantsWrite = true
                 setInterest(writable: true)
                 return
             case SSL_ERROR_ZERO_RETURN:
                 return lose("server closed the connection")
             default:
                 let detail = openSSLErrors()
-                if phase == .awaitingSettings && detail != "no OpenSSL error detail" {
+                if case .awaitingSettings = phase, detail != "no OpenSSL error detail" {
                     return failTLS("rejected after the handshake: \(detail)")  // TLS 1.3: e.g. a missing client certificate
                 }
                 return lose(detail == "no OpenSSL error detail" ? "server closed the connection" : "read failed: \(detail)")
@@ -280,27 +233,29 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     }
 
     func flush() {
-        needsFlush = false
-        guard let ssl, let session, phase == .awaitingSettings || phase == .ready || phase == .draining else { return }
+        output.needsFlush = false
+        guard let live = phase.session else { return }
+        let ssl = live.ssl.pointer
+        let session = live.session.pointer
         while true {
-            if outOffset >= outBuffer.count {
-                outBuffer.removeAll(keepingCapacity: true)
-                outOffset = 0
-                while outBuffer.count < Self.readSize {
+            if output.isDrained {
+                output.startBatch()
+                while output.bytes.count < LiveSession.readSize {
                     var data: UnsafePointer<UInt8>?
                     let count = nghttp2_session_mem_send(session, &data)
                     if count < 0 { return lose("HTTP/2 error: \(String(cString: nghttp2_strerror(Int32(count))))") }
                     guard count > 0, let data else { break }
-                    outBuffer.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
+                    output.append(UnsafeBufferPointer(start: data, count: count))
                 }
-                if outBuffer.isEmpty { break }
+                if output.bytes.isEmpty { break }
             }
             ERR_clear_error()
-            let written = outBuffer.withUnsafeBytes { bytes in
-                SSL_write(ssl, bytes.baseAddress! + outOffset, Int32(bytes.count - outOffset))
+            let offset = output.offset
+            let written = output.bytes.withUnsafeBytes { bytes in
+                SSL_write(ssl, bytes.baseAddress! + offset, Int32(bytes.count - offset))
             }
             if written > 0 {
-                outOffset += Int(written)
+                output.wrote(Int(written))
                 continue
             }
             switch SSL_get_error(ssl, written) {
@@ -314,16 +269,28 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 return lose(detail == "no OpenSSL error detail" ? "write failed: \(String(cString: strerror(errno)))" : "write failed: \(detail)")
             }
         }
-        setInterest(writable: readWantsWrite)
+        setInterest(writable: live.readWantsWrite)
+    }
+
+    /// A zero-delay timer runs after the current loop iteration: one SSL_write for a whole burst of sends.
+    /// Strong captures throughout: weak references would put every retain of the connection on Swift's slow
+    /// side-table path, and the connection lives until closed anyway (`keepAlive`).
+    func scheduleFlush() {
+        guard !output.flushScheduled else { return }
+        output.flushScheduled = true
+        loop.schedule(afterNanoseconds: 0) { [self] in
+            output.flushScheduled = false
+            entry {}
+        }
     }
 
     func closeIfDrained() {
-        guard phase == .draining, streams.isEmpty else { return }
-        if let session, goaway == nil {
-            _ = nghttp2_session_terminate_session(session, NGHTTP2_NO_ERROR.rawValue)
+        guard case let .draining(live, goaway) = phase, streams.isEmpty else { return }
+        if goaway == nil {
+            _ = nghttp2_session_terminate_session(live.session.pointer, NGHTTP2_NO_ERROR.rawValue)
             flush()
         }
-        if phase == .draining { shutdown(nil, inFlight: .connectionLost("closed after draining"), queued: .closed) }
+        if case .draining = phase { shutdown(nil, inFlight: .connectionLost("closed after draining"), queued: .closed) }
     }
 
     // MARK: closing
@@ -333,32 +300,29 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         shutdown(error, inFlight: error, queued: .notSent(why))
     }
 
-    /// The one way to `closed`: decides every open and queued request, frees the C objects, reports why.
+    /// The one way to `closed`: decides every open and queued request, closes the socket, reports why. The
+    /// `SSL*` and the session are freed with the last reference to the phase that held them.
     func shutdown(_ error: HTTP2ClientError?, inFlight: HTTP2ClientError, queued: HTTP2ClientError) {
-        guard phase != .closed else { return }
-        phase = .closed
+        if phase.isClosed { return }
+        let goaway = phase.goaway
+        let ssl = phase.ssl
+        let socket = phase.socket
+        phase = .closed(error)
         sweepTimer?.cancel()
         sweepTimer = nil
         for (streamID, context) in streams {
             // Above a received GOAWAY's last-stream-id the server never processed it, however the connection
             // ended (such requests may still sit unsent in nghttp2's queue when the server closes right after).
             var error = inFlight
-            if let goaway, streamID > goaway.lastStreamID {
-                error = .goawayUnprocessed(lastStreamID: goaway.lastStreamID, errorCode: goaway.errorCode, reason: goaway.reason)
-            }
-            if context.decide(.failure(error)) { toDeliver.append(context) }
+            if let goaway, streamID > goaway.lastStreamID { error = goaway.unprocessed }
+            if context.decide(.failure(error)) { batch.decided.append(context) }
         }
         streams.removeAll()
         failQueued(queued)
-        if let ssl, error == nil { ERR_clear_error(); SSL_shutdown(ssl) }
-        if let session { nghttp2_session_del(session) }
-        session = nil
-        if let ssl { SSL_free(ssl) }
-        ssl = nil
-        closeSocket()
-        outBuffer.removeAll()
-        outOffset = 0
-        pendingEvents.append(.closed(connectionID: id, error: error))
+        if let ssl, error == nil { ERR_clear_error(); SSL_shutdown(ssl.pointer) }
+        socket?.close()
+        output.release()
+        batch.events.append(.closed(connectionID: id, error: error))
         keepAlive = nil  // safe: `entry` holds the connection until this turn's completions and events are out
     }
 }

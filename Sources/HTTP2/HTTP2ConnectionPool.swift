@@ -38,6 +38,23 @@ public enum HTTP2PoolEvent: Sendable, Equatable {
     case reconnectScheduled(delayMilliseconds: Int, consecutiveFailures: Int)
 }
 
+/// What a pool can do right now, for an owner deciding whether to hand it work.
+public struct HTTP2PoolStatus: Sendable, Equatable {
+    /// At least one connection is ready: connected, the server's SETTINGS received, not draining.
+    public var hasUsableConnection: Bool
+    /// Connections in a row that failed to connect or died young, since the last healthy one (drives the back-off).
+    public var consecutiveFailures: Int
+    /// The largest stream limit a usable connection has now: the server's SETTINGS_MAX_CONCURRENT_STREAMS,
+    /// capped by the local limit. 0 means the server takes nothing at the moment; nil without a usable connection.
+    public var streamLimit: Int?
+
+    public init(hasUsableConnection: Bool, consecutiveFailures: Int, streamLimit: Int?) {
+        self.hasUsableConnection = hasUsableConnection
+        self.consecutiveFailures = consecutiveFailures
+        self.streamLimit = streamLimit
+    }
+}
+
 /// N connections to one endpoint with one TLS identity (one credential: APNs binds a team to a connection).
 ///
 /// Requests go to the live connection with the most free streams; the rest wait in one bounded pool queue
@@ -58,11 +75,14 @@ public final class HTTP2ConnectionPool {
     private var queue = FIFO<RequestContext>()
     /// Requests that must go on a connection newer than a given id: kept apart so they cannot block the rest.
     private var freshQueue = FIFO<RequestContext>()
-    private var consecutiveFailures = 0
+    private var backoff: ReconnectBackoff
     private var reconnectTimer: LoopTimer?
     private var sweepTimer: LoopTimer?
-    private var started = false
-    private var closed = false
+    /// `send` starts an unstarted pool; a closed one refuses everything.
+    private enum Lifecycle { case unstarted, open, closed }
+    private var lifecycle = Lifecycle.unstarted
+    private var closed: Bool { lifecycle == .closed }
+    /// Re-entrancy guard: a completion run by `enqueue` may send, which must not dispatch recursively.
     private var dispatching = false
 
     public init(loop: EventLoop, endpoint: HTTP2Endpoint, tls: TLSContext, options: HTTP2PoolOptions = .init()) {
@@ -70,6 +90,7 @@ public final class HTTP2ConnectionPool {
         self.endpoint = endpoint
         self.tls = tls
         self.options = options
+        backoff = ReconnectBackoff(minimumMilliseconds: options.reconnectMinimumMilliseconds, maximumMilliseconds: options.reconnectMaximumMilliseconds)
     }
 
     /// Convenience: builds the TLS context too. Throws `.tlsFailed` for unreadable CA, certificate or key files.
@@ -99,12 +120,20 @@ public final class HTTP2ConnectionPool {
     /// Free streams across live connections: what a caller may send without anything queuing.
     public var availableStreams: Int { connections.reduce(0) { $0 + $1.availableStreams } }
 
+    public var status: HTTP2PoolStatus {
+        var limit: Int?
+        for connection in connections where connection.state == .ready {
+            limit = max(limit ?? 0, connection.maxConcurrentStreams)
+        }
+        return HTTP2PoolStatus(hasUsableConnection: limit != nil, consecutiveFailures: backoff.consecutiveFailures, streamLimit: limit)
+    }
+
     // MARK: operations
 
     /// Opens the connections. `send` does this on first use; call it early to have them ready.
     public func start() {
-        guard !started, !closed else { return }
-        started = true
+        guard lifecycle == .unstarted else { return }
+        lifecycle = .open
         ensureConnections()
     }
 
@@ -116,7 +145,7 @@ public final class HTTP2ConnectionPool {
     /// connection that answered ExpiredProviderToken, pass that response's `connectionID`.
     public func send(_ request: HTTP2Request, onConnectionNewerThan minimumID: Int = 0, completion: @escaping HTTP2Completion) -> Bool {
         guard !closed else { return false }
-        if !started { start() }
+        if lifecycle == .unstarted { start() }
         let context = RequestContext(request: request, newerThanConnectionID: minimumID, completion: completion)
         if minimumID == 0 ? queue.isEmpty : freshQueue.isEmpty, let connection = bestConnection(newerThan: minimumID),
            connection.enqueue(context) {
@@ -142,7 +171,7 @@ public final class HTTP2ConnectionPool {
     /// otherwise they complete with `.connectionLost`.
     public func close(graceful: Bool = true) {
         guard !closed else { return }
-        closed = true
+        lifecycle = .closed
         reconnectTimer?.cancel()
         reconnectTimer = nil
         sweepTimer?.cancel()
@@ -245,21 +274,19 @@ public final class HTTP2ConnectionPool {
         // server is not hammered with new connections.
         let servedThenLeft = graceful && connection.responsesReceived > 0
         if lived >= UInt64(options.healthyLifetimeMilliseconds) &* 1_000_000 || servedThenLeft {
-            consecutiveFailures = 0
+            backoff.succeeded()
             ensureConnections()
             return
         }
-        consecutiveFailures += 1
+        let delays = backoff.failed()
         guard reconnectTimer == nil else { return }
-        let exponent = min(consecutiveFailures - 1, 16)
-        let ceiling = min(options.reconnectMaximumMilliseconds, options.reconnectMinimumMilliseconds << exponent)
-        let delay = Int.random(in: max(1, ceiling / 2)...max(1, ceiling))
+        let delay = Int.random(in: delays)
         reconnectTimer = loop.schedule(afterMilliseconds: delay) { [weak self] in
             guard let self else { return }
             self.reconnectTimer = nil
             self.ensureConnections()
         }
-        onEvent?(.reconnectScheduled(delayMilliseconds: delay, consecutiveFailures: consecutiveFailures))
+        onEvent?(.reconnectScheduled(delayMilliseconds: delay, consecutiveFailures: backoff.consecutiveFailures))
     }
 
     private func failWaiting(_ error: HTTP2ClientError) {

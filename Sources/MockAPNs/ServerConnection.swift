@@ -15,19 +15,34 @@ final class ServerConnection: FileDescriptorHandler {
     unowned let core: ServerCore
     private var ssl: OpaquePointer?
     private var session: OpaquePointer?
-    private var handshaking: Bool
-    private(set) var closed = false
+
+    /// What the connection does with input, stage by stage.
+    private enum Phase {
+        /// TLS accept in progress (TLS only).
+        case handshaking
+        /// Reading requests and answering them.
+        case open
+        /// A fault: reads and answers nothing more; closes when the client does.
+        case silenced
+        /// A fault: answers already given go out, then the connection closes without a word.
+        case dropping
+        /// Done after GOAWAY: our side is shut, the client's last bytes are being read and dropped.
+        case lingering
+        case closed
+    }
+
+    private var phase: Phase
+    private var closed: Bool {
+        if case .closed = phase { return true }
+        return false
+    }
     private var streams: [Int32: IncomingRequest] = [:]
     private var output: [UInt8] = []
     private var outputOffset = 0
     private var watchingWritable = false
-    private var silenced = false
-    private var closeRequested = false
-    private var goawaySent = false
-    /// Done after GOAWAY: our side is shut, the client's last bytes are being read and dropped.
-    private var lingering = false
     private var lingerTimer: LoopTimer?
-    private var goawayLastStream: Int32 = 0
+    /// The last-stream-id of the GOAWAY we sent; nil until then.
+    private var goawayLastStream: Int32?
     private var requestCount = 0
     private var highestStreamID: Int32 = 0
     private var lastActivity: UInt64 = monotonicNanos()
@@ -50,9 +65,9 @@ final class ServerConnection: FileDescriptorHandler {
             SSL_set_fd(ssl, fd)
             SSL_set_accept_state(ssl)
             self.ssl = ssl
-            handshaking = true
+            phase = .handshaking
         } else {
-            handshaking = false
+            phase = .open
         }
     }
 
@@ -64,20 +79,21 @@ final class ServerConnection: FileDescriptorHandler {
 
     func start() throws {
         try core.loop.register(fd: fd, handler: self, readable: true, writable: false)
-        if !handshaking { try startSession() }
+        if case .open = phase { try startSession() }
     }
 
     // MARK: I/O
 
     func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
-        if closed { return }
-        if lingering { return discardInput() }
-        if silenced {
+        switch phase {
+        case .closed: return
+        case .lingering: return discardInput()
+        case .silenced:
             if hangup || readable { close() }
             return
-        }
-        if handshaking {
+        case .handshaking:
             guard handshake() else { return }
+        case .open, .dropping: break
         }
         if readable || hangup { readAvailable() }
         if closed { return }
@@ -89,7 +105,7 @@ final class ServerConnection: FileDescriptorHandler {
         guard let ssl else { return true }
         let rc = SSL_accept(ssl)
         if rc == 1 {
-            handshaking = false
+            phase = .open
             var protocolName: UnsafePointer<UInt8>?
             var length: UInt32 = 0
             SSL_get0_alpn_selected(ssl, &protocolName, &length)
@@ -139,7 +155,7 @@ final class ServerConnection: FileDescriptorHandler {
         }
         let limit = UInt64(idle * 1e9)
         let elapsed = monotonicNanos() &- lastActivity
-        if elapsed >= limit && !goawaySent && !closed {
+        if elapsed >= limit && goawayLastStream == nil && !closed {
             sendGoaway(lastStreamID: highestStreamID, reason: "IdleTimeout")
             flush()
             finishIteration()
@@ -153,7 +169,7 @@ final class ServerConnection: FileDescriptorHandler {
 
     private func readAvailable() {
         let buffer = core.readBuffer
-        while !closed && !closeRequested && !silenced {
+        while case .open = phase {
             let count = transportRead(buffer.baseAddress!, buffer.count)
             if count == 0 { break }
             if count < 0 { close(); return }
@@ -161,7 +177,7 @@ final class ServerConnection: FileDescriptorHandler {
             let consumed = nghttp2_session_mem_recv(session, buffer.baseAddress!, count)
             if consumed < 0 { close(); return }
         }
-        if closeRequested {
+        if case .dropping = phase {
             // Answers already given go out (best effort); the request that triggered the drop gets none.
             flush()
             close()
@@ -179,10 +195,11 @@ final class ServerConnection: FileDescriptorHandler {
             OpenSSLSupport.clearErrors()
             return -1
         }
-        let n = Glibc.read(fd, pointer, capacity)
-        if n > 0 { return n }
-        if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) { return 0 }
-        return -1
+        switch try? SocketIO.read(fd, into: pointer, count: capacity) {
+        case let .bytes(count)?: return count
+        case .wouldBlock?: return 0
+        case .endOfFile?, nil: return -1
+        }
     }
 
     /// Moves nghttp2's queued frames into TLS until the socket would block.
@@ -219,22 +236,24 @@ final class ServerConnection: FileDescriptorHandler {
             OpenSSLSupport.clearErrors()
             return -1
         }
-        let n = Glibc.write(fd, pointer, count)
-        if n >= 0 { return n }
-        if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR { return 0 }
-        return -1
+        switch try? SocketIO.write(fd, from: pointer, count: count) {
+        case let .bytes(written)?: return written
+        case .wouldBlock?: return 0
+        case .endOfFile?, nil: return -1
+        }
     }
 
     private func setWritable(_ on: Bool) {
         guard on != watchingWritable, !closed else { return }
         watchingWritable = on
+        let silenced = if case .silenced = phase { true } else { false }
         try? core.loop.setInterest(fd: fd, readable: !silenced, writable: on)
     }
 
     /// Closes once nghttp2 has nothing left to do (after GOAWAY, or when the peer went away).
     private func finishIteration() {
         guard !closed, let session else { return }
-        if closeRequested { close(); return }
+        if case .dropping = phase { close(); return }
         if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 && outputOffset == output.count {
             closeAfterLingering()
         }
@@ -245,8 +264,10 @@ final class ServerConnection: FileDescriptorHandler {
     /// orderly way: close_notify and FIN, then read and drop what the client still sends until it closes
     /// its side (or a second passes), then close.
     private func closeAfterLingering() {
-        guard !lingering, !closed else { return }
-        lingering = true
+        switch phase {
+        case .lingering, .closed: return
+        case .handshaking, .open, .silenced, .dropping: phase = .lingering
+        }
         if let ssl {
             _ = SSL_shutdown(ssl)
             OpenSSLSupport.clearErrors()
@@ -260,17 +281,17 @@ final class ServerConnection: FileDescriptorHandler {
     private func discardInput() {
         let buffer = core.readBuffer
         while !closed {
-            let n = Glibc.read(fd, buffer.baseAddress!, buffer.count)
-            if n > 0 { continue }
-            if n < 0 && errno == EINTR { continue }
-            if n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) { return }
-            close()  // EOF or error: the client is gone too
+            switch try? SocketIO.read(fd, into: buffer.baseAddress!, count: buffer.count) {
+            case .bytes?: continue
+            case .wouldBlock?: return
+            case .endOfFile?, nil: close()  // the client is gone too
+            }
         }
     }
 
     func close() {
         guard !closed else { return }
-        closed = true
+        phase = .closed
         idleTimer?.cancel()
         idleTimer = nil
         lingerTimer?.cancel()
@@ -323,7 +344,7 @@ final class ServerConnection: FileDescriptorHandler {
     func pendingBody(_ streamID: Int32) -> IncomingRequest? { streams[streamID] }
 
     func requestComplete(_ streamID: Int32) {
-        guard let request = streams[streamID], !goawaySent || streamID <= goawayLastStream else { return }
+        guard let request = streams[streamID], streamID <= goawayLastStream ?? Int32.max else { return }
         if request.isControl {
             let (status, body) = core.control(request)
             respond(request, status: status, headers: [("content-type", "application/json")], body: body)
@@ -334,12 +355,12 @@ final class ServerConnection: FileDescriptorHandler {
         let script = core.faults.script
         if let limit = script.dropAfterRequests, requestCount > limit {
             core.stats.connectionsDropped += 1
-            closeRequested = true
+            drop()
             return
         }
         if let limit = script.silenceAfterRequests, requestCount > limit {
             core.stats.silencedRequests += 1
-            silenced = true
+            if case .open = phase { phase = .silenced }  // a drop decided earlier in this read still wins
             try? core.loop.setInterest(fd: fd, readable: false, writable: false)
             return
         }
@@ -400,15 +421,19 @@ final class ServerConnection: FileDescriptorHandler {
             core.stats.silencedRequests += 1
         case .drop:
             core.stats.connectionsDropped += 1
-            closeRequested = true
+            drop()
         case .goaway(let reason):
             sendGoaway(lastStreamID: request.streamID - 2, reason: reason)
         }
     }
 
+    /// The fault that ends the connection: from any stage but closed (it wins over silence and lingering).
+    private func drop() {
+        if !closed { phase = .dropping }
+    }
+
     private func sendGoaway(lastStreamID: Int32, reason: String) {
-        guard !goawaySent, let session else { return }
-        goawaySent = true
+        guard goawayLastStream == nil, let session else { return }
         core.stats.goawaysSent += 1
         let last = max(0, lastStreamID)
         goawayLastStream = last
