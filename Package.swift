@@ -28,7 +28,7 @@ let package = Package(
         .target(name: "Reactor", dependencies: ["CLinux", "Basics"]),
         .target(name: "APNs", dependencies: ["COpenSSL", "Basics"]),
         .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
-        .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "CHiredis", "APNs"]),
+        .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "CHiredis"]),
         .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
         /// APNs over HTTP/2: the client that turns a notification into a request on a pool and the answer back.
         .target(name: "APNsHTTP2", dependencies: ["APNs", "HTTP2", "Reactor"]),
@@ -39,11 +39,12 @@ let package = Package(
 
         .target(name: "HeraldTestSupport", path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "COpenSSL"]),
+        .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "Basics", "COpenSSL"]),
         .testTarget(
             name: "HTTP2Tests", dependencies: ["HTTP2", "Reactor", "MockAPNs", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
-        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "APNs", "HeraldTestSupport"]),
+        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsHTTP2Tests", dependencies: ["APNsHTTP2", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "HeraldTestSupport"]),

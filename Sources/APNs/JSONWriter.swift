@@ -1,3 +1,5 @@
+import Basics
+
 /// Appends JSON straight into a byte buffer (results, envelopes, dead-letter entries) without Foundation.
 /// Commas are placed automatically; the caller is responsible for balanced begin/end calls.
 public struct JSONWriter: Sendable {
@@ -50,62 +52,3 @@ public struct JSONWriter: Sendable {
 private let trueBytes: [UInt8] = Array("true".utf8)
 private let falseBytes: [UInt8] = Array("false".utf8)
 private let nullBytes: [UInt8] = Array("null".utf8)
-private let hexDigits: [UInt8] = Array("0123456789abcdef".utf8)
-
-/// Appends `s` as a quoted JSON string: `"` `\` and control characters escaped, everything else as UTF-8.
-public func appendJSONString(_ s: String, to out: inout [UInt8]) {
-    out.append(UInt8(ascii: "\""))
-    var s = s
-    s.withUTF8 { utf8 in
-        var runStart = 0
-        for i in 0..<utf8.count {
-            let b = utf8[i]
-            guard b < 0x20 || b == UInt8(ascii: "\"") || b == UInt8(ascii: "\\") else { continue }
-            if runStart < i { out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart..<i])) }
-            runStart = i + 1
-            out.append(UInt8(ascii: "\\"))
-            switch b {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"): out.append(b)
-            case 0x0A: out.append(UInt8(ascii: "n"))
-            case 0x0D: out.append(UInt8(ascii: "r"))
-            case 0x09: out.append(UInt8(ascii: "t"))
-            case 0x08: out.append(UInt8(ascii: "b"))
-            case 0x0C: out.append(UInt8(ascii: "f"))
-            default:
-                out.append(contentsOf: [UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0")])
-                out.append(hexDigits[Int(b >> 4)])
-                out.append(hexDigits[Int(b & 0xF)])
-            }
-        }
-        if runStart < utf8.count { out.append(contentsOf: UnsafeBufferPointer(rebasing: utf8[runStart...])) }
-    }
-    out.append(UInt8(ascii: "\""))
-}
-
-/// `s` as a quoted JSON string literal.
-public func jsonEscaped(_ s: String) -> String {
-    var out: [UInt8] = []
-    out.reserveCapacity(s.utf8.count + 2)
-    appendJSONString(s, to: &out)
-    return String(decoding: out, as: UTF8.self)
-}
-
-/// Appends the decimal digits of `value` (no allocation beyond the buffer).
-public func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
-    if value < 0 { out.append(UInt8(ascii: "-")) }
-    var magnitude = value.magnitude
-    if magnitude == 0 { out.append(UInt8(ascii: "0")); return }
-    var digits: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8,
-        UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) =
-        (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
-    var n = 0
-    withUnsafeMutableBytes(of: &digits) { d in
-        while magnitude > 0 {
-            d[19 - n] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-            magnitude /= 10
-            n += 1
-        }
-        // Byte by byte: appending a slice of a raw buffer goes through a slow generic path.
-        for k in (20 - n)..<20 { out.append(d[k]) }
-    }
-}

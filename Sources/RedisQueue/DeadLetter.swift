@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 
 /// An element of `<prefix>:dead`: `{"reason":"...","at":<ms>,"job":"<raw job as a JSON string>"}`, or
@@ -29,12 +30,12 @@ public struct DeadLetterEntry: Sendable, Equatable {
         var out: [UInt8] = []
         out.reserveCapacity(kept.count + kept.count / 8 + 128)
         out.append(contentsOf: Array(#"{"reason":"#.utf8))
-        JSONBytes.appendString(reason, to: &out)
+        appendJSONString(reason, to: &out)
         out.append(contentsOf: Array(#","at":"#.utf8))
         out.append(contentsOf: Array(String(at).utf8))
         if JSONBytes.isValidUTF8(kept) {
             out.append(contentsOf: Array(#","job":"#.utf8))
-            JSONBytes.appendString(kept, to: &out)
+            appendJSONString(utf8: kept, to: &out)
         } else {
             out.append(contentsOf: Array(#","job_base64":""#.utf8))
             out.append(contentsOf: Array(Data(kept).base64EncodedString().utf8))

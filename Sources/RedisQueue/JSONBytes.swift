@@ -1,30 +1,6 @@
-/// Minimal JSON string writing on bytes: Herald builds its small headers and entries by concatenation so a
-/// job's bytes are never re-serialised.
+/// Byte helpers for the JSON Herald builds by concatenation (so a job's bytes are never re-serialised); the
+/// string escaping itself is Basics' `appendJSONString`.
 enum JSONBytes {
-    private static let hex = Array("0123456789abcdef".utf8)
-
-    /// Appends `"..."` with JSON escapes. `bytes` must be UTF-8 (callers check, or base64 first).
-    static func appendString<S: Sequence>(_ bytes: S, to out: inout [UInt8]) where S.Element == UInt8 {
-        out.append(UInt8(ascii: "\""))
-        for byte in bytes {
-            switch byte {
-            case UInt8(ascii: "\""): out.append(92); out.append(byte)
-            case 92: out.append(92); out.append(92)
-            case 10: out.append(92); out.append(UInt8(ascii: "n"))
-            case 13: out.append(92); out.append(UInt8(ascii: "r"))
-            case 9: out.append(92); out.append(UInt8(ascii: "t"))
-            case 0..<0x20, 0x7F:
-                out.append(contentsOf: Array(#"\u00"#.utf8))
-                out.append(hex[Int(byte >> 4)])
-                out.append(hex[Int(byte & 0xF)])
-            default: out.append(byte)
-            }
-        }
-        out.append(UInt8(ascii: "\""))
-    }
-
-    static func appendString(_ text: String, to out: inout [UInt8]) { appendString(text.utf8, to: &out) }
-
     static func isValidUTF8(_ bytes: [UInt8]) -> Bool {
         var iterator = bytes.makeIterator()
         var decoder = UTF8()

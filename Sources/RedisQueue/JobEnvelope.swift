@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 
 /// The retry wrapper around a job: `{"herald":{"queue":"<origin>","attempt":N,"id":"<id>","nonce":"<hex>"},"job":<job>}`.
@@ -15,13 +16,13 @@ public enum JobEnvelope {
         out.reserveCapacity(job.count + id.utf8.count + queue.utf8.count + 96)
         out.append(contentsOf: prefix)
         out.append(contentsOf: Array(#""queue":"#.utf8))
-        JSONBytes.appendString(queue, to: &out)
+        appendJSONString(queue, to: &out)
         out.append(contentsOf: Array(#","attempt":"#.utf8))
-        out.append(contentsOf: Array(String(attempt).utf8))
+        appendDecimal(attempt, to: &out)
         out.append(contentsOf: Array(#","id":"#.utf8))
-        JSONBytes.appendString(id, to: &out)
+        appendJSONString(id, to: &out)
         out.append(contentsOf: Array(#","nonce":"#.utf8))
-        JSONBytes.appendString(String(UInt64.random(in: 0...UInt64.max), radix: 16), to: &out)
+        appendJSONString(String(UInt64.random(in: 0...UInt64.max), radix: 16), to: &out)
         out.append(contentsOf: jobMarker)
         out.append(contentsOf: job)
         out.append(UInt8(ascii: "}"))

@@ -1,4 +1,4 @@
-import APNs
+import Basics
 
 /// Command arguments encoded as RESP bulk strings straight into one buffer as they are appended.
 /// The completion script takes ~35 arguments per job; building them as one array per argument cost more than
@@ -27,13 +27,7 @@ public struct RESPArguments: Sendable {
     }
 
     public mutating func append(_ value: Int64) {
-        var rest = value.magnitude
-        var digits = 1
-        while rest >= 10 {
-            rest /= 10
-            digits += 1
-        }
-        header(digits + (value < 0 ? 1 : 0))
+        header(decimalLength(value))
         appendDecimal(value, to: &bytes)
         bytes.append(13)
         bytes.append(10)
@@ -56,7 +50,7 @@ public struct RESPArguments: Sendable {
             bytes.append(UInt8(48 + length / 10))
             bytes.append(UInt8(48 + length % 10))
         } else {
-            appendDecimal(Int64(length), to: &bytes)
+            appendDecimal(length, to: &bytes)
         }
         bytes.append(13)
         bytes.append(10)
@@ -67,12 +61,12 @@ public struct RESPArguments: Sendable {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count + 64 + prefix.reduce(0) { $0 + $1.count + 16 })
         out.append(UInt8(ascii: "*"))
-        appendDecimal(Int64(prefix.count + count), to: &out)
+        appendDecimal(prefix.count + count, to: &out)
         out.append(13)
         out.append(10)
         for argument in prefix {
             out.append(UInt8(ascii: "$"))
-            appendDecimal(Int64(argument.count), to: &out)
+            appendDecimal(argument.count, to: &out)
             out.append(13)
             out.append(10)
             out.append(contentsOf: argument)

@@ -1,4 +1,5 @@
 import APNs
+import Basics
 import Testing
 
 private let token = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
@@ -205,14 +206,6 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
         let job = try JobParser.parse(Array("{\"token\":\"ab\",\"payload\":{},\"id\":\(jsonEscaped(nasty))}".utf8))
         #expect(job.id == nasty)
         #expect(jsonEscaped("plain") == "\"plain\"")
-    }
-
-    @Test func decimals() {
-        for v: Int64 in [0, 1, -1, 9, 10, 1_700_000_000_123, .max, .min] {
-            var out: [UInt8] = []
-            appendDecimal(v, to: &out)
-            #expect(String(decoding: out, as: UTF8.self) == String(v))
-        }
     }
 }
 
