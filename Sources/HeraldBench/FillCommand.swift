@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Reactor
 import RedisQueue
@@ -5,8 +6,18 @@ import RedisQueue
 /// LPUSHes benchmark jobs: as fast as Redis takes them (the queue is full before the worker starts), or
 /// paced at `--rate` jobs per second for the latency-at-half-rate run.
 enum FillCommand {
-    static func run(_ args: ArraySlice<String>) throws {
-        let flags = try BenchArguments(args, allowed: ["redis", "queue", "count", "first", "rate"])
+    static let command = Command(
+        bench: "fill", abstract: "LPUSH benchmark jobs (paced at --rate per second when given).",
+        options: [
+            .value("redis", "url", "Redis URL (required)."),
+            .value("queue", "key", "Queue key to push onto (required)."),
+            .value("count", "n", "How many jobs (default 0)."),
+            .value("first", "i", "Index of the first job (default 0)."),
+            .value("rate", "per-second", "Pace the pushes at this rate (default 0: as fast as Redis takes them)."),
+        ],
+        run: run)
+
+    static func run(_ flags: ParsedArguments) throws {
         let url = try RedisURL(parsing: try flags.required("redis"))
         let queue = try flags.required("queue")
         let count = try flags.int("count", default: 0)
@@ -32,7 +43,7 @@ enum FillCommand {
                 var commands: [[[UInt8]]] = []
                 for _ in 0..<8 where pushed < count { commands.append(command(min(1000, count - pushed))) }
                 for reply in try redis.pipeline(rawCommands: commands) {
-                    if let message = reply.errorMessage { throw BenchUsageError("LPUSH failed: \(message)") }
+                    if let message = reply.errorMessage { throw BenchError("LPUSH failed: \(message)") }
                 }
             }
         } else {
@@ -42,7 +53,7 @@ enum FillCommand {
                 let due = min(count, Int(elapsed * rate) + 1)
                 if due > pushed {
                     let reply = try redis.command(command(due - pushed))
-                    if let message = reply.errorMessage { throw BenchUsageError("LPUSH failed: \(message)") }
+                    if let message = reply.errorMessage { throw BenchError("LPUSH failed: \(message)") }
                 }
                 usleep(2000)
             }

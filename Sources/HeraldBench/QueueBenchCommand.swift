@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Reactor
 import RedisQueue
@@ -6,13 +7,24 @@ import RedisQueue
 /// `delivered` result and ack for each job, claim again), pipelined on one connection as the worker does.
 /// The jobs must already be queued. Against `redis-benchmark` this is the cost of the Lua scripts.
 enum QueueBenchCommand {
-    static func run(_ args: ArraySlice<String>) throws {
-        let flags = try BenchArguments(args, allowed: ["redis", "count", "batch", "lanes", "prefix", "timeout"])
+    static let command = Command(
+        bench: "queue", abstract: "Claim + ack + result with no APNs at all (jobs must be queued).",
+        options: [
+            .value("redis", "url", "Redis URL (required)."),
+            .value("count", "n", "Jobs to process (default 100000)."),
+            .value("batch", "n", "Jobs per claim (default 256)."),
+            .value("lanes", "n", "Independent claim loops (default 4)."),
+            .value("prefix", "prefix", "Key prefix (default herald)."),
+            .value("timeout", "seconds", "Give up after this long (default 300)."),
+        ],
+        run: run)
+
+    static func run(_ flags: ParsedArguments) throws {
         let url = try RedisURL(parsing: try flags.required("redis"))
         let count = try flags.int("count", default: 100_000)
         let batch = max(1, try flags.int("batch", default: 256))
         let lanes = max(1, try flags.int("lanes", default: 4))
-        let prefix = flags.string("prefix") ?? "herald"
+        let prefix = flags.value("prefix") ?? "herald"
         let timeout = try flags.double("timeout", default: 300)
         let loop = try EventLoop.startThread(name: "bench-queue")
         defer { loop.stop(); _ = loop.waitUntilStopped() }

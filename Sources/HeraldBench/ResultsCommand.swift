@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Reactor
 import RedisQueue
@@ -6,8 +7,17 @@ import RedisQueue
 /// entry's time minus its latency) to the last result (last entry's id time), and claim-to-result latency
 /// percentiles over every entry.
 enum ResultsCommand {
-    static func run(_ args: ArraySlice<String>) throws {
-        let flags = try BenchArguments(args, allowed: ["redis", "key", "expect", "timeout"])
+    static let command = Command(
+        bench: "results", abstract: "Wait for N result entries, then report rate and latency.",
+        options: [
+            .value("redis", "url", "Redis URL (required)."),
+            .value("key", "key", "Results stream key (required)."),
+            .value("expect", "n", "Entries to wait for (default 0)."),
+            .value("timeout", "seconds", "Give up after this long (default 300)."),
+        ],
+        run: run)
+
+    static func run(_ flags: ParsedArguments) throws {
         let url = try RedisURL(parsing: try flags.required("redis"))
         let key = try flags.required("key")
         let expect = try flags.int("expect", default: 0)
@@ -34,7 +44,7 @@ enum ResultsCommand {
         var entries = 0
         while true {
             let page = try redis.command(["XRANGE", key, start, "+", "COUNT", "10000"])
-            if let message = page.errorMessage { throw BenchUsageError("XRANGE failed: \(message)") }
+            if let message = page.errorMessage { throw BenchError("XRANGE failed: \(message)") }
             let items = StreamEntry.entries(page)
             guard !items.isEmpty else { break }
             for item in items {

@@ -1,4 +1,5 @@
 import APNs
+import Basics
 import Foundation
 import APNsHTTP2
 import HTTP2
@@ -9,10 +10,25 @@ import Worker
 /// over `connections`, timed from the first send to the last answer after a warm-up (connect, TLS, the
 /// server's stream-limit ramp). What this gets against h2load is the client's own overhead.
 enum SendBenchCommand {
-    static func run(_ args: ArraySlice<String>) throws {
-        let flags = try BenchArguments(args, allowed: ["host", "port", "ca-file", "key-file", "key-id", "team-id", "count",
-                                                       "concurrency", "connections", "warmup", "timeout"])
-        let host = flags.string("host") ?? "127.0.0.1"
+    static let command = Command(
+        bench: "send", abstract: "The APNs client alone, straight from memory.",
+        options: [
+            .value("host", "host", "APNs host (default 127.0.0.1)."),
+            .value("port", "n", "APNs port."),
+            .value("ca-file", "pem", "CA that signed the server's certificate (required)."),
+            .value("key-file", "p8", "Provider key (required)."),
+            .value("key-id", "id", "Key ID (required)."),
+            .value("team-id", "id", "Team ID (required)."),
+            .value("count", "n", "Notifications to send (default 100000)."),
+            .value("concurrency", "n", "Requests in flight (default 1000)."),
+            .value("connections", "n", "HTTP/2 connections (default 1)."),
+            .value("warmup", "n", "Requests sent before timing starts (default 2000)."),
+            .value("timeout", "seconds", "Give up after this long (default 300)."),
+        ],
+        run: run)
+
+    static func run(_ flags: ParsedArguments) throws {
+        let host = flags.value("host") ?? "127.0.0.1"
         let port = try flags.int("port", default: 0)
         let count = try flags.int("count", default: 100_000)
         let concurrency = max(1, try flags.int("concurrency", default: 1000))

@@ -1,29 +1,21 @@
+import Basics
 import Dispatch
 import Foundation
 import Glibc
 
 /// `herald mock-apns ...`: runs the simulator until SIGTERM/SIGINT; SIGHUP reloads `--config`.
 public enum MockAPNsCommand {
+    /// `herald mock-apns`: parsing, `--help` and usage errors as for every herald command.
+    public static let command = Command(CommandOptions.spec) { parsed in
+        run(try CommandOptions(parsed), waitForStop: waitForSignals)
+    }
+
     /// Runs the command. `arguments` are the words after `mock-apns` (a leading "mock-apns" is skipped too).
     /// Returns 0 after a clean stop, 64 on usage errors, 78 on a bad config file, 69 when it cannot start.
     public static func main(arguments: [String]) -> Int32 {
         var words = arguments
         if words.first == "mock-apns" { words.removeFirst() }
-        let options: CommandOptions
-        do {
-            options = try CommandOptions.parse(words)
-        } catch let error as UsageError {
-            if error.message == "help" {
-                print(CommandOptions.help)
-                return 0
-            }
-            FileHandle.standardError.write(Data("herald mock-apns: \(error.message)\nTry 'herald mock-apns --help'.\n".utf8))
-            return 64
-        } catch {
-            FileHandle.standardError.write(Data("herald mock-apns: \(error)\n".utf8))
-            return 64
-        }
-        return run(options, waitForStop: waitForSignals)
+        return command.main(words)
     }
 
     private static func fail(_ text: String, code: Int32) -> Int32 {
@@ -176,11 +168,7 @@ public enum MockAPNsCommand {
     }
 }
 
-struct UsageError: Error {
-    let message: String
-}
-
-/// Parsed `herald mock-apns` flags (see `help`).
+/// Parsed `herald mock-apns` flags (see `spec`).
 struct CommandOptions {
     var host = "127.0.0.1"
     var port = 0
@@ -211,121 +199,84 @@ struct CommandOptions {
     var tokenLifetime: Int64?
     var allowMissingPushType = false
 
-    static let help = """
-    usage: herald mock-apns [options]
-    An HTTP/2 server that answers like APNs (token and certificate auth, Apple's header rules, scripted faults).
-    Prints one JSON line when ready: {"port":...,"ca_file":...,"key_file":...,"key_id":...,"team_id":...}.
-    Runs until SIGTERM/SIGINT (exit 0); SIGHUP reloads --config. See docs/mock-apns.md.
+    static let spec = CommandSpec(
+        usageName: "herald mock-apns",
+        abstract: "Run the APNs simulator (HTTP/2, TLS, token auth, scripted faults).",
+        discussion: """
+        An HTTP/2 server that answers like APNs (token and certificate auth, Apple's header rules, scripted faults).
+        Prints one JSON line when ready: {"port":...,"ca_file":...,"key_file":...,"key_id":...,"team_id":...}.
+        Runs until SIGTERM/SIGINT (exit 0); SIGHUP reloads --config. See docs/mock-apns.md.
+        Exit codes: 0 stopped by signal, 64 usage error, 69 cannot start, 73 cannot write, 78 bad config or keys.
+        """,
+        options: [
+            .value("host", "address", "Listen address (default 127.0.0.1)."),
+            .value("port", "n", "Port, 0 = a free one (default 0; the ready line says which)."),
+            .value("cert", "file", "Server certificate chain (PEM); goes with --key."),
+            .value("key", "file", "Server private key (PEM); goes with --cert."),
+            .value("generate-tls", "dir", "Write ca.pem, ca-key.pem, server.pem, server-key.pem to this directory and use them (default without --cert: a temporary directory)."),
+            .flag("cleartext", "Plain HTTP/2 with prior knowledge instead of TLS (not like APNs; for h2load)."),
+            .value("client-ca", "file", "Accept client certificates signed by this CA (certificate-based auth)."),
+            .value("cert-topics", "a,b", "Topics for certificate connections (default: the certificate's UID, else CN)."),
+            .value("keys-dir", "dir", "Provider keys: AuthKey_<KEYID>.p8 or <KEYID>.pem (public or private), team --team-id."),
+            .value("generate-key", "dir", "Generate a P-256 key and write AuthKey_<KEYID>.p8 here (default when no --keys-dir: the --generate-tls directory, else a temporary one)."),
+            .value("key-id", "id", "Key ID of the generated key (default ABC123DEFG)."),
+            .value("team-id", "id", "Team ID of the keys (default DEF123GHIJ)."),
+            .value("topics", "a,b", "Bundle IDs the keys may push to (default: any)."),
+            .value("environment", "env", "Environment of the keys: production, sandbox or both (default both)."),
+            .flag("sandbox", "Behave as the sandbox host (adds apns-unique-id; production-only keys get BadEnvironmentKeyIdInToken)."),
+            .value("config", "file", "Device state and faults (JSON; reloaded on SIGHUP)."),
+            .value("max-streams", "n", "SETTINGS_MAX_CONCURRENT_STREAMS after the first valid token (default 1000)."),
+            .flag("drop-streams-after-rejection", "Advertise 1 stream after a rejected push, back after the next accepted one."),
+            .value("token-update-window", "seconds", "Minimum seconds between token changes on a connection (default 1200)."),
+            .value("token-lifetime", "seconds", "Age of iat that makes a token expired (default 3600)."),
+            .flag("allow-missing-push-type", "Treat a missing apns-push-type as alert instead of 400 MissingPushType."),
+            .value("seed", "n", "Seed for rates and latency ranges (default 1; the config's seed wins)."),
+            .value("log-file", "file", "Append accepted notifications as JSON lines."),
+            .flag("log-payloads", "Include the payload text in the accepted log."),
+            .flag("record", "Keep accepted notifications in memory for GET /_mock/accepted."),
+            .value("ready-file", "file", "Write the ready JSON line to this file once listening."),
+            .flag("print-token", "Add a provider token signed with the (first) key to the ready line."),
+            .flag("no-auth", "No authorization checks at all (pure HTTP/2 load only)."),
+        ])
 
-      --host ADDR                 listen address (default 127.0.0.1)
-      --port N                    port, 0 = a free one (default 0; the ready line says which)
-      --cert FILE --key FILE      server certificate chain and key (PEM)
-      --generate-tls DIR          write ca.pem, ca-key.pem, server.pem, server-key.pem to DIR and use them
-                                  (default without --cert: a temporary directory)
-      --cleartext                 plain HTTP/2 with prior knowledge instead of TLS (not like APNs; for h2load)
-      --client-ca FILE            accept client certificates signed by this CA (certificate-based auth)
-      --cert-topics A,B           topics for certificate connections (default: the certificate's UID, else CN)
-      --keys-dir DIR              provider keys: AuthKey_<KEYID>.p8 or <KEYID>.pem (public or private), team --team-id
-      --generate-key DIR          generate a P-256 key and write DIR/AuthKey_<KEYID>.p8 (default when no --keys-dir:
-                                  the --generate-tls directory, else a temporary one)
-      --key-id ID                 Key ID of the generated key (default ABC123DEFG)
-      --team-id ID                Team ID of the keys (default DEF123GHIJ)
-      --topics A,B                bundle IDs the keys may push to (default: any)
-      --environment ENV           environment of the keys: production, sandbox or both (default both)
-      --sandbox                   behave as the sandbox host (adds apns-unique-id; production-only keys get
-                                  BadEnvironmentKeyIdInToken)
-      --config FILE               device state and faults (JSON; reloaded on SIGHUP)
-      --max-streams N             SETTINGS_MAX_CONCURRENT_STREAMS after the first valid token (default 1000)
-      --drop-streams-after-rejection
-                                  advertise 1 stream after a rejected push, back after the next accepted one
-      --token-update-window S     minimum seconds between token changes on a connection (default 1200)
-      --token-lifetime S          age of iat that makes a token expired (default 3600)
-      --allow-missing-push-type   treat a missing apns-push-type as alert instead of 400 MissingPushType
-      --seed N                    seed for rates and latency ranges (default 1; the config's seed wins)
-      --log-file FILE             append accepted notifications as JSON lines
-      --log-payloads              include the payload text in the accepted log
-      --record                    keep accepted notifications in memory for GET /_mock/accepted
-      --ready-file FILE           write the ready JSON line to FILE once listening
-      --print-token               add a provider token signed with the (first) key to the ready line
-      --no-auth                   no authorization checks at all (pure HTTP/2 load only)
-      --help                      this text
-    Exit codes: 0 stopped by signal, 64 usage error, 69 cannot start, 73 cannot write, 78 bad config or keys.
-    """
+    /// `words` as the command line gives them (after `mock-apns`).
+    static func parse(_ words: [String]) throws(UsageError) -> CommandOptions {
+        try CommandOptions(try ParsedArguments.parse(words, spec: spec))
+    }
 
-    static func parse(_ words: [String]) throws -> CommandOptions {
-        var options = CommandOptions()
-        var index = 0
-        func value(_ flag: String) throws -> String {
-            index += 1
-            guard index < words.count else { throw UsageError(message: "\(flag) needs a value") }
-            return words[index]
-        }
-        func number<T: FixedWidthInteger>(_ flag: String, _ type: T.Type) throws -> T {
-            let text = try value(flag)
-            guard let parsed = T(text) else { throw UsageError(message: "\(flag): not a number: \(text)") }
-            return parsed
-        }
-        func list(_ flag: String) throws -> [String] {
-            try value(flag).split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        }
-        while index < words.count {
-            var word = words[index]
-            if let equals = word.firstIndex(of: "="), word.hasPrefix("--") {
-                // --flag=value is accepted as well as --flag value.
-                var rewritten = words
-                rewritten[index] = String(word[..<equals])
-                rewritten.insert(String(word[word.index(after: equals)...]), at: index + 1)
-                return try parse(rewritten)
-            }
-            if word == "-h" { word = "--help" }
-            switch word {
-            case "--help": throw UsageError(message: "help")
-            case "--host": options.host = try value(word)
-            case "--port":
-                let port = try number(word, Int.self)
-                guard (0...65535).contains(port) else { throw UsageError(message: "--port must be 0...65535") }
-                options.port = port
-            case "--cert": options.certFile = try value(word)
-            case "--key": options.keyFile = try value(word)
-            case "--generate-tls": options.generateTLS = try value(word)
-            case "--cleartext": options.cleartext = true
-            case "--client-ca": options.clientCA = try value(word)
-            case "--cert-topics": options.certificateTopics = try list(word)
-            case "--keys-dir": options.keysDir = try value(word)
-            case "--generate-key": options.generateKey = try value(word)
-            case "--key-id": options.keyID = try value(word)
-            case "--team-id": options.teamID = try value(word)
-            case "--topics": options.topics = try list(word)
-            case "--environment":
-                let text = try value(word)
-                guard let environment = MockEnvironment(rawValue: text) else { throw UsageError(message: "--environment must be production, sandbox or both") }
-                options.keyEnvironment = environment
-            case "--sandbox": options.sandbox = true
-            case "--config": options.configFile = try value(word)
-            case "--max-streams":
-                let streams = try number(word, UInt32.self)
-                guard streams >= 1 else { throw UsageError(message: "--max-streams must be at least 1") }
-                options.maxStreams = streams
-            case "--drop-streams-after-rejection": options.dropStreamsAfterRejection = true
-            case "--token-update-window":
-                guard let seconds = Double(try value(word)), seconds >= 0 else { throw UsageError(message: "--token-update-window: seconds >= 0") }
-                options.tokenUpdateWindow = seconds
-            case "--token-lifetime": options.tokenLifetime = try number(word, Int64.self)
-            case "--allow-missing-push-type": options.allowMissingPushType = true
-            case "--seed": options.seed = try number(word, UInt64.self)
-            case "--log-file": options.logFile = try value(word)
-            case "--log-payloads": options.logPayloads = true
-            case "--record": options.record = true
-            case "--ready-file": options.readyFile = try value(word)
-            case "--print-token": options.printToken = true
-            case "--no-auth": options.noAuth = true
-            default: throw UsageError(message: "unknown option \(word)")
-            }
-            index += 1
-        }
-        if (options.certFile == nil) != (options.keyFile == nil) { throw UsageError(message: "--cert and --key go together") }
-        if options.keysDir != nil && options.generateKey != nil { throw UsageError(message: "--keys-dir and --generate-key exclude each other") }
-        if options.cleartext && options.clientCA != nil { throw UsageError(message: "--client-ca needs TLS") }
-        return options
+    init() {}
+
+    init(_ args: ParsedArguments) throws(UsageError) {
+        if let host = args.value("host") { self.host = host }
+        if let port = try args.integer("port", as: Int.self, in: 0...65535) { self.port = port }
+        certFile = args.value("cert")
+        keyFile = args.value("key")
+        generateTLS = args.value("generate-tls")
+        cleartext = args.flag("cleartext")
+        clientCA = args.value("client-ca")
+        certificateTopics = args.list("cert-topics")
+        keysDir = args.value("keys-dir")
+        generateKey = args.value("generate-key")
+        if let keyID = args.value("key-id") { self.keyID = keyID }
+        if let teamID = args.value("team-id") { self.teamID = teamID }
+        if let topics = args.list("topics") { self.topics = topics }
+        if let environment = try args.choice("environment", MockEnvironment.allCases) { keyEnvironment = environment }
+        sandbox = args.flag("sandbox")
+        configFile = args.value("config")
+        if let streams = try args.integer("max-streams", as: UInt32.self, in: 1...UInt32.max) { maxStreams = streams }
+        dropStreamsAfterRejection = args.flag("drop-streams-after-rejection")
+        tokenUpdateWindow = try args.double("token-update-window", minimum: 0)
+        tokenLifetime = try args.integer("token-lifetime", as: Int64.self)
+        allowMissingPushType = args.flag("allow-missing-push-type")
+        if let seed = try args.integer("seed", as: UInt64.self) { self.seed = seed }
+        logFile = args.value("log-file")
+        logPayloads = args.flag("log-payloads")
+        record = args.flag("record")
+        readyFile = args.value("ready-file")
+        printToken = args.flag("print-token")
+        noAuth = args.flag("no-auth")
+        if (certFile == nil) != (keyFile == nil) { throw UsageError("--cert and --key go together") }
+        if keysDir != nil && generateKey != nil { throw UsageError("--keys-dir and --generate-key exclude each other") }
+        if cleartext && clientCA != nil { throw UsageError("--client-ca needs TLS") }
     }
 }

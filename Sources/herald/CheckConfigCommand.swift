@@ -1,11 +1,12 @@
 import APNs
+import Basics
 import Foundation
 import RedisQueue
 import Worker
 
 /// `herald check-config`: loads everything a worker would, signs a test token per app, reports every problem.
 enum CheckConfigCommand {
-    static let spec = CommandSpec(
+    static let command = Command(
         name: "check-config", abstract: "Load the configuration and credentials and report every problem at once.",
         options: [
             .value("config", "file", "Configuration file (or HERALD_CONFIG)."),

@@ -1,13 +1,14 @@
 import APNs
+import Basics
 import Foundation
 import Glibc
 import RedisQueue
 import Worker
 
 /// Loads the configuration from `--config` or `HERALD_CONFIG`, with environment overrides.
-func loadConfiguration(_ args: ParsedArguments) throws -> Configuration {
-    let path = args.value("config") ?? ProcessInfo.processInfo.environment["HERALD_CONFIG"]
-    return try ConfigurationLoader.load(path: path)
+func loadConfiguration(_ args: ParsedArguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Configuration {
+    let path = args.value("config") ?? environment["HERALD_CONFIG"]
+    return try ConfigurationLoader.load(path: path, environment: environment)
 }
 
 /// Redis settings for commands that need only Redis: `--redis` and `--prefix` flags, else the config file,
@@ -64,14 +65,19 @@ final class SignalWatcher: @unchecked Sendable {
     private let queue = DispatchQueue(label: "herald.signals")
     private var count = 0
 
-    init(onFirst: @escaping @Sendable () -> Void, onSecond: @escaping @Sendable () -> Void = { exit(130) }) {
+    convenience init(onFirst: @escaping @Sendable () -> Void, onSecond: @escaping @Sendable () -> Void = { exit(130) }) {
+        self.init(onSignal: { _ in onFirst() }, onSecond: { _ in onSecond() })
+    }
+
+    /// The handlers are given the signal's number.
+    init(onSignal onFirst: @escaping @Sendable (Int32) -> Void, onSecond: @escaping @Sendable (Int32) -> Void) {
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             source.setEventHandler { [weak self] in
                 guard let self else { return }
                 self.count += 1
-                if self.count == 1 { onFirst() } else { onSecond() }
+                if self.count == 1 { onFirst(sig) } else { onSecond(sig) }
             }
             source.resume()
             sources.append(source)

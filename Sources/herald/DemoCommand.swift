@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Glibc
 import MockAPNs
@@ -7,7 +8,7 @@ import RedisQueue
 /// simulator with a generated key and scripted device fates, and a real worker process; pushes sample jobs
 /// of mixed fate; shows progress; prints a summary; stops everything it started.
 enum DemoCommand {
-    static let spec = CommandSpec(
+    static let command = Command(
         name: "demo", abstract: "Run the demo: local Redis, the simulator, a worker and sample jobs, then a summary.",
         discussion: "Everything runs on 127.0.0.1 and is stopped at the end (by pid). Retries use short demo delays (1 s) instead of 15 minutes.",
         options: [

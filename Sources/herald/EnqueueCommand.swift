@@ -1,12 +1,14 @@
 import APNs
+import Basics
 import Foundation
+import Glibc
 import RedisQueue
 
 /// `herald enqueue`: JSON lines in, validated, LPUSHed in pipelined batches.
 enum EnqueueCommand {
-    static let spec = CommandSpec(
+    static let command = Command(
         name: "enqueue", abstract: "Validate JSON-lines jobs and push them onto the queue.",
-        discussion: "Reads one job per line from --file or standard input. Refused lines are listed with their line number and reason on stderr; the rest are pushed. Exits 0 when every line was pushed, 65 when some were refused.",
+        discussion: "Reads one job per line from --file or standard input. Refused lines (invalid, or longer than 16 MiB) are listed with their line number and reason on stderr; the rest are pushed. SIGINT or SIGTERM stops reading: the batch in progress is pushed, the summary printed, and the exit status is 130 or 143. Exits 0 when every line was pushed, 65 when some were refused, 66 when --file cannot be read (missing, unreadable, a directory), 74 when reading failed part way.",
         options: redisOptions + [
             .value("file", "path", "Read jobs from this file instead of standard input."),
             .value("queue", "key", "Queue key (default: the first configured queue, <prefix>:queue)."),
@@ -30,57 +32,65 @@ enum EnqueueCommand {
         return nil
     }
 
+    /// The longest line (job) accepted: the size up to which the worker keeps a failed job whole in its
+    /// dead letter (`DeadLetterEntry.defaultMaxJobBytes`, 16 MiB).
+    static let maxLineBytes = DeadLetterEntry.defaultMaxJobBytes
+
     static func run(_ args: ParsedArguments) throws -> Int32 {
         let settings = try redisSettings(args)
         let queueKey = args.value("queue") ?? settings.queues[0]
-        let batch = try args.int("batch") ?? 1000
-        let handle: FileHandle
+        let batch = try args.integer("batch", as: Int.self, in: 1...1_000_000) ?? 1000
+        let fd: Int32
         if let path = args.value("file") {
-            guard let file = FileHandle(forReadingAtPath: path) else { throw UsageError("cannot read \(path)") }
-            handle = file
+            switch openForReading(path) {
+            case .success(let opened): fd = opened
+            case .failure(let problem):
+                printError("herald enqueue: \(problem.message)")
+                return ExitCode.noInput
+            }
         } else {
-            handle = FileHandle.standardInput
+            fd = STDIN_FILENO
         }
+        defer { if fd != STDIN_FILENO { close(fd) } }
         let redis = try BlockingRedis(url: settings.url)
-        let report = try Enqueuer.enqueue(lines: LineReader(handle: handle), redis: redis, queueKey: queueKey, validate: validate, batchSize: batch)
+        // SIGINT/SIGTERM: stop reading, push the batch in progress, report, exit 130/143; a second one exits at once.
+        let stop = StopRequest()
+        let watcher = SignalWatcher(onSignal: { stop.request(signal: $0) }, onSecond: { exit(128 + $0) })
+        let reader = LineReader(fd: fd, maxLineBytes: maxLineBytes, stop: stop)
+        let report = try Enqueuer.enqueue(lines: reader, redis: redis, queueKey: queueKey, validate: validate, batchSize: batch)
+        withExtendedLifetime(watcher) {}
+        let refusals = (report.refused.map { ($0.line, $0.reason) }
+            + reader.overlong.map { ($0.line, "line is \($0.bytes) bytes, longer than the \(maxLineBytes)-byte maximum for a job; not pushed") })
+            .sorted { $0.0 < $1.0 }
         if !args.flag("quiet") {
-            for refusal in report.refused { printError("line \(refusal.line): \(refusal.reason)") }
+            for (line, reason) in refusals { printError("line \(line): \(reason)") }
         }
-        print("{\"pushed\":\(report.pushed),\"refused\":\(report.refused.count),\"queue\":\"\(queueKey)\"}")
-        return report.refused.isEmpty ? ExitCode.success : ExitCode.dataError
+        var summary = "{\"pushed\":\(report.pushed),\"refused\":\(refusals.count),\"queue\":\(jsonEscaped(queueKey))"
+        if let signal = stop.signal { summary += ",\"stopped_by\":\(jsonEscaped(signal == SIGINT ? "SIGINT" : "SIGTERM"))" }
+        print(summary + "}")
+        if let signal = stop.signal {
+            printError("herald enqueue: stopped by \(signal == SIGINT ? "SIGINT" : "SIGTERM") after pushing \(report.pushed) jobs; the rest of the input was not read")
+            return 128 + signal
+        }
+        if let problem = reader.readError {
+            printError("herald enqueue: reading stopped early: \(problem); \(report.pushed) jobs pushed")
+            return ExitCode.ioError
+        }
+        return refusals.isEmpty ? ExitCode.success : ExitCode.dataError
     }
-}
 
-/// Lines of a file as bytes, read in 64 KB chunks: a multi-gigabyte file never sits in memory whole.
-struct LineReader: Sequence, IteratorProtocol {
-    let handle: FileHandle
-    private var buffer: [UInt8] = []
-    private var start = 0
-    private var finished = false
+    struct OpenProblem: Error { let message: String }
 
-    init(handle: FileHandle) { self.handle = handle }
-
-    mutating func next() -> [UInt8]? {
-        while true {
-            if let newline = buffer[start...].firstIndex(of: 10) {
-                var line = Array(buffer[start..<newline])
-                start = newline + 1
-                if line.last == 13 { line.removeLast() }
-                return line
-            }
-            if finished {
-                guard start < buffer.count else { return nil }
-                let line = Array(buffer[start...])
-                start = buffer.count
-                return line
-            }
-            let chunk = handle.readData(ofLength: 65536)
-            if chunk.isEmpty { finished = true; continue }
-            if start > 0 {
-                buffer.removeFirst(start)
-                start = 0
-            }
-            buffer.append(contentsOf: chunk)
+    /// Opens a regular file (or pipe, FIFO, device) for reading; a directory or an unreadable path is a clear
+    /// error instead of a crash inside FileHandle.
+    static func openForReading(_ path: String) -> Result<Int32, OpenProblem> {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { return .failure(OpenProblem(message: "cannot read \(path): \(String(cString: strerror(errno)))")) }
+        var status = stat()
+        if fstat(fd, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR {
+            close(fd)
+            return .failure(OpenProblem(message: "cannot read \(path): it is a directory"))
         }
+        return .success(fd)
     }
 }

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Glibc
 import RedisQueue
@@ -5,7 +6,7 @@ import Worker
 
 /// `herald scheduler`: moves due retries to their queues and reaps dead workers' leases, nothing else.
 enum SchedulerCommand {
-    static let spec = CommandSpec(
+    static let command = Command(
         name: "scheduler", abstract: "Move due retries back to the queue and return dead workers' jobs.",
         discussion: "Workers do this by default; run it alone when they are configured with run_scheduler false. Safe to run in several places at once.",
         options: redisOptions + [.flag("once", "One pass, then exit (for cron and tests).")],

@@ -1,4 +1,5 @@
 import APNs
+import Basics
 import Foundation
 import APNsHTTP2
 import HTTP2
@@ -7,7 +8,7 @@ import Worker
 
 /// `herald send`: one notification from flags, straight to APNs (or any host:port), result as JSON.
 enum SendCommand {
-    static let spec = CommandSpec(
+    static let command = Command(
         name: "send", abstract: "Send one notification now and print APNs's answer as JSON.",
         discussion: """
         Credentials come from --config (with --app, or the app matching --topic) or inline from --key-file,

@@ -1,9 +1,10 @@
+import Basics
 import Foundation
 import RedisQueue
 
 /// `herald stats`: one look at the queue's state.
 enum StatsCommand {
-    static let spec = CommandSpec(
+    static let command = Command(
         name: "stats", abstract: "Show queue lengths, leases, retries, recent outcomes and dead letters.",
         options: redisOptions + [.flag("json", "Print one JSON object instead of a table.")],
         run: run)

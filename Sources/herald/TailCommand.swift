@@ -1,9 +1,10 @@
+import Basics
 import Foundation
 import RedisQueue
 
 /// `herald tail`: follows the results stream, human-readable or as JSON lines.
 enum TailCommand {
-    static let spec = CommandSpec(
+    static let command = Command(
         name: "tail", abstract: "Follow the results stream.",
         options: redisOptions + [
             .flag("json", "One JSON object per entry."),

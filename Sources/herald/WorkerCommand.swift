@@ -1,25 +1,51 @@
+import Basics
 import Foundation
 import Reactor
 import Worker
 
 /// `herald worker`: claims jobs and delivers them until SIGTERM/SIGINT, then drains and exits 0.
 enum WorkerCommand {
-    static let spec = CommandSpec(
+    static let command = Command(
         name: "worker", abstract: "Claim jobs from Redis and deliver them to APNs.",
         discussion: """
         Runs until SIGTERM or SIGINT: then it stops claiming, lets in-flight requests finish (up to
         worker.shutdown_deadline_seconds), returns unsent jobs to the queue, writes every result and exits 0.
         A second signal exits at once; the leases then expire and another worker takes the jobs.
+        A SIGUSR1 or SIGUSR2 is ignored (not the default, which would end the process without a drain).
+        Flags win over the environment, which wins over the configuration file.
         """,
         options: [
             .value("config", "file", "Configuration file (or HERALD_CONFIG)."),
+            .value("redis", "url", "Redis URL (overrides the configuration and HERALD_REDIS_URL)."),
+            .value("prefix", "prefix", "Key prefix (overrides the configuration and HERALD_REDIS_PREFIX)."),
             .value("id", "worker-id", "Worker id (default <host>-<pid>-<random>)."),
             .value("log-level", "level", "debug, info, warning or error."),
         ],
+        environment: workerEnvironment,
         run: run)
 
+    /// HERALD_CONFIG, then every override the loader reads (its list, so the help cannot fall behind).
+    static let workerEnvironment: [EnvironmentSpec] = [EnvironmentSpec("HERALD_CONFIG", "Configuration file when --config is not given.")]
+        + ConfigurationLoader.environmentOverrides.map { name in
+            EnvironmentSpec(name, environmentHelp[name] ?? "Overrides the configuration file (docs/configuration.md).")
+        }
+
+    private static let environmentHelp = [
+        "HERALD_REDIS_URL": "redis.url.", "HERALD_REDIS_PREFIX": "redis.prefix.", "HERALD_QUEUES": "redis.queues, comma-separated.",
+        "HERALD_MAX_IN_FLIGHT": "worker.max_in_flight.", "HERALD_LOG_LEVEL": "worker.log_level.", "HERALD_WORKER_ID": "worker.id.",
+        "HERALD_APNS_PRODUCTION_URL": "apns.production_url.", "HERALD_APNS_SANDBOX_URL": "apns.sandbox_url.",
+        "HERALD_APNS_CA_FILE": "apns.ca_file.", "HERALD_APNS_CONNECTIONS": "apns.connections_per_pool.", "HERALD_APNS_PROXY": "apns.proxy.",
+    ]
+
     static func run(_ args: ParsedArguments) throws -> Int32 {
-        var configuration = try loadConfiguration(args)
+        // Before any thread starts: a stray SIGUSR1/2 (a log rotator, a mistaken `kill -USR1`) must not end
+        // the worker without a drain.
+        signal(SIGUSR1, SIG_IGN)
+        signal(SIGUSR2, SIG_IGN)
+        var environment = ProcessInfo.processInfo.environment
+        if let url = args.value("redis") { environment["HERALD_REDIS_URL"] = url }
+        if let prefix = args.value("prefix") { environment["HERALD_REDIS_PREFIX"] = prefix }
+        var configuration = try loadConfiguration(args, environment: environment)
         if let level = args.value("log-level") {
             guard LogLevel(name: level) != nil else { throw UsageError("--log-level must be debug, info, warning or error") }
             configuration.worker.logLevel = level
