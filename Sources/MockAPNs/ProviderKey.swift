@@ -80,9 +80,6 @@ public final class MockProviderKey: @unchecked Sendable {
     }
 }
 
-/// Seconds since the UNIX epoch, as JWT `iat` uses.
-func wallClockSeconds() -> Int64 { Int64(Date().timeIntervalSince1970) }
-
 /// ES256 (ECDSA P-256 + SHA-256) in the JOSE form: 64-byte r||s, converted to and from OpenSSL's DER.
 enum ES256 {
     static func sign(_ message: [UInt8], key: OpaquePointer) throws -> [UInt8] {

@@ -155,3 +155,6 @@ func push(_ fixture: Fixture, token: String = Fixture.token, headers: [String]? 
     let url = path.map { fixture.url + $0 } ?? fixture.deviceURL(token)
     return try curl(fixture, [(url, method, (try headers ?? fixture.headers()) + extraHeaders, body)])[0]
 }
+
+/// Seconds since the UNIX epoch, as JWT `iat` uses (a test helper: the simulator reads the clock itself).
+func wallClockSeconds() -> Int64 { Int64(Date().timeIntervalSince1970) }

@@ -177,3 +177,150 @@ extension EndToEnd {
         }
     }
 }
+
+extension EndToEnd {
+    /// `herald enqueue` on hostile input and signals (issue 18), and the help every command generates.
+    @Suite struct EnqueueInputAndHelp {
+        static let job = "{\"token\":\"\(deviceToken(prefix: "00", index: 7))\",\"payload\":{\"aps\":{\"alert\":\"hi\"}}}\n"
+
+        /// A FIFO for herald's `--file`, and its write end opened once herald opened the read end (a blocking
+        /// write then fails with EPIPE instead of hanging if herald is gone).
+        static func makeFIFO(_ directory: String) throws -> String {
+            let path = directory + "/jobs.fifo"
+            guard mkfifo(path, 0o600) == 0 else { throw TestSupportError("mkfifo failed: errno \(errno)") }
+            return path
+        }
+
+        static func openWriter(_ path: String) throws -> Int32 {
+            let deadline = Date().addingTimeInterval(20)
+            while Date() < deadline {
+                let fd = open(path, O_WRONLY | O_NONBLOCK)
+                if fd >= 0 {
+                    _ = fcntl(fd, F_SETFL, 0)
+                    return fd
+                }
+                usleep(10_000)
+            }
+            throw TestSupportError("herald never opened \(path)")
+        }
+
+        @Test(.timeLimit(.minutes(1)), arguments: [(SIGINT, Int32(130), "SIGINT"), (SIGTERM, Int32(143), "SIGTERM")])
+        func enqueueStopsOnASignalAfterPushingWhatItRead(signal: Int32, status: Int32, name: String) throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            ignoreBrokenPipes()
+            let redis = try RedisServer()
+            let directory = makeTemporaryDirectory("herald-cli")
+            defer { redis.stop(); try? FileManager.default.removeItem(atPath: directory) }
+            let fifo = try Self.makeFIFO(directory)
+            let process = try ChildProcess(name: "enqueue-signal", executable: herald,
+                                           arguments: ["enqueue", "--redis", redis.url, "--file", fifo, "--batch", "1"])
+            let writer = try Self.openWriter(fifo)
+            defer { close(writer) }
+            let lines = Array(String(repeating: Self.job, count: 3).utf8)
+            #expect(lines.withUnsafeBytes { write(writer, $0.baseAddress, $0.count) } == lines.count)
+            let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+            #expect(waitUntil(seconds: 20) { (try? client.command(["LLEN", "herald:queue"]).int) == 3 }, "\(process.output)")
+            // The input stays open: only the signal can end the run.
+            process.signal(signal)
+            let exit = process.waitForExit(seconds: 10)
+            #expect(exit == status, "exit \(String(describing: exit)) after \(name):\n\(process.output)")
+            #expect(process.output.contains("\"pushed\":3") && process.output.contains("\"stopped_by\":\"\(name)\""), "\(process.output)")
+            #expect(try client.command(["LLEN", "herald:queue"]).int == 3)
+        }
+
+        @Test(.timeLimit(.minutes(2)))
+        func enqueueRefusesALineOverTheMaximumByNumberAndPushesTheRest() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            let redis = try RedisServer()
+            let directory = makeTemporaryDirectory("herald-cli")
+            defer { redis.stop(); try? FileManager.default.removeItem(atPath: directory) }
+            let maximum = 16 * 1024 * 1024
+            // A job line of exactly the maximum is read and validated (its payload is too large for APNs); one byte
+            // more is refused for its length, and its bytes never reach the queue.
+            func jobLine(length: Int) -> String {
+                let head = "{\"token\":\"\(deviceToken(prefix: "00", index: 8))\",\"payload\":{\"aps\":{},\"pad\":\""
+                return head + String(repeating: "p", count: length - head.utf8.count - 3) + "\"}}"
+            }
+            let text = Self.job + jobLine(length: maximum) + "\n" + Self.job + jobLine(length: maximum + 1) + "\r\n" + Self.job
+            let file = directory + "/jobs.jsonl"
+            try text.write(toFile: file, atomically: false, encoding: .utf8)
+            let run = try HeraldRun.run(herald: herald, ["enqueue", "--redis", redis.url, "--file", file], seconds: 90)
+            #expect(run.status == 65, "exit \(String(describing: run.status)): \(run.output.prefix(2000))")
+            #expect(run.output.contains("line 2: PayloadTooLarge"), "\(run.output.prefix(2000))")
+            #expect(run.output.contains("line 4: line is \(maximum + 1) bytes, longer than the \(maximum)-byte maximum"), "\(run.output.prefix(2000))")
+            #expect(run.output.contains("\"pushed\":3") && run.output.contains("\"refused\":2"), "\(run.output.prefix(2000))")
+            let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+            let queued = try client.command(["LRANGE", "herald:queue", "0", "-1"]).array?.compactMap(\.string) ?? []
+            #expect(queued == Array(repeating: String(Self.job.dropLast()), count: 3))
+        }
+
+        /// A 256 MiB line through a pipe: read once and skipped without being held, so the run ends in about a second
+        /// with little memory. (Re-scanning the line per chunk, as before, takes minutes for this much.)
+        @Test(.timeLimit(.minutes(2)))
+        func enqueueSkipsAHugeLineWithoutRescanningIt() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            ignoreBrokenPipes()
+            let redis = try RedisServer()
+            let directory = makeTemporaryDirectory("herald-cli")
+            defer { redis.stop(); try? FileManager.default.removeItem(atPath: directory) }
+            let fifo = try Self.makeFIFO(directory)
+            let process = try ChildProcess(name: "enqueue-huge", executable: herald, arguments: ["enqueue", "--redis", redis.url, "--file", fifo])
+            let fd = try Self.openWriter(fifo)
+            let writer = Thread {
+                var bytes = Array(Self.job.utf8)
+                _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                let block = [UInt8](repeating: UInt8(ascii: "x"), count: 1 << 20)
+                for _ in 0..<256 where block.withUnsafeBytes({ write(fd, $0.baseAddress, $0.count) }) == block.count {}
+                bytes = Array(("\n" + Self.job).utf8)
+                _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                close(fd)
+            }
+            writer.start()
+            let status = process.waitForExit(seconds: 60)
+            #expect(status == 65, "exit \(String(describing: status)) (nil: still reading after 60 s):\n\(process.output.prefix(2000))")
+            #expect(process.output.contains("line 2: line is \(256 << 20) bytes"), "\(process.output.prefix(2000))")
+            #expect(process.output.contains("\"pushed\":2"), "\(process.output.prefix(2000))")
+            process.stop(grace: 2)
+        }
+
+        @Test func enqueueRefusesADirectoryOrAMissingFileWithExit66() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            let directory = makeTemporaryDirectory("herald-cli")
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            // No Redis is needed: the input is checked first.
+            let folder = try HeraldRun.run(herald: herald, ["enqueue", "--redis", "redis://127.0.0.1:1/0", "--file", directory])
+            #expect(folder.status == 66, "exit \(String(describing: folder.status)): \(folder.output)")
+            #expect(folder.output.contains("cannot read \(directory): it is a directory"), "\(folder.output)")
+            let missing = try HeraldRun.run(herald: herald, ["enqueue", "--redis", "redis://127.0.0.1:1/0", "--file", directory + "/none.jsonl"])
+            #expect(missing.status == 66 && missing.output.contains("No such file"), "\(missing.output)")
+            if geteuid() != 0 {
+                let locked = directory + "/locked.jsonl"
+                try Self.job.write(toFile: locked, atomically: false, encoding: .utf8)
+                try FileManager.default.setAttributes([.posixPermissions: 0], ofItemAtPath: locked)
+                let denied = try HeraldRun.run(herald: herald, ["enqueue", "--redis", "redis://127.0.0.1:1/0", "--file", locked])
+                #expect(denied.status == 66 && denied.output.contains("Permission denied"), "\(denied.output)")
+            }
+        }
+
+        @Test func everyHelpUsesTheOneFormatAndNamesWhatIsNew() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            let top = try HeraldRun.run(herald: herald, ["--help"])
+            #expect(top.status == 0 && top.output.contains("--version"), "\(top.output)")
+            let version = try HeraldRun.run(herald: herald, ["--version"])
+            #expect(version.status == 0 && version.output.hasPrefix("herald "), "\(version.output)")
+            for command in ["worker", "enqueue", "mock-apns", "tail"] {
+                let help = try HeraldRun.run(herald: herald, [command, "--help"])
+                #expect(help.status == 0, "\(command): \(help.output)")
+                #expect(help.output.hasPrefix("OVERVIEW: ") && help.output.contains("USAGE: herald \(command) [options]")
+                        && help.output.contains("\nOPTIONS:\n  --"), "\(command) --help:\n\(help.output)")
+            }
+            let worker = try HeraldRun.run(herald: herald, ["worker", "--help"])
+            for needle in ["--redis <url>", "--prefix <prefix>", "ENVIRONMENT:", "HERALD_CONFIG", "HERALD_REDIS_URL", "HERALD_WORKER_ID"] {
+                #expect(worker.output.contains(needle), "worker --help lacks \(needle):\n\(worker.output)")
+            }
+            let mock = try HeraldRun.run(herald: herald, ["mock-apns", "--bogus"])
+            #expect(mock.status == 64 && mock.output.contains("herald mock-apns: unknown option '--bogus'") && mock.output.contains("USAGE: herald mock-apns"),
+                    "\(mock.output)")
+        }
+    }
+}

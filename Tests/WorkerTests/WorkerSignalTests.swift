@@ -160,5 +160,36 @@ extension EndToEnd {
             b.signal(SIGTERM)
             #expect(b.waitForExit(seconds: 10) == 0)
         }
+
+        /// SIGUSR1 and SIGUSR2 (default action: terminate, no drain) are ignored: the worker keeps delivering and
+        /// still drains and exits 0 on SIGTERM. It also takes --redis/--prefix over its configuration file.
+        @Test(.timeLimit(.minutes(2)))
+        func sigusr1AndSigusr2LeaveTheWorkerRunningAndDrainable() throws {
+            let world = try EndToEndWorld()
+            defer { world.shutdown(); world.removeFiles() }
+            // The file names an unreachable Redis and the default prefix; the flags must win.
+            let config = try world.writeConfig()
+            var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: config))) as? [String: Any])
+            object["redis"] = ["url": "redis://127.0.0.1:1/0"]
+            try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: config))
+            try world.push((0..<50).map { jobBytes(id: "u-\($0)", token: deviceToken(prefix: "00", index: $0)) }, queue: "usr:queue")
+            let worker = try ChildProcess(name: "worker-usr", executable: world.herald,
+                                          arguments: ["worker", "--config", config, "--id", "usr-1", "--redis", world.redisURL, "--prefix", "usr"])
+            defer { worker.stop() }
+            let redis = try world.connectRedis()
+            #expect(waitUntil(seconds: 30) { (try? redis.command(["XLEN", "usr:results"]).int) == 50 }, "\(worker.output.suffix(2000))")
+
+            worker.signal(SIGUSR1)
+            worker.signal(SIGUSR2)
+            try world.push((50..<100).map { jobBytes(id: "u-\($0)", token: deviceToken(prefix: "00", index: $0)) }, queue: "usr:queue")
+            #expect(waitUntil(seconds: 30) { (try? redis.command(["XLEN", "usr:results"]).int) == 100 },
+                    "running \(worker.isRunning): \(worker.output.suffix(2000))")
+            #expect(worker.isRunning, "SIGUSR1/SIGUSR2 ended the worker: \(worker.output.suffix(2000))")
+
+            worker.signal(SIGTERM)
+            #expect(worker.waitForExit(seconds: 15) == 0, "\(worker.output.suffix(2000))")
+            #expect(worker.output.contains("\"stopped\""), "no drain: \(worker.output.suffix(2000))")
+            #expect(try redis.command(["HLEN", "usr:leases:usr-1"]).int == 0)
+        }
     }
 }
