@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Glibc
 import Synchronization
@@ -59,24 +60,25 @@ public struct Logger: Sendable {
 
     public func log(_ level: LogLevel, _ message: String, _ fields: [String: LogValue]) {
         guard level >= minimumLevel else { return }
-        var line = "{\"ts\":\"\(Logger.timestamp())\",\"level\":\"\(level.name)\",\"component\":"
-        Logger.appendQuoted(component, to: &line)
-        line += ",\"msg\":"
-        Logger.appendQuoted(message, to: &line)
+        var line: [UInt8] = []
+        line.reserveCapacity(256)
+        line += Array("{\"ts\":\"\(Logger.timestamp())\",\"level\":\"\(level.name)\",\"component\":".utf8)
+        appendJSONString(component, to: &line)
+        line += Array(",\"msg\":".utf8)
+        appendJSONString(message, to: &line)
         for key in fields.keys.sorted() {
-            line += ","
-            Logger.appendQuoted(key, to: &line)
-            line += ":"
+            line.append(UInt8(ascii: ","))
+            appendJSONString(key, to: &line)
+            line.append(UInt8(ascii: ":"))
             switch fields[key]! {
-            case .string(let s): Logger.appendQuoted(s, to: &line)
-            case .int(let i): line += String(i)
-            case .double(let d): line += d.isFinite ? String(d) : "null"
-            case .bool(let b): line += b ? "true" : "false"
+            case .string(let s): appendJSONString(s, to: &line)
+            case .int(let i): appendDecimal(i, to: &line)
+            case .double(let d): line += Array((d.isFinite ? String(d) : "null").utf8)
+            case .bool(let b): line += Array((b ? "true" : "false").utf8)
             }
         }
-        line += "}\n"
-        var bytes = Array(line.utf8)
-        _ = bytes.withUnsafeMutableBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+        line += Array("}\n".utf8)
+        _ = line.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
     }
 
     static func timestamp() -> String {
@@ -92,27 +94,6 @@ public struct Logger: Sendable {
         }
         return "\(tmValue.tm_year + 1900)-\(pad(tmValue.tm_mon + 1, 2))-\(pad(tmValue.tm_mday, 2))T"
             + "\(pad(tmValue.tm_hour, 2)):\(pad(tmValue.tm_min, 2)):\(pad(tmValue.tm_sec, 2)).\(pad(Int32(ms), 3))Z"
-    }
-
-    static func appendQuoted(_ s: String, to out: inout String) {
-        out += "\""
-        for scalar in s.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            default:
-                if scalar.value < 0x20 {
-                    let hex = String(scalar.value, radix: 16)
-                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-                } else {
-                    out.unicodeScalars.append(scalar)
-                }
-            }
-        }
-        out += "\""
     }
 }
 
