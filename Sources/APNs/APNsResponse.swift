@@ -1,5 +1,11 @@
+import Basics
+
 /// One answer from APNs. Decoding never fails: a body that is not the documented JSON yields no reason.
 public struct APNsResponse: Sendable, Equatable {
+    /// Apple's reasons are short names; an unknown one longer than this (a broken or hostile peer) is kept cut
+    /// to it, marked `…(truncated, N bytes)`, so it cannot travel whole into logs and every results entry.
+    public static let maxReasonBytes = 256
+
     public var status: Int
     public var apnsID: String?
     /// Sandbox only: lets Apple's delivery log find the notification.
@@ -41,7 +47,7 @@ public struct APNsResponse: Sendable, Equatable {
                 var first = true
                 while let (key, value) = try scanner.nextMember(first: &first) {
                     if scanner.stringEquals(key, "reason"), value.kind == .string {
-                        reason = APNsReason(scanner.stringValue(value))
+                        reason = APNsReason(BoundedText.truncate(scanner.stringValue(value), maxBytes: maxReasonBytes))
                     } else if scanner.stringEquals(key, "timestamp"), value.kind == .number {
                         timestamp = scanner.int64Value(value) ?? Double(scanner.text(value)).flatMap { Int64(exactly: $0.rounded(.down)) }
                     }

@@ -23,14 +23,17 @@ public struct DeadLetterEntry: Sendable, Equatable {
         self.originalLength = originalLength ?? job.count
     }
 
-    /// The JSON bytes stored in the list.
+    /// Herald's reason texts are short; a longer one (a detail quoting input) is cut to this, marked.
+    public static let maxReasonBytes = 4096
+
+    /// The JSON bytes stored in the list (the reason capped at `maxReasonBytes`).
     public static func encode(reason: String, at: Int64, job: [UInt8], maxJobBytes: Int = defaultMaxJobBytes) -> [UInt8] {
         let truncated = job.count > maxJobBytes
         let kept = truncated ? Array(job[..<max(0, maxJobBytes)]) : job
         var out: [UInt8] = []
         out.reserveCapacity(kept.count + kept.count / 8 + 128)
         out.append(contentsOf: Array(#"{"reason":"#.utf8))
-        appendJSONString(reason, to: &out)
+        appendJSONString(BoundedText.truncate(reason, maxBytes: maxReasonBytes), to: &out)
         out.append(contentsOf: Array(#","at":"#.utf8))
         out.append(contentsOf: Array(String(at).utf8))
         if JSONBytes.isValidUTF8(kept) {

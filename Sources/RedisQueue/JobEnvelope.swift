@@ -1,12 +1,14 @@
 import Basics
 import Foundation
 
-/// The retry wrapper around a job: `{"herald":{"queue":"<origin>","attempt":N,"id":"<id>","nonce":"<hex>"},"job":<job>}`.
+/// The retry wrapper around a job: `{"herald":{"queue":"<origin>","attempt":N,"id":"<id>","nonce":"<hex>"},"job":<job>}`;
+/// the scheduler adds `,"epoch":"<dataset epoch>"` to the header as it moves it to a queue (`QueueScripts.moveDue`).
 ///
 /// Built by concatenation and taken apart by slicing, so the producer's job bytes come out exactly as they went
 /// in (only the small header is parsed). `queue` comes first so the scheduler script can read it with a plain
 /// pattern. The nonce keeps retry ZSET members unique even when a producer reused an id. A job from a producer
-/// (no envelope) is attempt 1 with no id. Producers must not start their own jobs with `{"herald":{`.
+/// (no envelope) is attempt 1 with no id. Producers must not start their own jobs with `{"herald":{`; one that does
+/// gets no epoch mark, so `Lease` counts it as attempt 1 whatever its header says.
 public enum JobEnvelope {
     static let prefix = Array(#"{"herald":{"#.utf8)
     static let jobMarker = Array(#"},"job":"#.utf8)
@@ -29,18 +31,18 @@ public enum JobEnvelope {
         return out
     }
 
-    public static func unwrap(_ bytes: [UInt8]) -> (job: [UInt8], attempt: Int, id: String?, queue: String?) {
+    public static func unwrap(_ bytes: [UInt8]) -> (job: [UInt8], attempt: Int, id: String?, queue: String?, epoch: String?) {
         guard bytes.count > prefix.count + jobMarker.count, bytes.starts(with: prefix), bytes.last == UInt8(ascii: "}"),
               let marker = JSONBytes.find(jobMarker, in: bytes, from: prefix.count, limit: min(bytes.count, 64 * 1024)) else {
-            return (bytes, 1, nil, nil)
+            return (bytes, 1, nil, nil, nil)
         }
         // Inside a JSON string a quote is always escaped, so the first `},"job":` ends the header.
         let header = Array(bytes[(prefix.count - 1)...marker])
         guard let object = try? JSONSerialization.jsonObject(with: Data(header)) as? [String: Any],
               let attempt = (object["attempt"] as? NSNumber)?.intValue else {
-            return (bytes, 1, nil, nil)
+            return (bytes, 1, nil, nil, nil)
         }
         let job = Array(bytes[(marker + jobMarker.count)..<(bytes.count - 1)])
-        return (job, max(1, attempt), object["id"] as? String, object["queue"] as? String)
+        return (job, max(1, attempt), object["id"] as? String, object["queue"] as? String, object["epoch"] as? String)
     }
 }

@@ -7,6 +7,8 @@ import Reactor
 /// `.connectionLost`/`.timeout` may or may not have run: re-sending a completion batch is safe (the lease-lost
 /// rule turns a repeat into `leasesLost`). Jobs from a claim whose reply was lost stay in this worker's lease
 /// hash (unknown to it) until `retire()` returns them on shutdown or the reaper does after a crash.
+/// A call that fails with `.wrongType` changed nothing (the scripts check key types before writing): keep the
+/// leases and send the same call again later, not as a repeat.
 public final class JobQueue {
     public let connection: RedisConnection
     public let keys: QueueKeys
@@ -16,6 +18,10 @@ public final class JobQueue {
     private var heartbeatTimer: LoopTimer?
     private var reapTimer: LoopTimer?
     private var schedulerTimer: LoopTimer?
+    /// Hears of every key a script passed over (a queue key holding a string, say): the claim skipped that
+    /// queue, the reaper, release or retire left leases that belong to it in place, the scheduler left its
+    /// retries in the retry set. Called on the loop, once per key per call: rate-limit the log line.
+    public var onKeyProblem: ((QueueKeyProblem) -> Void)?
 
     /// `queueKeys` in priority order (default: `keys.queue`). `workerID` must be unique among live workers
     /// (e.g. host:pid:random) and a valid key part.
@@ -30,11 +36,28 @@ public final class JobQueue {
     public var options: JobQueueOptions { commands.options }
 
     private func run(_ call: (RedisScript, [[UInt8]], [[UInt8]]), _ completion: @escaping (Result<RESPValue, RedisError>) -> Void) {
-        connection.evalScript(call.0, keys: call.1, args: call.2, completion: completion)
+        connection.evalScript(call.0, keys: call.1, args: call.2) { result in completion(result.mapError { $0.refined() }) }
+    }
+
+    /// For the scripts that answer {count, ..., problems}: reports the problems, hands on the count.
+    private func runCount(_ call: (RedisScript, [[UInt8]], [[UInt8]]), _ completion: @escaping (Result<Int, RedisError>) -> Void) {
+        run(call) { [weak self] result in
+            completion(result.flatMap { reply in
+                Result { () throws(RedisError) in
+                    let (count, problems) = try QueueCommands.parseCount(reply)
+                    self?.report(problems)
+                    return count
+                }
+            })
+        }
+    }
+
+    private func report(_ problems: [QueueKeyProblem]) {
+        for problem in problems { onKeyProblem?(problem) }
     }
 
     /// Claims up to `max` jobs (also renews the heartbeat). An empty array means the queues are empty: back off
-    /// with `ClaimBackoff`.
+    /// with `ClaimBackoff`. Queue keys of the wrong type are skipped (and reported to `onKeyProblem`).
     public func claim(max: Int, completion: @escaping (Result<[Lease], RedisError>) -> Void) {
         let commands = self.commands
         let prefix = leasePrefixes.next()
@@ -42,13 +65,19 @@ public final class JobQueue {
             if case .failure(let error) = result, error == .connectionLost || error == .timeout {
                 self?.releaseOrphans(prefix: prefix)
             }
-            completion(result.flatMap { reply in Result { () throws(RedisError) in try commands.parseClaim(reply) } })
+            completion(result.flatMap { reply in
+                Result { () throws(RedisError) in
+                    let (leases, problems) = try commands.parseClaim(reply)
+                    self?.report(problems)
+                    return leases
+                }
+            })
         }
     }
 
     /// A claim may have run without its reply reaching us: put whatever it leased back, retrying until done.
     private func releaseOrphans(prefix: String) {
-        run(commands.releasePrefix(prefix)) { [weak self] result in
+        runCount(commands.releasePrefix(prefix)) { [weak self] result in
             guard let self, case .failure(let error) = result, error != .closed else { return }
             self.connection.loop.schedule(afterMilliseconds: 500) { [weak self] in self?.releaseOrphans(prefix: prefix) }
         }
@@ -72,7 +101,7 @@ public final class JobQueue {
         let commands = self.commands
         let call = commands.complete(batch, withJobs: withJobs)
         connection.evalScript(call.0, keys: call.1, arguments: call.2) { [weak self] result in
-            let parsed = result.flatMap { reply in Result { () throws(RedisError) in try commands.parseComplete(reply, batch: batch) } }
+            let parsed = result.mapError { $0.refined() }.flatMap { reply in Result { () throws(RedisError) in try commands.parseComplete(reply, batch: batch) } }
             switch parsed {
             case .failure(let error):
                 completion(.failure(error))
@@ -168,24 +197,33 @@ public final class JobQueue {
     }
 
     /// Returns the jobs of workers presumed dead to their queues. Safe in any number of processes at once.
+    /// A dead worker's lease whose queue key holds another type stays (reported to `onKeyProblem`); the rest go on.
     public func reap(completion: @escaping (Result<Int, RedisError>) -> Void = { _ in }) {
-        run(commands.reap()) { result in completion(result.flatMap { reply in Result { () throws(RedisError) in try QueueCommands.parseCount(reply) } }) }
+        runCount(commands.reap(), completion)
     }
 
     /// Moves due retries to the head of their queues (one batch). Safe with many schedulers.
     public func moveDueRetries(completion: @escaping (Result<RetryMove, RedisError>) -> Void) {
-        run(commands.moveDue()) { result in completion(result.flatMap { reply in Result { () throws(RedisError) in try QueueCommands.parseMoveDue(reply) } }) }
+        run(commands.moveDue()) { [weak self] result in
+            completion(result.flatMap { reply in
+                Result { () throws(RedisError) in
+                    let (move, problems) = try QueueCommands.parseMoveDue(reply)
+                    self?.report(problems)
+                    return move
+                }
+            })
+        }
     }
 
     /// Puts unsent leases back at the head of their queues now (graceful shutdown, or a batch that cannot go out).
     public func release(leases leaseIDs: [String], completion: @escaping (Result<Int, RedisError>) -> Void = { _ in }) {
         guard !leaseIDs.isEmpty else { completion(.success(0)); return }
-        run(commands.release(leaseIDs)) { result in completion(result.flatMap { reply in Result { () throws(RedisError) in try QueueCommands.parseCount(reply) } }) }
+        runCount(commands.release(leaseIDs), completion)
     }
 
     /// Last call on shutdown: every lease still held goes back to its queue and the worker entry is removed.
     public func retire(completion: @escaping (Result<Int, RedisError>) -> Void = { _ in }) {
-        run(commands.retire()) { result in completion(result.flatMap { reply in Result { () throws(RedisError) in try QueueCommands.parseCount(reply) } }) }
+        runCount(commands.retire(), completion)
     }
 }
 
@@ -197,6 +235,8 @@ public final class BlockingJobQueue {
     public let workerID: String
     private let commands: QueueCommands
     private var leasePrefixes = LeasePrefixes()
+    /// See `JobQueue.onKeyProblem`.
+    public var onKeyProblem: ((QueueKeyProblem) -> Void)?
 
     public init(redis: BlockingRedis, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
                 options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
@@ -207,11 +247,23 @@ public final class BlockingJobQueue {
     }
 
     private func run(_ call: (RedisScript, [[UInt8]], [[UInt8]])) throws(RedisError) -> RESPValue {
-        try redis.evalScript(call.0, keys: call.1, args: call.2)
+        do { return try redis.evalScript(call.0, keys: call.1, args: call.2) } catch { throw error.refined() }
+    }
+
+    private func report(_ problems: [QueueKeyProblem]) {
+        for problem in problems { onKeyProblem?(problem) }
+    }
+
+    private func runCount(_ call: (RedisScript, [[UInt8]], [[UInt8]])) throws(RedisError) -> Int {
+        let (count, problems) = try QueueCommands.parseCount(run(call))
+        report(problems)
+        return count
     }
 
     public func claim(max: Int) throws(RedisError) -> [Lease] {
-        try commands.parseClaim(run(commands.claim(max: max, leasePrefix: leasePrefixes.next())))
+        let (leases, problems) = try commands.parseClaim(run(commands.claim(max: max, leasePrefix: leasePrefixes.next())))
+        report(problems)
+        return leases
     }
 
     /// `isRepeat`: see `JobQueue.complete(_:isRepeat:completion:)`.
@@ -236,16 +288,20 @@ public final class BlockingJobQueue {
     }
 
     @discardableResult
-    public func reap() throws(RedisError) -> Int { try QueueCommands.parseCount(run(commands.reap())) }
+    public func reap() throws(RedisError) -> Int { try runCount(commands.reap()) }
 
-    public func moveDueRetries() throws(RedisError) -> RetryMove { try QueueCommands.parseMoveDue(run(commands.moveDue())) }
+    public func moveDueRetries() throws(RedisError) -> RetryMove {
+        let (move, problems) = try QueueCommands.parseMoveDue(run(commands.moveDue()))
+        report(problems)
+        return move
+    }
 
     @discardableResult
     public func release(leases leaseIDs: [String]) throws(RedisError) -> Int {
         guard !leaseIDs.isEmpty else { return 0 }
-        return try QueueCommands.parseCount(run(commands.release(leaseIDs)))
+        return try runCount(commands.release(leaseIDs))
     }
 
     @discardableResult
-    public func retire() throws(RedisError) -> Int { try QueueCommands.parseCount(run(commands.retire())) }
+    public func retire() throws(RedisError) -> Int { try runCount(commands.retire()) }
 }

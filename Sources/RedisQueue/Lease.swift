@@ -8,19 +8,35 @@ public struct Lease: Sendable, Equatable {
     public let raw: [UInt8]
     /// The producer's job bytes, unwrapped.
     public let job: [UInt8]
-    /// 1 for a producer's job, N for its N-th attempt.
+    /// 1 for a producer's job, N for its N-th attempt. Read from a retry envelope only when Herald's scheduler
+    /// marked it in this dataset's epoch; any other envelope (a producer's look-alike) counts as attempt 1.
     public let attempt: Int
     /// Herald's job id carried by a retry envelope (nil for a producer's job: use its `id` or make one).
     public let jobID: String?
+    /// The dataset epoch the claim ran in (see `QueueKeys.epoch`); sent with the completion so that a lease gone
+    /// because Redis lost its data is reported as `CompletionReport.forgotten`. Empty: not known.
+    public let epoch: String
+    /// The attempt an envelope claimed that Herald's scheduler had not marked (a producer pushed it, or it was
+    /// queued before the epoch changed): ignored, `attempt` is 1. Nil for every job Herald wrapped itself and
+    /// for plain jobs. Worth a log line: the producer is pushing Herald's envelope format.
+    public let unmarkedEnvelopeAttempt: Int?
 
-    public init(id: String, queueKey: String, raw: [UInt8]) {
+    public init(id: String, queueKey: String, raw: [UInt8], epoch: String = "") {
         self.id = id
         self.queueKey = queueKey
         self.raw = raw
+        self.epoch = epoch
         let unwrapped = JobEnvelope.unwrap(raw)
         self.job = unwrapped.job
-        self.attempt = unwrapped.attempt
         self.jobID = unwrapped.id
+        let isEnvelope = unwrapped.job.count != raw.count
+        if isEnvelope && (epoch.isEmpty || unwrapped.epoch != epoch) {
+            self.attempt = 1
+            self.unmarkedEnvelopeAttempt = unwrapped.attempt
+        } else {
+            self.attempt = unwrapped.attempt
+            self.unmarkedEnvelopeAttempt = nil
+        }
     }
 }
 
@@ -77,6 +93,10 @@ public struct CompletionReport: Sendable, Equatable {
     /// A repeated batch (its first reply was lost) whose leases were already gone: most likely applied by the
     /// first call; not recovered, so nothing is recorded twice. See `JobQueue.complete(_:isRepeat:completion:)`.
     public var unconfirmed = 0
+    /// Leases gone because Redis lost its data since they were claimed (restarted without persistence,
+    /// FLUSHALL: the dataset epoch changed); nothing written. Not another worker's doing and not a repeat:
+    /// the outcomes (and the jobs) are simply gone with the rest of the data.
+    public var forgotten = 0
     public init() {}
 
     /// Adds the counts of a follow-up call (the lease-lost recovery) to this one's.
@@ -85,6 +105,7 @@ public struct CompletionReport: Sendable, Equatable {
         recovered += other.recovered
         leasesLost += other.leasesLost
         unconfirmed += other.unconfirmed
+        forgotten += other.forgotten
     }
 }
 

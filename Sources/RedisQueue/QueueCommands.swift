@@ -19,13 +19,19 @@ struct QueueCommands: Sendable {
 
     private func b(_ text: String) -> [UInt8] { Array(text.utf8) }
 
+    /// A fresh random epoch for the scripts that make the dataset epoch when it is missing: fresh per call, so
+    /// a dataset made again after a loss never gets the epoch of the one before.
+    private func epochCandidate() -> [UInt8] { b(String(UInt64.random(in: 0...UInt64.max), radix: 36)) }
+
     func claim(max: Int, leasePrefix: String) -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        (QueueScripts.claim, [b(keys.workers), b(keys.leases(worker: workerID))] + queueKeys.map(b),
-         [b(workerID), b(String(options.leaseMilliseconds)), b(String(max)), b(leasePrefix)])
+        (QueueScripts.claim, [b(keys.workers), b(keys.leases(worker: workerID)), b(keys.epoch)] + queueKeys.map(b),
+         [b(workerID), b(String(options.leaseMilliseconds)), b(String(max)), b(leasePrefix), epochCandidate()])
     }
 
-    func parseClaim(_ reply: RESPValue) throws(RedisError) -> [Lease] {
-        guard let items = reply.array, items.count % 3 == 0 else { throw .protocolError("claim reply: \(reply)") }
+    func parseClaim(_ reply: RESPValue) throws(RedisError) -> (leases: [Lease], problems: [QueueKeyProblem]) {
+        guard let parts = reply.array, parts.count == 3, let epoch = parts[0].string, let items = parts[1].array, items.count % 3 == 0 else {
+            throw .protocolError("claim reply: \(reply)")
+        }
         var leases: [Lease] = []
         leases.reserveCapacity(items.count / 3)
         var index = 0
@@ -33,10 +39,10 @@ struct QueueCommands: Sendable {
             guard let id = items[index].string, let queue = items[index + 1].string, let raw = items[index + 2].bytes else {
                 throw .protocolError("claim reply element")
             }
-            leases.append(Lease(id: id, queueKey: queue, raw: raw))
+            leases.append(Lease(id: id, queueKey: queue, raw: raw, epoch: epoch))
             index += 3
         }
-        return leases
+        return (leases, try QueueKeyProblem.parse(parts[2]))
     }
 
     /// `withJobs`: send each job's bytes (and queue) for the lease-lost recovery. The first call leaves them out
@@ -48,6 +54,7 @@ struct QueueCommands: Sendable {
         args.append(batch.count)
         for item in batch {
             args.append(item.lease.id)
+            args.append(item.lease.epoch)
             if withJobs {
                 args.append(item.lease.queueKey)
                 args.append(item.lease.raw)
@@ -77,7 +84,7 @@ struct QueueCommands: Sendable {
             }
         }
         return (QueueScripts.complete,
-                [b(keys.leases(worker: workerID)), b(keys.results), b(keys.droppedTokens), b(keys.retry), b(keys.dead)], args)
+                [b(keys.leases(worker: workerID)), b(keys.results), b(keys.droppedTokens), b(keys.retry), b(keys.dead), b(keys.epoch)], args)
     }
 
     /// The report, and the completions whose lease was gone (code 3): to send again with their job bytes.
@@ -90,6 +97,7 @@ struct QueueCommands: Sendable {
             case 1: report.applied += 1
             case 2: report.recovered += 1
             case 3: again.append(item)
+            case 4: report.forgotten += 1
             default: report.leasesLost.append(item.lease.id)
             }
         }
@@ -117,20 +125,23 @@ struct QueueCommands: Sendable {
     }
 
     func moveDue() -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        (QueueScripts.moveDue, [b(keys.retry)], [b(queueKeys.first ?? keys.queue), b(String(options.retryMovesPerCall))])
+        (QueueScripts.moveDue, [b(keys.retry), b(keys.epoch)],
+         [b(queueKeys.first ?? keys.queue), b(String(options.retryMovesPerCall)), epochCandidate()])
     }
 
-    static func parseMoveDue(_ reply: RESPValue) throws(RedisError) -> RetryMove {
-        guard let items = reply.array, items.count == 3, let moved = items[0].int, let next = items[1].int, let now = items[2].int else {
+    static func parseMoveDue(_ reply: RESPValue) throws(RedisError) -> (RetryMove, [QueueKeyProblem]) {
+        guard let items = reply.array, items.count == 4, let moved = items[0].int, let next = items[1].int, let now = items[2].int else {
             throw .protocolError("scheduler reply: \(reply)")
         }
-        return RetryMove(moved: Int(moved), nextDueAt: next < 0 ? nil : next, now: now)
+        return (RetryMove(moved: Int(moved), nextDueAt: next < 0 ? nil : next, now: now), try QueueKeyProblem.parse(items[3]))
     }
 
-    static func parseCount(_ reply: RESPValue) throws(RedisError) -> Int {
-        if let value = reply.int { return Int(value) }
-        if let first = reply.array?.first?.int { return Int(first) }
-        throw .protocolError("expected a count, got \(reply)")
+    /// The reply of reap, release, releasePrefix and retire: {count, ..., problems}.
+    static func parseCount(_ reply: RESPValue) throws(RedisError) -> (Int, [QueueKeyProblem]) {
+        guard let items = reply.array, let count = items.first?.int, let last = items.last else {
+            throw .protocolError("expected a count, got \(reply)")
+        }
+        return (Int(count), try QueueKeyProblem.parse(last))
     }
 }
 

@@ -24,6 +24,9 @@ public struct QueueKeys: Sendable, Equatable {
     public var droppedTokens: String { "\(prefix):dropped-tokens" }
     public var dead: String { "\(prefix):dead" }
     public var workers: String { "\(prefix):workers" }
+    /// STRING: a random value made by the first claim, gone only when Redis loses its data (restart without
+    /// persistence, FLUSHALL); tells such a loss from a lease taken by another worker.
+    public var epoch: String { "\(prefix):epoch" }
     /// `<prefix>:leases:` + worker id: the HASH lease id -> "<queue key>\n<job bytes>".
     public var leasesPrefix: String { "\(prefix):leases:" }
     public func leases(worker: String) -> String { leasesPrefix + worker }

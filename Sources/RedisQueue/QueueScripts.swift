@@ -1,21 +1,102 @@
 /// The Lua scripts behind the queue. Each runs atomically in Redis; lease deadlines and "is a retry due" come
 /// from Redis's `TIME`, so workers' clocks do not decide them (a retry's due time is the worker's clock plus
 /// the delay, so a skewed worker shifts only when its own retries fall due). Public so tools (and tests) can run the very same text, e.g. with redis-cli.
+///
+/// **Nothing half-applied.** Redis does not undo a script's earlier writes when a later command fails, so every
+/// script checks the type of each key it will write before its first write. A key of Herald's own of the wrong
+/// type (workers, a lease hash, results, retry, dead, dropped tokens, epoch) makes the script change nothing and
+/// answer `-HERALD_WRONGTYPE <found> <expected> <key>` (`RedisError.wrongType`). A queue key of the wrong type is
+/// skipped instead, and reported in the reply as a flat `{key, found, expected, ...}` list (`QueueKeyProblem`):
+/// the other queues go on, and a lease or retry that cannot go back to that queue stays where it is until the key
+/// is fixed.
 public enum QueueScripts {
-    /// KEYS: workers, leases hash, queue keys in priority order. ARGV: worker id, lease ttl ms, max jobs, lease id
-    /// prefix (ids are prefix..1, prefix..2, ...). Refreshes the heartbeat, pops up to max jobs (oldest first),
-    /// leases each. Returns a flat array: lease id, queue key, job, lease id, queue key, job, ...
-    public static let claim = RedisScript(#"""
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
+    /// Helpers every script starts with. `refusal(k1, type1, k2, type2, ...)`: the error reply for the first key
+    /// holding neither its type nor nothing, else nil. `usableList(k)`: whether a queue key can take or give
+    /// jobs; a key of another type is noted once in `problems`. `giveBack(hash, {id, value, ...})`: pushes each
+    /// lease back to the head of its queue; returns the ids given back and how many stayed (queue key of the
+    /// wrong type, or a value without a queue). `hdel(hash, ids)`: HDEL in chunks below Lua's unpack limit.
+    static let prelude = #"""
+    local function refusal(...)
+      local a = {...}
+      for i = 1, #a, 2 do
+        local found = redis.call('TYPE', a[i]).ok
+        if found ~= a[i + 1] and found ~= 'none' then
+          return redis.error_reply('HERALD_WRONGTYPE ' .. found .. ' ' .. a[i + 1] .. ' ' .. a[i])
+        end
+      end
+      return nil
+    end
+    local problems = {}
+    local kinds = {}
+    local function report(k, found, expected)
+      problems[#problems + 1] = k
+      problems[#problems + 1] = found
+      problems[#problems + 1] = expected
+    end
+    local function usableList(k)
+      local t = kinds[k]
+      if t == nil then
+        t = redis.call('TYPE', k).ok
+        kinds[k] = t
+        if t ~= 'list' and t ~= 'none' then report(k, t, 'list') end
+      end
+      return t == 'list' or t == 'none'
+    end
+    local function giveBack(hash, entries)
+      local gone = {}
+      local kept = 0
+      for p = 1, #entries, 2 do
+        local v = entries[p + 1]
+        local nl = string.find(v, '\n', 1, true)
+        if not nl then
+          report(hash, 'malformed lease ' .. entries[p], 'hash')
+          kept = kept + 1
+        elseif usableList(string.sub(v, 1, nl - 1)) then
+          redis.call('RPUSH', string.sub(v, 1, nl - 1), string.sub(v, nl + 1))
+          gone[#gone + 1] = entries[p]
+        else
+          kept = kept + 1
+        end
+      end
+      return gone, kept
+    end
+    local function hdel(hash, ids)
+      for k = 1, #ids, 2000 do
+        redis.call('HDEL', hash, unpack(ids, k, math.min(k + 1999, #ids)))
+      end
+    end
+    local function nowMs()
+      local t = redis.call('TIME')
+      return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    end
+    -- The dataset's epoch: made once (from the caller's random candidate) and kept until Redis loses its data.
+    local function epochOf(k, candidate)
+      local e = redis.call('GET', k)
+      if not e then
+        e = candidate
+        redis.call('SET', k, e)
+      end
+      return e
+    end
+
+    """#
+
+    /// KEYS: workers, leases hash, epoch, queue keys in priority order. ARGV: worker id, lease ttl ms, max jobs,
+    /// lease id prefix (ids are prefix..1, prefix..2, ...), a random epoch candidate. Refreshes the heartbeat,
+    /// pops up to max jobs (oldest first) from the queue keys that are lists, leases each. Returns
+    /// {epoch, {lease id, queue key, job, ...}, {problem key, found, expected, ...}}.
+    public static let claim = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'string')
+    if bad then return bad end
+    redis.call('ZADD', KEYS[1], nowMs() + tonumber(ARGV[2]), ARGV[1])
+    local epoch = epochOf(KEYS[3], ARGV[5])
     local want = tonumber(ARGV[3])
     local n = 0
     local out = {}
     local fields = {}
-    for i = 3, #KEYS do
+    for i = 4, #KEYS do
       if want <= 0 then break end
-      local jobs = redis.call('RPOP', KEYS[i], want)
+      local jobs = usableList(KEYS[i]) and redis.call('RPOP', KEYS[i], want)
       if jobs then
         for _, job in ipairs(jobs) do
           n = n + 1
@@ -34,105 +115,164 @@ public enum QueueScripts {
     for k = 1, #fields, 2000 do
       redis.call('HSET', KEYS[2], unpack(fields, k, math.min(k + 1999, #fields)))
     end
-    return out
+    return {epoch, out, problems}
     """#)
 
     /// KEYS: workers. ARGV: worker id, lease ttl ms. Returns Redis's time in ms.
-    public static let heartbeat = RedisScript(#"""
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    public static let heartbeat = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'zset')
+    if bad then return bad end
+    local now = nowMs()
     redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[1])
     return now
     """#)
 
     /// KEYS: workers. ARGV: leases key prefix, max workers per call. Every worker whose heartbeat deadline passed
-    /// gets each leased job pushed back to the head of its queue; its hash and entry go. Returns {jobs, workers}.
-    public static let reap = RedisScript(#"""
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-    local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+    /// gets each leased job pushed back to the head of its queue; its hash and entry go. A lease whose queue key
+    /// holds another type stays in its hash, and so does the worker's entry, so a later pass returns it once the
+    /// key is fixed; such workers do not count against the limit (at most as many again are passed over).
+    /// Returns {jobs, workers, {problem key, found, expected, ...}}.
+    public static let reap = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'zset')
+    if bad then return bad end
+    local now = nowMs()
+    local limit = tonumber(ARGV[2])
     local n = 0
-    for _, w in ipairs(dead) do
-      local key = ARGV[1] .. w
-      local leases = redis.call('HVALS', key)
-      for _, v in ipairs(leases) do
-        local nl = string.find(v, '\n', 1, true)
-        redis.call('RPUSH', string.sub(v, 1, nl - 1), string.sub(v, nl + 1))
-        n = n + 1
+    local reaped = 0
+    local skipped = 0
+    while reaped < limit and skipped < limit do
+      local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', skipped, limit - reaped)
+      if #dead == 0 then break end
+      for _, w in ipairs(dead) do
+        local key = ARGV[1] .. w
+        local found = redis.call('TYPE', key).ok
+        local kept = 0
+        if found == 'hash' then
+          local gone
+          gone, kept = giveBack(key, redis.call('HGETALL', key))
+          n = n + #gone
+          if kept == 0 then redis.call('DEL', key) else hdel(key, gone) end
+        elseif found ~= 'none' then
+          -- Not a hash: it holds no leases, so dropping the entry loses nothing; the key is left for a human.
+          report(key, found, 'hash')
+        end
+        if kept == 0 then
+          redis.call('ZREM', KEYS[1], w)
+          reaped = reaped + 1
+        else
+          skipped = skipped + 1
+        end
       end
-      redis.call('DEL', key)
-      redis.call('ZREM', KEYS[1], w)
     end
-    return {n, #dead}
+    return {n, reaped, problems}
     """#)
 
-    /// KEYS: leases hash. ARGV: lease ids. Puts each still-held job back at the head of its queue. Returns the count.
-    public static let release = RedisScript(#"""
-    local n = 0
-    for i = 1, #ARGV do
-      local v = redis.call('HGET', KEYS[1], ARGV[i])
-      if v then
-        local nl = string.find(v, '\n', 1, true)
-        redis.call('RPUSH', string.sub(v, 1, nl - 1), string.sub(v, nl + 1))
-        redis.call('HDEL', KEYS[1], ARGV[i])
-        n = n + 1
+    /// KEYS: leases hash. ARGV: lease ids. Puts each still-held job back at the head of its queue (a lease whose
+    /// queue key holds another type stays). Returns {count, {problem key, found, expected, ...}}.
+    public static let release = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'hash')
+    if bad then return bad end
+    local entries = {}
+    for k = 1, #ARGV, 2000 do
+      local part = redis.call('HMGET', KEYS[1], unpack(ARGV, k, math.min(k + 1999, #ARGV)))
+      for p = 1, #part do
+        if part[p] then
+          entries[#entries + 1] = ARGV[k + p - 1]
+          entries[#entries + 1] = part[p]
+        end
       end
     end
-    return n
+    local gone = giveBack(KEYS[1], entries)
+    hdel(KEYS[1], gone)
+    return {#gone, problems}
     """#)
 
     /// KEYS: leases hash. ARGV: lease id prefix. Returns to their queues the jobs of a claim whose reply never
-    /// arrived (connection lost): the worker does not know them, so nobody would ever complete them.
-    public static let releasePrefix = RedisScript(#"""
-    local n = 0
+    /// arrived (connection lost): the worker does not know them, so nobody would ever complete them. A lease
+    /// whose queue key holds another type stays (retire or the reaper returns it later). Returns
+    /// {count, {problem key, found, expected, ...}}.
+    public static let releasePrefix = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'hash')
+    if bad then return bad end
+    local ids = {}
     for _, k in ipairs(redis.call('HKEYS', KEYS[1])) do
-      if string.sub(k, 1, #ARGV[1]) == ARGV[1] then
-        local v = redis.call('HGET', KEYS[1], k)
-        local nl = string.find(v, '\n', 1, true)
-        redis.call('RPUSH', string.sub(v, 1, nl - 1), string.sub(v, nl + 1))
-        redis.call('HDEL', KEYS[1], k)
-        n = n + 1
+      if string.sub(k, 1, #ARGV[1]) == ARGV[1] then ids[#ids + 1] = k end
+    end
+    local entries = {}
+    for k = 1, #ids, 2000 do
+      local part = redis.call('HMGET', KEYS[1], unpack(ids, k, math.min(k + 1999, #ids)))
+      for p = 1, #part do
+        entries[#entries + 1] = ids[k + p - 1]
+        entries[#entries + 1] = part[p]
       end
     end
-    return n
+    local gone = giveBack(KEYS[1], entries)
+    hdel(KEYS[1], gone)
+    return {#gone, problems}
     """#)
 
     /// KEYS: workers, leases hash. ARGV: worker id. Graceful exit: every lease back to its queue head, the worker
-    /// entry removed. Returns the count of jobs returned.
-    public static let retire = RedisScript(#"""
-    local leases = redis.call('HVALS', KEYS[2])
-    for _, v in ipairs(leases) do
-      local nl = string.find(v, '\n', 1, true)
-      redis.call('RPUSH', string.sub(v, 1, nl - 1), string.sub(v, nl + 1))
+    /// entry removed. If a lease cannot go back (its queue key holds another type) it stays, and so does the
+    /// worker entry: once the heartbeat expires the reaper returns it (after the key is fixed). Returns
+    /// {count returned, {problem key, found, expected, ...}}.
+    public static let retire = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'zset', KEYS[2], 'hash')
+    if bad then return bad end
+    local gone, kept = giveBack(KEYS[2], redis.call('HGETALL', KEYS[2]))
+    if kept == 0 then
+      redis.call('DEL', KEYS[2])
+      redis.call('ZREM', KEYS[1], ARGV[1])
+    else
+      hdel(KEYS[2], gone)
     end
-    redis.call('DEL', KEYS[2])
-    redis.call('ZREM', KEYS[1], ARGV[1])
-    return #leases
+    return {#gone, problems}
     """#)
 
-    /// KEYS: leases hash, results, dropped-tokens, retry, dead. ARGV: results max length, dead max length, count,
-    /// then per completion: lease id, queue key, job bytes as claimed, n, n result field/value args, retry due ms
-    /// or '', retry member, dead entry or '', m, m dropped-token field/value args.
+    /// KEYS: leases hash, results, dropped-tokens, retry, dead, epoch. ARGV: results max length, dead max length,
+    /// count, then per completion: lease id, the epoch it was claimed in, queue key, job bytes as claimed, n,
+    /// n result field/value args, retry due ms or '', retry member, dead entry or '', m, m dropped-token
+    /// field/value args.
     /// Per completion returns 1 (applied), 2 (lease had been reaped, job taken back from the queue and applied),
-    /// 0 (lease lost: another worker holds the job, or this batch was already applied; nothing written) or
-    /// 3 (lease gone and no job bytes were sent: call again with them for this completion; nothing written).
-    public static let complete = RedisScript(#"""
+    /// 0 (lease lost: another worker holds the job, or this batch was already applied; nothing written),
+    /// 3 (lease gone and no job bytes were sent: call again with them for this completion; nothing written) or
+    /// 4 (forgotten: lease gone and the dataset's epoch is not the one it was claimed in, so Redis lost its data
+    /// since, e.g. a restart without persistence; nothing written).
+    /// Before anything is written, every key the batch would write is checked: one of the wrong type refuses the
+    /// whole batch (`HERALD_WRONGTYPE`), so the caller keeps its leases and sends the same batch again later.
+    public static let complete = RedisScript(prelude + #"""
     local resultsMax = ARGV[1]
     local deadMax = tonumber(ARGV[2])
     local count = tonumber(ARGV[3])
-    -- First pass: where each completion's arguments start, and which leases are still held (one HMGET
-    -- and one HDEL for the batch instead of a call per job).
+    -- First pass: where each completion's arguments start, which leases to check, and what the batch writes.
     local starts = {}
     local leases = {}
+    local writes = {KEYS[1], 'hash'}
+    local results, tokens, retries, deads = false, false, false, false
     local i = 4
     for c = 1, count do
       starts[c] = i
       leases[c] = ARGV[i]
-      local j = i + 4 + tonumber(ARGV[i + 3])
-      i = j + 4 + tonumber(ARGV[j + 3])
+      local nr = tonumber(ARGV[i + 4])
+      local j = i + 5 + nr
+      local nd = tonumber(ARGV[j + 3])
+      results = results or nr > 0
+      retries = retries or ARGV[j] ~= ''
+      deads = deads or ARGV[j + 2] ~= ''
+      tokens = tokens or nd > 0
+      i = j + 4 + nd
     end
+    if results then writes[#writes + 1] = KEYS[2]; writes[#writes + 1] = 'stream' end
+    if tokens then writes[#writes + 1] = KEYS[3]; writes[#writes + 1] = 'stream' end
+    if retries then writes[#writes + 1] = KEYS[4]; writes[#writes + 1] = 'zset' end
+    if deads then writes[#writes + 1] = KEYS[5]; writes[#writes + 1] = 'list' end
+    local bad = refusal(unpack(writes))
+    if bad then return bad end
+    -- Read only: an epoch key of another type just leaves "forgotten" undecided (old rule applies).
+    local epochType = redis.call('TYPE', KEYS[6]).ok
+    local epochKnown = epochType == 'string' or epochType == 'none'
+    local epoch = epochType == 'string' and redis.call('GET', KEYS[6]) or nil
+    -- One HMGET and one HDEL for the batch instead of a call per job.
     local held = {}
-    local gone = {}
     for k = 1, count, 2000 do
       local part = redis.call('HMGET', KEYS[1], unpack(leases, k, math.min(k + 1999, count)))
       local present = {}
@@ -147,19 +287,21 @@ public enum QueueScripts {
     local wroteTokens = false
     for c = 1, count do
       i = starts[c]
-      local queue, job = ARGV[i + 1], ARGV[i + 2]
-      local nr = tonumber(ARGV[i + 3])
-      local rs = i + 4
+      local claimedIn, queue, job = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+      local nr = tonumber(ARGV[i + 4])
+      local rs = i + 5
       local j = rs + nr
       local retryDue, retryMember, deadEntry = ARGV[j], ARGV[j + 1], ARGV[j + 2]
       local nd = tonumber(ARGV[j + 3])
       local ds = j + 4
       local code = 1
       if not held[c] then
-        -- The job bytes travel only when the caller asks for this recovery (code 3): leases are rarely lost.
-        if job == '' then
+        if claimedIn ~= '' and epochKnown and claimedIn ~= epoch then
+          code = 4
+        elseif job == '' then
+          -- The job bytes travel only when the caller asks for this recovery (code 3): leases are rarely lost.
           code = 3
-        elseif redis.call('LREM', queue, -1, job) > 0 then
+        elseif redis.call('TYPE', queue).ok == 'list' and redis.call('LREM', queue, -1, job) > 0 then
           code = 2
         else
           code = 0
@@ -189,22 +331,41 @@ public enum QueueScripts {
     return codes
     """#)
 
-    /// KEYS: retry. ARGV: default queue key, max moves. Moves due entries (score <= Redis time) to the head of the
-    /// queue their envelope names, oldest due taken first. Returns {moved, next due ms or -1, now ms}.
-    public static let moveDue = RedisScript(#"""
-    local t = redis.call('TIME')
-    local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    /// KEYS: retry, epoch. ARGV: default queue key, max moves, a random epoch candidate. Moves due entries
+    /// (score <= Redis time) to the head of the queue their envelope names, oldest due taken first, adding
+    /// `"epoch":"<dataset epoch>"` to the envelope's header: the mark that it came through Herald's schedule
+    /// (a producer's look-alike has none, so its attempt is not believed; see `JobEnvelope`). An entry whose
+    /// queue key holds another type stays, due again in a second, so it neither blocks the others nor is lost.
+    /// Returns {moved, next due ms or -1, now ms, {problem key, found, expected, ...}}.
+    public static let moveDue = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'zset', KEYS[2], 'string')
+    if bad then return bad end
+    local now = nowMs()
     local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+    local epoch = nil
+    local moved = 0
     for k = #due, 1, -1 do
       local m = due[k]
       local q = string.match(m, '^{"herald":{"queue":"([^"\\]*)"')
       if q == nil or q == '' then q = ARGV[1] end
-      redis.call('RPUSH', q, m)
-      redis.call('ZREM', KEYS[1], m)
+      if usableList(q) then
+        local element = m
+        -- Inside the header's JSON strings a quote is escaped, so the first '},"job":' ends the header.
+        local close = string.sub(m, 1, 11) == '{"herald":{' and string.find(m, '},"job":', 12, true)
+        if close and close > 12 then
+          epoch = epoch or epochOf(KEYS[2], ARGV[3])
+          element = string.sub(m, 1, close - 1) .. ',"epoch":"' .. epoch .. '"' .. string.sub(m, close)
+        end
+        redis.call('RPUSH', q, element)
+        redis.call('ZREM', KEYS[1], m)
+        moved = moved + 1
+      else
+        redis.call('ZADD', KEYS[1], 'XX', now + 1000, m)
+      end
     end
     local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
     local nextDue = -1
     if #nxt > 0 then nextDue = tonumber(nxt[2]) end
-    return {#due, nextDue, now}
+    return {moved, nextDue, now, problems}
     """#)
 }

@@ -16,6 +16,10 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Bytes that are not RESP, or a reply of a shape the caller did not expect.
     case protocolError(String)
     case closed
+    /// One of Herald's scripts refused to run because `key` holds a `found` (Redis `TYPE`) where it writes a
+    /// `expected`: it checked before its first write, so **nothing changed**. Safe to retry once the key is
+    /// fixed; never "maybe applied" (unlike `.connectionLost`/`.timeout`).
+    case wrongType(key: String, found: String, expected: String)
 
     public var description: String {
         switch self {
@@ -26,6 +30,22 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
         case .server(let message): return "Redis error: \(message)"
         case .protocolError(let why): return "Redis protocol error: \(why)"
         case .closed: return "Redis connection closed"
+        case .wrongType(let key, let found, let expected):
+            return "Redis key \(key.debugDescription) holds a \(found), expected a \(expected): nothing was changed"
         }
+    }
+}
+
+extension RedisError {
+    /// The reply prefix of a script's refusal: `HERALD_WRONGTYPE <found> <expected> <key>` (the key last, as
+    /// it may contain spaces).
+    static let wrongTypePrefix = "HERALD_WRONGTYPE "
+
+    /// `.server` replies of a script's refusal become `.wrongType`; every other error is kept.
+    func refined() -> RedisError {
+        guard case .server(let message) = self, message.hasPrefix(Self.wrongTypePrefix) else { return self }
+        let parts = message.dropFirst(Self.wrongTypePrefix.count).split(separator: " ", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3 else { return self }
+        return .wrongType(key: String(parts[2]), found: String(parts[0]), expected: String(parts[1]))
     }
 }

@@ -1,5 +1,14 @@
+import Basics
+
 /// One entry of `<prefix>:results`: the outcome of one attempt of one job (see docs/results.md).
+///
+/// Text fields are capped when written (`fields`, `appendFields`): `reason` at `maxReasonBytes`, the others at
+/// `maxTextBytes`, cut on a UTF-8 boundary and marked `…(truncated, N bytes)`, so a peer's or a producer's
+/// megabyte never lands in every entry.
 public struct ResultEntry: Sendable, Equatable {
+    /// Room for Herald's own reasons (`MaxAttempts:<APNs reason>`, `bad_token: <detail>`).
+    public static let maxReasonBytes = 1024
+    public static let maxTextBytes = 4096
     public enum Outcome: String, Sendable, CaseIterable {
         case delivered, retrying
         case tokenDropped = "token_dropped"
@@ -50,21 +59,24 @@ public struct ResultEntry: Sendable, Equatable {
         self.worker = worker
     }
 
-    /// Stream field/value pairs; absent optionals are left out.
+    static func text(_ value: String) -> String { BoundedText.truncate(value, maxBytes: maxTextBytes) }
+    static func reason(_ value: String) -> String { BoundedText.truncate(value, maxBytes: maxReasonBytes) }
+
+    /// Stream field/value pairs (text capped); absent optionals are left out.
     public var fields: [(String, String)] {
-        var out: [(String, String)] = [("id", id), ("outcome", outcome.rawValue), ("status", String(status))]
-        if let reason { out.append(("reason", reason)) }
-        if let token { out.append(("token", token)) }
-        if let topic { out.append(("topic", topic)) }
-        if let environment { out.append(("environment", environment)) }
-        if let app { out.append(("app", app)) }
-        if let apnsID { out.append(("apns_id", apnsID)) }
-        if let apnsUniqueID { out.append(("apns_unique_id", apnsUniqueID)) }
+        var out: [(String, String)] = [("id", Self.text(id)), ("outcome", outcome.rawValue), ("status", String(status))]
+        if let reason { out.append(("reason", Self.reason(reason))) }
+        if let token { out.append(("token", Self.text(token))) }
+        if let topic { out.append(("topic", Self.text(topic))) }
+        if let environment { out.append(("environment", Self.text(environment))) }
+        if let app { out.append(("app", Self.text(app))) }
+        if let apnsID { out.append(("apns_id", Self.text(apnsID))) }
+        if let apnsUniqueID { out.append(("apns_unique_id", Self.text(apnsUniqueID))) }
         out.append(("attempt", String(attempt)))
         if let retryAt { out.append(("retry_at", String(retryAt))) }
         if let invalidSince { out.append(("invalid_since", String(invalidSince))) }
         if let latencyMilliseconds { out.append(("latency_ms", String(latencyMilliseconds))) }
-        out.append(("worker", worker))
+        out.append(("worker", Self.text(worker)))
         return out
     }
 
@@ -86,21 +98,21 @@ public struct ResultEntry: Sendable, Equatable {
 
     /// Writes the same pairs as `fields`, in the same order, straight into encoded arguments (the hot path).
     public func appendFields(to args: inout RESPArguments) {
-        args.append("id"); args.append(id)
+        args.append("id"); args.append(Self.text(id))
         args.append("outcome"); args.append(outcome.rawValue)
         args.append("status"); args.append(status)
-        if let reason { args.append("reason"); args.append(reason) }
-        if let token { args.append("token"); args.append(token) }
-        if let topic { args.append("topic"); args.append(topic) }
-        if let environment { args.append("environment"); args.append(environment) }
-        if let app { args.append("app"); args.append(app) }
-        if let apnsID { args.append("apns_id"); args.append(apnsID) }
-        if let apnsUniqueID { args.append("apns_unique_id"); args.append(apnsUniqueID) }
+        if let reason { args.append("reason"); args.append(Self.reason(reason)) }
+        if let token { args.append("token"); args.append(Self.text(token)) }
+        if let topic { args.append("topic"); args.append(Self.text(topic)) }
+        if let environment { args.append("environment"); args.append(Self.text(environment)) }
+        if let app { args.append("app"); args.append(Self.text(app)) }
+        if let apnsID { args.append("apns_id"); args.append(Self.text(apnsID)) }
+        if let apnsUniqueID { args.append("apns_unique_id"); args.append(Self.text(apnsUniqueID)) }
         args.append("attempt"); args.append(attempt)
         if let retryAt { args.append("retry_at"); args.append(retryAt) }
         if let invalidSince { args.append("invalid_since"); args.append(invalidSince) }
         if let latencyMilliseconds { args.append("latency_ms"); args.append(latencyMilliseconds) }
-        args.append("worker"); args.append(worker)
+        args.append("worker"); args.append(Self.text(worker))
     }
 
     /// Reads an entry back from a stream's field map (for tools and tests).
@@ -133,8 +145,10 @@ public struct DroppedToken: Sendable, Equatable {
         self.invalidSince = invalidSince
     }
 
+    /// Capped like `ResultEntry`'s fields.
     var fields: [(String, String)] {
-        var out = [("token", token), ("topic", topic), ("environment", environment), ("reason", reason)]
+        var out = [("token", ResultEntry.text(token)), ("topic", ResultEntry.text(topic)),
+                   ("environment", ResultEntry.text(environment)), ("reason", ResultEntry.reason(reason))]
         if let invalidSince { out.append(("invalid_since", String(invalidSince))) }
         return out
     }

@@ -1,0 +1,37 @@
+/// A key the queue scripts passed over because it holds the wrong type (someone `SET` a queue key, say): the
+/// other queues went on, and whatever belonged in that key stayed where it was (in the queue, a lease hash or
+/// the retry set) until the key is fixed. Reported through `JobQueue.onKeyProblem`; log it, rate-limited, since
+/// every pass that meets the key reports it again.
+public struct QueueKeyProblem: Sendable, Equatable, CustomStringConvertible {
+    public let key: String
+    /// Redis's `TYPE` of the key (e.g. `string`), or `malformed lease <id>` for a lease value without a queue.
+    public let found: String
+    /// The type the script needed (`list` for a queue key, `hash` for a lease hash).
+    public let expected: String
+
+    public init(key: String, found: String, expected: String) {
+        self.key = key
+        self.found = found
+        self.expected = expected
+    }
+
+    public var description: String {
+        "Redis key \(key.debugDescription) holds \(found), expected a \(expected): skipped, nothing taken from or put there"
+    }
+
+    /// The scripts' flat `{key, found, expected, ...}` list.
+    static func parse(_ reply: RESPValue?) throws(RedisError) -> [QueueKeyProblem] {
+        guard let reply else { return [] }
+        guard let items = reply.array, items.count % 3 == 0 else { throw .protocolError("key problems: \(reply)") }
+        var problems: [QueueKeyProblem] = []
+        var index = 0
+        while index < items.count {
+            guard let key = items[index].string, let found = items[index + 1].string, let expected = items[index + 2].string else {
+                throw .protocolError("key problem element")
+            }
+            problems.append(QueueKeyProblem(key: key, found: found, expected: expected))
+            index += 3
+        }
+        return problems
+    }
+}
