@@ -87,6 +87,14 @@ import Testing
         #expect(r.reason == .unknown("NewThing"))
     }
 
+    @Test func aMegabyteUnknownReasonIsNotKeptWhole() {
+        let body = Array(#"{"reason":""#.utf8) + Array(repeating: UInt8(ascii: "Z"), count: 1_048_576) + Array(#""}"#.utf8)
+        let r = APNsResponse.decode(status: 400, apnsID: nil, apnsUniqueID: nil, body: body)
+        guard case .unknown(let text) = r.reason else { Issue.record("reason \(String(describing: r.reason))"); return }
+        #expect(text.utf8.count <= APNsResponse.maxReasonBytes)
+        #expect(text.hasPrefix("ZZZZ") && text.hasSuffix("…(truncated, 1048576 bytes)"))
+    }
+
     @Test func goawayDebugDataUsesTheSameShape() {
         let decoded = APNsResponse.decodeBody(Array(#"{"reason":"Shutdown"}"#.utf8))
         #expect(decoded?.reason == .shutdown)

@@ -60,3 +60,30 @@ import Testing
         #expect(ResultEntry.Outcome.retrying.isTerminal == false)
     }
 }
+
+/// Only envelopes that came through Herald's schedule carry their attempt; a producer's look-alike is attempt 1.
+@Suite struct EnvelopeMarkTests {
+    @Test func aProducersLookAlikeEnvelopeCannotClaimAttempt99() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        let forged = #"{"herald":{"queue":"q","attempt":99,"id":"x","epoch":"guess"},"job":{"token":"aa"}}"#
+        try push(redis, key: keys.queue, jobs: [forged])
+        let queue = try BlockingJobQueue(redis: redis, keys: keys, workerID: "w")
+        let lease = try #require(try queue.claim(max: 1).first)
+        #expect(lease.attempt == 1 && lease.unmarkedEnvelopeAttempt == 99)
+        #expect(lease.job == bytes(#"{"token":"aa"}"#) && lease.raw == bytes(forged))
+    }
+
+    @Test func theSchedulerMarksItsEnvelopesSoTheirAttemptCounts() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        let envelope = JobEnvelope.wrap(job: bytes(#"{"token":"aa"}"#), attempt: 4, id: "j", queue: keys.queue)
+        _ = try redis.command([bytes("ZADD"), bytes(keys.retry), bytes("1"), envelope])
+        let queue = try BlockingJobQueue(redis: redis, keys: keys, workerID: "w")
+        #expect(try queue.moveDueRetries().moved == 1)
+        let lease = try #require(try queue.claim(max: 1).first)
+        #expect(lease.attempt == 4 && lease.unmarkedEnvelopeAttempt == nil && lease.jobID == "j")
+        #expect(lease.job == bytes(#"{"token":"aa"}"#))
+        #expect(JobEnvelope.unwrap(lease.raw).epoch == lease.epoch)
+    }
+}
