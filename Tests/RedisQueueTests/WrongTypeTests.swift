@@ -8,7 +8,7 @@ private func writingEverything(_ leases: [Lease]) -> [JobCompletion] {
         var completion = JobCompletion(
             lease: lease, result: ResultEntry(id: String(decoding: lease.job, as: UTF8.self), outcome: .tokenDropped, status: 410, worker: "w"),
             droppedToken: DroppedToken(token: "aa", topic: "t", environment: "production", reason: "Unregistered"))
-        completion.retry(at: 4_102_444_800_000, id: "later")
+        completion.scheduleRetry(at: 4_102_444_800_000, id: "later")
         completion.deadLetter(reason: "r", at: 1)
         return completion
     }
