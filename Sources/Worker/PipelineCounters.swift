@@ -13,6 +13,8 @@ public struct PipelineCounters: Sendable, Equatable {
     public var outagePauses = 0
     /// Jobs whose `deliver_at` lay ahead, put in the retry set until then.
     public var scheduled = 0
+    /// Outcomes Redis could not record because it had lost its data (a restart without persistence).
+    public var forgotten = 0
 
     public init() {}
 
@@ -31,12 +33,14 @@ public struct PipelineCounters: Sendable, Equatable {
         c.recovered += b.recovered
         c.outagePauses += b.outagePauses
         c.scheduled += b.scheduled
+        c.forgotten += b.forgotten
         return c
     }
 
     var logFields: [String: LogValue] {
         ["claimed": .int(claimed), "delivered": .int(delivered), "retrying": .int(retrying), "token_dropped": .int(tokensDropped),
          "failed": .int(failed), "rejected": .int(rejected), "resent": .int(resent), "leases_lost": .int(leasesLost),
-         "outage_pauses": .int(outagePauses), "scheduled": .int(scheduled)]
+         "outage_pauses": .int(outagePauses), "scheduled": .int(scheduled),
+         "forgotten": .int(forgotten)]
     }
 }

@@ -572,6 +572,25 @@ final class CoreRig {
         #expect(rig.core.inFlight == 1 + 10, "the job stays in flight until a batch is applied (plus a claim's reserved room)")
     }
 
+    /// Issue 18: after a Redis restart without persistence the worker claimed "already recorded" and "lease
+    /// lost" for outcomes Redis had simply forgotten. A forgotten batch now says so, and only that.
+    @Test func outcomesRedisForgotAreLoggedAsForgottenNotAsLostOrRecorded() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        rig.answer(rig.takeSends()[0], status: 200)
+        rig.advance(milliseconds: 10)
+        var report = CompletionReport()
+        report.forgotten = 1
+        rig.core.recorded(rig.batches.removeFirst(), report)
+        rig.drain()
+        let messages = rig.logs.map(\.1)
+        #expect(messages.contains { $0.hasPrefix("redis lost its data") })
+        #expect(!messages.contains { $0.hasPrefix("lease lost") || $0.hasPrefix("results re-sent") })
+        #expect(rig.core.counters.forgotten == 1)
+        #expect(rig.core.counters.leasesLost == 0)
+    }
+
     @Test func shutdownStopsClaimingDrainsAndThenReportsDrained() {
         let rig = CoreRig()
         rig.start()

@@ -519,6 +519,12 @@ public final class DeliveryCore {
 
     private func account(_ report: CompletionReport) {
         counters.recovered += report.recovered
+        if report.forgotten > 0 {
+            counters.forgotten += report.forgotten
+            log(.warning, "redis lost its data (restarted without persistence?): these outcomes could not be recorded", [
+                "jobs": .int(report.forgotten), "hint": .string("run Redis with appendonly yes to keep jobs and results across restarts"),
+            ])
+        }
         if report.unconfirmed > 0 {
             log(.info, "results re-sent after a lost reply were already recorded", ["jobs": .int(report.unconfirmed)])
         }

@@ -26,6 +26,18 @@ public final class RedisJobSource: JobSource {
         queue = try JobQueue(connection: redis, keys: keys, workerID: workerID, queueKeys: configuration.redis.queueKeys, options: queueOptions)
         settings = configuration.worker
         self.logger = logger
+        // Every pass that meets a wrong-typed key reports it; one line per key every 30 s is enough to act on.
+        var throttles: [String: WarningThrottle] = [:]
+        queue.onKeyProblem = { problem in
+            var throttle = throttles[problem.key] ?? WarningThrottle(seconds: 30)
+            if throttle.allow() {
+                logger.error("redis key has the wrong type; skipped, nothing taken from or written to it", [
+                    "key": .string(problem.key), "found": .string(problem.found), "expected": .string(problem.expected),
+                    "hint": .string("the jobs it concerns wait (queued or leased) and go on by themselves once the key is fixed"),
+                ])
+            }
+            throttles[problem.key] = throttle
+        }
     }
 
     private var loop: EventLoop { redis.loop }
