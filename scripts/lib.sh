@@ -37,3 +37,12 @@ stop_redis() {
     [ -n "${REDIS_DIR:-}" ] && rm -rf "$REDIS_DIR"
     REDIS_DIR=""
 }
+
+# Builds the herald that ships (the .deb and the Docker image): release, the Swift runtime linked in (Swift is
+# not a Debian package), no $ORIGIN rpath (its directory holds no libraries), immediate binding. Build output
+# goes to stderr; prints the binary's path.
+build_shipped_herald() {
+    swift build -c release --product herald --static-swift-stdlib --disable-local-rpath \
+        -Xlinker -z -Xlinker now >&2
+    echo "$(swift build -c release --show-bin-path)/herald"
+}

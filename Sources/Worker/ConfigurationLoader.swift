@@ -255,8 +255,10 @@ private struct Reader {
     /// JSONSerialization hands booleans back as NSNumber; their Objective-C type code is "c".
     func isBoolean(_ n: NSNumber) -> Bool { String(cString: n.objCType) == "c" }
 
+    /// Keys starting with `//` are comments (JSON has none), so a shipped example can explain itself; a typo
+    /// of a real key never starts that way, so it is still caught.
     mutating func check(_ object: [String: Any], known: Set<String>, at path: String) {
-        for key in object.keys.sorted() where !known.contains(key) {
+        for key in object.keys.sorted() where !known.contains(key) && !key.hasPrefix("//") {
             problems.append("unknown setting '\(path)\(key)'")
         }
     }

@@ -3,78 +3,119 @@ import HeraldTestSupport
 import Testing
 import Worker
 
-/// Docker does not run on these machines, so the compose file is checked statically: it parses, and every
-/// image, command and file it names exists in the repository.
+/// Docker does not run on these machines, so the compose files and the Dockerfile are checked statically: they
+/// parse, docker-compose accepts them, and every image, command, flag and file they name exists.
 @Suite struct ComposeFileTests {
-    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-
-    /// The compose file as JSON, converted by PyYAML (an independent YAML parser).
-    static func composeDocument() throws -> [String: Any] {
-        let python = try #require(FileManager.default.isExecutableFile(atPath: "/usr/bin/python3") ? "/usr/bin/python3" : which("python3"))
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", "import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))",
-                             root.appendingPathComponent("docker-compose.yml").path]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "docker-compose.yml does not parse as YAML")
-        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
-    }
-
-    @Test func composeFileNamesServicesImagesAndCommandsThatExist() throws {
-        let document = try Self.composeDocument()
-        let services = try #require(document["services"] as? [String: Any])
-        #expect(Set(services.keys).isSuperset(of: ["redis", "mock-apns", "worker-1", "worker-2", "enqueue"]))
-        let herald = try #require(heraldExecutable(), "build herald first (swift build)")
-        let help = try runAndCapture(herald, ["--help"])
-        var workers = 0
-        for (name, value) in services {
-            let service = try #require(value as? [String: Any], "service \(name)")
-            if service["build"] != nil {
-                #expect(FileManager.default.fileExists(atPath: Self.root.appendingPathComponent("Dockerfile").path))
-                let command = try #require(service["command"] as? [String], "service \(name) has a command list")
-                let subcommand = try #require(command.first)
-                #expect(help.contains("  \(subcommand) "), "'\(subcommand)' of service \(name) is not a herald command")
-                if subcommand == "worker" { workers += 1 }
-                // Files under /etc/herald are mounted from ./examples.
-                for argument in command where argument.hasPrefix("/etc/herald/") {
-                    let local = Self.root.appendingPathComponent("examples").appendingPathComponent(String(argument.dropFirst("/etc/herald/".count)))
-                    #expect(FileManager.default.fileExists(atPath: local.path), "\(argument) of service \(name) is not in examples/")
-                }
-                // Every flag the command passes must be one herald accepts: ask the command's own help.
-                let commandHelp = try runAndCapture(herald, [subcommand, "--help"])
-                for flag in command where flag.hasPrefix("--") {
-                    #expect(commandHelp.contains(flag), "\(flag) is not an option of herald \(subcommand)")
-                }
-            } else {
-                #expect(service["image"] as? String != nil, "service \(name) names no image")
+    /// Checks every service built from the Dockerfile: a herald command with flags herald accepts, and every file
+    /// it names (in its command or as HERALD_CONFIG) present in the directory mounted there. Returns the services.
+    @discardableResult
+    static func checkHeraldServices(_ file: String) throws -> [String: [String: Any]] {
+        let document = try DeployFiles.yamlObject(file)
+        let raw = try #require(document["services"] as? [String: Any], "\(file) has no services")
+        var services: [String: [String: Any]] = [:]
+        for (name, value) in raw {
+            let service = try #require(value as? [String: Any], "service \(name) of \(file)")
+            services[name] = service
+            guard service["build"] != nil else {
+                #expect(service["image"] as? String != nil, "service \(name) of \(file) names no image")
+                continue
+            }
+            #expect(service["build"] as? String == ".", "service \(name) of \(file) should build the repository's Dockerfile")
+            let command = try #require(service["command"] as? [String], "service \(name) of \(file) has a command list")
+            try DeployFiles.expectHeraldCommand(command, "service \(name) of \(file)")
+            // Mounted directories of the repository: container path -> repository path.
+            var mounts: [(container: String, local: String)] = []
+            for volume in service["volumes"] as? [String] ?? [] {
+                let parts = volume.split(separator: ":").map(String.init)
+                guard parts.count >= 2, parts[0].hasPrefix("./") else { continue }
+                let local = String(parts[0].dropFirst(2))
+                #expect(DeployFiles.exists(local), "\(parts[0]) mounted by \(name) of \(file) does not exist")
+                mounts.append((parts[1], local))
+            }
+            let environment = service["environment"] as? [String: String] ?? [:]
+            let named = command.filter { $0.hasPrefix("/") } + [environment["HERALD_CONFIG"]].compactMap { $0 }
+            for container in named {
+                guard let mount = mounts.first(where: { container.hasPrefix($0.container + "/") }) else { continue }
+                let local = mount.local + container.dropFirst(mount.container.count)
+                #expect(DeployFiles.exists(local), "\(container) of service \(name) of \(file) is not \(local) in the repository")
             }
         }
-        #expect(workers == 2)
+        return services
+    }
+
+    @Test func demoComposeFileNamesServicesImagesAndCommandsThatExist() throws {
+        let services = try Self.checkHeraldServices("docker-compose.yml")
+        #expect(Set(services.keys).isSuperset(of: ["redis", "mock-apns", "worker-1", "worker-2", "enqueue"]))
+        #expect(services.values.filter { ($0["command"] as? [String])?.first == "worker" }.count == 2)
+    }
+
+    @Test func apnsComposeFileRunsWorkersWithoutTheSimulator() throws {
+        let services = try Self.checkHeraldServices("docker-compose.apns.yml")
+        #expect(Set(services.keys) == ["redis", "worker", "tail"])
+        for (name, service) in services {
+            #expect(service["network_mode"] == nil, "\(name) must not borrow another service's network")
+            let command = service["command"] as? [String] ?? []
+            #expect(!command.contains("mock-apns"), "\(name) runs the simulator")
+            let dependencies: [String] = (service["depends_on"] as? [String: Any]).map { Array($0.keys) } ?? (service["depends_on"] as? [String] ?? [])
+            #expect(dependencies.allSatisfy { $0 == "redis" }, "\(name) depends on \(dependencies)")
+        }
+        let worker = try #require(services["worker"])
+        #expect(worker["restart"] as? String == "unless-stopped")
+        // Its configuration: Apple's hosts, Redis by service name, the key under the mounted keys directory.
+        let configuration = try ConfigurationLoader.load(path: DeployFiles.path("deploy/docker/herald.json"), environment: [:])
+        #expect(configuration.apns.productionURL == "https://api.push.apple.com:443")
+        #expect(configuration.redis.url == "redis://redis:6379/0")
+        let keyFile = try #require(configuration.apps.first?.token?.keyFile)
+        #expect(keyFile.hasPrefix("/etc/herald/keys/"))
+        #expect(DeployFiles.exists("deploy/docker/keys"), "the keys directory the compose file mounts")
+        // Stop grace above the drain the worker may take (shutdown deadline plus two Redis command timeouts).
+        let grace = try #require((worker["stop_grace_period"] as? String).flatMap { Int($0.dropLast()) })
+        #expect(grace > configuration.worker.shutdownDeadlineSeconds + 2 * configuration.redis.commandTimeoutMs / 1000)
+    }
+
+    @Test(.enabled(if: which("docker-compose") != nil, "docker-compose (Debian's package) is not installed"))
+    func composeFilesValidateWithDockerCompose() throws {
+        let compose = try #require(which("docker-compose"))
+        for file in ["docker-compose.yml", "docker-compose.apns.yml"] {
+            let result = try DeployFiles.run(compose, ["--project-directory", DeployFiles.root.path, "-f", DeployFiles.path(file), "config", "-q"])
+            #expect(result.status == 0, "docker-compose config rejects \(file): \(result.text)")
+        }
+    }
+
+    @Test func dockerfileCopiesFilesThatExistAndRunsHeraldAsANonRootUser() throws {
+        let text = try String(contentsOfFile: DeployFiles.path("Dockerfile"), encoding: .utf8)
+        let ignore = try String(contentsOfFile: DeployFiles.path(".dockerignore"), encoding: .utf8)
+        let allowed = ignore.split(separator: "\n").filter { $0.hasPrefix("!") }.map { String($0.dropFirst()) }
+        #expect(ignore.split(separator: "\n").contains("*"), ".dockerignore should exclude everything not named (.build is huge)")
+        var copiedTo: [String] = []
+        for line in text.split(separator: "\n") where line.hasPrefix("COPY ") {
+            let words = line.split(separator: " ").map(String.init)
+            copiedTo.append(words.last!)
+            if words.contains(where: { $0.hasPrefix("--from=") }) { continue }
+            for source in words.dropFirst().dropLast() {
+                #expect(DeployFiles.exists(source), "COPY \(source): not in the repository")
+                #expect(allowed.contains { source == $0 || source.hasPrefix($0 + "/") }, "COPY \(source) is excluded by .dockerignore")
+            }
+        }
+        let image = try DeployFiles.dockerImage()
+        #expect(copiedTo.contains(image.binary), "the ENTRYPOINT \(image.binary) is not what the runtime stage copies")
+        try DeployFiles.expectHeraldCommand(image.command, "the Dockerfile's CMD")
+        #expect(image.healthcheck.first == image.binary)
+        try DeployFiles.expectHeraldCommand(Array(image.healthcheck.dropFirst()), "the Dockerfile's HEALTHCHECK")
+        let uid = try #require(Int(image.user.split(separator: ":").first ?? ""), "USER should be a numeric uid")
+        #expect(uid != 0)
+        #expect(text.contains("--uid \(uid)"), "the runtime stage should create the user it runs as")
+        let config = try #require(image.environment["HERALD_CONFIG"])
+        #expect(copiedTo.contains(config), "HERALD_CONFIG \(config) is not in the image")
     }
 
     @Test func composeConfigurationLoads() throws {
-        let path = Self.root.appendingPathComponent("examples/compose.json").path
-        let configuration = try ConfigurationLoader.load(path: path, environment: [:])
+        let configuration = try ConfigurationLoader.load(path: DeployFiles.path("examples/compose.json"), environment: [:])
         #expect(configuration.apps.map(\.name) == ["demo"])
         #expect(configuration.redis.url == "redis://redis:6379/0")
-        let example = try ConfigurationLoader.load(path: Self.root.appendingPathComponent("examples/herald.json").path, environment: [:])
+        let example = try ConfigurationLoader.load(path: DeployFiles.path("examples/herald.json"), environment: [:])
         #expect(example.apps.count == 2)
-    }
-
-    private func runAndCapture(_ executable: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return String(decoding: data, as: UTF8.self)
+        let packaged = try ConfigurationLoader.load(path: DeployFiles.path("deploy/debian/herald.json"), environment: [:])
+        #expect(packaged.apps.first?.token?.keyFile.hasPrefix("/etc/herald/keys/") == true)
     }
 }

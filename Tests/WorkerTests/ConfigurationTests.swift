@@ -34,6 +34,28 @@ import Worker
         #expect(configuration.worker.logLevel == "debug")
     }
 
+    @Test func keysStartingWithDoubleSlashAreCommentsAtEveryLevelButTyposStillFail() throws {
+        let commented = try write(#"""
+        {"//": ["a file that explains itself"], "redis": {"//": "Redis 6.2 or newer", "url": "redis://10.0.0.1:6379/0"},
+         "apps": [{"//": "one app", "name": "shop", "bundle_id": "com.example.shop",
+                   "token": {"//key": "the .p8", "team_id": "ABCDE12345", "key_id": "KEY1234567", "key_file": "k.p8"}}],
+         "worker": {"//": {"any": "json"}, "max_in_flight": 12}}
+        """#)
+        let configuration = try ConfigurationLoader.load(path: commented, environment: [:])
+        #expect(configuration.redis.url == "redis://10.0.0.1:6379/0")
+        #expect(configuration.worker.maxInFlight == 12)
+        #expect(try ConfigurationLoader.loadRedisOnly(path: commented, environment: [:]).url == "redis://10.0.0.1:6379/0")
+        // A single slash is not a comment: it is an unknown key like any other typo.
+        let typo = try write(#"{"/": "not a comment", "redis": {"ur//l": "x"}, "apps": []}"#)
+        do {
+            _ = try ConfigurationLoader.load(path: typo, environment: [:])
+            Issue.record("unknown keys loaded")
+        } catch {
+            #expect(error.problems.contains("unknown setting '/'"))
+            #expect(error.problems.contains("unknown setting 'redis.ur//l'"))
+        }
+    }
+
     @Test func everyProblemIsReportedAtOnce() throws {
         let path = try write(#"""
         {"redis": {"url": "http://nope", "prefx": "x"},
