@@ -35,6 +35,9 @@ public struct ResultEntry: Sendable, Equatable {
     public var retryAt: Int64?
     /// ms since the epoch, for 410.
     public var invalidSince: Int64?
+    /// The environment first tried when environment fallback sent the job to the other one (see
+    /// docs/results.md); `environment` then names the one that answered last.
+    public var fallbackFrom: String?
     public var latencyMilliseconds: Int?
     public var worker: String
 
@@ -75,6 +78,7 @@ public struct ResultEntry: Sendable, Equatable {
         out.append(("attempt", String(attempt)))
         if let retryAt { out.append(("retry_at", String(retryAt))) }
         if let invalidSince { out.append(("invalid_since", String(invalidSince))) }
+        if let fallbackFrom { out.append(("fallback_from", Self.text(fallbackFrom))) }
         if let latencyMilliseconds { out.append(("latency_ms", String(latencyMilliseconds))) }
         out.append(("worker", Self.text(worker)))
         return out
@@ -92,6 +96,7 @@ public struct ResultEntry: Sendable, Equatable {
         if apnsUniqueID != nil { n += 1 }
         if retryAt != nil { n += 1 }
         if invalidSince != nil { n += 1 }
+        if fallbackFrom != nil { n += 1 }
         if latencyMilliseconds != nil { n += 1 }
         return n
     }
@@ -111,6 +116,7 @@ public struct ResultEntry: Sendable, Equatable {
         args.append("attempt"); args.append(attempt)
         if let retryAt { args.append("retry_at"); args.append(retryAt) }
         if let invalidSince { args.append("invalid_since"); args.append(invalidSince) }
+        if let fallbackFrom { args.append("fallback_from"); args.append(Self.text(fallbackFrom)) }
         if let latencyMilliseconds { args.append("latency_ms"); args.append(latencyMilliseconds) }
         args.append("worker"); args.append(Self.text(worker))
     }
@@ -124,6 +130,7 @@ public struct ResultEntry: Sendable, Equatable {
                   apnsID: map["apns_id"], apnsUniqueID: map["apns_unique_id"], attempt: Int(map["attempt"] ?? "1") ?? 1,
                   retryAt: map["retry_at"].flatMap { Int64($0) }, invalidSince: map["invalid_since"].flatMap { Int64($0) },
                   latencyMilliseconds: map["latency_ms"].flatMap { Int($0) }, worker: worker)
+        fallbackFrom = map["fallback_from"]
     }
 
     public static func == (a: ResultEntry, b: ResultEntry) -> Bool { a.fields.elementsEqual(b.fields, by: ==) }

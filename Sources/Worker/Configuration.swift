@@ -46,6 +46,9 @@ public struct Configuration: Sendable {
         public var bundleID: String
         public var environments: [String] = ["production", "sandbox"]
         public var defaultEnvironment = "production"
+        /// Opt-in: a token one environment answers 400 BadDeviceToken is tried once on the other before it is
+        /// dropped (Apple gives that answer to a sandbox token sent to production, and the reverse).
+        public var environmentFallback = false
         public var token: TokenAuth? = nil
         public var certificate: CertificateAuth? = nil
 

@@ -120,6 +120,9 @@ public enum ConfigurationLoader {
             for environment in app.environments where environment != "production" && environment != "sandbox" {
                 problems.append("\(label): environment '\(environment)' is not production or sandbox")
             }
+            if app.environmentFallback && !(app.environments.contains("production") && app.environments.contains("sandbox")) {
+                problems.append("\(label): environment_fallback needs both production and sandbox in its environments")
+            }
             if !app.environments.contains(app.defaultEnvironment) {
                 problems.append("\(label): default_environment '\(app.defaultEnvironment)' is not among its environments")
             }
@@ -223,13 +226,14 @@ private struct Reader {
 
     mutating func readApp(_ app: [String: Any], index: Int) -> Configuration.AppSettings {
         let at = "apps[\(index)]."
-        check(app, known: ["name", "bundle_id", "environments", "default_environment", "token", "certificate"], at: at)
+        check(app, known: ["name", "bundle_id", "environments", "default_environment", "environment_fallback", "token", "certificate"], at: at)
         var settings = Configuration.AppSettings(name: "", bundleID: "")
         string(app, "name", at, &settings.name)
         string(app, "bundle_id", at, &settings.bundleID)
         strings(app, "environments", at, &settings.environments)
         if settings.environments.count == 1 { settings.defaultEnvironment = settings.environments[0] }
         string(app, "default_environment", at, &settings.defaultEnvironment)
+        bool(app, "environment_fallback", at, &settings.environmentFallback)
         if let token = object(app["token"], at + "token") {
             check(token, known: ["team_id", "key_id", "key_file", "refresh_minutes"], at: at + "token.")
             var auth = Configuration.AppSettings.TokenAuth(teamID: "", keyID: "", keyFile: "")

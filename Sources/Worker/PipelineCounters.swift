@@ -15,6 +15,8 @@ public struct PipelineCounters: Sendable, Equatable {
     public var scheduled = 0
     /// Outcomes Redis could not record because it had lost its data (a restart without persistence).
     public var forgotten = 0
+    /// Jobs sent to their app's other environment after a BadDeviceToken (environment fallback).
+    public var fallbacks = 0
 
     public init() {}
 
@@ -34,6 +36,7 @@ public struct PipelineCounters: Sendable, Equatable {
         c.outagePauses += b.outagePauses
         c.scheduled += b.scheduled
         c.forgotten += b.forgotten
+        c.fallbacks += b.fallbacks
         return c
     }
 
@@ -41,6 +44,6 @@ public struct PipelineCounters: Sendable, Equatable {
         ["claimed": .int(claimed), "delivered": .int(delivered), "retrying": .int(retrying), "token_dropped": .int(tokensDropped),
          "failed": .int(failed), "rejected": .int(rejected), "resent": .int(resent), "leases_lost": .int(leasesLost),
          "outage_pauses": .int(outagePauses), "scheduled": .int(scheduled),
-         "forgotten": .int(forgotten)]
+         "forgotten": .int(forgotten), "fallbacks": .int(fallbacks)]
     }
 }

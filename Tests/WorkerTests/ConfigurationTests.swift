@@ -56,6 +56,21 @@ import Worker
         }
     }
 
+    @Test func environmentFallbackIsOptInAndNeedsBothEnvironments() throws {
+        let on = try ConfigurationLoader.load(path: try write(#"""
+        {"apps":[{"name":"shop","bundle_id":"com.example.shop","environment_fallback":true,
+                  "token":{"team_id":"ABCDE12345","key_id":"KEY1234567","key_file":"k.p8"}}]}
+        """#), environment: [:])
+        #expect(on.apps[0].environmentFallback)
+        #expect(try ConfigurationLoader.load(path: try write(oneApp), environment: [:]).apps[0].environmentFallback == false)
+        #expect {
+            _ = try ConfigurationLoader.load(path: try write(#"""
+            {"apps":[{"name":"shop","bundle_id":"com.example.shop","environment_fallback":true,"environments":["production"],
+                      "token":{"team_id":"ABCDE12345","key_id":"KEY1234567","key_file":"k.p8"}}]}
+            """#), environment: [:])
+        } throws: { ($0 as? ConfigurationError)?.problems.contains { $0.contains("environment_fallback needs both") } == true }
+    }
+
     @Test func everyProblemIsReportedAtOnce() throws {
         let path = try write(#"""
         {"redis": {"url": "http://nope", "prefx": "x"},

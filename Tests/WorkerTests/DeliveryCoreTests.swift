@@ -27,10 +27,15 @@ final class CoreRig {
     var drained: [RecordBatch?] = []
     private var leaseCounter = 0
 
-    static let apps = [
-        Configuration.AppSettings(name: "shop", bundleID: "com.example.shop"),
-        Configuration.AppSettings(name: "news", bundleID: "com.example.news"),
-    ]
+    static let apps: [Configuration.AppSettings] = {
+        var both = Configuration.AppSettings(name: "both", bundleID: "com.example.both")
+        both.environmentFallback = true
+        var single = Configuration.AppSettings(name: "single", bundleID: "com.example.single")
+        single.environmentFallback = true
+        single.environments = ["production"]
+        return [Configuration.AppSettings(name: "shop", bundleID: "com.example.shop"),
+                Configuration.AppSettings(name: "news", bundleID: "com.example.news"), both, single]
+    }()
 
     init(_ adjust: (inout DeliverySettings) -> Void = { _ in }) {
         var settings = DeliverySettings(workerID: "w1")
@@ -589,6 +594,61 @@ final class CoreRig {
         #expect(!messages.contains { $0.hasPrefix("lease lost") || $0.hasPrefix("results re-sent") })
         #expect(rig.core.counters.forgotten == 1)
         #expect(rig.core.counters.leasesLost == 0)
+    }
+
+    /// Issue 14, part 5: a token production calls BadDeviceToken may be a sandbox token; with fallback on,
+    /// it is tried once on the other environment, and dropped only when both refuse it.
+    @Test func environmentFallbackTriesTheOtherEnvironmentOnceBeforeDroppingTheToken() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1, app: "both"), rig.job(2, app: "both"), rig.job(3, app: "shop"), rig.job(4, app: "both")])
+        var sends = rig.takeSends()
+        #expect(sends.map(\.id) == ["j1", "j3"], "one probe per destination")
+        rig.answer(sends[0], status: 200)  // proves "both" in production
+        rig.answer(sends[1], status: 400, reason: "BadDeviceToken")  // no fallback for "shop": dropped at once
+        sends = rig.takeSends()
+        #expect(sends.map(\.id) == ["j2", "j4"])
+        rig.answer(sends[0], status: 400, reason: "BadDeviceToken")
+        rig.answer(sends[1], status: 410, reason: "Unregistered")  // not an environment mix-up: dropped at once
+        let retried = rig.takeSends()
+        #expect(retried.map(\.id) == ["j2"])
+        #expect(retried[0].destination.environment == .sandbox)
+        #expect(retried[0].notification.environment == .sandbox)
+        rig.answer(retried[0], status: 200)
+        rig.recordAllKeepingResults()
+        let byID = Dictionary(uniqueKeysWithValues: rig.results.map { ($0.id, $0) })
+        #expect(byID["j2"]?.outcome == .delivered)
+        #expect(byID["j2"]?.environment == "sandbox")
+        #expect(byID["j2"]?.fallbackFrom == "production")
+        #expect(byID["j2"]?.attempt == 2)
+        #expect(byID["j3"]?.outcome == .tokenDropped)
+        #expect(byID["j3"]?.fallbackFrom == nil)
+        #expect(byID["j4"]?.outcome == .tokenDropped)
+        #expect(rig.core.counters.fallbacks == 1)
+
+        // Both environments refuse it: dropped, saying which was tried first.
+        rig.answerClaim([rig.job(5, app: "both")])
+        let first = rig.takeSends()
+        rig.answer(first[0], status: 400, reason: "BadDeviceToken")
+        let second = rig.takeSends()
+        #expect(second.map(\.destination.environment) == [.sandbox])
+        rig.answer(second[0], status: 400, reason: "BadDeviceToken")
+        #expect(rig.takeSends().isEmpty, "one fallback per job")
+        rig.advance(milliseconds: 10)
+        let dropped = rig.batches.flatMap(\.completions).first { $0.result?.id == "j5" }
+        #expect(dropped?.result?.outcome == .tokenDropped)
+        #expect(dropped?.result?.environment == "sandbox")
+        #expect(dropped?.result?.fallbackFrom == "production")
+        #expect(dropped?.droppedToken?.environment == "sandbox")
+    }
+
+    @Test func noFallbackForAnAppWithOneEnvironment() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1, app: "single")])
+        rig.answer(rig.takeSends()[0], status: 400, reason: "BadDeviceToken")
+        #expect(rig.takeSends().isEmpty)
+        #expect(rig.core.counters.tokensDropped == 1)
     }
 
     @Test func shutdownStopsClaimingDrainsAndThenReportsDrained() {

@@ -8,11 +8,13 @@ struct CompletionBuilder {
     let workerID: String
 
     private func entry(_ job: JobAttempt, _ outcome: ResultEntry.Outcome, now: UInt64, response: APNsResponse? = nil, reason: String? = nil) -> ResultEntry {
-        ResultEntry(
+        var result = ResultEntry(
             id: job.id, outcome: outcome, status: response?.status ?? 0, reason: reason, token: job.notification.deviceToken,
             topic: job.notification.topic, environment: job.notification.environment.rawValue, app: job.appName,
             apnsID: response?.apnsID, apnsUniqueID: response?.apnsUniqueID, attempt: job.attempt,
             latencyMilliseconds: job.latencyMilliseconds(now: now), worker: workerID)
+        result.fallbackFrom = job.fallbackFrom?.rawValue
+        return result
     }
 
     /// A terminal or retry decision on an answer (or a transport failure: `response` nil).

@@ -348,6 +348,12 @@ public final class DeliveryCore {
         let wasProbe = gate.answered(job, reachedAPNs: response != nil,
                                      credentialAccepted: response != nil && !policy.refusesCredential(outcome.result))
         switch decision {
+        case .dropToken(_, let reason) where reason == APNsReason.badDeviceToken.rawValue && mayFallBack(job):
+            // Apple says BadDeviceToken to a token of the other environment too: try that one once first.
+            counters.fallbacks += 1
+            job.attempt += 1
+            job.fallBack()
+            dispatch(job)
         case .delivered, .dropToken, .fail, .retry:
             finishJob(job, decision, response: response)
         case .resendNow(let fresh, _):
@@ -379,6 +385,13 @@ public final class DeliveryCore {
         if wasProbe || gate.probe == nil { releaseWaiting(gate) }
         retryBacklog()
         settle()
+    }
+
+    /// Environment fallback is opt-in per app, needs both environments, and happens once per job.
+    private func mayFallBack(_ job: JobAttempt) -> Bool {
+        let app = apps[job.destination.app]
+        return app.environmentFallback && job.fallbackFrom == nil
+            && app.environments.contains(APNsEnvironment.production.rawValue) && app.environments.contains(APNsEnvironment.sandbox.rawValue)
     }
 
     private func finishJob(_ job: JobAttempt, _ decision: Decision, response: APNsResponse?) {

@@ -6,9 +6,12 @@ import RedisQueue
 public final class JobAttempt {
     public let lease: Lease
     public let id: String
-    public let destination: Destination
+    /// Changes only when environment fallback sends the job to the other environment.
+    public private(set) var destination: Destination
     public let appName: String
-    public let notification: PushNotification
+    public private(set) var notification: PushNotification
+    /// The environment first tried, once environment fallback has moved the job to the other one.
+    public private(set) var fallbackFrom: APNsEnvironment?
     /// 1-based; resends after an answer that may have been processed count (they are attempts at APNs).
     public internal(set) var attempt: Int
     /// Resends in a row that APNs certainly did not process (refused stream, GOAWAY, never written): not
@@ -31,6 +34,14 @@ public final class JobAttempt {
         self.attempt = lease.attempt
         self.claimedAt = claimedAt
         self.deliverAt = deliverAt
+    }
+
+    /// Environment fallback: the same job, once, to the other environment of the same app.
+    func fallBack() {
+        let other: APNsEnvironment = destination.environment == .production ? .sandbox : .production
+        fallbackFrom = destination.environment
+        destination = Destination(app: destination.app, environment: other)
+        notification.environment = other
     }
 
     func latencyMilliseconds(now: UInt64) -> Int { Int((now &- claimedAt) / 1_000_000) }
