@@ -1,4 +1,5 @@
 // swift-tools-version:6.0
+import Foundation
 import PackageDescription
 
 /// One package, no package dependencies: the C libraries come from Debian as system-library targets.
@@ -51,3 +52,16 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+/// libFuzzer targets (docs/fuzzing.md), declared only when scripts/fuzz sets HERALD_FUZZ=1 so ordinary builds never
+/// see them. Every directory under Fuzz/Targets is one target that may use any module: adding one is adding a file.
+if Context.environment["HERALD_FUZZ"] == "1" {
+    let root = Context.packageDirectory + "/Fuzz/Targets"
+    let names = ((try? FileManager.default.contentsOfDirectory(atPath: root)) ?? []).filter { !$0.hasPrefix(".") }.sorted()
+    package.targets.append(.target(name: "FuzzSupport", path: "Fuzz/Support"))
+    for name in names {
+        package.targets.append(.executableTarget(
+            name: name, dependencies: ["FuzzSupport", "APNs", "RedisQueue", "MockAPNs", "Worker"], path: "Fuzz/Targets/" + name))
+        package.products.append(.executable(name: name, targets: [name]))
+    }
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env python3
+"""Writes the seed corpora Fuzz/Corpus/<target>/ from the inputs the unit tests already use, so fuzzing starts
+from shapes the code is known to handle (and to refuse). Rerun after changing the tests; `scripts/fuzz --merge`
+then minimises seeds plus findings. Seeds are named by content hash, so reruns do not duplicate them."""
+import glob
+import hashlib
+import json
+import os
+import re
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RAW = re.compile(r'#"(.*?)"#')  # one-line Swift raw strings: no escapes to undo
+
+
+def raw_literals(*patterns):
+    """Single-line raw string literals of the given test files, without interpolations."""
+    found = []
+    for pattern in patterns:
+        for path in sorted(glob.glob(os.path.join(ROOT, pattern))):
+            for line in open(path, encoding="utf-8"):
+                found += [s for s in RAW.findall(line) if "\\#(" not in s]
+    return found
+
+
+def multiline_raw_literals(path):
+    """Multi-line raw literals (#, three quotes, newline ... three quotes, #); indentation kept, JSON does not mind."""
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+    return [s for s in re.findall(r'#"""\n(.*?)\n\s*"""#', text, re.S) if "\\#(" not in s]
+
+
+def swift_literals(path):
+    """Ordinary "..." literals of a test file with the escapes RESP tests use (\\r \\n \\t \\\\ \\")."""
+    text = open(os.path.join(ROOT, path), encoding="utf-8").read()
+    out = []
+    for s in re.findall(r'(?<!#)"((?:[^"\\\n]|\\.)*)"', text):
+        if "\\(" in s:
+            continue
+        out.append(s.replace("\\r", "\r").replace("\\n", "\n").replace("\\t", "\t").replace('\\"', '"').replace("\\\\", "\\"))
+    return out
+
+
+def write(target, seeds):
+    directory = os.path.join(ROOT, "Fuzz", "Corpus", target)
+    os.makedirs(directory, exist_ok=True)
+    for seed in seeds:
+        data = seed if isinstance(seed, bytes) else seed.encode("utf-8")
+        if len(data) > 8192:
+            continue
+        name = hashlib.sha1(data).hexdigest()[:16]
+        with open(os.path.join(directory, name), "wb") as f:
+            f.write(data)
+    print(f"{target}: {len(os.listdir(directory))} seeds")
+
+
+def main():
+    jobs = raw_literals("Tests/APNsTests/JobParserTests.swift", "Tests/RedisQueueTests/EnvelopeTests.swift")
+    jobs += open(os.path.join(ROOT, "examples", "sample-jobs.jsonl"), encoding="utf-8").read().splitlines()[:3]
+    write("FuzzJobParser", [j for j in jobs if j.lstrip().startswith(("{", "["))])
+
+    json_docs = raw_literals("Tests/APNsTests/*.swift", "Tests/WorkerTests/ConfigurationTests.swift")
+    json_docs += ['"x"', "-0.5e+3", "[true,false,null]", '{"a":"\\ud83d\\ude00"}', "[[[[]]]]", " 12 "]
+    write("FuzzJSONScanner", json_docs)
+
+    bodies = [b for b in raw_literals("Tests/APNsTests/ResponseTests.swift") if b.lstrip().startswith("{")]
+    statuses = [400, 403, 410, 429, 500, 503]
+    # The target reads a status from the first two bytes: (status - 100) big-endian.
+    write("FuzzAPNsResponse", [bytes([(s - 100) >> 8, (s - 100) & 0xFF]) + b.encode() for s in statuses for b in bodies[:3]]
+          + [bytes([0, 100]) + b"", bytes([1, 54]) + b'{"reason":"BadEnvironmentKeyInToken"}'])
+
+    resp = [s for s in swift_literals("Tests/RedisQueueTests/RESPTests.swift") if "\r\n" in s]
+    resp += ["*2\r\n$4\r\nLPOP\r\n:3\r\n", "*3\r\n$13\r\n1700000000-0\r\n*2\r\n$4\r\njob1\r\n$2\r\n{}\r\n:-1\r\n",
+             "-NOSCRIPT No matching script\r\n", "$-1\r\n*-1\r\n"]
+    write("FuzzRESPReader", resp)
+
+    configs = [c for c in raw_literals("Tests/WorkerTests/ConfigurationTests.swift") if c.lstrip().startswith("{")]
+    configs += multiline_raw_literals("Tests/WorkerTests/ConfigurationTests.swift")
+    for name in ("herald.json", "compose.json"):
+        configs.append(open(os.path.join(ROOT, "examples", name), encoding="utf-8").read())
+    # After a NUL byte, NAME=value lines become the environment.
+    configs.append(configs[0] + "\0HERALD_QUEUES=a, b\nHERALD_MAX_IN_FLIGHT=99\nHERALD_APNS_CONNECTIONS=x\n")
+    write("FuzzConfiguration", configs)
+
+    # The simulator's header/payload table in CurlAgreementTests, as "name: value" lines, a blank line, the body.
+    table = open(os.path.join(ROOT, "Tests/MockAPNsTests/CurlAgreementTests.swift"), encoding="utf-8").read()
+    requests = []
+    token = "/3/device/" + "ab" * 32
+    for headers, body in re.findall(r'\(\[((?:"[^"]*",?\s*)*)\],\s*(#"(?:.*?)"#|"[^"]*")', table):
+        lines = re.findall(r'"([^"]*)"', headers)
+        body = body[2:-2] if body.startswith("#") else body[1:-1]
+        if "\\#(" in body:
+            body = '{"aps":{"alert":"' + "x" * 4100 + '"}}'
+        requests.append("\n".join([":method: POST", ":path: " + token] + lines) + "\n\n" + body)
+    requests.append(":method: GET\n:path: /3/device/abc?x=1\napns-priority: 10\napns-push-type: background\n\n{}")
+    requests.append(":method: POST\n:path: /3/device/ab\napns-topic: t\napns-id: 123e4567-e89b-12d3-a456-426614174000\n"
+                    "apns-expiration: 0\napns-collapse-id: c\n\n" + json.dumps({"aps": {"alert": "hi"}}))
+    write("FuzzRequestRules", requests)
+
+
+if __name__ == "__main__":
+    main()
