@@ -5,12 +5,24 @@ import CHiredis
 /// Owns a `redisReader*` (freed in `deinit`); confined to the thread of the connection that owns it, not Sendable.
 final class RESPReader {
     private let reader: UnsafeMutablePointer<redisReader>
+    /// Where the array guard notes a refused element count, for the error text (reader's privdata).
+    private let refusedCount = UnsafeMutablePointer<Int32>.allocate(capacity: 1)
+
+    /// Largest array reply accepted. hiredis 0.14 callocs a pointer per announced element before any arrives,
+    /// so the 12 bytes `*400000000\r\n` would reserve 3.2 GB (found by fuzzing). Herald's replies are bounded by
+    /// its own counts (claim batches of at most 10,000 jobs, ranges with LIMIT), far below this.
+    static let maxArrayElements: Int32 = 1 << 24
 
     init() {
-        reader = redisReaderCreate()
+        reader = redisReaderCreateWithFunctions(Self.guardedFunctions)
+        refusedCount.initialize(to: 0)
+        reader.pointee.privdata = UnsafeMutableRawPointer(refusedCount)
     }
 
-    deinit { redisReaderFree(reader) }
+    deinit {
+        redisReaderFree(reader)
+        refusedCount.deallocate()
+    }
 
     func feed(_ bytes: [UInt8], count: Int? = nil) throws(RedisError) {
         let length = min(count ?? bytes.count, bytes.count)
@@ -32,7 +44,10 @@ final class RESPReader {
     }
 
     private var errorText: String {
-        withUnsafeBytes(of: reader.pointee.errstr) { buffer in
+        if refusedCount.pointee != 0 {
+            return "array reply of \(refusedCount.pointee) elements is above the limit of \(Self.maxArrayElements)"
+        }
+        return withUnsafeBytes(of: reader.pointee.errstr) { buffer in
             String(decoding: buffer.prefix { $0 != 0 }, as: UTF8.self)
         }
     }
@@ -61,6 +76,29 @@ final class RESPReader {
             return .error("unknown reply type \(r.type)")
         }
     }
+
+    /// hiredis's own reply builders with arrays above `maxArrayElements` refused (hiredis then fails the read).
+    /// Allocated once and never freed: every reader points at it for its whole life.
+    nonisolated(unsafe) private static let guardedFunctions: UnsafeMutablePointer<redisReplyObjectFunctions> = {
+        var functions = plainFunctions
+        functions.createArray = { task, elements in
+            guard elements <= RESPReader.maxArrayElements else {
+                task?.pointee.privdata?.assumingMemoryBound(to: Int32.self).pointee = elements
+                return nil
+            }
+            return RESPReader.plainFunctions.createArray(task, elements)
+        }
+        let pointer = UnsafeMutablePointer<redisReplyObjectFunctions>.allocate(capacity: 1)
+        pointer.initialize(to: functions)
+        return pointer
+    }()
+
+    /// The builders `redisReaderCreate` installs (hiredis keeps them private to its library).
+    nonisolated(unsafe) private static let plainFunctions: redisReplyObjectFunctions = {
+        let plain = redisReaderCreate()!
+        defer { redisReaderFree(plain) }
+        return plain.pointee.fn.pointee
+    }()
 
     private static func bytes(_ pointer: UnsafeMutablePointer<CChar>?, _ length: Int) -> [UInt8] {
         guard let pointer, length > 0 else { return [] }

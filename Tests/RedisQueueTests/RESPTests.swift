@@ -42,6 +42,23 @@ import Testing
         #expect(throws: RedisError.self) { try reader.next() }
     }
 
+    /// Found by fuzzing: hiredis 0.14 allocates a pointer per announced element up front, so a 12-byte header
+    /// made it reserve 3.2 GB. The reader refuses it as a protocol error before anything is allocated.
+    @Test func arrayHeaderAboveTheElementLimitIsAProtocolError() throws {
+        for text in ["*400000000\r\n", "*2\r\n:1\r\n*400000000\r\n"] {
+            let reader = RESPReader()
+            try reader.feed(bytes(text))
+            do {
+                _ = try reader.next()
+                Issue.record("\(text.debugDescription) was accepted")
+            } catch {
+                guard case .protocolError(let message) = error else { Issue.record("\(error)"); continue }
+                #expect(message.contains("400000000") && message.contains("limit"), "\(message)")
+            }
+        }
+        #expect(try decode("*2\r\n:1\r\n*1\r\n:2\r\n") == [.array([.integer(1), .array([.integer(2)])])])
+    }
+
     @Test func helpers() {
         #expect(RESPValue.bulk(bytes("12")).int == 12)
         #expect(RESPValue.integer(7).string == "7")
