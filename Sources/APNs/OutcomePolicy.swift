@@ -130,7 +130,10 @@ public struct OutcomePolicy: Sendable {
 
     private func isExpired(_ expiration: Int64?, at milliseconds: Int64) -> Bool {
         guard let expiration, expiration != 0 else { return false }
-        return expiration.multipliedReportingOverflow(by: 1000).partialValue < milliseconds
+        // A date too far ahead to count in milliseconds is simply not expired (wrapping made it look past).
+        let (ms, overflow) = expiration.multipliedReportingOverflow(by: 1000)
+        if overflow { return expiration < 0 }
+        return ms < milliseconds
     }
 
     private func doubling(_ base: Int64, cap: Int64, attempt: Int) -> Int64 {

@@ -151,6 +151,15 @@ private func matches(_ d: Decision, _ e: Expect, attempt: Int = 1) -> Bool {
             == .resendUnprocessed)
     }
 
+    /// Found by fuzzing: the seconds-to-milliseconds product wrapped, so a date far ahead counted as long past.
+    @Test func anExpirationTooFarAheadToCountInMillisecondsIsNotExpired() {
+        #expect(!policy.wouldExpire(Int64.max / 10, atMilliseconds: now * 1000))
+        #expect(!policy.wouldExpire(9_300_000_000_000_000, atMilliseconds: now * 1000))
+        #expect(policy.wouldExpire(-9_300_000_000_000_000, atMilliseconds: now * 1000))
+        #expect(policy.decide(response(500, nil), attempt: 1, expiration: Int64.max / 10, nowSeconds: now)
+            == .retry(afterMilliseconds: 900_000, reason: "HTTP 500"))
+    }
+
     @Test func expiredNotificationsAreNotRetried() {
         let past = now - 1
         for result in [response(500, "InternalServerError"), response(429, "TooManyRequests"), response(403, "ExpiredProviderToken"),
