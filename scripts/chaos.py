@@ -457,7 +457,7 @@ class Chaos:
             name = f"{path}.{kind}"
             # Until outages stop costing attempts, APNs-path disruptions are spaced beyond the pool's healthy
             # connection lifetime (10 s), so reconnect back-off does not build up over a short round.
-            spacing = 12 if path == "apns" else 1
+            spacing = self.args.apns_spacing if path == "apns" else 1
             if kind == "latency":
                 ms, secs = r.randint(20, 250), r.uniform(2, 5)
                 proxy.send(f"latency {ms}")
@@ -481,12 +481,12 @@ class Chaos:
                 self.busy_until[path] = now + spacing
                 self.record(name, f"{reply['cut']} of {reply['connections']} connections", bound)
             elif kind == "blackhole":
-                secs = r.uniform(1, 3)
+                secs = r.uniform(1, self.args.outage)
                 reply, bound = self.around(lambda: proxy.send(f"blackhole {secs:.2f}"))
                 self.busy_until[path] = now + secs + spacing
                 self.record(name, f"{secs:.1f} s, {reply['connections']} connections", bound)
             elif kind == "refuse":
-                secs = r.uniform(1, 3)
+                secs = r.uniform(1, self.args.outage)
                 reply, bound = self.around(lambda: (proxy.send(f"refuse {secs:.2f}"), proxy.send("reset"))[1])
                 self.busy_until[path] = now + secs + spacing
                 self.record(name, f"{secs:.1f} s after resetting {reply['connections']} connections", bound)
@@ -806,13 +806,19 @@ def main():
     parser.add_argument("--workers", type=int, default=2, help="worker processes; all but the first are killed now and then")
     parser.add_argument("--rate", type=float, default=40, help="jobs pushed per second")
     parser.add_argument("--gap", type=float, default=3, help="mean seconds between faults")
+    parser.add_argument("--outage", type=float, default=3,
+                        help="longest black hole or refused-connect window in seconds (default 3: shorter than the "
+                             "retry schedule, while an APNs outage still costs attempts)")
+    parser.add_argument("--apns-spacing", type=float, default=12,
+                        help="seconds between disruptions of the APNs path (default 12: beyond the pool's 10 s "
+                             "healthy lifetime, so reconnect back-off does not build up)")
     parser.add_argument("--settle-timeout", type=float, default=120, help="seconds to wait for every outcome at the end")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, AOF) even when all is well")
     args = parser.parse_args()
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1_000_000)
-    if args.workers < 1 or args.seconds <= 0 or args.rate <= 0:
-        parser.error("--workers, --seconds and --rate must be positive")
+    if args.workers < 1 or args.seconds <= 0 or args.rate <= 0 or args.gap <= 0 or args.outage < 1:
+        parser.error("--workers, --seconds, --rate and --gap must be positive, --outage at least 1")
     chaos = Chaos(args)
 
     def stop(signum, frame):
