@@ -444,7 +444,8 @@ class Chaos:
             if self.busy_until[path] <= now:
                 for kind in ("latency", "bandwidth", "reset", "cut", "blackhole", "refuse"):
                     choices.append((path, kind, proxy))
-        victims = list(range(1, self.args.workers))
+        # Workers 1... (the first is observed, never killed), not one already draining after a SIGTERM.
+        victims = [i for i in range(1, self.args.workers) if i not in self.pending_term]
         if victims and self.busy_until["workers"] <= now:
             choices += [("worker", "kill", None), ("worker", "term", None)]
         if self.busy_until["redis-server"] <= now and self.busy_until["redis"] <= now:
