@@ -737,6 +737,8 @@ class Chaos:
         if fds1 > fds0 + 4:
             problems.append(f"observed worker open fds grew from {fds0} to {fds1}")
         stats = w.simulator_stats()
+        # Connections each proxy accepted: each one past the first few is a reconnect after a fault.
+        proxied = {p.name.split("-")[0]: p.send("stats")["accepted"] for p in (self.redis_proxy, self.apns_proxy)}
         summary = {
             "seed": self.args.seed, "seconds": self.args.seconds, "workers": self.args.workers, "rate_per_s": self.args.rate,
             "scenarios": len(self.faults), "faults_injected": sum(self.faults.values()), "faults": dict(sorted(self.faults.items())),
@@ -745,7 +747,7 @@ class Chaos:
             "failed": outcome_counts["failed"], "rejected": outcome_counts["rejected"],
             "lost": lost, "wrong": wrong, "duplicates": duplicates, "duplicate_bound": self.duplicate_bound,
             "retrying_entries": ledger.retrying, "simulator_requests": stats.get("requests"),
-            "simulator_accepted": stats.get("accepted"), "settle_seconds": round(settled_at - self.args.seconds, 1),
+            "simulator_accepted": stats.get("accepted"), "proxy_connections": proxied, "settle_seconds": round(settled_at - self.args.seconds, 1),
             "queue_left": queue, "retry_left": retry, "leases_left": leases,
             "rss_kb_start": rss0, "rss_kb_end": rss1, "fds_start": fds0, "fds_end": fds1,
             "breaches": len(problems), "ok": not problems,

@@ -139,15 +139,20 @@ class Proxy:
                     await asyncio.sleep(wait)
                 if link.closed or link.dead:
                     continue  # keep taking items, so the reader never blocks on a full line
-                try:
-                    writer.write(data)
-                    await writer.drain()
-                except (OSError, RuntimeError):
-                    link.close(abort=True)
-                    continue
-                self.counts[counter] += len(data)
-                if self.bandwidth:
-                    await asyncio.sleep(len(data) / self.bandwidth)
+                # Under a cap, in slices of 1/20 s each followed by its share of time (a chunk read before the
+                # cap was set may be large).
+                step = max(1, self.bandwidth // 20) if self.bandwidth else len(data)
+                for offset in range(0, len(data), step):
+                    piece = data[offset:offset + step]
+                    try:
+                        writer.write(piece)
+                        await writer.drain()
+                    except (OSError, RuntimeError):
+                        link.close(abort=True)
+                        break
+                    self.counts[counter] += len(piece)
+                    if self.bandwidth:
+                        await asyncio.sleep(len(piece) / self.bandwidth)
             if not link.closed and not link.dead:
                 try:
                     writer.write_eof()
@@ -211,11 +216,13 @@ class Proxy:
             await asyncio.sleep(0.005)
         return len(armed), sum(1 for l in armed if not l.cut_armed)
 
-    async def refuse(self, seconds):
+    def stop_listening(self):
         self.counts["refused_windows"] += 1
         if self.server:
             self.server.close()
             self.server = None
+
+    async def refuse(self, seconds):
         try:
             await asyncio.sleep(seconds)
         finally:
@@ -248,7 +255,9 @@ class Proxy:
                 return {"ok": True, "connections": armed, "cut": cut}
             if name == "refuse":
                 if self.refuse_task is None:
-                    self.refuse_task = asyncio.create_task(self.refuse(float(args[0])))
+                    seconds = float(args[0])
+                    self.stop_listening()  # before the answer: a connect right after it is refused
+                    self.refuse_task = asyncio.create_task(self.refuse(seconds))
                 return {"ok": True}
             if name == "clear":
                 self.clear()
@@ -295,6 +304,12 @@ async def main():
     print(ready, flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def quiet_cancellations(loop, context):
+        # Connections still open at the stop are cancelled; that is the intended end, not an error.
+        if not isinstance(context.get("exception"), asyncio.CancelledError):
+            loop.default_exception_handler(context)
+    loop.set_exception_handler(quiet_cancellations)
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
