@@ -323,6 +323,20 @@ class Jobs:
                            "payload": {"aps": {"alert": f"chaos job {i}"}}}, separators=(",", ":")).encode()
 
 
+FAULT_KINDS = [f"{path}.{kind}" for path in ("redis", "apns")
+               for kind in ("latency", "bandwidth", "reset", "cut", "blackhole", "refuse")] \
+    + ["worker.sigkill", "worker.sigterm", "redis.sigkill"]
+
+
+def fault_name(path, kind):
+    """The name a choice is counted under in the summary."""
+    if path == "worker":
+        return "worker.sig" + kind
+    if path == "redis-server":
+        return "redis.sigkill"
+    return f"{path}.{kind}"
+
+
 class Chaos:
     def __init__(self, args):
         self.args = args
@@ -351,7 +365,7 @@ class Chaos:
             "apns": {"production_url": f"https://127.0.0.1:{self.apns_proxy.port}",
                      "sandbox_url": f"https://127.0.0.1:{self.apns_proxy.port}",
                      "ca_file": w.simulator["ca_file"], "connections_per_pool": 2, "request_timeout_ms": 5000,
-                     "connect_timeout_ms": 3000, "ping_idle_seconds": 2, "ping_timeout_seconds": 2},
+                     "connect_timeout_ms": 3000, "ping_idle_seconds": self.args.ping_idle, "ping_timeout_seconds": 2},
             "apps": [{"name": "chaos", "bundle_id": TOPIC, "environments": ["production"],
                       "token": {"team_id": TEAM_ID, "key_id": KEY_ID, "key_file": w.simulator["key_file"]}}],
             # Short schedules so a one-minute round settles: 1 s doubling to 2 s; 8 attempts.
@@ -450,6 +464,8 @@ class Chaos:
             choices += [("worker", "kill", None), ("worker", "term", None)]
         if self.busy_until["redis-server"] <= now and self.busy_until["redis"] <= now:
             choices.append(("redis-server", "kill", None))
+        if self.args.only:
+            choices = [c for c in choices if fault_name(c[0], c[1]) in self.args.only]
         if not choices:
             return
         path, kind, proxy = self.rng.choice(choices)
@@ -801,6 +817,18 @@ class Ledger:
                    for e in entries if e.get("outcome") == "rejected")
 
 
+def reproduction(args):
+    """The command-line options of this round, for the failure message."""
+    out = ["--seconds", f"{args.seconds:g}", "--seed", str(args.seed)]
+    defaults = {"workers": 2, "rate": 40, "gap": 3, "outage": 3, "apns_spacing": 12, "ping_idle": 2}
+    for key, default in defaults.items():
+        if getattr(args, key) != default:
+            out += ["--" + key.replace("_", "-"), f"{getattr(args, key):g}"]
+    if args.only:
+        out += ["--only", ",".join(sorted(args.only))]
+    return out
+
+
 def main():
     parser = argparse.ArgumentParser(description="Herald's fault suite (see docs/operations.md)")
     parser.add_argument("--herald", required=True, help="the herald binary")
@@ -815,9 +843,17 @@ def main():
     parser.add_argument("--apns-spacing", type=float, default=12,
                         help="seconds between disruptions of the APNs path (default 12: beyond the pool's 10 s "
                              "healthy lifetime, so reconnect back-off does not build up)")
+    parser.add_argument("--ping-idle", type=int, default=2,
+                        help="the workers' apns.ping_idle_seconds (default 2; Herald's own default, 3600, leaves a "
+                             "half-open APNs connection unnoticed)")
+    parser.add_argument("--only", type=lambda t: set(t.split(",")), default=None,
+                        help="inject only these fault kinds, comma-separated (e.g. apns.blackhole,worker.sigkill)")
     parser.add_argument("--settle-timeout", type=float, default=120, help="seconds to wait for every outcome at the end")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, AOF) even when all is well")
     args = parser.parse_args()
+    unknown = (args.only or set()) - set(FAULT_KINDS)
+    if unknown:
+        parser.error(f"--only: unknown fault kinds {sorted(unknown)}; known: {', '.join(FAULT_KINDS)}")
     if args.seed is None:
         args.seed = random.SystemRandom().randrange(1, 1_000_000)
     if args.workers < 1 or args.seconds <= 0 or args.rate <= 0 or args.gap <= 0 or args.outage < 1:
@@ -843,8 +879,8 @@ def main():
         print(f"observed worker: RSS {summary['rss_kb_start']} -> {summary['rss_kb_end']} kB, fds "
               f"{summary['fds_start']} -> {summary['fds_end']}; settled {summary['settle_seconds']} s after injecting stopped")
         if problems:
-            print(f"chaos: FAILED with seed {args.seed} (reproduce: scripts/chaos --seconds {args.seconds:g} --seed "
-                  f"{args.seed} --workers {args.workers}); logs kept in {chaos.world.work}", file=sys.stderr)
+            print(f"chaos: FAILED with seed {args.seed} (reproduce: scripts/chaos {' '.join(reproduction(args))}); "
+                  f"logs kept in {chaos.world.work}", file=sys.stderr)
         print(json.dumps(summary, sort_keys=True), flush=True)
     except SetupError as error:
         log(f"could not run: {error} (seed {args.seed}); logs kept in {chaos.world.work}")
