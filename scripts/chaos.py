@@ -302,16 +302,16 @@ class Jobs:
         if name == "malformed":
             kind = i % 4
             token = "0c" + format(i, "x").rjust(62, "0")
-            # A job refused while parsing gets an id Herald makes (even when it had one): those are matched
-            # by their dead letter and counted by rejected entries under other ids.
-            if kind in (0, 1, 2):
-                data = [f"chaos {job_id}: this is not JSON {{".encode(),
-                        json.dumps({"id": job_id, "payload": {"aps": {"alert": "no token"}}}).encode(),
-                        json.dumps({"id": job_id, "token": f"zz-not-hex-{i}", "payload": {"aps": {}}}).encode()][kind]
+            # Not JSON: no id to echo, so Herald makes one; matched by its dead letter and counted by the
+            # rejected entries under ids that are not ours.
+            if kind == 0:
+                data = f"chaos {job_id}: this is not JSON {{".encode()
                 self.anonymous.add(data)
                 self.malformed[data] = None
                 return data
-            data = json.dumps({"id": job_id, "token": token, "payload": {"aps": {"alert": "x" * 5000}}}).encode()
+            data = [json.dumps({"id": job_id, "payload": {"aps": {"alert": "no token"}}}),
+                    json.dumps({"id": job_id, "token": f"zz-not-hex-{i}", "payload": {"aps": {}}}),
+                    json.dumps({"id": job_id, "token": token, "payload": {"aps": {"alert": "x" * 5000}}})][kind - 1].encode()
             self.malformed[data] = job_id
             self.expected[job_id] = (name, "rejected", None)
             return data
@@ -371,7 +371,7 @@ class Chaos:
             # Short schedules so a one-minute round settles: 1 s doubling to 2 s; 8 attempts.
             "retry": {"server_error_base_seconds": 1, "server_error_cap_seconds": 2, "throttle_base_seconds": 1,
                       "throttle_cap_seconds": 2, "jitter_fraction": 0.2, "max_attempts": 8,
-                      "configuration_pause_seconds": 2},
+                      "configuration_pause_seconds": 2, "outage_pause_seconds": 1, "outage_pause_cap_seconds": 2},
             "worker": {"max_in_flight": MAX_IN_FLIGHT, "claim_batch": CLAIM_BATCH, "lease_seconds": LEASE_SECONDS,
                        "shutdown_deadline_seconds": 5, "log_level": "info"},
         }
@@ -472,8 +472,6 @@ class Chaos:
         r = self.rng
         if proxy:
             name = f"{path}.{kind}"
-            # Until outages stop costing attempts, APNs-path disruptions are spaced beyond the pool's healthy
-            # connection lifetime (10 s), so reconnect back-off does not build up over a short round.
             spacing = self.args.apns_spacing if path == "apns" else 1
             if kind == "latency":
                 ms, secs = r.randint(20, 250), r.uniform(2, 5)
@@ -498,7 +496,7 @@ class Chaos:
                 self.busy_until[path] = now + spacing
                 self.record(name, f"{reply['cut']} of {reply['connections']} connections", bound)
             elif kind == "blackhole":
-                secs = r.uniform(1, self.args.outage)
+                secs = r.uniform(1, self.args.outage)  # beyond the retry schedule: outages spend no attempts
                 reply, bound = self.around(lambda: proxy.send(f"blackhole {secs:.2f}"))
                 self.busy_until[path] = now + secs + spacing
                 self.record(name, f"{secs:.1f} s, {reply['connections']} connections", bound)
@@ -820,7 +818,7 @@ class Ledger:
 def reproduction(args):
     """The command-line options of this round, for the failure message."""
     out = ["--seconds", f"{args.seconds:g}", "--seed", str(args.seed)]
-    defaults = {"workers": 2, "rate": 40, "gap": 3, "outage": 3, "apns_spacing": 12, "ping_idle": 2}
+    defaults = {"workers": 2, "rate": 40, "gap": 3, "outage": 15, "apns_spacing": 6, "ping_idle": 2}
     for key, default in defaults.items():
         if getattr(args, key) != default:
             out += ["--" + key.replace("_", "-"), f"{getattr(args, key):g}"]
@@ -837,18 +835,17 @@ def main():
     parser.add_argument("--workers", type=int, default=2, help="worker processes; all but the first are killed now and then")
     parser.add_argument("--rate", type=float, default=40, help="jobs pushed per second")
     parser.add_argument("--gap", type=float, default=3, help="mean seconds between faults")
-    parser.add_argument("--outage", type=float, default=3,
-                        help="longest black hole or refused-connect window in seconds (default 3: shorter than the "
-                             "retry schedule, while an APNs outage still costs attempts)")
-    parser.add_argument("--apns-spacing", type=float, default=12,
-                        help="seconds between disruptions of the APNs path (default 12: beyond the pool's 10 s "
-                             "healthy lifetime, so reconnect back-off does not build up)")
+    parser.add_argument("--outage", type=float, default=15,
+                        help="longest black hole or refused-connect window in seconds (default 15: longer than "
+                             "the whole retry schedule, about 13 s, which an outage must not spend)")
+    parser.add_argument("--apns-spacing", type=float, default=6,
+                        help="seconds between disruptions of the APNs path, after the end of the previous one (default 6)")
     parser.add_argument("--ping-idle", type=int, default=2,
                         help="the workers' apns.ping_idle_seconds (default 2; Herald's own default, 3600, leaves a "
                              "half-open APNs connection unnoticed)")
     parser.add_argument("--only", type=lambda t: set(t.split(",")), default=None,
                         help="inject only these fault kinds, comma-separated (e.g. apns.blackhole,worker.sigkill)")
-    parser.add_argument("--settle-timeout", type=float, default=120, help="seconds to wait for every outcome at the end")
+    parser.add_argument("--settle-timeout", type=float, default=180, help="seconds to wait for every outcome at the end")
     parser.add_argument("--keep", action="store_true", help="keep the work directory (logs, AOF) even when all is well")
     args = parser.parse_args()
     unknown = (args.only or set()) - set(FAULT_KINDS)
