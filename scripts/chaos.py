@@ -344,9 +344,8 @@ class Chaos:
         self.world = World(args)
         self.jobs = Jobs(args.seed)
         self.faults = collections.Counter()
-        self.episodes = []  # (t, kind, detail)
+        self.episodes = []  # (t, kind, detail), written to episodes.json in the work directory
         self.duplicate_bound = 0
-        self.breaches = []
         self.timers = []  # (due, description, action)
         self.busy_until = collections.defaultdict(float)
         self.worker_ids = {}
@@ -751,6 +750,8 @@ class Chaos:
         if fds1 > fds0 + 4:
             problems.append(f"observed worker open fds grew from {fds0} to {fds1}")
         stats = w.simulator_stats()
+        with open(os.path.join(w.work, "episodes.json"), "w") as f:
+            json.dump(self.episodes, f, indent=0)
         # Connections each proxy accepted: each one past the first few is a reconnect after a fault.
         proxied = {p.name.split("-")[0]: p.send("stats")["accepted"] for p in (self.redis_proxy, self.apns_proxy)}
         summary = {
