@@ -344,7 +344,7 @@ class Chaos:
         self.world = World(args)
         self.jobs = Jobs(args.seed)
         self.faults = collections.Counter()
-        self.episodes = []  # (t, kind, detail), written to episodes.json in the work directory
+        self.episodes = []  # (t, kind, detail, duplicate bound), written to episodes.json in the work directory
         self.duplicate_bound = 0
         self.timers = []  # (due, description, action)
         self.busy_until = collections.defaultdict(float)
@@ -352,6 +352,7 @@ class Chaos:
         self.worker_generation = collections.Counter()
         self.unexpected_exits = []
         self.pending_term = {}  # worker index -> when SIGTERM was sent
+        self.leased_when_redis_died = None
         self.t0 = time.monotonic()
 
     # --- setup ---
@@ -431,15 +432,21 @@ class Chaos:
     def record(self, kind, detail="", bound=0):
         self.faults[kind] += 1
         self.duplicate_bound += bound
-        self.episodes.append((round(self.now(), 1), kind, detail))
-        log(f"t={self.now():5.1f}s fault {kind} {detail}".rstrip())
+        self.episodes.append((round(self.now(), 1), kind, detail, bound))
+        log(f"t={self.now():5.1f}s fault {kind} {detail}" + (f" (duplicates allowed: {bound})" if bound else ""))
 
     def later(self, seconds, description, action):
         self.timers.append((time.monotonic() + seconds, description, action))
 
     def leased_now(self):
         n = self.leases()
-        return n if n is not None else MAX_IN_FLIGHT * self.args.workers
+        if n is not None:
+            self.leased_when_redis_died = None
+            return n
+        # Redis is down (or loading): nothing can claim or complete, so what was leased when it died still holds.
+        if self.leased_when_redis_died is not None:
+            return self.leased_when_redis_died
+        return MAX_IN_FLIGHT * self.args.workers
 
     def around(self, fault):
         """Runs `fault` and returns (its result, what it could make the simulator see twice): the jobs leased
@@ -517,16 +524,17 @@ class Chaos:
                 self.world.wait_exit(name, 10)
                 # Read after the kill: exactly what it held (a dead process claims nothing more).
                 held = self.leases(self.worker_ids[i])
+                held = held if held is not None else self.leased_now()
                 self.later(down, f"restart {name}", lambda: self.start_worker(i, new_id=not same_id))
                 self.busy_until["workers"] = now + down + 2
                 self.record("worker.sigkill", f"{self.worker_ids[i]} holding {held} jobs, back in {down:.1f} s "
-                            f"({'same id' if same_id else 'new id'})", held if held is not None else MAX_IN_FLIGHT)
+                            f"({'same id' if same_id else 'new id'})", held)
             else:
                 # A drain should send nothing twice; a claim on the wire at the signal is allowed for.
                 self.world.signal(name, signal.SIGTERM)
                 held = self.leases(self.worker_ids[i])
-                self.record("worker.sigterm", f"{self.worker_ids[i]} holding {held} jobs",
-                            (held if held is not None else MAX_IN_FLIGHT) + CLAIM_BATCH)
+                held = held if held is not None else self.leased_now()
+                self.record("worker.sigterm", f"{self.worker_ids[i]} holding {held} jobs", held + CLAIM_BATCH)
                 # Drains on its own; the main loop restarts it once it has exited.
                 self.pending_term[i] = time.monotonic()
                 self.busy_until["workers"] = now + 3
@@ -535,6 +543,7 @@ class Chaos:
         down = r.uniform(0.3, 2)
         bound = self.leased_now() + CLAIM_BATCH * self.args.workers
         self.world.signal("redis", signal.SIGKILL)
+        self.leased_when_redis_died = bound
         self.world.wait_exit("redis", 10)
         self.world.redis.close()
         self.later(down, "restart redis", self.world.start_redis)
