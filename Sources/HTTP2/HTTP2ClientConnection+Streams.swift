@@ -232,11 +232,18 @@ extension HTTP2ClientConnection {
             break
         }
         let live = phase.session  // held across the loop: the RSTs go to a session that stays alive
+        var timedOut = false
         for (streamID, context) in streams where !context.done && context.deadline <= now {
             context.decide(.failure(.timedOut))
             batch.decided.append(context)
             if let live { _ = nghttp2_submit_rst_stream(live.session.pointer, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_CANCEL.rawValue) }
             output.needsFlush = true
+            timedOut = true
+        }
+        // Silence on a stream may be the server's; silence on the whole connection is a dead path: ask at once.
+        if timedOut, let live, live.liveness.shouldProbeAfterTimeout,
+           nghttp2_submit_ping(live.session.pointer, UInt8(NGHTTP2_FLAG_NONE.rawValue), nil) == 0 {
+            live.liveness.pingSent(at: now)
         }
         queue.forEach { context in
             if !context.done && context.deadline <= now {

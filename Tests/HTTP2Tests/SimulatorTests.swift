@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 import HTTP2
 import MockAPNs
 import Reactor
@@ -271,6 +272,37 @@ import Testing
         #expect(later.wait(seconds: Self.waitSeconds))
         #expect(later.finalResults.values.allSatisfy { (try? $0.get()).map { $0.status == 200 && $0.connectionID == connection } ?? false })
         #expect(try sim.loop.submitAndWait { pool.inFlight } == 0)
+    }
+
+    /// Found by the fault suite: a half-open connection (a black hole on the path) swallowed every request until
+    /// the idle PING, an hour later with the default `ping_idle_seconds`, so resends timed out on it until their
+    /// attempts ran out. A request that times out with nothing read since it went out now sends a PING at once.
+    @Test func aTimeoutOnASilentConnectionSendsAPINGAtOnceAndTheDeadConnectionIsReplaced() throws {
+        let sim = try SimulatorFixture(faults: MockFaultScript(silenceAfterRequests: 3))
+        defer { sim.stop() }
+        let options = HTTP2ConnectionOptions(pingIdleMilliseconds: 3_600_000, pingTimeoutMilliseconds: 1_500)
+        let events = EventLog()
+        let pool = try sim.makePool(connection: options, events: events)
+        let count = 6
+        let requests = (0..<count).map { sim.request(token: deviceToken("ab", 700 + $0), apnsID: lowerUUID(), timeoutMilliseconds: 1_000) }
+        let ledger = AttemptLedger(expected: count)
+        try sim.loop.submitAndWait { sendAll(requests, on: pool, into: ledger) }
+        #expect(ledger.wait(seconds: Self.waitSeconds))
+        let failures = ledger.finalResults.compactMapValues { if case let .failure(e) = $0 { e } else { nil } }
+        #expect(failures.count == count - 3)
+        #expect(failures.values.allSatisfy { $0 == .timedOut })
+        // The PING goes unanswered: the connection is declared dead well before the hour-long idle PING.
+        let closed = waitUntil(seconds: 20) {
+            events.all.contains { if case .connection(.closed(_, .connectionLost(let why)?)) = $0 { why.contains("PING") } else { false } }
+        }
+        #expect(closed, "the silent connection was never replaced: \(events.all.suffix(5))")
+        try sim.server.replaceFaults(MockFaultScript())
+        let after = AttemptLedger(expected: 3)
+        try sim.loop.submitAndWait {
+            sendAll((0..<3).map { sim.request(token: deviceToken("ab", 800 + $0), apnsID: lowerUUID()) }, on: pool, into: after)
+        }
+        #expect(after.wait(seconds: Self.waitSeconds))
+        #expect(after.finalResults.values.allSatisfy { (try? $0.get())?.status == 200 })
     }
 
     @Test func aSilentPeerFailsThePINGAndOpenStreamsEndAsConnectionLost() throws {
