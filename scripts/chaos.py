@@ -828,7 +828,7 @@ class Ledger:
 def reproduction(args):
     """The command-line options of this round, for the failure message."""
     out = ["--seconds", f"{args.seconds:g}", "--seed", str(args.seed)]
-    defaults = {"workers": 2, "rate": 40, "gap": 3, "outage": 15, "apns_spacing": 6, "ping_idle": 2}
+    defaults = {"workers": 2, "rate": 40, "gap": 3, "outage": 15, "apns_spacing": 6, "ping_idle": 3600}
     for key, default in defaults.items():
         if getattr(args, key) != default:
             out += ["--" + key.replace("_", "-"), f"{getattr(args, key):g}"]
@@ -850,9 +850,9 @@ def main():
                              "the whole retry schedule, about 13 s, which an outage must not spend)")
     parser.add_argument("--apns-spacing", type=float, default=6,
                         help="seconds between disruptions of the APNs path, after the end of the previous one (default 6)")
-    parser.add_argument("--ping-idle", type=int, default=2,
-                        help="the workers' apns.ping_idle_seconds (default 2; Herald's own default, 3600, leaves a "
-                             "half-open APNs connection unnoticed)")
+    parser.add_argument("--ping-idle", type=int, default=3600,
+                        help="the workers' apns.ping_idle_seconds (default 3600, Herald's own: a half-open APNs connection "
+                             "must be noticed through the PING a timed-out request sends, not an idle PING)")
     parser.add_argument("--only", type=lambda t: set(t.split(",")), default=None,
                         help="inject only these fault kinds, comma-separated (e.g. apns.blackhole,worker.sigkill)")
     parser.add_argument("--settle-timeout", type=float, default=180, help="seconds to wait for every outcome at the end")
