@@ -39,16 +39,16 @@ let package = Package(
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "APNsHTTP2", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
 
         .target(name: "HeraldTestSupport", path: "Tests/HeraldTestSupport"),
-        .testTarget(name: "ReactorTests", dependencies: ["Reactor"]),
+        .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "Basics", "COpenSSL"]),
         .testTarget(
-            name: "HTTP2Tests", dependencies: ["HTTP2", "Reactor", "MockAPNs", "APNs", "HeraldTestSupport"],
+            name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "MockAPNs", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
         .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsHTTP2Tests", dependencies: ["APNsHTTP2", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "HeraldTestSupport"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,10 +1,11 @@
+import Basics
 import Glibc
-import Synchronization
 
 /// One provider token per credential, shared by every connection: Apple refuses refreshes more often than
 /// every 20 minutes (429 TooManyProviderTokenUpdates) and tokens older than 60 (403 ExpiredProviderToken).
-/// A mutex makes sure concurrent callers never sign twice; callers should keep the string they got for
-/// their connection and ask again when sending, which is a lock and a compare.
+/// A lock makes sure concurrent callers never sign twice; callers should keep the string they got for
+/// their connection and ask again when sending, which is a lock and a compare. The lock is `LockedValue`
+/// (pthread), so ThreadSanitizer sees it.
 public final class ProviderTokenCache: Sendable {
     /// Apple's window: no more often than every 20 minutes, no less than every 60.
     public static let minimumRefreshSeconds: Int64 = 1200
@@ -14,9 +15,9 @@ public final class ProviderTokenCache: Sendable {
     /// Age at which `token()` makes a new token; clamped to 1200...3600 seconds.
     public let refreshAfterSeconds: Int64
     private let clock: @Sendable () -> Int64
-    private let state = Mutex(State())
+    private let state = LockedValue(State())
 
-    private struct State {
+    private struct State: Sendable {
         var token: String?
         var issuedAt: Int64 = 0
         var stale = false

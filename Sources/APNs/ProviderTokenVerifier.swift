@@ -16,8 +16,8 @@ public struct ProviderTokenClaims: Sendable, Equatable {
 }
 
 /// A P-256 public key for checking provider tokens (the simulator and tests play APNs with it).
-/// Owns its `EVP_PKEY`, freed in deinit; `@unchecked Sendable` for the same reason as `SigningKey`:
-/// read-only after init, one `EVP_MD_CTX` per call.
+/// Owns its `EVP_PKEY`, freed in deinit.
+/// @unchecked: as `SigningKey`, read-only after init and one `EVP_MD_CTX` per call.
 public final class VerifyingKey: @unchecked Sendable {
     let pkey: OpaquePointer
 

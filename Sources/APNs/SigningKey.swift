@@ -3,9 +3,9 @@ import Foundation
 
 /// An APNs token-signing key (EC P-256 from a `.p8` file), owning its OpenSSL `EVP_PKEY`, freed in deinit.
 ///
-/// `@unchecked Sendable`: the key is never modified after init, and each `sign` call uses its own
-/// `EVP_MD_CTX`; OpenSSL 3 allows concurrent read-only use of one `EVP_PKEY` from many threads
-/// (openssl-threads(7)). The token cache signs under its mutex anyway, roughly once every 50 minutes.
+/// OpenSSL 3 allows concurrent read-only use of one `EVP_PKEY` from many threads (openssl-threads(7)); the
+/// token cache signs under its lock anyway, roughly once every 50 minutes.
+/// @unchecked: never modified after init, and each `sign` call uses its own `EVP_MD_CTX`.
 public final class SigningKey: @unchecked Sendable {
     let pkey: OpaquePointer
 

@@ -28,38 +28,42 @@ enum QueueBenchCommand {
         let timeout = try flags.double("timeout", default: 300)
         let loop = try EventLoop.startThread(name: "bench-queue")
         defer { loop.stop(); _ = loop.waitUntilStopped() }
-        let run = QueueRun(count: count, batch: batch)
+        let done = DispatchSemaphore(value: 0)
         let started = monotonicNanos()
-        try loop.submitAndWait {
+        let run = try loop.submit {
             let connection = RedisConnection(url: url, loop: loop)
             connection.start()
-            run.queue = try JobQueue(connection: connection, keys: try QueueKeys(prefix: prefix), workerID: "bench-\(getpid())")
+            let queue = try JobQueue(connection: connection, keys: try QueueKeys(prefix: prefix), workerID: "bench-\(getpid())")
+            let run = QueueRun(queue: queue, count: count, batch: batch, done: done)
             for _ in 0..<lanes { run.lane() }
+            return LoopBound(run, loop: loop)
         }
-        guard run.done.wait(timeout: .now() + timeout) == .success else { fail("queue: not done within \(timeout) s", status: 1) }
+        guard done.wait(timeout: .now() + timeout) == .success else { fail("queue: not done within \(timeout) s", status: 1) }
         let seconds = Double(monotonicNanos() &- started) / 1e9
-        let summary = try loop.submitAndWait { run.summary() }
-        try loop.submitAndWait { run.queue?.connection.close() }
+        let summary = try loop.submit { run.value.summary() }
+        try loop.submit { run.value.queue.connection.close() }
         printJSONLine(["completed": summary.completed, "errors": summary.errors, "seconds": seconds,
                        "per_s": (Double(summary.completed) / seconds).rounded(), "batch": batch, "lanes": lanes])
     }
 }
 
-/// The lanes' shared state, touched only on the loop's thread.
-private final class QueueRun: @unchecked Sendable {
+/// The lanes' shared state, made and touched on the loop's thread only (`done` is the hand-off to main).
+private final class QueueRun {
+    let queue: JobQueue
     let count: Int
     let batch: Int
-    var queue: JobQueue?
-    let done = DispatchSemaphore(value: 0)
+    let done: DispatchSemaphore
     private var claimed = 0
     private var completed = 0
     private var errors = 0
     private var activeLanes = 0
     private var signalled = false
 
-    init(count: Int, batch: Int) {
+    init(queue: JobQueue, count: Int, batch: Int, done: DispatchSemaphore) {
+        self.queue = queue
         self.count = count
         self.batch = batch
+        self.done = done
     }
 
     func lane() {
@@ -76,7 +80,7 @@ private final class QueueRun: @unchecked Sendable {
     }
 
     private func claimNext() {
-        guard let queue, claimed < count else { laneEnded(); return }
+        guard claimed < count else { laneEnded(); return }
         let n = min(batch, count - claimed)
         claimed += n
         queue.claim(max: n) { [self] result in

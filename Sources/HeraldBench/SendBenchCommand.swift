@@ -47,23 +47,24 @@ enum SendBenchCommand {
         }
         let loop = try EventLoop.startThread(name: "bench-send")
         defer { loop.stop(); _ = loop.waitUntilStopped() }
-        let run = SendRun(notifications: notifications)
-        try loop.submitAndWait {
-            run.client = try APNsClient(loop: loop, host: host, port: port, tls: tls, tokenCache: tokenCache,
+        let done = DispatchSemaphore(value: 0)
+        let run = try loop.submit { [tls] in
+            let client = try APNsClient(loop: loop, host: host, port: port, tls: tls, tokenCache: tokenCache,
                                         connections: connections, requestTimeoutMilliseconds: 30_000,
                                         maxQueued: max(20_000, concurrency))
+            return LoopBound(SendRun(notifications: notifications, client: client, done: done), loop: loop)
         }
         for (phase, total) in [("warmup", warmup), ("timed", count)] where total > 0 {
             let started = monotonicNanos()
             let cpuBefore = cpuSeconds()
-            loop.execute { run.begin(total: total, concurrency: concurrency) }
-            guard run.done.wait(timeout: .now() + timeout) == .success else {
+            loop.execute { run.value.begin(total: total, concurrency: concurrency) }
+            guard done.wait(timeout: .now() + timeout) == .success else {
                 fail("\(phase): not every answer arrived within \(timeout) s", status: 1)
             }
             guard phase == "timed" else { continue }
             let seconds = Double(monotonicNanos() &- started) / 1e9
             let cpu = cpuSeconds() - cpuBefore
-            let summary = try loop.submitAndWait { run.summary() }
+            let summary = try loop.submit { run.value.summary() }
             printJSONLine([
                 "count": total, "ok": summary.ok, "failed": summary.failed, "statuses": summary.statuses,
                 "seconds": seconds, "per_s": (Double(total) / seconds).rounded(), "cpu_s": cpu,
@@ -71,7 +72,7 @@ enum SendBenchCommand {
                 "concurrency": concurrency, "connections": connections,
             ])
         }
-        try loop.submitAndWait { run.client?.close(graceful: false) }
+        try loop.submit { run.value.client.close(graceful: false) }
     }
 
     /// User + system CPU of this process so far.
@@ -82,11 +83,11 @@ enum SendBenchCommand {
     }
 }
 
-/// One phase of sends, touched only on the loop's thread (the semaphore is the hand-off to main).
-private final class SendRun: @unchecked Sendable {
+/// One phase of sends, made and touched on the loop's thread only (`done` is the hand-off to main).
+private final class SendRun {
     let notifications: [PushNotification]
-    var client: APNsClient?
-    let done = DispatchSemaphore(value: 0)
+    let client: APNsClient
+    let done: DispatchSemaphore
     private var total = 0
     private var started = 0
     private var answered = 0
@@ -94,7 +95,11 @@ private final class SendRun: @unchecked Sendable {
     private var failed = 0
     private var statuses: [String: Int] = [:]
 
-    init(notifications: [PushNotification]) { self.notifications = notifications }
+    init(notifications: [PushNotification], client: APNsClient, done: DispatchSemaphore) {
+        self.notifications = notifications
+        self.client = client
+        self.done = done
+    }
 
     func begin(total: Int, concurrency: Int) {
         self.total = total
@@ -107,7 +112,7 @@ private final class SendRun: @unchecked Sendable {
     }
 
     private func next() {
-        guard started < total, let client else { return }
+        guard started < total else { return }
         let notification = notifications[started % notifications.count]
         started += 1
         let accepted = client.send(notification) { [self] outcome in

@@ -1,20 +1,19 @@
+import Basics
 import Foundation
 import Glibc
 import Reactor
 
 /// An HTTP/2 server that answers like APNs, with scripted device state and faults, on its own loop thread.
 ///
-/// Thread-safe: every method hops onto the loop (`submitAndWait`/`execute`); the request path never leaves it.
-public final class MockAPNsServer: @unchecked Sendable {
+/// Thread-safe: every method hops onto the loop (`submit`/`execute`); the request path never leaves it. The
+/// core and the listener live on the loop and are reached only through a `LoopBound`, so that is checked.
+public final class MockAPNsServer: Sendable {
     /// The port actually bound (useful with port 0).
     public let port: Int
     public let configuration: MockAPNsConfiguration
     private let loop: EventLoop
-    // Touched only on `loop`; the unchecked Sendable conformance rests on that.
-    private let core: ServerCore
-    private let listener: ServerListener
-    private let stopped = NSLock()
-    private var isStopped = false
+    private let state: LoopBound<(core: ServerCore, listener: ServerListener)>
+    private let isStopped = LockedValue(false)
 
     /// Binds, starts the loop thread and begins accepting connections.
     public init(configuration: MockAPNsConfiguration) throws {
@@ -22,7 +21,7 @@ public final class MockAPNsServer: @unchecked Sendable {
         let loop = try EventLoop.startThread(name: "mock-apns")
         self.loop = loop
         do {
-            let (core, listener) = try loop.submitAndWait { () throws -> (ServerCore, ServerListener) in
+            let (state, port) = try loop.submit { () throws -> (LoopBound<(core: ServerCore, listener: ServerListener)>, Int) in
                 let core = try ServerCore(loop: loop, configuration: configuration)
                 let fd = try Sockets.listen(host: configuration.host, port: configuration.port)
                 let listener = ServerListener(fd: fd, core: core)
@@ -30,11 +29,10 @@ public final class MockAPNsServer: @unchecked Sendable {
                     Glibc.close(fd)
                     throw error
                 }
-                return (core, listener)
+                return (LoopBound((core, listener), loop: loop), Sockets.localPort(fd))
             }
-            self.core = core
-            self.listener = listener
-            self.port = Sockets.localPort(listener.fd)
+            self.state = state
+            self.port = port
         } catch {
             loop.stop()
             loop.waitUntilStopped()
@@ -46,38 +44,39 @@ public final class MockAPNsServer: @unchecked Sendable {
 
     /// A snapshot of the counters.
     public func stats() -> MockAPNsStats {
-        (try? loop.submitAndWait { [core] in core.snapshot() }) ?? MockAPNsStats()
+        (try? loop.submit { [state] in state.value.core.snapshot() }) ?? MockAPNsStats()
     }
 
     /// Accepted notifications so far (only when `recordAccepted` is on).
     public func acceptedNotifications() -> [MockAcceptedNotification] {
-        (try? loop.submitAndWait { [core] in core.accepted }) ?? []
+        (try? loop.submit { [state] in state.value.core.accepted }) ?? []
     }
 
     /// The fault script in force.
     public func faults() -> MockFaultScript {
-        (try? loop.submitAndWait { [core] in core.faults.script }) ?? MockFaultScript()
+        (try? loop.submit { [state] in state.value.core.faults.script }) ?? MockFaultScript()
     }
 
     /// Replaces device state and faults (per-token counters start afresh). Takes effect for the next request.
     public func replaceFaults(_ script: MockFaultScript) throws {
         try script.check()
-        try loop.submitAndWait { [core, configuration] in core.faults.replace(script, defaultSeed: configuration.seed) }
+        try loop.submit { [state, configuration] in state.value.core.faults.replace(script, defaultSeed: configuration.seed) }
     }
 
     /// Zeroes the counters, the accepted log and the fault counters (open connections stay).
     public func resetStats() {
-        try? loop.submitAndWait { [core] in core.resetCounters() }
+        try? loop.submit { [state] in state.value.core.resetCounters() }
     }
 
     /// Closes every connection and the listener, and ends the loop thread. Idempotent.
     public func stop() {
-        stopped.lock()
-        let already = isStopped
-        isStopped = true
-        stopped.unlock()
+        let already = isStopped.withLock { stopped in
+            defer { stopped = true }
+            return stopped
+        }
         if already { return }
-        try? loop.submitAndWait { [core, listener, loop] in
+        try? loop.submit { [state, loop] in
+            let (core, listener) = state.value
             loop.unregister(fd: listener.fd)
             Glibc.close(listener.fd)
             core.closeAll()

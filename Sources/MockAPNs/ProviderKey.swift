@@ -12,7 +12,7 @@ public enum MockEnvironment: String, Sendable, Codable, CaseIterable {
 /// A provider signing key as the simulator knows it: Key ID, Team ID, environment and the topics it may push to.
 ///
 /// Holds an OpenSSL `EVP_PKEY` (public, and private when the simulator generated it); frees it in `deinit`.
-/// Immutable after creation and OpenSSL key objects are safe for concurrent verification, hence `@unchecked Sendable`.
+/// @unchecked: immutable after creation, and OpenSSL key objects are safe for concurrent verification.
 public final class MockProviderKey: @unchecked Sendable {
     public let keyID: String
     public let teamID: String

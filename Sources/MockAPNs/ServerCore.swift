@@ -7,7 +7,7 @@ import Reactor
 /// The simulator's state on its loop: TLS context, keys, faults, counters, the accepted log and the connections.
 ///
 /// Owns the `SSL_CTX*`, the nghttp2 callbacks, the read buffer and the log `FILE*`, freed in `deinit`.
-/// Confined to the loop thread; `MockAPNsServer` reaches it only through `loop.execute`/`submitAndWait`.
+/// Confined to the loop thread; `MockAPNsServer` reaches it only through a `LoopBound`, inside `loop.submit`.
 final class ServerCore {
     let loop: EventLoop
     let configuration: MockAPNsConfiguration

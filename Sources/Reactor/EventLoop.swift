@@ -1,6 +1,7 @@
 import CLinux
 import Foundation
 import Glibc
+import Basics
 import Synchronization
 
 /// Receives readiness for one file descriptor. Called on the loop's thread only.
@@ -11,24 +12,36 @@ public protocol FileDescriptorHandler: AnyObject {
 /// One thread, one epoll set, a timer heap and an eventfd for work handed in from other threads.
 ///
 /// Everything registered here (sockets, TLS and HTTP/2 sessions, the Redis connection) is owned by this
-/// loop and touched only on its thread, so the hot path never takes a lock or hops threads. The only
-/// thread-safe entry points are `execute`, `stop`, `submitAndWait` and `isInLoop`; every other method must be
-/// called on the loop's thread. Level-triggered: a handler that leaves data unread is simply called again.
+/// loop and touched only on its thread, so the hot path never takes a lock or hops threads. Other threads
+/// may only `execute`, `submit`, `stop`, `waitUntilStopped` and ask `isInLoop`; every other method checks
+/// that it runs on the loop's thread (`preconditionInLoop`, one atomic load and a compare, kept in release
+/// builds) and stops the process if not. A value the loop owns travels to other threads only inside a
+/// `LoopBound`, which checks the same on every access. Level-triggered: a handler that leaves data unread is
+/// simply called again.
+///
+/// After `run` has returned the loop has no thread: the objects it owned are torn down by whoever drops them
+/// last, so then the loop-only methods are allowed from any thread (they are quiet by then).
+/// @unchecked: handlers and timers are touched only after `preconditionInLoop`; shared state is Atomic/LockedValue.
 public final class EventLoop: @unchecked Sendable {
     private let epollFD: Int32
     private let wakeFD: Int32
     private var handlers: [Int32: FileDescriptorHandler] = [:]
     private var timers = TimerHeap()
     private var timerSequence: UInt64 = 0
-    private let pending = Mutex<[PendingWork]>([])
-    private let loopThread = Atomic<UInt>(0)
+    private let inbox = LockedValue(Inbox())
     private let stopRequested = Atomic<Bool>(false)
-    private let finished = Mutex<Bool>(false)
-    private let finishedSignal = DispatchSemaphore(value: 0)
+    let owner: LoopThread
     public let name: String
 
-    public init(name: String = "herald-loop") throws(SystemError) {
+    /// Work handed in from other threads, and whether the loop has finished (then nothing more is taken).
+    private struct Inbox {
+        var work: [@Sendable () -> Void] = []
+        var finished = false
+    }
+
+    private init(name: String) throws(SystemError) {
         self.name = name
+        owner = LoopThread(name: name)
         ignoreBrokenPipes
         epollFD = try syscall("epoll_create1") { epoll_create1(Int32(EPOLL_CLOEXEC)) }
         do {
@@ -54,19 +67,25 @@ public final class EventLoop: @unchecked Sendable {
         close(wakeFD)
     }
 
-    /// Starts a loop on a new thread of its own and returns it; `stop()` ends the thread.
+    /// Starts a loop on a new thread of its own and returns it once that thread runs it; `stop()` ends the
+    /// thread. The only way to make a loop: a loop always has exactly one thread, known before anyone uses it.
     public static func startThread(name: String = "herald-loop") throws(SystemError) -> EventLoop {
         let loop = try EventLoop(name: name)
         let thread = Thread { loop.run() }
         thread.name = name
         thread.start()
+        loop.owner.waitUntilStarted()
         return loop
     }
 
     /// True on the loop's own thread.
-    public var isInLoop: Bool {
-        let current = UInt(bitPattern: Int(bitPattern: UInt(pthread_self())))
-        return loopThread.load(ordering: .acquiring) == current
+    public var isInLoop: Bool { owner.isCurrent }
+
+    /// Stops the process unless called on the loop's thread (or after the loop has finished). Cheap enough
+    /// for every loop-only call; other loop-confined types call it too.
+    @inline(__always)
+    public func preconditionInLoop(_ call: StaticString = #function) {
+        owner.precondition(call)
     }
 
     /// Traps unless called on this loop's thread: cheap enough (one atomic load) to keep in release builds.
@@ -86,6 +105,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Watches `fd` for the given readiness. The caller keeps owning (and eventually closing) the descriptor.
     public func register(fd: Int32, handler: FileDescriptorHandler, readable: Bool = true, writable: Bool = false) throws(SystemError) {
+        preconditionInLoop()
         var event = epoll_event()
         event.events = mask(readable: readable, writable: writable)
         event.data.fd = fd
@@ -95,6 +115,7 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Changes what `fd` is watched for (typically: add writability while output is queued).
     public func setInterest(fd: Int32, readable: Bool, writable: Bool) throws(SystemError) {
+        preconditionInLoop()
         var event = epoll_event()
         event.events = mask(readable: readable, writable: writable)
         event.data.fd = fd
@@ -103,20 +124,25 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Stops watching `fd`. Call before closing it.
     public func unregister(fd: Int32) {
+        preconditionInLoop()
         guard handlers.removeValue(forKey: fd) != nil else { return }
         var event = epoll_event()
         _ = epoll_ctl(epollFD, EPOLL_CTL_DEL, fd, &event)
     }
 
-    public var registeredCount: Int { handlers.count }
+    public var registeredCount: Int {
+        preconditionInLoop()
+        return handlers.count
+    }
 
     // MARK: timers
 
     /// Runs `callback` on the loop after `nanoseconds`. Keep the returned timer to cancel it.
     @discardableResult
     public func schedule(afterNanoseconds nanoseconds: UInt64, _ callback: @escaping () -> Void) -> LoopTimer {
+        preconditionInLoop()
         timerSequence &+= 1
-        let timer = LoopTimer(deadline: monotonicNanos() &+ nanoseconds, sequence: timerSequence, callback: callback)
+        let timer = LoopTimer(deadline: monotonicNanos() &+ nanoseconds, sequence: timerSequence, owner: owner, callback: callback)
         timers.push(timer)
         return timer
     }
@@ -128,18 +154,22 @@ public final class EventLoop: @unchecked Sendable {
 
     // MARK: cross-thread work
 
-    /// Runs `work` on the loop's thread, soon. Safe from any thread; the only way other threads talk to a loop.
+    /// Runs `work` on the loop's thread, soon. Safe from any thread. Work handed to a loop that has finished
+    /// is dropped (there is no thread left to run it); `submit` says so instead.
     public func execute(_ work: @escaping @Sendable () -> Void) {
-        enqueue(work)
+        _ = enqueue(work)
     }
 
-    private func enqueue(_ work: @escaping () -> Void) {
-        let wasEmpty = pending.withLock { list -> Bool in
-            let empty = list.isEmpty
-            list.append(PendingWork(run: work))
-            return empty
+    /// False if the loop has finished and will never run `work`.
+    private func enqueue(_ work: @escaping @Sendable () -> Void) -> Bool {
+        let (accepted, wasEmpty) = inbox.withLock { inbox -> (Bool, Bool) in
+            if inbox.finished { return (false, false) }
+            let empty = inbox.work.isEmpty
+            inbox.work.append(work)
+            return (true, empty)
         }
         if wasEmpty { wake() }
+        return accepted
     }
 
     private func wake() {
@@ -147,19 +177,18 @@ public final class EventLoop: @unchecked Sendable {
         _ = write(wakeFD, &one, 8)
     }
 
-    /// Runs `body` on the loop and waits for its result. For set-up, tests and CLI tools, never the hot path.
-    /// On the loop's own thread it simply calls `body`.
-    public func submitAndWait<T>(_ body: @escaping () throws -> T) throws -> T {
+    /// Runs `body` on the loop, waits for it and returns its result or rethrows its error. For set-up, tests
+    /// and CLI tools, never the hot path. On the loop's own thread it simply calls `body`. Throws
+    /// `EventLoopStopped` if the loop has finished, instead of waiting for ever.
+    public func submit<T: Sendable>(_ body: @escaping @Sendable () throws -> T) throws -> T {
         if isInLoop { return try body() }
-        let box = ResultBox<T>()
-        let done = DispatchSemaphore(value: 0)
-        let work: () -> Void = {
-            box.result = Result { try body() }
-            done.signal()
+        let answer = LockedValue<Result<T, any Error>?>(nil)
+        let accepted = enqueue {
+            let result = Result { try body() }
+            answer.withLock { $0 = result }
         }
-        enqueue(work)
-        done.wait()
-        return try box.result!.get()
+        guard accepted else { throw EventLoopStopped(name: name) }
+        return try answer.wait(until: { $0 != nil }) { $0! }!.get()
     }
 
     // MARK: running
@@ -170,16 +199,15 @@ public final class EventLoop: @unchecked Sendable {
         wake()
     }
 
-    /// Blocks until a loop started with `startThread` has returned from `run()`, or the deadline passes.
+    /// Blocks until the loop has returned from `run()`, or the deadline passes; returns whether it has.
     @discardableResult
     public func waitUntilStopped(timeoutSeconds: Double = 10) -> Bool {
-        if finished.withLock({ $0 }) { return true }
-        return finishedSignal.wait(timeout: .now() + timeoutSeconds) == .success
+        inbox.wait(until: { $0.finished }, timeoutSeconds: timeoutSeconds) { _ in true } ?? false
     }
 
-    /// Runs the loop on the calling thread until `stop()`.
-    public func run() {
-        loopThread.store(UInt(bitPattern: Int(bitPattern: UInt(pthread_self()))), ordering: .releasing)
+    /// Runs the loop on its own thread until `stop()`.
+    private func run() {
+        owner.begin()
         let capacity = 512
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
@@ -206,15 +234,13 @@ public final class EventLoop: @unchecked Sendable {
             fireDueTimers()
             runPendingWork()
         }
-        runPendingWork()
-        loopThread.store(0, ordering: .releasing)
-        finished.withLock { $0 = true }
-        finishedSignal.signal()
+        // Work handed in before the stop still runs; once the inbox is empty it closes in the same step.
+        runPendingWork(finishing: true)
     }
 
     private func nextTimeoutMilliseconds() -> Int32 {
-        if !pending.withLock({ $0.isEmpty }) { return 0 }
-        while let top = timers.top, top.isCancelled { _ = timers.pop() }
+        if !inbox.withLock({ $0.work.isEmpty }) { return 0 }
+        while let top = timers.top, top.callback == nil { _ = timers.pop() }
         guard let top = timers.top else { return -1 }
         let now = monotonicNanos()
         if top.deadline <= now { return 0 }
@@ -233,22 +259,28 @@ public final class EventLoop: @unchecked Sendable {
         }
     }
 
-    private func runPendingWork() {
+    private func runPendingWork(finishing: Bool = false) {
         while true {
-            let batch = pending.withLock { list -> [PendingWork] in
-                let taken = list
-                list.removeAll(keepingCapacity: true)
+            let batch = inbox.withLock { inbox -> [@Sendable () -> Void] in
+                let taken = inbox.work
+                inbox.work.removeAll(keepingCapacity: true)
+                if taken.isEmpty && finishing {
+                    // The thread lets go before anyone waiting in `waitUntilStopped` can see the loop finished.
+                    owner.end()
+                    inbox.finished = true
+                }
                 return taken
             }
             if batch.isEmpty { return }
-            for work in batch { work.run() }
+            for work in batch { work() }
         }
     }
 }
 
-/// Work handed in from another thread; it only ever runs on the loop's thread, hence the unchecked conformance.
-private struct PendingWork: @unchecked Sendable {
-    let run: () -> Void
+/// What `submit` throws when the loop has finished: nothing would ever run the work.
+public struct EventLoopStopped: Error, CustomStringConvertible, Sendable {
+    public let name: String
+    public var description: String { "event loop '\(name)' has stopped" }
 }
 
 /// A peer that closes a socket while we write to it must give EPIPE, not kill the process with SIGPIPE
@@ -259,7 +291,3 @@ private let ignoreBrokenPipes: Void = {
     let previous = signal(SIGPIPE, SIG_IGN)
     if previous != nil { _ = signal(SIGPIPE, previous) }
 }()
-
-private final class ResultBox<T>: @unchecked Sendable {
-    var result: Result<T, Error>?
-}

@@ -1,20 +1,28 @@
 /// A scheduled callback. `cancel()` is lazy: the heap drops cancelled entries when they reach the top,
-/// which keeps per-request timeouts O(log n) to add and O(1) to cancel.
+/// which keeps per-request timeouts O(log n) to add and O(1) to cancel. Loop-confined like its loop: `cancel`
+/// and `isCancelled` check that they run on the loop's thread.
 public final class LoopTimer {
     let deadline: UInt64
     let sequence: UInt64
+    private let owner: LoopThread
     var callback: (() -> Void)?
 
-    init(deadline: UInt64, sequence: UInt64, callback: @escaping () -> Void) {
+    init(deadline: UInt64, sequence: UInt64, owner: LoopThread, callback: @escaping () -> Void) {
         self.deadline = deadline
         self.sequence = sequence
+        self.owner = owner
         self.callback = callback
     }
 
-    public var isCancelled: Bool { callback == nil }
+    public var isCancelled: Bool {
+        owner.precondition(#function)
+        return callback == nil
+    }
 
-    /// Call on the loop's thread only.
-    public func cancel() { callback = nil }
+    public func cancel() {
+        owner.precondition(#function)
+        callback = nil
+    }
 }
 
 /// Binary min-heap of timers ordered by deadline, then by insertion order (FIFO for equal deadlines).

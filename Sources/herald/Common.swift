@@ -54,16 +54,9 @@ func defaultWorkerID() -> String {
     return "\(safeHost)-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
 }
 
-/// A value touched only on its event loop's thread, carried through a @Sendable closure to get there.
-struct LoopBound<T>: @unchecked Sendable {
-    let value: T
-}
-
 /// Delivers SIGTERM/SIGINT as calls on a dispatch queue; the first asks for a graceful stop, the second exits.
-final class SignalWatcher: @unchecked Sendable {
+final class SignalWatcher {
     private var sources: [DispatchSourceSignal] = []
-    private let queue = DispatchQueue(label: "herald.signals")
-    private var count = 0
 
     convenience init(onFirst: @escaping @Sendable () -> Void, onSecond: @escaping @Sendable () -> Void = { exit(130) }) {
         self.init(onSignal: { _ in onFirst() }, onSecond: { _ in onSecond() })
@@ -71,13 +64,17 @@ final class SignalWatcher: @unchecked Sendable {
 
     /// The handlers are given the signal's number.
     init(onSignal onFirst: @escaping @Sendable (Int32) -> Void, onSecond: @escaping @Sendable (Int32) -> Void) {
+        let queue = DispatchQueue(label: "herald.signals")
+        let received = LockedValue(0)
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
-            source.setEventHandler { [weak self] in
-                guard let self else { return }
-                self.count += 1
-                if self.count == 1 { onFirst(sig) } else { onSecond(sig) }
+            source.setEventHandler {
+                let count = received.withLock { count -> Int in
+                    count += 1
+                    return count
+                }
+                if count == 1 { onFirst(sig) } else { onSecond(sig) }
             }
             source.resume()
             sources.append(source)

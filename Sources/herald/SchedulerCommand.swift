@@ -52,21 +52,14 @@ enum SchedulerCommand {
 }
 
 /// A stop request from a signal, and a sleep that ends early when it comes.
-final class StopFlag: @unchecked Sendable {
-    private let semaphore = DispatchSemaphore(value: 0)
-    private let lock = NSLock()
-    private var flag = false
+final class StopFlag: Sendable {
+    private let flag = LockedValue(false)
 
-    var isSet: Bool { lock.lock(); defer { lock.unlock() }; return flag }
+    var isSet: Bool { flag.withLock { $0 } }
 
-    func set() {
-        lock.lock()
-        flag = true
-        lock.unlock()
-        semaphore.signal()
-    }
+    func set() { flag.withLock { $0 = true } }
 
     func sleep(milliseconds: Int) {
-        if semaphore.wait(timeout: .now() + .milliseconds(milliseconds)) == .success { semaphore.signal() }
+        _ = flag.wait(until: { $0 }, timeoutSeconds: Double(milliseconds) / 1000) { _ in }
     }
 }

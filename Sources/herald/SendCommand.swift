@@ -106,21 +106,19 @@ enum SendCommand {
 
         let loop = try EventLoop.startThread(name: "herald-send")
         defer { loop.stop(); loop.waitUntilStopped() }
-        let done = DispatchSemaphore(value: 0)
-        let box = OutcomeBox()
+        let answer = LockedValue<APNsClient.Outcome?>(nil)
         let cache = tokenCache
         let tlsSettings = tls
         let proxy = apns.proxy
-        try loop.submitAndWait {
+        try loop.submit {
             let client = try APNsClient(loop: loop, host: url.host, port: url.port, tls: tlsSettings, tokenCache: cache,
                                         connections: 1, requestTimeoutMilliseconds: timeout, proxy: proxy)
             client.send(notification) { outcome in
-                box.outcome = outcome
+                answer.withLock { $0 = outcome }
                 client.close(graceful: false)
-                done.signal()
             }
         }
-        guard done.wait(timeout: .now() + .milliseconds(timeout + 15_000)) == .success, let outcome = box.outcome else {
+        guard let outcome = answer.wait(until: { $0 != nil }, timeoutSeconds: Double(timeout + 15_000) / 1000, then: { $0 }) ?? nil else {
             printJSON(["outcome": "failed", "reason": "no answer in time", "status": 0])
             return ExitCode.failure
         }
@@ -138,8 +136,4 @@ enum SendCommand {
             return ExitCode.failure
         }
     }
-}
-
-private final class OutcomeBox: @unchecked Sendable {
-    var outcome: APNsClient.Outcome?
 }

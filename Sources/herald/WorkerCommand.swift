@@ -71,11 +71,11 @@ enum WorkerCommand {
             let id = configuration.worker.eventLoops == 1 ? baseID : "\(baseID)-\(index)"
             let config = configuration
             let creds = credentials
-            let pipeline = try loop.submitAndWait { () -> LoopBound<DeliveryPipeline> in
+            let pipeline = try loop.submit { () -> LoopBound<DeliveryPipeline> in
                 let pipeline = try DeliveryPipeline(configuration: config, credentials: creds, loop: loop, workerID: id, logger: logger,
                                                     loops: config.worker.eventLoops)
                 pipeline.start()
-                return LoopBound(value: pipeline)
+                return LoopBound(pipeline, loop: loop)
             }
             running.append((loop, pipeline))
         }

@@ -1,4 +1,5 @@
 import APNs
+import Basics
 import Foundation
 import HTTP2
 import MockAPNs
@@ -28,8 +29,8 @@ import APNsHTTP2
                              priority: 1, expiration: 0, payload: Array(#"{ "call" : "x" }"#.utf8)),
         ]
         let outcomes = OutcomeBox(expected: notifications.count)
-        try sim.loop.submitAndWait {
-            for (index, n) in notifications.enumerated() { client.send(n) { outcomes.record(index, $0) } }
+        try sim.loop.submit {
+            for (index, n) in notifications.enumerated() { client.value.send(n) { outcomes.record(index, $0) } }
         }
         #expect(outcomes.wait(seconds: Self.waitSeconds))
         let results = outcomes.all
@@ -72,17 +73,17 @@ import APNsHTTP2
         let cache = try sim.tokenCache()
         let client = try sim.makeClient(tokenCache: cache, connections: 2)
         // Both connections up first, so both carry requests (one could otherwise take everything once its limit rose).
-        try sim.loop.submitAndWait { client.pool.start() }
+        try sim.loop.submit { client.value.pool.start() }
         let deadline = Date().addingTimeInterval(Self.waitSeconds)
-        while try sim.loop.submitAndWait({ client.pool.liveConnections }) < 2 && Date() < deadline { usleep(20_000) }
-        #expect(try sim.loop.submitAndWait { client.pool.liveConnections } == 2)
+        while try sim.loop.submit({ client.value.pool.liveConnections }) < 2 && Date() < deadline { usleep(20_000) }
+        #expect(try sim.loop.submit { client.value.pool.liveConnections } == 2)
         let count = 300
         let outcomes = OutcomeBox(expected: count)
-        try sim.loop.submitAndWait {
+        try sim.loop.submit {
             for index in 0..<count {
                 let n = PushNotification(deviceToken: clientToken(index), topic: "com.example.app", environment: .production,
                                          payload: Array(#"{"aps":{"alert":"x"}}"#.utf8))
-                client.send(n) { outcomes.record(index, $0) }
+                client.value.send(n) { outcomes.record(index, $0) }
             }
         }
         #expect(outcomes.wait(seconds: Self.waitSeconds))
@@ -162,8 +163,8 @@ import APNsHTTP2
         #expect(policy.decide(first.result, attempt: 1, expiration: nil, nowSeconds: 0) == .resendNow(freshConnection: true, refreshToken: true))
 
         offset.seconds.store(0, ordering: .relaxed)  // the machine's clock is right again
-        try sim.loop.submitAndWait { client.handleConnectionAdvice(first, advice: policy.connectionAdvice(first.result)) }
-        #expect(try sim.loop.submitAndWait { client.pool.connectionIDs.contains(first.connectionID) } == false)
+        try sim.loop.submit { client.value.handleConnectionAdvice(first, advice: policy.connectionAdvice(first.result)) }
+        #expect(try sim.loop.submit { client.value.pool.connectionIDs.contains(first.connectionID) } == false)
         let second = try sim.sendOne(client, n, afterConnection: first.connectionID)
         guard case .response(let delivered) = second.result else {
             Issue.record("expected an answer, got \(second.result)")
@@ -179,10 +180,13 @@ import APNsHTTP2
     @Test func unrelatedKeyIdRetiresTheConnectionAndTheResendGoesOutOnANewerOne() throws {
         let sim = try ClientSimulator(extraKeyID: "KEY7654321")
         defer { sim.stop() }
-        let pool = try sim.makeClient(tokenCache: try sim.tokenCache()).pool
+        let owner = try sim.makeClient(tokenCache: try sim.tokenCache())
         // Two clients for two keys of the same team on one pool: the connection is bound to the first key used.
-        let first = APNsClient(pool: pool, tokenCache: try sim.tokenCache(), requestTimeoutMilliseconds: 30_000)
-        let second = APNsClient(pool: pool, tokenCache: try sim.tokenCache(extra: true), requestTimeoutMilliseconds: 30_000)
+        let (firstCache, secondCache) = (try sim.tokenCache(), try sim.tokenCache(extra: true))
+        let (first, second) = try sim.loop.submit { [loop = sim.loop] in
+            (LoopBound(APNsClient(pool: owner.value.pool, tokenCache: firstCache, requestTimeoutMilliseconds: 30_000), loop: loop),
+             LoopBound(APNsClient(pool: owner.value.pool, tokenCache: secondCache, requestTimeoutMilliseconds: 30_000), loop: loop))
+        }
         let push = { (i: Int) in
             PushNotification(deviceToken: clientToken(i), topic: "com.example.app", environment: .production, payload: Array(#"{"aps":{}}"#.utf8))
         }
@@ -201,7 +205,7 @@ import APNsHTTP2
         #expect(unrelated.reason == .unrelatedKeyIdInToken)
         #expect(rejected.connectionID == bound.connectionID)
         let policy = OutcomePolicy()
-        try sim.loop.submitAndWait { second.handleConnectionAdvice(rejected, advice: policy.connectionAdvice(rejected.result)) }
+        try sim.loop.submit { second.value.handleConnectionAdvice(rejected, advice: policy.connectionAdvice(rejected.result)) }
         let resent = try sim.sendOne(second, push(2), afterConnection: rejected.connectionID)
         guard case .response(let delivered) = resent.result else {
             Issue.record("expected an answer, got \(resent.result)")
@@ -226,15 +230,14 @@ private func clientToken(_ index: Int) -> String {
 }
 
 /// The simulator (with payload logging) and a client loop; `stop()` closes the clients, both loops and the files.
-private final class ClientSimulator: @unchecked Sendable {
+private final class ClientSimulator: Sendable {
     let directory: String
     let key: MockProviderKey
     let extraKey: MockProviderKey?
     let caFile: String
     let server: MockAPNsServer
     let loop: EventLoop
-    private let lock = NSLock()
-    private var clients: [APNsClient] = []
+    private let clients = LockedValue<[LoopBound<APNsClient>]>([])
 
     init(faults: MockFaultScript = MockFaultScript(), extraKeyID: String? = nil) throws {
         let directory = NSTemporaryDirectory() + "herald-apnsclient-\(UUID().uuidString)"
@@ -267,27 +270,28 @@ private final class ClientSimulator: @unchecked Sendable {
         try ProviderTokenCache(keyID: (extra ? extraKey : key)!.keyID, teamID: APNsClientTests.teamID, key: try signingKey(extra: extra))
     }
 
-    func makeClient(tokenCache: ProviderTokenCache?, connections: Int = 1) throws -> APNsClient {
-        let client = try loop.submitAndWait { () throws -> APNsClient in
-            try APNsClient(loop: self.loop, host: "127.0.0.1", port: self.server.port, tls: TLSConfiguration(caFile: self.caFile),
-                           tokenCache: tokenCache, connections: connections, requestTimeoutMilliseconds: 30_000)
+    func makeClient(tokenCache: ProviderTokenCache?, connections: Int = 1) throws -> LoopBound<APNsClient> {
+        let client = try loop.submit { () throws -> LoopBound<APNsClient> in
+            let client = try APNsClient(loop: self.loop, host: "127.0.0.1", port: self.server.port, tls: TLSConfiguration(caFile: self.caFile),
+                                        tokenCache: tokenCache, connections: connections, requestTimeoutMilliseconds: 30_000)
+            return LoopBound(client, loop: self.loop)
         }
-        lock.withLock { clients.append(client) }
+        clients.withLock { $0.append(client) }
         return client
     }
 
     /// Sends one notification from the loop and waits (with a deadline) for its outcome.
-    func sendOne(_ client: APNsClient, _ n: PushNotification, afterConnection: Int = 0) throws -> APNsClient.Outcome {
+    func sendOne(_ client: LoopBound<APNsClient>, _ n: PushNotification, afterConnection: Int = 0) throws -> APNsClient.Outcome {
         let box = OutcomeBox(expected: 1)
-        let accepted = try loop.submitAndWait { client.send(n, afterConnection: afterConnection) { box.record(0, $0) } }
+        let accepted = try loop.submit { client.value.send(n, afterConnection: afterConnection) { box.record(0, $0) } }
         try #require(accepted)
         try #require(box.wait(seconds: APNsClientTests.waitSeconds), "no outcome in time")
         return try #require(box.all[0])
     }
 
     func stop() {
-        let all = lock.withLock { clients }
-        try? loop.submitAndWait { for client in all { client.close(graceful: false) } }
+        let all = clients.withLock { $0 }
+        try? loop.submit { for client in all { client.value.close(graceful: false) } }
         loop.stop()
         loop.waitUntilStopped()
         server.stop()

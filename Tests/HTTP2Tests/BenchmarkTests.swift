@@ -23,22 +23,22 @@ final class BenchmarkTests {
         let loop = try EventLoop.startThread(name: "bench")
         defer { loop.stop(); loop.waitUntilStopped() }
         let tls = try TLSContext(TLSConfiguration(caFile: certificates.caCertificate))
-        let pool = try loop.submitAndWait {
+        let pool = try loop.submit {
             let pool = HTTP2ConnectionPool(loop: loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: server.port), tls: tls,
                                            options: HTTP2PoolOptions(connectionCount: connections))
             pool.start()
-            return pool
+            return LoopBound(pool, loop: loop)
         }
-        _ = eventually(seconds: 10) { (try? loop.submitAndWait { pool.liveConnections }) == connections }
+        _ = eventually(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == connections }
         let runner = BoundedRunner(total: total, window: 100 * connections, request: postRequest())
         let started = Date()
-        try loop.submitAndWait { runner.start(pool) }
+        try loop.submit { runner.start(pool.value) }
         #expect(runner.done.wait(timeout: .now() + 300) == .success)
         let seconds = Date().timeIntervalSince(started)
         let ours = Double(total) / seconds
         #expect(runner.failures == 0)
         print("BENCH connections=\(connections) h2load=\(Int(h2loadRate)) req/s herald=\(Int(ours)) req/s ratio=\(String(format: "%.2f", ours / h2loadRate))")
-        try loop.submitAndWait { pool.close(graceful: false) }
+        try loop.submit { pool.value.close(graceful: false) }
     }
 
     private func h2load(port: Int, total: Int, connections: Int, bodyFile: String) throws -> Double {

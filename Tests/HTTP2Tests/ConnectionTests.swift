@@ -25,18 +25,18 @@ import Testing
     private func fire(
         _ count: Int, port: Int, tls: TLSContext, options: HTTP2ConnectionOptions = .init(),
         request: HTTP2Request = postRequest(), waitSeconds: Double = 60, events: EventLog? = nil, sendWhenReady: Bool = false
-    ) throws -> (Outcomes, HTTP2ClientConnection) {
+    ) throws -> (Outcomes, LoopBound<HTTP2ClientConnection>) {
         let outcomes = Outcomes(expected: count)
-        let connection = try loop.submitAndWait { () -> HTTP2ClientConnection in
-            let connection = HTTP2ClientConnection(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls, options: options)
+        let connection = try loop.submit { [loop] () -> LoopBound<HTTP2ClientConnection> in
+            let connection = HTTP2ClientConnection(loop: loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls, options: options)
             connection.onEvent = { events?.append(.connection($0)) }
             connection.connect()
             if !sendWhenReady { Self.send(count, request, on: connection, into: outcomes) }
-            return connection
+            return LoopBound(connection, loop: loop)
         }
         if sendWhenReady {
-            #expect(eventually(seconds: 10) { (try? loop.submitAndWait { connection.state }) == .ready })
-            try loop.submitAndWait { Self.send(count, request, on: connection, into: outcomes) }
+            #expect(eventually(seconds: 10) { (try? loop.submit { connection.value.state }) == .ready })
+            try loop.submit { Self.send(count, request, on: connection.value, into: outcomes) }
         }
         #expect(outcomes.wait(seconds: waitSeconds), "not every request completed in time")
         return (outcomes, connection)
@@ -58,11 +58,11 @@ import Testing
         #expect(outcomes.completedOnceEach)
         #expect(outcomes.successes.count == 5_000)
         #expect(outcomes.successes.allSatisfy { $0.status == 200 && $0.body == Array("ok\n".utf8) })
-        let (maxOpen, limit) = try loop.submitAndWait { (connection.maxObservedOpenStreams, connection.maxConcurrentStreams) }
+        let (maxOpen, limit) = try loop.submit { (connection.value.maxObservedOpenStreams, connection.value.maxConcurrentStreams) }
         #expect(limit == 100)  // nghttpd's default
         #expect(maxOpen <= 100)
         #expect(maxOpen > 1)
-        try loop.submitAndWait { connection.close() }
+        try loop.submit { connection.value.close() }
     }
 
     @Test func honoursASmallMaxConcurrentStreams() throws {
@@ -72,7 +72,7 @@ import Testing
         defer { server.stop() }
         let (outcomes, connection) = try fire(300, port: server.port, tls: try tls())
         #expect(outcomes.successes.count == 300)
-        let maxOpen = try loop.submitAndWait { connection.maxObservedOpenStreams }
+        let maxOpen = try loop.submit { connection.value.maxObservedOpenStreams }
         #expect(maxOpen <= 3)
         #expect(maxOpen >= 1)
     }
@@ -84,7 +84,7 @@ import Testing
         defer { peer.stop() }
         let (outcomes, connection) = try fire(200, port: peer.port, tls: try tls())
         #expect(outcomes.successes.count == 200)
-        let (maxOpen, limit) = try loop.submitAndWait { (connection.maxObservedOpenStreams, connection.maxConcurrentStreams) }
+        let (maxOpen, limit) = try loop.submit { (connection.value.maxObservedOpenStreams, connection.value.maxConcurrentStreams) }
         #expect(limit == 5)
         #expect(maxOpen <= 5)
         let serverSaw = Int((try? String(contentsOfFile: report, encoding: .utf8)) ?? "") ?? -1
@@ -97,7 +97,7 @@ import Testing
         let (outcomes, connection) = try fire(200, port: peer.port, tls: try tls())
         #expect(outcomes.completedOnceEach)
         #expect(outcomes.successes.count == 200, "\(outcomes.failures.prefix(3))")
-        let (maxOpen, limit) = try loop.submitAndWait { (connection.maxObservedOpenStreams, connection.maxConcurrentStreams) }
+        let (maxOpen, limit) = try loop.submit { (connection.value.maxObservedOpenStreams, connection.value.maxConcurrentStreams) }
         #expect(limit == 1)
         #expect(maxOpen <= 8)
     }
@@ -146,7 +146,7 @@ import Testing
         #expect(outcomes.failures == [.timedOut, .timedOut, .timedOut])
         #expect(outcomes.failures.allSatisfy { $0.wasProcessedPossibly })
         // The connection itself survives a request timeout.
-        let state = try loop.submitAndWait { connection.state }
+        let state = try loop.submit { connection.value.state }
         #expect(state == .ready)
     }
 
@@ -161,7 +161,7 @@ import Testing
             guard case let .connectionLost(why) = error else { Issue.record("expected connectionLost, got \(error)"); continue }
             #expect(why.contains("PING"))
         }
-        #expect(try loop.submitAndWait { connection.state } == .closed)
+        #expect(try loop.submit { connection.value.state } == .closed)
         #expect(events.all.contains { if case .connection(.closed(_, .connectionLost?)) = $0 { true } else { false } })
     }
 
@@ -178,10 +178,11 @@ import Testing
             #expect(error == .goawayUnprocessed(lastStreamID: 9, errorCode: 0, reason: "Shutdown"))
             #expect(error.safeToResend)
         }
+        let connectionID = try loop.submit { connection.value.id }
         #expect(eventually(seconds: 5) {
-            events.all.contains(.connection(.goaway(connectionID: connection.id, lastStreamID: 9, errorCode: 0, reason: "Shutdown")))
+            events.all.contains(.connection(.goaway(connectionID: connectionID, lastStreamID: 9, errorCode: 0, reason: "Shutdown")))
         })
-        #expect(eventually(seconds: 5) { (try? loop.submitAndWait { connection.state }) == .closed })
+        #expect(eventually(seconds: 5) { (try? loop.submit { connection.value.state }) == .closed })
     }
 
     @Test func refusedStreamsAreReportedAsNotProcessed() throws {
@@ -203,8 +204,8 @@ import Testing
         defer { server.stop() }
         let tls = try tls()
         let outcomes = Outcomes(expected: 1)
-        try loop.submitAndWait {
-            let connection = HTTP2ClientConnection(loop: self.loop, endpoint: HTTP2Endpoint(host: "localhost", port: server.port), tls: tls)
+        try loop.submit { [loop] in
+            let connection = HTTP2ClientConnection(loop: loop, endpoint: HTTP2Endpoint(host: "localhost", port: server.port), tls: tls)
             connection.connect()
             if !connection.send(postRequest(), completion: { outcomes.record(0, $0) }) { outcomes.record(0, .failure(.queueFull)) }
         }
@@ -221,13 +222,13 @@ import Testing
         do {
             let (outcomes, connection) = try fire(5, port: server.port, tls: try tls(), waitSeconds: 15)
             #expect(outcomes.successes.count == 5)
-            try loop.submitAndWait {
-                watcher.object = connection
-                connection.close()
+            try loop.submit {
+                watcher.object = connection.value
+                connection.value.close()
             }
         }
         // No cycle through timers, the loop or nghttp2's user data keeps a closed connection alive.
-        #expect(eventually(seconds: 5) { (try? loop.submitAndWait { watcher.object == nil }) == true })
+        #expect(eventually(seconds: 5) { (try? loop.submit { watcher.object == nil }) == true })
     }
 
     @Test func connectionRefusedFailsAsConnectFailed() throws {
@@ -279,15 +280,15 @@ import Testing
     private func one(port: Int, _ configuration: TLSConfiguration, proxy: String? = nil) throws -> Result<HTTP2Response, HTTP2ClientError> {
         let tls = try TLSContext(configuration)
         let outcomes = Outcomes(expected: 1)
-        let connection = try loop.submitAndWait { () -> HTTP2ClientConnection in
-            let connection = HTTP2ClientConnection(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port, proxy: proxy), tls: tls)
+        let connection = try loop.submit { [loop] () -> LoopBound<HTTP2ClientConnection> in
+            let connection = HTTP2ClientConnection(loop: loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port, proxy: proxy), tls: tls)
             connection.connect()
             let accepted = connection.send(postRequest()) { outcomes.record(0, $0) }
             if !accepted { outcomes.record(0, .failure(.queueFull)) }
-            return connection
+            return LoopBound(connection, loop: loop)
         }
         #expect(outcomes.wait(seconds: 15))
-        try loop.submitAndWait { connection.close() }
+        try loop.submit { connection.value.close() }
         return try #require(outcomes.all[0]?.first)
     }
 

@@ -18,22 +18,22 @@ import Testing
         loop.waitUntilStopped()
     }
 
-    private func makePool(port: Int, options: HTTP2PoolOptions, events: EventLog) throws -> HTTP2ConnectionPool {
+    private func makePool(port: Int, options: HTTP2PoolOptions, events: EventLog) throws -> LoopBound<HTTP2ConnectionPool> {
         let tls = try TLSContext(TLSConfiguration(caFile: certificates.caCertificate))
-        return try loop.submitAndWait {
-            let pool = HTTP2ConnectionPool(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls, options: options)
+        return try loop.submit { [loop] in
+            let pool = HTTP2ConnectionPool(loop: loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls, options: options)
             pool.onEvent = { events.append($0) }
             pool.start()
-            return pool
+            return LoopBound(pool, loop: loop)
         }
     }
 
     /// Sends `count` requests through the pool from the loop; returns the outcomes to wait on.
-    private func send(_ count: Int, on pool: HTTP2ConnectionPool, request: HTTP2Request = postRequest()) throws -> Outcomes {
+    private func send(_ count: Int, on pool: LoopBound<HTTP2ConnectionPool>, request: HTTP2Request = postRequest()) throws -> Outcomes {
         let outcomes = Outcomes(expected: count)
-        try loop.submitAndWait {
+        try loop.submit {
             for index in 0..<count {
-                if !pool.send(request, completion: { outcomes.record(index, $0) }) { outcomes.record(index, .failure(.queueFull)) }
+                if !pool.value.send(request, completion: { outcomes.record(index, $0) }) { outcomes.record(index, .failure(.queueFull)) }
             }
         }
         return outcomes
@@ -46,15 +46,15 @@ import Testing
         defer { server.stop() }
         let events = EventLog()
         let pool = try makePool(port: server.port, options: HTTP2PoolOptions(connectionCount: 3), events: events)
-        #expect(eventually(seconds: 10) { (try? loop.submitAndWait { pool.liveConnections }) == 3 })
+        #expect(eventually(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == 3 })
         let outcomes = try send(2_000, on: pool)
         #expect(outcomes.wait(seconds: 60))
         #expect(outcomes.completedOnceEach)
         #expect(outcomes.successes.count == 2_000)
         #expect(Set(outcomes.successes.map(\.connectionID)).count == 3)
-        #expect(try loop.submitAndWait { pool.maxObservedOpenStreams } <= 10)
-        #expect(try loop.submitAndWait { (pool.inFlight, pool.queued) } == (0, 0))
-        try loop.submitAndWait { pool.close(graceful: true) }
+        #expect(try loop.submit { pool.value.maxObservedOpenStreams } <= 10)
+        #expect(try loop.submit { (pool.value.inFlight, pool.value.queued) } == (0, 0))
+        try loop.submit { pool.value.close(graceful: true) }
         #expect(eventually(seconds: 5) { events.all.filter { if case .connection(.closed) = $0 { true } else { false } }.count == 3 })
     }
 
@@ -66,20 +66,20 @@ import Testing
         let pool = try makePool(port: server.port, options: HTTP2PoolOptions(connectionCount: 2), events: EventLog())
         let total = 500
         let outcomes = Outcomes(expected: total + 20)
-        try loop.submitAndWait {
+        try loop.submit {
             var next = 0
             func chain() {
                 let index = next
                 next += 1
-                let accepted = pool.send(postRequest()) { result in
+                let accepted = pool.value.send(postRequest()) { result in
                     outcomes.record(index, result)
                     if next < total { chain() }  // re-enters the pool from inside a completion
                     if index == total - 1 {
                         // ...and so does closing it: these 20 complete with .closed, exactly once each.
                         for extra in 0..<20 {
-                            _ = pool.send(postRequest()) { outcomes.record(total + extra, $0) }
+                            _ = pool.value.send(postRequest()) { outcomes.record(total + extra, $0) }
                         }
-                        pool.close(graceful: false)
+                        pool.value.close(graceful: false)
                     }
                 }
                 if !accepted { outcomes.record(index, .failure(.queueFull)) }
@@ -106,7 +106,7 @@ import Testing
         #expect(first.successes.count == 10)
 
         server.stop(signal: SIGKILL)
-        #expect(eventually(seconds: 10) { (try? loop.submitAndWait { pool.liveConnections }) == 0 })
+        #expect(eventually(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == 0 })
         // While the server is down requests fail as never sent: at the next failed attempt, or at their deadline.
         let during = try send(5, on: pool, request: postRequest(timeoutMilliseconds: 300))
         #expect(during.wait(seconds: 10))
@@ -121,7 +121,7 @@ import Testing
         let log = events.all
         #expect(log.filter { if case .connection(.connected) = $0 { true } else { false } }.count >= 2)
         #expect(log.contains { if case .reconnectScheduled = $0 { true } else { false } })
-        try loop.submitAndWait { pool.close(graceful: false) }
+        try loop.submit { pool.value.close(graceful: false) }
     }
 
     @Test func aFullQueuePushesBack() throws {
@@ -130,23 +130,23 @@ import Testing
         let options = HTTP2PoolOptions(maxQueuedRequests: 5, reconnectMinimumMilliseconds: 100, reconnectMaximumMilliseconds: 200,
                                        failWaitingRequestsWhenUnreachable: false)
         let pool = try makePool(port: try freePort(), options: options, events: events)
-        let accepted = try loop.submitAndWait { () -> [Bool] in
-            (0..<7).map { _ in pool.send(postRequest(timeoutMilliseconds: 200)) { _ in } }
+        let accepted = try loop.submit { () -> [Bool] in
+            (0..<7).map { _ in pool.value.send(postRequest(timeoutMilliseconds: 200)) { _ in } }
         }
         #expect(accepted == [true, true, true, true, true, false, false])
-        #expect(try loop.submitAndWait { pool.queued } == 5)
-        #expect(eventually(seconds: 5) { (try? loop.submitAndWait { pool.queued }) == 0 })
+        #expect(try loop.submit { pool.value.queued } == 5)
+        #expect(eventually(seconds: 5) { (try? loop.submit { pool.value.queued }) == 0 })
         #expect(eventually(seconds: 5) { events.all.contains { if case .connection(.closed(_, .connectFailed?)) = $0 { true } else { false } } })
-        try loop.submitAndWait { pool.close(graceful: false) }
-        #expect(try loop.submitAndWait { pool.send(postRequest()) { _ in } } == false)
+        try loop.submit { pool.value.close(graceful: false) }
+        #expect(try loop.submit { pool.value.send(postRequest()) { _ in } } == false)
     }
 
     @Test func aDroppedPoolStillCompletesEveryRequest() throws {
         let tls = try TLSContext(TLSConfiguration(caFile: certificates.caCertificate))
         let port = try freePort()
         let outcomes = Outcomes(expected: 3)
-        try loop.submitAndWait {
-            let pool = HTTP2ConnectionPool(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls)
+        try loop.submit { [loop] in
+            let pool = HTTP2ConnectionPool(loop: loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls)
             for index in 0..<3 {
                 if !pool.send(postRequest(), completion: { outcomes.record(index, $0) }) { outcomes.record(index, .failure(.queueFull)) }
             }
@@ -161,7 +161,7 @@ import Testing
         let outcomes = try send(3, on: pool)  // 20 s deadlines: an answer within 10 s proves they did not wait
         #expect(outcomes.wait(seconds: 10))
         #expect(outcomes.failures.allSatisfy { if case .connectFailed = $0 { true } else { false } }, "\(outcomes.failures)")
-        try loop.submitAndWait { pool.close(graceful: false) }
+        try loop.submit { pool.value.close(graceful: false) }
     }
 
     @Test func retiringAConnectionMovesRequestsToAFreshOne() throws {
@@ -175,15 +175,15 @@ import Testing
         #expect(first.wait(seconds: 10))
         let oldID = try #require(first.successes.first?.connectionID)
         let resent = Outcomes(expected: 1)
-        try loop.submitAndWait {
-            pool.retire(connectionID: oldID)
-            _ = pool.send(postRequest(), onConnectionNewerThan: oldID) { resent.record(0, $0) }
+        try loop.submit {
+            pool.value.retire(connectionID: oldID)
+            _ = pool.value.send(postRequest(), onConnectionNewerThan: oldID) { resent.record(0, $0) }
         }
         #expect(resent.wait(seconds: 10))
         let newID = try #require(resent.successes.first?.connectionID)
         #expect(newID > oldID)
         #expect(eventually(seconds: 5) { events.all.contains(.connection(.closed(connectionID: oldID, error: nil))) })
-        try loop.submitAndWait { pool.close(graceful: true) }
+        try loop.submit { pool.value.close(graceful: true) }
     }
 
     @Test func statusCountsFailuresInARowWhileTheServerIsUnreachable() throws {

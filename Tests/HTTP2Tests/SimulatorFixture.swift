@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import Glibc
 import HTTP2
@@ -6,7 +7,7 @@ import Reactor
 
 /// Herald's APNs simulator in-process (port 0, its own TLS files and provider key) plus a client loop.
 /// `stop()` closes the pools it made, ends both loops and removes the directory; every test calls it.
-final class SimulatorFixture: @unchecked Sendable {
+final class SimulatorFixture: Sendable {
     static let topic = "com.example.app"
 
     let directory: String
@@ -16,8 +17,7 @@ final class SimulatorFixture: @unchecked Sendable {
     let tls: TLSContext
     /// One token for the whole test: a connection that switches tokens gets 429 TooManyProviderTokenUpdates.
     let bearer: String
-    private let lock = NSLock()
-    private var pools: [HTTP2ConnectionPool] = []
+    private let pools = LockedValue<[LoopBound<HTTP2ConnectionPool>]>([])
 
     init(faults: MockFaultScript = MockFaultScript(), _ configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
         directory = NSTemporaryDirectory() + "herald-simtests-\(UUID().uuidString)"
@@ -44,17 +44,17 @@ final class SimulatorFixture: @unchecked Sendable {
     /// A started pool to the simulator; events go to `events`. Fast reconnects: the faults kill connections often.
     func makePool(
         connectionCount: Int = 1, connection: HTTP2ConnectionOptions = .init(), events: EventLog = EventLog()
-    ) throws -> HTTP2ConnectionPool {
+    ) throws -> LoopBound<HTTP2ConnectionPool> {
         let options = HTTP2PoolOptions(
             connectionCount: connectionCount, reconnectMinimumMilliseconds: 50, reconnectMaximumMilliseconds: 400,
             connection: connection)
-        let pool = try loop.submitAndWait {
+        let pool = try loop.submit {
             let pool = HTTP2ConnectionPool(loop: self.loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: self.server.port), tls: self.tls, options: options)
             pool.onEvent = { events.append($0) }
             pool.start()
-            return pool
+            return LoopBound(pool, loop: self.loop)
         }
-        lock.withLock { pools.append(pool) }
+        pools.withLock { $0.append(pool) }
         return pool
     }
 
@@ -79,8 +79,8 @@ final class SimulatorFixture: @unchecked Sendable {
     }
 
     func stop() {
-        let all = lock.withLock { pools }
-        try? loop.submitAndWait { for pool in all { pool.close(graceful: false) } }
+        let all = pools.withLock { $0 }
+        try? loop.submit { for pool in all { pool.value.close(graceful: false) } }
         loop.stop()
         loop.waitUntilStopped()
         server.stop()
@@ -140,9 +140,10 @@ final class AttemptLedger: @unchecked Sendable {
 /// Sends `requests[i]` through the pool (on the loop's thread) and, when `resend` allows it, sends it again
 /// from its completion, up to `maxAttempts`. The pool itself never resends: this is what a caller does.
 func sendAll(
-    _ requests: [HTTP2Request], on pool: HTTP2ConnectionPool, into ledger: AttemptLedger, maxAttempts: Int = 1,
+    _ requests: [HTTP2Request], on bound: LoopBound<HTTP2ConnectionPool>, into ledger: AttemptLedger, maxAttempts: Int = 1,
     resend: @escaping (HTTP2ClientError) -> Bool = { $0.safeToResend }
 ) {
+    let pool = bound.value
     func attempt(_ index: Int, _ number: Int) {
         ledger.attemptSent(index)
         let accepted = pool.send(requests[index]) { result in

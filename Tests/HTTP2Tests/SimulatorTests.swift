@@ -27,7 +27,7 @@ import Testing
 
         // Round 1: no resends. The pool must not resend by itself either.
         let first = AttemptLedger(expected: count)
-        try sim.loop.submitAndWait { sendAll(requests, on: pool, into: first) }
+        try sim.loop.submit { sendAll(requests, on: pool, into: first) }
         #expect(first.wait(seconds: Self.waitSeconds), "not every request completed")
         usleep(200_000)  // a second completion, if any, would show up here
         #expect(first.everyAttemptCompletedOnce)
@@ -59,7 +59,7 @@ import Testing
         // in the end every notification was accepted exactly once.
         let again = failures.keys.sorted()
         let second = AttemptLedger(expected: again.count)
-        try sim.loop.submitAndWait { sendAll(again.map { requests[$0] }, on: pool, into: second, maxAttempts: 50) }
+        try sim.loop.submit { sendAll(again.map { requests[$0] }, on: pool, into: second, maxAttempts: 50) }
         #expect(second.wait(seconds: Self.waitSeconds), "not every resent request completed")
         usleep(200_000)
         #expect(second.everyAttemptCompletedOnce)
@@ -78,7 +78,7 @@ import Testing
         let pool = try sim.makePool()
         let warmIDs = (0..<10).map { _ in lowerUUID() }
         let warm = AttemptLedger(expected: 10)
-        try sim.loop.submitAndWait {
+        try sim.loop.submit {
             sendAll(warmIDs.indices.map { sim.request(token: deviceToken("ab", $0), apnsID: warmIDs[$0]) }, on: pool, into: warm)
         }
         #expect(warm.wait(seconds: Self.waitSeconds))
@@ -87,10 +87,10 @@ import Testing
 
         // The trigger goes first, 20 ordinary ones right behind it on the same connection.
         let ids = (0..<21).map { _ in lowerUUID() }
-        var requests = [sim.request(token: deviceToken("ff", 0), apnsID: ids[0])]
-        requests += (1..<21).map { sim.request(token: deviceToken("ab", 100 + $0), apnsID: ids[$0]) }
+        let requests = [sim.request(token: deviceToken("ff", 0), apnsID: ids[0])]
+            + (1..<21).map { sim.request(token: deviceToken("ab", 100 + $0), apnsID: ids[$0]) }
         let ledger = AttemptLedger(expected: 21)
-        try sim.loop.submitAndWait { sendAll(requests, on: pool, into: ledger) }
+        try sim.loop.submit { sendAll(requests, on: pool, into: ledger) }
         #expect(ledger.wait(seconds: Self.waitSeconds))
         usleep(200_000)
         #expect(ledger.everyAttemptCompletedOnce)
@@ -114,7 +114,7 @@ import Testing
 
         // The pool replaces the connection; a later request goes through on a newer one.
         let after = AttemptLedger(expected: 1)
-        try sim.loop.submitAndWait { sendAll([sim.request(token: deviceToken("ab", 999), apnsID: lowerUUID())], on: pool, into: after) }
+        try sim.loop.submit { sendAll([sim.request(token: deviceToken("ab", 999), apnsID: lowerUUID())], on: pool, into: after) }
         #expect(after.wait(seconds: Self.waitSeconds))
         let response = try #require(try? after.finalResults[0]?.get())
         #expect(response.status == 200)
@@ -132,7 +132,7 @@ import Testing
         let requests = ids.indices.map { sim.request(token: deviceToken("cd", $0), apnsID: ids[$0]) }
 
         let first = AttemptLedger(expected: count)
-        try sim.loop.submitAndWait { sendAll(requests, on: pool, into: first) }
+        try sim.loop.submit { sendAll(requests, on: pool, into: first) }
         #expect(first.wait(seconds: Self.waitSeconds))
         usleep(200_000)
         #expect(first.everyAttemptCompletedOnce)
@@ -149,7 +149,7 @@ import Testing
         // Resending the refused ones until answered delivers every notification exactly once.
         let again = refused.keys.sorted()
         let second = AttemptLedger(expected: again.count)
-        try sim.loop.submitAndWait { sendAll(again.map { requests[$0] }, on: pool, into: second, maxAttempts: 40) }
+        try sim.loop.submit { sendAll(again.map { requests[$0] }, on: pool, into: second, maxAttempts: 40) }
         #expect(second.wait(seconds: Self.waitSeconds))
         usleep(200_000)
         #expect(second.everyAttemptCompletedOnce)
@@ -170,17 +170,17 @@ import Testing
         defer { sim.stop() }
         let events = EventLog()
         let pool = try sim.makePool(events: events)
-        #expect(eventually(seconds: 30) { (try? sim.loop.submitAndWait { pool.liveConnections }) == 1 })
-        #expect(try sim.loop.submitAndWait { pool.availableStreams } == 1, "before any token the simulator allows 1 stream")
+        #expect(eventually(seconds: 30) { (try? sim.loop.submit { pool.value.liveConnections }) == 1 })
+        #expect(try sim.loop.submit { pool.value.availableStreams } == 1, "before any token the simulator allows 1 stream")
 
         // A burst while the limit is 1: one stream goes out, the rest wait in the pool until the limit rises.
         var delivered: [String] = []
         func burst(_ size: Int, from base: Int) throws {
             let burstIDs = (0..<size).map { _ in lowerUUID() }
             let ledger = AttemptLedger(expected: size)
-            let (inFlight, queued) = try sim.loop.submitAndWait { () -> (Int, Int) in
+            let (inFlight, queued) = try sim.loop.submit { () -> (Int, Int) in
                 sendAll(burstIDs.indices.map { sim.request(token: deviceToken("ab", base + $0), apnsID: burstIDs[$0]) }, on: pool, into: ledger)
-                return (pool.inFlight, pool.queued)
+                return (pool.value.inFlight, pool.value.queued)
             }
             #expect(inFlight == 1)
             #expect(queued == size - 1)
@@ -190,14 +190,14 @@ import Testing
             delivered += burstIDs
         }
         try burst(100, from: 10_000)
-        #expect(eventually(seconds: 30) { (try? sim.loop.submitAndWait { pool.availableStreams }) == 50 }, "the limit rose to 50")
+        #expect(eventually(seconds: 30) { (try? sim.loop.submit { pool.value.availableStreams }) == 50 }, "the limit rose to 50")
 
         // One rejected push: the simulator drops the limit to 1 and the client follows.
         let rejected = AttemptLedger(expected: 1)
-        try sim.loop.submitAndWait { sendAll([sim.request(token: deviceToken("bad0", 1), apnsID: lowerUUID())], on: pool, into: rejected) }
+        try sim.loop.submit { sendAll([sim.request(token: deviceToken("bad0", 1), apnsID: lowerUUID())], on: pool, into: rejected) }
         #expect(rejected.wait(seconds: Self.waitSeconds))
         #expect((try? rejected.finalResults[0]?.get())?.status == 400)
-        #expect(eventually(seconds: 30) { (try? sim.loop.submitAndWait { pool.availableStreams }) == 1 }, "the limit fell to 1")
+        #expect(eventually(seconds: 30) { (try? sim.loop.submit { pool.value.availableStreams }) == 1 }, "the limit fell to 1")
         try burst(100, from: 20_000)
 
         // Mixed traffic: a rejection every 25 pushes, so the limit keeps falling and rising under load.
@@ -208,7 +208,7 @@ import Testing
         }
         let ledger = AttemptLedger(expected: count)
         // Refused streams happen when the client opened a stream before it read the lowered limit: resend them.
-        try sim.loop.submitAndWait { sendAll(requests, on: pool, into: ledger, maxAttempts: 20) { $0 == .refusedStream } }
+        try sim.loop.submit { sendAll(requests, on: pool, into: ledger, maxAttempts: 20) { $0 == .refusedStream } }
         #expect(ledger.wait(seconds: Self.waitSeconds))
         usleep(200_000)
         #expect(ledger.everyAttemptCompletedOnce)
@@ -219,7 +219,7 @@ import Testing
         }
         #expect(ledger.allFailures.allSatisfy { $0 == .refusedStream }, "\(ledger.allFailures.filter { $0 != .refusedStream })")
 
-        let maxOpen = try sim.loop.submitAndWait { pool.maxObservedOpenStreams }
+        let maxOpen = try sim.loop.submit { pool.value.maxObservedOpenStreams }
         let stats = sim.server.stats()
         #expect(maxOpen <= 50)
         #expect(maxOpen > 1, "the client never used the raised limit")
@@ -239,16 +239,16 @@ import Testing
         defer { sim.stop() }
         let pool = try sim.makePool()
         let silentCount = 5
-        var requests = (0..<silentCount).map { sim.request(token: deviceToken("51", $0), apnsID: lowerUUID(), timeoutMilliseconds: 1_500) }
-        requests += (0..<20).map { sim.request(token: deviceToken("ab", $0), apnsID: lowerUUID()) }
+        let requests = (0..<silentCount).map { sim.request(token: deviceToken("51", $0), apnsID: lowerUUID(), timeoutMilliseconds: 1_500) }
+            + (0..<20).map { sim.request(token: deviceToken("ab", $0), apnsID: lowerUUID()) }
         // One ordinary push first so the simulator raises its stream limit above 1.
         let warm = AttemptLedger(expected: 1)
-        try sim.loop.submitAndWait { sendAll([sim.request(token: deviceToken("ab", 500), apnsID: lowerUUID())], on: pool, into: warm) }
+        try sim.loop.submit { sendAll([sim.request(token: deviceToken("ab", 500), apnsID: lowerUUID())], on: pool, into: warm) }
         #expect(warm.wait(seconds: Self.waitSeconds))
         let connection = try #require(try? warm.finalResults[0]?.get().connectionID)
 
         let ledger = AttemptLedger(expected: requests.count)
-        try sim.loop.submitAndWait { sendAll(requests, on: pool, into: ledger) }
+        try sim.loop.submit { sendAll(requests, on: pool, into: ledger) }
         #expect(ledger.wait(seconds: Self.waitSeconds))
         usleep(300_000)
         #expect(ledger.everyAttemptCompletedOnce)
@@ -266,12 +266,12 @@ import Testing
 
         // The cancelled streams freed their slots; the same connection keeps working.
         let later = AttemptLedger(expected: 5)
-        try sim.loop.submitAndWait {
+        try sim.loop.submit {
             sendAll((0..<5).map { sim.request(token: deviceToken("ab", 600 + $0), apnsID: lowerUUID()) }, on: pool, into: later)
         }
         #expect(later.wait(seconds: Self.waitSeconds))
         #expect(later.finalResults.values.allSatisfy { (try? $0.get()).map { $0.status == 200 && $0.connectionID == connection } ?? false })
-        #expect(try sim.loop.submitAndWait { pool.inFlight } == 0)
+        #expect(try sim.loop.submit { pool.value.inFlight } == 0)
     }
 
     /// Found by the fault suite: a half-open connection (a black hole on the path) swallowed every request until
@@ -317,7 +317,7 @@ import Testing
         let ids = (0..<count).map { _ in lowerUUID() }
         let requests = ids.indices.map { sim.request(token: deviceToken("ab", $0), apnsID: ids[$0], timeoutMilliseconds: 300_000) }
         let ledger = AttemptLedger(expected: count)
-        try sim.loop.submitAndWait { sendAll(requests, on: pool, into: ledger) }
+        try sim.loop.submit { sendAll(requests, on: pool, into: ledger) }
         #expect(ledger.wait(seconds: Self.waitSeconds), "a request hung on a silent connection")
         usleep(200_000)
         #expect(ledger.everyAttemptCompletedOnce)
@@ -337,7 +337,7 @@ import Testing
         // With the fault lifted, the pool's replacement connection delivers.
         try sim.server.replaceFaults(MockFaultScript())
         let after = AttemptLedger(expected: 5)
-        try sim.loop.submitAndWait {
+        try sim.loop.submit {
             sendAll((0..<5).map { sim.request(token: deviceToken("ab", 100 + $0), apnsID: lowerUUID()) }, on: pool, into: after)
         }
         #expect(after.wait(seconds: Self.waitSeconds))
@@ -355,7 +355,7 @@ import Testing
         let ids = (0..<count).map { _ in lowerUUID() }
         let requests = ids.indices.map { sim.request(token: deviceToken("ab", $0), apnsID: ids[$0]) }
         let ledger = AttemptLedger(expected: count)
-        try sim.loop.submitAndWait { sendAll(requests, on: pool, into: ledger) }
+        try sim.loop.submit { sendAll(requests, on: pool, into: ledger) }
         #expect(ledger.wait(seconds: Self.waitSeconds))
         usleep(200_000)
         #expect(ledger.everyAttemptCompletedOnce)
@@ -382,7 +382,7 @@ import Testing
         // Later requests succeed on a reconnected connection.
         try sim.server.replaceFaults(MockFaultScript())
         let after = AttemptLedger(expected: 10)
-        try sim.loop.submitAndWait {
+        try sim.loop.submit {
             sendAll((0..<10).map { sim.request(token: deviceToken("ab", 200 + $0), apnsID: lowerUUID()) }, on: pool, into: after)
         }
         #expect(after.wait(seconds: Self.waitSeconds))
@@ -410,7 +410,7 @@ import Testing
         let requests = ids.indices.map { sim.request(token: deviceToken("ab", $0), apnsID: ids[$0]) }
         let ledger = AttemptLedger(expected: count)
         // The caller's part of the promise: resend what was certainly not processed, nothing else.
-        try sim.loop.submitAndWait { sendAll(requests, on: pool, into: ledger, maxAttempts: 200) }
+        try sim.loop.submit { sendAll(requests, on: pool, into: ledger, maxAttempts: 200) }
         #expect(ledger.wait(seconds: Self.waitSeconds))
         usleep(200_000)
         #expect(ledger.everyAttemptCompletedOnce)
@@ -427,6 +427,6 @@ import Testing
         #expect(Set(accepted.keys) == Set(delivered.map { ids[$0] }))
         #expect(accepted.values.allSatisfy { $0 == 1 }, "a notification was accepted twice")
         #expect(sim.server.stats().goawaysSent >= 5)
-        #expect(try sim.loop.submitAndWait { (pool.inFlight, pool.queued) } == (0, 0))
+        #expect(try sim.loop.submit { (pool.value.inFlight, pool.value.queued) } == (0, 0))
     }
 }

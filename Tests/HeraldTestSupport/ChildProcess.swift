@@ -108,12 +108,18 @@ public func which(_ program: String) -> String? {
     return nil
 }
 
-/// The `herald` executable built beside the test bundle (swift build puts products in one folder).
-public func heraldExecutable() -> String? {
+/// The running executable: the test bundle itself (a test can run it again as a child process).
+public func currentExecutable() -> String? {
     var buffer = [CChar](repeating: 0, count: 4096)
     let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
     guard n > 0 else { return nil }
-    var directory = URL(fileURLWithPath: String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)).deletingLastPathComponent()
+    return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+}
+
+/// The `herald` executable built beside the test bundle (swift build puts products in one folder).
+public func heraldExecutable() -> String? {
+    guard let executable = currentExecutable() else { return nil }
+    var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
     for _ in 0..<4 {
         let candidate = directory.appendingPathComponent("herald").path
         if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }

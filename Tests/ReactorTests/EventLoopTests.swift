@@ -1,4 +1,5 @@
 import Foundation
+import Basics
 import Glibc
 import Reactor
 import Testing
@@ -7,11 +8,14 @@ import Testing
     @Test func executeRunsOnTheLoopThreadInOrder() throws {
         let loop = try EventLoop.startThread(name: "test")
         defer { loop.stop(); loop.waitUntilStopped() }
-        let seen = try loop.submitAndWait { () -> [Int] in
-            #expect(loop.isInLoop)
-            return [1, 2, 3]
+        let seen = LockedValue<[Int]>([])
+        for value in 1...50 {
+            loop.execute {
+                #expect(loop.isInLoop)
+                seen.withLock { $0.append(value) }
+            }
         }
-        #expect(seen == [1, 2, 3])
+        #expect(seen.wait(until: { $0.count == 50 }, timeoutSeconds: 10) { $0 } == Array(1...50))
         #expect(!loop.isInLoop)
     }
 
@@ -19,16 +23,17 @@ import Testing
         let loop = try EventLoop.startThread(name: "timers")
         defer { loop.stop(); loop.waitUntilStopped() }
         let done = DispatchSemaphore(value: 0)
-        let order = OrderBox()
-        try loop.submitAndWait {
-            loop.schedule(afterMilliseconds: 30) { order.values.append(30); done.signal() }
-            loop.schedule(afterMilliseconds: 10) { order.values.append(10) }
-            let cancelled = loop.schedule(afterMilliseconds: 20) { order.values.append(20) }
+        let order = try loop.submit { () -> LoopBound<[Int]> in
+            let order = LoopBound([Int](), loop: loop)
+            loop.schedule(afterMilliseconds: 30) { order.value.append(30); done.signal() }
+            loop.schedule(afterMilliseconds: 10) { order.value.append(10) }
+            let cancelled = loop.schedule(afterMilliseconds: 20) { order.value.append(20) }
             cancelled.cancel()
+            #expect(cancelled.isCancelled)
+            return order
         }
         #expect(done.wait(timeout: .now() + 5) == .success)
-        let values = try loop.submitAndWait { order.values }
-        #expect(values == [10, 30])
+        #expect(try loop.submit { order.value } == [10, 30])
     }
 
     @Test func socketReadinessReachesTheHandler() throws {
@@ -38,13 +43,70 @@ import Testing
         #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
         defer { close(fds[0]); close(fds[1]) }
         let got = DispatchSemaphore(value: 0)
-        let handler = ReadHandler(fd: fds[0]) { got.signal() }
-        try loop.submitAndWait { try loop.register(fd: fds[0], handler: handler) }
+        let reader = fds[0]
+        let handler = try loop.submit { () -> LoopBound<ReadHandler> in
+            let handler = ReadHandler(fd: reader) { got.signal() }
+            try loop.register(fd: reader, handler: handler)
+            #expect(loop.registeredCount == 1)
+            return LoopBound(handler, loop: loop)
+        }
         _ = write(fds[1], "hi", 2)
         #expect(got.wait(timeout: .now() + 5) == .success)
-        let bytes = try loop.submitAndWait { handler.received }
-        #expect(bytes == Array("hi".utf8))
-        try loop.submitAndWait { loop.unregister(fd: fds[0]) }
+        #expect(try loop.submit { handler.value.received } == Array("hi".utf8))
+        #expect(try loop.submit { loop.unregister(fd: reader); return loop.registeredCount } == 0)
+    }
+
+    @Test func submitReturnsTheValueTheBodyMadeOnTheLoop() throws {
+        let loop = try EventLoop.startThread(name: "submit")
+        defer { loop.stop(); loop.waitUntilStopped() }
+        let answer = try loop.submit { () -> (Bool, String) in (loop.isInLoop, "made on \(loop.name)") }
+        #expect(answer == (true, "made on submit"))
+    }
+
+    @Test func submitRethrowsTheBodysError() throws {
+        let loop = try EventLoop.startThread(name: "submit-error")
+        defer { loop.stop(); loop.waitUntilStopped() }
+        #expect(throws: SystemError(call: "probe", errno: EBADF)) {
+            try loop.submit { () throws -> Int in throw SystemError(call: "probe", errno: EBADF) }
+        }
+        // The loop is still usable after a body threw.
+        #expect(try loop.submit { 7 } == 7)
+    }
+
+    @Test func submitOnTheLoopRunsTheBodyInPlace() throws {
+        let loop = try EventLoop.startThread(name: "nested")
+        defer { loop.stop(); loop.waitUntilStopped() }
+        // A submit from the loop's own thread cannot wait for the loop (it would wait for itself for ever).
+        let depth = try loop.submit { try loop.submit { try loop.submit { 3 } } }
+        #expect(depth == 3)
+    }
+
+    @Test func workHandedInBeforeStopStillRunsAndSubmitAfterwardsThrows() throws {
+        let loop = try EventLoop.startThread(name: "stopping")
+        let ran = LockedValue(0)
+        loop.execute {
+            // Stop from inside, then hand in more: the loop finishes the work it was given before it ends.
+            loop.stop()
+            for _ in 0..<3 { loop.execute { ran.withLock { $0 += 1 } } }
+        }
+        #expect(loop.waitUntilStopped(timeoutSeconds: 10))
+        #expect(ran.withLock { $0 } == 3)
+        #expect(throws: EventLoopStopped.self) { try loop.submit { 1 } }
+        loop.execute { ran.withLock { $0 += 100 } }
+        #expect(ran.withLock { $0 } == 3, "work for a finished loop is dropped, not run on the caller's thread")
+    }
+
+    @Test func loopBoundValueIsReadAndWrittenOnItsLoop() throws {
+        let loop = try EventLoop.startThread(name: "bound")
+        defer { loop.stop(); loop.waitUntilStopped() }
+        let counter = try loop.submit { LoopBound(Counter(), loop: loop) }
+        for _ in 0..<10 { loop.execute { counter.value.count += 1 } }
+        // Value-typed contents: writes through the box are shared by every holder.
+        let numbers = try loop.submit { LoopBound([1], loop: loop) }
+        try loop.submit { numbers.value.append(2) }
+        #expect(try loop.submit { counter.value.count } == 10)
+        #expect(try loop.submit { numbers.value } == [1, 2])
+        #expect(counter.loop === loop)
     }
 
     @Test func systemErrorsNameTheCall() {
@@ -75,16 +137,18 @@ import Testing
     }
 }
 
-private final class OrderBox: @unchecked Sendable { var values: [Int] = [] }
+/// Not Sendable on purpose: it reaches the test thread only inside a `LoopBound`.
+private final class Counter { var count = 0 }
 
-private final class ReadHandler: FileDescriptorHandler, @unchecked Sendable {
+private final class ReadHandler: FileDescriptorHandler {
     let fd: Int32
     let onRead: () -> Void
     var received: [UInt8] = []
     init(fd: Int32, onRead: @escaping () -> Void) { self.fd = fd; self.onRead = onRead }
     func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
         var buffer = [UInt8](repeating: 0, count: 64)
-        let n = read(fd, &buffer, 64)
-        if n > 0 { received += buffer[0..<n]; onRead() }
+        guard case .bytes(let n) = try? SocketIO.read(fd, into: &buffer) else { return }
+        received += buffer[0..<n]
+        onRead()
     }
 }

@@ -18,7 +18,7 @@ final class LoopHarness: @unchecked Sendable {
         let key = "t-pipeline-\(UInt32.random(in: 0...UInt32.max))"
         let done = DispatchSemaphore(value: 0)
         let replies = Box<[Int64]>([])
-        try harness.loop.submitAndWait {
+        try harness.loop.submit {
             let connection = RedisConnection(url: TestRedis.url, loop: harness.loop)
             connection.start()
             for index in 0..<3_000 {
@@ -29,7 +29,7 @@ final class LoopHarness: @unchecked Sendable {
             }
         }
         #expect(done.wait(timeout: .now() + 20) == .success)
-        let values = try harness.loop.submitAndWait { replies.value }
+        let values = try harness.loop.submit { replies.value }
         #expect(values == Array(1...3_000))
     }
 
@@ -39,7 +39,7 @@ final class LoopHarness: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         let seen = Box<[String]>([])
         let script = RedisScript("return {ARGV[1], #ARGV[1], '\(UInt32.random(in: 0...UInt32.max))'}")
-        try harness.loop.submitAndWait {
+        try harness.loop.submit {
             let connection = RedisConnection(url: TestRedis.url, loop: harness.loop)
             connection.send(["NOSUCHCOMMAND"]) { result in
                 if case .failure(.server(let message)) = result { seen.value.append(message.hasPrefix("ERR") ? "err" : message) }
@@ -56,7 +56,7 @@ final class LoopHarness: @unchecked Sendable {
             }
         }
         #expect(done.wait(timeout: .now() + 10) == .success)
-        #expect(try harness.loop.submitAndWait { seen.value } == ["err", "eval", "evalsha"])
+        #expect(try harness.loop.submit { seen.value } == ["err", "eval", "evalsha"])
     }
 
     @Test func waitingCommandsAreBoundedAndTimeOut() throws {
@@ -69,7 +69,7 @@ final class LoopHarness: @unchecked Sendable {
         let done = DispatchSemaphore(value: 0)
         let errors = Box<[RedisError]>([])
         let states = Box<[String]>([])
-        try harness.loop.submitAndWait {
+        try harness.loop.submit { [options] in
             let connection = RedisConnection(url: RedisURL(endpoint: .tcp(host: "127.0.0.1", port: port)), loop: harness.loop, options: options)
             connection.onStateChange = { state in
                 if case .disconnected = state { states.value.append("down") }
@@ -85,8 +85,8 @@ final class LoopHarness: @unchecked Sendable {
             }
         }
         #expect(done.wait(timeout: .now() + 10) == .success)
-        #expect(try harness.loop.submitAndWait { errors.value } == [.notConnected, .notConnected])
-        #expect(try harness.loop.submitAndWait { states.value.first } == "down")
+        #expect(try harness.loop.submit { errors.value } == [.notConnected, .notConnected])
+        #expect(try harness.loop.submit { states.value.first } == "down")
     }
 
     @Test func authAndSelectOnConnect() throws {
@@ -106,7 +106,7 @@ final class LoopHarness: @unchecked Sendable {
         defer { harness.stop() }
         let done = DispatchSemaphore(value: 0)
         let got = Box<String>("")
-        try harness.loop.submitAndWait {
+        try harness.loop.submit {
             let connection = RedisConnection(url: try RedisURL(parsing: "redis://default:s3cret@127.0.0.1:\(server.port)/5"), loop: harness.loop)
             connection.send(["GET", "k"]) { result in
                 got.value = (try? result.get())?.string ?? "\(result)"
@@ -115,7 +115,7 @@ final class LoopHarness: @unchecked Sendable {
             }
         }
         #expect(done.wait(timeout: .now() + 10) == .success)
-        #expect(try harness.loop.submitAndWait { got.value } == "in-db-5")
+        #expect(try harness.loop.submit { got.value } == "in-db-5")
     }
 }
 
@@ -130,7 +130,7 @@ final class LoopHarness: @unchecked Sendable {
         let outcome = Box<[String]>([])
         let done = DispatchSemaphore(value: 0)
         let key = "t-blpop-\(UInt32.random(in: 0...UInt32.max))"
-        try harness.loop.submitAndWait {
+        try harness.loop.submit {
             let connection = RedisConnection(url: TestRedis.url, loop: harness.loop)
             connection.send(["CLIENT", "ID"]) { result in clientID.value = (try? result.get())?.int ?? -2 }
             connection.send(["BLPOP", key, "10"]) { result in
@@ -142,12 +142,12 @@ final class LoopHarness: @unchecked Sendable {
                 }
             }
         }
-        #expect(waitUntil { (try? harness.loop.submitAndWait { clientID.value }) ?? -1 > 0 })
+        #expect(waitUntil { (try? harness.loop.submit { clientID.value }) ?? -1 > 0 })
         usleep(50_000)  // let BLPOP reach the server
-        let id = try harness.loop.submitAndWait { clientID.value }
+        let id = try harness.loop.submit { clientID.value }
         #expect(try admin.command(["CLIENT", "KILL", "ID", "\(id)"]).int == 1)
         #expect(done.wait(timeout: .now() + 10) == .success)
-        #expect(try harness.loop.submitAndWait { outcome.value } == ["lost", "PONG"])
+        #expect(try harness.loop.submit { outcome.value } == ["lost", "PONG"])
     }
 
     @Test func unixSocket() throws {
@@ -161,7 +161,7 @@ final class LoopHarness: @unchecked Sendable {
         defer { harness.stop() }
         let done = DispatchSemaphore(value: 0)
         let got = Box<String>("")
-        try harness.loop.submitAndWait {
+        try harness.loop.submit {
             let connection = RedisConnection(url: url, loop: harness.loop)
             connection.send(["GET", "where"]) { result in
                 got.value = (try? result.get())?.string ?? "\(result)"
@@ -170,7 +170,7 @@ final class LoopHarness: @unchecked Sendable {
             }
         }
         #expect(done.wait(timeout: .now() + 10) == .success)
-        #expect(try harness.loop.submitAndWait { got.value } == "unix-db2")
+        #expect(try harness.loop.submit { got.value } == "unix-db2")
     }
 }
 
@@ -187,7 +187,7 @@ final class LoopHarness: @unchecked Sendable {
         let harness = try LoopHarness()
         defer { harness.stop() }
         let events = Box<[JobQueue.MaintenanceEvent]>([])
-        try harness.loop.submitAndWait {
+        try harness.loop.submit {
             let connection = RedisConnection(url: TestRedis.url, loop: harness.loop)
             let queue = try JobQueue(connection: connection, keys: keys, workerID: "keeper")
             queue.startMaintenance(reapIntervalMilliseconds: 20, schedulerMaxSleepMilliseconds: 20) { events.value.append($0) }
@@ -197,7 +197,7 @@ final class LoopHarness: @unchecked Sendable {
         #expect(try waitUntil { try redis.command(["LLEN", keys.queue]).int == 3 })
         // The replies reach the loop just after Redis applied the scripts.
         #expect(try waitUntil {
-            let seen = try harness.loop.submitAndWait { events.value }
+            let seen = try harness.loop.submit { events.value }
             return seen.contains(.reaped(jobs: 2)) && seen.contains(.movedRetries(1))
         })
         #expect(try redis.command(["ZCARD", keys.retry]).int == 0)

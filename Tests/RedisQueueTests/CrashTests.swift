@@ -53,7 +53,7 @@ import Testing
         let stateLog = Box<[String]>([])
         let running = Box<Bool>(true)
         let lost = Box<Int>(0)
-        try harness.loop.submitAndWait {
+        try harness.loop.submit {
             var options = RedisConnection.Options()
             options.commandTimeoutMilliseconds = 2_000
             let connection = RedisConnection(url: server.url, loop: harness.loop, options: options)
@@ -92,7 +92,7 @@ import Testing
             step()
             step()
         }
-        defer { try? harness.loop.submitAndWait { running.value = false } }
+        defer { try? harness.loop.submit { running.value = false } }
         #expect(try waitUntil { try admin.command(["ZSCORE", keys.workers, "w1"]).int ?? 0 > 0 })
         #expect(try waitUntil(seconds: 30) { try admin.command(["XLEN", keys.results]).int ?? 0 >= 800 })
         let resultsBeforeKill = try admin.command(["XLEN", keys.results]).int ?? 0
@@ -106,11 +106,11 @@ import Testing
             return replies.map { $0.int ?? -1 } == [Int64(total), 0, 0]
         }
         #expect(done)
-        try harness.loop.submitAndWait { running.value = false }
+        try harness.loop.submit { running.value = false }
         let counts = try resultCounts(check, keys)
         #expect(counts.count == total && Set(counts.keys) == Set(jobs))
         #expect(counts.values.allSatisfy { $0 == 1 })
-        let log = try harness.loop.submitAndWait { stateLog.value }
+        let log = try harness.loop.submit { stateLog.value }
         #expect(log.starts(with: ["up", "down", "up"]), "\(log)")
     }
 }

@@ -26,7 +26,7 @@ import Testing
         let done = DispatchSemaphore(value: 0)
         let completed = Box<Int>(0)
         let start = monotonicNanos()
-        try harness.loop.submitAndWait {
+        try harness.loop.submit {
             let connection = RedisConnection(url: TestRedis.url, loop: harness.loop)
             connection.start()
             let queue = try JobQueue(connection: connection, keys: keys, workerID: "bench")
