@@ -107,39 +107,30 @@ public final class BlockingRedis {
     private func writeAll(_ bytes: [UInt8]) throws(RedisError) {
         var offset = 0
         while offset < bytes.count {
-            let socket = fd
-            let start = offset
-            let rc = bytes.withUnsafeBytes { Glibc.write(socket, $0.baseAddress! + start, $0.count - start) }
-            if rc < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                if code == EAGAIN || code == EWOULDBLOCK {
-                    guard Self.poll(fd, events: Int16(POLLOUT), timeout: timeoutMilliseconds) else { throw fail(.timeout) }
-                    continue
-                }
-                throw fail(.connectionLost)
+            switch try io({ () throws(SystemError) in try SocketIO.write(fd, bytes, from: offset) }) {
+            case .bytes(let written): offset += written
+            case .wouldBlock, .endOfFile:
+                guard Self.poll(fd, events: Int16(POLLOUT), timeout: timeoutMilliseconds) else { throw fail(.timeout) }
             }
-            offset += rc
         }
     }
 
     private func readSome() throws(RedisError) {
         while true {
-            let socket = fd
-            let count = readBuffer.withUnsafeMutableBytes { Glibc.read(socket, $0.baseAddress!, $0.count) }
-            if count > 0 {
+            switch try io({ () throws(SystemError) in try SocketIO.read(fd, into: &readBuffer) }) {
+            case .bytes(let count):
                 try reader.feed(readBuffer, count: count)
                 return
-            }
-            if count == 0 { throw fail(.connectionLost) }
-            let code = errno
-            if code == EINTR { continue }
-            if code == EAGAIN || code == EWOULDBLOCK {
+            case .endOfFile: throw fail(.connectionLost)
+            case .wouldBlock:
                 guard Self.poll(fd, events: Int16(POLLIN), timeout: timeoutMilliseconds) else { throw fail(.timeout) }
-                continue
             }
-            throw fail(.connectionLost)
         }
+    }
+
+    /// One `SocketIO` call; a failed read or write loses the connection (closed here, like every failure).
+    private func io(_ call: () throws(SystemError) -> IOProgress) throws(RedisError) -> IOProgress {
+        do { return try call() } catch { throw fail(.connectionLost) }
     }
 
     private static func poll(_ fd: Int32, events: Int16, timeout: Int32) -> Bool {

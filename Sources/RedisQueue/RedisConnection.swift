@@ -175,21 +175,16 @@ public final class RedisConnection: FileDescriptorHandler {
 
     private func flush() {
         guard fd >= 0, socketReady else { return }
-        while outputOffset < output.count {
-            let offset = outputOffset
-            let socket = fd
-            let rc = output.withUnsafeBytes { buffer in
-                Glibc.write(socket, buffer.baseAddress! + offset, buffer.count - offset)
-            }
-            if rc < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                if code == EAGAIN || code == EWOULDBLOCK { break }
-                connectionLost("\(SystemError(call: "write", errno: code))")
+        write: while outputOffset < output.count {
+            do {
+                switch try SocketIO.write(fd, output, from: outputOffset) {
+                case .bytes(let written): outputOffset += written
+                case .wouldBlock, .endOfFile: break write
+                }
+            } catch {
+                connectionLost(error.description)
                 return
             }
-            let written = rc
-            outputOffset += written
         }
         if outputOffset == output.count {
             output.removeAll(keepingCapacity: output.count < 1 << 20)
@@ -324,17 +319,17 @@ public final class RedisConnection: FileDescriptorHandler {
 
     private func readAvailable() {
         while fd >= 0 {
-            let socket = fd
-            let count = readBuffer.withUnsafeMutableBytes { buffer in Glibc.read(socket, buffer.baseAddress!, buffer.count) }
-            if count < 0 {
-                let code = errno
-                if code == EINTR { continue }
-                if code == EAGAIN || code == EWOULDBLOCK { return }
-                connectionLost("\(SystemError(call: "read", errno: code))")
-                return
-            }
-            if count == 0 {
-                connectionLost("Redis closed the connection")
+            let count: Int
+            do {
+                switch try SocketIO.read(fd, into: &readBuffer) {
+                case .bytes(let n): count = n
+                case .wouldBlock: return
+                case .endOfFile:
+                    connectionLost("Redis closed the connection")
+                    return
+                }
+            } catch {
+                connectionLost(error.description)
                 return
             }
             do {
