@@ -54,11 +54,19 @@ func defaultWorkerID() -> String {
     return "\(safeHost)-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
 }
 
+/// Exits at once with 130 (the second signal): output streams are flushed, but no atexit handler runs. `exit` would run
+/// OpenSSL's, which frees its locks while a loop thread may still be inside OpenSSL (found under
+/// ThreadSanitizer as a SEGV in CRYPTO_THREAD_unlock: the loop was making a TLS context as the process exited).
+func exitAtOnce() -> Never {
+    fflush(nil)
+    _exit(130)
+}
+
 /// Delivers SIGTERM/SIGINT as calls on a dispatch queue; the first asks for a graceful stop, the second exits.
 final class SignalWatcher {
     private var sources: [DispatchSourceSignal] = []
 
-    convenience init(onFirst: @escaping @Sendable () -> Void, onSecond: @escaping @Sendable () -> Void = { exit(130) }) {
+    convenience init(onFirst: @escaping @Sendable () -> Void, onSecond: @escaping @Sendable () -> Void = { exitAtOnce() }) {
         self.init(onSignal: { _ in onFirst() }, onSecond: { _ in onSecond() })
     }
 
@@ -69,9 +77,12 @@ final class SignalWatcher {
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
+            // Signals that arrive before the handler runs are merged into one event, counted in `data`: two
+            // quick SIGTERMs must still count as two. (The handler holds its source; `deinit` cancels it.)
             source.setEventHandler {
+                let signals = max(1, Int(source.data))
                 let count = received.withLock { count -> Int in
-                    count += 1
+                    count += signals
                     return count
                 }
                 if count == 1 { onFirst(sig) } else { onSecond(sig) }
@@ -79,6 +90,10 @@ final class SignalWatcher {
             source.resume()
             sources.append(source)
         }
+    }
+
+    deinit {
+        for source in sources { source.cancel() }
     }
 }
 

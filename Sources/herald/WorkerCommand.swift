@@ -93,7 +93,7 @@ enum WorkerCommand {
             }
         }, onSecond: {
             logger.warning("second signal: exiting at once")
-            exit(130)
+            exitAtOnce()
         })
         for (loop, _) in running {
             while !loop.waitUntilStopped(timeoutSeconds: 3600) {}

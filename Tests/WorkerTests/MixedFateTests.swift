@@ -96,9 +96,11 @@ extension EndToEnd {
             #expect(jobs.count == total)
             try world.push(jobs)
 
-            let config = try world.writeConfig(worker: ["max_in_flight": 500, "claim_batch": 100], retry: ["max_attempts": 2])
+            // No worker dies here, so no lease should ever run out: a lease long enough for a slow machine (or a
+            // sanitized build) makes every duplicate below a real double send, not a lease that lapsed.
+            let config = try world.writeConfig(worker: ["max_in_flight": 500, "claim_batch": 100, "lease_seconds": 60], retry: ["max_attempts": 2])
             // The second process runs two pipelines (event loops), as worker.event_loops allows.
-            let twoLoops = try world.writeConfig(name: "two-loops", worker: ["max_in_flight": 250, "claim_batch": 100, "event_loops": 2],
+            let twoLoops = try world.writeConfig(name: "two-loops", worker: ["max_in_flight": 250, "claim_batch": 100, "event_loops": 2, "lease_seconds": 60],
                                                  retry: ["max_attempts": 2])
             let started = Date()
             try world.startWorker(id: "mixed-1", config: config)
@@ -204,7 +206,8 @@ extension EndToEnd {
             let (perToken, duplicates) = duplicateDeliveries(world.simulator.acceptedNotifications())
             let deliverable = expected.filter { $0.value == "delivered" }.count
             #expect(perToken.count == deliverable)
-            #expect(duplicates == 0)
+            let twice = perToken.filter { $0.value > 1 }.keys
+            #expect(duplicates == 0, "\(duplicates) sent twice, by prefix \(Dictionary(grouping: twice, by: { String($0.prefix(2)) }).mapValues(\.count)); worker warnings:\n\(world.workerLogs(lastLines: 100_000).split(separator: "\n").filter { $0.contains("warn") }.prefix(20).joined(separator: "\n"))")
 
             // Graceful stop of both workers: exit 0 within the shutdown deadline.
             for (id, worker) in world.workers {

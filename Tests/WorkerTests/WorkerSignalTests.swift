@@ -134,6 +134,8 @@ extension EndToEnd {
             // Worker C takes them (still silent); two signals: it exits at once with 130, leases left behind.
             let c = try world.startWorker(id: "drain-c", config: config)
             #expect(waitUntil(seconds: 10) { (try? redis.command(["HLEN", "herald:leases:drain-c"]).int) == Int64(silent) }, "\(world.workerLogs())")
+            // 200 ms apart: on a slow machine both can still reach the dispatch source before its handler runs,
+            // as one event counting two, which must be a second signal too (seen under ThreadSanitizer).
             c.signal(SIGTERM)
             usleep(200_000)
             c.signal(SIGTERM)
