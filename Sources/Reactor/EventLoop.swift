@@ -1,7 +1,7 @@
+import Basics
 import CLinux
 import Foundation
 import Glibc
-import Basics
 import Synchronization
 
 /// Receives readiness for one file descriptor. Called on the loop's thread only.
@@ -20,7 +20,7 @@ public protocol FileDescriptorHandler: AnyObject {
 /// simply called again.
 ///
 /// After `run` has returned the loop has no thread: the objects it owned are torn down by whoever drops them
-/// last, so then the loop-only methods are allowed from any thread (they are quiet by then).
+/// last (a deinit that unregisters or cancels a timer), so from then on the loop-only methods pass anywhere.
 /// @unchecked: handlers and timers are touched only after `preconditionInLoop`; shared state is Atomic/LockedValue.
 public final class EventLoop: @unchecked Sendable {
     private let epollFD: Int32
@@ -234,8 +234,24 @@ public final class EventLoop: @unchecked Sendable {
             fireDueTimers()
             runPendingWork()
         }
+        releaseTimersAndHandlers()
         // Work handed in before the stop still runs; once the inbox is empty it closes in the same step.
         runPendingWork(finishing: true)
+    }
+
+    /// A finished loop runs no timer and calls no handler again, so it lets go of them here, on its own thread:
+    /// otherwise what they captured (a connection that holds this loop) would keep itself and the loop alive
+    /// for ever, a cycle LeakSanitizer found. A few rounds, because a deinit may schedule or register again.
+    private func releaseTimersAndHandlers() {
+        for _ in 0..<8 {
+            runPendingWork()
+            if timers.isEmpty && handlers.isEmpty { return }
+            // Moved out first, so a deinit that schedules or registers meets fresh, empty state.
+            let left = (timers, handlers)
+            timers = TimerHeap()
+            handlers = [:]
+            withExtendedLifetime(left) {}
+        }
     }
 
     private func nextTimeoutMilliseconds() -> Int32 {

@@ -96,6 +96,29 @@ import Testing
         #expect(ran.withLock { $0 } == 3, "work for a finished loop is dropped, not run on the caller's thread")
     }
 
+    @Test func aStoppedLoopLetsGoOfItsTimersAndHandlers() throws {
+        let loop = try EventLoop.startThread(name: "release")
+        var fds: [Int32] = [0, 0]
+        #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue | SOCK_NONBLOCK.rawValue), 0, &fds) == 0)
+        defer { close(fds[0]); close(fds[1]) }
+        let reader = fds[0]
+        let watched = LockedValue<(timer: WeakBox, handler: WeakBox)>((WeakBox(), WeakBox()))
+        try loop.submit {
+            // Both hold the loop, as a connection does: without the release they would form a cycle with it.
+            let captured = Counter()
+            captured.loop = loop
+            loop.schedule(afterMilliseconds: 3_600_000) { captured.count += 1 }
+            let handler = ReadHandler(fd: reader) { _ = loop }
+            try loop.register(fd: reader, handler: handler)
+            watched.withLock { $0 = (WeakBox(captured), WeakBox(handler)) }
+        }
+        #expect(watched.withLock { $0.timer.object != nil && $0.handler.object != nil })
+        loop.stop()
+        #expect(loop.waitUntilStopped())
+        #expect(watched.withLock { $0.timer.object == nil }, "the pending timer's closure was released")
+        #expect(watched.withLock { $0.handler.object == nil }, "the registered handler was released")
+    }
+
     @Test func loopBoundValueIsReadAndWrittenOnItsLoop() throws {
         let loop = try EventLoop.startThread(name: "bound")
         defer { loop.stop(); loop.waitUntilStopped() }
@@ -138,7 +161,16 @@ import Testing
 }
 
 /// Not Sendable on purpose: it reaches the test thread only inside a `LoopBound`.
-private final class Counter { var count = 0 }
+private final class Counter {
+    var count = 0
+    var loop: EventLoop?
+}
+
+/// Watches an object's lifetime from another thread (only `object == nil` is asked there).
+private final class WeakBox: @unchecked Sendable {
+    weak var object: AnyObject?
+    init(_ object: AnyObject? = nil) { self.object = object }
+}
 
 private final class ReadHandler: FileDescriptorHandler {
     let fd: Int32

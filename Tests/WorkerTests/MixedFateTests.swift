@@ -96,12 +96,15 @@ extension EndToEnd {
             #expect(jobs.count == total)
             try world.push(jobs)
 
-            // No worker dies here, so no lease should ever run out: a lease long enough for a slow machine (or a
-            // sanitized build) makes every duplicate below a real double send, not a lease that lapsed.
-            let config = try world.writeConfig(worker: ["max_in_flight": 500, "claim_batch": 100, "lease_seconds": 60], retry: ["max_attempts": 2])
+            // No worker dies here, so no lease should run out and no request time out (either resends a job APNs
+            // may have taken): leases and request timeouts long enough for a loaded machine or a sanitized build
+            // make every duplicate below a real double send.
+            let patient: [String: Any] = ["request_timeout_ms": 60_000]
+            let config = try world.writeConfig(worker: ["max_in_flight": 500, "claim_batch": 100, "lease_seconds": 60],
+                                               retry: ["max_attempts": 2], apns: patient)
             // The second process runs two pipelines (event loops), as worker.event_loops allows.
             let twoLoops = try world.writeConfig(name: "two-loops", worker: ["max_in_flight": 250, "claim_batch": 100, "event_loops": 2, "lease_seconds": 60],
-                                                 retry: ["max_attempts": 2])
+                                                 retry: ["max_attempts": 2], apns: patient)
             let started = Date()
             try world.startWorker(id: "mixed-1", config: config)
             try world.startWorker(id: "mixed-2", config: twoLoops)
@@ -207,7 +210,7 @@ extension EndToEnd {
             let deliverable = expected.filter { $0.value == "delivered" }.count
             #expect(perToken.count == deliverable)
             let twice = perToken.filter { $0.value > 1 }.keys
-            #expect(duplicates == 0, "\(duplicates) sent twice, by prefix \(Dictionary(grouping: twice, by: { String($0.prefix(2)) }).mapValues(\.count)); worker warnings:\n\(world.workerLogs(lastLines: 100_000).split(separator: "\n").filter { $0.contains("warn") }.prefix(20).joined(separator: "\n"))")
+            #expect(duplicates == 0, "\(duplicates) sent twice, by prefix \(Dictionary(grouping: twice, by: { String($0.prefix(2)) }).mapValues(\.count)); worker warnings and progress:\n\(world.workerLogs(lastLines: 100_000).split(separator: "\n").filter { $0.contains("warn") || $0.contains("\"progress\"") }.suffix(20).joined(separator: "\n"))")
 
             // Graceful stop of both workers: exit 0 within the shutdown deadline.
             for (id, worker) in world.workers {
