@@ -47,7 +47,7 @@ let package = Package(
             exclude: ["Fixtures"]),
         .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "COpenSSL", "HeraldTestSupport"]),
-        .testTarget(name: "APNsHTTP2Tests", dependencies: ["APNsHTTP2", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
+        .testTarget(name: "APNsHTTP2Tests", dependencies: ["Basics", "APNsHTTP2", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

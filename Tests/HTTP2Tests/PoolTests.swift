@@ -189,11 +189,11 @@ import Testing
     @Test func statusCountsFailuresInARowWhileTheServerIsUnreachable() throws {
         let options = HTTP2PoolOptions(reconnectMinimumMilliseconds: 20, reconnectMaximumMilliseconds: 40)
         let pool = try makePool(port: try freePort(), options: options, events: EventLog())
-        #expect(eventually(seconds: 10) { ((try? loop.submitAndWait { pool.status.consecutiveFailures }) ?? 0) >= 3 })
-        let status = try loop.submitAndWait { pool.status }
+        #expect(eventually(seconds: 10) { ((try? loop.submit { pool.value.status.consecutiveFailures }) ?? 0) >= 3 })
+        let status = try loop.submit { pool.value.status }
         #expect(!status.hasUsableConnection)
         #expect(status.streamLimit == nil)
-        try loop.submitAndWait { pool.close(graceful: false) }
+        try loop.submit { pool.value.close(graceful: false) }
     }
 
     /// A server advertising MAX_CONCURRENT_STREAMS 0 is connected yet takes nothing: the status says so, and
@@ -204,8 +204,8 @@ import Testing
         let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=\(limit)"])
         defer { server.stop() }
         let pool = try makePool(port: server.port, options: HTTP2PoolOptions(), events: EventLog())
-        #expect(eventually(seconds: 10) { (try? loop.submitAndWait { pool.status.hasUsableConnection }) == true })
-        #expect(try loop.submitAndWait { pool.status } == HTTP2PoolStatus(hasUsableConnection: true, consecutiveFailures: 0, streamLimit: limit))
+        #expect(eventually(seconds: 10) { (try? loop.submit { pool.value.status.hasUsableConnection }) == true })
+        #expect(try loop.submit { pool.value.status } == HTTP2PoolStatus(hasUsableConnection: true, consecutiveFailures: 0, streamLimit: limit))
         let outcomes = try send(1, on: pool, request: postRequest(timeoutMilliseconds: 500))
         #expect(outcomes.wait(seconds: 10))
         if limit == 0 {
@@ -213,6 +213,6 @@ import Testing
         } else {
             #expect(outcomes.successes.first?.status == 200, "\(outcomes.failures)")
         }
-        try loop.submitAndWait { pool.close(graceful: false) }
+        try loop.submit { pool.value.close(graceful: false) }
     }
 }
