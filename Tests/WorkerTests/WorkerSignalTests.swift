@@ -131,15 +131,17 @@ extension EndToEnd {
             #expect(try redis.command(["LLEN", "herald:queue"]).int == Int64(silent), "the unfinished jobs are back in the queue")
             #expect(try redis.command(["HLEN", "herald:leases:drain-a"]).int == 0)
 
-            // Worker C takes them (still silent); two signals: it exits at once with 130, leases left behind.
-            let c = try world.startWorker(id: "drain-c", config: config)
+            // Worker C takes them (still silent); two signals: it exits at once with 130, leases left behind. Its
+            // drain deadline is long, so a slow machine (or a sanitizer) cannot reach it between the two signals.
+            let longDrain = try world.writeConfig(name: "long-drain", worker: ["lease_seconds": 2, "shutdown_deadline_seconds": 5])
+            let c = try world.startWorker(id: "drain-c", config: longDrain)
             #expect(waitUntil(seconds: 10) { (try? redis.command(["HLEN", "herald:leases:drain-c"]).int) == Int64(silent) }, "\(world.workerLogs())")
             // 200 ms apart: on a slow machine both can still reach the dispatch source before its handler runs,
             // as one event counting two, which must be a second signal too (seen under ThreadSanitizer).
             c.signal(SIGTERM)
             usleep(200_000)
             c.signal(SIGTERM)
-            // 130 (not 0) shows it did not wait for the 1 s drain deadline with its 40 requests in flight.
+            // 130 (not 0) shows it did not wait for the 5 s drain deadline with its 40 requests in flight.
             let secondStatus = c.waitForExit(seconds: 5)
             #expect(secondStatus == 130, "second signal: exit \(String(describing: secondStatus))")
             #expect(try redis.command(["HLEN", "herald:leases:drain-c"]).int == Int64(silent), "leases stay for the reaper")
