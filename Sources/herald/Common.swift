@@ -78,7 +78,9 @@ final class SignalWatcher {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: queue)
             // Signals that arrive before the handler runs are merged into one event, counted in `data`: two
-            // quick SIGTERMs must still count as two. (The handler holds its source; `deinit` cancels it.)
+            // quick SIGTERMs must still count as two. The handler holds its source, and both live as long as
+            // the process: cancelling them at the end would free what the handlers hold (the worker's pipelines)
+            // on the signal queue while the main thread exits (TSan: OpenSSL freed under atexit cleanup).
             source.setEventHandler {
                 let signals = max(1, Int(source.data))
                 let count = received.withLock { count -> Int in
@@ -90,10 +92,6 @@ final class SignalWatcher {
             source.resume()
             sources.append(source)
         }
-    }
-
-    deinit {
-        for source in sources { source.cancel() }
     }
 }
 
