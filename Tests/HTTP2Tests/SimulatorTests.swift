@@ -286,7 +286,7 @@ import Testing
         let count = 6
         let requests = (0..<count).map { sim.request(token: deviceToken("ab", 700 + $0), apnsID: lowerUUID(), timeoutMilliseconds: 1_000) }
         let ledger = AttemptLedger(expected: count)
-        try sim.loop.submitAndWait { sendAll(requests, on: pool, into: ledger) }
+        try sim.loop.submit { sendAll(requests, on: pool, into: ledger) }
         #expect(ledger.wait(seconds: Self.waitSeconds))
         let failures = ledger.finalResults.compactMapValues { if case let .failure(e) = $0 { e } else { nil } }
         #expect(failures.count == count - 3)
@@ -298,7 +298,7 @@ import Testing
         #expect(closed, "the silent connection was never replaced: \(events.all.suffix(5))")
         try sim.server.replaceFaults(MockFaultScript())
         let after = AttemptLedger(expected: 3)
-        try sim.loop.submitAndWait {
+        try sim.loop.submit {
             sendAll((0..<3).map { sim.request(token: deviceToken("ab", 800 + $0), apnsID: lowerUUID()) }, on: pool, into: after)
         }
         #expect(after.wait(seconds: Self.waitSeconds))
