@@ -98,12 +98,12 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
             } catch {
                 return
             }
-            let box = ConnectionBox(self)
+            let box = LoopBound(self, loop: loop)  // the DNS thread only carries it back
             let loop = self.loop
             DispatchQueue.global().async {
                 let result: Result<[SocketAddress], SystemError>
                 do throws(SystemError) { result = .success(try Sockets.resolve(host: target.host, port: target.port)) } catch { result = .failure(error) }
-                loop.execute { box.connection.resolved(result) }
+                loop.execute { box.value.resolved(result) }
             }
         }
     }
@@ -327,9 +327,3 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     }
 }
 
-/// Carries the connection through the DNS thread and back. Only the loop's thread ever touches the
-/// connection itself (the DNS thread merely holds the reference), which is why the unchecked conformance is sound.
-private final class ConnectionBox: @unchecked Sendable {
-    let connection: HTTP2ClientConnection
-    init(_ connection: HTTP2ClientConnection) { self.connection = connection }
-}
