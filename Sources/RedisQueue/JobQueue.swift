@@ -113,12 +113,16 @@ public final class JobQueue {
                     return
                 }
                 // Leases that were gone: the rare recovery, now with the job bytes (see QueueScripts.complete).
+                // The first call was applied: a failed recovery must not make the whole batch look unapplied (a
+                // retry would recover, and record twice, what the first call wrote). The recovery is only a way to
+                // spare a duplicate; leases that are gone belong to the queue or another worker either way.
                 self.complete(again, withJobs: true, recover: true) { second in
-                    completion(second.map { extra in
-                        var merged = report
-                        merged.add(extra)
-                        return merged
-                    })
+                    var merged = report
+                    switch second {
+                    case .success(let extra): merged.add(extra)
+                    case .failure: merged.unconfirmed += again.count
+                    }
+                    completion(.success(merged))
                 }
             }
         }

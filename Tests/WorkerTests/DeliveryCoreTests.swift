@@ -688,6 +688,26 @@ final class CoreRig {
         #expect(rig.core.nextWake == nil, "a stopped core wants no more ticks")
     }
 
+    /// Found in review: at the shutdown deadline, results waiting to be written again after a failed batch were
+    /// dropped, so their delivered jobs went back to the queue and were sent twice.
+    @Test func shutdownAtTheDeadlineStillWritesResultsWaitingForARetry() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        rig.answer(rig.takeSends()[0], status: 200)
+        rig.advance(milliseconds: 10)
+        let batch = rig.batches.removeFirst()
+        rig.core.recordFailed(batch, JobSourceFailure("connection lost", maybeApplied: true))
+        rig.drain()
+        rig.core.shutdown(deadlineSeconds: 0)
+        rig.drain()
+        rig.advance(milliseconds: 1)
+        #expect(rig.drained.count == 1)
+        let final = rig.drained.first ?? nil
+        #expect(final?.completions.map(\.result?.id) == ["j1"], "the delivered result still goes out")
+        #expect(final?.isRepeat == true, "it may have been applied: no lease-lost recovery")
+    }
+
     @Test func maxInFlightIsPerProcessSharedByEventLoops() {
         var configuration = Configuration()
         configuration.worker.maxInFlight = 8000

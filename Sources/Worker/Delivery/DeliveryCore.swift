@@ -189,12 +189,17 @@ public final class DeliveryCore {
         phase = .stopped
         shutdownAt = nil
         records.flushAt = nil
-        records.again.removeAll()
         outgoing.removeAll()
         backlog.removeAll()
+        // Results waiting to be written again after a failure go out with the pending ones: dropping them would
+        // return delivered jobs to the queue and send them twice. A repeat among them makes the batch a repeat
+        // (which only turns off the lease-lost recovery).
+        let retried = records.again.flatMap(\.batch.completions)
+        let isRepeat = records.again.contains { $0.batch.isRepeat }
+        records.again.removeAll()
         var final: RecordBatch? = nil
-        if !records.pending.isEmpty {
-            final = RecordBatch(id: nextBatchID(), completions: records.pending, isRepeat: false)
+        if !records.pending.isEmpty || !retried.isEmpty {
+            final = RecordBatch(id: nextBatchID(), completions: retried + records.pending, isRepeat: isRepeat)
             records.pending.removeAll()
         }
         actions.append(.drained(final: final))

@@ -183,7 +183,7 @@ public final class DeliveryPipeline {
             }
         }
         guard let final else { return returnLeases() }
-        source.record(final.completions, isRepeat: false) { [weak self] result in
+        source.record(final.completions, isRepeat: final.isRepeat) { [weak self] result in
             if case .success(let report) = result, report.leasesLost.count > 0 {
                 self?.logger.warning("lease lost: jobs were handed to another worker; they may be sent twice", ["leases": .int(report.leasesLost.count)])
             }
