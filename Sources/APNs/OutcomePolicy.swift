@@ -75,6 +75,11 @@ public struct OutcomePolicy: Sendable {
         doubling(settings.serverErrorBaseSeconds, cap: settings.serverErrorCapSeconds, attempt: attempt)
     }
 
+    /// The pause of a destination after its `consecutive`-th (1-based) outage pause in a row, no jitter.
+    public func outagePauseSeconds(consecutive: Int) -> Int64 {
+        doubling(settings.outagePauseSeconds, cap: settings.outagePauseCapSeconds, attempt: consecutive)
+    }
+
     /// 429 TooManyRequests delay for a 1-based attempt before jitter.
     public func throttleDelaySeconds(attempt: Int) -> Int64 {
         doubling(settings.throttleBaseSeconds, cap: settings.throttleCapSeconds, attempt: attempt)

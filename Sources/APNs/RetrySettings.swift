@@ -38,11 +38,6 @@ public struct RetrySettings: Sendable, Codable, Equatable {
         outagePauseCapSeconds = try c.decodeIfPresent(Int64.self, forKey: .outagePauseCapSeconds) ?? d.outagePauseCapSeconds
     }
 
-    /// The pause after the `consecutive`-th (1-based) outage pause in a row: base doubling, capped.
-    public func outagePauseMilliseconds(consecutive: Int) -> Int64 {
-        let shift = min(max(0, consecutive - 1), 30)
-        return min(outagePauseSeconds << Int64(shift), outagePauseCapSeconds) * 1000
-    }
 
     /// Problems with the numbers, or nil; the configuration loader should refuse to start on one.
     public func problem() -> String? {

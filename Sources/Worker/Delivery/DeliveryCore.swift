@@ -84,7 +84,7 @@ public final class DeliveryCore {
     private var gates: [Destination: DestinationGate] = [:]
     /// Jobs a full pool pushed back, sent again as answers free room.
     private var backlog: [JobAttempt] = []
-    private var claims = ClaimState()
+    private var claims: ClaimState
     private var records = RecordState()
     private var shutdownAt: UInt64?
     private var idCounter: UInt64 = 0
@@ -97,7 +97,6 @@ public final class DeliveryCore {
         /// No claim before this monotonic time.
         var notBefore: UInt64?
         var backoff: ClaimBackoff
-        init() { backoff = ClaimBackoff() }
     }
 
     /// Recording: completions wait for a batch, batches in flight, failed batches waiting to go again.
@@ -118,7 +117,7 @@ public final class DeliveryCore {
         policy = OutcomePolicy(settings: settings.retry, random: random)
         intake = JobIntake(directory: AppDirectory(apps))
         builder = CompletionBuilder(workerID: settings.workerID)
-        claims.backoff = settings.emptyClaimBackoff
+        claims = ClaimState(backoff: settings.emptyClaimBackoff)
     }
 
     /// The actions produced since the last call, oldest first.
@@ -350,8 +349,7 @@ public final class DeliveryCore {
             response = answer
             job.unprocessedResends = 0
         }
-        let wasProbe = gate.answered(job, reachedAPNs: response != nil,
-                                     credentialAccepted: response != nil && !policy.refusesCredential(outcome.result))
+        let wasProbe = gate.answered(job, reachedAPNs: response != nil) { !self.policy.refusesCredential(outcome.result) }
         switch decision {
         case .dropToken(_, let reason) where reason == APNsReason.badDeviceToken.rawValue && mayFallBack(job):
             // Apple says BadDeviceToken to a token of the other environment too: try that one once first.
@@ -427,7 +425,7 @@ public final class DeliveryCore {
 
     /// Nothing reaches APNs for this destination: not the job's fault. Pause with back-off; the job waits.
     private func outage(_ gate: DestinationGate, _ job: JobAttempt, reason: String) {
-        let milliseconds = settings.retry.outagePauseMilliseconds(consecutive: gate.consecutiveOutages + 1)
+        let milliseconds = policy.outagePauseSeconds(consecutive: gate.consecutiveOutages + 1) * 1000
         if pause(gate, .outage, reason: reason, milliseconds: milliseconds) {
             counters.outagePauses += 1
             // The first pause of an outage at warning level; the longer ones after it at info, not one per job.

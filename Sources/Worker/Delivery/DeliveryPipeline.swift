@@ -174,7 +174,6 @@ public final class DeliveryPipeline {
                 if case .failure(let error) = result {
                     self.logger.error("could not return leases (they expire and are reaped)", ["error": .string(error.description)])
                 }
-                self.sender.closeAll()
                 self.redisSource?.close()
                 self.logger.info("stopped", self.counters.logFields)
                 let done = self.shutdownDone

@@ -5,7 +5,7 @@
 /// cannot be set up, or an outage (nothing reaches APNs) pauses it; when the pause ends it is unproven again.
 /// Loop-confined, owned by the core.
 final class DestinationGate {
-    enum PauseKind: String {
+    enum PauseKind {
         /// APNs refused the credential: reload the key or certificate when the pause ends.
         case credential
         /// No client could be set up (CA file, certificate): reload too.
@@ -55,11 +55,12 @@ final class DestinationGate {
     }
 
     /// An answer (or failure) for `job` arrived. Returns whether it was the probe.
-    func answered(_ job: JobAttempt, reachedAPNs: Bool, credentialAccepted: Bool) -> Bool {
+    /// `credentialAccepted` is asked only of the probe's answer (the only one that can prove a credential).
+    func answered(_ job: JobAttempt, reachedAPNs: Bool, credentialAccepted: () -> Bool) -> Bool {
         if reachedAPNs { consecutiveOutages = 0 }
         guard probe === job else { return false }
         probe = nil
-        if reachedAPNs && credentialAccepted { proven = true }
+        if reachedAPNs && credentialAccepted() { proven = true }
         return true
     }
 
