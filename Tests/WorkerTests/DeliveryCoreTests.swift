@@ -98,6 +98,16 @@ final class CoreRig {
         drain()
     }
 
+    /// A started rig whose first job was delivered and flushed: its one results batch, taken, not yet answered.
+    static func withOneDeliveredBatch() -> (CoreRig, RecordBatch) {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        rig.answer(rig.takeSends()[0], status: 200)
+        rig.advance(milliseconds: 10)
+        return (rig, rig.batches.removeFirst())
+    }
+
     /// Takes the sends so far (the test answers them).
     func takeSends() -> [JobAttempt] {
         defer { sends.removeAll() }
@@ -558,12 +568,7 @@ final class CoreRig {
     }
 
     @Test func aFailedBatchGoesAgainAndIsARepeatOnlyWhenItMayHaveBeenApplied() {
-        let rig = CoreRig()
-        rig.start()
-        rig.answerClaim([rig.job(1)])
-        rig.answer(rig.takeSends()[0], status: 200)
-        rig.advance(milliseconds: 10)
-        let batch = rig.batches.removeFirst()
+        let (rig, batch) = CoreRig.withOneDeliveredBatch()
         rig.core.recordFailed(batch, JobSourceFailure("WRONGTYPE herald:results holds a list", maybeApplied: false))
         rig.drain()
         rig.advance(milliseconds: 250)
@@ -580,14 +585,10 @@ final class CoreRig {
     /// Issue 18: after a Redis restart without persistence the worker claimed "already recorded" and "lease
     /// lost" for outcomes Redis had simply forgotten. A forgotten batch now says so, and only that.
     @Test func outcomesRedisForgotAreLoggedAsForgottenNotAsLostOrRecorded() {
-        let rig = CoreRig()
-        rig.start()
-        rig.answerClaim([rig.job(1)])
-        rig.answer(rig.takeSends()[0], status: 200)
-        rig.advance(milliseconds: 10)
+        let (rig, batch) = CoreRig.withOneDeliveredBatch()
         var report = CompletionReport()
         report.forgotten = 1
-        rig.core.recorded(rig.batches.removeFirst(), report)
+        rig.core.recorded(batch, report)
         rig.drain()
         let messages = rig.logs.map(\.1)
         #expect(messages.contains { $0.hasPrefix("redis lost its data") })
@@ -691,12 +692,7 @@ final class CoreRig {
     /// Found in review: at the shutdown deadline, results waiting to be written again after a failed batch were
     /// dropped, so their delivered jobs went back to the queue and were sent twice.
     @Test func shutdownAtTheDeadlineStillWritesResultsWaitingForARetry() {
-        let rig = CoreRig()
-        rig.start()
-        rig.answerClaim([rig.job(1)])
-        rig.answer(rig.takeSends()[0], status: 200)
-        rig.advance(milliseconds: 10)
-        let batch = rig.batches.removeFirst()
+        let (rig, batch) = CoreRig.withOneDeliveredBatch()
         rig.core.recordFailed(batch, JobSourceFailure("connection lost", maybeApplied: true))
         rig.drain()
         rig.core.shutdown(deadlineSeconds: 0)
