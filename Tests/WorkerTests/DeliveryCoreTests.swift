@@ -389,6 +389,30 @@ final class CoreRig {
         #expect(rig.core.counters.failed == 0)
     }
 
+    /// Found by the FlakyAPNs suite under ThreadSanitizer: one job met a GOAWAY and two refused streams in a row
+    /// while the server answered every other job, and its destination was paused as an outage (a warning, the
+    /// whole destination parked for a second). Refusals count towards an outage only with nothing else answered.
+    @Test func refusalsWhileOtherJobsAreAnsweredDoNotPauseTheDestination() {
+        let rig = CoreRig { $0.unprocessedResendsBeforeOutage = 3 }
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        rig.answer(rig.takeSends()[0], status: 200)
+        rig.answerClaim((2...7).map { rig.job($0) })
+        var sent = rig.takeSends()
+        var unlucky = sent.removeFirst()
+        for other in sent.prefix(5) {
+            rig.fail(unlucky, .notProcessed)
+            unlucky = rig.takeSends().first { $0 === unlucky }!
+            rig.answer(other, status: 200)
+        }
+        #expect(unlucky.unprocessedResends == 1)
+        rig.answer(unlucky, status: 200)
+        rig.recordAllKeepingResults()
+        #expect(rig.core.counters.outagePauses == 0)
+        #expect(rig.results.filter { $0.outcome == .delivered }.count == 7)
+        #expect(rig.results.allSatisfy { $0.outcome == .delivered })
+    }
+
     /// The reproduction of issue 18: APNs unreachable for longer than the whole retry schedule failed every job
     /// `MaxAttempts:ConnectionFailed`. Now nothing fails, no attempt is spent, claims stop while it lasts, the
     /// pause backs off, and everything is delivered once APNs is back.

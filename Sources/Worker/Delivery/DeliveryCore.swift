@@ -36,7 +36,8 @@ public struct DeliverySettings: Sendable {
     /// A batch this full goes out at once.
     public var flushBatch = 512
     public var retry = RetrySettings()
-    /// Certainly unprocessed resends of one job in a row before its destination counts as down.
+    /// Certainly unprocessed resends of one job in a row, with no other job answered between them, before its
+    /// destination counts as down.
     public var unprocessedResendsBeforeOutage = 3
     public var recordRetryMilliseconds = 250
     public var claimRetryMilliseconds = 500
@@ -365,6 +366,8 @@ public final class DeliveryCore {
             if fresh { job.afterConnection = max(job.afterConnection, outcome.connectionID) }
             dispatch(job)
         case .resendUnprocessed:
+            if job.processedAnswersAtLastUnprocessed != gate.processedAnswers { job.unprocessedResends = 0 }
+            job.processedAnswersAtLastUnprocessed = gate.processedAnswers
             job.unprocessedResends += 1
             if job.unprocessedResends >= settings.unprocessedResendsBeforeOutage {
                 outage(gate, job, reason: "NotProcessed: the server processed none of \(job.unprocessedResends) sends")

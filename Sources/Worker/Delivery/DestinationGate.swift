@@ -27,6 +27,9 @@ final class DestinationGate {
     private(set) var reloading = false
     /// Outage pauses in a row (reset by any answer from APNs): the back-off's exponent.
     private(set) var consecutiveOutages = 0
+    /// Answers from APNs (any status) so far: tells a server that processes nothing from a stream refused by
+    /// chance while the others are answered.
+    private(set) var processedAnswers: UInt64 = 0
     private(set) var proven = false
     private(set) var probe: JobAttempt?
     private(set) var waiting: [JobAttempt] = []
@@ -57,7 +60,10 @@ final class DestinationGate {
     /// An answer (or failure) for `job` arrived. Returns whether it was the probe.
     /// `credentialAccepted` is asked only of the probe's answer (the only one that can prove a credential).
     func answered(_ job: JobAttempt, reachedAPNs: Bool, credentialAccepted: () -> Bool) -> Bool {
-        if reachedAPNs { consecutiveOutages = 0 }
+        if reachedAPNs {
+            consecutiveOutages = 0
+            processedAnswers &+= 1
+        }
         guard probe === job else { return false }
         probe = nil
         if reachedAPNs && credentialAccepted() { proven = true }

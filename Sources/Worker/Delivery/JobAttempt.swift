@@ -14,9 +14,12 @@ public final class JobAttempt {
     public private(set) var fallbackFrom: APNsEnvironment?
     /// 1-based; resends after an answer that may have been processed count (they are attempts at APNs).
     public internal(set) var attempt: Int
-    /// Resends in a row that APNs certainly did not process (refused stream, GOAWAY, never written): not
-    /// attempts, but a job that keeps meeting them is a sign the server processes nothing (an outage).
+    /// Resends in a row that APNs certainly did not process (refused stream, GOAWAY, never written), with no
+    /// answer from the destination to any job in between: not attempts, but a sign the server processes
+    /// nothing (an outage). A refusal while other jobs are answered is bad luck, and starts the count again.
     var unprocessedResends = 0
+    /// The destination's `processedAnswers` at this job's last unprocessed send.
+    var processedAnswersAtLastUnprocessed: UInt64 = 0
     /// Resend only on a connection newer than this id (after ExpiredProviderToken and the like).
     public internal(set) var afterConnection = 0
     /// Monotonic nanoseconds at claim, for `latency_ms`.
