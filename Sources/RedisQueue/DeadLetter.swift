@@ -1,13 +1,17 @@
 import Basics
 import Foundation
 
-/// An element of `<prefix>:dead`: `{"reason":"...","at":<ms>,"job":"<raw job as a JSON string>"}`, or
+/// An element of `<prefix>:dead`: `{"reason":"...","at":<ms>,"id":"<job id>","job":"<raw job as a JSON string>"}`
+/// (`id` the same as the job's `rejected` result: the producer's when it could be read), or
 /// `"job_base64"` instead of `"job"` when the bytes are not UTF-8. Jobs longer than `maxJobBytes` keep only
 /// their first `maxJobBytes` bytes and say so with `"truncated":true,"job_bytes":<full length>`.
 public struct DeadLetterEntry: Sendable, Equatable {
     public var reason: String
     /// ms since the epoch.
     public var at: Int64
+    /// The id the job's result entry carries (the producer's whenever it could be read); nil in entries written
+    /// before ids were added.
+    public var id: String?
     public var job: [UInt8]
     public var truncated: Bool
     public var originalLength: Int
@@ -15,9 +19,10 @@ public struct DeadLetterEntry: Sendable, Equatable {
     /// 16 MiB by default: room for the 10 MB jobs the issue requires without letting one bad producer fill Redis.
     public static let defaultMaxJobBytes = 16 * 1024 * 1024
 
-    public init(reason: String, at: Int64, job: [UInt8], truncated: Bool = false, originalLength: Int? = nil) {
+    public init(reason: String, at: Int64, id: String? = nil, job: [UInt8], truncated: Bool = false, originalLength: Int? = nil) {
         self.reason = reason
         self.at = at
+        self.id = id
         self.job = job
         self.truncated = truncated
         self.originalLength = originalLength ?? job.count
@@ -27,7 +32,7 @@ public struct DeadLetterEntry: Sendable, Equatable {
     public static let maxReasonBytes = 4096
 
     /// The JSON bytes stored in the list (the reason capped at `maxReasonBytes`).
-    public static func encode(reason: String, at: Int64, job: [UInt8], maxJobBytes: Int = defaultMaxJobBytes) -> [UInt8] {
+    public static func encode(reason: String, at: Int64, id: String? = nil, job: [UInt8], maxJobBytes: Int = defaultMaxJobBytes) -> [UInt8] {
         let truncated = job.count > maxJobBytes
         let kept = truncated ? Array(job[..<max(0, maxJobBytes)]) : job
         var out: [UInt8] = []
@@ -36,6 +41,10 @@ public struct DeadLetterEntry: Sendable, Equatable {
         appendJSONString(BoundedText.truncate(reason, maxBytes: maxReasonBytes), to: &out)
         out.append(contentsOf: Array(#","at":"#.utf8))
         out.append(contentsOf: Array(String(at).utf8))
+        if let id {
+            out.append(contentsOf: Array(#","id":"#.utf8))
+            appendJSONString(BoundedText.truncate(id, maxBytes: ResultEntry.maxTextBytes), to: &out)
+        }
         if JSONBytes.isValidUTF8(kept) {
             out.append(contentsOf: Array(#","job":"#.utf8))
             appendJSONString(utf8: kept, to: &out)
@@ -66,6 +75,6 @@ public struct DeadLetterEntry: Sendable, Equatable {
         }
         let truncated = object["truncated"] as? Bool ?? false
         let length = (object["job_bytes"] as? NSNumber)?.intValue ?? job.count
-        return DeadLetterEntry(reason: reason, at: at, job: job, truncated: truncated, originalLength: length)
+        return DeadLetterEntry(reason: reason, at: at, id: object["id"] as? String, job: job, truncated: truncated, originalLength: length)
     }
 }

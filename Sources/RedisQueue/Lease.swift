@@ -62,9 +62,9 @@ public struct JobCompletion: Sendable {
         retry = (dueAt, JobEnvelope.wrap(job: lease.job, attempt: attempt ?? lease.attempt + 1, id: id, queue: lease.queueKey))
     }
 
-    /// Sends the job's raw bytes to the dead-letter list with `reason`.
-    public mutating func deadLetter(reason: String, at: Int64, maxJobBytes: Int = DeadLetterEntry.defaultMaxJobBytes) {
-        deadLetter = DeadLetterEntry.encode(reason: reason, at: at, job: lease.job, maxJobBytes: maxJobBytes)
+    /// Sends the job's raw bytes to the dead-letter list with `reason` and the job's `id` (as its result gives it).
+    public mutating func deadLetter(reason: String, at: Int64, id: String? = nil, maxJobBytes: Int = DeadLetterEntry.defaultMaxJobBytes) {
+        deadLetter = DeadLetterEntry.encode(reason: reason, at: at, id: id, job: lease.job, maxJobBytes: maxJobBytes)
     }
 }
 

@@ -50,6 +50,14 @@ import Testing
         #expect(capped.job == bytes("abcd") && capped.truncated && capped.originalLength == 6)
     }
 
+    @Test func deadLetterCarriesTheJobIDEscapedAndOnlyWhenGiven() throws {
+        let withID = try #require(DeadLetterEntry.decode(DeadLetterEntry.encode(reason: "r", at: 1, id: "order \"7\"\n", job: bytes("{}"))))
+        #expect(withID.id == "order \"7\"\n" && withID.job == bytes("{}"))
+        let encoded = DeadLetterEntry.encode(reason: "r", at: 1, job: bytes("{}"))
+        #expect(try #require(DeadLetterEntry.decode(encoded)).id == nil)
+        #expect(!String(decoding: encoded, as: UTF8.self).contains(#""id""#), "no id field when there is none")
+    }
+
     @Test func resultEntryFieldsRoundTrip() throws {
         let entry = ResultEntry(id: "j1", outcome: .tokenDropped, status: 410, reason: "Unregistered", token: "aa",
                                 topic: "t", environment: "production", app: "a", apnsID: "u", apnsUniqueID: "v",

@@ -232,16 +232,33 @@ final class CoreRig {
         (#"{"id":"order-7","token":"aabb","token":"ccdd","payload":{}}"#, "duplicate_field"),
         (#"{"id":"order-7","token":"aabb","payload":{"aps":{}}"#, "not_json"),
         (#"{"id":7,"payload":{}}"#, "missing_token"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"deliver_at":"soon"}"#, "bad_deliver_at"),
+        // Readable jobs that APNs would refuse, or that name no usable app: the same id in result and dead letter.
+        (#"{"id":"order-7","token":"aabb","payload":{},"app":"nope"}"#, "UnknownApp"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"app":"single","environment":"sandbox"}"#, "BadEnvironment"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"app":"shop","push_type":"mdm"}"#, "MissingTopic"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"app":"shop","topic":"com.other"}"#, "BadTopic"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"app":"shop","priority":7}"#, "BadPriority"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"app":"shop","collapse_id":"\#(String(repeating: "c", count: 65))"}"#, "BadCollapseId"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"app":"shop","apns_id":"not-a-uuid"}"#, "BadMessageId"),
+        (#"{"id":"order-7","token":"aabb","payload":{},"app":"shop","expiration":-1}"#, "BadExpirationDate"),
+        (#"{"id":"order-7","token":"aabb","payload":{"a":"\#(String(repeating: "x", count: 4100))"},"app":"shop"}"#, "PayloadTooLarge"),
     ])
-    func aRejectedJobKeepsTheProducersID(job: String, code: String) {
+    func aRejectedJobKeepsTheProducersIDInItsResultAndDeadLetter(job: String, code: String) throws {
         let rig = CoreRig()
         rig.start()
         rig.answerClaim([rig.lease(job)])
         rig.advance(milliseconds: 10)
-        let result = rig.batches.first?.completions.first?.result
+        let completion = rig.batches.first?.completions.first
+        let result = completion?.result
+        let expectedID = job.contains(#""id":7"#) ? "7" : "order-7"
         #expect(result?.outcome == .rejected)
         #expect(result?.reason?.hasPrefix(code + ":") == true, "\(result?.reason ?? "")")
-        #expect(result?.id == (job.contains(#""id":7"#) ? "7" : "order-7"))
+        #expect(result?.id == expectedID)
+        let dead = try #require(completion?.deadLetter.flatMap(DeadLetterEntry.decode))
+        #expect(dead.id == expectedID, "the dead letter names the producer's id too")
+        #expect(dead.reason == result?.reason)
+        #expect(dead.job == Array(job.utf8))
     }
 
     @Test func aJobWithoutAReadableIDGetsAWorkerMadeOne() {
@@ -249,8 +266,10 @@ final class CoreRig {
         rig.start()
         rig.answerClaim([rig.lease(#"[1,2]"#), rig.lease(#"{"token":"aabb","id":{"x":1}}"#), rig.lease(#"{"token": ,"id":"late"}"#)])
         rig.advance(milliseconds: 10)
-        let ids = rig.batches.flatMap(\.completions).compactMap(\.result?.id)
-        #expect(ids == ["t-1", "t-2", "t-3"])
+        let completions = rig.batches.flatMap(\.completions)
+        #expect(completions.compactMap(\.result?.id) == ["t-1", "t-2", "t-3"])
+        #expect(completions.compactMap { $0.deadLetter.flatMap(DeadLetterEntry.decode)?.id } == ["t-1", "t-2", "t-3"],
+                "the dead letter carries the same worker-made id as the result")
     }
 
     @Test func resultsGoOutWhenTheBatchFillsOrTheIntervalPasses() {

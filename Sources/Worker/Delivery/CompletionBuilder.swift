@@ -63,7 +63,7 @@ struct CompletionBuilder {
     /// A job that cannot be sent as written: a `rejected` result and a dead letter with its bytes and reason.
     func rejected(_ lease: Lease, id: String, reason: String, spec: JobSpec?, app: String?, wallMillis: Int64) -> JobCompletion {
         var completion = JobCompletion(lease: lease)
-        completion.deadLetter(reason: reason, at: wallMillis)
+        completion.deadLetter(reason: reason, at: wallMillis, id: id)
         completion.result = ResultEntry(
             id: id, outcome: .rejected, status: 0, reason: reason, token: spec?.token, topic: spec?.topic,
             environment: spec?.environment?.rawValue, app: app, attempt: lease.attempt, latencyMilliseconds: 0, worker: workerID)
