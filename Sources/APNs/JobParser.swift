@@ -2,6 +2,9 @@
 /// no intermediate dictionary, and the payload sliced out byte for byte. Unknown fields are ignored so
 /// producers can add their own; `null` counts as absent.
 public enum JobParser {
+    /// The most device tokens one multicast job (`tokens`) may list.
+    public static let maxTokens = 10_000
+
     public static func parse(_ bytes: [UInt8]) throws(JobError) -> JobSpec {
         let result: Result<JobSpec, JobError> = bytes.withUnsafeBufferPointer { buffer in
             do throws(JobError) { return .success(try parse(buffer)) } catch { return .failure(error) }
@@ -72,6 +75,9 @@ public enum JobParser {
                     }
                 case .collapseID: job.collapseID = try string(value, field, scanner)
                 case .apnsID: job.apnsID = try string(value, field, scanner)
+                case .tokens:
+                    job.tokens = try tokens(value, scanner)
+                    job.tokensMember = key.range.lowerBound..<value.range.upperBound
                 case .payload:
                     guard value.kind == .object else { throw JobError.payloadNotAnObject }
                     job.payload = Array(UnsafeBufferPointer(rebasing: buffer[value.range]))
@@ -86,7 +92,8 @@ public enum JobParser {
         } catch {
             preconditionFailure("unexpected error \(error)")
         }
-        guard tokenSeen else { throw JobError.missingToken }
+        if tokenSeen && job.tokens != nil { throw JobError.badTokens("give either \"token\" or \"tokens\", not both") }
+        guard tokenSeen || job.tokens != nil else { throw JobError.missingToken }
         guard payloadSeen else { throw JobError.missingPayload }
         return job
     }
@@ -126,6 +133,31 @@ public enum JobParser {
         return true
     }
 
+    /// The elements of `tokens`: 1...maxTokens hexadecimal strings. The array was validated when it was scanned,
+    /// so walking it again cannot meet bad JSON.
+    private static func tokens(_ value: JSONToken, _ scanner: JSONScanner) throws(JobError) -> [String] {
+        guard value.kind == .array else { throw JobError.badTokens("\"tokens\" must be a list of device tokens") }
+        var s = scanner
+        s.position = value.range.lowerBound + 1
+        var out: [String] = []
+        while true {
+            s.skipWhitespace()
+            if s.bytes[s.position] == UInt8(ascii: "]") { break }
+            if s.bytes[s.position] == UInt8(ascii: ",") {
+                s.position += 1
+                s.skipWhitespace()
+            }
+            guard let element = try? s.scanValue(depth: 1) else { throw JobError.badTokens("\"tokens\" is not a valid list") }
+            guard out.count < maxTokens else { throw JobError.tooManyTokens(limit: maxTokens) }
+            guard element.kind == .string, case let token = s.stringValue(element), isHexToken(token) else {
+                throw JobError.badTokens("tokens[\(out.count)] is not a non-empty, even-length hexadecimal string")
+            }
+            out.append(token)
+        }
+        guard !out.isEmpty else { throw JobError.badTokens("\"tokens\" is empty") }
+        return out
+    }
+
     private static func string(_ value: JSONToken, _ field: Field, _ scanner: JSONScanner) throws(JobError) -> String {
         guard value.kind == .string else { throw JobError.wrongType(field: field.name, expected: "a string") }
         return scanner.stringValue(value)
@@ -140,7 +172,7 @@ public enum JobParser {
     }
 
     private enum Field: UInt16 {
-        case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt
+        case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
 
         var name: String {
             switch self {
@@ -156,6 +188,7 @@ public enum JobParser {
             case .apnsID: "apns_id"
             case .payload: "payload"
             case .deliverAt: "deliver_at"
+            case .tokens: "tokens"
             }
         }
 
@@ -167,6 +200,7 @@ public enum JobParser {
             case 3 where s.stringEquals(key, "app"): self = .app
             case 5 where s.stringEquals(key, "token"): self = .token
             case 5 where s.stringEquals(key, "topic"): self = .topic
+            case 6 where s.stringEquals(key, "tokens"): self = .tokens
             case 7 where s.stringEquals(key, "payload"): self = .payload
             case 7 where s.stringEquals(key, "apns_id"): self = .apnsID
             case 8 where s.stringEquals(key, "priority"): self = .priority

@@ -3,6 +3,11 @@
 public struct JobSpec: Sendable, Equatable {
     public var id: String?
     public var token: String?
+    /// `tokens`: a multicast job, one payload for each of these (as listed; duplicates are removed later).
+    public var tokens: [String]?
+    /// The bytes of the `"tokens": [...]` member, key to closing bracket: replaced by `"token":"<t>"` to make
+    /// each token's own job from this one.
+    public var tokensMember: Range<Int>?
     public var topic: String?
     public var environment: APNsEnvironment?
     public var app: String?
@@ -39,6 +44,8 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
     case outOfRange(field: String)
     case duplicateField(String)
     case badDeliverAt
+    case badTokens(String)
+    case tooManyTokens(limit: Int)
 
     /// A short stable code for machines (dead-letter entries, metrics).
     public var code: String {
@@ -55,6 +62,8 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .outOfRange: "out_of_range"
         case .duplicateField: "duplicate_field"
         case .badDeliverAt: "bad_deliver_at"
+        case .badTokens: "bad_tokens"
+        case .tooManyTokens: "too_many_tokens"
         }
     }
 
@@ -62,7 +71,7 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .notJSON(let e): return "job is not valid JSON: \(e)"
         case .notAnObject: return "job is not a JSON object"
-        case .missingToken: return "job has no \"token\""
+        case .missingToken: return "job has no \"token\" (nor \"tokens\")"
         case .tokenNotHex: return "\"token\" is not a non-empty, even-length hexadecimal string"
         case .missingPayload: return "job has no \"payload\""
         case .payloadNotAnObject: return "\"payload\" is not a JSON object"
@@ -73,6 +82,8 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .wrongType(let f, let expected): return "\"\(f)\" must be \(expected)"
         case .outOfRange(let f): return "\"\(f)\" is out of range"
         case .duplicateField(let f): return "\"\(f)\" appears more than once"
+        case .badTokens(let why): return why
+        case .tooManyTokens(let limit): return "\"tokens\" lists more than \(limit) device tokens; split the job"
         case .badDeliverAt: return "\"deliver_at\" must be milliseconds since the epoch or an RFC 3339 time such as 2026-12-24T18:00:00Z"
         }
     }

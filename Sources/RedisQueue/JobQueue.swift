@@ -128,6 +128,17 @@ public final class JobQueue {
         }
     }
 
+    /// Idempotency for freshly claimed producer jobs (their lease and `id`): which copy sends, which is a
+    /// duplicate (see `QueueScripts.claimOnce`). Safe to send again after a lost reply: a lease asking again for
+    /// the key it holds is claimed again.
+    public func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64,
+                          completion: @escaping (Result<[OnceVerdict], RedisError>) -> Void) {
+        guard !jobs.isEmpty else { return completion(.success([])) }
+        run(commands.claimOnce(jobs, windowMilliseconds: windowMilliseconds)) { result in
+            completion(result.flatMap { reply in Result { () throws(RedisError) in try QueueCommands.parseClaimOnce(reply, count: jobs.count) } })
+        }
+    }
+
     /// Pushes this worker's lease deadline out by `options.leaseMilliseconds`. One call covers every lease.
     public func renewHeartbeat(completion: @escaping (Result<Int64, RedisError>) -> Void = { _ in }) {
         run(commands.heartbeat()) { result in completion(result.flatMap { reply in reply.int.map { .success($0) } ?? .failure(.protocolError("heartbeat reply")) }) }
@@ -283,6 +294,12 @@ public final class BlockingJobQueue {
             report.add(extra)
         }
         return report
+    }
+
+    /// See `JobQueue.claimOnce`.
+    public func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64) throws(RedisError) -> [OnceVerdict] {
+        guard !jobs.isEmpty else { return [] }
+        return try QueueCommands.parseClaimOnce(run(commands.claimOnce(jobs, windowMilliseconds: windowMilliseconds)), count: jobs.count)
     }
 
     @discardableResult

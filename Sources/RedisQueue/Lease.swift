@@ -49,6 +49,10 @@ public struct JobCompletion: Sendable {
     public var droppedToken: DroppedToken?
     /// Dead-letter element bytes (see `DeadLetterEntry.encode`).
     public var deadLetter: [UInt8]?
+    /// A multicast job: one child job per token, pushed in the same script that releases this lease.
+    public var expansion: Expansion?
+    /// The idempotency state to leave for the job's id (when idempotency is on and it took part).
+    public var once: OnceUpdate?
 
     public init(lease: Lease, result: ResultEntry? = nil, droppedToken: DroppedToken? = nil) {
         self.lease = lease

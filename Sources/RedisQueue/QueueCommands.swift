@@ -55,13 +55,9 @@ struct QueueCommands: Sendable {
         for item in batch {
             args.append(item.lease.id)
             args.append(item.lease.epoch)
-            if withJobs {
-                args.append(item.lease.queueKey)
-                args.append(item.lease.raw)
-            } else {
-                args.append([])
-                args.append([])
-            }
+            // A fan-out needs the queue its children go to; the job bytes travel only for the recovery.
+            args.append(withJobs || item.expansion != nil ? Array(item.lease.queueKey.utf8) : [])
+            args.append(withJobs ? item.lease.raw : [])
             if let result = item.result {
                 args.append(result.fieldCount * 2)
                 result.appendFields(to: &args)
@@ -81,6 +77,23 @@ struct QueueCommands: Sendable {
             for (field, value) in dropped {
                 args.append(field)
                 args.append(value)
+            }
+            if let once = item.once {
+                args.append(3)
+                args.append(keys.once(jobID: once.jobID))
+                args.append(once.expect == .lease ? onceHolder(item.lease.id) : OnceUpdate.State.pending.rawValue)
+                args.append(once.state.rawValue)
+            } else {
+                args.append(0)
+            }
+            if let expansion = item.expansion, !expansion.tokens.isEmpty {
+                args.append(expansion.tokens.count)
+                args.append(expansion.headerPrefix(queue: item.lease.queueKey))
+                args.append(expansion.jobPrefix)
+                args.append(expansion.jobSuffix)
+                for token in expansion.tokens { args.append(token) }
+            } else {
+                args.append(0)
             }
         }
         return (QueueScripts.complete,
@@ -102,6 +115,26 @@ struct QueueCommands: Sendable {
             }
         }
         return (report, again)
+    }
+
+    /// What an idempotency key holds while this worker's lease sends the job.
+    func onceHolder(_ leaseID: String) -> String { "\(workerID)\n\(leaseID)" }
+
+    /// `jobs`: each claimed lease with its producer's job id.
+    func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.claimOnce, jobs.map { b(keys.once(jobID: $0.jobID)) },
+         [b(String(windowMilliseconds)), b(keys.leasesPrefix), b(workerID)] + jobs.map { b($0.lease.id) })
+    }
+
+    static func parseClaimOnce(_ reply: RESPValue, count: Int) throws(RedisError) -> [OnceVerdict] {
+        guard let codes = reply.array, codes.count == count else { throw .protocolError("claimOnce reply: \(reply)") }
+        return codes.map { code in
+            switch code.int {
+            case 1: .claimed
+            case 2: .unguarded
+            default: .duplicate
+            }
+        }
     }
 
     func heartbeat() -> (RedisScript, [[UInt8]], [[UInt8]]) {

@@ -30,6 +30,9 @@ public struct QueueKeys: Sendable, Equatable {
     /// `<prefix>:leases:` + worker id: the HASH lease id -> "<queue key>\n<job bytes>".
     public var leasesPrefix: String { "\(prefix):leases:" }
     public func leases(worker: String) -> String { leasesPrefix + worker }
+    /// STRING per producer job id while idempotency is on (`QueueScripts.claimOnce`): who is sending it, or
+    /// `pending`/`done`; it expires after the window. Ids may hold any bytes: the key is never parsed.
+    public func once(jobID: String) -> String { "\(prefix):once:\(jobID)" }
 
     /// Queue keys and worker ids travel inside JSON headers and lease values unescaped.
     public static func isValid(_ key: String) -> Bool {

@@ -231,7 +231,11 @@ public enum QueueScripts {
     /// KEYS: leases hash, results, dropped-tokens, retry, dead, epoch. ARGV: results max length, dead max length,
     /// count, then per completion: lease id, the epoch it was claimed in, queue key, job bytes as claimed, n,
     /// n result field/value args, retry due ms or '', retry member, dead entry or '', m, m dropped-token
-    /// field/value args.
+    /// field/value args, o (0 or 3) then o idempotency args: `<p>:once:<id>` key, the value it must hold, the
+    /// value to leave (`QueueScripts.claimOnce`), then e (a token count) and, when e > 0, a multicast fan-out:
+    /// envelope header up to the child index, child job prefix, child job suffix, e tokens (see `Expansion`).
+    /// The queue key is sent with every fan-out (its children go there; to the retry set, due at once, while that
+    /// key holds another type), the job bytes only for the lease-lost recovery.
     /// Per completion returns 1 (applied), 2 (lease had been reaped, job taken back from the queue and applied),
     /// 0 (lease lost: another worker holds the job, or this batch was already applied; nothing written),
     /// 3 (lease gone and no job bytes were sent: call again with them for this completion; nothing written) or
@@ -248,6 +252,7 @@ public enum QueueScripts {
     local leases = {}
     local writes = {KEYS[1], 'hash'}
     local results, tokens, retries, deads = false, false, false, false
+    local onceAt, fanAt = {}, {}
     local i = 4
     for c = 1, count do
       starts[c] = i
@@ -259,7 +264,15 @@ public enum QueueScripts {
       retries = retries or ARGV[j] ~= ''
       deads = deads or ARGV[j + 2] ~= ''
       tokens = tokens or nd > 0
-      i = j + 4 + nd
+      local o = j + 4 + nd
+      onceAt[c] = o
+      local e = o + 1 + tonumber(ARGV[o])
+      fanAt[c] = e
+      local ne = tonumber(ARGV[e])
+      -- A fan-out may go to the retry set (when its queue holds another type).
+      retries = retries or ne > 0
+      i = e + 1
+      if ne > 0 then i = e + 4 + ne end
     end
     if results then writes[#writes + 1] = KEYS[2]; writes[#writes + 1] = 'stream' end
     if tokens then writes[#writes + 1] = KEYS[3]; writes[#writes + 1] = 'stream' end
@@ -322,6 +335,34 @@ public enum QueueScripts {
           redis.call('XADD', KEYS[3], '*', unpack(ARGV, ds, ds + nd - 1))
           wroteTokens = true
         end
+        local o = onceAt[c]
+        if ARGV[o] ~= '0' then
+          -- Only while the key still holds what this completion expects: another copy's claim stays intact.
+          local k = ARGV[o + 1]
+          if redis.call('TYPE', k).ok == 'string' and redis.call('GET', k) == ARGV[o + 2] then
+            redis.call('SET', k, ARGV[o + 3], 'KEEPTTL')
+          end
+        end
+        local e = fanAt[c]
+        local ne = tonumber(ARGV[e])
+        if ne > 0 then
+          local head, jobHead, jobTail = ARGV[e + 1], ARGV[e + 2], ARGV[e + 3]
+          local mark = epoch and (',"epoch":"' .. epoch .. '"') or ''
+          local toQueue = usableList(queue)
+          local now = (not toQueue) and nowMs() or 0
+          -- Last token first: RPUSH puts each at the head, so the first token is taken first.
+          local batch = {}
+          for t = ne, 1, -1 do
+            local child = head .. (t - 1) .. mark .. '},"job":' .. jobHead .. ARGV[e + 3 + t] .. jobTail .. '}'
+            if toQueue then
+              batch[#batch + 1] = child
+              if #batch == 1000 then redis.call('RPUSH', queue, unpack(batch)); batch = {} end
+            else
+              redis.call('ZADD', KEYS[4], now, child)
+            end
+          end
+          if #batch > 0 then redis.call('RPUSH', queue, unpack(batch)) end
+        end
       end
       codes[#codes + 1] = code
     end
@@ -329,6 +370,44 @@ public enum QueueScripts {
     if wroteResults then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', resultsMax) end
     if wroteTokens then redis.call('XTRIM', KEYS[3], 'MAXLEN', '~', resultsMax) end
     return codes
+    """#)
+
+    /// Idempotency, decided for a batch of freshly claimed producer jobs. KEYS: `<p>:once:<job id>` per job.
+    /// ARGV: window ms, leases key prefix, worker id, then per job its lease id. A key holds who sends the job
+    /// (`<worker id>\n<lease id>`), `pending` (it waits in the retry set) or `done`, and expires after the window
+    /// from its first claim. Per job returns 1 (claimed: missing key, or this very lease asking again after a lost
+    /// reply, or a holder whose lease is gone: it was reaped and this is the job back from the queue), 0 (duplicate:
+    /// done, pending, or held by a live lease) or 2 (the key holds another type: the job goes out unchecked).
+    /// Copies of one id in the same batch: the first claims, the others are duplicates.
+    public static let claimOnce = RedisScript(#"""
+    local window, prefix, me = ARGV[1], ARGV[2], ARGV[3]
+    local out = {}
+    for i = 1, #KEYS do
+      local k = KEYS[i]
+      local holder = me .. '\n' .. ARGV[3 + i]
+      local t = redis.call('TYPE', k).ok
+      local code = 1
+      if t == 'none' then
+        redis.call('SET', k, holder, 'PX', window)
+      elseif t ~= 'string' then
+        code = 2
+      else
+        local v = redis.call('GET', k)
+        if v == 'done' or v == 'pending' then
+          code = 0
+        elseif v ~= holder then
+          local nl = string.find(v, '\n', 1, true)
+          local alive = false
+          if nl then
+            local hash = prefix .. string.sub(v, 1, nl - 1)
+            alive = redis.call('TYPE', hash).ok == 'hash' and redis.call('HEXISTS', hash, string.sub(v, nl + 1)) == 1
+          end
+          if alive then code = 0 else redis.call('SET', k, holder, 'KEEPTTL') end
+        end
+      end
+      out[i] = code
+    end
+    return out
     """#)
 
     /// KEYS: retry, epoch. ARGV: default queue key, max moves, a random epoch candidate. Moves due entries

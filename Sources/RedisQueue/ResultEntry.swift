@@ -13,6 +13,8 @@ public struct ResultEntry: Sendable, Equatable {
         case delivered, retrying
         case tokenDropped = "token_dropped"
         case failed, rejected
+        /// Idempotency: another copy of this job id was already sent (or is being sent) within the window.
+        case duplicate
 
         /// Every job ends with exactly one terminal outcome; `retrying` entries come before it.
         public var isTerminal: Bool { self != .retrying }

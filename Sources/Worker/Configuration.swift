@@ -96,6 +96,8 @@ public struct Configuration: Sendable {
         public var logLevel = "info"
         /// How often completed results are flushed to Redis in one batch.
         public var flushIntervalMs = 2
+        /// Idempotency: a job `id` claimed again within this many seconds is not sent again (0: off).
+        public var idempotencyWindowSeconds = 0
     }
 }
 

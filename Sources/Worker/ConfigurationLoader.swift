@@ -99,6 +99,9 @@ public enum ConfigurationLoader {
         if c.worker.deadMaxLength < 1 { problems.append("worker.dead_max_length must be at least 1") }
         if c.worker.shutdownDeadlineSeconds < 0 { problems.append("worker.shutdown_deadline_seconds must not be negative") }
         if c.worker.flushIntervalMs < 0 || c.worker.flushIntervalMs > 1000 { problems.append("worker.flush_interval_ms must be 0...1000") }
+        if c.worker.idempotencyWindowSeconds < 0 || c.worker.idempotencyWindowSeconds > 30 * 86_400 {
+            problems.append("worker.idempotency_window_seconds must be 0 (off) ... 2592000 (30 days)")
+        }
         for (name, url) in [("apns.production_url", c.apns.productionURL), ("apns.sandbox_url", c.apns.sandboxURL)] {
             if APNsURL(url) == nil { problems.append("\(name) must look like https://host[:port], got '\(url)'") }
         }
@@ -208,7 +211,8 @@ private struct Reader {
         }
         if let worker = object(root["worker"], "worker") {
             check(worker, known: ["id", "max_in_flight", "claim_batch", "lease_seconds", "shutdown_deadline_seconds", "run_scheduler",
-                                  "run_reaper", "results_max_length", "dead_max_length", "event_loops", "log_level", "flush_interval_ms"], at: "worker.")
+                                  "run_reaper", "results_max_length", "dead_max_length", "event_loops", "log_level", "flush_interval_ms",
+                                  "idempotency_window_seconds"], at: "worker.")
             optionalString(worker, "id", "worker.", &c.worker.id)
             int(worker, "max_in_flight", "worker.", &c.worker.maxInFlight)
             int(worker, "claim_batch", "worker.", &c.worker.claimBatch)
@@ -221,6 +225,7 @@ private struct Reader {
             int(worker, "event_loops", "worker.", &c.worker.eventLoops)
             string(worker, "log_level", "worker.", &c.worker.logLevel)
             int(worker, "flush_interval_ms", "worker.", &c.worker.flushIntervalMs)
+            int(worker, "idempotency_window_seconds", "worker.", &c.worker.idempotencyWindowSeconds)
         }
     }
 

@@ -17,10 +17,15 @@ public struct PipelineCounters: Sendable, Equatable {
     public var forgotten = 0
     /// Jobs sent to their app's other environment after a BadDeviceToken (environment fallback).
     public var fallbacks = 0
+    /// Multicast jobs fanned out, and the token jobs they made.
+    public var multicast = 0
+    public var fannedOut = 0
+    /// Copies of a job id already sent within the idempotency window (not sent again).
+    public var duplicates = 0
 
     public init() {}
 
-    public var terminal: Int { delivered + tokensDropped + failed + rejected }
+    public var terminal: Int { delivered + tokensDropped + failed + rejected + duplicates }
 
     public static func + (a: PipelineCounters, b: PipelineCounters) -> PipelineCounters {
         var c = a
@@ -37,6 +42,9 @@ public struct PipelineCounters: Sendable, Equatable {
         c.scheduled += b.scheduled
         c.forgotten += b.forgotten
         c.fallbacks += b.fallbacks
+        c.multicast += b.multicast
+        c.fannedOut += b.fannedOut
+        c.duplicates += b.duplicates
         return c
     }
 
@@ -44,6 +52,7 @@ public struct PipelineCounters: Sendable, Equatable {
         ["claimed": .int(claimed), "delivered": .int(delivered), "retrying": .int(retrying), "token_dropped": .int(tokensDropped),
          "failed": .int(failed), "rejected": .int(rejected), "resent": .int(resent), "leases_lost": .int(leasesLost),
          "outage_pauses": .int(outagePauses), "scheduled": .int(scheduled),
-         "forgotten": .int(forgotten), "fallbacks": .int(fallbacks)]
+         "forgotten": .int(forgotten), "fallbacks": .int(fallbacks), "multicast": .int(multicast), "fanned_out": .int(fannedOut),
+         "duplicates": .int(duplicates)]
     }
 }

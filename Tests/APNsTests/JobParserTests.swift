@@ -235,3 +235,38 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
         }
     }
 }
+
+/// Issue 14: multicast jobs list their devices in `tokens`.
+@Suite struct MulticastParsingTests {
+    @Test func tokensAreReadInOrderWithTheMembersExactBytes() throws {
+        let text = #"{"id":"m","tokens" : [ "aabb","CCDD" ,"aabb"],"payload":{}}"#
+        let spec = try parse(text)
+        #expect(spec.tokens == ["aabb", "CCDD", "aabb"], "as listed: duplicates are the worker's business")
+        #expect(spec.token == nil)
+        let member = try #require(spec.tokensMember)
+        #expect(String(decoding: Array(text.utf8)[member], as: UTF8.self) == #""tokens" : [ "aabb","CCDD" ,"aabb"]"#)
+    }
+
+    @Test func badTokenListsAreRefusedWithAReason() {
+        let cases: [(String, String)] = [
+            (#"{"tokens":[],"payload":{}}"#, "bad_tokens"),
+            (#"{"tokens":"aabb","payload":{}}"#, "bad_tokens"),
+            (#"{"tokens":["aabb",7],"payload":{}}"#, "bad_tokens"),
+            (#"{"tokens":["aabb","xyz1"],"payload":{}}"#, "bad_tokens"),
+            (#"{"token":"aabb","tokens":["ccdd"],"payload":{}}"#, "bad_tokens"),
+            (#"{"tokens":["aabb"],"tokens":["ccdd"],"payload":{}}"#, "duplicate_field"),
+            (#"{"tokens":["aabb"]}"#, "missing_payload"),
+        ]
+        for (text, code) in cases {
+            #expect(parseError(text)?.code == code, "\(text)")
+        }
+        #expect(parseError(#"{"tokens":["aabb","xyz1"],"payload":{}}"#)?.description.contains("tokens[1]") == true)
+        #expect(parseError(#"{"tokens":null,"payload":{}}"#) == .missingToken, "null counts as absent")
+    }
+
+    @Test func theLimitIsTenThousandTokens() throws {
+        func job(_ n: Int) -> String { #"{"tokens":[\#((0..<n).map { _ in "\"\(token)\"" }.joined(separator: ","))],"payload":{}}"# }
+        #expect(try parse(job(JobParser.maxTokens)).tokens?.count == 10_000)
+        #expect(parseError(job(JobParser.maxTokens + 1)) == .tooManyTokens(limit: 10_000))
+    }
+}

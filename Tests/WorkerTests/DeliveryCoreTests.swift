@@ -25,6 +25,7 @@ final class CoreRig {
     var reloads: [Int] = []
     var logs: [(LogLevel, String)] = []
     var drained: [RecordBatch?] = []
+    var onceBatches: [OnceBatch] = []
     private var leaseCounter = 0
 
     static let apps: [Configuration.AppSettings] = {
@@ -60,6 +61,7 @@ final class CoreRig {
             case .reloadCredentials(let app): reloads.append(app)
             case .log(let level, let message, _): logs.append((level, message))
             case .drained(let final): drained.append(final)
+            case .claimOnce(let batch): onceBatches.append(batch)
             }
         }
         return actions
@@ -759,5 +761,174 @@ final class CoreRig {
         let small = DeliverySettings(configuration: configuration, workerID: "w", loops: 4)
         #expect(small.maxInFlight == 150)
         #expect(small.claimBatch == 150)
+    }
+}
+
+/// Issue 14: multicast jobs and idempotency, as the core decides them.
+extension DeliveryCoreTests {
+    static func multicastJob(_ id: String, tokens: [String], extra: String = "") -> String {
+        #"{"id":"\#(id)","app":"shop","tokens":[\#(tokens.map { "\"\($0)\"" }.joined(separator: ","))],"payload":{"aps":{"alert":"hi"}}\#(extra)}"#
+    }
+
+    /// A token's job as the completion script makes it from an `Expansion` (see `QueueScripts.complete`).
+    static func child(of expansion: Expansion, index: Int, lease: String) -> Lease {
+        var raw = Array(#"{"herald":{"queue":"q","attempt":1,"id":"\#(expansion.jobID)","child":\#(index)},"job":"#.utf8)
+        raw += expansion.jobPrefix + Array(expansion.tokens[index].utf8) + expansion.jobSuffix + [UInt8(ascii: "}")]
+        return Lease(id: lease, queueKey: "q", raw: raw)
+    }
+
+    @Test func aMulticastJobFansOutInOneCompletionWithEachTokenOnceAndSendsNothingItself() throws {
+        let rig = CoreRig()
+        rig.start()
+        let tokens = [CoreRig.token(1), CoreRig.token(2), CoreRig.token(1).uppercased(), CoreRig.token(3)]
+        rig.answerClaim([rig.lease(Self.multicastJob("m1", tokens: tokens))])
+        #expect(rig.sends.isEmpty, "the job itself goes nowhere: its tokens become jobs in Redis")
+        rig.advance(milliseconds: 10)
+        let completion = try #require(rig.batches.first?.completions.first)
+        #expect(completion.result == nil, "no entry for the job: each token gets its own")
+        let expansion = try #require(completion.expansion)
+        #expect(expansion.jobID == "m1")
+        #expect(expansion.tokens == [CoreRig.token(1), CoreRig.token(2), CoreRig.token(3)], "a device listed twice (any case) once")
+        // Each token's job is the producer's job with `"token":"<t>"` in place of the list, byte for byte otherwise.
+        let childJob = expansion.jobPrefix + Array(expansion.tokens[1].utf8) + expansion.jobSuffix
+        #expect(String(decoding: childJob, as: UTF8.self)
+                == #"{"id":"m1","app":"shop","token":"\#(CoreRig.token(2))","payload":{"aps":{"alert":"hi"}}}"#)
+        #expect(rig.core.counters.multicast == 1 && rig.core.counters.fannedOut == 3)
+    }
+
+    /// The worker holds one slot for a 10,000-token job, however full it is: the tokens wait in Redis.
+    @Test func aTenThousandTokenJobArrivingAtAFullWorkerTakesOneSlot() throws {
+        let rig = CoreRig { $0.maxInFlight = 10; $0.claimBatch = 10 }
+        rig.start()
+        let tokens = (1...10_000).map(CoreRig.token)
+        rig.answerClaim((1...9).map { rig.job($0) } + [rig.lease(Self.multicastJob("big", tokens: tokens))])
+        #expect(rig.core.inFlight == 10, "at its bound")
+        let probe = rig.takeSends()
+        rig.answer(probe[0], status: 200)
+        let sends = probe + rig.takeSends()
+        #expect(sends.count == 9, "only the nine single jobs are sent")
+        #expect(rig.core.backlogCount == 0)
+        rig.advance(milliseconds: 10)
+        let expansion = try #require(rig.batches.flatMap(\.completions).compactMap(\.expansion).first)
+        #expect(expansion.tokens.count == 10_000)
+        #expect(rig.core.inFlight == 10, "the fan-out holds its one slot until it is recorded; nothing more is claimed")
+        #expect(rig.claims.isEmpty)
+        for job in sends.dropFirst() { rig.answer(job, status: 200) }
+        rig.recordAll()
+        #expect(rig.claims == [10], "once recorded, the worker claims the tokens' jobs in ordinary batches")
+    }
+
+    @Test func aTokenJobIsAnOrdinaryJobWithTheParentsIDAndItsOwnRetries() throws {
+        let rig = CoreRig { $0.retry.serverErrorBaseSeconds = 60 }
+        rig.start()
+        rig.answerClaim([rig.lease(Self.multicastJob("m2", tokens: [CoreRig.token(7), CoreRig.token(8)]))])
+        rig.advance(milliseconds: 10)
+        let made = try #require(rig.batches.first?.completions.first?.expansion)
+        rig.recordAll()
+        rig.answerClaim([Self.child(of: made, index: 0, lease: "c0"), Self.child(of: made, index: 1, lease: "c1")])
+        let probe = rig.takeSends()
+        rig.answer(probe[0], status: 200)
+        let sends = probe + rig.takeSends()
+        #expect(sends.map(\.notification.deviceToken) == [CoreRig.token(7), CoreRig.token(8)], "first token first")
+        #expect(sends.allSatisfy { $0.id == "m2" })
+        rig.answer(sends[1], status: 500, reason: "InternalServerError")
+        rig.advance(milliseconds: 10)
+        let completions = rig.batches.flatMap(\.completions)
+        let delivered = try #require(completions.first { $0.lease.id == "c0" }?.result)
+        #expect(delivered.outcome == .delivered && delivered.id == "m2" && delivered.token == CoreRig.token(7))
+        let retrying = try #require(completions.first { $0.lease.id == "c1" })
+        #expect(retrying.result?.outcome == .retrying && retrying.result?.token == CoreRig.token(8))
+        let envelope = JobEnvelope.unwrap(try #require(retrying.retry).envelope)
+        #expect(envelope.attempt == 2 && envelope.id == "m2", "only that token is retried, with its own attempt count")
+        #expect(String(decoding: envelope.job, as: UTF8.self).contains(#""token":"\#(CoreRig.token(8))""#))
+    }
+
+    @Test func aMulticastJobDueLaterWaitsWholeAndAnInvalidOneIsRejectedWhole() throws {
+        let rig = CoreRig()
+        rig.start()
+        let due = rig.clock.wallMillis + 60_000
+        rig.answerClaim([rig.lease(Self.multicastJob("later", tokens: [CoreRig.token(1), CoreRig.token(2)], extra: #","deliver_at":\#(due)"#)),
+                         rig.lease(Self.multicastJob("bad", tokens: [CoreRig.token(1), "zz"])),
+                         rig.lease(#"{"id":"both","token":"aabb","tokens":["ccdd"],"payload":{}}"#),
+                         rig.lease(Self.multicastJob("topic", tokens: [CoreRig.token(1)], extra: #","topic":"com.other""#))])
+        rig.advance(milliseconds: 10)
+        let byID = Dictionary(uniqueKeysWithValues: rig.batches.flatMap(\.completions).map { (JobParser.readableID($0.lease.job) ?? "", $0) })
+        let later = try #require(byID["later"])
+        #expect(later.expansion == nil && later.retry?.dueAt == due && later.result == nil, "one entry in the retry set, fanned out when due")
+        #expect(byID["bad"]?.result?.reason?.hasPrefix("bad_tokens: tokens[1]") == true)
+        #expect(byID["both"]?.result?.reason?.hasPrefix("bad_tokens:") == true)
+        let topic = try #require(byID["topic"]?.result)
+        #expect(topic.outcome == .rejected && topic.reason?.hasPrefix("BadTopic") == true && topic.token == nil,
+                "a job refused as a whole has one entry, without a token")
+        #expect(rig.batches.flatMap(\.completions).filter { $0.result?.outcome == .rejected }.allSatisfy { $0.deadLetter != nil })
+    }
+
+    @Test func idempotencyIsOffByDefault() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1), rig.job(1)])
+        #expect(rig.onceBatches.isEmpty)
+        let probe = rig.takeSends()
+        rig.answer(probe[0], status: 200)
+        #expect(probe.count + rig.takeSends().count == 2, "two identical jobs are two jobs")
+    }
+
+    @Test func withAWindowRedisDecidesWhichCopySendsAndTheOtherIsADuplicate() throws {
+        let rig = CoreRig { $0.idempotencyWindowMilliseconds = 86_400_000 }
+        rig.start()
+        rig.answerClaim([rig.job(1), rig.job(1), rig.lease(#"{"token":"aabb","app":"shop","payload":{}}"#)])
+        let probe = rig.takeSends()
+        #expect(probe.map(\.id) == ["t-1"], "a job without a producer id needs no check")
+        rig.answer(probe[0], status: 200)
+        let batch = try #require(rig.onceBatches.first)
+        #expect(batch.jobs.map(\.id) == ["j1", "j1"])
+        rig.core.onceChecked(batch, .success([.claimed, .duplicate]))
+        rig.drain()
+        let sends = rig.takeSends()
+        #expect(sends.count == 1)
+        rig.answer(sends[0], status: 200)
+        rig.advance(milliseconds: 10)
+        let completions = rig.batches.flatMap(\.completions).filter { $0.result?.id == "j1" }
+        let duplicate = try #require(completions.first { $0.result?.outcome == .duplicate })
+        #expect(duplicate.lease.id == batch.jobs[1].lease.id && duplicate.deadLetter == nil && duplicate.retry == nil && duplicate.once == nil,
+                "a duplicate leaves the key to the copy that holds it")
+        let delivered = try #require(completions.first { $0.result?.outcome == .delivered })
+        #expect(delivered.once == OnceUpdate(jobID: "j1", expect: .lease, state: .done))
+        #expect(rig.core.counters.duplicates == 1 && rig.core.counters.delivered == 2)
+    }
+
+    @Test func aRetryLeavesTheKeyPendingAndTheRetryEndsIt() throws {
+        let rig = CoreRig { $0.idempotencyWindowMilliseconds = 60_000; $0.retry.serverErrorBaseSeconds = 1 }
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        rig.core.onceChecked(rig.onceBatches.removeFirst(), .success([.claimed]))
+        rig.drain()
+        rig.answer(rig.takeSends()[0], status: 500, reason: "InternalServerError")
+        rig.advance(milliseconds: 10)
+        let retry = try #require(rig.batches.removeFirst().completions.first)
+        #expect(retry.once == OnceUpdate(jobID: "j1", expect: .lease, state: .pending))
+        rig.answerClaim([Lease(id: "back", queueKey: "q", raw: try #require(retry.retry).envelope)])
+        #expect(rig.onceBatches.isEmpty, "a job back from the retry set was decided before")
+        rig.answer(rig.takeSends()[0], status: 200)
+        rig.advance(milliseconds: 10)
+        #expect(rig.batches.flatMap(\.completions).first?.once == OnceUpdate(jobID: "j1", expect: .pending, state: .done))
+    }
+
+    @Test func aFailedIdempotencyCheckIsAskedAgainAndUnguardedIdsStillGoOut() throws {
+        let rig = CoreRig { $0.idempotencyWindowMilliseconds = 60_000 }
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        let inFlight = rig.core.inFlight
+        rig.core.onceChecked(rig.onceBatches.removeFirst(), .failure(JobSourceFailure("connection lost", maybeApplied: true)))
+        rig.drain()
+        #expect(rig.sends.isEmpty && rig.core.inFlight == inFlight, "the job waits, still in flight")
+        rig.advance(milliseconds: 249)
+        #expect(rig.onceBatches.isEmpty)
+        rig.advance(milliseconds: 1)
+        let again = try #require(rig.onceBatches.first)
+        rig.core.onceChecked(again, .success([.unguarded]))
+        rig.drain()
+        #expect(rig.takeSends().map(\.id) == ["j1"])
+        #expect(rig.logs.contains { $0.1.hasPrefix("could not check job ids") })
     }
 }

@@ -52,6 +52,15 @@ final class MemoryJobSource: JobSource {
         loop.schedule(afterMilliseconds: 0) { completion(.success(answer)) }
     }
 
+    /// Ids seen by the idempotency check: the first copy claims, later ones are duplicates.
+    var onceSeen: Set<String> = []
+
+    func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64,
+                   completion: @escaping (Result<[OnceVerdict], JobSourceFailure>) -> Void) {
+        let verdicts = jobs.map { onceSeen.insert($0.jobID).inserted ? OnceVerdict.claimed : .duplicate }
+        loop.schedule(afterMilliseconds: 0) { completion(.success(verdicts)) }
+    }
+
     func returnAll(completion: @escaping (Result<Int, JobSourceFailure>) -> Void) {
         returnAllCalls += 1
         let count = held.count

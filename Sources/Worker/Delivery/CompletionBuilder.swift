@@ -17,9 +17,16 @@ struct CompletionBuilder {
         return result
     }
 
+    /// A completion for `job`'s lease that leaves its idempotency key (if it took part) in `state`.
+    private func completion(_ job: JobAttempt, once state: OnceUpdate.State) -> JobCompletion {
+        var completion = JobCompletion(lease: job.lease)
+        if let expect = job.onceExpect { completion.once = OnceUpdate(jobID: job.id, expect: expect, state: state) }
+        return completion
+    }
+
     /// A terminal or retry decision on an answer (or a transport failure: `response` nil).
     func decided(_ job: JobAttempt, _ decision: Decision, response: APNsResponse?, now: UInt64, wallMillis: Int64) -> JobCompletion {
-        var completion = JobCompletion(lease: job.lease)
+        var completion = completion(job, once: .done)
         var result: ResultEntry
         switch decision {
         case .delivered:
@@ -44,7 +51,7 @@ struct CompletionBuilder {
     /// Puts the job in the retry set, due at `dueAt` (ms since the epoch), as attempt `attempt`: the same
     /// number for a parked job (the job is not at fault), the next one after a retryable answer.
     func retry(_ job: JobAttempt, dueAt: Int64, attempt: Int, reason: String, response: APNsResponse? = nil, now: UInt64) -> JobCompletion {
-        var completion = JobCompletion(lease: job.lease)
+        var completion = completion(job, once: .pending)
         var result = entry(job, .retrying, now: now, response: response, reason: reason)
         result.retryAt = dueAt
         completion.result = result
@@ -55,8 +62,25 @@ struct CompletionBuilder {
     /// A job whose `deliver_at` lies ahead: into the retry set until then, attempt unchanged, and no result entry
     /// (nothing happened to it yet; its one terminal entry comes when it is sent).
     func scheduled(_ job: JobAttempt, at dueAt: Int64) -> JobCompletion {
-        var completion = JobCompletion(lease: job.lease)
+        var completion = completion(job, once: .pending)
         completion.scheduleRetry(at: dueAt, attempt: job.attempt, id: job.id)
+        return completion
+    }
+
+    /// A multicast job fans out: its lease released with one child job per token pushed to its queue, and no
+    /// result entry (each token's own entries follow; the job's terminal outcomes are theirs).
+    func expanded(_ job: JobAttempt, _ multicast: JobAttempt.Multicast) -> JobCompletion {
+        var completion = completion(job, once: .done)
+        completion.expansion = Expansion(jobID: job.id, tokens: multicast.tokens, jobPrefix: multicast.jobPrefix, jobSuffix: multicast.jobSuffix)
+        return completion
+    }
+
+    /// A second copy of a job id within the idempotency window: its one terminal entry says so, nothing is sent.
+    func duplicate(_ job: JobAttempt, now: UInt64) -> JobCompletion {
+        var completion = JobCompletion(lease: job.lease)
+        var result = entry(job, .duplicate, now: now)
+        if job.multicast != nil { result.token = nil }
+        completion.result = result
         return completion
     }
 

@@ -10,6 +10,8 @@ public enum DeliveryAction {
     case send([JobAttempt])
     /// Apply this batch; answer with `recorded` or `recordFailed`.
     case record(RecordBatch)
+    /// Idempotency: ask which of these freshly claimed jobs may be sent; answer with `onceChecked`.
+    case claimOnce(OnceBatch)
     /// Re-read the app's credential; answer with `reloaded`.
     case reloadCredentials(app: Int)
     case log(LogLevel, String, [String: LogValue])
@@ -23,6 +25,11 @@ public struct RecordBatch: Sendable {
     public let completions: [JobCompletion]
     /// Sent before and its reply was lost: must not recover lost leases (see `JobQueue.complete`).
     public let isRepeat: Bool
+}
+
+/// Claimed producer jobs whose ids wait for the idempotency decision (still in flight).
+public struct OnceBatch {
+    public let jobs: [JobAttempt]
 }
 
 /// The numbers the core works with, for one event loop's share of the process.
@@ -42,6 +49,8 @@ public struct DeliverySettings: Sendable {
     public var recordRetryMilliseconds = 250
     public var claimRetryMilliseconds = 500
     public var emptyClaimBackoff = ClaimBackoff(initialMilliseconds: 2, maxMilliseconds: 200)
+    /// Idempotency window (`worker.idempotency_window_seconds`), 0 when off.
+    public var idempotencyWindowMilliseconds: Int64 = 0
     /// Prefix of the ids made for jobs that name none.
     public var idPrefix = String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF_FFFF, radix: 36)
 
@@ -55,6 +64,7 @@ public struct DeliverySettings: Sendable {
         maxInFlight = share
         claimBatch = max(1, min(configuration.worker.claimBatch, share))
         flushIntervalMilliseconds = configuration.worker.flushIntervalMs
+        idempotencyWindowMilliseconds = Int64(configuration.worker.idempotencyWindowSeconds) * 1000
         retry = configuration.retry
     }
 }
@@ -87,6 +97,10 @@ public final class DeliveryCore {
     private var backlog: [JobAttempt] = []
     private var claims: ClaimState
     private var records = RecordState()
+    /// Jobs of this claim waiting to ask about their ids (idempotency), and asks that failed, due again.
+    private var onceWaiting: [JobAttempt] = []
+    private var onceAgain: [(at: UInt64, batch: OnceBatch)] = []
+    private var onceWarnings = WarningThrottle(seconds: 10)
     private var shutdownAt: UInt64?
     private var idCounter: UInt64 = 0
     private var claimWarnings = WarningThrottle(seconds: 30)
@@ -138,6 +152,7 @@ public final class DeliveryCore {
         if phase == .running && !claims.outstanding { consider(claims.notBefore) }
         consider(records.flushAt)
         for entry in records.again { consider(entry.at) }
+        for entry in onceAgain { consider(entry.at) }
         for gate in gates.values { consider(gate.pause?.until) }
         consider(shutdownAt)
         return wake
@@ -180,6 +195,11 @@ public final class DeliveryCore {
             records.again.removeAll { $0.at <= now }
             for entry in due { actions.append(.record(entry.batch)) }
         }
+        if !onceAgain.isEmpty {
+            let due = onceAgain.filter { $0.at <= now }
+            onceAgain.removeAll { $0.at <= now }
+            for entry in due { actions.append(.claimOnce(entry.batch)) }
+        }
         for gate in gates.values { endPause(gate, now: now) }
         settle()
     }
@@ -191,6 +211,7 @@ public final class DeliveryCore {
         records.flushAt = nil
         outgoing.removeAll()
         backlog.removeAll()
+        onceAgain.removeAll()
         // Results waiting to be written again after a failure go out with the pending ones: dropping them would
         // return delivered jobs to the queue and send them twice. A repeat among them makes the batch a repeat
         // (which only turns off the lease-lost recovery).
@@ -243,6 +264,10 @@ public final class DeliveryCore {
         counters.claimed += leases.count
         let now = clock.monotonicNanos
         for lease in leases { admit(lease, now: now) }
+        if !onceWaiting.isEmpty {
+            actions.append(.claimOnce(OnceBatch(jobs: onceWaiting)))
+            onceWaiting = []
+        }
         let delay = claims.backoff.next(claimed: leases.count)
         if delay > 0 { claims.notBefore = now &+ UInt64(delay) * 1_000_000 }
         settle()
@@ -266,19 +291,63 @@ public final class DeliveryCore {
             log(.info, "job rejected", ["id": .string(id), "reason": .string(reason)])
             record(builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, wallMillis: clock.wallMillis))
         case .accepted(let job):
-            // Past its own deadline before it was ever sent (e.g. `expiration: 1000`): Apple would treat it as
-            // "send once"; the producer said it is worthless by now.
-            let wall = clock.wallMillis
-            if policy.wouldExpire(job.notification.expiration, atMilliseconds: max(wall, job.deliverAt ?? wall)) {
-                return finishJob(job, .fail(reason: "Expired"), response: nil)
+            if settings.idempotencyWindowMilliseconds > 0 && job.hasProducerID {
+                // The producer's own copy: Redis decides which copy of the id sends. A job back from the retry
+                // set (a retry, a scheduled job, a multicast token) was decided before; it only ends the key.
+                if lease.raw.count == lease.job.count { return onceWaiting.append(job) }
+                job.onceExpect = .pending
             }
-            // Scheduled delivery: the job waits in Redis (the retry set, moved back by the scheduler) until it is due.
-            if let deliverAt = job.deliverAt, deliverAt > wall {
-                counters.scheduled += 1
-                return record(builder.scheduled(job, at: deliverAt))
-            }
-            dispatch(job)
+            proceed(job)
         }
+    }
+
+    /// An accepted job that may be sent: scheduled, fanned out, expired or sent.
+    private func proceed(_ job: JobAttempt) {
+        // Past its own deadline before it was ever sent (e.g. `expiration: 1000`): Apple would treat it as
+        // "send once"; the producer said it is worthless by now.
+        let wall = clock.wallMillis
+        let expired = policy.wouldExpire(job.notification.expiration, atMilliseconds: max(wall, job.deliverAt ?? wall))
+        // Scheduled delivery: the job waits in Redis (the retry set, moved back by the scheduler) until it is due.
+        if let deliverAt = job.deliverAt, deliverAt > wall, !expired {
+            counters.scheduled += 1
+            return record(builder.scheduled(job, at: deliverAt))
+        }
+        // Multicast: one job per token, made in Redis with this lease's release, claimed in ordinary batches; so
+        // 10,000 tokens cost this worker one slot now and ordinary claims later. Each token then expires alone.
+        if let multicast = job.multicast {
+            counters.multicast += 1
+            counters.fannedOut += multicast.tokens.count
+            return record(builder.expanded(job, multicast))
+        }
+        if expired { return finishJob(job, .fail(reason: "Expired"), response: nil) }
+        dispatch(job)
+    }
+
+    /// Redis's word on a claim's job ids: the copy that holds its id goes on, a duplicate ends here.
+    public func onceChecked(_ batch: OnceBatch, _ result: Result<[OnceVerdict], JobSourceFailure>) {
+        guard phase != .stopped else { return }
+        switch result {
+        case .failure(let failure):
+            let now = clock.monotonicNanos
+            if onceWarnings.allow(now: now) {
+                log(.warning, "could not check job ids (idempotency); will retry", ["error": .string(failure.description), "jobs": .int(batch.jobs.count)])
+            }
+            onceAgain.append((now &+ UInt64(settings.recordRetryMilliseconds) * 1_000_000, batch))
+        case .success(let verdicts):
+            for (job, verdict) in zip(batch.jobs, verdicts) {
+                switch verdict {
+                case .claimed:
+                    job.onceExpect = .lease
+                    proceed(job)
+                case .unguarded:
+                    proceed(job)
+                case .duplicate:
+                    counters.duplicates += 1
+                    record(builder.duplicate(job, now: clock.monotonicNanos))
+                }
+            }
+        }
+        settle()
     }
 
     private func nextJobID() -> String {

@@ -117,6 +117,12 @@ public final class DeliveryPipeline {
                 }
                 self.run()
             }
+        case .claimOnce(let batch):
+            source.claimOnce(batch.jobs.map { ($0.lease, $0.id) }, windowMilliseconds: core.settings.idempotencyWindowMilliseconds) { [weak self] result in
+                guard let self else { return }
+                self.core.onceChecked(batch, result)
+                self.run()
+            }
         case .reloadCredentials(let app):
             core.reloaded(app: app, error: sender.reloadCredentials(app: app))
         case .log(let level, let message, let fields):

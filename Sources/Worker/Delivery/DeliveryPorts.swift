@@ -73,6 +73,10 @@ public protocol JobSource: AnyObject {
     /// Returns every job this worker still holds to its queue: at start (what an earlier process under the
     /// same worker id left) and at the end of a shutdown. Answers the count.
     func returnAll(completion: @escaping (Result<Int, JobSourceFailure>) -> Void)
+    /// Idempotency: for freshly claimed jobs and their producer ids, which copy sends and which is a duplicate
+    /// within the window; decided atomically by the source. Safe to ask again after a failure.
+    func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64,
+                   completion: @escaping (Result<[OnceVerdict], JobSourceFailure>) -> Void)
 }
 
 /// Time for the core, injected so tests run it on a fake clock.

@@ -26,9 +26,22 @@ public final class JobAttempt {
     let claimedAt: UInt64
     /// `deliver_at` (ms since the epoch): the job waits in the retry set until then.
     let deliverAt: Int64?
+    /// A multicast job (`tokens`): fanned out into one job per token instead of being sent.
+    let multicast: Multicast?
+    /// The `id` came from the producer (idempotency applies only to such ids).
+    let hasProducerID: Bool
+    /// Idempotency: what this job's `<p>:once:<id>` key holds for it, once it took part (nil: it does not).
+    var onceExpect: OnceUpdate.Expect?
+
+    /// A multicast job's tokens (each once, in the producer's order) and its bytes around the `tokens` member.
+    struct Multicast {
+        let tokens: [String]
+        let jobPrefix: [UInt8]
+        let jobSuffix: [UInt8]
+    }
 
     init(lease: Lease, id: String, destination: Destination, appName: String, notification: PushNotification, claimedAt: UInt64,
-         deliverAt: Int64? = nil) {
+         deliverAt: Int64? = nil, multicast: Multicast? = nil, hasProducerID: Bool = false) {
         self.lease = lease
         self.id = id
         self.destination = destination
@@ -37,6 +50,8 @@ public final class JobAttempt {
         self.attempt = lease.attempt
         self.claimedAt = claimedAt
         self.deliverAt = deliverAt
+        self.multicast = multicast
+        self.hasProducerID = hasProducerID
     }
 
     /// Environment fallback: the same job, once, to the other environment of the same app.

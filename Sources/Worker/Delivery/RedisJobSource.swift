@@ -54,6 +54,11 @@ public final class RedisJobSource: JobSource {
         queue.complete(batch, isRepeat: isRepeat) { result in completion(result.mapError(Self.failure)) }
     }
 
+    public func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64,
+                          completion: @escaping (Result<[OnceVerdict], JobSourceFailure>) -> Void) {
+        queue.claimOnce(jobs, windowMilliseconds: windowMilliseconds) { result in completion(result.mapError(Self.failure)) }
+    }
+
     public func returnAll(completion: @escaping (Result<Int, JobSourceFailure>) -> Void) {
         queue.retire { result in completion(result.mapError(Self.failure)) }
     }
