@@ -66,9 +66,10 @@ final class EndToEndWorld: @unchecked Sendable {
         try BlockingRedis(url: try RedisURL(parsing: redisURL))
     }
 
-    /// Writes a worker configuration; `worker` and `retry` settings are merged over short test defaults.
+    /// Writes a worker configuration; `worker` and `retry` settings are merged over short test defaults, `app`
+    /// settings (e.g. `environment_fallback`) into every app.
     func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:],
-                     apns: [String: Any] = [:], keyFiles: [String: String] = [:]) throws -> String {
+                     apns: [String: Any] = [:], keyFiles: [String: String] = [:], app appSettings: [String: Any] = [:]) throws -> String {
         var workerSettings: [String: Any] = ["lease_seconds": 3, "max_in_flight": 500, "claim_batch": 100,
                                              "shutdown_deadline_seconds": 5, "log_level": "info"]
         workerSettings.merge(worker) { _, new in new }
@@ -82,6 +83,7 @@ final class EndToEndWorld: @unchecked Sendable {
             "apps": apps.map { app -> [String: Any] in
                 ["name": app.name, "bundle_id": app.bundleID,
                  "token": ["team_id": app.teamID, "key_id": app.keyID, "key_file": keyFiles[app.name] ?? keys[app.name]!.privateKeyFile!]]
+                    .merging(appSettings) { _, new in new }
             },
             "retry": retrySettings,
             "worker": workerSettings,

@@ -76,8 +76,10 @@ final class ResultsLedger {
 
     /// Problems with the one-terminal-outcome contract for `ids` (empty when all is well): a job without a
     /// terminal entry, with two, with anything after its terminal entry, or with the wrong terminal outcome.
-    func contractProblems(expected: [String: String]) -> [String] {
-        let grouped = byJob
+    /// `key` names what has one outcome (a job id; for multicast, id and token); entries `excluding` these
+    /// outcomes are left out (e.g. `duplicate`, one per extra copy of an id, counted apart).
+    func contractProblems(expected: [String: String], key: (StreamEntry) -> String = \.id, excluding: Set<String> = []) -> [String] {
+        let grouped = Dictionary(grouping: entries.filter { !excluding.contains($0.outcome) }, by: key)
         var problems: [String] = []
         for (id, outcome) in expected.sorted(by: { $0.key < $1.key }) {
             let list = grouped[id] ?? []
