@@ -22,6 +22,26 @@ public struct JobSpec: Sendable, Equatable {
 
     public init() {}
 
+    /// A multicast job's tokens, each once (a device listed twice gets one notification; compared in lower case,
+    /// as APNs reads them), in the producer's order.
+    public var uniqueTokens: [String]? {
+        guard let tokens else { return nil }
+        var seen = Set<String>()
+        seen.reserveCapacity(tokens.count)
+        return tokens.filter { seen.insert($0.lowercased()).inserted }
+    }
+
+    /// A multicast job's bytes (`job`, the ones this spec was parsed from) before and after its `"tokens":[...]`
+    /// member, with `"token":"` and `"` added: each token's own job is prefix + token + suffix.
+    public func tokenJobParts(of job: [UInt8]) -> (prefix: [UInt8], suffix: [UInt8])? {
+        guard let member = tokensMember else { return nil }
+        var prefix = Array(job[..<member.lowerBound])
+        prefix.append(contentsOf: Array(#""token":""#.utf8))
+        var suffix: [UInt8] = [UInt8(ascii: "\"")]
+        suffix.append(contentsOf: job[member.upperBound...])
+        return (prefix, suffix)
+    }
+
     /// The notification once the worker has resolved topic and environment (job value or app default).
     public func notification(topic: String, environment: APNsEnvironment) -> PushNotification {
         PushNotification(

@@ -1,3 +1,4 @@
+import APNs
 import Basics
 import Foundation
 import Reactor
@@ -5,7 +6,9 @@ import RedisQueue
 
 /// The queue's own work with no APNs: `lanes` independent claim -> complete loops (claim a batch, write a
 /// `delivered` result and ack for each job, claim again), pipelined on one connection as the worker does.
-/// The jobs must already be queued. Against `redis-benchmark` this is the cost of the Lua scripts.
+/// The jobs must already be queued. Against `redis-benchmark` this is the cost of the Lua scripts. With
+/// `--once-window` each claim also runs the idempotency check (`claimOnce`) and each completion ends the job's
+/// id key, as a worker with `idempotency_window_seconds` does: the difference is idempotency's cost per job.
 enum QueueBenchCommand {
     static let command = Command(
         bench: "queue", abstract: "Claim + ack + result with no APNs at all (jobs must be queued).",
@@ -16,6 +19,7 @@ enum QueueBenchCommand {
             .value("lanes", "n", "Independent claim loops (default 4)."),
             .value("prefix", "prefix", "Key prefix (default herald)."),
             .value("timeout", "seconds", "Give up after this long (default 300)."),
+            .value("once-window", "ms", "Idempotency window: check every job id and mark it done (default 0: off)."),
         ],
         run: run)
 
@@ -26,6 +30,7 @@ enum QueueBenchCommand {
         let lanes = max(1, try flags.int("lanes", default: 4))
         let prefix = flags.value("prefix") ?? "herald"
         let timeout = try flags.double("timeout", default: 300)
+        let onceWindow = Int64(try flags.int("once-window", default: 0))
         let loop = try EventLoop.startThread(name: "bench-queue")
         defer { loop.stop(); _ = loop.waitUntilStopped() }
         let done = DispatchSemaphore(value: 0)
@@ -34,7 +39,7 @@ enum QueueBenchCommand {
             let connection = RedisConnection(url: url, loop: loop)
             connection.start()
             let queue = try JobQueue(connection: connection, keys: try QueueKeys(prefix: prefix), workerID: "bench-\(getpid())")
-            let run = QueueRun(queue: queue, count: count, batch: batch, done: done)
+            let run = QueueRun(queue: queue, count: count, batch: batch, onceWindow: onceWindow, done: done)
             for _ in 0..<lanes { run.lane() }
             return LoopBound(run, loop: loop)
         }
@@ -43,7 +48,8 @@ enum QueueBenchCommand {
         let summary = try loop.submit { run.value.summary() }
         try loop.submit { run.value.queue.connection.close() }
         printJSONLine(["completed": summary.completed, "errors": summary.errors, "seconds": seconds,
-                       "per_s": (Double(summary.completed) / seconds).rounded(), "batch": batch, "lanes": lanes])
+                       "per_s": (Double(summary.completed) / seconds).rounded(), "batch": batch, "lanes": lanes,
+                       "once_window_ms": onceWindow, "duplicates": summary.duplicates])
     }
 }
 
@@ -52,17 +58,20 @@ private final class QueueRun {
     let queue: JobQueue
     let count: Int
     let batch: Int
+    let onceWindow: Int64
     let done: DispatchSemaphore
     private var claimed = 0
+    private var duplicates = 0
     private var completed = 0
     private var errors = 0
     private var activeLanes = 0
     private var signalled = false
 
-    init(queue: JobQueue, count: Int, batch: Int, done: DispatchSemaphore) {
+    init(queue: JobQueue, count: Int, batch: Int, onceWindow: Int64, done: DispatchSemaphore) {
         self.queue = queue
         self.count = count
         self.batch = batch
+        self.onceWindow = onceWindow
         self.done = done
     }
 
@@ -90,21 +99,37 @@ private final class QueueRun {
                 return
             }
             claimed -= n - leases.count
-            let completions = leases.map { lease in
-                JobCompletion(lease: lease, result: ResultEntry(
-                    id: lease.jobID ?? lease.id, outcome: .delivered, status: 200, token: BenchJobs.token(0),
-                    topic: BenchJobs.topic, environment: "production", app: "bench", apnsID: "3f2b6a9e-1c4d-4e8f-9a0b-1c2d3e4f5a6b",
-                    attempt: 1, latencyMilliseconds: 1, worker: queue.workerID))
-            }
-            queue.complete(completions) { [self] result in
-                switch result {
-                case .success: completed += completions.count
-                case .failure: errors += 1
+            guard onceWindow > 0 else { return complete(leases, once: nil) }
+            let ids = leases.map { (lease: $0, jobID: JobParser.readableID($0.job) ?? $0.id) }
+            queue.claimOnce(ids, windowMilliseconds: onceWindow) { [self] result in
+                guard case .success(let verdicts) = result else {
+                    errors += 1
+                    return laneEnded()
                 }
-                claimNext()
+                duplicates += verdicts.filter { $0 == .duplicate }.count
+                complete(leases, once: zip(ids, verdicts).map { $1 == .claimed ? $0.jobID : nil })
             }
         }
     }
 
-    func summary() -> (completed: Int, errors: Int) { (completed, errors) }
+    /// Writes a `delivered` result and acks each lease; `once`: the id key each one ends (nil: none).
+    private func complete(_ leases: [Lease], once: [String?]?) {
+        let completions = leases.enumerated().map { index, lease in
+            var completion = JobCompletion(lease: lease, result: ResultEntry(
+                id: lease.jobID ?? lease.id, outcome: .delivered, status: 200, token: BenchJobs.token(0),
+                topic: BenchJobs.topic, environment: "production", app: "bench", apnsID: "3f2b6a9e-1c4d-4e8f-9a0b-1c2d3e4f5a6b",
+                attempt: 1, latencyMilliseconds: 1, worker: queue.workerID))
+            if let id = once?[index] { completion.once = OnceUpdate(jobID: id, expect: .lease, state: .done) }
+            return completion
+        }
+        queue.complete(completions) { [self] result in
+            switch result {
+            case .success: completed += completions.count
+            case .failure: errors += 1
+            }
+            claimNext()
+        }
+    }
+
+    func summary() -> (completed: Int, errors: Int, duplicates: Int) { (completed, errors, duplicates) }
 }

@@ -38,7 +38,7 @@ enum StatsCommand {
         lines.append(row("dead letters", stats.deadLetters))
         lines.append(row("results stream length", stats.resultsLength))
         lines.append(row("dropped tokens stream length", stats.droppedTokensLength))
-        let outcomes = ["delivered", "retrying", "token_dropped", "failed", "rejected"]
+        let outcomes = ResultEntry.Outcome.allCases.map(\.rawValue)
         lines.append("")
         lines.append("outcome".padding(toLength: 16, withPad: " ", startingAt: 0) + "last minute".leftPad(12) + "last hour".leftPad(12))
         for outcome in outcomes {

@@ -8,7 +8,7 @@ enum TailCommand {
         name: "tail", abstract: "Follow the results stream.",
         options: redisOptions + [
             .flag("json", "One JSON object per entry."),
-            .value("outcome", "name", "Only this outcome (delivered, retrying, token_dropped, failed, rejected); repeatable.", repeatable: true),
+            .value("outcome", "name", "Only this outcome (delivered, retrying, token_dropped, failed, rejected, duplicate); repeatable.", repeatable: true),
             .flag("from-start", "Start at the oldest entry instead of new ones."),
             .value("count", "n", "Exit after printing this many entries."),
             .value("stream", "key", "Follow another stream, e.g. <prefix>:dropped-tokens."),
@@ -18,7 +18,7 @@ enum TailCommand {
     static func run(_ args: ParsedArguments) throws -> Int32 {
         let settings = try redisSettings(args)
         let outcomes = Set(args.all("outcome"))
-        let known: Set<String> = ["delivered", "retrying", "token_dropped", "failed", "rejected"]
+        let known = Set(ResultEntry.Outcome.allCases.map(\.rawValue))
         for outcome in outcomes where !known.contains(outcome) { throw UsageError("unknown outcome '\(outcome)'") }
         let limit = try args.int("count")
         if let limit, limit < 1 { throw UsageError("--count must be at least 1") }

@@ -41,7 +41,9 @@ struct JobIntake {
             return .rejected(id: id, reason: "MissingTopic: push type \(spec.pushType.rawValue) needs an explicit topic", spec: spec, app: app.name)
         }
         var notification = spec.notification(topic: topic, environment: environment)
-        let multicast = spec.tokens.map { Self.multicast($0, member: spec.tokensMember!, job: lease.job) }
+        let multicast = spec.uniqueTokens.flatMap { tokens in
+            spec.tokenJobParts(of: lease.job).map { JobAttempt.Multicast(tokens: tokens, jobPrefix: $0.prefix, jobSuffix: $0.suffix) }
+        }
         // A multicast job is checked once, with its first token (every token's format was checked when parsed).
         if let multicast { notification.deviceToken = multicast.tokens[0] }
         if let failure = NotificationValidator.validate(notification, bundleID: spec.pushType == .mdm ? nil : app.bundleID) {
@@ -52,16 +54,4 @@ struct JobIntake {
                                     claimedAt: claimedAt, deliverAt: spec.deliverAt, multicast: multicast, hasProducerID: spec.id != nil))
     }
 
-    /// Each token once (a device listed twice gets one notification; tokens are compared in lower case, as APNs
-    /// reads them), and the job's bytes around its `"tokens":[...]` member, ready for `"token":"<t>"` between.
-    static func multicast(_ tokens: [String], member: Range<Int>, job: [UInt8]) -> JobAttempt.Multicast {
-        var seen = Set<String>()
-        seen.reserveCapacity(tokens.count)
-        let unique = tokens.filter { seen.insert($0.lowercased()).inserted }
-        var prefix = Array(job[..<member.lowerBound])
-        prefix.append(contentsOf: Array(#""token":""#.utf8))
-        var suffix: [UInt8] = [UInt8(ascii: "\"")]
-        suffix.append(contentsOf: job[member.upperBound...])
-        return JobAttempt.Multicast(tokens: unique, jobPrefix: prefix, jobSuffix: suffix)
-    }
 }
