@@ -235,6 +235,8 @@ final class CoreRig {
         (#"{"id":"order-7","token":"aabb","payload":{"aps":{}}"#, "not_json"),
         (#"{"id":7,"payload":{}}"#, "missing_token"),
         (#"{"id":"order-7","token":"aabb","payload":{},"deliver_at":"soon"}"#, "bad_deliver_at"),
+        (#"{"id":"order-7","tokens":["aabb","no"],"payload":{}}"#, "bad_tokens"),
+        (#"{"id":"order-7","tokens":["# + Array(repeating: #""aabb""#, count: 10_001).joined(separator: ",") + #"],"payload":{}}"#, "too_many_tokens"),
         // Readable jobs that APNs would refuse, or that name no usable app: the same id in result and dead letter.
         (#"{"id":"order-7","token":"aabb","payload":{},"app":"nope"}"#, "UnknownApp"),
         (#"{"id":"order-7","token":"aabb","payload":{},"app":"single","environment":"sandbox"}"#, "BadEnvironment"),

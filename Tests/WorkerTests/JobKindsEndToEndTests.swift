@@ -6,16 +6,17 @@ import Testing
 
 extension EndToEnd {
     /// Issue 14 end to end: 10,000 pushed jobs mixing multicast, scheduled delivery, duplicate copies (with
-    /// idempotency on) and environment fallback, through two workers, one SIGKILLed mid-run. Exactly one terminal
-    /// outcome per job and per token, and exactly one `duplicate` entry per extra copy.
+    /// idempotency on) and environment fallback, through two workers, one SIGKILLed a third of the way, and Redis
+    /// killed and restarted from its append-only file two thirds of the way. Exactly one terminal outcome per job
+    /// and per token, and exactly one `duplicate` entry per extra copy.
     @Suite struct JobKinds {
         @Test(.timeLimit(.minutes(3)))
-        func tenThousandMixedJobsWithAWorkerKilledEndOncePerJobAndToken() throws {
+        func tenThousandMixedJobsThroughAWorkerKillAndARedisRestartEndOncePerJobAndToken() throws {
             // "fb" tokens: production answers BadDeviceToken (the first request), sandbox accepts (the second).
             let faults = MockFaultScript(seed: 14, latencyMs: MockLatency(min: 0, max: 1), rules: [
                 MockFaultRule(fate: .failFirst, tokenPrefix: "fb", status: 400, reason: "BadDeviceToken", count: 1),
             ])
-            let world = try EndToEndWorld(faults: faults)
+            let world = try EndToEndWorld(faults: faults, appendOnly: true)
             defer { world.shutdown(); world.removeFiles() }
 
             let total = 10_000
@@ -27,6 +28,7 @@ extension EndToEnd {
             var deliverAt: [String: Int64] = [:]
             var fallbackIDs: Set<String> = []
             var singles: [(id: String, bytes: [UInt8])] = []
+            var multicast: [[UInt8]] = []
             let due = Int64(Date().timeIntervalSince1970 * 1000) + 4_000
             var index = 0
             func single(_ prefix: String, extra: String = "") -> (String, [UInt8]) {
@@ -42,7 +44,7 @@ extension EndToEnd {
                 let tokens = (0..<tokensEach).map { deviceToken(prefix: "0c", index: m * 1000 + $0) }
                 for token in tokens { expected["\(id) \(token)"] = "delivered" }
                 copies[id] = 1
-                jobs.append(Array(#"{"id":"\#(id)","tokens":[\#(tokens.map { "\"\($0)\"" }.joined(separator: ","))],"payload":{"aps":{"alert":"to many"}}}"#.utf8))
+                multicast.append(Array(#"{"id":"\#(id)","tokens":[\#(tokens.map { "\"\($0)\"" }.joined(separator: ","))],"payload":{"aps":{"alert":"to many"}}}"#.utf8))
             }
             for _ in 0..<scheduledCount {
                 let (id, bytes) = single("5c", extra: #","deliver_at":\#(due)"#)
@@ -57,10 +59,12 @@ extension EndToEnd {
             // Extra copies: of ordinary, scheduled and multicast jobs, pushed after their originals.
             let duplicateCount = 600
             let multicastDuplicates = 2
-            while jobs.count + singles.count + duplicateCount + multicastDuplicates < total {
+            while multicast.count + singles.count + duplicateCount + multicastDuplicates < total {
                 singles.append(single("00"))
             }
-            jobs += singles.map(\.bytes)
+            jobs = singles.map(\.bytes)
+            // Multicast jobs spread through the queue, so that some fan out after each crash.
+            for (m, bytes) in multicast.enumerated() { jobs.insert(bytes, at: m * jobs.count / multicastJobs) }
             for n in 0..<duplicateCount {
                 let original = singles[(n * 37) % singles.count]
                 copies[original.id, default: 1] += 1
@@ -68,7 +72,7 @@ extension EndToEnd {
             }
             for m in 0..<multicastDuplicates {
                 copies["mc-\(m)", default: 1] += 1
-                jobs.append(jobs[m])
+                jobs.append(multicast[m])
             }
             #expect(jobs.count == total)
             try world.push(jobs)
@@ -83,10 +87,17 @@ extension EndToEnd {
             let terminalTotal = expected.count + duplicates
             let ledger = ResultsLedger(redisURL: world.redisURL)
             var killedAt: Int? = nil
+            var redisCrashedAt: Int? = nil
             let finished = try ledger.waitForTerminal(terminalTotal, seconds: 120) {
                 if killedAt == nil && ledger.terminalCount >= terminalTotal / 3 {
                     victim.signal(SIGKILL)
                     killedAt = ledger.terminalCount
+                }
+                if killedAt != nil && redisCrashedAt == nil && ledger.terminalCount >= terminalTotal * 2 / 3 {
+                    redisCrashedAt = ledger.terminalCount
+                    world.redis.crash()
+                    usleep(1_000_000)
+                    try world.redis.start()
                 }
                 if let worker = world.workers["kinds-2"], !worker.isRunning {
                     throw TestSupportError("worker kinds-2 exited early:\n\(world.workerLogs())")
@@ -97,6 +108,7 @@ extension EndToEnd {
             ledger.poll()
             #expect(finished, "only \(ledger.terminalCount) of \(terminalTotal) terminal entries:\n\(world.workerLogs())")
             #expect(killedAt != nil && killedAt! < terminalTotal, "the worker was killed mid-run")
+            #expect(redisCrashedAt != nil && redisCrashedAt! < terminalTotal, "Redis was restarted mid-run")
 
             // One terminal outcome per job and per token, duplicates aside.
             let key: (StreamEntry) -> String = { entry in
@@ -138,7 +150,7 @@ extension EndToEnd {
                 survivor.signal(SIGTERM)
                 #expect(survivor.waitForExit(seconds: 10) == 0)
             }
-            print("e2e job kinds: \(total) jobs (\(multicastJobs) multicast x \(tokensEach) tokens, \(scheduledCount) scheduled, \(fallbackCount) fallback, \(duplicates) duplicate copies) in \(String(format: "%.1f", elapsed)) s, worker killed after \(killedAt ?? 0) terminal entries; terminal \(ledger.terminalByOutcome), fallback recorded for \(fellBack.count)")
+            print("e2e job kinds: \(total) jobs (\(multicastJobs) multicast x \(tokensEach) tokens, \(scheduledCount) scheduled, \(fallbackCount) fallback, \(duplicates) duplicate copies) in \(String(format: "%.1f", elapsed)) s, worker killed after \(killedAt ?? 0) terminal entries, Redis after \(redisCrashedAt ?? 0); terminal \(ledger.terminalByOutcome), fallback recorded for \(fellBack.count)")
         }
     }
 }
