@@ -13,8 +13,10 @@ extension EndToEnd {
         @Test(.timeLimit(.minutes(3)))
         func tenThousandMixedJobsThroughAWorkerKillAndARedisRestartEndOncePerJobAndToken() throws {
             // "fb" tokens: production answers BadDeviceToken (the first request), sandbox accepts (the second).
+            // "e5" tokens (a tenth of each multicast job's): a 500 first, so that token alone is retried.
             let faults = MockFaultScript(seed: 14, latencyMs: MockLatency(min: 0, max: 1), rules: [
                 MockFaultRule(fate: .failFirst, tokenPrefix: "fb", status: 400, reason: "BadDeviceToken", count: 1),
+                MockFaultRule(fate: .failFirst, tokenPrefix: "e5", status: 500, reason: "InternalServerError", count: 1),
             ])
             let world = try EndToEndWorld(faults: faults, appendOnly: true)
             defer { world.shutdown(); world.removeFiles() }
@@ -41,7 +43,7 @@ extension EndToEnd {
             }
             for m in 0..<multicastJobs {
                 let id = "mc-\(m)"
-                let tokens = (0..<tokensEach).map { deviceToken(prefix: "0c", index: m * 1000 + $0) }
+                let tokens = (0..<tokensEach).map { deviceToken(prefix: $0 % 10 == 3 ? "e5" : "0c", index: m * 1000 + $0) }
                 for token in tokens { expected["\(id) \(token)"] = "delivered" }
                 copies[id] = 1
                 multicast.append(Array(#"{"id":"\#(id)","tokens":[\#(tokens.map { "\"\($0)\"" }.joined(separator: ","))],"payload":{"aps":{"alert":"to many"}}}"#.utf8))
@@ -127,6 +129,19 @@ extension EndToEnd {
             #expect(wrongCounts.isEmpty, "ids whose duplicate entries do not match their extra copies: \(wrongCounts.prefix(10))")
             #expect(duplicateEntries.count == duplicates)
             #expect(duplicateEntries.filter { $0.id.hasPrefix("mc-") }.allSatisfy { $0.fields["token"] == nil })
+
+            // A multicast token that met a 500 was retried alone, as its own attempt 2 (one that the killed worker
+            // sent first went out again as attempt 1 and met a 200).
+            let retried = Dictionary(grouping: ledger.entries.filter { $0.outcome == "retrying" }, by: key)
+            let retriedTokens = expected.keys.filter { $0.hasPrefix("mc-") && $0.contains(" e5") }
+            let badRetries = retriedTokens.filter { k in
+                let retries = retried[k]?.count ?? 0
+                let attempt = ledger.entries.first { key($0) == k && $0.isTerminal }?.fields["attempt"]
+                return retries > 1 || (retries == 1 && attempt != "2") || (retries == 0 && attempt != "1")
+            }
+            #expect(badRetries.isEmpty, "multicast tokens retried wrongly: \(badRetries.prefix(5))")
+            #expect(retriedTokens.filter { retried[$0] != nil }.count > retriedTokens.count / 2, "tokens retried: \(retried.count)")
+            #expect(Set(retried.keys).isSubset(of: Set(retriedTokens)), "only the tokens that needed it are retried")
 
             // Scheduled jobs went out no earlier than due (Redis's clock, a little tolerance for the readings).
             let terminalByKey = Dictionary(ledger.entries.filter { $0.isTerminal && $0.outcome != "duplicate" }.map { (key($0), $0) }) { a, _ in a }
