@@ -328,6 +328,8 @@ public final class DeliveryCore {
         guard phase != .stopped else { return }
         switch result {
         case .failure(let failure):
+            // A source closed on purpose (shutdown): the jobs stay leased and go back with the rest.
+            guard !failure.closed else { break }
             let now = clock.monotonicNanos
             if onceWarnings.allow(now: now) {
                 log(.warning, "could not check job ids (idempotency); will retry", ["error": .string(failure.description), "jobs": .int(batch.jobs.count)])
