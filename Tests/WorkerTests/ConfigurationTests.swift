@@ -71,6 +71,22 @@ import Worker
         } throws: { ($0 as? ConfigurationError)?.problems.contains { $0.contains("environment_fallback needs both") } == true }
     }
 
+    @Test func idempotencyIsOffUnlessAWindowIsSetAndTheWindowIsBounded() throws {
+        func load(_ worker: String) throws -> Configuration {
+            try ConfigurationLoader.load(path: try write(#"{"worker":{\#(worker)},"# + oneApp.dropFirst()), environment: [:])
+        }
+        let off = try ConfigurationLoader.load(path: try write(oneApp), environment: [:])
+        #expect(off.worker.idempotencyWindowSeconds == 0)
+        #expect(DeliverySettings(configuration: off, workerID: "w").idempotencyWindowMilliseconds == 0)
+        let day = try load(#""idempotency_window_seconds":86400"#)
+        #expect(DeliverySettings(configuration: day, workerID: "w").idempotencyWindowMilliseconds == 86_400_000)
+        for bad in ["-1", "2592001"] {
+            #expect {
+                _ = try load(#""idempotency_window_seconds":\#(bad)"#)
+            } throws: { ($0 as? ConfigurationError)?.problems.contains { $0.contains("idempotency_window_seconds") } == true }
+        }
+    }
+
     @Test func everyProblemIsReportedAtOnce() throws {
         let path = try write(#"""
         {"redis": {"url": "http://nope", "prefx": "x"},
