@@ -47,6 +47,10 @@ public enum JobParser {
                     guard isHexToken(token) else { throw JobError.tokenNotHex }
                     job.token = token
                     tokenSeen = true
+                case .channel:
+                    let channel = try string(value, field, scanner)
+                    guard Broadcast.isValidChannelID(channel) else { throw JobError.badChannel }
+                    job.channel = channel
                 case .topic: job.topic = try string(value, field, scanner)
                 case .environment:
                     let raw = try string(value, field, scanner)
@@ -92,8 +96,15 @@ public enum JobParser {
         } catch {
             preconditionFailure("unexpected error \(error)")
         }
-        if tokenSeen && job.tokens != nil { throw JobError.badTokens("give either \"token\" or \"tokens\", not both") }
-        guard tokenSeen || job.tokens != nil else { throw JobError.missingToken }
+        if job.channel != nil {
+            // A broadcast: one target only, and a Live Activity update unless the job says otherwise (which the
+            // validator then refuses with Apple's InvalidPushType).
+            if tokenSeen || job.tokens != nil { throw JobError.tokenAndChannel }
+            if seen & (UInt16(1) << Field.pushType.rawValue) == 0 { job.pushType = .liveactivity }
+        } else {
+            if tokenSeen && job.tokens != nil { throw JobError.badTokens("give either \"token\" or \"tokens\", not both") }
+            guard tokenSeen || job.tokens != nil else { throw JobError.missingToken }
+        }
         guard payloadSeen else { throw JobError.missingPayload }
         return job
     }
@@ -173,6 +184,7 @@ public enum JobParser {
 
     private enum Field: UInt16 {
         case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
+        case channel
 
         var name: String {
             switch self {
@@ -189,6 +201,7 @@ public enum JobParser {
             case .payload: "payload"
             case .deliverAt: "deliver_at"
             case .tokens: "tokens"
+            case .channel: "channel"
             }
         }
 
@@ -203,6 +216,7 @@ public enum JobParser {
             case 6 where s.stringEquals(key, "tokens"): self = .tokens
             case 7 where s.stringEquals(key, "payload"): self = .payload
             case 7 where s.stringEquals(key, "apns_id"): self = .apnsID
+            case 7 where s.stringEquals(key, "channel"): self = .channel
             case 8 where s.stringEquals(key, "priority"): self = .priority
             case 9 where s.stringEquals(key, "push_type"): self = .pushType
             case 10 where s.stringEquals(key, "expiration"): self = .expiration

@@ -39,6 +39,9 @@ public enum MockAPNsCommand {
         configuration.logFile = options.logFile
         configuration.logPayloads = options.logPayloads
         configuration.recordAccepted = options.record
+        configuration.recordRequests = options.recordRequests
+        configuration.maxChannels = options.maxChannels
+        configuration.broadcastBundleIDs = options.broadcastBundleIDs
         if let window = options.tokenUpdateWindow { configuration.tokenUpdateWindowSeconds = window }
         if let lifetime = options.tokenLifetime { configuration.tokenLifetimeSeconds = lifetime }
         configuration.requirePushType = !options.allowMissingPushType
@@ -189,6 +192,9 @@ struct CommandOptions {
     var maxStreams: UInt32 = 1000
     var dropStreamsAfterRejection = false
     var seed: UInt64 = 1
+    var recordRequests = false
+    var maxChannels = 10_000
+    var broadcastBundleIDs: [String]?
     var logFile: String?
     var logPayloads = false
     var record = false
@@ -233,7 +239,10 @@ struct CommandOptions {
             .value("seed", "n", "Seed for rates and latency ranges (default 1; the config's seed wins)."),
             .value("log-file", "file", "Append accepted notifications as JSON lines."),
             .flag("log-payloads", "Include the payload text in the accepted log."),
-            .flag("record", "Keep accepted notifications in memory for GET /_mock/accepted."),
+            .flag("record", "Keep accepted notifications in memory for GET /_mock/accepted (broadcasts: GET /_mock/broadcasts)."),
+            .flag("record-requests", "Keep every APNs request (headers in order, body) for GET /_mock/requests."),
+            .value("max-channels", "n", "Broadcast channels one app may hold (default 10000; more is CannotCreateChannelConfig)."),
+            .value("broadcast-bundles", "a,b", "Bundle IDs with the broadcast capability (default: all; others get FeatureNotEnabled)."),
             .value("ready-file", "file", "Write the ready JSON line to this file once listening."),
             .flag("print-token", "Add a provider token signed with the (first) key to the ready line."),
             .flag("no-auth", "No authorization checks at all (pure HTTP/2 load only)."),
@@ -272,6 +281,9 @@ struct CommandOptions {
         logFile = args.value("log-file")
         logPayloads = args.flag("log-payloads")
         record = args.flag("record")
+        recordRequests = args.flag("record-requests")
+        if let n = try args.integer("max-channels", as: Int.self, in: 0...1_000_000) { maxChannels = n }
+        broadcastBundleIDs = args.list("broadcast-bundles")
         readyFile = args.value("ready-file")
         printToken = args.flag("print-token")
         noAuth = args.flag("no-auth")

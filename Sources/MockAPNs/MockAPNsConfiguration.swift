@@ -36,6 +36,12 @@ public struct MockAPNsConfiguration: Sendable {
     public var logPayloads = false
     /// Append each accepted notification as a JSON line to this file.
     public var logFile: String?
+    /// Broadcast channels one app may hold in this (simulated) environment; more is CannotCreateChannelConfig.
+    public var maxChannels = 10_000
+    /// Bundle IDs whose App ID has the broadcast capability; nil = every bundle ID. Others get FeatureNotEnabled.
+    public var broadcastBundleIDs: [String]?
+    /// Keep every APNs request (headers in order, body) for `recordedRequests()` and `GET /_mock/requests`.
+    public var recordRequests = false
 
     public init() {}
 }

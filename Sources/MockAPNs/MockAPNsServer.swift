@@ -52,6 +52,21 @@ public final class MockAPNsServer: Sendable {
         (try? loop.submit { [state] in state.value.core.accepted }) ?? []
     }
 
+    /// Broadcasts accepted so far, oldest first (only when `recordAccepted` is on).
+    public func broadcastsReceived() -> [MockBroadcast] {
+        (try? loop.submit { [state] in state.value.core.broadcasts }) ?? []
+    }
+
+    /// Every broadcast channel the simulator holds, in creation order, with its broadcast count.
+    public func channels() -> [MockChannel] {
+        (try? loop.submit { [state] in state.value.core.channels.all }) ?? []
+    }
+
+    /// APNs requests as received (only when `recordRequests` is on).
+    public func recordedRequests() -> [MockRecordedRequest] {
+        (try? loop.submit { [state] in state.value.core.requests }) ?? []
+    }
+
     /// The fault script in force.
     public func faults() -> MockFaultScript {
         (try? loop.submit { [state] in state.value.core.faults.script }) ?? MockFaultScript()

@@ -18,11 +18,16 @@ final class ServerCore {
     let readBuffer: UnsafeMutableBufferPointer<UInt8>
     var stats = MockAPNsStats()
     var accepted: [MockAcceptedNotification] = []
+    let channels: ChannelRegistry
+    /// The broadcast observation log (kept with `recordAccepted`).
+    var broadcasts: [MockBroadcast] = []
+    /// Requests as received (kept with `recordRequests`).
+    var requests: [MockRecordedRequest] = []
     private var logFile: UnsafeMutablePointer<FILE>?
     private var connections: [Int: ServerConnection] = [:]
     private var nextConnectionID = 0
     /// apns-id generation: seeded once from the system generator (getrandom per request showed in profiles).
-    private var random: SeededRandom = {
+    var random: SeededRandom = {
         var system = SystemRandomNumberGenerator()
         return SeededRandom(seed: system.next())
     }()
@@ -35,6 +40,7 @@ final class ServerCore {
         for key in configuration.keys { keyMap[key.keyID] = key }
         verifier = ProviderTokenVerifier(keys: keyMap)
         faults = FaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
+        channels = ChannelRegistry(limit: configuration.maxChannels)
         sslContext = configuration.cleartext ? nil : try Self.makeContext(configuration)
         var newCallbacks: OpaquePointer?
         nghttp2_session_callbacks_new(&newCallbacks)
@@ -214,6 +220,22 @@ final class ServerCore {
         }
     }
 
+    func recordBroadcast(_ request: IncomingRequest, channel: String, bundleID: String, requestID: String, connection: Int) {
+        stats.broadcastsAccepted += 1
+        channels.countBroadcast(channel)
+        guard configuration.recordAccepted else { return }
+        broadcasts.append(MockBroadcast(
+            channel: channel, bundleID: bundleID, requestID: requestID, priority: Int(request.priority ?? "10") ?? 10,
+            expiration: Int64(request.expiration ?? "0") ?? 0, payloadBytes: request.bodySize,
+            payload: configuration.logPayloads ? request.payloadText : nil, connection: connection, stream: request.streamID,
+            timeMillis: wallClockMillis()))
+    }
+
+    func recordRequest(_ request: IncomingRequest) {
+        guard let headers = request.headerLog else { return }
+        requests.append(MockRecordedRequest(method: request.method ?? "", path: request.path ?? "", headers: headers, body: request.payloadText))
+    }
+
     // MARK: control paths (not part of APNs)
 
     func control(_ request: IncomingRequest) -> (Int, [UInt8]) {
@@ -229,6 +251,12 @@ final class ServerCore {
             return (200, json(snapshot()))
         case ("GET", "/_mock/accepted"):
             return (200, json(accepted))
+        case ("GET", "/_mock/broadcasts"):
+            return (200, json(broadcasts))
+        case ("GET", "/_mock/channels"):
+            return (200, json(channels.all))
+        case ("GET", "/_mock/requests"):
+            return (200, json(requests))
         case ("POST", "/_mock/reset"):
             resetCounters()
             return (200, message("status", "reset"))
@@ -255,6 +283,8 @@ final class ServerCore {
         stats.connectionsOpen = open
         stats.streamsInUse = inUse
         accepted.removeAll()
+        broadcasts.removeAll()
+        requests.removeAll()
         faults.replace(faults.script, defaultSeed: configuration.seed)
     }
 }

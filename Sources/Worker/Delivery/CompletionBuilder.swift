@@ -8,12 +8,14 @@ struct CompletionBuilder {
     let workerID: String
 
     private func entry(_ job: JobAttempt, _ outcome: ResultEntry.Outcome, now: UInt64, response: APNsResponse? = nil, reason: String? = nil) -> ResultEntry {
+        let n = job.notification
         var result = ResultEntry(
-            id: job.id, outcome: outcome, status: response?.status ?? 0, reason: reason, token: job.notification.deviceToken,
+            id: job.id, outcome: outcome, status: response?.status ?? 0, reason: reason, token: n.isBroadcast ? nil : n.deviceToken,
             topic: job.notification.topic, environment: job.notification.environment.rawValue, app: job.appName,
             apnsID: response?.apnsID, apnsUniqueID: response?.apnsUniqueID, attempt: job.attempt,
             latencyMilliseconds: job.latencyMilliseconds(now: now), worker: workerID)
         result.fallbackFrom = job.fallbackFrom?.rawValue
+        result.channel = n.channelID
         return result
     }
 
@@ -37,6 +39,12 @@ struct CompletionBuilder {
             completion.droppedToken = DroppedToken(
                 token: job.notification.deviceToken, topic: job.notification.topic,
                 environment: job.notification.environment.rawValue, reason: reason, invalidSince: invalidSince)
+        case .dropChannel(let reason):
+            result = entry(job, .channelDropped, now: now, response: response, reason: reason)
+            if case .channel(let id, let bundleID) = job.notification.target {
+                completion.droppedChannel = DroppedChannel(
+                    channel: id, bundleID: bundleID, environment: job.notification.environment.rawValue, reason: reason)
+            }
         case .fail(let reason):
             result = entry(job, .failed, now: now, response: response, reason: reason)
         case .retry(let ms, let reason):
@@ -91,6 +99,7 @@ struct CompletionBuilder {
         completion.result = ResultEntry(
             id: id, outcome: .rejected, status: 0, reason: reason, token: spec?.token, topic: spec?.topic,
             environment: spec?.environment?.rawValue, app: app, attempt: lease.attempt, latencyMilliseconds: 0, worker: workerID)
+        completion.result?.channel = spec?.channel
         return completion
     }
 }
