@@ -55,11 +55,13 @@ final class ChannelRegistry {
     private(set) var channels: [String: MockChannel] = [:]
     /// Creation order, so listings are stable.
     private var order: [String] = []
+    /// Channels per bundle ID, so a create is not a scan of all of them.
+    private var counts: [String: Int] = [:]
     let limit: Int
 
     init(limit: Int) { self.limit = limit }
 
-    func count(bundleID: String) -> Int { channels.values.reduce(0) { $0 + ($1.bundleID == bundleID ? 1 : 0) } }
+    func count(bundleID: String) -> Int { counts[bundleID] ?? 0 }
 
     /// A new channel, or nil when the bundle ID has `limit` already (CannotCreateChannelConfig).
     func create(bundleID: String, policy: Int, random: inout SeededRandom) -> MockChannel? {
@@ -73,6 +75,7 @@ final class ChannelRegistry {
         let channel = MockChannel(id: id, bundleID: bundleID, storagePolicy: policy, broadcasts: 0, createdMillis: wallClockMillis())
         channels[id] = channel
         order.append(id)
+        counts[bundleID, default: 0] += 1
         return channel
     }
 
@@ -87,6 +90,7 @@ final class ChannelRegistry {
         guard find(id, bundleID: bundleID) != nil else { return false }
         channels[id] = nil
         order.removeAll { $0 == id }
+        counts[bundleID, default: 1] -= 1
         return true
     }
 
@@ -95,11 +99,6 @@ final class ChannelRegistry {
     func list(bundleID: String) -> [String] { order.filter { channels[$0]?.bundleID == bundleID } }
 
     var all: [MockChannel] { order.compactMap { channels[$0] } }
-
-    func removeAll() {
-        channels.removeAll()
-        order.removeAll()
-    }
 }
 
 /// Apple's broadcast and channel-management rules (the seed's error table), independent of Herald's own code.

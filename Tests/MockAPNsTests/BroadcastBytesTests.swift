@@ -124,4 +124,61 @@ struct BroadcastBytesTests {
             "/4/broadcasts/apps/com.example.app", "/1/apps/com.example.app/channels",
         ])
     }
+
+    /// Apple's limit: 10,000 channels per app and environment (the simulator's default). The 10,001st create is
+    /// CannotCreateChannelConfig; deleting one makes room again; another app is unaffected.
+    @Test func theTenThousandChannelLimitHoldsPerApp() throws {
+        let fixture = try Fixture { $0.recordAccepted = false }
+        defer { fixture.stop() }
+        let keyFile = try #require(fixture.key.privateKeyFile)
+        let cache = try ProviderTokenCache(keyID: fixture.key.keyID, teamID: fixture.key.teamID, key: try SigningKey(p8File: keyFile))
+        let loop = try EventLoop.startThread(name: "limit-test")
+        defer { loop.stop(); loop.waitUntilStopped() }
+        let port = fixture.server.port
+        let caFile = try #require(fixture.tls.caFile)
+        let clients = try loop.submit { () throws -> LoopBound<(APNsChannelClient, APNsChannelClient)> in
+            let tls = TLSConfiguration(caFile: caFile)
+            return LoopBound((try APNsChannelClient(loop: loop, host: "127.0.0.1", port: port, tls: tls, bundleID: C.bundle, tokenCache: cache),
+                              try APNsChannelClient(loop: loop, host: "127.0.0.1", port: port, tls: tls, bundleID: "com.example.other", tokenCache: cache)),
+                             loop: loop)
+        }
+        typealias Answer = Result<APNsChannelClient.Reply, APNsChannelClient.Failure>
+        /// Runs `operations` on one client, all at once, and waits for every answer.
+        func run(_ operations: [ChannelManagement.Operation], other: Bool = false) throws -> [ChannelManagement.Answer?] {
+            let answers = LockedValue<[Int: Answer]>([:])
+            try loop.submit {
+                let client = other ? clients.value.1 : clients.value.0
+                for (index, operation) in operations.enumerated() {
+                    client.perform(operation) { result in answers.withLock { $0[index] = result } }
+                }
+            }
+            let all = answers.wait(until: { $0.count == operations.count }, timeoutSeconds: 120, then: { $0 }) ?? [:]
+            return operations.indices.map { (try? all[$0]?.get())?.answer }
+        }
+        // In rounds of 1,000: the client's pool queues at most that many calls (management is not a bulk path).
+        var created: [ChannelManagement.Answer?] = []
+        for _ in 0..<10 { created += try run(Array(repeating: .create(.noMessagesStored), count: 1_000)) }
+        let ids = created.compactMap { answer -> String? in
+            if case .created(let id)? = answer { return id }
+            return nil
+        }
+        #expect(ids.count == 10_000)
+        #expect(Set(ids).count == 10_000)
+        #expect(try run([.create(.mostRecentMessageStored)]) == [.failed(status: 400, reason: .cannotCreateChannelConfig)])
+        #expect(try run([.create(.noMessagesStored)], other: true).first.map { if case .created? = $0 { true } else { false } } == true)
+        #expect(try run([.delete(channelID: ids[0])]) == [.deleted])
+        let again = try run([.create(.mostRecentMessageStored), .create(.mostRecentMessageStored)])
+        #expect(again.filter { if case .created? = $0 { true } else { false } }.count == 1)
+        #expect(again.contains(.failed(status: 400, reason: .cannotCreateChannelConfig)))
+        guard case .channels(let listed)? = try run([.list]).first else {
+            Issue.record("list failed")
+            return
+        }
+        #expect(listed.count == 10_000)
+        #expect(!listed.contains(ids[0]))
+        try loop.submit {
+            clients.value.0.close(graceful: false)
+            clients.value.1.close(graceful: false)
+        }
+    }
 }
