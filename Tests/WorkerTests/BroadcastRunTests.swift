@@ -7,7 +7,9 @@ import Testing
 extension EndToEnd {
     /// Device pushes and broadcasts on two channels through one worker process, with channels created, read, listed
     /// and one deleted mid-run by `herald channels` as a user would: the deleted channel's later jobs end as
-    /// `channel_dropped` (and on `herald:dropped-channels`), every other job is delivered, each exactly once.
+    /// `channel_dropped` (and on `herald:dropped-channels`), every other job is delivered, each exactly once. The
+    /// simulator's faults apply to broadcasts as to device pushes: channel b's first broadcast meets a 500 and is
+    /// retried (server_error_base_seconds 1 in these tests).
     @Suite struct BroadcastRun {
         @Test(.timeLimit(.minutes(3)))
         func aChannelDeletedMidRunDropsItsJobsAndNothingElse() throws {
@@ -27,6 +29,9 @@ extension EndToEnd {
             #expect(a != b)
             #expect(try channels(["get", "--channel", b])["message_storage_policy"] as? Int == 1)
             #expect(Set(try channels(["list"])["channels"] as? [String] ?? []) == [a, b])
+            try world.simulator.replaceFaults(MockFaultScript(rules: [
+                MockFaultRule(fate: .failFirst, token: b, status: 500, reason: "InternalServerError", count: 1),
+            ]))
 
             var expected: [String: String] = [:]
             func batch(_ round: Int, deleted: String?) -> [[UInt8]] {
@@ -67,6 +72,9 @@ extension EndToEnd {
             #expect(ledger.terminalByOutcome == ["delivered": 900, "channel_dropped": 100])
             let dropped = ledger.entries.filter { $0.outcome == "channel_dropped" }
             #expect(dropped.allSatisfy { $0.fields["channel"] == a && $0.fields["reason"] == "ChannelNotRegistered" && $0.fields["token"] == nil })
+            let retried = ledger.entries.filter { $0.outcome == "retrying" }
+            #expect(retried.count == 1 && retried.first?.fields["channel"] == b && retried.first?.fields["reason"] == "InternalServerError",
+                    "\(retried.map(\.fields))")
             let broadcastsDelivered = ledger.entries.filter { $0.outcome == "delivered" && $0.fields["channel"] != nil }
             #expect(broadcastsDelivered.count == 300)
             #expect(broadcastsDelivered.allSatisfy { $0.fields["apns_id"] != nil && $0.fields["topic"] == "com.example.e2e" })
