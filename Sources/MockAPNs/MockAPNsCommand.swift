@@ -29,6 +29,7 @@ public enum MockAPNsCommand {
         var configuration = MockAPNsConfiguration()
         configuration.host = options.host
         configuration.port = options.port
+        configuration.managementPort = options.managementPort
         configuration.cleartext = options.cleartext
         configuration.clientCAFile = options.clientCA
         configuration.certificateTopics = options.certificateTopics
@@ -89,6 +90,7 @@ public enum MockAPNsCommand {
         var ready: [String: Any] = ["port": server.port, "pid": Int(getpid()), "host": options.host,
                                     "environment": configuration.environment.rawValue, "tls": !options.cleartext]
         if let caFile { ready["ca_file"] = caFile }
+        if let management = server.managementPort { ready["management_port"] = management }
         if let keyFile { ready["key_file"] = keyFile }
         if let firstKey {
             ready["key_id"] = firstKey.keyID
@@ -175,6 +177,7 @@ public enum MockAPNsCommand {
 struct CommandOptions {
     var host = "127.0.0.1"
     var port = 0
+    var managementPort: Int?
     var certFile: String?
     var keyFile: String?
     var generateTLS: String?
@@ -217,6 +220,7 @@ struct CommandOptions {
         options: [
             .value("host", "address", "Listen address (default 127.0.0.1)."),
             .value("port", "n", "Port, 0 = a free one (default 0; the ready line says which)."),
+            .value("management-port", "n", "Answer channel management only on this port, 0 = a free one (default: on --port, with pushes)."),
             .value("cert", "file", "Server certificate chain (PEM); goes with --key."),
             .value("key", "file", "Server private key (PEM); goes with --cert."),
             .value("generate-tls", "dir", "Write ca.pem, ca-key.pem, server.pem, server-key.pem to this directory and use them (default without --cert: a temporary directory)."),
@@ -258,6 +262,7 @@ struct CommandOptions {
     init(_ args: ParsedArguments) throws(UsageError) {
         if let host = args.value("host") { self.host = host }
         if let port = try args.integer("port", as: Int.self, in: 0...65535) { self.port = port }
+        managementPort = try args.integer("management-port", as: Int.self, in: 0...65535)
         certFile = args.value("cert")
         keyFile = args.value("key")
         generateTLS = args.value("generate-tls")

@@ -10,9 +10,11 @@ import Reactor
 public final class MockAPNsServer: Sendable {
     /// The port actually bound (useful with port 0).
     public let port: Int
+    /// The channel-management port when `managementPort` was set (Apple's separate `api-manage-broadcast` host).
+    public let managementPort: Int?
     public let configuration: MockAPNsConfiguration
     private let loop: EventLoop
-    private let state: LoopBound<(core: ServerCore, listener: ServerListener)>
+    private let state: LoopBound<(core: ServerCore, listeners: [ServerListener])>
     private let isStopped = LockedValue(false)
 
     /// Binds, starts the loop thread and begins accepting connections.
@@ -21,18 +23,34 @@ public final class MockAPNsServer: Sendable {
         let loop = try EventLoop.startThread(name: "mock-apns")
         self.loop = loop
         do {
-            let (state, port) = try loop.submit { () throws -> (LoopBound<(core: ServerCore, listener: ServerListener)>, Int) in
+            let (state, ports) = try loop.submit { () throws -> (LoopBound<(core: ServerCore, listeners: [ServerListener])>, [Int]) in
                 let core = try ServerCore(loop: loop, configuration: configuration)
-                let fd = try Sockets.listen(host: configuration.host, port: configuration.port)
-                let listener = ServerListener(fd: fd, core: core)
-                do { try loop.register(fd: fd, handler: listener) } catch {
-                    Glibc.close(fd)
+                var listeners: [ServerListener] = []
+                do {
+                    // With a management port, each port answers only its own API, as Apple's hosts do.
+                    let separate = configuration.managementPort != nil
+                    for (port, role) in [(configuration.port, separate ? ListenerRole.push : .both)]
+                        + (configuration.managementPort.map { [($0, ListenerRole.management)] } ?? []) {
+                        let fd = try Sockets.listen(host: configuration.host, port: port)
+                        let listener = ServerListener(fd: fd, core: core, role: role)
+                        do { try loop.register(fd: fd, handler: listener) } catch {
+                            Glibc.close(fd)
+                            throw error
+                        }
+                        listeners.append(listener)
+                    }
+                } catch {
+                    for listener in listeners {
+                        loop.unregister(fd: listener.fd)
+                        Glibc.close(listener.fd)
+                    }
                     throw error
                 }
-                return (LoopBound((core, listener), loop: loop), Sockets.localPort(fd))
+                return (LoopBound((core, listeners), loop: loop), listeners.map { Sockets.localPort($0.fd) })
             }
             self.state = state
-            self.port = port
+            self.port = ports[0]
+            self.managementPort = ports.count > 1 ? ports[1] : nil
         } catch {
             loop.stop()
             loop.waitUntilStopped()
@@ -91,9 +109,11 @@ public final class MockAPNsServer: Sendable {
         }
         if already { return }
         try? loop.submit { [state, loop] in
-            let (core, listener) = state.value
-            loop.unregister(fd: listener.fd)
-            Glibc.close(listener.fd)
+            let (core, listeners) = state.value
+            for listener in listeners {
+                loop.unregister(fd: listener.fd)
+                Glibc.close(listener.fd)
+            }
             core.closeAll()
         }
         loop.stop()
@@ -105,16 +125,24 @@ public final class MockAPNsServer: Sendable {
 final class ServerListener: FileDescriptorHandler {
     let fd: Int32
     unowned let core: ServerCore
+    let role: ListenerRole
 
-    init(fd: Int32, core: ServerCore) {
+    init(fd: Int32, core: ServerCore, role: ListenerRole) {
         self.fd = fd
         self.core = core
+        self.role = role
     }
 
     func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
         for _ in 0..<64 {
             guard let client = try? Sockets.accept(fd) else { return }
-            core.accepted(fd: client)
+            core.accepted(fd: client, role: role)
         }
     }
+}
+
+/// Which API a port answers: Apple serves pushes and broadcasts on `api[.sandbox].push.apple.com`, channel
+/// management on `api-manage-broadcast[.sandbox].push.apple.com`; a path of the other API is `404 BadPath`.
+enum ListenerRole {
+    case push, management, both
 }

@@ -56,7 +56,11 @@ final class ServerConnection: FileDescriptorHandler {
     private var certificateTopics: [String]?
     private var streamsRaised = false
 
-    init(id: Int, fd: Int32, core: ServerCore) throws {
+    /// The API this connection's port answers.
+    let role: ListenerRole
+
+    init(id: Int, fd: Int32, core: ServerCore, role: ListenerRole = .both) throws {
+        self.role = role
         self.id = id
         self.fd = fd
         self.core = core
@@ -374,9 +378,14 @@ final class ServerConnection: FileDescriptorHandler {
     }
 
     private func process(_ request: IncomingRequest) {
+        let isManagement = request.path.map { UTF8Matching.hasPrefix($0, BroadcastRules.managementPrefix) } ?? false
+        if (role == .push && isManagement) || (role == .management && !isManagement) {
+            request.usesRequestID = role == .management
+            return reject(request, Rejection(status: 404, reason: "BadPath"))
+        }
         if let path = request.path {
             if UTF8Matching.hasPrefix(path, BroadcastRules.broadcastPrefix) { return processBroadcast(request, path: path) }
-            if UTF8Matching.hasPrefix(path, BroadcastRules.managementPrefix) { return processManagement(request, path: path) }
+            if isManagement { return processManagement(request, path: path) }
         }
         let token: String
         switch RequestRules.deviceToken(method: request.method, path: request.path) {

@@ -120,10 +120,10 @@ final class ServerCore {
 
     // MARK: connections
 
-    func accepted(fd: Int32) {
+    func accepted(fd: Int32, role: ListenerRole = .both) {
         nextConnectionID += 1
         do {
-            let connection = try ServerConnection(id: nextConnectionID, fd: fd, core: self)
+            let connection = try ServerConnection(id: nextConnectionID, fd: fd, core: self, role: role)
             connections[connection.id] = connection
             stats.connectionsAccepted += 1
             stats.connectionsOpen += 1

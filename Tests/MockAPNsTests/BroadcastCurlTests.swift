@@ -161,4 +161,29 @@ struct BroadcastCurlTests {
         #expect(fixture.server.broadcastsReceived().count == 3)
         #expect(fixture.server.channels().map(\.broadcasts) == [2, 1, 0, 0])
     }
+
+    /// With a management port, as at Apple, each port answers only its own API.
+    @Test func aSeparateManagementPortAnswersOnlyChannelManagement() throws {
+        let fixture = try Fixture { $0.managementPort = 0 }
+        defer { fixture.stop() }
+        let manage = "https://127.0.0.1:\(try #require(fixture.server.managementPort))"
+        #expect(fixture.server.managementPort != fixture.server.port)
+        let auth = Self.bare + ["authorization: \(fixture.defaultBearer)"]
+        let created = try curl(fixture, [(manage + "/1/apps/\(Self.bundle)/channels", "POST", auth, Self.createBody(1))])[0]
+        #expect(created.status == 201)
+        let channel = try #require(created.headers["apns-channel-id"])
+        let answers = try curl(fixture, [
+            (Self.management(fixture), "POST", auth, Self.createBody(1)),
+            (Self.broadcastURL(fixture), "POST", Self.broadcastHeaders(fixture.defaultBearer, channel: channel), Self.liveActivityPayload),
+            (fixture.deviceURL(), "POST", try fixture.headers(), #"{"aps":{"alert":"hi"}}"#),
+        ])
+        #expect(answers.map(\.status) == [404, 200, 200])
+        #expect(answers[0].reason == "BadPath")
+        let wrongPort = try curl(fixture, [
+            (manage + "/4/broadcasts/apps/\(Self.bundle)", "POST", Self.broadcastHeaders(fixture.defaultBearer, channel: channel), Self.liveActivityPayload),
+            (manage + "/1/apps/\(Self.bundle)/all-channels", "GET", auth, nil),
+        ])
+        #expect(wrongPort.map(\.status) == [404, 200])
+        #expect(wrongPort[1].json["channels"] as? [String] == [channel])
+    }
 }

@@ -32,7 +32,8 @@ final class EndToEndWorld: @unchecked Sendable {
     private(set) var workers: [String: ChildProcess] = [:]
 
     init(apps: [E2EApp] = [E2EApp(name: "main", bundleID: "com.example.e2e", teamID: "TEAME2E001", keyID: "KEYE2E0001")],
-         faults: MockFaultScript = MockFaultScript(), appendOnly: Bool = false, recordAccepted: Bool = true) throws {
+         faults: MockFaultScript = MockFaultScript(), appendOnly: Bool = false, recordAccepted: Bool = true,
+         configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
         guard let herald = heraldExecutable() else {
             throw TestSupportError("the herald executable is not beside the test bundle: run `swift build` (it builds .build/debug/herald) before the tests")
         }
@@ -54,6 +55,7 @@ final class EndToEndWorld: @unchecked Sendable {
         configuration.keys = apps.map { keys[$0.name]! }
         configuration.faults = faults
         configuration.recordAccepted = recordAccepted
+        configure(&configuration)
         simulator = try MockAPNsServer(configuration: configuration)
     }
 
