@@ -35,6 +35,10 @@ struct BroadcastCurlTests {
     }
 
     @Test func channelLifecycleAndBroadcastAnswerAsAppleDescribes() throws {
+        // The peer must really speak HTTP/2: Debian's curl is built with nghttp2.
+        let version = try runProcess("/usr/bin/curl", ["-V"])
+        let features = version.output.split(separator: "\n").first { $0.hasPrefix("Features:") } ?? ""
+        try #require(features.split(separator: " ").contains("HTTP2"), "curl -V: \(version.output)")
         let fixture = try Fixture()
         defer { fixture.stop() }
         let bearer = fixture.defaultBearer
