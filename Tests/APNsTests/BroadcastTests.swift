@@ -166,6 +166,7 @@ private func broadcast(
     @Test func badBroadcastJobsAreRefusedWithAClearReason() {
         #expect(parseError(#"{"channel":"not base64!","payload":{}}"#) == .badChannel)
         #expect(parseError(#"{"channel":"\#(channel)","token":"ab","payload":{}}"#) == .tokenAndChannel)
+        #expect(parseError(#"{"tokens":["ab","cd"],"channel":"\#(channel)","payload":{}}"#) == .tokenAndChannel)
         #expect(parseError(#"{"channel":5,"payload":{}}"#) == .wrongType(field: "channel", expected: "a string"))
         #expect(parseError(#"{"channel":"\#(channel)"}"#) == .missingPayload)
         #expect(parseError(#"{"payload":{}}"#) == .missingToken)
