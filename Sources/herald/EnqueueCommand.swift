@@ -27,7 +27,11 @@ enum EnqueueCommand {
             let notification = spec.notification(topic: "", environment: spec.environment ?? .production, bundleID: "app.bundle.id")
             if let failure = NotificationValidator.validate(notification) { return "\(failure.reason.rawValue): \(failure.message)" }
         } else if let topic = spec.topic {
-            let notification = spec.notification(topic: topic, environment: spec.environment ?? .production)
+            // A multicast job is checked as the first of the jobs it fans out to (the parser checked every token;
+            // the rest of the notification is the same for all).
+            var single = spec
+            if let first = spec.tokens?.first { single.token = first }
+            let notification = single.notification(topic: topic, environment: spec.environment ?? .production)
             if let failure = NotificationValidator.validate(notification, bundleID: nil) {
                 return "\(failure.reason.rawValue): \(failure.message)"
             }
