@@ -71,7 +71,8 @@ final class EndToEndWorld: @unchecked Sendable {
     /// Writes a worker configuration; `worker` and `retry` settings are merged over short test defaults, `app`
     /// settings (e.g. `environment_fallback`) into every app.
     func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:],
-                     apns: [String: Any] = [:], keyFiles: [String: String] = [:], app appSettings: [String: Any] = [:]) throws -> String {
+                     apns: [String: Any] = [:], keyFiles: [String: String] = [:], app appSettings: [String: Any] = [:],
+                     redis: [String: Any] = [:]) throws -> String {
         var workerSettings: [String: Any] = ["lease_seconds": 3, "max_in_flight": 500, "claim_batch": 100,
                                              "shutdown_deadline_seconds": 5, "log_level": "info"]
         workerSettings.merge(worker) { _, new in new }
@@ -79,7 +80,7 @@ final class EndToEndWorld: @unchecked Sendable {
                                             "configuration_pause_seconds": 2]
         retrySettings.merge(retry) { _, new in new }
         let config: [String: Any] = [
-            "redis": ["url": redisURL],
+            "redis": (["url": redisURL] as [String: Any]).merging(redis) { _, new in new },
             "apns": ["production_url": simulatorURL, "sandbox_url": simulatorURL, "ca_file": tls.caFile ?? ""]
                 .merging(apns) { _, new in new },
             "apps": apps.map { app -> [String: Any] in
