@@ -80,10 +80,10 @@ public final class WebhookClient {
         if code == CURLE_OK { code = ccurl_setopt_pointer(handle, CURLOPT_WRITEDATA, unmanaged.toOpaque()) }
         if code == CURLE_OK { code = ccurl_setopt_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)) }
         if code == CURLE_OK {
-            code = body.withUnsafeBufferPointer { buffer in
-                buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: max(1, body.count)) {
-                    ccurl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, $0)
-                }
+            // COPYPOSTFIELDS copies POSTFIELDSIZE bytes (set just above), so the body needs no terminating NUL.
+            let bytes = body.isEmpty ? [0] : body
+            code = bytes.withUnsafeBufferPointer { buffer in
+                buffer.withMemoryRebound(to: CChar.self) { ccurl_setopt_string(handle, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
             }
         }
         if code == CURLE_OK { code = curl_easy_perform(handle) }
