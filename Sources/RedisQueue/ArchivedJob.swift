@@ -28,6 +28,10 @@ public struct ArchivedJob: Sendable, Equatable {
         self.job = job
     }
 
+    /// Larger jobs are not archived (their result is written as always): the archive's memory stays at most
+    /// `archive_max_length` times this. A valid APNs payload is at most 5 KB, so real jobs are far below it.
+    public static let maxJobBytes = 64 * 1024
+
     /// Only these outcomes are archived: the job could not be delivered and might be sent again once its cause
     /// is fixed (a key, an outage). Rejected jobs keep their bytes in the dead-letter list instead.
     public static func archives(_ outcome: ResultEntry.Outcome) -> Bool { outcome == .failed || outcome == .tokenDropped }

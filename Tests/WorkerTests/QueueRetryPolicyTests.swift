@@ -81,17 +81,21 @@ import Testing
         #expect(done["j3"]?.result?.outcome == .retrying, "the default policy has no give-up limit")
     }
 
-    @Test func aDroppedTokenIsArchivedAndADeliveredJobIsNot() throws {
+    @Test func aDroppedTokenIsArchivedAndADeliveredJobIsNotNorAnOversizedOne() throws {
         let rig = CoreRig()
         rig.start()
-        rig.answerClaim([rig.job(1), rig.job(2)])
+        // An unknown field makes job 3 larger than the archive keeps; it is dropped all the same.
+        let padding = #","note":""# + String(repeating: "x", count: ArchivedJob.maxJobBytes) + "\""
+        rig.answerClaim([rig.job(1), rig.job(2), rig.job(3, extra: padding)])
         let probe = rig.takeSends()
         rig.answer(probe[0], status: 200)
         for job in rig.takeSends() { rig.answer(job, status: 410, reason: "Unregistered") }
         rig.advance(milliseconds: 10)
         let completions = rig.batches.flatMap(\.completions)
-        #expect(completions.count == 2)
+        #expect(completions.count == 3)
         #expect(completions.first { $0.result?.id == "j1" }?.archived == nil)
+        let oversized = try #require(completions.first { $0.result?.id == "j3" })
+        #expect(oversized.result?.outcome == .tokenDropped && oversized.archived == nil)
         let dropped = try #require(completions.first { $0.result?.id == "j2" }?.archived)
         #expect(dropped.outcome == .tokenDropped && dropped.reason == "Unregistered" && dropped.app == "shop")
     }

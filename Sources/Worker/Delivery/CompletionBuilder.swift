@@ -53,7 +53,7 @@ struct CompletionBuilder {
             preconditionFailure("\(decision) is not recorded; the core resends or parks the job")
         }
         completion.result = result
-        if ArchivedJob.archives(result.outcome) {
+        if ArchivedJob.archives(result.outcome) && job.lease.job.count <= ArchivedJob.maxJobBytes {
             completion.archived = ArchivedJob(id: job.id, outcome: result.outcome, reason: result.reason ?? "", queue: job.lease.queueKey,
                                               app: job.appName, token: job.notification.deviceToken, attempt: job.attempt, job: job.lease.job)
         }
