@@ -10,7 +10,7 @@ enum ForwardCommand {
         discussion: """
         Reads <prefix>:results and <prefix>:dropped-tokens with a Redis consumer group and POSTs each batch as JSON \
         ({"stream": key, "entries": [{"stream_id": ..., fields...}]}) to --url. Entries are acknowledged only after a \
-        2xx; a failing batch is retried with back-off (0.5 s doubling to 30 s) until it goes through. Run several \
+        2xx; a failing batch is retried with back-off (0.5 s doubling to 30 s, or half of --claim-idle-seconds) until it goes through. Run several \
         forwarders with the same --group to share the work; entries a dead one read and never acknowledged are taken \
         over after --claim-idle-seconds. A receiver may see an entry twice (after such a take-over): deduplicate by \
         stream and stream_id. Secrets: the header from HERALD_FORWARD_HEADER and the signing key from \
@@ -75,8 +75,9 @@ enum ForwardCommand {
         forward.group = args.value("group") ?? forward.group
         forward.batchSize = try args.integer("batch", as: Int.self, in: 1...10_000) ?? forward.batchSize
         if let idle = try args.integer("claim-idle-seconds", as: Int.self, in: 1...86_400) { forward.claimIdleMilliseconds = idle * 1000 }
-        // A live forwarder touches its entries between retries; its longest wait must stay well inside the idle time.
-        forward.retryMaxMilliseconds = min(forward.retryMaxMilliseconds, forward.claimIdleMilliseconds / 3)
+        // A live forwarder touches its entries between retries; its longest wait (plus a request) must stay inside
+        // the idle time, or another would take them over from it (only a duplicate, but needless).
+        forward.retryMaxMilliseconds = min(forward.retryMaxMilliseconds, forward.claimIdleMilliseconds / 2)
         forward.retryInitialMilliseconds = min(forward.retryInitialMilliseconds, forward.retryMaxMilliseconds)
         forward.fromStart = args.flag("from-start")
 
