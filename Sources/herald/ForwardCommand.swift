@@ -19,7 +19,7 @@ enum ForwardCommand {
         """,
         options: redisOptions + [
             .value("url", "url", "Webhook URL (http or https). Required."),
-            .value("stream", "name", "results or dropped-tokens (default: both).", repeatable: true),
+            .value("stream", "name", "results, dropped-tokens or dropped-channels (default: results and dropped-tokens).", repeatable: true),
             .value("group", "name", "Consumer group (default herald-forward); one per receiver."),
             .value("consumer", "name", "This forwarder's name in the group (default host-pid-random)."),
             .value("batch", "n", "Entries per POST (default 100, at most 10000)."),
@@ -68,7 +68,8 @@ enum ForwardCommand {
             switch name {
             case "results": streams.append(settings.keys.results)
             case "dropped-tokens": streams.append(settings.keys.droppedTokens)
-            default: throw UsageError("--stream takes results or dropped-tokens, got '\(name)'")
+            case "dropped-channels": streams.append(settings.keys.droppedChannels)
+            default: throw UsageError("--stream takes results, dropped-tokens or dropped-channels, got '\(name)'")
             }
         }
         var forward = ForwarderSettings(streams: streams, consumer: args.value("consumer") ?? defaultWorkerID())
