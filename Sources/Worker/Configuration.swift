@@ -10,8 +10,16 @@ public struct Configuration: Sendable {
     public var apps: [AppSettings] = []
     public var retry = RetrySettings()
     public var worker = WorkerSettings()
+    public var metrics = MetricsSettings()
 
     public init() {}
+
+    /// The worker's `/metrics`, `/healthz` and `/readyz` listener (docs/observability.md).
+    public struct MetricsSettings: Sendable, Equatable {
+        public init() {}
+        /// `host:port`; loopback by default, empty turns the listener off.
+        public var listen = "127.0.0.1:9464"
+    }
 
     public struct RedisSettings: Sendable, Equatable {
         public init() {}

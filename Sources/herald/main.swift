@@ -20,6 +20,7 @@ let herald = CommandGroup(
         MockAPNsCommand.command,
         CheckConfigCommand.command,
         DemoCommand.command,
+        DashboardCommand.command,
     ],
     version: heraldVersion,
     failure: { error in
