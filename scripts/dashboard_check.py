@@ -37,13 +37,14 @@ def fail(message):
 
 
 def shown():
-    values = {}
-    for element_id in IDS:
-        found = driver.find_elements("id", element_id)
-        values[element_id] = found[0].text if found else None
-    values["workers"] = len(driver.find_elements("css selector", "#workers tr td:nth-child(2)"))
-    values["state"] = driver.find_element("id", "state").text
-    return values
+    # One script call reads every value at once: the page re-renders its tables every second, so element
+    # handles found one by one could go stale between the find and the read.
+    return driver.execute_script("""
+        const ids = arguments[0], values = {};
+        for (const id of ids) { const e = document.getElementById(id); values[id] = e ? e.textContent : null; }
+        values.workers = document.querySelectorAll("#workers tr td:nth-child(2)").length;
+        values.state = document.getElementById("state").textContent;
+        return values;""", IDS)
 
 
 def number(text):
@@ -66,6 +67,7 @@ try:
     driver.get(args.url)
     first = wait("the page to go live", lambda v: v["state"].startswith("live") and number(v["total-delivered"]) is not None)
     start = number(first["total-delivered"])
+    print("dashboard_check: live", file=sys.stderr, flush=True)
     wait("the delivered count to move", lambda v: (number(v["total-delivered"]) or 0) > start)
     previous, same = None, 0
     while True:

@@ -44,6 +44,6 @@ public func httpExchange(port: Int, request: [UInt8], timeoutSeconds: Int = 10) 
 
 /// GET `path` on 127.0.0.1:`port`.
 public func httpGet(port: Int, _ path: String, timeoutSeconds: Int = 10) throws -> (status: Int, body: String) {
-    let answer = try httpExchange(port: port, request: Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8), timeoutSeconds: timeoutSeconds)
+    let answer = try httpExchange(port: port, request: Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8), timeoutSeconds: timeoutSeconds)
     return (answer.status, answer.body)
 }
