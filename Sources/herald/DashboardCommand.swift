@@ -32,8 +32,10 @@ enum DashboardCommand {
         if let n = try args.int("lease-seconds") { leaseSeconds = n }
         let logger = Logger(component: "dashboard")
         let loop = try EventLoop.startThread(name: "herald-dashboard")
-        let source = DashboardSource(url: settings.url, keys: settings.keys, queues: settings.queues, leaseMilliseconds: Int64(leaseSeconds) * 1000)
+        let lease = Int64(leaseSeconds) * 1000
         let server = try loop.submit { () -> LoopBound<HTTPListener> in
+            // Made on the loop and reachable only from the listener's handler: it never leaves the loop's thread.
+            let source = DashboardSource(url: settings.url, keys: settings.keys, queues: settings.queues, leaseMilliseconds: lease)
             let listener = try HTTPListener(loop: loop, host: address.host, port: address.port) { request, respond in
                 respond(source.answer(request))
             }
@@ -58,9 +60,8 @@ enum DashboardCommand {
 
 /// The dashboard's view of Redis, refreshed at most every `refreshMilliseconds` however many clients poll.
 /// It runs on the dashboard's own loop and reads Redis with blocking calls (with timeouts): that loop serves
-/// nothing else, so a slow Redis delays only the page. Loop-confined by the listener that calls it.
-/// @unchecked: touched only from the dashboard loop's listener handler.
-final class DashboardSource: @unchecked Sendable {
+/// nothing else, so a slow Redis delays only the page. Loop-confined: only the listener's handler holds it.
+final class DashboardSource {
     let url: RedisURL
     let keys: QueueKeys
     let queues: [String]
