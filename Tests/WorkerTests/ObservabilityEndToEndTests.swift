@@ -12,6 +12,8 @@ extension EndToEnd {
             MockFaultRule(fate: .unregistered, tokenPrefix: "dead"),
             MockFaultRule(fate: .failFirst, tokenPrefix: "e5", status: 500, reason: "InternalServerError", count: 1),
             MockFaultRule(fate: .otherTopic, tokenPrefix: "bad0"),
+            // Slow answers, so a drain after SIGTERM lasts long enough to be seen.
+            MockFaultRule(fate: .delay, tokenPrefix: "5107", latencyMs: MockLatency(milliseconds: 1500)),
         ])
 
         /// Jobs of mixed fate: delivered, dropped token, failed, a 500 then delivered, and a few malformed.
@@ -115,7 +117,7 @@ extension EndToEnd {
             // Ready while claiming; 503 while draining on SIGTERM (jobs still in flight at the simulator).
             #expect(try httpGet(port: workerPort, "/readyz").status == 200)
             #expect(try httpGet(port: workerPort, "/healthz").status == 200)
-            try world.push(Self.mixedJobs(200, tag: "drain").prefix(200).filter { $0.first == UInt8(ascii: "{") })
+            try world.push((0..<20).map { jobBytes(id: "drain-\($0)", token: deviceToken(prefix: "5107", index: $0)) })
             #expect(waitUntil(seconds: 20, interval: 0.01) {
                 (try? httpGet(port: workerPort, "/metrics").body)?.contains("\nherald_jobs_in_flight 0\n") == false
             })
