@@ -149,3 +149,24 @@ import Testing
         #expect(ListenAddress("host:99999") == nil)
     }
 }
+
+/// The request-head parser on its own: what the listener answers 400 to.
+@Suite struct HTTPRequestHeadTests {
+    @Test(arguments: ["GET / HTTP/1.1", "HEAD /metrics?a=b HTTP/1.0"])
+    func wellFormedRequestLinesParse(line: String) throws {
+        let request = try #require(HTTPRequestHead.parse(ArraySlice(Array((line + "\r\nHost: x\r\n\r\n").utf8))))
+        #expect(request.path.hasPrefix("/"))
+        #expect(!request.path.contains("?"))
+    }
+
+    @Test(arguments: ["", "GET", "GET /", "GET / HTTP/2", "get / HTTP/1.1", "GET  / HTTP/1.1", "GET /\u{7f} HTTP/1.1", "GET x HTTP/1.1"])
+    func malformedRequestLinesAreRefused(line: String) {
+        #expect(HTTPRequestHead.parse(ArraySlice(Array((line + "\r\n\r\n").utf8))) == nil)
+    }
+
+    @Test func theHeadEndsAtTheFirstBlankLineWithOrWithoutCarriageReturns() {
+        #expect(HTTPRequestHead.end(of: Array("GET / HTTP/1.1\r\nA: b\r\n\r\nbody".utf8)) == "GET / HTTP/1.1\r\nA: b\r\n\r\n".utf8.count)
+        #expect(HTTPRequestHead.end(of: Array("GET / HTTP/1.1\nA: b\n\n".utf8)) == "GET / HTTP/1.1\nA: b\n\n".utf8.count)
+        #expect(HTTPRequestHead.end(of: Array("GET / HTTP/1.1\r\nA: b\r\n".utf8)) == nil)
+    }
+}
