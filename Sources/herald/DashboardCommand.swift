@@ -70,6 +70,8 @@ final class DashboardSource {
     private var overview = QueueOverview()
     private var window = ResultsWindow()
     private var refreshedAt: UInt64 = 0
+    /// The results window was read since the overview was.
+    private var windowFresh = false
     private var lastError: String?
     private let refreshMilliseconds: UInt64 = 500
 
@@ -85,10 +87,11 @@ final class DashboardSource {
         case "/": return .init(status: 200, contentType: "text/html; charset=utf-8", body: DashboardPage.html)
         case "/healthz": return .init(status: 200, body: "ok\n")
         case "/api/status":
-            refresh()
+            refresh(withResults: true)
             return .init(status: lastError == nil ? 200 : 503, contentType: "application/json", body: statusJSON())
         case "/metrics":
-            refresh()
+            // The queue-wide state only: a scrape never pays for reading the results stream.
+            refresh(withResults: false)
             guard lastError == nil else { return .init(status: 503, body: "redis: \(lastError ?? "")\n") }
             var out = PrometheusText()
             overview.write(to: &out)
@@ -97,14 +100,21 @@ final class DashboardSource {
         }
     }
 
-    private func refresh() {
+    private func refresh(withResults: Bool) {
         let now = monotonicNanos()
-        if refreshedAt != 0 && now &- refreshedAt < refreshMilliseconds * 1_000_000 { return }
-        refreshedAt = now
+        let fresh = refreshedAt != 0 && now &- refreshedAt < refreshMilliseconds * 1_000_000
+        if fresh && (!withResults || windowFresh) { return }
         do throws(RedisError) {
             if redis == nil { redis = try BlockingRedis(url: url, connectTimeoutMilliseconds: 1000, commandTimeoutMilliseconds: 3000) }
-            overview = try QueueOverview.read(redis: redis!, keys: keys, queues: queues, leaseMilliseconds: leaseMilliseconds)
-            try window.read(redis: redis!, keys: keys, now: overview.nowMilliseconds)
+            if !fresh {
+                overview = try QueueOverview.read(redis: redis!, keys: keys, queues: queues, leaseMilliseconds: leaseMilliseconds)
+                refreshedAt = now
+                windowFresh = false
+            }
+            if withResults {
+                try window.read(redis: redis!, keys: keys, now: overview.nowMilliseconds)
+                windowFresh = true
+            }
             lastError = nil
         } catch {
             redis?.close()

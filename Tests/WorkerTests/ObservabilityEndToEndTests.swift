@@ -66,7 +66,7 @@ extension EndToEnd {
             try """
             global:
               scrape_interval: 1s
-              scrape_timeout: 900ms
+              scrape_timeout: 1s
             scrape_configs:
               - job_name: herald-worker
                 static_configs: [{targets: ['127.0.0.1:\(workerPort)']}]
@@ -101,8 +101,13 @@ extension EndToEnd {
                 return scraped == expected
             }
             #expect(agreed, "prometheus saw \(scraped), the results stream holds \(expected)\n\(server.output)")
-            let up = try Self.query(prometheusPort, "up", by: "job")
-            #expect(up["herald-worker"] == 1 && up["herald-dashboard"] == 1, "\(up)")
+            // The latest scrape of each succeeded (a sanitized build may miss the odd one: wait for a good one).
+            var up: [String: Double] = [:]
+            let bothUp = waitUntil(seconds: 30, interval: 0.5) {
+                up = (try? Self.query(prometheusPort, "up", by: "job")) ?? [:]
+                return up["herald-worker"] == 1 && up["herald-dashboard"] == 1
+            }
+            #expect(bothUp, "\(up)")
             // The queue-wide families come from the dashboard, once.
             var length: [String: Double] = [:]
             let lengthSeen = waitUntil(seconds: 30, interval: 0.5) {
@@ -110,9 +115,14 @@ extension EndToEnd {
                 return length["herald-dashboard"] == Double(ledger.entries.count)
             }
             #expect(lengthSeen, "\(length) vs \(ledger.entries.count) entries")
-            let depth = try Self.query(prometheusPort, "herald_queue_length", by: "queue")
-            #expect(depth["herald:queue"] == 0, "\(depth)")
-            #expect(try Self.query(prometheusPort, "herald_workers_live", by: "job")["herald-dashboard"] == 1)
+            var depth: [String: Double] = [:]
+            #expect(waitUntil(seconds: 30, interval: 0.5) {
+                depth = (try? Self.query(prometheusPort, "herald_queue_length", by: "queue")) ?? [:]
+                return depth["herald:queue"] == 0
+            }, "\(depth)")
+            #expect(waitUntil(seconds: 30, interval: 0.5) {
+                (try? Self.query(prometheusPort, "herald_workers_live", by: "job"))?["herald-dashboard"] == 1
+            })
 
             // Ready while claiming; 503 while draining on SIGTERM (jobs still in flight at the simulator).
             #expect(try httpGet(port: workerPort, "/readyz").status == 200)
