@@ -128,7 +128,8 @@ final class DashboardSource {
 
     private func statusJSON() -> String {
         let now = overview.nowMilliseconds
-        let outcomes = ["delivered", "retrying", "token_dropped", "failed", "rejected"]
+        // Every outcome the results stream knows, so a new one shows up on the page without touching it.
+        let outcomes = ResultEntry.Outcome.allCases.map(\.rawValue)
         var object: [String: Any] = [
             "now_ms": now,
             "redis": lastError ?? "ok",

@@ -6,7 +6,7 @@ enum DashboardPage {
 <html lang="en"><head><meta charset="utf-8"><title>Herald</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <style>
-:root{--bg:#0f1419;--panel:#1a2129;--text:#e6e6e6;--dim:#8b949e;--delivered:#3fb950;--retrying:#d29922;--token_dropped:#58a6ff;--failed:#f85149;--rejected:#bc8cff}
+:root{--bg:#0f1419;--panel:#1a2129;--text:#e6e6e6;--dim:#8b949e;--delivered:#3fb950;--retrying:#d29922;--token_dropped:#58a6ff;--failed:#f85149;--rejected:#bc8cff;--channel_dropped:#39c5cf;--duplicate:#8b949e;--other:#6e7681}
 *{box-sizing:border-box}body{margin:0;background:var(--bg);color:var(--text);font:14px/1.4 system-ui,-apple-system,"Segoe UI",sans-serif}
 header{display:flex;justify-content:space-between;align-items:baseline;padding:14px 20px;border-bottom:1px solid #30363d}
 h1{margin:0;font-size:20px}h2{margin:0 0 8px;font-size:13px;color:var(--dim);text-transform:uppercase;letter-spacing:.05em}
@@ -39,11 +39,12 @@ td.n{text-align:right}.legend span{margin-right:12px}.legend i{display:inline-bl
 </main>
 <script>
 "use strict";
-const outcomes=["delivered","retrying","token_dropped","failed","rejected"];
+let outcomes=[];
 const $=id=>document.getElementById(id);
+const known=["delivered","retrying","token_dropped","channel_dropped","failed","rejected","duplicate"];
+const color=o=>`var(--${known.includes(o)?o:"other"})`;
 const esc=s=>String(s).replace(/[&<>"]/g,c=>({"&":"&amp;","<":"&lt;",">":"&gt;",'"':"&quot;"}[c]));
 const num=n=>n==null?"–":Number(n).toLocaleString("en-US");
-$("legend").innerHTML=outcomes.map(o=>`<span><i style="background:var(--${o})"></i>${o}</span>`).join("");
 function rows(el,list,cols){el.innerHTML=list.length?list.map(r=>"<tr>"+cols.map(c=>`<td class="${c.n?"n":""}" ${c.id?`id="${c.id(r)}"`:""}>${esc(c.f(r))}</td>`).join("")+"</tr>").join(""):'<tr><td class="dim">none</td></tr>'}
 function chart(t,now){
   const svg=$("chart"),w=svg.clientWidth||800,h=180,slot=t.slot_s*1000,n=60,start=now-now%slot-(n-1)*slot;
@@ -52,12 +53,14 @@ function chart(t,now){
   const bw=w/n;let out="";
   for(let i=0;i<n;i++){const c=by.get(start+i*slot)||{};let y=h-16;
     for(const o of outcomes){const v=c[o]||0;if(!v)continue;const bh=v/max*(h-30);y-=bh;
-      out+=`<rect x="${(i*bw+1).toFixed(1)}" y="${y.toFixed(1)}" width="${(bw-2).toFixed(1)}" height="${bh.toFixed(1)}" fill="var(--${o})"><title>${o}: ${v}</title></rect>`}}
+      out+=`<rect x="${(i*bw+1).toFixed(1)}" y="${y.toFixed(1)}" width="${(bw-2).toFixed(1)}" height="${bh.toFixed(1)}" fill="${color(o)}"><title>${o}: ${v}</title></rect>`}}
   out+=`<text x="0" y="${h-2}" fill="#8b949e" font-size="11">−10 min</text><text x="${w-28}" y="${h-2}" fill="#8b949e" font-size="11">now</text>`;
   out+=`<text x="${w-4}" y="12" fill="#8b949e" font-size="11" text-anchor="end">max ${num(max)} / 10 s</text>`;
   svg.innerHTML=out;
 }
 function render(s){
+  if(outcomes.join()!==s.throughput.outcomes.join()){outcomes=s.throughput.outcomes;
+    $("legend").innerHTML=outcomes.map(o=>`<span><i style="background:${color(o)}"></i>${esc(o)}</span>`).join("")}
   $("state").textContent=s.redis==="ok"?"live · "+new Date(s.now_ms).toLocaleTimeString():"redis: "+s.redis;
   $("state").className=s.redis==="ok"?"":"bad";
   $("queue-total").textContent=num(s.queue_total);
