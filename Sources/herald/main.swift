@@ -22,6 +22,7 @@ let herald = CommandGroup(
         MockAPNsCommand.command,
         CheckConfigCommand.command,
         DemoCommand.command,
+        DashboardCommand.command,
     ],
     version: heraldVersion,
     failure: { error in

@@ -69,10 +69,11 @@ final class EndToEndWorld: @unchecked Sendable {
     }
 
     /// Writes a worker configuration; `worker` and `retry` settings are merged over short test defaults, `app`
-    /// settings (e.g. `environment_fallback`) into every app.
+    /// settings (e.g. `environment_fallback`) into every app. `metrics.listen` is off unless a test asks for it
+    /// (workers of one test would share the default port).
     func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:],
                      apns: [String: Any] = [:], keyFiles: [String: String] = [:], app appSettings: [String: Any] = [:],
-                     redis: [String: Any] = [:]) throws -> String {
+                     redis: [String: Any] = [:], metricsListen: String = "") throws -> String {
         var workerSettings: [String: Any] = ["lease_seconds": 3, "max_in_flight": 500, "claim_batch": 100,
                                              "shutdown_deadline_seconds": 5, "log_level": "info"]
         workerSettings.merge(worker) { _, new in new }
@@ -90,6 +91,7 @@ final class EndToEndWorld: @unchecked Sendable {
             },
             "retry": retrySettings,
             "worker": workerSettings,
+            "metrics": ["listen": metricsListen],
         ]
         let path = directory + "/\(name).json"
         try JSONSerialization.data(withJSONObject: config, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: path))
