@@ -20,6 +20,7 @@ let herald = CommandGroup(
         ReplayCommand.command,
         ForwardCommand.command,
         MockAPNsCommand.command,
+        MockFCMCommand.command,
         CheckConfigCommand.command,
         DemoCommand.command,
         DashboardCommand.command,
