@@ -20,42 +20,14 @@ public final class MockAPNsServer: Sendable {
     /// Binds, starts the loop thread and begins accepting connections.
     public init(configuration: MockAPNsConfiguration) throws {
         self.configuration = configuration
-        let loop = try EventLoop.startThread(name: "mock-apns")
-        self.loop = loop
-        do {
-            let (state, ports) = try loop.submit { () throws -> (LoopBound<(core: ServerCore, listeners: [ServerListener])>, [Int]) in
-                let core = try ServerCore(loop: loop, configuration: configuration)
-                var listeners: [ServerListener] = []
-                do {
-                    // With a management port, each port answers only its own API, as Apple's hosts do.
-                    let separate = configuration.managementPort != nil
-                    for (port, role) in [(configuration.port, separate ? ListenerRole.push : .both)]
-                        + (configuration.managementPort.map { [($0, ListenerRole.management)] } ?? []) {
-                        let fd = try Sockets.listen(host: configuration.host, port: port)
-                        let listener = ServerListener(fd: fd, core: core, role: role)
-                        do { try loop.register(fd: fd, handler: listener) } catch {
-                            Glibc.close(fd)
-                            throw error
-                        }
-                        listeners.append(listener)
-                    }
-                } catch {
-                    for listener in listeners {
-                        loop.unregister(fd: listener.fd)
-                        Glibc.close(listener.fd)
-                    }
-                    throw error
-                }
-                return (LoopBound((core, listeners), loop: loop), listeners.map { Sockets.localPort($0.fd) })
-            }
-            self.state = state
-            self.port = ports[0]
-            self.managementPort = ports.count > 1 ? ports[1] : nil
-        } catch {
-            loop.stop()
-            loop.waitUntilStopped()
-            throw error
+        let ports: [Int]
+        // With a management port, each port answers only its own API, as Apple's hosts do (ServerCore maps the listener).
+        (loop, state, ports) = try ServerLoop.start(name: "mock-apns", host: configuration.host,
+                                                    ports: [configuration.port] + (configuration.managementPort.map { [$0] } ?? [])) { loop in
+            try ServerCore(loop: loop, configuration: configuration)
         }
+        port = ports[0]
+        managementPort = ports.count > 1 ? ports[1] : nil
     }
 
     deinit { stop() }
@@ -101,43 +73,9 @@ public final class MockAPNsServer: Sendable {
         try? loop.submit { [state] in state.value.core.resetCounters() }
     }
 
-    /// Closes every connection and the listener, and ends the loop thread. Idempotent.
+    /// Closes every connection and the listeners, and ends the loop thread. Idempotent.
     public func stop() {
-        let already = isStopped.withLock { stopped in
-            defer { stopped = true }
-            return stopped
-        }
-        if already { return }
-        try? loop.submit { [state, loop] in
-            let (core, listeners) = state.value
-            for listener in listeners {
-                loop.unregister(fd: listener.fd)
-                Glibc.close(listener.fd)
-            }
-            core.closeAll()
-        }
-        loop.stop()
-        loop.waitUntilStopped()
-    }
-}
-
-/// Accepts connections and hands them to the core. Loop-confined; the listening descriptor is closed by `stop()`.
-final class ServerListener: FileDescriptorHandler {
-    let fd: Int32
-    unowned let core: ServerCore
-    let role: ListenerRole
-
-    init(fd: Int32, core: ServerCore, role: ListenerRole) {
-        self.fd = fd
-        self.core = core
-        self.role = role
-    }
-
-    func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
-        for _ in 0..<64 {
-            guard let client = try? Sockets.accept(fd) else { return }
-            core.accepted(fd: client, role: role)
-        }
+        ServerLoop.stop(loop: loop, state: state, isStopped: isStopped)
     }
 }
 
