@@ -105,28 +105,6 @@ public struct MockFaultRule: Codable, Sendable, Equatable {
     }
 }
 
-/// JSON config decoding shared by the simulators: errors name the offending field.
-enum ConfigDecoding {
-    static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
-        do {
-            return try JSONDecoder().decode(type, from: data)
-        } catch let DecodingError.dataCorrupted(context) {
-            throw MockAPNsError.configuration("invalid JSON at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw MockAPNsError.configuration("bad value at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw MockAPNsError.configuration("missing \(key.stringValue) at \(context.codingPath.map(\.stringValue).joined(separator: "."))")
-        } catch {
-            throw MockAPNsError.configuration("\(error)")
-        }
-    }
-
-    static func read(_ file: String) throws -> Data {
-        guard let data = FileManager.default.contents(atPath: file) else { throw MockAPNsError.file("cannot read \(file)") }
-        return data
-    }
-}
-
 /// Device state and faults, as loaded from `--config` or `POST /_mock/config`, or set through the library.
 public struct MockFaultScript: Codable, Sendable, Equatable {
     /// Seed for every random choice (rates, latency ranges); the same seed and request order give the same run.
@@ -190,19 +168,11 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
     func check() throws {
         if let idle = idleTimeoutSeconds, !(idle > 0) { throw MockAPNsError.configuration("idleTimeoutSeconds must be above 0") }
         for (index, rule) in rules.enumerated() {
-            if let rate = rule.rate, !(0...1).contains(rate) { throw MockAPNsError.configuration("rules[\(index)].rate must be within 0...1") }
-            switch rule.fate {
-            case .error:
+            try ConfigDecoding.checkRule(index, fate: rule.fate.rawValue, rate: rule.rate, count: rule.count, limit: rule.limit, latency: rule.latencyMs)
+            if rule.fate == .error {
                 guard let status = rule.status, (400...599).contains(status), rule.reason != nil else {
                     throw MockAPNsError.configuration("rules[\(index)]: fate error needs status (400-599) and reason")
                 }
-            case .failFirst:
-                guard let count = rule.count, count >= 0 else { throw MockAPNsError.configuration("rules[\(index)]: fate failFirst needs count >= 0") }
-            case .throttle:
-                guard let limit = rule.limit, limit >= 0 else { throw MockAPNsError.configuration("rules[\(index)]: fate throttle needs limit >= 0") }
-            case .delay:
-                guard rule.latencyMs != nil else { throw MockAPNsError.configuration("rules[\(index)]: fate delay needs latencyMs") }
-            default: break
             }
         }
     }

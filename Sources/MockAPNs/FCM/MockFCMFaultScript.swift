@@ -162,18 +162,9 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
             if let value, value < 0 { throw MockAPNsError.configuration("\(name) must be 0 or more") }
         }
         for (index, rule) in rules.enumerated() {
-            if let rate = rule.rate, !(0...1).contains(rate) { throw MockAPNsError.configuration("rules[\(index)].rate must be within 0...1") }
+            try ConfigDecoding.checkRule(index, fate: rule.fate.rawValue, rate: rule.rate, count: rule.count, limit: rule.limit, latency: rule.latencyMs)
             if let status = rule.status, !(400...599).contains(status) { throw MockAPNsError.configuration("rules[\(index)].status must be 400-599") }
             if let seconds = rule.retryAfterSeconds, seconds < 0 { throw MockAPNsError.configuration("rules[\(index)].retryAfterSeconds must be 0 or more") }
-            switch rule.fate {
-            case .failFirst:
-                guard let count = rule.count, count >= 0 else { throw MockAPNsError.configuration("rules[\(index)]: fate failFirst needs count >= 0") }
-            case .throttle:
-                guard let limit = rule.limit, limit >= 0 else { throw MockAPNsError.configuration("rules[\(index)]: fate throttle needs limit >= 0") }
-            case .delay:
-                guard rule.latencyMs != nil else { throw MockAPNsError.configuration("rules[\(index)]: fate delay needs latencyMs") }
-            default: break
-            }
         }
     }
 }
