@@ -17,6 +17,44 @@ struct JSONShape {
 
     private init(bytes: UnsafeBufferPointer<UInt8>) { self.bytes = bytes }
 
+    /// The byte ranges of a top-level object's member values, by key (as written, escapes kept), so a caller can
+    /// pass one member on byte for byte (the FCM simulator records `message` as received). nil: not one object.
+    static func memberValueRanges(_ data: [UInt8]) -> [String: Range<Int>]? {
+        data.withUnsafeBufferPointer { buffer -> [String: Range<Int>]? in
+            var parser = JSONShape(bytes: buffer)
+            var ranges: [String: Range<Int>] = [:]
+            parser.skipSpace()
+            guard parser.peek == UInt8(ascii: "{") else { return nil }
+            parser.index += 1
+            parser.depth = 1
+            parser.skipSpace()
+            if parser.peek == UInt8(ascii: "}") {
+                parser.index += 1
+            } else {
+                while true {
+                    parser.skipSpace()
+                    let keyStart = parser.index
+                    guard parser.peek == UInt8(ascii: "\""), parser.string() else { return nil }
+                    let key = String(decoding: UnsafeBufferPointer(rebasing: buffer[(keyStart + 1)..<(parser.index - 1)]), as: UTF8.self)
+                    parser.skipSpace()
+                    guard parser.peek == UInt8(ascii: ":") else { return nil }
+                    parser.index += 1
+                    parser.skipSpace()
+                    let valueStart = parser.index
+                    guard parser.value() else { return nil }
+                    ranges[key] = valueStart..<parser.index
+                    parser.skipSpace()
+                    if parser.peek == UInt8(ascii: ",") { parser.index += 1; continue }
+                    if parser.peek == UInt8(ascii: "}") { parser.index += 1; break }
+                    return nil
+                }
+            }
+            parser.skipSpace()
+            return parser.index == buffer.count ? ranges : nil
+        }
+    }
+
+
     private var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
 
     private mutating func skipSpace() {

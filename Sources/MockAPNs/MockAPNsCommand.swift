@@ -108,25 +108,9 @@ public enum MockAPNsCommand {
 
     /// Blocks until SIGTERM or SIGINT; reloads `configFile` on SIGHUP (keeping the old config if the new one is bad).
     private static func waitForSignals(_ server: MockAPNsServer, _ configFile: String?) {
-        let done = DispatchSemaphore(value: 0)
-        let queue = DispatchQueue(label: "mock-apns-signals")
-        var sources: [DispatchSourceSignal] = []
-        for number in [SIGTERM, SIGINT] {
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: queue)
-            source.setEventHandler { done.signal() }
-            source.resume()
-            sources.append(source)
-        }
-        signal(SIGHUP, SIG_IGN)
-        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
-        hangup.setEventHandler {
+        CommandSupport.waitForTermination {
             if let configFile { _ = reload(server, from: configFile) }
         }
-        hangup.resume()
-        sources.append(hangup)
-        done.wait()
-        for source in sources { source.cancel() }
     }
 
     /// SIGHUP: load the config file again; a bad file leaves the config in force (and says why).
@@ -142,11 +126,7 @@ public enum MockAPNsCommand {
     }
 
     private static func temporaryDirectory() throws -> String {
-        var template = Array((NSTemporaryDirectory() as NSString).appendingPathComponent("herald-mock-apns.XXXXXX").utf8CString)
-        guard let pointer = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw MockAPNsError.file("mkdtemp failed")
-        }
-        return String(cString: pointer)
+        try CommandSupport.temporaryDirectory(prefix: "herald-mock-apns")
     }
 
     /// Keys in a directory: `AuthKey_<KEYID>.p8` (private, as Apple issues them) or `<KEYID>.pem` (public or private).

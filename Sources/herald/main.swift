@@ -17,6 +17,7 @@ let herald = CommandGroup(
         TailCommand.command,
         StatsCommand.command,
         MockAPNsCommand.command,
+        MockFCMCommand.command,
         CheckConfigCommand.command,
         DemoCommand.command,
     ],

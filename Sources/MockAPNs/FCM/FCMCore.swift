@@ -1,0 +1,396 @@
+import Basics
+import CNghttp2
+import COpenSSL
+import Foundation
+import Glibc
+import Reactor
+
+/// One request as an FCM connection collects it (from HTTP/2 frames or an HTTP/1.1 message).
+final class FCMRequest {
+    let streamID: Int32
+    var method = ""
+    var path = ""
+    var authorization: String?
+    var body: [UInt8] = []
+    var bodyTooLarge = false
+    var answered = false
+    /// The answer body still being handed to nghttp2 (HTTP/2 only).
+    var pendingBody: [UInt8] = []
+
+    init(streamID: Int32) { self.streamID = streamID }
+
+    func append(_ chunk: UnsafeBufferPointer<UInt8>) {
+        if body.count + chunk.count > FCMMessageRules.bodyLimit { bodyTooLarge = true; return }
+        body.append(contentsOf: chunk)
+    }
+}
+
+/// An answer to send: status, headers (besides content-length) and body.
+struct FCMAnswer {
+    var status: Int
+    var headers: [(String, String)]
+    var body: [UInt8]
+
+    static func json(_ status: Int, _ body: [UInt8], extra: [(String, String)] = []) -> FCMAnswer {
+        FCMAnswer(status: status, headers: [("content-type", "application/json; charset=UTF-8")] + extra, body: body)
+    }
+}
+
+/// What a connection does with a request, after `delayMilliseconds`.
+enum FCMOutcome {
+    case answer(FCMAnswer)
+    case silence
+    case drop
+    case goaway
+}
+
+/// The FCM simulator's state on its loop: TLS context, accounts, issued access tokens, faults, counters, the
+/// accepted log and the connections; and the endpoints (`/token`, `messages:send`, `/fcm/send`, `/_mock/...`).
+///
+/// Owns the `SSL_CTX*`, the nghttp2 callbacks, the read buffer and the log `FILE*`, freed in `deinit`.
+/// Confined to the loop thread; `MockFCMServer` reaches it only through a `LoopBound`, inside `loop.submit`.
+final class FCMCore {
+    let loop: EventLoop
+    let configuration: MockFCMConfiguration
+    let sslContext: OpaquePointer
+    let callbacks: OpaquePointer
+    let readBuffer: UnsafeMutableBufferPointer<UInt8>
+    let faults: FCMFaultEngine
+    /// Accounts by client email.
+    let accounts: [String: MockServiceAccount]
+    /// Set once the port is known: `https://<host>:<port>/token`.
+    var tokenURI = ""
+    var stats = MockFCMStats()
+    var accepted: [MockFCMAcceptedMessage] = []
+    private var statusCounts: [Int: Int] = [:]
+    private var issued: [String: IssuedToken] = [:]
+    private var logFile: UnsafeMutablePointer<FILE>?
+    private var connections: [Int: FCMConnection] = [:]
+    private var nextConnectionID = 0
+    private var random: SeededRandom = {
+        var system = SystemRandomNumberGenerator()
+        return SeededRandom(seed: system.next())
+    }()
+
+    /// An access token this server handed out.
+    struct IssuedToken {
+        let account: MockServiceAccount
+        let scopes: [String]
+        let expiresAt: Int64
+    }
+
+    init(loop: EventLoop, configuration: MockFCMConfiguration, accounts: [MockServiceAccount]) throws {
+        self.loop = loop
+        self.configuration = configuration
+        var byEmail: [String: MockServiceAccount] = [:]
+        for account in accounts { byEmail[account.clientEmail] = account }
+        self.accounts = byEmail
+        faults = FCMFaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
+        sslContext = try Self.makeContext(configuration)
+        var newCallbacks: OpaquePointer?
+        nghttp2_session_callbacks_new(&newCallbacks)
+        guard let newCallbacks else {
+            SSL_CTX_free(sslContext)
+            throw MockAPNsError.nghttp2("nghttp2_session_callbacks_new failed")
+        }
+        callbacks = newCallbacks
+        FCMConnection.install(newCallbacks)
+        readBuffer = .allocate(capacity: 65_536)
+        if let path = configuration.logFile {
+            guard let file = fopen(path, "a") else { throw MockAPNsError.file("cannot open log file \(path)") }
+            logFile = file
+        }
+    }
+
+    deinit {
+        SSL_CTX_free(sslContext)
+        nghttp2_session_callbacks_del(callbacks)
+        readBuffer.deallocate()
+        if let logFile { fclose(logFile) }
+    }
+
+    private static func makeContext(_ configuration: MockFCMConfiguration) throws -> OpaquePointer {
+        guard let tls = configuration.tls else { throw MockAPNsError.configuration("FCM is TLS only: give a certificate and key (or generate them)") }
+        guard let context = SSL_CTX_new(TLS_server_method()) else { throw OpenSSLSupport.lastError("SSL_CTX_new") }
+        var ok = false
+        defer { if !ok { SSL_CTX_free(context) } }
+        _ = copenssl_set_min_proto_version(context, TLS1_2_VERSION)
+        _ = copenssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS))
+        guard SSL_CTX_use_certificate_chain_file(context, tls.certificateFile) == 1 else { throw OpenSSLSupport.lastError("certificate \(tls.certificateFile)") }
+        guard SSL_CTX_use_PrivateKey_file(context, tls.privateKeyFile, SSL_FILETYPE_PEM) == 1 else { throw OpenSSLSupport.lastError("private key \(tls.privateKeyFile)") }
+        guard SSL_CTX_check_private_key(context) == 1 else { throw OpenSSLSupport.lastError("key does not match certificate") }
+        SSL_CTX_set_alpn_select_cb(context, selectH2OrHTTP1, nil)
+        ok = true
+        return context
+    }
+
+    // MARK: connections
+
+    func accepted(fd: Int32) {
+        nextConnectionID += 1
+        do {
+            let connection = try FCMConnection(id: nextConnectionID, fd: fd, core: self)
+            connections[connection.id] = connection
+            stats.connectionsAccepted += 1
+            stats.connectionsOpen += 1
+            try connection.start()
+        } catch {
+            if let connection = connections[nextConnectionID] { connection.close() } else { Glibc.close(fd) }
+        }
+    }
+
+    func connectionClosed(_ connection: FCMConnection) {
+        if connections.removeValue(forKey: connection.id) != nil { stats.connectionsOpen -= 1 }
+    }
+
+    func closeAll() {
+        for connection in Array(connections.values) { connection.close() }
+        if let logFile { fflush(logFile) }
+    }
+
+    // MARK: endpoints
+
+    /// Routes one complete request. Sends go through the connection-level faults first (the caller counted them).
+    func handle(_ request: FCMRequest, connection: Int, transport: String) -> (FCMOutcome, Int) {
+        let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
+        if UTF8Matching.hasPrefix(path, "/_mock/") { return (.answer(control(request, path: path)), 0) }
+        if path == "/token" && request.method == "POST" { return (.answer(token(request)), 0) }
+        if path == "/fcm/send" {
+            stats.legacyRequests += 1
+            return (.answer(Self.notFoundPage(path)), 0)
+        }
+        if let project = Self.sendProject(path), request.method == "POST" {
+            return send(request, project: project, connection: connection, transport: transport)
+        }
+        return (.answer(Self.notFoundPage(path)), 0)
+    }
+
+    /// `/v1/projects/<project>/messages:send` → `<project>`.
+    static func sendProject(_ path: String) -> String? {
+        let prefix = "/v1/projects/", suffix = "/messages:send"
+        guard path.utf8.count > prefix.utf8.count + suffix.utf8.count, UTF8Matching.hasPrefix(path, prefix), UTF8Matching.hasSuffix(path, suffix) else { return nil }
+        let project = String(path.utf8.dropFirst(prefix.utf8.count).dropLast(suffix.utf8.count))!
+        return project.contains("/") ? nil : project
+    }
+
+    /// True for the path of a send (counted by the connection-level faults).
+    static func isSend(_ request: FCMRequest) -> Bool {
+        request.method == "POST" && sendProject(request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? "") != nil
+    }
+
+    /// Google's front end answers unknown paths (the legacy `/fcm/send` among them) with this plain HTML page.
+    static func notFoundPage(_ path: String) -> FCMAnswer {
+        var escaped = ""
+        for character in path {
+            switch character {
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "&": escaped += "&amp;"
+            default: escaped.append(character)
+            }
+        }
+        let html = """
+        <!DOCTYPE html>
+        <html lang=en>
+          <meta charset=utf-8>
+          <title>Error 404 (Not Found)!!1</title>
+          <p><b>404.</b> <ins>That’s an error.</ins>
+          <p>The requested URL <code>\(escaped)</code> was not found on this server.  <ins>That’s all we know.</ins>
+
+        """
+        return FCMAnswer(status: 404, headers: [("content-type", "text/html; charset=UTF-8")], body: Array(html.utf8))
+    }
+
+    private func now() -> Int64 { wallClockMillis() / 1000 }
+
+    private func randomHex(_ bytes: Int) -> String {
+        var out = ""
+        out.reserveCapacity(bytes * 2)
+        var remaining = bytes
+        while remaining > 0 {
+            let value = random.next()
+            let take = min(8, remaining)
+            for shift in 0..<take { out += String(format: "%02x", Int((value >> (UInt64(shift) * 8)) & 0xff)) }
+            remaining -= take
+        }
+        return out
+    }
+
+    /// `POST /token`: the JWT-bearer grant.
+    private func token(_ request: FCMRequest) -> FCMAnswer {
+        stats.tokenRequests += 1
+        switch FCMTokenGrant.verify(body: request.body, accounts: accounts, tokenURI: tokenURI, now: now()) {
+        case .failure(let error):
+            stats.tokenErrors[error.error, default: 0] += 1
+            return .json(error.status, error.body())
+        case .success(let grant):
+            let lifetime = configuration.accessTokenLifetimeSeconds
+            let token = "ya29.mock." + randomHex(32)
+            issued[token] = IssuedToken(account: grant.account, scopes: grant.scopes, expiresAt: now() + Int64(lifetime))
+            stats.tokensIssued += 1
+            var body = Array(#"{"access_token":"#.utf8)
+            appendJSONString(token, to: &body)
+            body += Array(#","expires_in":\#(lifetime),"token_type":"Bearer"}"#.utf8)
+            return .json(200, body, extra: [("cache-control", "no-cache, no-store, max-age=0, must-revalidate")])
+        }
+    }
+
+    /// The bearer check of `messages:send`, as Google answers it (none of these carry an FcmError detail).
+    private func authenticate(_ request: FCMRequest, project: String) -> FCMError? {
+        guard configuration.requireAuthentication else { return nil }
+        let see = " Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project."
+        guard let header = request.authorization else {
+            return FCMError(status: 401, rpcStatus: "UNAUTHENTICATED", message: "Request is missing required authentication credential." + see,
+                            errorCode: nil, errorInfoReason: "CREDENTIALS_MISSING")
+        }
+        let invalid = FCMError(status: 401, rpcStatus: "UNAUTHENTICATED", message: "Request had invalid authentication credentials." + see, errorCode: nil)
+        guard header.utf8.count > 7, UTF8Matching.hasPrefixIgnoringCase(header, "bearer ") else { return invalid }
+        let token = String(decoding: header.utf8.dropFirst(7), as: UTF8.self).trimmingCharacters(in: .whitespaces)
+        guard let entry = issued[token] else { return invalid }
+        if entry.expiresAt <= now() {
+            var expired = invalid
+            expired.errorInfoReason = "ACCESS_TOKEN_EXPIRED"
+            return expired
+        }
+        if !entry.scopes.contains(MockFCMScopes.messaging) && !entry.scopes.contains(MockFCMScopes.cloudPlatform) {
+            return FCMError(status: 403, rpcStatus: "PERMISSION_DENIED", message: "Request had insufficient authentication scopes.",
+                            errorCode: nil, errorInfoReason: "ACCESS_TOKEN_SCOPE_INSUFFICIENT")
+        }
+        if entry.account.projectID != project {
+            return FCMError(status: 403, rpcStatus: "PERMISSION_DENIED",
+                            message: "Permission 'cloudmessaging.messages.create' denied on resource '//cloudresourcemanager.googleapis.com/projects/\(project)' (or it may not exist).",
+                            errorCode: nil, errorInfoReason: "IAM_PERMISSION_DENIED")
+        }
+        return nil
+    }
+
+    private func send(_ request: FCMRequest, project: String, connection: Int, transport: String) -> (FCMOutcome, Int) {
+        if let error = authenticate(request, project: project) { return (.answer(reject(error)), 0) }
+        if request.bodyTooLarge {
+            return (.answer(reject(.invalid("message", "Message is too big: the request body is over \(FCMMessageRules.bodyLimit) bytes."))), 0)
+        }
+        let parsed: FCMSend
+        switch FCMMessageRules.parse(body: request.body) {
+        case .failure(let error): return (.answer(reject(error)), 0)
+        case .success(let value): parsed = value
+        }
+        let (verdict, delay) = faults.decide(token: parsed.token, topic: parsed.topic, project: project)
+        stats.quotaRejections = faults.quotaRejections
+        switch verdict {
+        case .accept:
+            return (.answer(accept(parsed, project: project, connection: connection, transport: transport)), delay)
+        case .reject(let error):
+            return (.answer(reject(error)), delay)
+        case .silence:
+            stats.silencedRequests += 1
+            return (.silence, delay)
+        case .drop:
+            stats.connectionsDropped += 1
+            return (.drop, delay)
+        case .goaway:
+            return (.goaway, delay)
+        }
+    }
+
+    private func reject(_ error: FCMError) -> FCMAnswer {
+        statusCounts[error.status, default: 0] += 1
+        stats.byErrorCode[error.errorCode ?? error.rpcStatus, default: 0] += 1
+        var extra: [(String, String)] = []
+        if let seconds = error.retryAfterSeconds { extra.append(("retry-after", String(seconds))) }
+        return .json(error.status, error.body(), extra: extra)
+    }
+
+    private func accept(_ send: FCMSend, project: String, connection: Int, transport: String) -> FCMAnswer {
+        statusCounts[200, default: 0] += 1
+        stats.accepted += 1
+        // A dry run answers a fixed fake id, as FCM does.
+        let id = send.validateOnly ? "fake_message_id" : "0:\(wallClockMillis() * 1000 + Int64(random.next() % 1000))%\(randomHex(8))"
+        if send.validateOnly { stats.validateOnly += 1 }
+        let name = "projects/\(project)/messages/\(id)"
+        if configuration.recordAccepted || logFile != nil {
+            let entry = MockFCMAcceptedMessage(project: project, token: send.token, topic: send.topic, condition: send.condition, name: name,
+                                               message: String(decoding: send.message, as: UTF8.self), validateOnly: send.validateOnly,
+                                               transport: transport, connection: connection, timeMillis: wallClockMillis())
+            if configuration.recordAccepted { accepted.append(entry) }
+            if let logFile, let line = try? JSONEncoder().encode(entry) {
+                line.withUnsafeBytes { _ = fwrite($0.baseAddress, 1, $0.count, logFile) }
+                fputc(0x0a, logFile)
+                fflush(logFile)
+            }
+        }
+        var body = Array(#"{"name":"#.utf8)
+        appendJSONString(name, to: &body)
+        body.append(UInt8(ascii: "}"))
+        return .json(200, body)
+    }
+
+    func snapshot() -> MockFCMStats {
+        var copy = stats
+        for (status, count) in statusCounts { copy.byStatus[String(status)] = count }
+        return copy
+    }
+
+    // MARK: control paths (not part of FCM)
+
+    private func control(_ request: FCMRequest, path: String) -> FCMAnswer {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        func json(_ value: some Encodable) -> [UInt8] { (try? encoder.encode(value)).map { [UInt8]($0) } ?? Array("{}".utf8) }
+        switch (request.method, path) {
+        case ("GET", "/_mock/stats"):
+            return .json(200, json(snapshot()))
+        case ("GET", "/_mock/accepted"):
+            return .json(200, json(accepted))
+        case ("POST", "/_mock/reset"):
+            resetCounters()
+            return .json(200, json(["status": "reset"]))
+        case ("POST", "/_mock/config"):
+            do {
+                faults.replace(try MockFCMFaultScript.parse(Data(request.body)), defaultSeed: configuration.seed)
+                return .json(200, json(["status": "loaded"]))
+            } catch {
+                return .json(400, json(["error": "\(error)"]))
+            }
+        case ("GET", "/_mock/config"):
+            return .json(200, json(faults.script))
+        default:
+            return .json(404, json(["error": "unknown control path \(path)"]))
+        }
+    }
+
+    func resetCounters() {
+        let open = stats.connectionsOpen
+        stats = MockFCMStats()
+        stats.connectionsOpen = open
+        statusCounts.removeAll()
+        accepted.removeAll()
+        faults.replace(faults.script, defaultSeed: configuration.seed)
+    }
+}
+
+/// ALPN: `h2` when the client offers it, else `http/1.1`; a client offering neither gets no protocol (HTTP/1.1 then).
+private let selectH2OrHTTP1: @convention(c) (OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+                                             UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?) -> Int32 = { _, out, outLength, input, inputLength, _ in
+    guard let out, let outLength, let input else { return SSL_TLSEXT_ERR_NOACK }
+    var http1: (UnsafePointer<UInt8>, UInt8)?
+    var index = 0
+    let count = Int(inputLength)
+    while index < count {
+        let length = Int(input[index])
+        guard index + 1 + length <= count else { break }
+        let name = input + index + 1
+        if length == 2 && name[0] == UInt8(ascii: "h") && name[1] == UInt8(ascii: "2") {
+            out.pointee = name
+            outLength.pointee = 2
+            return SSL_TLSEXT_ERR_OK
+        }
+        if length == 8 && memcmp(name, "http/1.1", 8) == 0 { http1 = (name, 8) }
+        index += 1 + length
+    }
+    if let http1 {
+        out.pointee = http1.0
+        outLength.pointee = http1.1
+        return SSL_TLSEXT_ERR_OK
+    }
+    return SSL_TLSEXT_ERR_NOACK
+}

@@ -1,0 +1,184 @@
+import Foundation
+
+/// What happens to an FCM send a rule matches. Documented with examples in docs/mock-fcm.md.
+public enum MockFCMFate: String, Codable, Sendable, CaseIterable {
+    /// 200, even if a later rule would match (use it to exempt tokens).
+    case accept
+    /// 404 NOT_FOUND, errorCode UNREGISTERED: the app was removed or the token expired.
+    case unregistered
+    /// 400 INVALID_ARGUMENT, errorCode INVALID_ARGUMENT: "The registration token is not a valid FCM registration token".
+    case invalidToken
+    /// 403 PERMISSION_DENIED, errorCode SENDER_ID_MISMATCH: the token belongs to another project.
+    case senderIdMismatch
+    /// 401 UNAUTHENTICATED, errorCode THIRD_PARTY_AUTH_ERROR: the APNs key in Firebase is missing or invalid.
+    case thirdPartyAuth
+    /// 429 RESOURCE_EXHAUSTED, errorCode QUOTA_EXCEEDED, with `Retry-After: retryAfterSeconds` (default 60).
+    case quotaExceeded
+    /// Answer `status` (default 500) with `errorCode` (default from the status: INTERNAL, UNAVAILABLE, ...).
+    case error
+    /// The first `count` attempts of each matching token get `status`/`errorCode` (default 503 UNAVAILABLE), then it passes on.
+    case failFirst
+    /// 429 QUOTA_EXCEEDED once a token had `limit` sends within `windowSeconds` (default 60).
+    case throttle
+    /// Never answer the request (the stream, or the HTTP/1.1 connection, stays open).
+    case silence
+    /// Close the TCP connection abruptly, without answering.
+    case drop
+    /// HTTP/2: answer nothing and send GOAWAY, later streams refused. HTTP/1.1: close the connection without answering.
+    case goaway
+    /// Add `latencyMs` and keep evaluating later rules.
+    case delay
+}
+
+/// One scripted rule: which sends (by token, topic or project), how often (`rate`), and what happens.
+public struct MockFCMRule: Codable, Sendable, Equatable {
+    public var token: String?
+    public var tokenPrefix: String?
+    public var tokenSuffix: String?
+    /// Exact topic name (for messages sent to a topic).
+    public var topic: String?
+    /// Exact project ID of the request path.
+    public var project: String?
+    /// Probability 0...1 that a matching request is affected (seeded, so runs repeat). Default 1.
+    public var rate: Double?
+    public var fate: MockFCMFate
+    public var status: Int?
+    public var errorCode: String?
+    public var message: String?
+    public var count: Int?
+    public var limit: Int?
+    public var windowSeconds: Double?
+    public var retryAfterSeconds: Int?
+    public var latencyMs: MockLatency?
+
+    public init(fate: MockFCMFate, token: String? = nil, tokenPrefix: String? = nil, tokenSuffix: String? = nil, topic: String? = nil,
+                project: String? = nil, rate: Double? = nil, status: Int? = nil, errorCode: String? = nil, message: String? = nil,
+                count: Int? = nil, limit: Int? = nil, windowSeconds: Double? = nil, retryAfterSeconds: Int? = nil,
+                latencyMs: MockLatency? = nil) {
+        self.fate = fate
+        self.token = token
+        self.tokenPrefix = tokenPrefix
+        self.tokenSuffix = tokenSuffix
+        self.topic = topic
+        self.project = project
+        self.rate = rate
+        self.status = status
+        self.errorCode = errorCode
+        self.message = message
+        self.count = count
+        self.limit = limit
+        self.windowSeconds = windowSeconds
+        self.retryAfterSeconds = retryAfterSeconds
+        self.latencyMs = latencyMs
+    }
+
+    /// FCM tokens are case-sensitive, so they compare exactly (unlike APNs' hexadecimal ones).
+    func matches(token candidate: String?, topic candidateTopic: String?, project candidateProject: String) -> Bool {
+        if let token, token != candidate { return false }
+        if let tokenPrefix, !(candidate.map { UTF8Matching.hasPrefix($0, tokenPrefix) } ?? false) { return false }
+        if let tokenSuffix, !(candidate.map { UTF8Matching.hasSuffix($0, tokenSuffix) } ?? false) { return false }
+        if let topic, topic != candidateTopic { return false }
+        if let project, project != candidateProject { return false }
+        return true
+    }
+}
+
+/// Device state, faults and quotas of the FCM simulator: `--config`, `POST /_mock/config`, or the library.
+public struct MockFCMFaultScript: Codable, Sendable, Equatable {
+    /// Seed for every random choice (rates, latency ranges); the same seed and request order give the same run.
+    public var seed: UInt64?
+    /// Latency added to every answer.
+    public var latencyMs: MockLatency?
+    /// HTTP/2: GOAWAY after this many sends on a connection (the Nth answered). HTTP/1.1: `Connection: close` on the Nth.
+    public var goawayAfterRequests: Int?
+    /// Close a connection abruptly when send N+1 arrives (N answered).
+    public var dropAfterRequests: Int?
+    /// Stop reading a connection after N sends: no answers, no PING acks (a dead peer).
+    public var silenceAfterRequests: Int?
+    /// Sends a project may make per minute (FCM's default 600,000); over it 429 QUOTA_EXCEEDED. 0 turns it off.
+    public var projectQuotaPerMinute: Int?
+    /// Enforce FCM's per-device limits (240 a minute, 5,000 an hour to one token). Off by default.
+    public var deviceQuota: Bool?
+    public var deviceQuotaPerMinute: Int?
+    public var deviceQuotaPerHour: Int?
+    /// Rules, first match wins (except `delay`, which adds latency and goes on).
+    public var rules: [MockFCMRule]
+
+    public static let defaultProjectQuotaPerMinute = 600_000
+    public static let defaultDeviceQuotaPerMinute = 240
+    public static let defaultDeviceQuotaPerHour = 5_000
+
+    public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, goawayAfterRequests: Int? = nil, dropAfterRequests: Int? = nil,
+                silenceAfterRequests: Int? = nil, projectQuotaPerMinute: Int? = nil, deviceQuota: Bool? = nil,
+                deviceQuotaPerMinute: Int? = nil, deviceQuotaPerHour: Int? = nil, rules: [MockFCMRule] = []) {
+        self.seed = seed
+        self.latencyMs = latencyMs
+        self.goawayAfterRequests = goawayAfterRequests
+        self.dropAfterRequests = dropAfterRequests
+        self.silenceAfterRequests = silenceAfterRequests
+        self.projectQuotaPerMinute = projectQuotaPerMinute
+        self.deviceQuota = deviceQuota
+        self.deviceQuotaPerMinute = deviceQuotaPerMinute
+        self.deviceQuotaPerHour = deviceQuotaPerHour
+        self.rules = rules
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        seed = try c.decodeIfPresent(UInt64.self, forKey: .seed)
+        latencyMs = try c.decodeIfPresent(MockLatency.self, forKey: .latencyMs)
+        goawayAfterRequests = try c.decodeIfPresent(Int.self, forKey: .goawayAfterRequests)
+        dropAfterRequests = try c.decodeIfPresent(Int.self, forKey: .dropAfterRequests)
+        silenceAfterRequests = try c.decodeIfPresent(Int.self, forKey: .silenceAfterRequests)
+        projectQuotaPerMinute = try c.decodeIfPresent(Int.self, forKey: .projectQuotaPerMinute)
+        deviceQuota = try c.decodeIfPresent(Bool.self, forKey: .deviceQuota)
+        deviceQuotaPerMinute = try c.decodeIfPresent(Int.self, forKey: .deviceQuotaPerMinute)
+        deviceQuotaPerHour = try c.decodeIfPresent(Int.self, forKey: .deviceQuotaPerHour)
+        rules = try c.decodeIfPresent([MockFCMRule].self, forKey: .rules) ?? []
+    }
+
+    /// Parses the JSON config format; errors name the offending field.
+    public static func parse(_ data: Data) throws -> MockFCMFaultScript {
+        do {
+            let script = try JSONDecoder().decode(MockFCMFaultScript.self, from: data)
+            try script.check()
+            return script
+        } catch let error as MockAPNsError {
+            throw error
+        } catch let DecodingError.dataCorrupted(context) {
+            throw MockAPNsError.configuration("invalid JSON at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw MockAPNsError.configuration("bad value at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw MockAPNsError.configuration("missing \(key.stringValue) at \(context.codingPath.map(\.stringValue).joined(separator: "."))")
+        } catch {
+            throw MockAPNsError.configuration("\(error)")
+        }
+    }
+
+    public static func load(file: String) throws -> MockFCMFaultScript {
+        guard let data = FileManager.default.contents(atPath: file) else { throw MockAPNsError.file("cannot read \(file)") }
+        return try parse(data)
+    }
+
+    func check() throws {
+        for (name, value) in [("projectQuotaPerMinute", projectQuotaPerMinute), ("deviceQuotaPerMinute", deviceQuotaPerMinute),
+                              ("deviceQuotaPerHour", deviceQuotaPerHour)] {
+            if let value, value < 0 { throw MockAPNsError.configuration("\(name) must be 0 or more") }
+        }
+        for (index, rule) in rules.enumerated() {
+            if let rate = rule.rate, !(0...1).contains(rate) { throw MockAPNsError.configuration("rules[\(index)].rate must be within 0...1") }
+            if let status = rule.status, !(400...599).contains(status) { throw MockAPNsError.configuration("rules[\(index)].status must be 400-599") }
+            if let seconds = rule.retryAfterSeconds, seconds < 0 { throw MockAPNsError.configuration("rules[\(index)].retryAfterSeconds must be 0 or more") }
+            switch rule.fate {
+            case .failFirst:
+                guard let count = rule.count, count >= 0 else { throw MockAPNsError.configuration("rules[\(index)]: fate failFirst needs count >= 0") }
+            case .throttle:
+                guard let limit = rule.limit, limit >= 0 else { throw MockAPNsError.configuration("rules[\(index)]: fate throttle needs limit >= 0") }
+            case .delay:
+                guard rule.latencyMs != nil else { throw MockAPNsError.configuration("rules[\(index)]: fate delay needs latencyMs") }
+            default: break
+            }
+        }
+    }
+}

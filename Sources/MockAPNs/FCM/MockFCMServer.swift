@@ -1,0 +1,146 @@
+import Basics
+import Foundation
+import Glibc
+import Reactor
+
+/// An HTTPS server that answers like FCM HTTP v1 and Google's OAuth token endpoint, with scripted device state,
+/// faults and quotas, on its own loop thread. HTTP/2 and HTTP/1.1 (ALPN) on the same port.
+///
+/// Thread-safe: every method hops onto the loop (`submit`); the request path never leaves it. The core and the
+/// listener live on the loop and are reached only through a `LoopBound`, so that is checked.
+public final class MockFCMServer: Sendable {
+    /// The port actually bound (useful with port 0).
+    public let port: Int
+    public let configuration: MockFCMConfiguration
+    /// The accounts the token endpoint knows (the configured ones, or the one generated).
+    public let serviceAccounts: [MockServiceAccount]
+    /// Their JSON files, in the same order, with `token_uri` pointing here.
+    public let serviceAccountFiles: [String]
+    /// `https://<host>:<port>/token`, the `token_uri` in the files.
+    public let tokenURI: String
+    /// `https://<host>:<port>`: the root to put in place of `https://fcm.googleapis.com`.
+    public let baseURL: String
+    private let loop: EventLoop
+    private let state: LoopBound<(core: FCMCore, listener: FCMListener)>
+    private let isStopped = LockedValue(false)
+
+    /// The first account, its project and its file: what a single-project test needs.
+    public var serviceAccount: MockServiceAccount { serviceAccounts[0] }
+    public var projectID: String { serviceAccounts[0].projectID }
+    public var serviceAccountFile: String { serviceAccountFiles[0] }
+    /// The CA clients should trust (when the TLS files were generated).
+    public var caFile: String? { configuration.tls?.caFile }
+
+    /// `<baseURL>/v1/projects/<project>/messages:send`.
+    public func sendURL(project: String? = nil) -> String { "\(baseURL)/v1/projects/\(project ?? projectID)/messages:send" }
+
+    /// Binds, writes the service-account files, starts the loop thread and begins accepting connections.
+    public init(configuration: MockFCMConfiguration) throws {
+        self.configuration = configuration
+        let accounts = configuration.serviceAccounts.isEmpty ? [try MockServiceAccount.generate(projectID: configuration.projectID)] : configuration.serviceAccounts
+        serviceAccounts = accounts
+        let loop = try EventLoop.startThread(name: "mock-fcm")
+        self.loop = loop
+        do {
+            let (state, port) = try loop.submit { () throws -> (LoopBound<(core: FCMCore, listener: FCMListener)>, Int) in
+                let core = try FCMCore(loop: loop, configuration: configuration, accounts: accounts)
+                let fd = try Sockets.listen(host: configuration.host, port: configuration.port)
+                let listener = FCMListener(fd: fd, core: core)
+                do { try loop.register(fd: fd, handler: listener) } catch {
+                    Glibc.close(fd)
+                    throw error
+                }
+                return (LoopBound((core, listener), loop: loop), Sockets.localPort(fd))
+            }
+            self.state = state
+            self.port = port
+            let host: String
+            switch configuration.host {
+            case "0.0.0.0", "": host = "127.0.0.1"
+            case "::": host = "[::1]"
+            case let name where name.contains(":"): host = "[\(name)]"
+            case let name: host = name
+            }
+            baseURL = "https://\(host):\(port)"
+            tokenURI = baseURL + "/token"
+            let directory = try configuration.serviceAccountDirectory ?? configuration.tls?.caFile.map { ($0 as NSString).deletingLastPathComponent }
+                ?? CommandSupport.temporaryDirectory(prefix: "herald-mock-fcm")
+            var files: [String] = []
+            for (index, account) in accounts.enumerated() {
+                let name = index == 0 ? "service-account.json" : "service-account-\(index + 1).json"
+                let path = (directory as NSString).appendingPathComponent(name)
+                try account.write(to: path, tokenURI: tokenURI)
+                files.append(path)
+            }
+            serviceAccountFiles = files
+            try loop.submit { [state, tokenURI] in state.value.core.tokenURI = tokenURI }
+        } catch {
+            loop.stop()
+            loop.waitUntilStopped()
+            throw error
+        }
+    }
+
+    deinit { stop() }
+
+    /// A snapshot of the counters.
+    public func stats() -> MockFCMStats {
+        (try? loop.submit { [state] in state.value.core.snapshot() }) ?? MockFCMStats()
+    }
+
+    /// Accepted messages so far (only when `recordAccepted` is on).
+    public func acceptedMessages() -> [MockFCMAcceptedMessage] {
+        (try? loop.submit { [state] in state.value.core.accepted }) ?? []
+    }
+
+    /// The fault script in force.
+    public func faults() -> MockFCMFaultScript {
+        (try? loop.submit { [state] in state.value.core.faults.script }) ?? MockFCMFaultScript()
+    }
+
+    /// Replaces device state, faults and quotas (per-token counters and quota windows start afresh).
+    public func replaceFaults(_ script: MockFCMFaultScript) throws {
+        try script.check()
+        try loop.submit { [state, configuration] in state.value.core.faults.replace(script, defaultSeed: configuration.seed) }
+    }
+
+    /// Zeroes the counters, the accepted log, the fault counters and the quota windows (connections and tokens stay).
+    public func resetStats() {
+        try? loop.submit { [state] in state.value.core.resetCounters() }
+    }
+
+    /// Closes every connection and the listener, and ends the loop thread. Idempotent.
+    public func stop() {
+        let already = isStopped.withLock { stopped in
+            defer { stopped = true }
+            return stopped
+        }
+        if already { return }
+        try? loop.submit { [state, loop] in
+            let (core, listener) = state.value
+            loop.unregister(fd: listener.fd)
+            Glibc.close(listener.fd)
+            core.closeAll()
+        }
+        loop.stop()
+        loop.waitUntilStopped()
+    }
+}
+
+/// Accepts connections and hands them to the core. Loop-confined; the listening descriptor is closed by `stop()`.
+final class FCMListener: FileDescriptorHandler {
+    let fd: Int32
+    unowned let core: FCMCore
+
+    init(fd: Int32, core: FCMCore) {
+        self.fd = fd
+        self.core = core
+    }
+
+    func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
+        for _ in 0..<64 {
+            guard let client = try? Sockets.accept(fd) else { return }
+            core.accepted(fd: client)
+        }
+    }
+}
