@@ -33,4 +33,44 @@ enum CommandSupport {
         }
         return String(cString: pointer)
     }
+
+    /// Prints the ready line (one JSON object) and writes it to `readyFile` if given. Returns what went wrong
+    /// writing the file, nil when all is well.
+    static func announce(_ ready: [String: Any], readyFile: String?) -> String? {
+        let line = (try? JSONSerialization.data(withJSONObject: ready, options: [.sortedKeys, .withoutEscapingSlashes]))
+            .map { String(decoding: $0, as: UTF8.self) } ?? "{}"
+        FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        guard let readyFile else { return nil }
+        do {
+            try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: readyFile), options: .atomic)
+            return nil
+        } catch {
+            return "cannot write ready file \(readyFile): \(error)"
+        }
+    }
+
+    /// The end of a simulator command: the ready line, then serve until `wait` returns, then `stop`.
+    /// 0 after a clean stop, 73 when the ready file cannot be written.
+    static func serve(_ ready: [String: Any], readyFile: String?, command: String, wait: () -> Void, stop: () -> Void) -> Int32 {
+        if let problem = announce(ready, readyFile: readyFile) {
+            stop()
+            FileHandle.standardError.write(Data("herald \(command): \(problem)\n".utf8))
+            return 73
+        }
+        wait()
+        stop()
+        return 0
+    }
+
+    /// SIGHUP: `replace` loads the config file again; a bad file leaves the config in force (and says why).
+    static func reload(command: String, configFile: String, _ replace: () throws -> Void) -> Bool {
+        do {
+            try replace()
+            FileHandle.standardError.write(Data("herald \(command): reloaded \(configFile)\n".utf8))
+            return true
+        } catch {
+            FileHandle.standardError.write(Data("herald \(command): reload failed, keeping the old config: \(error)\n".utf8))
+            return false
+        }
+    }
 }

@@ -92,18 +92,8 @@ public enum MockAPNsCommand {
             ready["team_id"] = firstKey.teamID
             if options.printToken, let token = try? firstKey.makeToken() { ready["token"] = token }
         }
-        let line = (try? JSONSerialization.data(withJSONObject: ready, options: [.sortedKeys, .withoutEscapingSlashes])).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-        if let readyFile = options.readyFile {
-            do { try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: readyFile), options: .atomic) } catch {
-                server.stop()
-                return fail("cannot write ready file \(readyFile): \(error)", code: 73)
-            }
-        }
-
-        waitForStop(server, options.configFile)
-        server.stop()
-        return 0
+        return CommandSupport.serve(ready, readyFile: options.readyFile, command: "mock-apns",
+                                    wait: { waitForStop(server, options.configFile) }, stop: server.stop)
     }
 
     /// Blocks until SIGTERM or SIGINT; reloads `configFile` on SIGHUP (keeping the old config if the new one is bad).
@@ -115,13 +105,8 @@ public enum MockAPNsCommand {
 
     /// SIGHUP: load the config file again; a bad file leaves the config in force (and says why).
     static func reload(_ server: MockAPNsServer, from configFile: String) -> Bool {
-        do {
+        CommandSupport.reload(command: "mock-apns", configFile: configFile) {
             try server.replaceFaults(try MockFaultScript.load(file: configFile))
-            FileHandle.standardError.write(Data("herald mock-apns: reloaded \(configFile)\n".utf8))
-            return true
-        } catch {
-            FileHandle.standardError.write(Data("herald mock-apns: reload failed, keeping the old config: \(error)\n".utf8))
-            return false
         }
     }
 

@@ -18,25 +18,8 @@ public final class MockAPNsServer: Sendable {
     /// Binds, starts the loop thread and begins accepting connections.
     public init(configuration: MockAPNsConfiguration) throws {
         self.configuration = configuration
-        let loop = try EventLoop.startThread(name: "mock-apns")
-        self.loop = loop
-        do {
-            let (state, port) = try loop.submit { () throws -> (LoopBound<(core: ServerCore, listener: ServerListener)>, Int) in
-                let core = try ServerCore(loop: loop, configuration: configuration)
-                let fd = try Sockets.listen(host: configuration.host, port: configuration.port)
-                let listener = ServerListener(fd: fd, core: core)
-                do { try loop.register(fd: fd, handler: listener) } catch {
-                    Glibc.close(fd)
-                    throw error
-                }
-                return (LoopBound((core, listener), loop: loop), Sockets.localPort(fd))
-            }
-            self.state = state
-            self.port = port
-        } catch {
-            loop.stop()
-            loop.waitUntilStopped()
-            throw error
+        (loop, state, port) = try ServerLoop.start(name: "mock-apns", host: configuration.host, port: configuration.port) { loop in
+            try ServerCore(loop: loop, configuration: configuration)
         }
     }
 
@@ -70,36 +53,6 @@ public final class MockAPNsServer: Sendable {
 
     /// Closes every connection and the listener, and ends the loop thread. Idempotent.
     public func stop() {
-        let already = isStopped.withLock { stopped in
-            defer { stopped = true }
-            return stopped
-        }
-        if already { return }
-        try? loop.submit { [state, loop] in
-            let (core, listener) = state.value
-            loop.unregister(fd: listener.fd)
-            Glibc.close(listener.fd)
-            core.closeAll()
-        }
-        loop.stop()
-        loop.waitUntilStopped()
-    }
-}
-
-/// Accepts connections and hands them to the core. Loop-confined; the listening descriptor is closed by `stop()`.
-final class ServerListener: FileDescriptorHandler {
-    let fd: Int32
-    unowned let core: ServerCore
-
-    init(fd: Int32, core: ServerCore) {
-        self.fd = fd
-        self.core = core
-    }
-
-    func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
-        for _ in 0..<64 {
-            guard let client = try? Sockets.accept(fd) else { return }
-            core.accepted(fd: client)
-        }
+        ServerLoop.stop(loop: loop, state: state, isStopped: isStopped)
     }
 }

@@ -105,6 +105,28 @@ public struct MockFaultRule: Codable, Sendable, Equatable {
     }
 }
 
+/// JSON config decoding shared by the simulators: errors name the offending field.
+enum ConfigDecoding {
+    static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        do {
+            return try JSONDecoder().decode(type, from: data)
+        } catch let DecodingError.dataCorrupted(context) {
+            throw MockAPNsError.configuration("invalid JSON at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
+        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
+            throw MockAPNsError.configuration("bad value at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
+        } catch let DecodingError.keyNotFound(key, context) {
+            throw MockAPNsError.configuration("missing \(key.stringValue) at \(context.codingPath.map(\.stringValue).joined(separator: "."))")
+        } catch {
+            throw MockAPNsError.configuration("\(error)")
+        }
+    }
+
+    static func read(_ file: String) throws -> Data {
+        guard let data = FileManager.default.contents(atPath: file) else { throw MockAPNsError.file("cannot read \(file)") }
+        return data
+    }
+}
+
 /// Device state and faults, as loaded from `--config` or `POST /_mock/config`, or set through the library.
 public struct MockFaultScript: Codable, Sendable, Equatable {
     /// Seed for every random choice (rates, latency ranges); the same seed and request order give the same run.
@@ -156,26 +178,13 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
 
     /// Parses the JSON config format; errors name the offending field.
     public static func parse(_ data: Data) throws -> MockFaultScript {
-        do {
-            let script = try JSONDecoder().decode(MockFaultScript.self, from: data)
-            try script.check()
-            return script
-        } catch let error as MockAPNsError {
-            throw error
-        } catch let DecodingError.dataCorrupted(context) {
-            throw MockAPNsError.configuration("invalid JSON at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw MockAPNsError.configuration("bad value at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw MockAPNsError.configuration("missing \(key.stringValue) at \(context.codingPath.map(\.stringValue).joined(separator: "."))")
-        } catch {
-            throw MockAPNsError.configuration("\(error)")
-        }
+        let script = try ConfigDecoding.decode(MockFaultScript.self, from: data)
+        try script.check()
+        return script
     }
 
     public static func load(file: String) throws -> MockFaultScript {
-        guard let data = FileManager.default.contents(atPath: file) else { throw MockAPNsError.file("cannot read \(file)") }
-        return try parse(data)
+        try parse(try ConfigDecoding.read(file))
     }
 
     func check() throws {

@@ -87,6 +87,28 @@ enum OpenSSLSupport {
         return drain(bio)
     }
 
+    /// A signature over SHA-256 of `message` with `key`: ECDSA (DER) for EC keys, PKCS#1 v1.5 for RSA ones (RS256).
+    static func signSHA256(_ message: [UInt8], key: OpaquePointer) throws -> [UInt8] {
+        guard let context = EVP_MD_CTX_new() else { throw lastError("EVP_MD_CTX_new") }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else { throw lastError("EVP_DigestSignInit") }
+        var length = 0
+        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else { throw lastError("EVP_DigestSign") }
+        var signature = [UInt8](repeating: 0, count: length)
+        guard EVP_DigestSign(context, &signature, &length, message, message.count) == 1 else { throw lastError("EVP_DigestSign") }
+        return Array(signature.prefix(length))
+    }
+
+    /// Verifies a `signSHA256` signature; any failure (also a malformed signature) is false, with the error queue cleared.
+    static func verifySHA256(_ message: [UInt8], signature: [UInt8], key: OpaquePointer) -> Bool {
+        guard !signature.isEmpty, let context = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(context) }
+        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { clearErrors(); return false }
+        let ok = EVP_DigestVerify(context, signature, signature.count, message, message.count) == 1
+        clearErrors()
+        return ok
+    }
+
     static func generateP256() throws -> OpaquePointer {
         guard let key = copenssl_mock_generate_p256() else { throw lastError("EVP_EC_gen(P-256)") }
         return key

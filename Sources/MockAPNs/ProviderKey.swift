@@ -82,25 +82,14 @@ public final class MockProviderKey: @unchecked Sendable {
 
 /// ES256 (ECDSA P-256 + SHA-256) in the JOSE form: 64-byte r||s, converted to and from OpenSSL's DER.
 enum ES256 {
+    /// A DER signature (OpenSSL's form); `joseSignature(fromDER:)` makes the JWT form.
     static func sign(_ message: [UInt8], key: OpaquePointer) throws -> [UInt8] {
-        guard let context = EVP_MD_CTX_new() else { throw OpenSSLSupport.lastError("EVP_MD_CTX_new") }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else { throw OpenSSLSupport.lastError("EVP_DigestSignInit") }
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else { throw OpenSSLSupport.lastError("EVP_DigestSign") }
-        var signature = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &signature, &length, message, message.count) == 1 else { throw OpenSSLSupport.lastError("EVP_DigestSign") }
-        return Array(signature.prefix(length))
+        try OpenSSLSupport.signSHA256(message, key: key)
     }
 
     static func verify(_ message: [UInt8], joseSignature: [UInt8], key: OpaquePointer) -> Bool {
         guard joseSignature.count == 64, let der = derSignature(fromJOSE: joseSignature) else { return false }
-        guard let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { OpenSSLSupport.clearErrors(); return false }
-        let ok = EVP_DigestVerify(context, der, der.count, message, message.count) == 1
-        OpenSSLSupport.clearErrors()
-        return ok
+        return OpenSSLSupport.verifySHA256(message, signature: der, key: key)
     }
 
     static func derSignature(fromJOSE raw: [UInt8]) -> [UInt8]? {

@@ -6,14 +6,15 @@ import Reactor
 
 /// One client connection: TLS (or cleartext) plus an nghttp2 server session, and its APNs auth state.
 ///
-/// Owns the socket, the `SSL*` and the `nghttp2_session*` and frees them in `close()`/`deinit`.
+/// Owns its transport (socket and `SSL*`) and the `nghttp2_session*` and frees them in `close()`/`deinit`.
 /// Confined to the server's loop thread; nghttp2 callbacks reach it through an unretained pointer while
 /// `ServerCore.connections` keeps it alive.
-final class ServerConnection: FileDescriptorHandler {
+final class ServerConnection: FileDescriptorHandler, H2ServerStreamHandler {
     let id: Int
     let fd: Int32
     unowned let core: ServerCore
-    private var ssl: OpaquePointer?
+    private let transport: ServerTransport
+    private var events: H2SessionEvents!
     private var session: OpaquePointer?
 
     /// What the connection does with input, stage by stage.
@@ -37,8 +38,7 @@ final class ServerConnection: FileDescriptorHandler {
         return false
     }
     private var streams: [Int32: IncomingRequest] = [:]
-    private var output: [UInt8] = []
-    private var outputOffset = 0
+    private var output = PendingOutput()
     private var watchingWritable = false
     private var lingerTimer: LoopTimer?
     /// The last-stream-id of the GOAWAY we sent; nil until then.
@@ -60,21 +60,13 @@ final class ServerConnection: FileDescriptorHandler {
         self.id = id
         self.fd = fd
         self.core = core
-        if let context = core.sslContext {
-            guard let ssl = SSL_new(context) else { throw OpenSSLSupport.lastError("SSL_new") }
-            SSL_set_fd(ssl, fd)
-            SSL_set_accept_state(ssl)
-            self.ssl = ssl
-            phase = .handshaking
-        } else {
-            phase = .open
-        }
+        transport = try ServerTransport(fd: fd, context: core.sslContext)
+        phase = core.sslContext == nil ? .open : .handshaking
+        events = H2SessionEvents(self)
     }
 
     deinit {
         if let session { nghttp2_session_del(session) }
-        if let ssl { SSL_free(ssl) }
-        if !closed { Glibc.close(fd) }
     }
 
     func start() throws {
@@ -102,35 +94,28 @@ final class ServerConnection: FileDescriptorHandler {
     }
 
     private func handshake() -> Bool {
-        guard let ssl else { return true }
-        let rc = SSL_accept(ssl)
-        if rc == 1 {
+        switch transport.handshake() {
+        case .done:
             phase = .open
-            var protocolName: UnsafePointer<UInt8>?
-            var length: UInt32 = 0
-            SSL_get0_alpn_selected(ssl, &protocolName, &length)
-            guard length == 2, let protocolName, protocolName[0] == UInt8(ascii: "h"), protocolName[1] == UInt8(ascii: "2") else {
+            guard transport.selectedProtocol == "h2" else {
                 core.stats.handshakeFailures += 1
                 close()
                 return false
             }
-            certificateTopics = core.certificateTopics(for: ssl)
+            certificateTopics = transport.ssl.flatMap { core.certificateTopics(for: $0) }
             do { try startSession() } catch { close(); return false }
             return true
+        case .wantRead: setWritable(false); return false
+        case .wantWrite: setWritable(true); return false
+        case .failed:
+            core.stats.handshakeFailures += 1
+            close()
+            return false
         }
-        let error = SSL_get_error(ssl, rc)
-        if error == SSL_ERROR_WANT_READ { setWritable(false); return false }
-        if error == SSL_ERROR_WANT_WRITE { setWritable(true); return false }
-        OpenSSLSupport.clearErrors()
-        core.stats.handshakeFailures += 1
-        close()
-        return false
     }
 
     private func startSession() throws {
-        var newSession: OpaquePointer?
-        let rc = nghttp2_session_server_new(&newSession, core.callbacks, Unmanaged.passUnretained(self).toOpaque())
-        guard rc == 0, let newSession else { throw MockAPNsError.nghttp2("nghttp2_session_server_new: \(rc)") }
+        let newSession = try core.h2.makeSession(events)
         session = newSession
         let initial: UInt32 = core.configuration.requireAuthentication ? 1 : core.configuration.maxConcurrentStreams
         streamsRaised = !core.configuration.requireAuthentication
@@ -170,7 +155,9 @@ final class ServerConnection: FileDescriptorHandler {
     private func readAvailable() {
         let buffer = core.readBuffer
         while case .open = phase {
-            let count = transportRead(buffer.baseAddress!, buffer.count)
+            var wantsWrite = false
+            let count = transport.read(buffer.baseAddress!, buffer.count, wantsWrite: &wantsWrite)
+            if wantsWrite { setWritable(true) }
             if count == 0 { break }
             if count < 0 { close(); return }
             guard let session else { close(); return }
@@ -184,62 +171,13 @@ final class ServerConnection: FileDescriptorHandler {
         }
     }
 
-    /// >0 bytes read, 0 would block, <0 closed or failed.
-    private func transportRead(_ pointer: UnsafeMutablePointer<UInt8>, _ capacity: Int) -> Int {
-        if let ssl {
-            let n = SSL_read(ssl, pointer, Int32(capacity))
-            if n > 0 { return Int(n) }
-            let error = SSL_get_error(ssl, n)
-            if error == SSL_ERROR_WANT_READ { return 0 }
-            if error == SSL_ERROR_WANT_WRITE { setWritable(true); return 0 }
-            OpenSSLSupport.clearErrors()
-            return -1
-        }
-        switch try? SocketIO.read(fd, into: pointer, count: capacity) {
-        case let .bytes(count)?: return count
-        case .wouldBlock?: return 0
-        case .endOfFile?, nil: return -1
-        }
-    }
-
     /// Moves nghttp2's queued frames into TLS until the socket would block.
     func flush() {
-        guard let session, !closed else { return }
-        while true {
-            if outputOffset == output.count {
-                output.removeAll(keepingCapacity: true)
-                outputOffset = 0
-                while output.count < 65_536 {
-                    var data: UnsafePointer<UInt8>?
-                    let length = nghttp2_session_mem_send(session, &data)
-                    if length < 0 { close(); return }
-                    if length == 0 { break }
-                    output.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
-                }
-                if output.isEmpty { setWritable(false); return }
-            }
-            let written = output.withUnsafeBytes { raw -> Int in
-                transportWrite(raw.baseAddress! + outputOffset, raw.count - outputOffset)
-            }
-            if written < 0 { close(); return }
-            if written == 0 { setWritable(true); return }
-            outputOffset += written
-        }
-    }
-
-    private func transportWrite(_ pointer: UnsafeRawPointer, _ count: Int) -> Int {
-        if let ssl {
-            let n = SSL_write(ssl, pointer, Int32(count))
-            if n > 0 { return Int(n) }
-            let error = SSL_get_error(ssl, n)
-            if error == SSL_ERROR_WANT_WRITE || error == SSL_ERROR_WANT_READ { return 0 }
-            OpenSSLSupport.clearErrors()
-            return -1
-        }
-        switch try? SocketIO.write(fd, from: pointer, count: count) {
-        case let .bytes(written)?: return written
-        case .wouldBlock?: return 0
-        case .endOfFile?, nil: return -1
+        guard session != nil, !closed else { return }
+        switch output.flush(session: session, transport: transport) {
+        case .done: setWritable(false)
+        case .blocked: setWritable(true)
+        case .failed: close()
         }
     }
 
@@ -254,7 +192,7 @@ final class ServerConnection: FileDescriptorHandler {
     private func finishIteration() {
         guard !closed, let session else { return }
         if case .dropping = phase { close(); return }
-        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 && outputOffset == output.count {
+        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 && output.isEmpty {
             closeAfterLingering()
         }
     }
@@ -268,25 +206,14 @@ final class ServerConnection: FileDescriptorHandler {
         case .lingering, .closed: return
         case .handshaking, .open, .silenced, .dropping: phase = .lingering
         }
-        if let ssl {
-            _ = SSL_shutdown(ssl)
-            OpenSSLSupport.clearErrors()
-        }
-        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+        transport.shutdownWrite()
         watchingWritable = false
         try? core.loop.setInterest(fd: fd, readable: true, writable: false)
         lingerTimer = core.loop.schedule(afterMilliseconds: 1_000) { [weak self] in self?.close() }
     }
 
     private func discardInput() {
-        let buffer = core.readBuffer
-        while !closed {
-            switch try? SocketIO.read(fd, into: buffer.baseAddress!, count: buffer.count) {
-            case .bytes?: continue
-            case .wouldBlock?: return
-            case .endOfFile?, nil: close()  // the client is gone too
-            }
-        }
+        if !transport.discardInput(core.readBuffer) { close() }  // the client is gone too
     }
 
     func close() {
@@ -297,12 +224,10 @@ final class ServerConnection: FileDescriptorHandler {
         lingerTimer?.cancel()
         lingerTimer = nil
         core.loop.unregister(fd: fd)
-        Glibc.close(fd)
         // Freed here, not in deinit, so no nghttp2 callback can reach a connection that is going away.
         if let session { nghttp2_session_del(session) }
         session = nil
-        if let ssl { SSL_free(ssl) }
-        ssl = nil
+        transport.close()
         core.stats.streamsInUse -= openStreams
         openStreams = 0
         streams.removeAll()
@@ -538,30 +463,7 @@ final class ServerConnection: FileDescriptorHandler {
         request.answered = true
         request.body = body ?? []
         request.bodyTruncated = false
-        var storage: [UInt8] = []
-        var spans: [(Int, Int, Int, Int)] = []
-        let statusText = String(status)
-        var all = headers
-        all.insert((":status", statusText), at: 0)
-        for (name, value) in all {
-            let nameStart = storage.count
-            storage.append(contentsOf: name.utf8)
-            let valueStart = storage.count
-            storage.append(contentsOf: value.utf8)
-            spans.append((nameStart, name.utf8.count, valueStart, value.utf8.count))
-        }
-        storage.withUnsafeMutableBufferPointer { base in
-            var nvs = spans.map { span in
-                nghttp2_nv(name: base.baseAddress! + span.0, value: base.baseAddress! + span.2, namelen: span.1, valuelen: span.3,
-                           flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            if body != nil {
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: serverBodyReadCallback)
-                nghttp2_submit_response(session, request.streamID, &nvs, nvs.count, &provider)
-            } else {
-                nghttp2_submit_response(session, request.streamID, &nvs, nvs.count, nil)
-            }
-        }
+        H2ServerCallbacks.submitResponse(session, streamID: request.streamID, status: status, headers: headers, hasBody: body != nil)
     }
 
     /// Copies the pending answer body into nghttp2's DATA frame buffer.
@@ -570,20 +472,6 @@ final class ServerConnection: FileDescriptorHandler {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
             return 0
         }
-        let count = min(length, request.body.count)
-        if count > 0 {
-            request.body.withUnsafeBufferPointer { source in
-            buffer.update(from: source.baseAddress!, count: count)
-            }
-            request.body.removeFirst(count)
-        }
-        if request.body.isEmpty { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
-        return count
+        return H2ServerCallbacks.copyBody(&request.body, into: buffer, length: length, flags: flags)
     }
-}
-
-private let serverBodyReadCallback: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
-    guard let userData, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-    let connection = Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue()
-    return connection.readBody(streamID, into: buffer, length: length, flags: flags)
 }

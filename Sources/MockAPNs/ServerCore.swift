@@ -6,13 +6,13 @@ import Reactor
 
 /// The simulator's state on its loop: TLS context, keys, faults, counters, the accepted log and the connections.
 ///
-/// Owns the `SSL_CTX*`, the nghttp2 callbacks, the read buffer and the log `FILE*`, freed in `deinit`.
+/// Owns the `SSL_CTX*`, the nghttp2 callbacks (through `h2`), the read buffer and the log `FILE*`, freed in `deinit`.
 /// Confined to the loop thread; `MockAPNsServer` reaches it only through a `LoopBound`, inside `loop.submit`.
-final class ServerCore {
+final class ServerCore: ListeningCore {
     let loop: EventLoop
     let configuration: MockAPNsConfiguration
     let sslContext: OpaquePointer?
-    let callbacks: OpaquePointer
+    let h2: H2ServerCallbacks
     let verifier: ProviderTokenVerifier
     let faults: FaultEngine
     let readBuffer: UnsafeMutableBufferPointer<UInt8>
@@ -36,11 +36,7 @@ final class ServerCore {
         verifier = ProviderTokenVerifier(keys: keyMap)
         faults = FaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
         sslContext = configuration.cleartext ? nil : try Self.makeContext(configuration)
-        var newCallbacks: OpaquePointer?
-        nghttp2_session_callbacks_new(&newCallbacks)
-        guard let newCallbacks else { throw MockAPNsError.nghttp2("nghttp2_session_callbacks_new failed") }
-        callbacks = newCallbacks
-        Self.install(newCallbacks)
+        h2 = try H2ServerCallbacks()
         readBuffer = .allocate(capacity: 65_536)
         if let path = configuration.logFile {
             guard let file = fopen(path, "a") else { throw MockAPNsError.file("cannot open log file \(path)") }
@@ -50,21 +46,15 @@ final class ServerCore {
 
     deinit {
         if let sslContext { SSL_CTX_free(sslContext) }
-        nghttp2_session_callbacks_del(callbacks)
         readBuffer.deallocate()
         if let logFile { fclose(logFile) }
     }
 
     private static func makeContext(_ configuration: MockAPNsConfiguration) throws -> OpaquePointer {
         guard let tls = configuration.tls else { throw MockAPNsError.configuration("TLS needs a certificate and key (or generate them)") }
-        guard let context = SSL_CTX_new(TLS_server_method()) else { throw OpenSSLSupport.lastError("SSL_CTX_new") }
+        let context = try ServerLoop.makeTLSContext(tls)
         var ok = false
         defer { if !ok { SSL_CTX_free(context) } }
-        _ = copenssl_set_min_proto_version(context, TLS1_2_VERSION)
-        _ = copenssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS))
-        guard SSL_CTX_use_certificate_chain_file(context, tls.certificateFile) == 1 else { throw OpenSSLSupport.lastError("certificate \(tls.certificateFile)") }
-        guard SSL_CTX_use_PrivateKey_file(context, tls.privateKeyFile, SSL_FILETYPE_PEM) == 1 else { throw OpenSSLSupport.lastError("private key \(tls.privateKeyFile)") }
-        guard SSL_CTX_check_private_key(context) == 1 else { throw OpenSSLSupport.lastError("key does not match certificate") }
         copenssl_mock_ctx_select_h2(context)
         if let caFile = configuration.clientCAFile {
             guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else { throw OpenSSLSupport.lastError("client CA \(caFile)") }
@@ -74,42 +64,6 @@ final class ServerCore {
         }
         ok = true
         return context
-    }
-
-    private static func install(_ callbacks: OpaquePointer) {
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue().beginStream(frame.pointee.hd.stream_id)
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
-            guard let frame, let name, let userData else { return 0 }
-            Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue().header(
-                frame.pointee.hd.stream_id, name: UnsafeBufferPointer(start: name, count: nameLength),
-                value: UnsafeBufferPointer(start: value, count: valueLength))
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let userData, let data else { return 0 }
-            Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue().data(streamID, UnsafeBufferPointer(start: data, count: length))
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            let type = frame.pointee.hd.type
-            if (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue))
-                && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
-                Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue().requestComplete(frame.pointee.hd.stream_id)
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
-            guard let userData else { return 0 }
-            Unmanaged<ServerConnection>.fromOpaque(userData).takeUnretainedValue().streamClosed(streamID)
-            return 0
-        }
     }
 
     // MARK: connections

@@ -7,14 +7,15 @@ import Reactor
 /// One client connection of the FCM simulator: TLS, then HTTP/2 (an nghttp2 server session) or HTTP/1.1
 /// (a small request parser, one request answered at a time, in order), whichever ALPN chose.
 ///
-/// Owns the socket, the `SSL*` and the `nghttp2_session*` and frees them in `close()`/`deinit`.
+/// Owns its transport (socket and `SSL*`) and the `nghttp2_session*` and frees them in `close()`/`deinit`.
 /// Confined to the server's loop thread; nghttp2 callbacks reach it through an unretained pointer while
 /// `FCMCore.connections` keeps it alive.
-final class FCMConnection: FileDescriptorHandler {
+final class FCMConnection: FileDescriptorHandler, H2ServerStreamHandler {
     let id: Int
     let fd: Int32
     unowned let core: FCMCore
-    private var ssl: OpaquePointer?
+    private let transport: ServerTransport
+    private var events: H2SessionEvents!
     private var session: OpaquePointer?
 
     private enum Phase {
@@ -35,10 +36,9 @@ final class FCMConnection: FileDescriptorHandler {
         return false
     }
     private var isHTTP2 = false
-    private var transport: String { isHTTP2 ? "h2" : "http/1.1" }
+    private var protocolName: String { isHTTP2 ? "h2" : "http/1.1" }
     private var streams: [Int32: FCMRequest] = [:]
-    private var output: [UInt8] = []
-    private var outputOffset = 0
+    private var output = PendingOutput()
     private var watchingWritable = false
     private var lingerTimer: LoopTimer?
     private var goawayLastStream: Int32?
@@ -54,16 +54,12 @@ final class FCMConnection: FileDescriptorHandler {
         self.id = id
         self.fd = fd
         self.core = core
-        guard let ssl = SSL_new(core.sslContext) else { throw OpenSSLSupport.lastError("SSL_new") }
-        SSL_set_fd(ssl, fd)
-        SSL_set_accept_state(ssl)
-        self.ssl = ssl
+        transport = try ServerTransport(fd: fd, context: core.sslContext)
+        events = H2SessionEvents(self)
     }
 
     deinit {
         if let session { nghttp2_session_del(session) }
-        if let ssl { SSL_free(ssl) }
-        if !closed { Glibc.close(fd) }
     }
 
     func start() throws {
@@ -91,14 +87,10 @@ final class FCMConnection: FileDescriptorHandler {
     }
 
     private func handshake() -> Bool {
-        guard let ssl else { return false }
-        let rc = SSL_accept(ssl)
-        if rc == 1 {
+        switch transport.handshake() {
+        case .done:
             phase = .open
-            var protocolName: UnsafePointer<UInt8>?
-            var length: UInt32 = 0
-            SSL_get0_alpn_selected(ssl, &protocolName, &length)
-            isHTTP2 = length == 2 && protocolName?[0] == UInt8(ascii: "h") && protocolName?[1] == UInt8(ascii: "2")
+            isHTTP2 = transport.selectedProtocol == "h2"
             if isHTTP2 {
                 core.stats.http2Connections += 1
                 do { try startSession() } catch { close(); return false }
@@ -106,20 +98,17 @@ final class FCMConnection: FileDescriptorHandler {
                 core.stats.http1Connections += 1
             }
             return true
+        case .wantRead: setWritable(false); return false
+        case .wantWrite: setWritable(true); return false
+        case .failed:
+            core.stats.handshakeFailures += 1
+            close()
+            return false
         }
-        let error = SSL_get_error(ssl, rc)
-        if error == SSL_ERROR_WANT_READ { setWritable(false); return false }
-        if error == SSL_ERROR_WANT_WRITE { setWritable(true); return false }
-        OpenSSLSupport.clearErrors()
-        core.stats.handshakeFailures += 1
-        close()
-        return false
     }
 
     private func startSession() throws {
-        var newSession: OpaquePointer?
-        let rc = nghttp2_session_server_new(&newSession, core.callbacks, Unmanaged.passUnretained(self).toOpaque())
-        guard rc == 0, let newSession else { throw MockAPNsError.nghttp2("nghttp2_session_server_new: \(rc)") }
+        let newSession = try core.h2.makeSession(events)
         session = newSession
         var settings = [
             nghttp2_settings_entry(settings_id: Int32(NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS.rawValue), value: core.configuration.maxConcurrentStreams),
@@ -134,7 +123,9 @@ final class FCMConnection: FileDescriptorHandler {
         while case .open = phase {
             // HTTP/1.1 reads no further while an answer is pending (one request at a time, in order).
             if !isHTTP2 && (h1Busy || h1CloseAfterAnswer) { break }
-            let count = transportRead(buffer.baseAddress!, buffer.count)
+            var wantsWrite = false
+            let count = transport.read(buffer.baseAddress!, buffer.count, wantsWrite: &wantsWrite)
+            if wantsWrite { setWritable(true) }
             if count == 0 { break }
             if count < 0 { close(); return }
             if isHTTP2 {
@@ -151,51 +142,14 @@ final class FCMConnection: FileDescriptorHandler {
         }
     }
 
-    /// >0 bytes read, 0 would block, <0 closed or failed.
-    private func transportRead(_ pointer: UnsafeMutablePointer<UInt8>, _ capacity: Int) -> Int {
-        guard let ssl else { return -1 }
-        let n = SSL_read(ssl, pointer, Int32(capacity))
-        if n > 0 { return Int(n) }
-        let error = SSL_get_error(ssl, n)
-        if error == SSL_ERROR_WANT_READ { return 0 }
-        if error == SSL_ERROR_WANT_WRITE { setWritable(true); return 0 }
-        OpenSSLSupport.clearErrors()
-        return -1
-    }
-
     /// Moves queued bytes (nghttp2's frames, or HTTP/1.1 answers) into TLS until the socket would block.
     func flush() {
         guard !closed else { return }
-        while true {
-            if outputOffset == output.count {
-                output.removeAll(keepingCapacity: true)
-                outputOffset = 0
-                if let session {
-                    while output.count < 65_536 {
-                        var data: UnsafePointer<UInt8>?
-                        let length = nghttp2_session_mem_send(session, &data)
-                        if length < 0 { close(); return }
-                        if length == 0 { break }
-                        output.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
-                    }
-                }
-                if output.isEmpty { setWritable(false); return }
-            }
-            let written = output.withUnsafeBytes { raw -> Int in transportWrite(raw.baseAddress! + outputOffset, raw.count - outputOffset) }
-            if written < 0 { close(); return }
-            if written == 0 { setWritable(true); return }
-            outputOffset += written
+        switch output.flush(session: session, transport: transport) {
+        case .done: setWritable(false)
+        case .blocked: setWritable(true)
+        case .failed: close()
         }
-    }
-
-    private func transportWrite(_ pointer: UnsafeRawPointer, _ count: Int) -> Int {
-        guard let ssl else { return -1 }
-        let n = SSL_write(ssl, pointer, Int32(count))
-        if n > 0 { return Int(n) }
-        let error = SSL_get_error(ssl, n)
-        if error == SSL_ERROR_WANT_WRITE || error == SSL_ERROR_WANT_READ { return 0 }
-        OpenSSLSupport.clearErrors()
-        return -1
     }
 
     private func setWritable(_ on: Bool) {
@@ -210,7 +164,7 @@ final class FCMConnection: FileDescriptorHandler {
     private func finishIteration() {
         guard !closed else { return }
         if case .dropping = phase { close(); return }
-        guard outputOffset == output.count else { return }
+        guard output.isEmpty else { return }
         if let session {
             if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 { closeAfterLingering() }
         } else if !isHTTP2, h1CloseAfterAnswer, !h1Busy, case .open = phase {
@@ -225,25 +179,14 @@ final class FCMConnection: FileDescriptorHandler {
         case .lingering, .closed: return
         case .handshaking, .open, .silenced, .dropping: phase = .lingering
         }
-        if let ssl {
-            _ = SSL_shutdown(ssl)
-            OpenSSLSupport.clearErrors()
-        }
-        _ = Glibc.shutdown(fd, Int32(SHUT_WR))
+        transport.shutdownWrite()
         watchingWritable = false
         try? core.loop.setInterest(fd: fd, readable: true, writable: false)
         lingerTimer = core.loop.schedule(afterMilliseconds: 1_000) { [weak self] in self?.close() }
     }
 
     private func discardInput() {
-        let buffer = core.readBuffer
-        while !closed {
-            switch try? SocketIO.read(fd, into: buffer.baseAddress!, count: buffer.count) {
-            case .bytes?: continue
-            case .wouldBlock?: return
-            case .endOfFile?, nil: close()
-            }
-        }
+        if !transport.discardInput(core.readBuffer) { close() }
     }
 
     func close() {
@@ -252,12 +195,10 @@ final class FCMConnection: FileDescriptorHandler {
         lingerTimer?.cancel()
         lingerTimer = nil
         core.loop.unregister(fd: fd)
-        Glibc.close(fd)
         // Freed here, not in deinit, so no nghttp2 callback can reach a connection that is going away.
         if let session { nghttp2_session_del(session) }
         session = nil
-        if let ssl { SSL_free(ssl) }
-        ssl = nil
+        transport.close()
         streams.removeAll()
         core.connectionClosed(self)
     }
@@ -279,7 +220,7 @@ final class FCMConnection: FileDescriptorHandler {
                 return silence()
             }
         }
-        let (outcome, delay) = core.handle(request, connection: id, transport: transport)
+        let (outcome, delay) = core.handle(request, connection: id, transport: protocolName)
         let goawayAfter = FCMCore.isSend(request) && core.faults.script.goawayAfterRequests == sendCount
         if delay > 0 {
             // Level-triggered epoll would report a pipelined HTTP/1.1 request again and again while this one waits.
@@ -356,29 +297,8 @@ final class FCMConnection: FileDescriptorHandler {
     private func respondHTTP2(_ request: FCMRequest, _ answer: FCMAnswer) {
         guard let session else { return }
         request.pendingBody = answer.body
-        var all = [(":status", String(answer.status))] + answer.headers
-        all.append(("content-length", String(answer.body.count)))
-        var storage: [UInt8] = []
-        var spans: [(Int, Int, Int, Int)] = []
-        for (name, value) in all {
-            let nameStart = storage.count
-            storage.append(contentsOf: name.utf8)
-            let valueStart = storage.count
-            storage.append(contentsOf: value.utf8)
-            spans.append((nameStart, name.utf8.count, valueStart, value.utf8.count))
-        }
-        storage.withUnsafeMutableBufferPointer { base in
-            var nvs = spans.map { span in
-                nghttp2_nv(name: base.baseAddress! + span.0, value: base.baseAddress! + span.2, namelen: span.1, valuelen: span.3,
-                           flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            }
-            if answer.body.isEmpty {
-                nghttp2_submit_response(session, request.streamID, &nvs, nvs.count, nil)
-            } else {
-                var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil), read_callback: fcmBodyReadCallback)
-                nghttp2_submit_response(session, request.streamID, &nvs, nvs.count, &provider)
-            }
-        }
+        H2ServerCallbacks.submitResponse(session, streamID: request.streamID, status: answer.status,
+                                         headers: answer.headers + [("content-length", String(answer.body.count))], hasBody: !answer.body.isEmpty)
     }
 
     func readBody(_ streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int {
@@ -386,13 +306,7 @@ final class FCMConnection: FileDescriptorHandler {
             flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue
             return 0
         }
-        let count = min(length, request.pendingBody.count)
-        if count > 0 {
-            request.pendingBody.withUnsafeBufferPointer { buffer.update(from: $0.baseAddress!, count: count) }
-            request.pendingBody.removeFirst(count)
-        }
-        if request.pendingBody.isEmpty { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
-        return count
+        return H2ServerCallbacks.copyBody(&request.pendingBody, into: buffer, length: length, flags: flags)
     }
 
     func beginStream(_ streamID: Int32) { streams[streamID] = FCMRequest(streamID: streamID) }
@@ -412,42 +326,6 @@ final class FCMConnection: FileDescriptorHandler {
     func requestComplete(_ streamID: Int32) {
         guard let request = streams[streamID], streamID <= goawayLastStream ?? Int32.max else { return }
         dispatch(request)
-    }
-
-    static func install(_ callbacks: OpaquePointer) {
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue) && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                Unmanaged<FCMConnection>.fromOpaque(userData).takeUnretainedValue().beginStream(frame.pointee.hd.stream_id)
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
-            guard let frame, let name, let userData else { return 0 }
-            Unmanaged<FCMConnection>.fromOpaque(userData).takeUnretainedValue().header(
-                frame.pointee.hd.stream_id, name: UnsafeBufferPointer(start: name, count: nameLength),
-                value: UnsafeBufferPointer(start: value, count: valueLength))
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let userData, let data else { return 0 }
-            Unmanaged<FCMConnection>.fromOpaque(userData).takeUnretainedValue().data(streamID, UnsafeBufferPointer(start: data, count: length))
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            let type = frame.pointee.hd.type
-            if (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue))
-                && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {
-                Unmanaged<FCMConnection>.fromOpaque(userData).takeUnretainedValue().requestComplete(frame.pointee.hd.stream_id)
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
-            guard let userData else { return 0 }
-            Unmanaged<FCMConnection>.fromOpaque(userData).takeUnretainedValue().streamClosed(streamID)
-            return 0
-        }
     }
 
     // MARK: HTTP/1.1
@@ -492,7 +370,7 @@ final class FCMConnection: FileDescriptorHandler {
             guard input.count >= bodyStart + length else {
                 if expectContinue && !h1ContinueSent {
                     h1ContinueSent = true
-                    output.append(contentsOf: "HTTP/1.1 100 Continue\r\n\r\n".utf8)
+                    output.append(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
                 }
                 return
             }
@@ -529,8 +407,7 @@ final class FCMConnection: FileDescriptorHandler {
         head += "content-length: \(answer.body.count)\r\n"
         if h1CloseAfterAnswer { head += "connection: close\r\n" }
         head += "\r\n"
-        output.append(contentsOf: head.utf8)
-        output.append(contentsOf: answer.body)
+        output.append(Array(head.utf8) + answer.body)
         h1Busy = false
     }
 
@@ -550,9 +427,4 @@ final class FCMConnection: FileDescriptorHandler {
         default: return "Status"
         }
     }
-}
-
-private let fcmBodyReadCallback: nghttp2_data_source_read_callback = { _, streamID, buffer, length, flags, _, userData in
-    guard let userData, let buffer, let flags else { return Int(NGHTTP2_ERR_CALLBACK_FAILURE.rawValue) }
-    return Unmanaged<FCMConnection>.fromOpaque(userData).takeUnretainedValue().readBody(streamID, into: buffer, length: length, flags: flags)
 }

@@ -47,13 +47,13 @@ enum FCMOutcome {
 /// The FCM simulator's state on its loop: TLS context, accounts, issued access tokens, faults, counters, the
 /// accepted log and the connections; and the endpoints (`/token`, `messages:send`, `/fcm/send`, `/_mock/...`).
 ///
-/// Owns the `SSL_CTX*`, the nghttp2 callbacks, the read buffer and the log `FILE*`, freed in `deinit`.
+/// Owns the `SSL_CTX*`, the nghttp2 callbacks (through `h2`), the read buffer and the log `FILE*`, freed in `deinit`.
 /// Confined to the loop thread; `MockFCMServer` reaches it only through a `LoopBound`, inside `loop.submit`.
-final class FCMCore {
+final class FCMCore: ListeningCore {
     let loop: EventLoop
     let configuration: MockFCMConfiguration
     let sslContext: OpaquePointer
-    let callbacks: OpaquePointer
+    let h2: H2ServerCallbacks
     let readBuffer: UnsafeMutableBufferPointer<UInt8>
     let faults: FCMFaultEngine
     /// Accounts by client email.
@@ -87,14 +87,10 @@ final class FCMCore {
         self.accounts = byEmail
         faults = FCMFaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
         sslContext = try Self.makeContext(configuration)
-        var newCallbacks: OpaquePointer?
-        nghttp2_session_callbacks_new(&newCallbacks)
-        guard let newCallbacks else {
+        do { h2 = try H2ServerCallbacks() } catch {
             SSL_CTX_free(sslContext)
-            throw MockAPNsError.nghttp2("nghttp2_session_callbacks_new failed")
+            throw error
         }
-        callbacks = newCallbacks
-        FCMConnection.install(newCallbacks)
         readBuffer = .allocate(capacity: 65_536)
         if let path = configuration.logFile {
             guard let file = fopen(path, "a") else { throw MockAPNsError.file("cannot open log file \(path)") }
@@ -104,23 +100,14 @@ final class FCMCore {
 
     deinit {
         SSL_CTX_free(sslContext)
-        nghttp2_session_callbacks_del(callbacks)
         readBuffer.deallocate()
         if let logFile { fclose(logFile) }
     }
 
     private static func makeContext(_ configuration: MockFCMConfiguration) throws -> OpaquePointer {
         guard let tls = configuration.tls else { throw MockAPNsError.configuration("FCM is TLS only: give a certificate and key (or generate them)") }
-        guard let context = SSL_CTX_new(TLS_server_method()) else { throw OpenSSLSupport.lastError("SSL_CTX_new") }
-        var ok = false
-        defer { if !ok { SSL_CTX_free(context) } }
-        _ = copenssl_set_min_proto_version(context, TLS1_2_VERSION)
-        _ = copenssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS))
-        guard SSL_CTX_use_certificate_chain_file(context, tls.certificateFile) == 1 else { throw OpenSSLSupport.lastError("certificate \(tls.certificateFile)") }
-        guard SSL_CTX_use_PrivateKey_file(context, tls.privateKeyFile, SSL_FILETYPE_PEM) == 1 else { throw OpenSSLSupport.lastError("private key \(tls.privateKeyFile)") }
-        guard SSL_CTX_check_private_key(context) == 1 else { throw OpenSSLSupport.lastError("key does not match certificate") }
+        let context = try ServerLoop.makeTLSContext(tls)
         SSL_CTX_set_alpn_select_cb(context, selectH2OrHTTP1, nil)
-        ok = true
         return context
     }
 

@@ -99,7 +99,7 @@ enum FCMTokenGrant {
             return .failure(.invalidGrant("Invalid JWT Signature."))
         }
         let signed = Array(assertion.utf8.prefix(parts[0].utf8.count + 1 + parts[1].utf8.count))
-        guard RS256.verify(signed, signature: signature, key: account.key) else { return .failure(.invalidGrant("Invalid JWT Signature.")) }
+        guard OpenSSLSupport.verifySHA256(signed, signature: signature, key: account.key) else { return .failure(.invalidGrant("Invalid JWT Signature.")) }
         guard let audience = claims["aud"] as? String, audience == tokenURI || googleAudiences.contains(audience) else {
             return .failure(.invalidGrant("Invalid JWT: Failed audience check. The right audience is \(tokenURI)"))
         }

@@ -61,18 +61,8 @@ public enum MockFCMCommand {
                                     "service_account_file": server.serviceAccountFile, "token_uri": server.tokenURI,
                                     "send_url": server.sendURL()]
         if let caFile { ready["ca_file"] = caFile }
-        let line = (try? JSONSerialization.data(withJSONObject: ready, options: [.sortedKeys, .withoutEscapingSlashes])).map { String(decoding: $0, as: UTF8.self) } ?? "{}"
-        FileHandle.standardOutput.write(Data((line + "\n").utf8))
-        if let readyFile = options.readyFile {
-            do { try Data((line + "\n").utf8).write(to: URL(fileURLWithPath: readyFile), options: .atomic) } catch {
-                server.stop()
-                return fail("cannot write ready file \(readyFile): \(error)", code: 73)
-            }
-        }
-
-        waitForStop(server, options.configFile)
-        server.stop()
-        return 0
+        return CommandSupport.serve(ready, readyFile: options.readyFile, command: "mock-fcm",
+                                    wait: { waitForStop(server, options.configFile) }, stop: server.stop)
     }
 
     private static func waitForSignals(_ server: MockFCMServer, _ configFile: String?) {
@@ -83,13 +73,8 @@ public enum MockFCMCommand {
 
     /// SIGHUP: load the config file again; a bad file leaves the config in force (and says why).
     static func reload(_ server: MockFCMServer, from configFile: String) -> Bool {
-        do {
+        CommandSupport.reload(command: "mock-fcm", configFile: configFile) {
             try server.replaceFaults(try MockFCMFaultScript.load(file: configFile))
-            FileHandle.standardError.write(Data("herald mock-fcm: reloaded \(configFile)\n".utf8))
-            return true
-        } catch {
-            FileHandle.standardError.write(Data("herald mock-fcm: reload failed, keeping the old config: \(error)\n".utf8))
-            return false
         }
     }
 }

@@ -139,26 +139,13 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
 
     /// Parses the JSON config format; errors name the offending field.
     public static func parse(_ data: Data) throws -> MockFCMFaultScript {
-        do {
-            let script = try JSONDecoder().decode(MockFCMFaultScript.self, from: data)
-            try script.check()
-            return script
-        } catch let error as MockAPNsError {
-            throw error
-        } catch let DecodingError.dataCorrupted(context) {
-            throw MockAPNsError.configuration("invalid JSON at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw MockAPNsError.configuration("bad value at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw MockAPNsError.configuration("missing \(key.stringValue) at \(context.codingPath.map(\.stringValue).joined(separator: "."))")
-        } catch {
-            throw MockAPNsError.configuration("\(error)")
-        }
+        let script = try ConfigDecoding.decode(MockFCMFaultScript.self, from: data)
+        try script.check()
+        return script
     }
 
     public static func load(file: String) throws -> MockFCMFaultScript {
-        guard let data = FileManager.default.contents(atPath: file) else { throw MockAPNsError.file("cannot read \(file)") }
-        return try parse(data)
+        try parse(try ConfigDecoding.read(file))
     }
 
     func check() throws {

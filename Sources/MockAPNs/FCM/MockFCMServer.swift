@@ -21,7 +21,7 @@ public final class MockFCMServer: Sendable {
     /// `https://<host>:<port>`: the root to put in place of `https://fcm.googleapis.com`.
     public let baseURL: String
     private let loop: EventLoop
-    private let state: LoopBound<(core: FCMCore, listener: FCMListener)>
+    private let state: LoopBound<(core: FCMCore, listener: ServerListener)>
     private let isStopped = LockedValue(false)
 
     /// The first account, its project and its file: what a single-project test needs.
@@ -39,21 +39,11 @@ public final class MockFCMServer: Sendable {
         self.configuration = configuration
         let accounts = configuration.serviceAccounts.isEmpty ? [try MockServiceAccount.generate(projectID: configuration.projectID)] : configuration.serviceAccounts
         serviceAccounts = accounts
-        let loop = try EventLoop.startThread(name: "mock-fcm")
-        self.loop = loop
+        let (loop, state, port) = try ServerLoop.start(name: "mock-fcm", host: configuration.host, port: configuration.port) { loop in
+            try FCMCore(loop: loop, configuration: configuration, accounts: accounts)
+        }
+        (self.loop, self.state, self.port) = (loop, state, port)
         do {
-            let (state, port) = try loop.submit { () throws -> (LoopBound<(core: FCMCore, listener: FCMListener)>, Int) in
-                let core = try FCMCore(loop: loop, configuration: configuration, accounts: accounts)
-                let fd = try Sockets.listen(host: configuration.host, port: configuration.port)
-                let listener = FCMListener(fd: fd, core: core)
-                do { try loop.register(fd: fd, handler: listener) } catch {
-                    Glibc.close(fd)
-                    throw error
-                }
-                return (LoopBound((core, listener), loop: loop), Sockets.localPort(fd))
-            }
-            self.state = state
-            self.port = port
             let host: String
             switch configuration.host {
             case "0.0.0.0", "": host = "127.0.0.1"
@@ -75,8 +65,7 @@ public final class MockFCMServer: Sendable {
             serviceAccountFiles = files
             try loop.submit { [state, tokenURI] in state.value.core.tokenURI = tokenURI }
         } catch {
-            loop.stop()
-            loop.waitUntilStopped()
+            ServerLoop.stop(loop: loop, state: state, isStopped: LockedValue(false))
             throw error
         }
     }
@@ -111,36 +100,6 @@ public final class MockFCMServer: Sendable {
 
     /// Closes every connection and the listener, and ends the loop thread. Idempotent.
     public func stop() {
-        let already = isStopped.withLock { stopped in
-            defer { stopped = true }
-            return stopped
-        }
-        if already { return }
-        try? loop.submit { [state, loop] in
-            let (core, listener) = state.value
-            loop.unregister(fd: listener.fd)
-            Glibc.close(listener.fd)
-            core.closeAll()
-        }
-        loop.stop()
-        loop.waitUntilStopped()
-    }
-}
-
-/// Accepts connections and hands them to the core. Loop-confined; the listening descriptor is closed by `stop()`.
-final class FCMListener: FileDescriptorHandler {
-    let fd: Int32
-    unowned let core: FCMCore
-
-    init(fd: Int32, core: FCMCore) {
-        self.fd = fd
-        self.core = core
-    }
-
-    func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
-        for _ in 0..<64 {
-            guard let client = try? Sockets.accept(fd) else { return }
-            core.accepted(fd: client)
-        }
+        ServerLoop.stop(loop: loop, state: state, isStopped: isStopped)
     }
 }

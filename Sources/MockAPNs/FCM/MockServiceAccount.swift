@@ -76,7 +76,7 @@ public final class MockServiceAccount: @unchecked Sendable {
         if let scope { claims["scope"] = scope }
         let claimBytes = try JSONSerialization.data(withJSONObject: claims, options: [.sortedKeys, .withoutEscapingSlashes])
         let input = "\(header).\(Base64URL.encode([UInt8](claimBytes)))"
-        let signature = try RS256.sign(Array(input.utf8), key: key)
+        let signature = try OpenSSLSupport.signSHA256(Array(input.utf8), key: key)  // RS256: PKCS#1 v1.5, the RSA default
         return "\(input).\(Base64URL.encode(signature))"
     }
 }
@@ -86,27 +86,4 @@ public enum MockFCMScopes {
     public static let messaging = "https://www.googleapis.com/auth/firebase.messaging"
     /// Google's broad scope; the Admin SDKs ask for it (among others) instead of firebase.messaging.
     public static let cloudPlatform = "https://www.googleapis.com/auth/cloud-platform"
-}
-
-/// RSASSA-PKCS1-v1_5 with SHA-256, as JWT's RS256 is.
-enum RS256 {
-    static func sign(_ message: [UInt8], key: OpaquePointer) throws -> [UInt8] {
-        guard let context = EVP_MD_CTX_new() else { throw OpenSSLSupport.lastError("EVP_MD_CTX_new") }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else { throw OpenSSLSupport.lastError("EVP_DigestSignInit") }
-        var length = 0
-        guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else { throw OpenSSLSupport.lastError("EVP_DigestSign") }
-        var signature = [UInt8](repeating: 0, count: length)
-        guard EVP_DigestSign(context, &signature, &length, message, message.count) == 1 else { throw OpenSSLSupport.lastError("EVP_DigestSign") }
-        return Array(signature.prefix(length))
-    }
-
-    static func verify(_ message: [UInt8], signature: [UInt8], key: OpaquePointer) -> Bool {
-        guard !signature.isEmpty, let context = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { OpenSSLSupport.clearErrors(); return false }
-        let ok = EVP_DigestVerify(context, signature, signature.count, message, message.count) == 1
-        OpenSSLSupport.clearErrors()
-        return ok
-    }
 }

@@ -1,0 +1,87 @@
+import Basics
+import COpenSSL
+import Glibc
+import Reactor
+
+/// What a simulator's core offers its listener and its `stop()`.
+protocol ListeningCore: AnyObject, SendableMetatype {
+    func accepted(fd: Int32)
+    func closeAll()
+}
+
+/// Starting and stopping a simulator (APNs or FCM): a loop thread, a core made on it, a listening socket whose
+/// connections go to the core. The core and listener stay on the loop, reachable only through the `LoopBound`.
+enum ServerLoop {
+    /// Starts the loop thread, makes the core on it, binds and listens. Returns the loop, the bound state and the port.
+    static func start<Core: ListeningCore>(name: String, host: String, port: Int, makeCore: @escaping @Sendable (EventLoop) throws -> Core)
+        throws -> (EventLoop, LoopBound<(core: Core, listener: ServerListener)>, Int) {
+        let loop = try EventLoop.startThread(name: name)
+        do {
+            let (state, bound) = try loop.submit { () throws -> (LoopBound<(core: Core, listener: ServerListener)>, Int) in
+                let core = try makeCore(loop)
+                let fd = try Sockets.listen(host: host, port: port)
+                let listener = ServerListener(fd: fd, core: core)
+                do { try loop.register(fd: fd, handler: listener) } catch {
+                    Glibc.close(fd)
+                    throw error
+                }
+                return (LoopBound((core, listener), loop: loop), Sockets.localPort(fd))
+            }
+            return (loop, state, bound)
+        } catch {
+            loop.stop()
+            loop.waitUntilStopped()
+            throw error
+        }
+    }
+
+    /// Closes every connection and the listener, and ends the loop thread; only the first call does anything.
+    static func stop<Core: ListeningCore>(loop: EventLoop, state: LoopBound<(core: Core, listener: ServerListener)>, isStopped: LockedValue<Bool>) {
+        let already = isStopped.withLock { stopped in
+            defer { stopped = true }
+            return stopped
+        }
+        if already { return }
+        try? loop.submit { [state, loop] in
+            let (core, listener) = state.value
+            loop.unregister(fd: listener.fd)
+            Glibc.close(listener.fd)
+            core.closeAll()
+        }
+        loop.stop()
+        loop.waitUntilStopped()
+    }
+
+    /// A server-side TLS context with the certificate chain and key loaded (TLS 1.2+, partial writes); the caller
+    /// adds its ALPN choice and owns the result (SSL_CTX_free).
+    static func makeTLSContext(_ tls: MockTLSFiles) throws -> OpaquePointer {
+        guard let context = SSL_CTX_new(TLS_server_method()) else { throw OpenSSLSupport.lastError("SSL_CTX_new") }
+        var ok = false
+        defer { if !ok { SSL_CTX_free(context) } }
+        _ = copenssl_set_min_proto_version(context, TLS1_2_VERSION)
+        _ = copenssl_ctx_set_mode(context, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS))
+        guard SSL_CTX_use_certificate_chain_file(context, tls.certificateFile) == 1 else { throw OpenSSLSupport.lastError("certificate \(tls.certificateFile)") }
+        guard SSL_CTX_use_PrivateKey_file(context, tls.privateKeyFile, SSL_FILETYPE_PEM) == 1 else { throw OpenSSLSupport.lastError("private key \(tls.privateKeyFile)") }
+        guard SSL_CTX_check_private_key(context) == 1 else { throw OpenSSLSupport.lastError("key does not match certificate") }
+        ok = true
+        return context
+    }
+}
+
+/// Accepts connections and hands them to the core. Loop-confined; the listening descriptor is closed by `stop`.
+final class ServerListener: FileDescriptorHandler {
+    let fd: Int32
+    unowned let core: any ListeningCore
+
+    init(fd: Int32, core: any ListeningCore) {
+        self.fd = fd
+        self.core = core
+    }
+
+    func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
+        for _ in 0..<64 {
+            guard let client = try? Sockets.accept(fd) else { return }
+            core.accepted(fd: client)
+        }
+    }
+}
