@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Testing
 @testable import MockAPNs
 
@@ -183,5 +184,20 @@ import Testing
         #expect(try fixture.send(FCMFixture.message(), bearer: unscoped, project: "first").status == 403)
         let broad = try fixture.accessToken(scope: "\(MockFCMScopes.cloudPlatform) https://www.googleapis.com/auth/userinfo.email")
         #expect(try fixture.send(FCMFixture.message(), bearer: broad, project: "first").status == 200)
+    }
+
+    @Test func anExpiredAccessTokenIsRefusedWith401AndAFreshOneWorks() throws {
+        let fixture = try FCMFixture { $0.accessTokenLifetimeSeconds = 1 }
+        defer { fixture.stop() }
+        let answer = try fixture.tokenRequest(assertion: try fixture.server.serviceAccount.makeAssertion(audience: fixture.server.tokenURI))
+        #expect(answer.json["expires_in"] as? Int == 1)
+        let bearer = try #require(answer.json["access_token"] as? String)
+        usleep(2_100_000)
+        let expired = try fixture.send(FCMFixture.message(), bearer: bearer)
+        #expect(expired.status == 401)
+        #expect(expired.errorStatus == "UNAUTHENTICATED")
+        #expect(expired.body.contains("ACCESS_TOKEN_EXPIRED"))
+        #expect(expired.fcmErrorCode == nil)
+        #expect(try fixture.send(FCMFixture.message(), bearer: try fixture.accessToken()).status == 200)
     }
 }

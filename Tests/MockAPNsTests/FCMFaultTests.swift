@@ -17,8 +17,6 @@ import Testing
         let retryAfter = try #require(over.headers["retry-after"].flatMap { Int($0) })
         #expect((1...60).contains(retryAfter))
         #expect(fixture.server.stats().quotaRejections == 2)
-        // Another project has its own minute.
-        #expect(fixture.server.faults().projectQuotaPerMinute == 3)
     }
 
     @Test func theDeviceQuotaIsEnforcedOnlyWhenAskedFor() throws {
@@ -29,9 +27,15 @@ import Testing
         #expect(try [send("a"), send("a"), send("a")] == [200, 200, 200])
         try fixture.server.replaceFaults(MockFCMFaultScript(deviceQuota: true, deviceQuotaPerMinute: 2, deviceQuotaPerHour: 3))
         #expect(try [send("a"), send("a"), send("a"), send("b")] == [200, 200, 429, 200])
-        // The hour counts too: a third send to "b" after its minute is spent is refused either way, one token's
-        // refusals leave the others alone.
-        #expect(try [send("b"), send("b"), send("c")] == [200, 429, 200])
+        // The hour counts as well as the minute, and a refused send is counted in neither.
+        try fixture.server.replaceFaults(MockFCMFaultScript(deviceQuota: true, deviceQuotaPerMinute: 10, deviceQuotaPerHour: 2))
+        let refused = try fixture.send(FCMFixture.message(token: "d"), bearer: bearer)
+        #expect(refused.status == 200)
+        #expect(try [send("d"), send("d"), send("d"), send("e")] == [200, 429, 429, 200])
+        let over = try fixture.send(FCMFixture.message(token: "d"), bearer: bearer)
+        #expect(over.fcmErrorCode == "QUOTA_EXCEEDED")
+        #expect(over.headers["retry-after"].flatMap { Int($0) }.map { $0 > 60 } == true)  // the end of the hour, not the minute
+        #expect(fixture.server.stats().quotaRejections == 4)
     }
 
     @Test func failFirstThrottleAndLatencyRulesActPerToken() throws {

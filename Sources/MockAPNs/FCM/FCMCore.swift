@@ -212,6 +212,7 @@ final class FCMCore: ListeningCore {
             return .json(error.status, error.body())
         case .success(let grant):
             let lifetime = configuration.accessTokenLifetimeSeconds
+            if issued.count >= 10_000 { issued = issued.filter { $0.value.expiresAt > now() } }  // bounded memory under a refresh storm
             let token = "ya29.mock." + randomHex(32)
             issued[token] = IssuedToken(account: grant.account, scopes: grant.scopes, expiresAt: now() + Int64(lifetime))
             stats.tokensIssued += 1
@@ -262,11 +263,13 @@ final class FCMCore: ListeningCore {
         case .success(let value): parsed = value
         }
         let (verdict, delay) = faults.decide(token: parsed.token, topic: parsed.topic, project: project)
-        stats.quotaRejections = faults.quotaRejections
         switch verdict {
         case .accept:
             return (.answer(accept(parsed, project: project, connection: connection, transport: transport)), delay)
         case .reject(let error):
+            return (.answer(reject(error)), delay)
+        case .overQuota(let error):
+            stats.quotaRejections += 1
             return (.answer(reject(error)), delay)
         case .silence:
             stats.silencedRequests += 1

@@ -129,6 +129,8 @@ struct FCMError: Error, Equatable {
 enum FCMVerdict: Equatable {
     case accept
     case reject(FCMError)
+    /// Refused by the project or device quota (not a scripted 429): counted apart in the stats.
+    case overQuota(FCMError)
     case silence
     case drop
     case goaway
@@ -144,8 +146,6 @@ final class FCMFaultEngine {
     private var projectWindows: [String: Window] = [:]
     private var deviceMinute: [String: Window] = [:]
     private var deviceHour: [String: Window] = [:]
-    /// Sends refused because a quota was spent (not counting scripted 429s).
-    private(set) var quotaRejections = 0
 
     /// A fixed counting window: `count` sends since `start`.
     struct Window {
@@ -166,7 +166,6 @@ final class FCMFaultEngine {
         projectWindows.removeAll()
         deviceMinute.removeAll()
         deviceHour.removeAll()
-        quotaRejections = 0
     }
 
     private func latency(_ range: MockLatency) -> Int {
@@ -250,33 +249,27 @@ final class FCMFaultEngine {
             let over = Self.spend(&window, limit: projectLimit, length: 60_000_000_000, now: now)
             projectWindows[project] = window
             if let over {
-                quotaRejections += 1
-                return .reject(.fcm(429, "QUOTA_EXCEEDED", message: "Quota exceeded for quota metric 'Send requests' and limit 'Send requests per minute' of service 'fcm.googleapis.com' for consumer 'project_number:\(project)'.", retryAfter: over))
+                return .overQuota(.fcm(429, "QUOTA_EXCEEDED", message: "Quota exceeded for quota metric 'Send requests' and limit 'Send requests per minute' of service 'fcm.googleapis.com' for consumer 'project_number:\(project)'.", retryAfter: over))
             }
         }
         if script.deviceQuota == true, let token {
             var minute = deviceMinute[token]
             var hour = deviceHour[token]
-            let perMinute = script.deviceQuotaPerMinute ?? MockFCMFaultScript.defaultDeviceQuotaPerMinute
-            let perHour = script.deviceQuotaPerHour ?? MockFCMFaultScript.defaultDeviceQuotaPerHour
-            // Check both before spending either, so a send refused by the hour does not use up the minute.
-            let probeMinute = minute, probeHour = hour
-            var m = probeMinute, h = probeHour
-            let overMinute = Self.spend(&m, limit: perMinute, length: 60_000_000_000, now: now)
-            let overHour = Self.spend(&h, limit: perHour, length: 3_600_000_000_000, now: now)
-            if overMinute != nil || overHour != nil {
-                // Keep only window restarts, not counts, for the refused send.
-                if overMinute == nil { m?.count -= 1 }
-                if overHour == nil { h?.count -= 1 }
-                minute = m
-                hour = h
-                deviceMinute[token] = minute
-                deviceHour[token] = hour
-                quotaRejections += 1
-                return .reject(.fcm(429, "QUOTA_EXCEEDED", message: "Device message rate exceeded.", retryAfter: max(overMinute ?? 0, overHour ?? 0)))
+            let overMinute = Self.spend(&minute, limit: script.deviceQuotaPerMinute ?? MockFCMFaultScript.defaultDeviceQuotaPerMinute,
+                                        length: 60_000_000_000, now: now)
+            let overHour = Self.spend(&hour, limit: script.deviceQuotaPerHour ?? MockFCMFaultScript.defaultDeviceQuotaPerHour,
+                                      length: 3_600_000_000_000, now: now)
+            let refused = overMinute != nil || overHour != nil
+            if refused {
+                // A refused send counts in neither window: take it back from the one that did count it.
+                if overMinute == nil { minute?.count -= 1 }
+                if overHour == nil { hour?.count -= 1 }
             }
-            deviceMinute[token] = m
-            deviceHour[token] = h
+            deviceMinute[token] = minute
+            deviceHour[token] = hour
+            if refused {
+                return .overQuota(.fcm(429, "QUOTA_EXCEEDED", message: "Device message rate exceeded.", retryAfter: max(overMinute ?? 0, overHour ?? 0)))
+            }
         }
         return .accept
     }
