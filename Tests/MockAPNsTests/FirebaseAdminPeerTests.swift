@@ -56,16 +56,19 @@ struct FirebaseAdminPeerTests {
         #expect(name.hasPrefix("projects/herald-mock/messages/"))
         #expect(answer["unregistered"] as? String == "UnregisteredError")
         #expect(answer["unregistered_status"] as? Int == 404)
+        #expect((answer["async_good_name"] as? String)?.hasPrefix("projects/herald-mock/messages/") == true)
+        #expect(answer["async_unregistered"] as? String == "UnregisteredError")
 
         // What the SDK sent is what the simulator recorded (read through the control path, as another process would).
         let accepted = try curl(caFile: caFile, [("https://127.0.0.1:\(port)/_mock/accepted", "GET", [], nil)])[0]
         let entries = try #require(try JSONSerialization.jsonObject(with: Data(accepted.body.utf8)) as? [[String: Any]])
-        #expect(entries.count == 1)
+        #expect(entries.count == 2)
         #expect(entries.first?["name"] as? String == name)
-        #expect(entries.first?["token"] as? String == "good-1")
+        #expect(entries.allSatisfy { $0["token"] as? String == "good-1" })
+        #expect(Set(entries.compactMap { $0["transport"] as? String }) == ["http/1.1", "h2"])
         let stats = try curl(caFile: caFile, [("https://127.0.0.1:\(port)/_mock/stats", "GET", [], nil)])[0].json
         #expect(stats["tokensIssued"] as? Int == 1)
-        #expect(stats["requests"] as? Int == 2)
+        #expect(stats["requests"] as? Int == 4)
 
         #expect(server.stop(grace: 10) == 0)
     }

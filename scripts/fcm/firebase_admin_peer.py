@@ -9,7 +9,8 @@ The SDK has no setting for the FCM endpoint, so this redirects it the documented
            name the simulator's CA; both are set here from --ca-file before anything connects.
 
 Modes (one JSON line of results on stdout; exit 0 when every send went as expected):
-  check:  one good token -> message name; one unregistered token -> messaging.UnregisteredError
+  check:  one good token -> message name; one unregistered token -> messaging.UnregisteredError; both again
+          through send_each_async (HTTP/2)
   rate:   N sends to good tokens, prints messages/s: --batch 1 is one send() at a time (HTTP/1.1, requests),
           larger batches use send_each (a thread per message, HTTP/1.1) or, with --async, send_each_async
           (httpx over HTTP/2, the SDK's fastest path)
@@ -61,8 +62,15 @@ def main():
         except Exception as error:  # any other class means the SDK did not recognise the answer
             result["unregistered"] = type(error).__name__
             result["unregistered_message"] = str(error)
+        # The same two through send_each_async: httpx over HTTP/2, the SDK's other transport.
+        batch = asyncio.run(messaging.send_each_async(
+            [messaging.Message(token=args.good_token, data={"k": "v"}), messaging.Message(token=args.unregistered_token)],
+            app=app))
+        result["async_good_name"] = batch.responses[0].message_id
+        result["async_unregistered"] = type(batch.responses[1].exception).__name__
         print(json.dumps(result, sort_keys=True))
-        ok = name.startswith("projects/") and "/messages/" in name and result["unregistered"] == "UnregisteredError"
+        ok = (name.startswith("projects/") and "/messages/" in name and result["unregistered"] == "UnregisteredError"
+              and (result["async_good_name"] or "").startswith("projects/") and result["async_unregistered"] == "UnregisteredError")
         return 0 if ok else 1
 
     sent = failed = 0

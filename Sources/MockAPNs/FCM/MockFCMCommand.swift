@@ -116,7 +116,7 @@ struct MockFCMOptions {
             .value("key", "file", "Server private key (PEM); goes with --cert."),
             .value("generate-tls", "dir", "Write ca.pem, ca-key.pem, server.pem, server-key.pem and service-account.json to this directory (default without --cert: a temporary directory)."),
             .value("project", "id", "Project of the generated service account (default herald-mock)."),
-            .value("service-account", "file", "Accept this service-account JSON instead of generating one (repeatable; rewritten with token_uri pointing here).", repeatable: true),
+            .value("service-account", "file", "Accept this service-account JSON instead of generating one (written out again with token_uri pointing here).", repeatable: true),
             .value("service-account-dir", "dir", "Where to write the service-account JSON files (default: the --generate-tls directory)."),
             .value("config", "file", "Device state, faults and quotas (JSON; reloaded on SIGHUP)."),
             .flag("device-quota", "Enforce FCM's per-device limits (240 a minute, 5000 an hour to one token)."),
