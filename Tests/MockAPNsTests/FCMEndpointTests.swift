@@ -200,4 +200,28 @@ import Testing
         #expect(expired.fcmErrorCode == nil)
         #expect(try fixture.send(FCMFixture.message(), bearer: try fixture.accessToken()).status == 200)
     }
+
+    @Test func tokenFailuresRevocationAndTheUnauthenticatedFateLetAClientProveItsRefresh() throws {
+        let fixture = try FCMFixture(faults: MockFCMFaultScript(tokenFailFirst: 2, rules: [MockFCMRule(fate: .unauthenticated, tokenPrefix: "revoked")]))
+        defer { fixture.stop() }
+        let assertion = try fixture.server.serviceAccount.makeAssertion(audience: fixture.server.tokenURI)
+        for _ in 0..<2 {
+            let failed = try fixture.tokenRequest(assertion: assertion)
+            #expect(failed.status == 503)
+            #expect(failed.json["error"] as? String == "internal_failure")
+        }
+        let bearer = try fixture.accessToken()
+        #expect(try fixture.send(FCMFixture.message(), bearer: bearer).status == 200)
+        let refused = try fixture.send(FCMFixture.message(token: "revoked-1"), bearer: bearer)
+        #expect(refused.status == 401)
+        #expect(refused.errorStatus == "UNAUTHENTICATED")
+        #expect(refused.fcmErrorCode == nil)
+
+        fixture.server.revokeAccessTokens()
+        #expect(try fixture.send(FCMFixture.message(), bearer: bearer).status == 401)
+        #expect(try fixture.send(FCMFixture.message(), bearer: try fixture.accessToken()).status == 200)
+        let stats = fixture.server.stats()
+        #expect(stats.tokensIssued == 2)
+        #expect(stats.tokenErrors["internal_failure"] == 2)
+    }
 }

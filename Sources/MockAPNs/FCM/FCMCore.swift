@@ -206,6 +206,10 @@ final class FCMCore: ListeningCore {
     /// `POST /token`: the JWT-bearer grant.
     private func token(_ request: FCMRequest) -> FCMAnswer {
         stats.tokenRequests += 1
+        if faults.tokenRequestFails() {
+            stats.tokenErrors["internal_failure", default: 0] += 1
+            return .json(503, OAuthError(status: 503, error: "internal_failure", description: "Backend Error").body())
+        }
         switch FCMTokenGrant.verify(body: request.body, accounts: accounts, tokenURI: tokenURI, now: now()) {
         case .failure(let error):
             stats.tokenErrors[error.error, default: 0] += 1
@@ -231,7 +235,7 @@ final class FCMCore: ListeningCore {
             return FCMError(status: 401, rpcStatus: "UNAUTHENTICATED", message: "Request is missing required authentication credential." + see,
                             errorCode: nil, errorInfoReason: "CREDENTIALS_MISSING")
         }
-        let invalid = FCMError(status: 401, rpcStatus: "UNAUTHENTICATED", message: "Request had invalid authentication credentials." + see, errorCode: nil)
+        let invalid = FCMError.unauthenticated()
         guard header.utf8.count > 7, UTF8Matching.hasPrefixIgnoringCase(header, "bearer ") else { return invalid }
         let token = String(decoding: header.utf8.dropFirst(7), as: UTF8.self).trimmingCharacters(in: .whitespaces)
         guard let entry = issued[token] else { return invalid }
@@ -341,12 +345,18 @@ final class FCMCore: ListeningCore {
             } catch {
                 return .json(400, json(["error": "\(error)"]))
             }
+        case ("POST", "/_mock/revoke-tokens"):
+            revokeAccessTokens()
+            return .json(200, json(["status": "revoked"]))
         case ("GET", "/_mock/config"):
             return .json(200, json(faults.script))
         default:
             return .json(404, json(["error": "unknown control path \(path)"]))
         }
     }
+
+    /// Every access token issued so far is refused from now on (401, as Google answers a revoked token).
+    func revokeAccessTokens() { issued.removeAll() }
 
     func resetCounters() {
         let open = stats.connectionsOpen

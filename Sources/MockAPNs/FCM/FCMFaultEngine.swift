@@ -69,6 +69,12 @@ struct FCMError: Error, Equatable {
                  errorCode: errorCode, retryAfterSeconds: retryAfter)
     }
 
+    /// The 401 for an access token Google does not accept (no FcmError detail: it is not about the message).
+    static func unauthenticated(_ message: String? = nil) -> FCMError {
+        FCMError(status: 401, rpcStatus: "UNAUTHENTICATED", message: message ?? "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project.",
+                 errorCode: nil)
+    }
+
     static let invalidToken = FCMError(
         status: 400, rpcStatus: "INVALID_ARGUMENT", message: "The registration token is not a valid FCM registration token",
         errorCode: "INVALID_ARGUMENT", fieldViolations: [("message.token", "The registration token is not a valid FCM registration token")])
@@ -146,6 +152,7 @@ final class FCMFaultEngine {
     private var projectWindows: [String: Window] = [:]
     private var deviceMinute: [String: Window] = [:]
     private var deviceHour: [String: Window] = [:]
+    private var tokenRequests = 0
 
     /// A fixed counting window: `count` sends since `start`.
     struct Window {
@@ -166,6 +173,7 @@ final class FCMFaultEngine {
         projectWindows.removeAll()
         deviceMinute.removeAll()
         deviceHour.removeAll()
+        tokenRequests = 0
     }
 
     private func latency(_ range: MockLatency) -> Int {
@@ -207,6 +215,8 @@ final class FCMFaultEngine {
                 return (.reject(.fcm(403, "SENDER_ID_MISMATCH", message: rule.message)), delay)
             case .thirdPartyAuth:
                 return (.reject(.fcm(401, "THIRD_PARTY_AUTH_ERROR", message: rule.message)), delay)
+            case .unauthenticated:
+                return (.reject(.unauthenticated(rule.message)), delay)
             case .quotaExceeded:
                 return (.reject(.fcm(429, "QUOTA_EXCEEDED", message: rule.message, retryAfter: rule.retryAfterSeconds ?? 60)), delay)
             case .error:
@@ -238,6 +248,12 @@ final class FCMFaultEngine {
             }
         }
         return (quota(token: token, project: project), delay)
+    }
+
+    /// True when this token request is one of the script's `tokenFailFirst`.
+    func tokenRequestFails() -> Bool {
+        tokenRequests += 1
+        return tokenRequests <= (script.tokenFailFirst ?? 0)
     }
 
     /// FCM's quotas: per project per minute (always), per device per minute and per hour (when `deviceQuota`).

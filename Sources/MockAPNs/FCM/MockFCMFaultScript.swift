@@ -12,6 +12,9 @@ public enum MockFCMFate: String, Codable, Sendable, CaseIterable {
     case senderIdMismatch
     /// 401 UNAUTHENTICATED, errorCode THIRD_PARTY_AUTH_ERROR: the APNs key in Firebase is missing or invalid.
     case thirdPartyAuth
+    /// 401 UNAUTHENTICATED without an FcmError detail, as for a revoked access token: a client should refresh
+    /// its token once, then give up (park the app).
+    case unauthenticated
     /// 429 RESOURCE_EXHAUSTED, errorCode QUOTA_EXCEEDED, with `Retry-After: retryAfterSeconds` (default 60).
     case quotaExceeded
     /// Answer `status` (default 500) with `errorCode` (default from the status: INTERNAL, UNAVAILABLE, ...).
@@ -95,6 +98,9 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
     public var dropAfterRequests: Int?
     /// Stop reading a connection after N sends: no answers, no PING acks (a dead peer).
     public var silenceAfterRequests: Int?
+    /// The first N token requests (after a start, a reload or a reset) get 503 `{"error":"internal_failure"}`,
+    /// as Google's token endpoint answers when its backend fails; later ones are checked as usual.
+    public var tokenFailFirst: Int?
     /// Sends a project may make per minute (FCM's default 600,000); over it 429 QUOTA_EXCEEDED. 0 turns it off.
     public var projectQuotaPerMinute: Int?
     /// Enforce FCM's per-device limits (240 a minute, 5,000 an hour to one token). Off by default.
@@ -110,7 +116,7 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
 
     public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, goawayAfterRequests: Int? = nil, dropAfterRequests: Int? = nil,
                 silenceAfterRequests: Int? = nil, projectQuotaPerMinute: Int? = nil, deviceQuota: Bool? = nil,
-                deviceQuotaPerMinute: Int? = nil, deviceQuotaPerHour: Int? = nil, rules: [MockFCMRule] = []) {
+                deviceQuotaPerMinute: Int? = nil, deviceQuotaPerHour: Int? = nil, tokenFailFirst: Int? = nil, rules: [MockFCMRule] = []) {
         self.seed = seed
         self.latencyMs = latencyMs
         self.goawayAfterRequests = goawayAfterRequests
@@ -120,6 +126,7 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
         self.deviceQuota = deviceQuota
         self.deviceQuotaPerMinute = deviceQuotaPerMinute
         self.deviceQuotaPerHour = deviceQuotaPerHour
+        self.tokenFailFirst = tokenFailFirst
         self.rules = rules
     }
 
@@ -134,6 +141,7 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
         deviceQuota = try c.decodeIfPresent(Bool.self, forKey: .deviceQuota)
         deviceQuotaPerMinute = try c.decodeIfPresent(Int.self, forKey: .deviceQuotaPerMinute)
         deviceQuotaPerHour = try c.decodeIfPresent(Int.self, forKey: .deviceQuotaPerHour)
+        tokenFailFirst = try c.decodeIfPresent(Int.self, forKey: .tokenFailFirst)
         rules = try c.decodeIfPresent([MockFCMRule].self, forKey: .rules) ?? []
     }
 
@@ -150,7 +158,7 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
 
     func check() throws {
         for (name, value) in [("projectQuotaPerMinute", projectQuotaPerMinute), ("deviceQuotaPerMinute", deviceQuotaPerMinute),
-                              ("deviceQuotaPerHour", deviceQuotaPerHour)] {
+                              ("deviceQuotaPerHour", deviceQuotaPerHour), ("tokenFailFirst", tokenFailFirst)] {
             if let value, value < 0 { throw MockAPNsError.configuration("\(name) must be 0 or more") }
         }
         for (index, rule) in rules.enumerated() {

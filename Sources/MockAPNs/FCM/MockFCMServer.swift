@@ -93,6 +93,11 @@ public final class MockFCMServer: Sendable {
         try loop.submit { [state, configuration] in state.value.core.faults.replace(script, defaultSeed: configuration.seed) }
     }
 
+    /// Refuses every access token issued so far with 401 (a revoked token); new ones are issued as before.
+    public func revokeAccessTokens() {
+        try? loop.submit { [state] in state.value.core.revokeAccessTokens() }
+    }
+
     /// Zeroes the counters, the accepted log, the fault counters and the quota windows (connections and tokens stay).
     public func resetStats() {
         try? loop.submit { [state] in state.value.core.resetCounters() }
