@@ -37,7 +37,7 @@ let package = Package(
         .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
         /// APNs over HTTP/2: the client that turns a notification into a request on a pool and the answer back.
         .target(name: "APNsHTTP2", dependencies: ["APNs", "HTTP2", "Reactor"]),
-        .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor"]),
+        .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor", "CCurl"]),
         .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "APNsHTTP2", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "APNsHTTP2", "APNs", "HTTP2", "RedisQueue", "Reactor"]),

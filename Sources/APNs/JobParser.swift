@@ -19,6 +19,11 @@ public enum JobParser {
         var seen: UInt16 = 0
         var tokenSeen = false
         var payloadSeen = false
+        var messageSeen = false
+        // Read as given and judged at the end: a job with `token` and `payload` keeps working whatever a
+        // producer's own `platform` or `message` field says (fields Herald did not know before FCM).
+        var platformText: String? = nil
+        var messageIsObject = true
         do {
             scanner.skipWhitespace()
             guard scanner.position < buffer.count else { throw JobError.notJSON(.unexpectedEnd) }
@@ -43,9 +48,8 @@ public enum JobParser {
                     default: throw JobError.wrongType(field: "id", expected: "a string or a number")
                     }
                 case .token:
-                    let token = try string(value, field, scanner)
-                    guard isHexToken(token) else { throw JobError.tokenNotHex }
-                    job.token = token
+                    // Checked once the platform is known: only an APNs token must be hexadecimal.
+                    job.token = try string(value, field, scanner)
                     tokenSeen = true
                 case .topic: job.topic = try string(value, field, scanner)
                 case .environment:
@@ -82,6 +86,12 @@ public enum JobParser {
                     guard value.kind == .object else { throw JobError.payloadNotAnObject }
                     job.payload = Array(UnsafeBufferPointer(rebasing: buffer[value.range]))
                     payloadSeen = true
+                case .platform:
+                    platformText = value.kind == .string ? scanner.stringValue(value) : scanner.text(value)
+                case .message:
+                    messageSeen = true
+                    messageIsObject = value.kind == .object
+                    if messageIsObject { job.message = Array(UnsafeBufferPointer(rebasing: buffer[value.range])) }
                 }
             }
             try scanner.expectEnd()
@@ -92,8 +102,25 @@ public enum JobParser {
         } catch {
             preconditionFailure("unexpected error \(error)")
         }
+        let apnsShaped = (tokenSeen || job.tokens != nil) && payloadSeen
+        if let platformText {
+            if let platform = Platform(rawValue: platformText) {
+                job.platform = platform
+                job.platformGiven = true
+            } else if !apnsShaped {
+                throw JobError.badPlatform(platformText)
+            }
+        }
+        // No `platform`: a message without payload or token(s) is an FCM job by its shape.
+        if !job.platformGiven && messageSeen && !payloadSeen && !tokenSeen && job.tokens == nil { job.platform = .fcm }
+        if job.platform == .fcm {
+            guard messageSeen else { throw JobError.missingMessage }
+            guard messageIsObject else { throw JobError.messageNotAnObject }
+            return job
+        }
         if tokenSeen && job.tokens != nil { throw JobError.badTokens("give either \"token\" or \"tokens\", not both") }
         guard tokenSeen || job.tokens != nil else { throw JobError.missingToken }
+        if tokenSeen, !isHexToken(job.token ?? "") { throw JobError.tokenNotHex }
         guard payloadSeen else { throw JobError.missingPayload }
         return job
     }
@@ -172,7 +199,8 @@ public enum JobParser {
     }
 
     private enum Field: UInt16 {
-        case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
+        case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens, platform,
+            message
 
         var name: String {
             switch self {
@@ -189,6 +217,8 @@ public enum JobParser {
             case .payload: "payload"
             case .deliverAt: "deliver_at"
             case .tokens: "tokens"
+            case .platform: "platform"
+            case .message: "message"
             }
         }
 
@@ -203,6 +233,8 @@ public enum JobParser {
             case 6 where s.stringEquals(key, "tokens"): self = .tokens
             case 7 where s.stringEquals(key, "payload"): self = .payload
             case 7 where s.stringEquals(key, "apns_id"): self = .apnsID
+            case 7 where s.stringEquals(key, "message"): self = .message
+            case 8 where s.stringEquals(key, "platform"): self = .platform
             case 8 where s.stringEquals(key, "priority"): self = .priority
             case 9 where s.stringEquals(key, "push_type"): self = .pushType
             case 10 where s.stringEquals(key, "expiration"): self = .expiration

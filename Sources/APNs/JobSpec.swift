@@ -19,6 +19,12 @@ public struct JobSpec: Sendable, Equatable {
     public var collapseID: String?
     public var apnsID: String?
     public var payload: [UInt8] = []
+    /// `platform` as the job gave it, else its shape: a `message` and no `payload` make an FCM job.
+    public var platform: Platform = .apns
+    /// True when the job said `platform` itself (then the app it names must be of that kind).
+    public var platformGiven = false
+    /// The exact bytes of an FCM job's `"message"` object.
+    public var message: [UInt8] = []
 
     public init() {}
 
@@ -40,6 +46,19 @@ public struct JobSpec: Sendable, Equatable {
         var suffix: [UInt8] = [UInt8(ascii: "\"")]
         suffix.append(contentsOf: job[member.upperBound...])
         return (prefix, suffix)
+    }
+
+    /// An FCM job's notification: the message bytes as the payload, its target as token or topic.
+    public func fcmNotification(target: FCMTarget) -> PushNotification {
+        var token = ""
+        var topic = ""
+        switch target {
+        case .token(let t): token = t
+        case .topic(let t): topic = t
+        case .condition(let c): topic = c
+        }
+        return PushNotification(deviceToken: token, topic: topic, environment: .production, expiration: expiration,
+                                payload: message, platform: .fcm)
     }
 
     /// The notification once the worker has resolved topic and environment (job value or app default).
@@ -66,6 +85,9 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
     case badDeliverAt
     case badTokens(String)
     case tooManyTokens(limit: Int)
+    case badPlatform(String)
+    case missingMessage
+    case messageNotAnObject
 
     /// A short stable code for machines (dead-letter entries, metrics).
     public var code: String {
@@ -84,6 +106,9 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badDeliverAt: "bad_deliver_at"
         case .badTokens: "bad_tokens"
         case .tooManyTokens: "too_many_tokens"
+        case .badPlatform: "bad_platform"
+        case .missingMessage: "missing_message"
+        case .messageNotAnObject: "message_not_object"
         }
     }
 
@@ -104,6 +129,9 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .duplicateField(let f): return "\"\(f)\" appears more than once"
         case .badTokens(let why): return why
         case .tooManyTokens(let limit): return "\"tokens\" lists more than \(limit) device tokens; split the job"
+        case .badPlatform(let v): return "\"platform\" is \"\(v.prefix(64))\"; expected apns or fcm"
+        case .missingMessage: return "an FCM job needs a \"message\" (the FCM v1 message object)"
+        case .messageNotAnObject: return "\"message\" is not a JSON object"
         case .badDeliverAt: return "\"deliver_at\" must be milliseconds since the epoch or an RFC 3339 time such as 2026-12-24T18:00:00Z"
         }
     }
