@@ -50,7 +50,7 @@ let package = Package(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "MockAPNs", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
         .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "HeraldTestSupport"]),
-        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "COpenSSL", "HeraldTestSupport"]),
+        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "APNsHTTP2", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsHTTP2Tests", dependencies: ["Basics", "APNsHTTP2", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "HeraldTestSupport"]),
     ],

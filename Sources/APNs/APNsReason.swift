@@ -44,7 +44,7 @@ public enum APNsReason: Hashable, Sendable, CustomStringConvertible {
         ("InternalServerError", .internalServerError, 500), ("ServiceUnavailable", .serviceUnavailable, 503),
         ("Shutdown", .shutdown, 503),
         ("FeatureNotEnabled", .featureNotEnabled, 400), ("MissingChannelId", .missingChannelId, 400),
-        ("BadChannelId", .badChannelId, 400), ("ChannelNotRegistered", .channelNotRegistered, 404),
+        ("BadChannelId", .badChannelId, 400), ("ChannelNotRegistered", .channelNotRegistered, 400),
         ("CannotCreateChannelConfig", .cannotCreateChannelConfig, 400),
     ]
     private static let byName: [String: (APNsReason, Int)] = {

@@ -34,6 +34,9 @@ public enum Decision: Equatable, Sendable {
     case retry(afterMilliseconds: Int64, reason: String)
     /// Tell the producer to delete the token (`invalidSince`: 410's timestamp in ms); the job is finished.
     case dropToken(invalidSince: Int64?, reason: String)
+    /// Tell the producer the broadcast channel is gone (ChannelNotRegistered: deleted, or never created in this
+    /// environment); the job is finished.
+    case dropChannel(reason: String)
     /// Send again at once (counts as an attempt): on a new connection when `freshConnection`, with a
     /// new provider token when `refreshToken` (ask the token cache via `serverSaidExpired` first).
     case resendNow(freshConnection: Bool, refreshToken: Bool)
@@ -52,7 +55,7 @@ public enum Decision: Equatable, Sendable {
     /// Terminal decisions end the job.
     public var isTerminal: Bool {
         switch self {
-        case .delivered, .dropToken, .fail: true
+        case .delivered, .dropToken, .dropChannel, .fail: true
         case .retry, .resendNow, .resendUnprocessed, .unavailable, .deferForConfiguration: false
         }
     }

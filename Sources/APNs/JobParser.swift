@@ -51,6 +51,10 @@ public enum JobParser {
                     // Checked once the platform is known: only an APNs token must be hexadecimal.
                     job.token = try string(value, field, scanner)
                     tokenSeen = true
+                case .channel:
+                    let channel = try string(value, field, scanner)
+                    guard Broadcast.isValidChannelID(channel) else { throw JobError.badChannel }
+                    job.channel = channel
                 case .topic: job.topic = try string(value, field, scanner)
                 case .environment:
                     let raw = try string(value, field, scanner)
@@ -102,7 +106,7 @@ public enum JobParser {
         } catch {
             preconditionFailure("unexpected error \(error)")
         }
-        let apnsShaped = (tokenSeen || job.tokens != nil) && payloadSeen
+        let apnsShaped = (tokenSeen || job.tokens != nil || job.channel != nil) && payloadSeen
         if let platformText {
             if let platform = Platform(rawValue: platformText) {
                 job.platform = platform
@@ -111,16 +115,23 @@ public enum JobParser {
                 throw JobError.badPlatform(platformText)
             }
         }
-        // No `platform`: a message without payload or token(s) is an FCM job by its shape.
-        if !job.platformGiven && messageSeen && !payloadSeen && !tokenSeen && job.tokens == nil { job.platform = .fcm }
+        // No `platform`: a message without payload, token(s) or channel is an FCM job by its shape.
+        if !job.platformGiven && messageSeen && !payloadSeen && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .fcm }
         if job.platform == .fcm {
             guard messageSeen else { throw JobError.missingMessage }
             guard messageIsObject else { throw JobError.messageNotAnObject }
             return job
         }
-        if tokenSeen && job.tokens != nil { throw JobError.badTokens("give either \"token\" or \"tokens\", not both") }
-        guard tokenSeen || job.tokens != nil else { throw JobError.missingToken }
-        if tokenSeen, !isHexToken(job.token ?? "") { throw JobError.tokenNotHex }
+        if job.channel != nil {
+            // A broadcast: one target only, and a Live Activity update unless the job says otherwise (which the
+            // validator then refuses with Apple's InvalidPushType).
+            if tokenSeen || job.tokens != nil { throw JobError.tokenAndChannel }
+            if seen & (UInt16(1) << Field.pushType.rawValue) == 0 { job.pushType = .liveactivity }
+        } else {
+            if tokenSeen && job.tokens != nil { throw JobError.badTokens("give either \"token\" or \"tokens\", not both") }
+            guard tokenSeen || job.tokens != nil else { throw JobError.missingToken }
+            if tokenSeen, !isHexToken(job.token ?? "") { throw JobError.tokenNotHex }
+        }
         guard payloadSeen else { throw JobError.missingPayload }
         return job
     }
@@ -199,8 +210,8 @@ public enum JobParser {
     }
 
     private enum Field: UInt16 {
-        case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens, platform,
-            message
+        case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
+        case channel, platform, message
 
         var name: String {
             switch self {
@@ -217,6 +228,7 @@ public enum JobParser {
             case .payload: "payload"
             case .deliverAt: "deliver_at"
             case .tokens: "tokens"
+            case .channel: "channel"
             case .platform: "platform"
             case .message: "message"
             }
@@ -233,6 +245,7 @@ public enum JobParser {
             case 6 where s.stringEquals(key, "tokens"): self = .tokens
             case 7 where s.stringEquals(key, "payload"): self = .payload
             case 7 where s.stringEquals(key, "apns_id"): self = .apnsID
+            case 7 where s.stringEquals(key, "channel"): self = .channel
             case 7 where s.stringEquals(key, "message"): self = .message
             case 8 where s.stringEquals(key, "platform"): self = .platform
             case 8 where s.stringEquals(key, "priority"): self = .priority

@@ -8,6 +8,8 @@ public struct JobSpec: Sendable, Equatable {
     /// The bytes of the `"tokens": [...]` member, key to closing bracket: replaced by `"token":"<t>"` to make
     /// each token's own job from this one.
     public var tokensMember: Range<Int>?
+    /// A broadcast channel ID (`apns-channel-id`) instead of a device token.
+    public var channel: String?
     public var topic: String?
     public var environment: APNsEnvironment?
     public var app: String?
@@ -61,10 +63,12 @@ public struct JobSpec: Sendable, Equatable {
                                 payload: message, platform: .fcm)
     }
 
-    /// The notification once the worker has resolved topic and environment (job value or app default).
-    public func notification(topic: String, environment: APNsEnvironment) -> PushNotification {
-        PushNotification(
-            deviceToken: token ?? "", topic: topic, environment: environment, pushType: pushType,
+    /// The notification once the worker has resolved topic and environment (job value or app default); a job
+    /// naming a `channel` becomes a broadcast to the app's `bundleID`.
+    public func notification(topic: String, environment: APNsEnvironment, bundleID: String = "") -> PushNotification {
+        let target: PushTarget = if let channel { .channel(id: channel, bundleID: bundleID) } else { .device(token: token ?? "") }
+        return PushNotification(
+            target: target, topic: topic, environment: environment, pushType: pushType,
             priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload)
     }
 }
@@ -85,6 +89,8 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
     case badDeliverAt
     case badTokens(String)
     case tooManyTokens(limit: Int)
+    case badChannel
+    case tokenAndChannel
     case badPlatform(String)
     case missingMessage
     case messageNotAnObject
@@ -106,6 +112,8 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badDeliverAt: "bad_deliver_at"
         case .badTokens: "bad_tokens"
         case .tooManyTokens: "too_many_tokens"
+        case .badChannel: "bad_channel"
+        case .tokenAndChannel: "token_and_channel"
         case .badPlatform: "bad_platform"
         case .missingMessage: "missing_message"
         case .messageNotAnObject: "message_not_object"
@@ -116,7 +124,7 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .notJSON(let e): return "job is not valid JSON: \(e)"
         case .notAnObject: return "job is not a JSON object"
-        case .missingToken: return "job has no \"token\" (nor \"tokens\")"
+        case .missingToken: return "job has no \"token\" (nor \"tokens\", nor \"channel\" for a broadcast)"
         case .tokenNotHex: return "\"token\" is not a non-empty, even-length hexadecimal string"
         case .missingPayload: return "job has no \"payload\""
         case .payloadNotAnObject: return "\"payload\" is not a JSON object"
@@ -129,6 +137,9 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .duplicateField(let f): return "\"\(f)\" appears more than once"
         case .badTokens(let why): return why
         case .tooManyTokens(let limit): return "\"tokens\" lists more than \(limit) device tokens; split the job"
+        case .badChannel:
+            return "\"channel\" is not a channel ID as APNs sends it (base64, at most \(Broadcast.maxChannelIDBytes) characters)"
+        case .tokenAndChannel: return "job names \"channel\" and a device token (\"token\" or \"tokens\"); a broadcast has none"
         case .badPlatform(let v): return "\"platform\" is \"\(v.prefix(64))\"; expected apns or fcm"
         case .missingMessage: return "an FCM job needs a \"message\" (the FCM v1 message object)"
         case .messageNotAnObject: return "\"message\" is not a JSON object"

@@ -21,12 +21,16 @@ public struct ValidationFailure: Error, Equatable, Sendable, CustomStringConvert
 /// `PushNotification.headerAPNsID` sends the canonical lower-case form.
 public enum NotificationValidator {
     public static func validate(_ n: PushNotification, bundleID: String? = nil) -> ValidationFailure? {
-        if !isHexToken(n.deviceToken) {
-            return ValidationFailure(
-                .badDeviceToken,
-                n.deviceToken.isEmpty ? "device token is empty" : "device token is not an even-length hexadecimal string")
+        switch n.target {
+        case .device(let token):
+            if !isHexToken(token) {
+                return ValidationFailure(
+                    .badDeviceToken, token.isEmpty ? "device token is empty" : "device token is not an even-length hexadecimal string")
+            }
+            if let failure = checkTopic(n.topic, pushType: n.pushType, bundleID: bundleID) { return failure }
+        case .channel(let id, let bundle):
+            if let failure = checkBroadcast(channelID: id, bundleID: bundle, pushType: n.pushType) { return failure }
         }
-        if let failure = checkTopic(n.topic, pushType: n.pushType, bundleID: bundleID) { return failure }
         if let p = n.priority {
             guard p == 1 || p == 5 || p == 10 else {
                 return ValidationFailure(.badPriority, "priority \(p) is not 1, 5 or 10")
@@ -45,10 +49,10 @@ public enum NotificationValidator {
             return ValidationFailure(.badExpirationDate, "expiration \(e) is negative")
         }
         if n.payload.isEmpty { return ValidationFailure(.payloadEmpty, "payload is empty") }
-        let limit = n.pushType.maxPayloadBytes
+        let limit = n.maxPayloadBytes
         if n.payload.count > limit {
             return ValidationFailure(
-                .payloadTooLarge, "payload is \(n.payload.count) bytes; \(n.pushType.rawValue) allows \(limit)")
+                .payloadTooLarge, "payload is \(n.payload.count) bytes; \(n.isBroadcast ? "a broadcast" : n.pushType.rawValue) allows \(limit)")
         }
         let kind: Result<JSONKind, JSONScanError> = n.payload.withUnsafeBufferPointer { buffer in
             do throws(JSONScanError) { return .success(try JSONScanner.validate(buffer).kind) } catch { return .failure(error) }
@@ -58,6 +62,20 @@ public enum NotificationValidator {
         case .success: return ValidationFailure(.badRequestPayload, "payload is not a JSON object")
         case .failure(let e): return ValidationFailure(.badRequestPayload, "payload is not valid JSON: \(e)")
         }
+    }
+
+    /// A broadcast names a valid channel ID and the bare bundle ID, and is a Live Activity update (Apple's only
+    /// allowed push type for channels). It carries no `apns-topic`: the bundle ID is in the path.
+    static func checkBroadcast(channelID: String, bundleID: String, pushType: PushType) -> ValidationFailure? {
+        do throws(ValidationFailure) { try ChannelManagement.checkChannelID(channelID) } catch { return error }
+        if bundleID.isEmpty { return ValidationFailure(.badPath, "broadcast has no bundle ID") }
+        if Broadcast.hasPushTypeSuffix(bundleID) || bundleID.contains("/") {
+            return ValidationFailure(.topicDisallowed, "broadcasts go to the bare bundle ID, not \(bundleID)")
+        }
+        if pushType != .liveactivity {
+            return ValidationFailure(.invalidPushType, "broadcasts must be liveactivity, not \(pushType.rawValue)")
+        }
+        return nil
     }
 
     static func checkTopic(_ topic: String, pushType: PushType, bundleID: String?) -> ValidationFailure? {

@@ -12,6 +12,10 @@
 /// - Outages are never the job's fault: `connectionFailed` (nothing sent) is `unavailable` and a certainly
 ///   unprocessed send (`notProcessed`) is resent without counting an attempt, so a firewall change or a server
 ///   that processes nothing never turns good jobs into failures (the worker pauses the destination instead).
+/// - Broadcasts: ChannelNotRegistered drops the channel (like a dropped token, on its own stream).
+///   FeatureNotEnabled and CannotCreateChannelConfig are the app's configuration, yet they fail the job rather than
+///   pause the destination: a pause would hold the app's device pushes too, which Apple still accepts, and the fix
+///   (enable broadcast for the App ID, delete unused channels) is a person's, not a retry's.
 /// - A retry or resend whose due time is past a nonzero `apns-expiration` fails with `Expired`; 0 means
 ///   "send once, do not store" at Apple, not "expired", so it does not block retries.
 public struct OutcomePolicy: Sendable {
@@ -27,7 +31,7 @@ public struct OutcomePolicy: Sendable {
     public func decide(_ result: DeliveryResult, attempt: Int, expiration: Int64?, nowSeconds: Int64) -> Decision {
         let raw = rawDecision(result, attempt: attempt)
         switch raw {
-        case .delivered, .dropToken, .fail:
+        case .delivered, .dropToken, .dropChannel, .fail:
             return raw
         case .retry(let ms, let reason):
             if isExpired(expiration, at: nowSeconds * 1000 + ms) { return .fail(reason: "Expired") }
@@ -103,6 +107,8 @@ public struct OutcomePolicy: Sendable {
                 return .dropToken(invalidSince: nil, reason: name)
             case .unregistered?, .expiredToken?:
                 return .dropToken(invalidSince: r.timestamp, reason: name)
+            case .channelNotRegistered?:
+                return .dropChannel(reason: name)
             case .expiredProviderToken?:
                 return .resendNow(freshConnection: true, refreshToken: true)
             case .unrelatedKeyIdInToken?, .idleTimeout?:

@@ -1,7 +1,15 @@
+/// Where a notification goes: one device, or every subscriber of a broadcast channel (iOS 18 Live Activities).
+public enum PushTarget: Sendable, Equatable {
+    case device(token: String)
+    /// `id` is Apple's channel ID as `apns-channel-id` carried it (base64); `bundleID` is the app's bare bundle ID,
+    /// which goes into the broadcast path.
+    case channel(id: String, bundleID: String)
+}
+
 /// One notification as it will be sent; the payload is the producer's bytes, never re-encoded,
 /// so what the app receives is exactly what the producer wrote.
 public struct PushNotification: Sendable, Equatable {
-    public var deviceToken: String
+    public var target: PushTarget
     public var topic: String
     public var environment: APNsEnvironment
     public var pushType: PushType
@@ -10,7 +18,8 @@ public struct PushNotification: Sendable, Equatable {
     /// `apns-expiration` in UNIX seconds; 0 = try once, do not store.
     public var expiration: Int64?
     public var collapseID: String?
-    /// `apns-id`; either case is accepted locally, `headerAPNsID` is what goes on the wire.
+    /// `apns-id` (`apns-request-id` for a broadcast); either case is accepted locally, `headerAPNsID` is what goes on
+    /// the wire.
     public var apnsID: String?
     public var payload: [UInt8]
     /// `.fcm`: `payload` is the job's FCM `message` object (sent as `{"message":<payload>}`), `deviceToken` its
@@ -22,8 +31,17 @@ public struct PushNotification: Sendable, Equatable {
         priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil,
         payload: [UInt8], platform: Platform = .apns
     ) {
+        self.init(target: .device(token: deviceToken), topic: topic, environment: environment, pushType: pushType,
+                  priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload)
         self.platform = platform
-        self.deviceToken = deviceToken
+    }
+
+    public init(
+        target: PushTarget, topic: String, environment: APNsEnvironment, pushType: PushType = .alert,
+        priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil,
+        payload: [UInt8]
+    ) {
+        self.target = target
         self.topic = topic
         self.environment = environment
         self.pushType = pushType
@@ -34,6 +52,19 @@ public struct PushNotification: Sendable, Equatable {
         self.payload = payload
     }
 
+    /// The device token; empty for a broadcast. Setting it makes the notification a device push.
+    public var deviceToken: String {
+        get { if case .device(let token) = target { token } else { "" } }
+        set { target = .device(token: newValue) }
+    }
+
+    /// The broadcast channel ID; nil for a device push.
+    public var channelID: String? {
+        if case .channel(let id, _) = target { id } else { nil }
+    }
+
+    public var isBroadcast: Bool { channelID != nil }
+
     /// The priority header value to send: the job's, or the push type's safe default.
     public var effectivePriority: Int { priority ?? pushType.defaultPriority }
 
@@ -42,5 +73,13 @@ public struct PushNotification: Sendable, Equatable {
     public var headerAPNsID: String? { apnsID?.lowercased() }
 
     /// `:path` of the request.
-    public var path: String { "/3/device/" + deviceToken }
+    public var path: String {
+        switch target {
+        case .device(let token): "/3/device/" + token
+        case .channel(_, let bundleID): "/4/broadcasts/apps/" + bundleID
+        }
+    }
+
+    /// APNs refuses larger bodies with 413 PayloadTooLarge (broadcasts allow 5120 bytes).
+    public var maxPayloadBytes: Int { isBroadcast ? Broadcast.maxPayloadBytes : pushType.maxPayloadBytes }
 }

@@ -46,6 +46,7 @@ public final class APNsClient {
     /// The request APNs expects: `POST /3/device/<token>` with the apns-* headers and, with token auth,
     /// `authorization` as a never-indexed literal.
     public static func request(for n: PushNotification, authorization: String?, timeoutMilliseconds: Int) -> HTTP2Request {
+        if let channel = n.channelID { return broadcastRequest(for: n, channel: channel, authorization: authorization, timeoutMilliseconds: timeoutMilliseconds) }
         var headers: [HTTP2Header] = []
         headers.reserveCapacity(8)
         headers.append(HTTP2Header(name: "apns-push-type", value: n.pushType.rawValue))
@@ -54,6 +55,21 @@ public final class APNsClient {
         if let expiration = n.expiration { headers.append(HTTP2Header(name: "apns-expiration", value: String(expiration))) }
         if let collapse = n.collapseID { headers.append(HTTP2Header(name: "apns-collapse-id", value: collapse)) }
         if let id = n.headerAPNsID { headers.append(HTTP2Header(name: "apns-id", value: id)) }
+        if let authorization { headers.append(HTTP2Header(name: "authorization", value: authorization, neverIndex: true)) }
+        return HTTP2Request(method: "POST", path: n.path, headers: headers, body: n.payload, timeoutMilliseconds: timeoutMilliseconds)
+    }
+
+    /// A broadcast: `POST /4/broadcasts/apps/<bundle id>` with `apns-channel-id`, `apns-push-type: liveactivity`,
+    /// `apns-expiration` (0 unless the job gives one: "send once, store nothing" is the one value every channel
+    /// accepts), `apns-priority`, and the job's id as `apns-request-id`. No `apns-topic`: the bundle ID is the path.
+    static func broadcastRequest(for n: PushNotification, channel: String, authorization: String?, timeoutMilliseconds: Int) -> HTTP2Request {
+        var headers: [HTTP2Header] = []
+        headers.reserveCapacity(6)
+        headers.append(HTTP2Header(name: "apns-channel-id", value: channel))
+        headers.append(HTTP2Header(name: "apns-push-type", value: n.pushType.rawValue))
+        headers.append(HTTP2Header(name: "apns-expiration", value: String(n.expiration ?? 0)))
+        headers.append(HTTP2Header(name: "apns-priority", value: Self.priorityText(n.effectivePriority)))
+        if let id = n.headerAPNsID { headers.append(HTTP2Header(name: "apns-request-id", value: id)) }
         if let authorization { headers.append(HTTP2Header(name: "authorization", value: authorization, neverIndex: true)) }
         return HTTP2Request(method: "POST", path: n.path, headers: headers, body: n.payload, timeoutMilliseconds: timeoutMilliseconds)
     }
@@ -96,11 +112,12 @@ public final class APNsClient {
         }
         let token = bearerToken
         let request = Self.request(for: n, authorization: authorization, timeoutMilliseconds: requestTimeoutMilliseconds)
+        let idHeader = n.isBroadcast ? "apns-request-id" : "apns-id"
         return pool.send(request, onConnectionNewerThan: afterConnection) { result in
             switch result {
             case .success(let response):
                 let decoded = APNsResponse.decode(
-                    status: response.status, apnsID: response.header("apns-id"),
+                    status: response.status, apnsID: response.header(idHeader),
                     apnsUniqueID: response.header("apns-unique-id"), body: response.body)
                 completion(Outcome(result: .response(decoded), connectionID: response.connectionID, token: token))
             case .failure(let error):

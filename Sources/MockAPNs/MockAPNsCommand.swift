@@ -29,6 +29,7 @@ public enum MockAPNsCommand {
         var configuration = MockAPNsConfiguration()
         configuration.host = options.host
         configuration.port = options.port
+        configuration.managementPort = options.managementPort
         configuration.cleartext = options.cleartext
         configuration.clientCAFile = options.clientCA
         configuration.certificateTopics = options.certificateTopics
@@ -39,6 +40,9 @@ public enum MockAPNsCommand {
         configuration.logFile = options.logFile
         configuration.logPayloads = options.logPayloads
         configuration.recordAccepted = options.record
+        configuration.recordRequests = options.recordRequests
+        configuration.maxChannels = options.maxChannels
+        configuration.broadcastBundleIDs = options.broadcastBundleIDs
         if let window = options.tokenUpdateWindow { configuration.tokenUpdateWindowSeconds = window }
         if let lifetime = options.tokenLifetime { configuration.tokenLifetimeSeconds = lifetime }
         configuration.requirePushType = !options.allowMissingPushType
@@ -86,6 +90,7 @@ public enum MockAPNsCommand {
         var ready: [String: Any] = ["port": server.port, "pid": Int(getpid()), "host": options.host,
                                     "environment": configuration.environment.rawValue, "tls": !options.cleartext]
         if let caFile { ready["ca_file"] = caFile }
+        if let management = server.managementPort { ready["management_port"] = management }
         if let keyFile { ready["key_file"] = keyFile }
         if let firstKey {
             ready["key_id"] = firstKey.keyID
@@ -137,6 +142,7 @@ public enum MockAPNsCommand {
 struct CommandOptions {
     var host = "127.0.0.1"
     var port = 0
+    var managementPort: Int?
     var certFile: String?
     var keyFile: String?
     var generateTLS: String?
@@ -154,6 +160,9 @@ struct CommandOptions {
     var maxStreams: UInt32 = 1000
     var dropStreamsAfterRejection = false
     var seed: UInt64 = 1
+    var recordRequests = false
+    var maxChannels = 10_000
+    var broadcastBundleIDs: [String]?
     var logFile: String?
     var logPayloads = false
     var record = false
@@ -176,6 +185,7 @@ struct CommandOptions {
         options: [
             .value("host", "address", "Listen address (default 127.0.0.1)."),
             .value("port", "n", "Port, 0 = a free one (default 0; the ready line says which)."),
+            .value("management-port", "n", "Answer channel management only on this port, 0 = a free one (default: on --port, with pushes)."),
             .value("cert", "file", "Server certificate chain (PEM); goes with --key."),
             .value("key", "file", "Server private key (PEM); goes with --cert."),
             .value("generate-tls", "dir", "Write ca.pem, ca-key.pem, server.pem, server-key.pem to this directory and use them (default without --cert: a temporary directory)."),
@@ -198,7 +208,10 @@ struct CommandOptions {
             .value("seed", "n", "Seed for rates and latency ranges (default 1; the config's seed wins)."),
             .value("log-file", "file", "Append accepted notifications as JSON lines."),
             .flag("log-payloads", "Include the payload text in the accepted log."),
-            .flag("record", "Keep accepted notifications in memory for GET /_mock/accepted."),
+            .flag("record", "Keep accepted notifications in memory for GET /_mock/accepted (broadcasts: GET /_mock/broadcasts)."),
+            .flag("record-requests", "Keep every APNs request (headers in order, body) for GET /_mock/requests."),
+            .value("max-channels", "n", "Broadcast channels one app may hold (default 10000; more is CannotCreateChannelConfig)."),
+            .value("broadcast-bundles", "a,b", "Bundle IDs with the broadcast capability (default: all; others get FeatureNotEnabled)."),
             .value("ready-file", "file", "Write the ready JSON line to this file once listening."),
             .flag("print-token", "Add a provider token signed with the (first) key to the ready line."),
             .flag("no-auth", "No authorization checks at all (pure HTTP/2 load only)."),
@@ -214,6 +227,7 @@ struct CommandOptions {
     init(_ args: ParsedArguments) throws(UsageError) {
         if let host = args.value("host") { self.host = host }
         if let port = try args.integer("port", as: Int.self, in: 0...65535) { self.port = port }
+        managementPort = try args.integer("management-port", as: Int.self, in: 0...65535)
         certFile = args.value("cert")
         keyFile = args.value("key")
         generateTLS = args.value("generate-tls")
@@ -237,6 +251,9 @@ struct CommandOptions {
         logFile = args.value("log-file")
         logPayloads = args.flag("log-payloads")
         record = args.flag("record")
+        recordRequests = args.flag("record-requests")
+        if let n = try args.integer("max-channels", as: Int.self, in: 0...1_000_000) { maxChannels = n }
+        broadcastBundleIDs = args.list("broadcast-bundles")
         readyFile = args.value("ready-file")
         printToken = args.flag("print-token")
         noAuth = args.flag("no-auth")

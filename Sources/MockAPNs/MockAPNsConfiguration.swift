@@ -4,6 +4,9 @@ public struct MockAPNsConfiguration: Sendable {
     public var host = "127.0.0.1"
     /// 0 picks a free port; read `MockAPNsServer.port`.
     public var port = 0
+    /// A second port for channel management only (0 picks a free one; read `MockAPNsServer.managementPort`); the main
+    /// port then answers pushes and broadcasts only. nil: the main port answers all three.
+    public var managementPort: Int?
     /// Certificate and key to present. nil with `cleartext == false`: pass `MockTLSFiles.generate(in:)`'s result.
     public var tls: MockTLSFiles?
     /// Plain HTTP/2 with prior knowledge instead of TLS (for h2load comparisons; not how APNs works).
@@ -36,6 +39,12 @@ public struct MockAPNsConfiguration: Sendable {
     public var logPayloads = false
     /// Append each accepted notification as a JSON line to this file.
     public var logFile: String?
+    /// Broadcast channels one app may hold in this (simulated) environment; more is CannotCreateChannelConfig.
+    public var maxChannels = 10_000
+    /// Bundle IDs whose App ID has the broadcast capability; nil = every bundle ID. Others get FeatureNotEnabled.
+    public var broadcastBundleIDs: [String]?
+    /// Keep every APNs request (headers in order, body) for `recordedRequests()` and `GET /_mock/requests`.
+    public var recordRequests = false
 
     public init() {}
 }

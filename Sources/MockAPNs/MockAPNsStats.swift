@@ -24,6 +24,10 @@ public struct MockAPNsStats: Sendable, Codable, Equatable {
     public var streamsInUse = 0
     /// The largest number of streams open at once on one connection.
     public var maxConcurrentStreamsInUse = 0
+    /// Broadcasts answered 200 (also counted in `accepted`).
+    public var broadcastsAccepted = 0
+    public var channelsCreated = 0
+    public var channelsDeleted = 0
 
     public init() {}
 }

@@ -11,6 +11,13 @@ final class IncomingRequest {
     var expiration: String?
     var priority: String?
     var collapseID: String?
+    /// Broadcast and channel management: `apns-channel-id` and `apns-request-id`.
+    var channelID: String?
+    var requestID: String?
+    /// Every non-pseudo header in arrival order, kept only when the simulator records requests.
+    var headerLog: [[String]]?
+    /// A broadcast or channel-management request: answers carry `apns-request-id` instead of `apns-id`.
+    var usesRequestID = false
     var duplicateHeader = false
     var body: [UInt8] = []
     var bodyTruncated = false
@@ -32,6 +39,9 @@ final class IncomingRequest {
     }
 
     func setHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        if headerLog != nil, name.first != UInt8(ascii: ":") {
+            headerLog?.append([String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)])
+        }
         func store(_ slot: inout String?) {
             if slot != nil { duplicateHeader = true }
             slot = String(decoding: value, as: UTF8.self)
@@ -48,6 +58,8 @@ final class IncomingRequest {
         case 15 where RequestRules.equal(name, "apns-expiration"): store(&expiration)
         case 13 where RequestRules.equal(name, "apns-priority"): store(&priority)
         case 16 where RequestRules.equal(name, "apns-collapse-id"): store(&collapseID)
+        case 15 where RequestRules.equal(name, "apns-channel-id"): store(&channelID)
+        case 15 where RequestRules.equal(name, "apns-request-id"): store(&requestID)
         default: break
         }
     }

@@ -56,7 +56,11 @@ final class ServerConnection: FileDescriptorHandler, H2ServerStreamHandler {
     private var certificateTopics: [String]?
     private var streamsRaised = false
 
-    init(id: Int, fd: Int32, core: ServerCore) throws {
+    /// The API this connection's port answers.
+    let role: ListenerRole
+
+    init(id: Int, fd: Int32, core: ServerCore, role: ListenerRole = .both) throws {
+        self.role = role
         self.id = id
         self.fd = fd
         self.core = core
@@ -239,7 +243,9 @@ final class ServerConnection: FileDescriptorHandler, H2ServerStreamHandler {
     func beginStream(_ streamID: Int32) {
         lastActivity = monotonicNanos()
         if streamID > highestStreamID { highestStreamID = streamID }
-        streams[streamID] = IncomingRequest(streamID: streamID)
+        let request = IncomingRequest(streamID: streamID)
+        if core.configuration.recordRequests { request.headerLog = [] }
+        streams[streamID] = request
         openStreams += 1
         core.stats.streamsInUse += 1
         if openStreams > core.stats.maxConcurrentStreamsInUse { core.stats.maxConcurrentStreamsInUse = openStreams }
@@ -276,6 +282,7 @@ final class ServerConnection: FileDescriptorHandler, H2ServerStreamHandler {
             return
         }
         core.stats.requests += 1
+        core.recordRequest(request)
         requestCount += 1
         let script = core.faults.script
         if let limit = script.dropAfterRequests, requestCount > limit {
@@ -296,6 +303,15 @@ final class ServerConnection: FileDescriptorHandler, H2ServerStreamHandler {
     }
 
     private func process(_ request: IncomingRequest) {
+        let isManagement = request.path.map { UTF8Matching.hasPrefix($0, BroadcastRules.managementPrefix) } ?? false
+        if (role == .push && isManagement) || (role == .management && !isManagement) {
+            request.usesRequestID = role == .management
+            return reject(request, Rejection(status: 404, reason: "BadPath"))
+        }
+        if let path = request.path {
+            if UTF8Matching.hasPrefix(path, BroadcastRules.broadcastPrefix) { return processBroadcast(request, path: path) }
+            if isManagement { return processManagement(request, path: path) }
+        }
         let token: String
         switch RequestRules.deviceToken(method: request.method, path: request.path) {
         case .failure(let rejection): return reject(request, rejection)
@@ -312,31 +328,33 @@ final class ServerConnection: FileDescriptorHandler, H2ServerStreamHandler {
             return reject(request, rejection)
         }
         let effectiveTopic = topic ?? ""
-        if core.configuration.requireAuthentication {
-            if let key {
-                if !key.allows(topic: effectiveTopic) { return reject(request, Rejection(status: 400, reason: "TopicDisallowed")) }
-            } else if let certificateTopics, !certificateTopics.contains(where: { effectiveTopic == $0 || UTF8Matching.hasPrefix(effectiveTopic, $0 + ".") }) {
-                return reject(request, Rejection(status: 403, reason: "TopicMismatch"))
-            }
+        if let rejection = topicRefusal(key, topic: effectiveTopic) { return reject(request, rejection) }
+        applyFaults(request, token: token, topic: effectiveTopic) { [unowned self] in
+            self.accept(request, token: token, topic: effectiveTopic)
         }
-        let (verdict, delay) = core.faults.decide(token: token, topic: effectiveTopic)
+    }
+
+    /// The fault script's verdict for a request that passed Apple's checks (`token`: the device token or channel ID),
+    /// after its latency; `accept` answers it when the verdict is to accept.
+    func applyFaults(_ request: IncomingRequest, token: String, topic: String, accept: @escaping () -> Void) {
+        let (verdict, delay) = core.faults.decide(token: token, topic: topic)
         if delay > 0 {
             core.loop.schedule(afterMilliseconds: delay) { [weak self] in
                 guard let self, !self.closed else { return }
-                self.apply(verdict, to: request, token: token, topic: effectiveTopic)
+                self.apply(verdict, to: request, accept: accept)
                 self.flush()
                 self.finishIteration()
             }
         } else {
-            apply(verdict, to: request, token: token, topic: effectiveTopic)
+            apply(verdict, to: request, accept: accept)
         }
     }
 
-    private func apply(_ verdict: FaultVerdict, to request: IncomingRequest, token: String, topic: String) {
+    private func apply(_ verdict: FaultVerdict, to request: IncomingRequest, accept: () -> Void) {
         guard streams[request.streamID] === request else { return }
         switch verdict {
         case .accept:
-            accept(request, token: token, topic: topic)
+            accept()
         case .reject(let status, let reason, let timestamp):
             reject(request, Rejection(status: status, reason: reason), timestamp: timestamp)
         case .refuseStream:
@@ -373,7 +391,19 @@ final class ServerConnection: FileDescriptorHandler, H2ServerStreamHandler {
 
     // MARK: auth
 
-    private func authenticate(_ request: IncomingRequest) -> Result<MockProviderKey?, Rejection> {
+    /// TopicDisallowed when the provider key may not push to `topic`, TopicMismatch when the client certificate
+    /// does not cover it; nil when allowed (or authentication is off).
+    func topicRefusal(_ key: MockProviderKey?, topic: String) -> Rejection? {
+        guard core.configuration.requireAuthentication else { return nil }
+        if let key {
+            if !key.allows(topic: topic) { return Rejection(status: 400, reason: "TopicDisallowed") }
+        } else if let certificateTopics, !certificateTopics.contains(where: { topic == $0 || UTF8Matching.hasPrefix(topic, $0 + ".") }) {
+            return Rejection(status: 403, reason: "TopicMismatch")
+        }
+        return nil
+    }
+
+    func authenticate(_ request: IncomingRequest) -> Result<MockProviderKey?, Rejection> {
         guard core.configuration.requireAuthentication else { return .success(nil) }
         guard let header = request.authorization else {
             if certificateTopics != nil {
@@ -445,12 +475,15 @@ final class ServerConnection: FileDescriptorHandler, H2ServerStreamHandler {
         if core.faults.script.dropStreamsAfterRejection == true && !streamsRaised && (currentToken != nil || certificateTopics != nil) { raiseStreams() }
     }
 
-    private func reject(_ request: IncomingRequest, _ rejection: Rejection, timestamp: Int64? = nil) {
+    func reject(_ request: IncomingRequest, _ rejection: Rejection, timestamp: Int64? = nil) {
         var body = #"{"reason":"\#(rejection.reason)""#
         if let timestamp { body += #","timestamp":\#(timestamp)"# }
         body += "}"
-        let apnsID = request.apnsID.flatMap { RequestRules.isUUID($0) ? $0 : nil } ?? core.makeUUID()
-        respond(request, status: rejection.status, headers: [("apns-id", apnsID), ("content-type", "application/json; charset=utf-8")], body: Array(body.utf8))
+        // Broadcast and channel management answer with `apns-request-id`, device pushes with `apns-id`.
+        let idHeader = request.usesRequestID ? "apns-request-id" : "apns-id"
+        let given = request.usesRequestID ? request.requestID : request.apnsID
+        let apnsID = given.flatMap { RequestRules.isUUID($0) ? $0 : nil } ?? core.makeUUID()
+        respond(request, status: rejection.status, headers: [(idHeader, apnsID), ("content-type", "application/json; charset=utf-8")], body: Array(body.utf8))
         core.answered(status: rejection.status, reason: rejection.reason)
         if core.faults.script.dropStreamsAfterRejection == true && streamsRaised {
             streamsRaised = false
@@ -458,7 +491,7 @@ final class ServerConnection: FileDescriptorHandler, H2ServerStreamHandler {
         }
     }
 
-    private func respond(_ request: IncomingRequest, status: Int, headers: [(String, String)], body: [UInt8]?) {
+    func respond(_ request: IncomingRequest, status: Int, headers: [(String, String)], body: [UInt8]?) {
         guard let session, !request.answered else { return }
         request.answered = true
         request.body = body ?? []

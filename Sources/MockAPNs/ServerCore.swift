@@ -18,11 +18,16 @@ final class ServerCore: ListeningCore {
     let readBuffer: UnsafeMutableBufferPointer<UInt8>
     var stats = MockAPNsStats()
     var accepted: [MockAcceptedNotification] = []
+    let channels: ChannelRegistry
+    /// The broadcast observation log (kept with `recordAccepted`).
+    var broadcasts: [MockBroadcast] = []
+    /// Requests as received (kept with `recordRequests`).
+    var requests: [MockRecordedRequest] = []
     private var logFile: UnsafeMutablePointer<FILE>?
     private var connections: [Int: ServerConnection] = [:]
     private var nextConnectionID = 0
     /// apns-id generation: seeded once from the system generator (getrandom per request showed in profiles).
-    private var random: SeededRandom = {
+    var random: SeededRandom = {
         var system = SystemRandomNumberGenerator()
         return SeededRandom(seed: system.next())
     }()
@@ -35,6 +40,7 @@ final class ServerCore: ListeningCore {
         for key in configuration.keys { keyMap[key.keyID] = key }
         verifier = ProviderTokenVerifier(keys: keyMap)
         faults = FaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
+        channels = ChannelRegistry(limit: configuration.maxChannels)
         sslContext = configuration.cleartext ? nil : try Self.makeContext(configuration)
         h2 = try H2ServerCallbacks()
         readBuffer = .allocate(capacity: 65_536)
@@ -68,10 +74,12 @@ final class ServerCore: ListeningCore {
 
     // MARK: connections
 
-    func accepted(fd: Int32) {
+    func accepted(fd: Int32) { accepted(fd: fd, role: .both) }
+
+    func accepted(fd: Int32, role: ListenerRole) {
         nextConnectionID += 1
         do {
-            let connection = try ServerConnection(id: nextConnectionID, fd: fd, core: self)
+            let connection = try ServerConnection(id: nextConnectionID, fd: fd, core: self, role: role)
             connections[connection.id] = connection
             stats.connectionsAccepted += 1
             stats.connectionsOpen += 1
@@ -168,6 +176,22 @@ final class ServerCore: ListeningCore {
         }
     }
 
+    func recordBroadcast(_ request: IncomingRequest, channel: String, bundleID: String, requestID: String, connection: Int) {
+        stats.broadcastsAccepted += 1
+        channels.countBroadcast(channel)
+        guard configuration.recordAccepted else { return }
+        broadcasts.append(MockBroadcast(
+            channel: channel, bundleID: bundleID, requestID: requestID, priority: Int(request.priority ?? "10") ?? 10,
+            expiration: Int64(request.expiration ?? "0") ?? 0, payloadBytes: request.bodySize,
+            payload: configuration.logPayloads ? request.payloadText : nil, connection: connection, stream: request.streamID,
+            timeMillis: wallClockMillis()))
+    }
+
+    func recordRequest(_ request: IncomingRequest) {
+        guard let headers = request.headerLog else { return }
+        requests.append(MockRecordedRequest(method: request.method ?? "", path: request.path ?? "", headers: headers, body: request.payloadText))
+    }
+
     // MARK: control paths (not part of APNs)
 
     func control(_ request: IncomingRequest) -> (Int, [UInt8]) {
@@ -183,6 +207,12 @@ final class ServerCore: ListeningCore {
             return (200, json(snapshot()))
         case ("GET", "/_mock/accepted"):
             return (200, json(accepted))
+        case ("GET", "/_mock/broadcasts"):
+            return (200, json(broadcasts))
+        case ("GET", "/_mock/channels"):
+            return (200, json(channels.all))
+        case ("GET", "/_mock/requests"):
+            return (200, json(requests))
         case ("POST", "/_mock/reset"):
             resetCounters()
             return (200, message("status", "reset"))
@@ -209,6 +239,8 @@ final class ServerCore: ListeningCore {
         stats.connectionsOpen = open
         stats.streamsInUse = inUse
         accepted.removeAll()
+        broadcasts.removeAll()
+        requests.removeAll()
         faults.replace(faults.script, defaultSeed: configuration.seed)
     }
 }

@@ -47,6 +47,7 @@ public struct JobCompletion: Sendable {
     /// Envelope to put on `<prefix>:retry` and its due time (ms since the epoch).
     public var retry: (dueAt: Int64, envelope: [UInt8])?
     public var droppedToken: DroppedToken?
+    public var droppedChannel: DroppedChannel?
     /// Dead-letter element bytes (see `DeadLetterEntry.encode`).
     public var deadLetter: [UInt8]?
     /// A multicast job: one child job per token, pushed in the same script that releases this lease.

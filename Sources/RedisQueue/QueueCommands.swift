@@ -95,9 +95,16 @@ struct QueueCommands: Sendable {
             } else {
                 args.append(0)
             }
+            let channel = item.droppedChannel?.fields ?? []
+            args.append(channel.count * 2)
+            for (field, value) in channel {
+                args.append(field)
+                args.append(value)
+            }
         }
         return (QueueScripts.complete,
-                [b(keys.leases(worker: workerID)), b(keys.results), b(keys.droppedTokens), b(keys.retry), b(keys.dead), b(keys.epoch)], args)
+                [b(keys.leases(worker: workerID)), b(keys.results), b(keys.droppedTokens), b(keys.retry), b(keys.dead), b(keys.epoch),
+                 b(keys.droppedChannels)], args)
     }
 
     /// The report, and the completions whose lease was gone (code 3): to send again with their job bytes.

@@ -22,6 +22,8 @@ public struct QueueKeys: Sendable, Equatable {
     public var retry: String { "\(prefix):retry" }
     public var results: String { "\(prefix):results" }
     public var droppedTokens: String { "\(prefix):dropped-tokens" }
+    /// STREAM of broadcast channels APNs answered ChannelNotRegistered for.
+    public var droppedChannels: String { "\(prefix):dropped-channels" }
     public var dead: String { "\(prefix):dead" }
     public var workers: String { "\(prefix):workers" }
     /// STRING: a random value made by the first claim, gone only when Redis loses its data (restart without

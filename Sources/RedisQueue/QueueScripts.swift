@@ -228,12 +228,13 @@ public enum QueueScripts {
     return {#gone, problems}
     """#)
 
-    /// KEYS: leases hash, results, dropped-tokens, retry, dead, epoch. ARGV: results max length, dead max length,
+    /// KEYS: leases hash, results, dropped-tokens, retry, dead, epoch, dropped-channels. ARGV: results max length, dead max length,
     /// count, then per completion: lease id, the epoch it was claimed in, queue key, job bytes as claimed, n,
     /// n result field/value args, retry due ms or '', retry member, dead entry or '', m, m dropped-token
     /// field/value args, o (0 or 3) then o idempotency args: `<p>:once:<id>` key, the value it must hold, the
     /// value to leave (`QueueScripts.claimOnce`), then e (a token count) and, when e > 0, a multicast fan-out:
-    /// envelope header up to the child index, child job prefix, child job suffix, e tokens (see `Expansion`).
+    /// envelope header up to the child index, child job prefix, child job suffix, e tokens (see `Expansion`),
+    /// then k and k dropped-channel field/value args.
     /// The queue key is sent with every fan-out (its children go there; to the retry set, due at once, while that
     /// key holds another type), the job bytes only for the lease-lost recovery.
     /// Per completion returns 1 (applied), 2 (lease had been reaped, job taken back from the queue and applied),
@@ -251,8 +252,8 @@ public enum QueueScripts {
     local starts = {}
     local leases = {}
     local writes = {KEYS[1], 'hash'}
-    local results, tokens, retries, deads = false, false, false, false
-    local onceAt, fanAt = {}, {}
+    local results, tokens, retries, deads, channels = false, false, false, false, false
+    local onceAt, fanAt, channelAt = {}, {}, {}
     local i = 4
     for c = 1, count do
       starts[c] = i
@@ -273,11 +274,16 @@ public enum QueueScripts {
       retries = retries or ne > 0
       i = e + 1
       if ne > 0 then i = e + 4 + ne end
+      channelAt[c] = i
+      local nc = tonumber(ARGV[i])
+      channels = channels or nc > 0
+      i = i + 1 + nc
     end
     if results then writes[#writes + 1] = KEYS[2]; writes[#writes + 1] = 'stream' end
     if tokens then writes[#writes + 1] = KEYS[3]; writes[#writes + 1] = 'stream' end
     if retries then writes[#writes + 1] = KEYS[4]; writes[#writes + 1] = 'zset' end
     if deads then writes[#writes + 1] = KEYS[5]; writes[#writes + 1] = 'list' end
+    if channels then writes[#writes + 1] = KEYS[7]; writes[#writes + 1] = 'stream' end
     local bad = refusal(unpack(writes))
     if bad then return bad end
     -- Read only: an epoch key of another type just leaves "forgotten" undecided (old rule applies).
@@ -298,6 +304,7 @@ public enum QueueScripts {
     local codes = {}
     local wroteResults = false
     local wroteTokens = false
+    local wroteChannels = false
     for c = 1, count do
       i = starts[c]
       local claimedIn, queue, job = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
@@ -363,12 +370,19 @@ public enum QueueScripts {
           end
           if #batch > 0 then redis.call('RPUSH', queue, unpack(batch)) end
         end
+        local ch = channelAt[c]
+        local nc = tonumber(ARGV[ch])
+        if nc > 0 then
+          redis.call('XADD', KEYS[7], '*', unpack(ARGV, ch + 1, ch + nc))
+          wroteChannels = true
+        end
       end
       codes[#codes + 1] = code
     end
     -- Trim once per batch rather than per entry (approximate trimming, as MAXLEN ~ on each XADD would be).
     if wroteResults then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', resultsMax) end
     if wroteTokens then redis.call('XTRIM', KEYS[3], 'MAXLEN', '~', resultsMax) end
+    if wroteChannels then redis.call('XTRIM', KEYS[7], 'MAXLEN', '~', resultsMax) end
     return codes
     """#)
 

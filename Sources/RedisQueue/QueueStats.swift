@@ -13,6 +13,7 @@ public struct QueueStats: Sendable, Equatable {
     public var deadLetters = 0
     public var resultsLength = 0
     public var droppedTokensLength = 0
+    public var droppedChannelsLength = 0
     public var outcomesLastMinute: [String: Int] = [:]
     public var outcomesLastHour: [String: Int] = [:]
     /// True when the last hour held more than `resultsScanLimit` entries: the outcome counts cover only the newest.
@@ -40,6 +41,7 @@ public struct QueueStats: Sendable, Equatable {
             ["LLEN", keys.dead],
             ["XLEN", keys.results],
             ["XLEN", keys.droppedTokens],
+            ["XLEN", keys.droppedChannels],
             ["XREVRANGE", keys.results, "+", "\(now - 3_600_000)", "COUNT", "\(resultsScanLimit)"],
         ]
         let replies = try redis.pipeline(commands)
@@ -58,6 +60,7 @@ public struct QueueStats: Sendable, Equatable {
         stats.deadLetters = Int(next().int ?? 0)
         stats.resultsLength = Int(next().int ?? 0)
         stats.droppedTokensLength = Int(next().int ?? 0)
+        stats.droppedChannelsLength = Int(next().int ?? 0)
         let entries = StreamEntry.entries(next())
         stats.outcomesTruncated = entries.count >= resultsScanLimit
         for entry in entries {

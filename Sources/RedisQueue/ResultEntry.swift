@@ -12,6 +12,8 @@ public struct ResultEntry: Sendable, Equatable {
     public enum Outcome: String, Sendable, CaseIterable {
         case delivered, retrying
         case tokenDropped = "token_dropped"
+        /// A broadcast whose channel APNs does not know (ChannelNotRegistered): also on `<prefix>:dropped-channels`.
+        case channelDropped = "channel_dropped"
         case failed, rejected
         /// Idempotency: another copy of this job id was already sent (or is being sent) within the window.
         case duplicate
@@ -26,6 +28,8 @@ public struct ResultEntry: Sendable, Equatable {
     public var status: Int
     public var reason: String?
     public var token: String?
+    /// The broadcast channel ID (a broadcast has no `token`).
+    public var channel: String?
     public var topic: String?
     public var environment: String?
     public var app: String?
@@ -76,6 +80,7 @@ public struct ResultEntry: Sendable, Equatable {
         var out: [(String, String)] = [("id", Self.text(id)), ("outcome", outcome.rawValue), ("status", String(status))]
         if let reason { out.append(("reason", Self.reason(reason))) }
         if let token { out.append(("token", Self.text(token))) }
+        if let channel { out.append(("channel", Self.text(channel))) }
         if let topic { out.append(("topic", Self.text(topic))) }
         if let environment { out.append(("environment", Self.text(environment))) }
         if let app { out.append(("app", Self.text(app))) }
@@ -97,6 +102,7 @@ public struct ResultEntry: Sendable, Equatable {
         var n = 5
         if reason != nil { n += 1 }
         if token != nil { n += 1 }
+        if channel != nil { n += 1 }
         if topic != nil { n += 1 }
         if environment != nil { n += 1 }
         if app != nil { n += 1 }
@@ -118,6 +124,7 @@ public struct ResultEntry: Sendable, Equatable {
         args.append("status"); args.append(status)
         if let reason { args.append("reason"); args.append(Self.reason(reason)) }
         if let token { args.append("token"); args.append(Self.text(token)) }
+        if let channel { args.append("channel"); args.append(Self.text(channel)) }
         if let topic { args.append("topic"); args.append(Self.text(topic)) }
         if let environment { args.append("environment"); args.append(Self.text(environment)) }
         if let app { args.append("app"); args.append(Self.text(app)) }
@@ -143,6 +150,7 @@ public struct ResultEntry: Sendable, Equatable {
                   retryAt: map["retry_at"].flatMap { Int64($0) }, invalidSince: map["invalid_since"].flatMap { Int64($0) },
                   latencyMilliseconds: map["latency_ms"].flatMap { Int($0) }, worker: worker)
         fallbackFrom = map["fallback_from"]
+        channel = map["channel"]
         platform = map["platform"]
         fcmName = map["fcm_name"]
     }
@@ -184,5 +192,28 @@ public struct DroppedToken: Sendable, Equatable {
         if let platform { out.append(("platform", ResultEntry.text(platform))) }
         if let app { out.append(("app", ResultEntry.text(app))) }
         return out
+    }
+}
+
+/// One entry of `<prefix>:dropped-channels`: a broadcast channel APNs no longer knows (ChannelNotRegistered), which
+/// the producer should stop using (and stop handing to devices).
+public struct DroppedChannel: Sendable, Equatable {
+    public var channel: String
+    /// The app's bundle ID (channels belong to it, per environment).
+    public var bundleID: String
+    public var environment: String
+    public var reason: String
+
+    public init(channel: String, bundleID: String, environment: String, reason: String) {
+        self.channel = channel
+        self.bundleID = bundleID
+        self.environment = environment
+        self.reason = reason
+    }
+
+    /// Capped like `ResultEntry`'s fields.
+    var fields: [(String, String)] {
+        [("channel", ResultEntry.text(channel)), ("bundle_id", ResultEntry.text(bundleID)),
+         ("environment", ResultEntry.text(environment)), ("reason", ResultEntry.reason(reason))]
     }
 }

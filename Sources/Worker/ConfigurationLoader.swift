@@ -9,7 +9,8 @@ public enum ConfigurationLoader {
     public static let environmentOverrides = [
         "HERALD_REDIS_URL", "HERALD_REDIS_PREFIX", "HERALD_QUEUES", "HERALD_MAX_IN_FLIGHT", "HERALD_LOG_LEVEL",
         "HERALD_WORKER_ID", "HERALD_APNS_PRODUCTION_URL", "HERALD_APNS_SANDBOX_URL", "HERALD_APNS_CA_FILE",
-        "HERALD_APNS_CONNECTIONS", "HERALD_APNS_PROXY", "HERALD_FCM_URL", "HERALD_FCM_CA_FILE", "HERALD_FCM_PROXY",
+        "HERALD_APNS_CONNECTIONS", "HERALD_APNS_PROXY", "HERALD_APNS_CHANNELS_PRODUCTION_URL", "HERALD_APNS_CHANNELS_SANDBOX_URL",
+        "HERALD_FCM_URL", "HERALD_FCM_CA_FILE", "HERALD_FCM_PROXY",
     ]
 
     public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
@@ -65,6 +66,8 @@ public enum ConfigurationLoader {
         if let v = env["HERALD_WORKER_ID"], !v.isEmpty { c.worker.id = v }
         if let v = env["HERALD_APNS_PRODUCTION_URL"], !v.isEmpty { c.apns.productionURL = v }
         if let v = env["HERALD_APNS_SANDBOX_URL"], !v.isEmpty { c.apns.sandboxURL = v }
+        if let v = env["HERALD_APNS_CHANNELS_PRODUCTION_URL"], !v.isEmpty { c.apns.channelsProductionURL = v }
+        if let v = env["HERALD_APNS_CHANNELS_SANDBOX_URL"], !v.isEmpty { c.apns.channelsSandboxURL = v }
         if let v = env["HERALD_APNS_CA_FILE"], !v.isEmpty { c.apns.caFile = v }
         if let v = env["HERALD_APNS_PROXY"], !v.isEmpty { c.apns.proxy = v }
         if let v = env["HERALD_FCM_URL"], !v.isEmpty { c.fcm.url = v }
@@ -105,7 +108,9 @@ public enum ConfigurationLoader {
         if c.worker.idempotencyWindowSeconds < 0 || c.worker.idempotencyWindowSeconds > 30 * 86_400 {
             problems.append("worker.idempotency_window_seconds must be 0 (off) ... 2592000 (30 days)")
         }
-        for (name, url) in [("apns.production_url", c.apns.productionURL), ("apns.sandbox_url", c.apns.sandboxURL)] {
+        for (name, url) in [("apns.production_url", c.apns.productionURL), ("apns.sandbox_url", c.apns.sandboxURL),
+                            ("apns.channels_production_url", c.apns.channelsProductionURL),
+                            ("apns.channels_sandbox_url", c.apns.channelsSandboxURL)] {
             if APNsURL(url) == nil { problems.append("\(name) must look like https://host[:port], got '\(url)'") }
         }
         if APNsURL(c.fcm.url) == nil { problems.append("fcm.url must look like https://host[:port], got '\(c.fcm.url)'") }
@@ -193,9 +198,12 @@ private struct Reader {
         }
         if let apns = object(root["apns"], "apns") {
             check(apns, known: ["production_url", "sandbox_url", "connections_per_pool", "request_timeout_ms", "connect_timeout_ms",
-                                "ping_idle_seconds", "ping_timeout_seconds", "ca_file", "proxy", "max_queued_per_pool"], at: "apns.")
+                                "ping_idle_seconds", "ping_timeout_seconds", "ca_file", "proxy", "max_queued_per_pool",
+                                "channels_production_url", "channels_sandbox_url"], at: "apns.")
             string(apns, "production_url", "apns.", &c.apns.productionURL)
             string(apns, "sandbox_url", "apns.", &c.apns.sandboxURL)
+            string(apns, "channels_production_url", "apns.", &c.apns.channelsProductionURL)
+            string(apns, "channels_sandbox_url", "apns.", &c.apns.channelsSandboxURL)
             int(apns, "connections_per_pool", "apns.", &c.apns.connectionsPerPool)
             int(apns, "request_timeout_ms", "apns.", &c.apns.requestTimeoutMs)
             int(apns, "connect_timeout_ms", "apns.", &c.apns.connectTimeoutMs)

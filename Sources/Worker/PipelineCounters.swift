@@ -4,6 +4,8 @@ public struct PipelineCounters: Sendable, Equatable {
     public var delivered = 0
     public var retrying = 0
     public var tokensDropped = 0
+    /// Broadcasts answered ChannelNotRegistered.
+    public var channelsDropped = 0
     public var failed = 0
     public var rejected = 0
     public var resent = 0
@@ -27,7 +29,7 @@ public struct PipelineCounters: Sendable, Equatable {
 
     public init() {}
 
-    public var terminal: Int { delivered + tokensDropped + failed + rejected + duplicates }
+    public var terminal: Int { delivered + tokensDropped + channelsDropped + failed + rejected + duplicates }
 
     public static func + (a: PipelineCounters, b: PipelineCounters) -> PipelineCounters {
         var c = a
@@ -35,6 +37,7 @@ public struct PipelineCounters: Sendable, Equatable {
         c.delivered += b.delivered
         c.retrying += b.retrying
         c.tokensDropped += b.tokensDropped
+        c.channelsDropped += b.channelsDropped
         c.failed += b.failed
         c.rejected += b.rejected
         c.resent += b.resent
@@ -53,6 +56,7 @@ public struct PipelineCounters: Sendable, Equatable {
 
     var logFields: [String: LogValue] {
         ["claimed": .int(claimed), "delivered": .int(delivered), "retrying": .int(retrying), "token_dropped": .int(tokensDropped),
+         "channel_dropped": .int(channelsDropped),
          "failed": .int(failed), "rejected": .int(rejected), "resent": .int(resent), "leases_lost": .int(leasesLost),
          "outage_pauses": .int(outagePauses), "scheduled": .int(scheduled),
          "forgotten": .int(forgotten), "fallbacks": .int(fallbacks), "multicast": .int(multicast), "fanned_out": .int(fannedOut),

@@ -21,8 +21,17 @@ enum EnqueueCommand {
     static func validate(_ line: [UInt8]) -> String? {
         let spec: JobSpec
         do { spec = try JobParser.parse(line) } catch { return "\(error.code): \(error.description)" }
-        if let topic = spec.topic {
-            let notification = spec.notification(topic: topic, environment: spec.environment ?? .production)
+        if spec.channel != nil {
+            // A broadcast: its bundle ID comes from the worker's configuration, which enqueue does not read; a
+            // stand-in bare one lets the validator check the rest (channel ID, push type, expiration, 5120 bytes).
+            let notification = spec.notification(topic: "", environment: spec.environment ?? .production, bundleID: "app.bundle.id")
+            if let failure = NotificationValidator.validate(notification) { return "\(failure.reason.rawValue): \(failure.message)" }
+        } else if let topic = spec.topic {
+            // A multicast job is checked as the first of the jobs it fans out to (the parser checked every token;
+            // the rest of the notification is the same for all).
+            var single = spec
+            if let first = spec.tokens?.first { single.token = first }
+            let notification = single.notification(topic: topic, environment: spec.environment ?? .production)
             if let failure = NotificationValidator.validate(notification, bundleID: nil) {
                 return "\(failure.reason.rawValue): \(failure.message)"
             }

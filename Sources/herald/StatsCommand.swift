@@ -20,7 +20,7 @@ enum StatsCommand {
                 "retry": ["due_now": stats.retryDueNow, "next_minute": stats.retryDueNextMinute,
                           "next_hour": stats.retryDueNextHour, "later": stats.retryDueLater],
                 "dead_letters": stats.deadLetters, "results_length": stats.resultsLength,
-                "dropped_tokens_length": stats.droppedTokensLength,
+                "dropped_tokens_length": stats.droppedTokensLength, "dropped_channels_length": stats.droppedChannelsLength,
                 "outcomes_last_minute": stats.outcomesLastMinute, "outcomes_last_hour": stats.outcomesLastHour,
                 "outcomes_truncated": stats.outcomesTruncated,
             ])
@@ -38,6 +38,7 @@ enum StatsCommand {
         lines.append(row("dead letters", stats.deadLetters))
         lines.append(row("results stream length", stats.resultsLength))
         lines.append(row("dropped tokens stream length", stats.droppedTokensLength))
+        lines.append(row("dropped channels stream length", stats.droppedChannelsLength))
         let outcomes = ResultEntry.Outcome.allCases.map(\.rawValue)
         lines.append("")
         lines.append("outcome".padding(toLength: 16, withPad: " ", startingAt: 0) + "last minute".leftPad(12) + "last hour".leftPad(12))

@@ -14,6 +14,7 @@ let herald = CommandGroup(
         SchedulerCommand.command,
         EnqueueCommand.command,
         SendCommand.command,
+        ChannelsCommand.command,
         TailCommand.command,
         StatsCommand.command,
         MockAPNsCommand.command,

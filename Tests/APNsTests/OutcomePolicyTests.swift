@@ -10,7 +10,7 @@ private func response(_ status: Int, _ reason: String?, timestamp: Int64? = nil)
 }
 
 enum Expect: Equatable {
-    case delivered, retryServer, retryThrottle, drop, resend(fresh: Bool, refresh: Bool), configure, fail
+    case delivered, retryServer, retryThrottle, drop, dropChannel, resend(fresh: Bool, refresh: Bool), configure, fail
 }
 
 private func matches(_ d: Decision, _ e: Expect, attempt: Int = 1) -> Bool {
@@ -19,6 +19,7 @@ private func matches(_ d: Decision, _ e: Expect, attempt: Int = 1) -> Bool {
     case (.retry(let ms, _), .retryServer): return ms == 900_000 << (attempt - 1)
     case (.retry(let ms, _), .retryThrottle): return ms == 10_000 << (attempt - 1)
     case (.dropToken, .drop): return true
+    case (.dropChannel, .dropChannel): return true
     case (.resendNow(let f, let r), .resend(let ef, let er)): return f == ef && r == er
     case (.deferForConfiguration, .configure): return true
     case (.fail, .fail): return true
@@ -52,6 +53,10 @@ private func matches(_ d: Decision, _ e: Expect, attempt: Int = 1) -> Bool {
         (429, "TooManyProviderTokenUpdates", .configure),
         (500, "InternalServerError", .retryServer), (503, "ServiceUnavailable", .retryServer),
         (503, "Shutdown", .retryServer),
+        // broadcast (the seed's table): a gone channel is dropped; the app's broadcast configuration fails the job
+        // without pausing the app's device pushes
+        (400, "ChannelNotRegistered", .dropChannel), (400, "FeatureNotEnabled", .fail),
+        (400, "CannotCreateChannelConfig", .fail), (400, "MissingChannelId", .fail), (400, "BadChannelId", .fail),
         // beyond the table
         (500, nil, .retryServer), (502, "SomethingNew", .retryServer), (400, nil, .fail), (403, "NewThing", .fail),
         (410, nil, .drop), (429, nil, .retryThrottle), (418, "Teapot", .fail),
@@ -73,6 +78,11 @@ private func matches(_ d: Decision, _ e: Expect, attempt: Int = 1) -> Bool {
             == .dropToken(invalidSince: 1_700_000_000_123, reason: "Unregistered"))
         #expect(policy.decide(response(400, "BadDeviceToken"), attempt: 1, expiration: nil, nowSeconds: now)
             == .dropToken(invalidSince: nil, reason: "BadDeviceToken"))
+        #expect(policy.decide(response(400, "ChannelNotRegistered"), attempt: 3, expiration: 0, nowSeconds: now)
+            == .dropChannel(reason: "ChannelNotRegistered"))
+        #expect(policy.decide(response(400, "FeatureNotEnabled"), attempt: 1, expiration: nil, nowSeconds: now)
+            == .fail(reason: "FeatureNotEnabled"))
+        #expect(!policy.refusesCredential(response(400, "FeatureNotEnabled")))
     }
 
     @Test func transportFailures() {
@@ -208,6 +218,7 @@ private func matches(_ d: Decision, _ e: Expect, attempt: Int = 1) -> Bool {
         #expect(Decision.delivered.isTerminal)
         #expect(Decision.fail(reason: "x").isTerminal)
         #expect(Decision.dropToken(invalidSince: nil, reason: "x").isTerminal)
+        #expect(Decision.dropChannel(reason: "x").isTerminal)
         #expect(!Decision.retry(afterMilliseconds: 1, reason: "x").isTerminal)
         #expect(!Decision.resendNow(freshConnection: true, refreshToken: false).isTerminal)
         #expect(!Decision.deferForConfiguration(reason: "x").isTerminal)

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 @testable import RedisQueue
 
-/// Completions that write every output key: a result, a retry, a dead letter and a dropped token each.
+/// Completions that write every output key: a result, a retry, a dead letter, a dropped token and a dropped channel each.
 private func writingEverything(_ leases: [Lease]) -> [JobCompletion] {
     leases.map { lease in
         var completion = JobCompletion(
@@ -10,6 +10,7 @@ private func writingEverything(_ leases: [Lease]) -> [JobCompletion] {
             droppedToken: DroppedToken(token: "aa", topic: "t", environment: "production", reason: "Unregistered"))
         completion.scheduleRetry(at: 4_102_444_800_000, id: "later")
         completion.deadLetter(reason: "r", at: 1)
+        completion.droppedChannel = DroppedChannel(channel: "dHN0", bundleID: "b", environment: "production", reason: "ChannelNotRegistered")
         return completion
     }
 }
@@ -62,7 +63,7 @@ private func strings(_ reply: RESPValue) -> [String] { (reply.array ?? []).compa
 
     /// A completion batch that meets a wrong-typed output key changes nothing (the leases stay, so the worker
     /// sends the same batch again), and applies in full once the key is fixed.
-    @Test(arguments: [("results", "stream"), ("dropped-tokens", "stream"), ("retry", "zset"), ("dead", "list")])
+    @Test(arguments: [("results", "stream"), ("dropped-tokens", "stream"), ("retry", "zset"), ("dead", "list"), ("dropped-channels", "stream")])
     func completionWithAWrongTypedOutputKeyChangesNothingUntilFixed(name: String, expected: String) throws {
         let keys = TestRedis.keys()
         let redis = try TestRedis.blocking()
@@ -75,7 +76,7 @@ private func strings(_ reply: RESPValue) -> [String] { (reply.array ?? []).compa
 
         #expect(throws: RedisError.wrongType(key: bad, found: "string", expected: expected)) { try queue.complete(batch) }
         #expect(try redis.command(["HLEN", keys.leases(worker: "w")]).int == 3)
-        for output in [keys.results, keys.droppedTokens, keys.retry, keys.dead] where output != bad {
+        for output in [keys.results, keys.droppedTokens, keys.retry, keys.dead, keys.droppedChannels] where output != bad {
             #expect(try redis.command(["EXISTS", output]).int == 0, "\(output) written")
         }
 
@@ -84,6 +85,7 @@ private func strings(_ reply: RESPValue) -> [String] { (reply.array ?? []).compa
         #expect(report.applied == 3 && report.leasesLost.isEmpty)
         #expect(try resultCounts(redis, keys) == ["a": 1, "b": 1, "c": 1])
         #expect(try redis.command(["XLEN", keys.droppedTokens]).int == 3)
+        #expect(try redis.command(["XLEN", keys.droppedChannels]).int == 3)
         #expect(try redis.command(["ZCARD", keys.retry]).int == 3)
         #expect(try redis.command(["LLEN", keys.dead]).int == 3)
     }

@@ -35,7 +35,7 @@ final class EndToEndWorld: @unchecked Sendable {
 
     init(apps: [E2EApp] = [E2EApp(name: "main", bundleID: "com.example.e2e", teamID: "TEAME2E001", keyID: "KEYE2E0001")],
          faults: MockFaultScript = MockFaultScript(), appendOnly: Bool = false, recordAccepted: Bool = true,
-         fcmFaults: MockFCMFaultScript? = nil) throws {
+         fcmFaults: MockFCMFaultScript? = nil, configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
         guard let herald = heraldExecutable() else {
             throw TestSupportError("the herald executable is not beside the test bundle: run `swift build` (it builds .build/debug/herald) before the tests")
         }
@@ -57,6 +57,7 @@ final class EndToEndWorld: @unchecked Sendable {
         configuration.keys = apps.map { keys[$0.name]! }
         configuration.faults = faults
         configuration.recordAccepted = recordAccepted
+        configure(&configuration)
         simulator = try MockAPNsServer(configuration: configuration)
         if let fcmFaults {
             var fcmConfiguration = MockFCMConfiguration()

@@ -13,13 +13,14 @@ struct CompletionBuilder {
         let isFCM = n.platform == .fcm
         var result = ResultEntry(
             id: job.id, outcome: outcome, status: response?.status ?? fcm?.status ?? 0, reason: reason,
-            token: isFCM && n.deviceToken.isEmpty ? nil : n.deviceToken, topic: isFCM && n.topic.isEmpty ? nil : n.topic,
+            token: (isFCM && n.deviceToken.isEmpty) || n.isBroadcast ? nil : n.deviceToken, topic: isFCM && n.topic.isEmpty ? nil : n.topic,
             environment: isFCM ? nil : n.environment.rawValue, app: job.appName,
             apnsID: response?.apnsID, apnsUniqueID: response?.apnsUniqueID, attempt: job.attempt,
             latencyMilliseconds: job.latencyMilliseconds(now: now), worker: workerID)
         result.fallbackFrom = job.fallbackFrom?.rawValue
         result.platform = n.platform.rawValue
         if outcome == .delivered { result.fcmName = fcm?.name }
+        result.channel = n.channelID
         return result
     }
 
@@ -45,6 +46,12 @@ struct CompletionBuilder {
             completion.droppedToken = DroppedToken(
                 token: n.deviceToken, topic: n.topic, environment: n.platform == .fcm ? "" : n.environment.rawValue, reason: reason,
                 invalidSince: invalidSince, platform: n.platform.rawValue, app: job.appName)
+        case .dropChannel(let reason):
+            result = entry(job, .channelDropped, now: now, response: response, reason: reason)
+            if case .channel(let id, let bundleID) = job.notification.target {
+                completion.droppedChannel = DroppedChannel(
+                    channel: id, bundleID: bundleID, environment: job.notification.environment.rawValue, reason: reason)
+            }
         case .fail(let reason):
             result = entry(job, .failed, now: now, response: response, reason: reason, fcm: fcm)
         case .retry(let ms, let reason):
@@ -101,6 +108,7 @@ struct CompletionBuilder {
             id: id, outcome: .rejected, status: 0, reason: reason, token: spec?.token, topic: spec?.topic,
             environment: spec?.environment?.rawValue, app: app, attempt: lease.attempt, latencyMilliseconds: 0, worker: workerID)
         completion.result?.platform = spec?.platform.rawValue
+        completion.result?.channel = spec?.channel
         return completion
     }
 }

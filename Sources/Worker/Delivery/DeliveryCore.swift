@@ -437,7 +437,7 @@ public final class DeliveryCore {
             job.attempt += 1
             job.fallBack()
             dispatch(job)
-        case .delivered, .dropToken, .fail, .retry:
+        case .delivered, .dropToken, .dropChannel, .fail, .retry:
             finishJob(job, decision, response: response, fcm: fcm)
         case .resendNow(let fresh, _):
             counters.resent += 1
@@ -492,6 +492,7 @@ public final class DeliveryCore {
         switch decision {
         case .delivered: counters.delivered += 1
         case .dropToken: counters.tokensDropped += 1
+        case .dropChannel: counters.channelsDropped += 1
         case .fail: counters.failed += 1
         case .retry: counters.retrying += 1
         default: break

@@ -34,14 +34,17 @@ struct JobIntake {
             return .rejected(id: id, reason: "BadEnvironment: app '\(app.name)' is not configured for \(environment.rawValue)", spec: spec, app: app.name)
         }
         let topic: String
-        if let given = spec.topic {
+        if spec.channel != nil {
+            // A broadcast carries no apns-topic: the bundle ID goes into its path.
+            topic = app.bundleID
+        } else if let given = spec.topic {
             topic = given
         } else if let derived = spec.pushType.topic(forBundleID: app.bundleID) {
             topic = derived
         } else {
             return .rejected(id: id, reason: "MissingTopic: push type \(spec.pushType.rawValue) needs an explicit topic", spec: spec, app: app.name)
         }
-        var notification = spec.notification(topic: topic, environment: environment)
+        var notification = spec.notification(topic: topic, environment: environment, bundleID: app.bundleID)
         let multicast = spec.uniqueTokens.flatMap { tokens in
             spec.tokenJobParts(of: lease.job).map { JobAttempt.Multicast(tokens: tokens, jobPrefix: $0.prefix, jobSuffix: $0.suffix) }
         }
