@@ -52,6 +52,24 @@ public struct OutcomePolicy: Sendable {
         }
     }
 
+    /// `decide`, then the queue's give-up limit (`giveUpAfterSeconds`): a retry or resend that would happen later
+    /// than that after the job's first attempt (`firstAttemptAtMilliseconds`, ms since the epoch) fails with
+    /// `GaveUp:<reason>` instead. Pauses (outage, credentials) are not the job's fault and never give up.
+    public func decide(_ result: DeliveryResult, attempt: Int, expiration: Int64?, nowSeconds: Int64,
+                       firstAttemptAtMilliseconds: Int64?) -> Decision {
+        let decision = decide(result, attempt: attempt, expiration: expiration, nowSeconds: nowSeconds)
+        guard settings.giveUpAfterSeconds > 0, let first = firstAttemptAtMilliseconds else { return decision }
+        let limit = first + settings.giveUpAfterSeconds * 1000
+        switch decision {
+        case .retry(let ms, let reason) where nowSeconds * 1000 + ms > limit:
+            return .fail(reason: "GaveUp:" + reason)
+        case .resendNow where nowSeconds * 1000 > limit:
+            return .fail(reason: "GaveUp:" + reasonText(result))
+        default:
+            return decision
+        }
+    }
+
     /// True when a nonzero `apns-expiration` (seconds) lies before `milliseconds` since the epoch: sending then
     /// is pointless. 0 means "send once, do not store" at Apple, never "expired".
     public func wouldExpire(_ expiration: Int64?, atMilliseconds milliseconds: Int64) -> Bool {

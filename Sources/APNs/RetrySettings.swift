@@ -20,6 +20,9 @@ public struct RetrySettings: Sendable, Codable, Equatable {
     public var outagePauseSeconds: Int64 = 1
     /// Longest outage pause: how long after APNs is reachable again the worker may take to notice at worst.
     public var outagePauseCapSeconds: Int64 = 30
+    /// A job whose next try would fall later than this long after its first attempt fails (`GaveUp:<reason>`)
+    /// instead; 0: no such limit (only `maxAttempts` and the job's expiration end it).
+    public var giveUpAfterSeconds: Int64 = 0
 
     public init() {}
 
@@ -36,6 +39,7 @@ public struct RetrySettings: Sendable, Codable, Equatable {
             try c.decodeIfPresent(Int64.self, forKey: .configurationPauseSeconds) ?? d.configurationPauseSeconds
         outagePauseSeconds = try c.decodeIfPresent(Int64.self, forKey: .outagePauseSeconds) ?? d.outagePauseSeconds
         outagePauseCapSeconds = try c.decodeIfPresent(Int64.self, forKey: .outagePauseCapSeconds) ?? d.outagePauseCapSeconds
+        giveUpAfterSeconds = try c.decodeIfPresent(Int64.self, forKey: .giveUpAfterSeconds) ?? d.giveUpAfterSeconds
     }
 
 
@@ -53,6 +57,7 @@ public struct RetrySettings: Sendable, Codable, Equatable {
         if outagePauseSeconds < 1 || outagePauseCapSeconds < outagePauseSeconds {
             return "outagePauseSeconds must be at least 1 and outagePauseCapSeconds at least that"
         }
+        if giveUpAfterSeconds < 0 { return "giveUpAfterSeconds must not be negative" }
         return nil
     }
 }

@@ -15,6 +15,8 @@ public final class JobQueue {
     public let workerID: String
     private let commands: QueueCommands
     private var leasePrefixes = LeasePrefixes()
+    /// Fair share between the queues (`JobQueueOptions.queueWeights`); nil for strict priority.
+    private var rotation: QueueRotation?
     private var heartbeatTimer: LoopTimer?
     private var reapTimer: LoopTimer?
     private var schedulerTimer: LoopTimer?
@@ -28,6 +30,7 @@ public final class JobQueue {
     public init(connection: RedisConnection, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
                 options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
         self.commands = try QueueCommands(keys: keys, workerID: workerID, queueKeys: queueKeys, options: options)
+        self.rotation = options.rotation(for: commands.queueKeys)
         self.connection = connection
         self.keys = keys
         self.workerID = workerID
@@ -61,7 +64,7 @@ public final class JobQueue {
     public func claim(max: Int, completion: @escaping (Result<[Lease], RedisError>) -> Void) {
         let commands = self.commands
         let prefix = leasePrefixes.next()
-        run(commands.claim(max: max, leasePrefix: prefix)) { [weak self] result in
+        run(commands.claim(max: max, leasePrefix: prefix, order: rotation?.next())) { [weak self] result in
             if case .failure(let error) = result, error == .connectionLost || error == .timeout {
                 self?.releaseOrphans(prefix: prefix)
             }
@@ -250,12 +253,14 @@ public final class BlockingJobQueue {
     public let workerID: String
     private let commands: QueueCommands
     private var leasePrefixes = LeasePrefixes()
+    private var rotation: QueueRotation?
     /// See `JobQueue.onKeyProblem`.
     public var onKeyProblem: ((QueueKeyProblem) -> Void)?
 
     public init(redis: BlockingRedis, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
                 options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
         self.commands = try QueueCommands(keys: keys, workerID: workerID, queueKeys: queueKeys, options: options)
+        self.rotation = options.rotation(for: commands.queueKeys)
         self.redis = redis
         self.keys = keys
         self.workerID = workerID
@@ -276,7 +281,7 @@ public final class BlockingJobQueue {
     }
 
     public func claim(max: Int) throws(RedisError) -> [Lease] {
-        let (leases, problems) = try commands.parseClaim(run(commands.claim(max: max, leasePrefix: leasePrefixes.next())))
+        let (leases, problems) = try commands.parseClaim(run(commands.claim(max: max, leasePrefix: leasePrefixes.next(), order: rotation?.next())))
         report(problems)
         return leases
     }

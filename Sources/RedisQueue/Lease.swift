@@ -20,6 +20,9 @@ public struct Lease: Sendable, Equatable {
     /// queued before the epoch changed): ignored, `attempt` is 1. Nil for every job Herald wrapped itself and
     /// for plain jobs. Worth a log line: the producer is pushing Herald's envelope format.
     public let unmarkedEnvelopeAttempt: Int?
+    /// When the job's first attempt was made (ms since the epoch), carried by Herald's retry envelopes for a
+    /// queue's give-up limit; nil for a fresh job (and an envelope whose attempt is not believed).
+    public let firstAttemptAt: Int64?
 
     public init(id: String, queueKey: String, raw: [UInt8], epoch: String = "") {
         self.id = id
@@ -33,9 +36,11 @@ public struct Lease: Sendable, Equatable {
         if isEnvelope && (epoch.isEmpty || unwrapped.epoch != epoch) {
             self.attempt = 1
             self.unmarkedEnvelopeAttempt = unwrapped.attempt
+            self.firstAttemptAt = nil
         } else {
             self.attempt = unwrapped.attempt
             self.unmarkedEnvelopeAttempt = nil
+            self.firstAttemptAt = unwrapped.since
         }
     }
 }
@@ -54,6 +59,8 @@ public struct JobCompletion: Sendable {
     public var expansion: Expansion?
     /// The idempotency state to leave for the job's id (when idempotency is on and it took part).
     public var once: OnceUpdate?
+    /// A copy for the failed-job archive (`<prefix>:archive`), written with the result when archiving is on.
+    public var archived: ArchivedJob?
 
     public init(lease: Lease, result: ResultEntry? = nil, droppedToken: DroppedToken? = nil) {
         self.lease = lease
@@ -63,8 +70,9 @@ public struct JobCompletion: Sendable {
 
     /// Schedules attempt `attempt` (default: the next one) of the same job bytes under Herald's job `id` at
     /// `dueAt` (ms), back to the queue it came from. The one place a retry envelope is built.
-    public mutating func scheduleRetry(at dueAt: Int64, attempt: Int? = nil, id: String) {
-        retry = (dueAt, JobEnvelope.wrap(job: lease.job, attempt: attempt ?? lease.attempt + 1, id: id, queue: lease.queueKey))
+    /// `since`: the first attempt's time (ms), kept for the queue's give-up limit.
+    public mutating func scheduleRetry(at dueAt: Int64, attempt: Int? = nil, id: String, since: Int64? = nil) {
+        retry = (dueAt, JobEnvelope.wrap(job: lease.job, attempt: attempt ?? lease.attempt + 1, id: id, queue: lease.queueKey, since: since))
     }
 
     /// Sends the job's raw bytes to the dead-letter list with `reason` and the job's `id` (as its result gives it).

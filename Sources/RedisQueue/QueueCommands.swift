@@ -23,8 +23,9 @@ struct QueueCommands: Sendable {
     /// a dataset made again after a loss never gets the epoch of the one before.
     private func epochCandidate() -> [UInt8] { b(String(UInt64.random(in: 0...UInt64.max), radix: 36)) }
 
-    func claim(max: Int, leasePrefix: String) -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        (QueueScripts.claim, [b(keys.workers), b(keys.leases(worker: workerID)), b(keys.epoch)] + queueKeys.map(b),
+    /// `order`: the queue keys in the order this claim visits them (fair share); nil is `queueKeys` (priority).
+    func claim(max: Int, leasePrefix: String, order: [String]? = nil) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.claim, [b(keys.workers), b(keys.leases(worker: workerID)), b(keys.epoch)] + (order ?? queueKeys).map(b),
          [b(workerID), b(String(options.leaseMilliseconds)), b(String(max)), b(leasePrefix), epochCandidate()])
     }
 
@@ -102,9 +103,28 @@ struct QueueCommands: Sendable {
                 args.append(value)
             }
         }
+        appendArchive(batch, to: &args)
         return (QueueScripts.complete,
                 [b(keys.leases(worker: workerID)), b(keys.results), b(keys.droppedTokens), b(keys.retry), b(keys.dead), b(keys.epoch),
-                 b(keys.droppedChannels)], args)
+                 b(keys.droppedChannels), b(keys.archive)], args)
+    }
+
+    /// The archive section after the completions: its length cap, the count, then per archived completion its
+    /// 1-based index in the batch, 2n and n field/value pairs. Nothing when archiving is off (length 0).
+    private func appendArchive(_ batch: [JobCompletion], to args: inout RESPArguments) {
+        args.append(options.archiveMaxLength)
+        guard options.archiveMaxLength > 0 else { return args.append(0) }
+        let archived = batch.indices.filter { batch[$0].archived != nil }
+        args.append(archived.count)
+        for index in archived {
+            let fields = batch[index].archived!.fields
+            args.append(index + 1)
+            args.append(fields.count * 2)
+            for (field, value) in fields {
+                args.append(field)
+                args.append(value)
+            }
+        }
     }
 
     /// The report, and the completions whose lease was gone (code 3): to send again with their job bytes.
@@ -194,7 +214,17 @@ public struct JobQueueOptions: Sendable {
     public var resultsMaxLength = 1_000_000
     /// Length cap of the dead-letter list.
     public var deadMaxLength = 100_000
+    /// Approximate length cap of the failed-job archive stream; 0 archives nothing.
+    public var archiveMaxLength = 100_000
     public var reapWorkersPerCall = 100
     public var retryMovesPerCall = 1_000
+    /// Fair share: one weight per queue key (in `queueKeys` order); claims visit the queues in a weighted round
+    /// robin (`QueueRotation`). Nil: strict priority, the first non-empty queue first, always.
+    public var queueWeights: [Int]? = nil
     public init() {}
+
+    /// The claim order state for one claimant, or nil for strict priority.
+    func rotation(for queueKeys: [String]) -> QueueRotation? {
+        queueWeights.map { QueueRotation(keys: queueKeys, weights: $0) }
+    }
 }

@@ -25,6 +25,8 @@ public struct QueueKeys: Sendable, Equatable {
     /// STREAM of broadcast channels APNs answered ChannelNotRegistered for.
     public var droppedChannels: String { "\(prefix):dropped-channels" }
     public var dead: String { "\(prefix):dead" }
+    /// STREAM of jobs that ended `failed` or `token_dropped`, bytes and reason, for `herald replay`.
+    public var archive: String { "\(prefix):archive" }
     public var workers: String { "\(prefix):workers" }
     /// STRING: a random value made by the first claim, gone only when Redis loses its data (restart without
     /// persistence, FLUSHALL); tells such a loss from a lease taken by another worker.

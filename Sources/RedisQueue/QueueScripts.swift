@@ -78,6 +78,17 @@ public enum QueueScripts {
       end
       return e
     end
+    -- A Herald envelope with `,"epoch":"<epoch>"` added to its header (the mark that it came through Herald's
+    -- schedule, see JobEnvelope); any other element unchanged. `epoch` is a function, so the key is read only
+    -- when an envelope needs it. Inside the header's JSON strings a quote is escaped, so the first '},"job":'
+    -- ends the header.
+    local function markEpoch(m, epoch)
+      local close = string.sub(m, 1, 11) == '{"herald":{' and string.find(m, '},"job":', 12, true)
+      if close and close > 12 then
+        return string.sub(m, 1, close - 1) .. ',"epoch":"' .. epoch() .. '"' .. string.sub(m, close)
+      end
+      return m
+    end
 
     """#
 
@@ -228,7 +239,7 @@ public enum QueueScripts {
     return {#gone, problems}
     """#)
 
-    /// KEYS: leases hash, results, dropped-tokens, retry, dead, epoch, dropped-channels. ARGV: results max length, dead max length,
+    /// KEYS: leases hash, results, dropped-tokens, retry, dead, epoch, dropped-channels, archive. ARGV: results max length, dead max length,
     /// count, then per completion: lease id, the epoch it was claimed in, queue key, job bytes as claimed, n,
     /// n result field/value args, retry due ms or '', retry member, dead entry or '', m, m dropped-token
     /// field/value args, o (0 or 3) then o idempotency args: `<p>:once:<id>` key, the value it must hold, the
@@ -237,6 +248,8 @@ public enum QueueScripts {
     /// then k and k dropped-channel field/value args.
     /// The queue key is sent with every fan-out (its children go there; to the retry set, due at once, while that
     /// key holds another type), the job bytes only for the lease-lost recovery.
+    /// After every completion, the archive section: archive max length, a count, and per archived job the 1-based
+    /// index of its completion, k, k archive field/value args (written only when that completion applies).
     /// Per completion returns 1 (applied), 2 (lease had been reaped, job taken back from the queue and applied),
     /// 0 (lease lost: another worker holds the job, or this batch was already applied; nothing written),
     /// 3 (lease gone and no job bytes were sent: call again with them for this completion; nothing written) or
@@ -279,6 +292,17 @@ public enum QueueScripts {
       channels = channels or nc > 0
       i = i + 1 + nc
     end
+    -- The failed-job archive, a section of its own after the completions.
+    local archiveMax = ARGV[i]
+    local archived = {}
+    local na = tonumber(ARGV[i + 1] or '0')
+    local a = i + 2
+    for _ = 1, na do
+      local k = tonumber(ARGV[a + 1])
+      archived[tonumber(ARGV[a])] = {a + 2, k}
+      a = a + 2 + k
+    end
+    if na > 0 then writes[#writes + 1] = KEYS[8]; writes[#writes + 1] = 'stream' end
     if results then writes[#writes + 1] = KEYS[2]; writes[#writes + 1] = 'stream' end
     if tokens then writes[#writes + 1] = KEYS[3]; writes[#writes + 1] = 'stream' end
     if retries then writes[#writes + 1] = KEYS[4]; writes[#writes + 1] = 'zset' end
@@ -305,6 +329,7 @@ public enum QueueScripts {
     local wroteResults = false
     local wroteTokens = false
     local wroteChannels = false
+    local wroteArchive = false
     for c = 1, count do
       i = starts[c]
       local claimedIn, queue, job = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
@@ -376,6 +401,11 @@ public enum QueueScripts {
           redis.call('XADD', KEYS[7], '*', unpack(ARGV, ch + 1, ch + nc))
           wroteChannels = true
         end
+        local arc = archived[c]
+        if arc then
+          redis.call('XADD', KEYS[8], '*', unpack(ARGV, arc[1], arc[1] + arc[2] - 1))
+          wroteArchive = true
+        end
       end
       codes[#codes + 1] = code
     end
@@ -383,6 +413,7 @@ public enum QueueScripts {
     if wroteResults then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', resultsMax) end
     if wroteTokens then redis.call('XTRIM', KEYS[3], 'MAXLEN', '~', resultsMax) end
     if wroteChannels then redis.call('XTRIM', KEYS[7], 'MAXLEN', '~', resultsMax) end
+    if wroteArchive then redis.call('XTRIM', KEYS[8], 'MAXLEN', '~', archiveMax) end
     return codes
     """#)
 
@@ -442,13 +473,10 @@ public enum QueueScripts {
       local q = string.match(m, '^{"herald":{"queue":"([^"\\]*)"')
       if q == nil or q == '' then q = ARGV[1] end
       if usableList(q) then
-        local element = m
-        -- Inside the header's JSON strings a quote is escaped, so the first '},"job":' ends the header.
-        local close = string.sub(m, 1, 11) == '{"herald":{' and string.find(m, '},"job":', 12, true)
-        if close and close > 12 then
+        local element = markEpoch(m, function()
           epoch = epoch or epochOf(KEYS[2], ARGV[3])
-          element = string.sub(m, 1, close - 1) .. ',"epoch":"' .. epoch .. '"' .. string.sub(m, close)
-        end
+          return epoch
+        end)
         redis.call('RPUSH', q, element)
         redis.call('ZREM', KEYS[1], m)
         moved = moved + 1
@@ -460,5 +488,46 @@ public enum QueueScripts {
     local nextDue = -1
     if #nxt > 0 then nextDue = tonumber(nxt[2]) end
     return {moved, nextDue, now, problems}
+    """#)
+
+    /// KEYS: archive, results, epoch. ARGV: results max length, a random epoch candidate, count, then per job: its
+    /// archive stream id, queue key, the envelope to queue (attempt 1, Herald's id), n, n result field/value
+    /// args (the `replayed` entry). Per job, atomically: if the archive entry is still there and the queue key
+    /// is a list, the entry is deleted, the envelope (with the epoch mark, as the scheduler adds it) goes to the
+    /// back of its queue like a producer's job, and the result entry is written. Returns per job 1 (replayed), 0
+    /// (no longer in the archive: replayed already or trimmed) or -1 (queue key of another type: stays
+    /// archived), then {problem key, found, expected, ...}.
+    public static let replay = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'stream', KEYS[2], 'stream', KEYS[3], 'string')
+    if bad then return bad end
+    local epoch = nil
+    local function currentEpoch()
+      epoch = epoch or epochOf(KEYS[3], ARGV[2])
+      return epoch
+    end
+    local codes = {}
+    local wrote = false
+    local i = 4
+    for c = 1, tonumber(ARGV[3]) do
+      local id, queue, envelope, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+      local code = 0
+      if #redis.call('XRANGE', KEYS[1], id, id) == 0 then
+        code = 0
+      elseif not usableList(queue) then
+        code = -1
+      else
+        redis.call('XDEL', KEYS[1], id)
+        redis.call('LPUSH', queue, markEpoch(envelope, currentEpoch))
+        if n > 0 then
+          redis.call('XADD', KEYS[2], '*', unpack(ARGV, i + 4, i + 3 + n))
+          wrote = true
+        end
+        code = 1
+      end
+      codes[c] = code
+      i = i + 4 + n
+    end
+    if wrote then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', ARGV[1]) end
+    return {codes, problems}
     """#)
 }

@@ -14,6 +14,8 @@ public struct QueueStats: Sendable, Equatable {
     public var resultsLength = 0
     public var droppedTokensLength = 0
     public var droppedChannelsLength = 0
+    /// Entries in the failed-job archive (`herald replay` reads it).
+    public var archiveLength = 0
     public var outcomesLastMinute: [String: Int] = [:]
     public var outcomesLastHour: [String: Int] = [:]
     /// True when the last hour held more than `resultsScanLimit` entries: the outcome counts cover only the newest.
@@ -42,6 +44,7 @@ public struct QueueStats: Sendable, Equatable {
             ["XLEN", keys.results],
             ["XLEN", keys.droppedTokens],
             ["XLEN", keys.droppedChannels],
+            ["XLEN", keys.archive],
             ["XREVRANGE", keys.results, "+", "\(now - 3_600_000)", "COUNT", "\(resultsScanLimit)"],
         ]
         let replies = try redis.pipeline(commands)
@@ -61,6 +64,7 @@ public struct QueueStats: Sendable, Equatable {
         stats.resultsLength = Int(next().int ?? 0)
         stats.droppedTokensLength = Int(next().int ?? 0)
         stats.droppedChannelsLength = Int(next().int ?? 0)
+        stats.archiveLength = Int(next().int ?? 0)
         let entries = StreamEntry.entries(next())
         stats.outcomesTruncated = entries.count >= resultsScanLimit
         for entry in entries {

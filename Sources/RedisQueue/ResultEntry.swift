@@ -17,9 +17,12 @@ public struct ResultEntry: Sendable, Equatable {
         case failed, rejected
         /// Idempotency: another copy of this job id was already sent (or is being sent) within the window.
         case duplicate
+        /// `herald replay` put an archived job back on its queue: its new outcomes follow (a replay is a new run).
+        case replayed
 
-        /// Every job ends with exactly one terminal outcome; `retrying` entries come before it.
-        public var isTerminal: Bool { self != .retrying }
+        /// Every job ends with exactly one terminal outcome per run; `retrying` entries come before it, and a
+        /// `replayed` entry starts another run.
+        public var isTerminal: Bool { self != .retrying && self != .replayed }
     }
 
     public var id: String

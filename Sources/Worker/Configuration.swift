@@ -10,7 +10,13 @@ public struct Configuration: Sendable {
     public var fcm = FCMSettings()
     public var apps: [AppSettings] = []
     public var retry = RetrySettings()
+    /// Per-queue retry policies (`retry.queues`): queue key -> the global `retry` with that queue's overrides.
+    /// A job's policy is its origin queue's, else `retry`.
+    public var queueRetry: [String: RetrySettings] = [:]
     public var worker = WorkerSettings()
+
+    /// The retry policy of jobs from `queueKey`.
+    public func retry(forQueue queueKey: String) -> RetrySettings { queueRetry[queueKey] ?? retry }
 
     public init() {}
 
@@ -22,8 +28,24 @@ public struct Configuration: Sendable {
         public var queues: [String] = []
         public var connectTimeoutMs = 5000
         public var commandTimeoutMs = 10000
+        /// How claims pick among the queues: strict priority, or a weighted fair share.
+        public var queueMode = QueueMode.priority
+        /// Fair-share weights by queue key (`queue_weights`); a queue not named weighs 1.
+        public var queueWeights: [String: Int] = [:]
 
         public var queueKeys: [String] { queues.isEmpty ? ["\(prefix):queue"] : queues }
+
+        /// The claim weights in `queueKeys` order, or nil for strict priority (`JobQueueOptions.queueWeights`).
+        public var claimWeights: [Int]? {
+            queueMode == .weighted ? queueKeys.map { queueWeights[$0] ?? 1 } : nil
+        }
+    }
+
+    public enum QueueMode: String, Sendable, Equatable {
+        /// A worker always takes from the first non-empty queue.
+        case priority
+        /// Claims go round the non-empty queues in proportion to their weights.
+        case weighted
     }
 
     public struct APNsSettings: Sendable, Equatable {
@@ -133,6 +155,8 @@ public struct Configuration: Sendable {
         public var runReaper = true
         public var resultsMaxLength = 1_000_000
         public var deadMaxLength = 100_000
+        /// Approximate length of the failed-job archive (`<prefix>:archive`); 0 keeps none.
+        public var archiveMaxLength = 100_000
         public var eventLoops = 1
         public var logLevel = "info"
         /// How often completed results are flushed to Redis in one batch.

@@ -103,6 +103,15 @@ public enum ConfigurationLoader {
         if c.apns.maxQueuedPerPool < 1 { problems.append("apns.max_queued_per_pool must be at least 1") }
         if c.worker.resultsMaxLength < 1 { problems.append("worker.results_max_length must be at least 1") }
         if c.worker.deadMaxLength < 1 { problems.append("worker.dead_max_length must be at least 1") }
+        if c.worker.archiveMaxLength < 0 { problems.append("worker.archive_max_length must not be negative (0 keeps no archive)") }
+        for (queue, weight) in c.redis.queueWeights.sorted(by: { $0.key < $1.key }) {
+            if !c.redis.queueKeys.contains(queue) { problems.append("redis.queue_weights: '\(queue)' is not one of redis.queues") }
+            if weight < 1 || weight > 1000 { problems.append("redis.queue_weights: the weight of '\(queue)' must be 1...1000") }
+        }
+        for (queue, settings) in c.queueRetry.sorted(by: { $0.key < $1.key }) {
+            if !c.redis.queueKeys.contains(queue) { problems.append("retry.queues: '\(queue)' is not one of redis.queues") }
+            if let problem = settings.problem() { problems.append("retry.queues.\(queue): \(problem)") }
+        }
         if c.worker.shutdownDeadlineSeconds < 0 { problems.append("worker.shutdown_deadline_seconds must not be negative") }
         if c.worker.flushIntervalMs < 0 || c.worker.flushIntervalMs > 1000 { problems.append("worker.flush_interval_ms must be 0...1000") }
         if c.worker.idempotencyWindowSeconds < 0 || c.worker.idempotencyWindowSeconds > 30 * 86_400 {
@@ -189,12 +198,26 @@ private struct Reader {
     mutating func apply(_ root: [String: Any], to c: inout Configuration) {
         check(root, known: ["redis", "apns", "fcm", "apps", "retry", "worker"], at: "")
         if let redis = object(root["redis"], "redis") {
-            check(redis, known: ["url", "prefix", "queues", "connect_timeout_ms", "command_timeout_ms"], at: "redis.")
+            check(redis, known: ["url", "prefix", "queues", "connect_timeout_ms", "command_timeout_ms", "queue_mode", "queue_weights"], at: "redis.")
             string(redis, "url", "redis.", &c.redis.url)
             string(redis, "prefix", "redis.", &c.redis.prefix)
             strings(redis, "queues", "redis.", &c.redis.queues)
             int(redis, "connect_timeout_ms", "redis.", &c.redis.connectTimeoutMs)
             int(redis, "command_timeout_ms", "redis.", &c.redis.commandTimeoutMs)
+            if let mode = redis["queue_mode"] {
+                if let text = mode as? String, let parsed = Configuration.QueueMode(rawValue: text) {
+                    c.redis.queueMode = parsed
+                } else {
+                    problems.append("redis.queue_mode must be \"priority\" or \"weighted\"")
+                }
+            }
+            if let weights = object(redis["queue_weights"], "redis.queue_weights") {
+                for key in weights.keys.sorted() where !key.hasPrefix("//") {
+                    var weight = 1
+                    int(weights, key, "redis.queue_weights.", &weight)
+                    c.redis.queueWeights[key] = weight
+                }
+            }
         }
         if let apns = object(root["apns"], "apns") {
             check(apns, known: ["production_url", "sandbox_url", "connections_per_pool", "request_timeout_ms", "connect_timeout_ms",
@@ -235,7 +258,7 @@ private struct Reader {
         if let retry = object(root["retry"], "retry") {
             check(retry, known: ["server_error_base_seconds", "server_error_cap_seconds", "throttle_base_seconds", "throttle_cap_seconds",
                                  "jitter_fraction", "max_attempts", "configuration_pause_seconds", "outage_pause_seconds",
-                                 "outage_pause_cap_seconds"], at: "retry.")
+                                 "outage_pause_cap_seconds", "give_up_after_seconds", "queues"], at: "retry.")
             int64(retry, "server_error_base_seconds", "retry.", &c.retry.serverErrorBaseSeconds)
             int64(retry, "server_error_cap_seconds", "retry.", &c.retry.serverErrorCapSeconds)
             int64(retry, "throttle_base_seconds", "retry.", &c.retry.throttleBaseSeconds)
@@ -245,11 +268,18 @@ private struct Reader {
             int64(retry, "configuration_pause_seconds", "retry.", &c.retry.configurationPauseSeconds)
             int64(retry, "outage_pause_seconds", "retry.", &c.retry.outagePauseSeconds)
             int64(retry, "outage_pause_cap_seconds", "retry.", &c.retry.outagePauseCapSeconds)
+            int64(retry, "give_up_after_seconds", "retry.", &c.retry.giveUpAfterSeconds)
+            if let queues = object(retry["queues"], "retry.queues") {
+                for (key, value) in queues.sorted(by: { $0.key < $1.key }) where !key.hasPrefix("//") {
+                    guard let overrides = object(value, "retry.queues.\(key)") else { continue }
+                    c.queueRetry[key] = readQueueRetry(overrides, base: c.retry, at: "retry.queues.\(key).")
+                }
+            }
         }
         if let worker = object(root["worker"], "worker") {
             check(worker, known: ["id", "max_in_flight", "claim_batch", "lease_seconds", "shutdown_deadline_seconds", "run_scheduler",
-                                  "run_reaper", "results_max_length", "dead_max_length", "event_loops", "log_level", "flush_interval_ms",
-                                  "idempotency_window_seconds"], at: "worker.")
+                                  "run_reaper", "results_max_length", "dead_max_length", "archive_max_length", "event_loops", "log_level",
+                                  "flush_interval_ms", "idempotency_window_seconds"], at: "worker.")
             optionalString(worker, "id", "worker.", &c.worker.id)
             int(worker, "max_in_flight", "worker.", &c.worker.maxInFlight)
             int(worker, "claim_batch", "worker.", &c.worker.claimBatch)
@@ -259,11 +289,31 @@ private struct Reader {
             bool(worker, "run_reaper", "worker.", &c.worker.runReaper)
             int(worker, "results_max_length", "worker.", &c.worker.resultsMaxLength)
             int(worker, "dead_max_length", "worker.", &c.worker.deadMaxLength)
+            int(worker, "archive_max_length", "worker.", &c.worker.archiveMaxLength)
             int(worker, "event_loops", "worker.", &c.worker.eventLoops)
             string(worker, "log_level", "worker.", &c.worker.logLevel)
             int(worker, "flush_interval_ms", "worker.", &c.worker.flushIntervalMs)
             int(worker, "idempotency_window_seconds", "worker.", &c.worker.idempotencyWindowSeconds)
         }
+    }
+
+    /// A queue's retry policy: the global one with the job-level numbers this queue overrides. The pauses are
+    /// per destination, not per job, so they stay global.
+    mutating func readQueueRetry(_ o: [String: Any], base: RetrySettings, at: String) -> RetrySettings {
+        check(o, known: ["server_error_base_seconds", "server_error_cap_seconds", "throttle_base_seconds", "throttle_cap_seconds",
+                         "jitter_fraction", "max_attempts", "give_up_after_seconds"], at: at)
+        var settings = base
+        int64(o, "server_error_base_seconds", at, &settings.serverErrorBaseSeconds)
+        int64(o, "server_error_cap_seconds", at, &settings.serverErrorCapSeconds)
+        int64(o, "throttle_base_seconds", at, &settings.throttleBaseSeconds)
+        int64(o, "throttle_cap_seconds", at, &settings.throttleCapSeconds)
+        double(o, "jitter_fraction", at, &settings.jitterFraction)
+        int(o, "max_attempts", at, &settings.maxAttempts)
+        int64(o, "give_up_after_seconds", at, &settings.giveUpAfterSeconds)
+        // A cap below an overridden base would be refused; a base above the inherited cap lifts the cap with it.
+        if o["server_error_cap_seconds"] == nil { settings.serverErrorCapSeconds = max(settings.serverErrorCapSeconds, settings.serverErrorBaseSeconds) }
+        if o["throttle_cap_seconds"] == nil { settings.throttleCapSeconds = max(settings.throttleCapSeconds, settings.throttleBaseSeconds) }
+        return settings
     }
 
     mutating func readApp(_ app: [String: Any], index: Int) -> Configuration.AppSettings {

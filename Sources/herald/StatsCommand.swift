@@ -5,7 +5,7 @@ import RedisQueue
 /// `herald stats`: one look at the queue's state.
 enum StatsCommand {
     static let command = Command(
-        name: "stats", abstract: "Show queue lengths, leases, retries, recent outcomes and dead letters.",
+        name: "stats", abstract: "Show queue lengths, leases, retries, recent outcomes, dead letters and the failed-job archive.",
         options: redisOptions + [.flag("json", "Print one JSON object instead of a table.")],
         run: run)
 
@@ -21,6 +21,7 @@ enum StatsCommand {
                           "next_hour": stats.retryDueNextHour, "later": stats.retryDueLater],
                 "dead_letters": stats.deadLetters, "results_length": stats.resultsLength,
                 "dropped_tokens_length": stats.droppedTokensLength, "dropped_channels_length": stats.droppedChannelsLength,
+                "archive_length": stats.archiveLength,
                 "outcomes_last_minute": stats.outcomesLastMinute, "outcomes_last_hour": stats.outcomesLastHour,
                 "outcomes_truncated": stats.outcomesTruncated,
             ])
@@ -39,6 +40,7 @@ enum StatsCommand {
         lines.append(row("results stream length", stats.resultsLength))
         lines.append(row("dropped tokens stream length", stats.droppedTokensLength))
         lines.append(row("dropped channels stream length", stats.droppedChannelsLength))
+        lines.append(row("failed-job archive length", stats.archiveLength))
         let outcomes = ResultEntry.Outcome.allCases.map(\.rawValue)
         lines.append("")
         lines.append("outcome".padding(toLength: 16, withPad: " ", startingAt: 0) + "last minute".leftPad(12) + "last hour".leftPad(12))

@@ -1,4 +1,5 @@
 import Basics
+import Forwarder
 import Foundation
 import RedisQueue
 
@@ -8,7 +9,7 @@ enum TailCommand {
         name: "tail", abstract: "Follow the results stream.",
         options: redisOptions + [
             .flag("json", "One JSON object per entry."),
-            .value("outcome", "name", "Only this outcome (delivered, retrying, token_dropped, channel_dropped, failed, rejected, duplicate); repeatable.", repeatable: true),
+            .value("outcome", "name", "Only this outcome (delivered, retrying, token_dropped, channel_dropped, failed, rejected, duplicate, replayed); repeatable.", repeatable: true),
             .flag("from-start", "Start at the oldest entry instead of new ones."),
             .value("count", "n", "Exit after printing this many entries."),
             .value("stream", "key", "Follow another stream, e.g. <prefix>:dropped-tokens or <prefix>:dropped-channels."),
@@ -51,12 +52,7 @@ enum TailCommand {
     }
 
     static func jsonLine(id: String, fields: [(String, String)]) -> String {
-        var object: [String: Any] = ["stream_id": id]
-        let numeric: Set<String> = ["status", "attempt", "retry_at", "invalid_since", "latency_ms"]
-        for (key, value) in fields {
-            object[key] = numeric.contains(key) ? (Int64(value).map { $0 as Any } ?? value) : value
-        }
-        let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data()
+        let data = (try? JSONSerialization.data(withJSONObject: ForwardBody.object(streamID: id, fields: fields), options: [.sortedKeys])) ?? Data()
         return String(decoding: data, as: UTF8.self)
     }
 

@@ -17,6 +17,8 @@ let herald = CommandGroup(
         ChannelsCommand.command,
         TailCommand.command,
         StatsCommand.command,
+        ReplayCommand.command,
+        ForwardCommand.command,
         MockAPNsCommand.command,
         MockFCMCommand.command,
         CheckConfigCommand.command,

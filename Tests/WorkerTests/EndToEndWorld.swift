@@ -84,7 +84,7 @@ final class EndToEndWorld: @unchecked Sendable {
     /// settings (e.g. `environment_fallback`) into every app.
     func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:],
                      apns: [String: Any] = [:], keyFiles: [String: String] = [:], app appSettings: [String: Any] = [:],
-                     fcmSettings: [String: Any] = [:], serviceAccountFile: String? = nil) throws -> String {
+                     fcmSettings: [String: Any] = [:], serviceAccountFile: String? = nil, redis: [String: Any] = [:]) throws -> String {
         var workerSettings: [String: Any] = ["lease_seconds": 3, "max_in_flight": 500, "claim_batch": 100,
                                              "shutdown_deadline_seconds": 5, "log_level": "info"]
         workerSettings.merge(worker) { _, new in new }
@@ -97,7 +97,7 @@ final class EndToEndWorld: @unchecked Sendable {
                 .merging(appSettings) { _, new in new }
         }
         var config: [String: Any] = [
-            "redis": ["url": redisURL],
+            "redis": (["url": redisURL] as [String: Any]).merging(redis) { _, new in new },
             "apns": ["production_url": simulatorURL, "sandbox_url": simulatorURL, "ca_file": tls.caFile ?? ""]
                 .merging(apns) { _, new in new },
             "retry": retrySettings,

@@ -60,6 +60,10 @@ struct CompletionBuilder {
             preconditionFailure("\(decision) is not recorded; the core resends or parks the job")
         }
         completion.result = result
+        if ArchivedJob.archives(result.outcome) && job.lease.job.count <= ArchivedJob.maxJobBytes {
+            completion.archived = ArchivedJob(id: job.id, outcome: result.outcome, reason: result.reason ?? "", queue: job.lease.queueKey,
+                                              app: job.appName, token: job.notification.deviceToken, attempt: job.attempt, job: job.lease.job)
+        }
         return completion
     }
 
@@ -71,7 +75,7 @@ struct CompletionBuilder {
         var result = entry(job, .retrying, now: now, response: response, reason: reason, fcm: fcm)
         result.retryAt = dueAt
         completion.result = result
-        completion.scheduleRetry(at: dueAt, attempt: attempt, id: job.id)
+        completion.scheduleRetry(at: dueAt, attempt: attempt, id: job.id, since: job.firstAttemptAt)
         return completion
     }
 

@@ -43,6 +43,8 @@ public struct DeliverySettings: Sendable {
     /// A batch this full goes out at once.
     public var flushBatch = 512
     public var retry = RetrySettings()
+    /// Retry policies of queues that override `retry`, by queue key (the job's origin queue picks).
+    public var queueRetry: [String: RetrySettings] = [:]
     /// Certainly unprocessed resends of one job in a row, with no other job answered between them, before its
     /// destination counts as down.
     public var unprocessedResendsBeforeOutage = 3
@@ -66,6 +68,7 @@ public struct DeliverySettings: Sendable {
         flushIntervalMilliseconds = configuration.worker.flushIntervalMs
         idempotencyWindowMilliseconds = Int64(configuration.worker.idempotencyWindowSeconds) * 1000
         retry = configuration.retry
+        queueRetry = configuration.queueRetry
     }
 }
 
@@ -86,6 +89,8 @@ public final class DeliveryCore {
     let settings: DeliverySettings
     let clock: DeliveryClock
     let policy: OutcomePolicy
+    /// The policies of queues with their own retry settings; every other queue's jobs follow `policy`.
+    private let queuePolicies: [String: OutcomePolicy]
     private let intake: JobIntake
     private let builder: CompletionBuilder
     private let apps: [Configuration.AppSettings]
@@ -130,6 +135,7 @@ public final class DeliveryCore {
         self.apps = apps
         self.clock = clock
         policy = OutcomePolicy(settings: settings.retry, random: random)
+        queuePolicies = settings.queueRetry.mapValues { OutcomePolicy(settings: $0, random: random) }
         intake = JobIntake(directory: AppDirectory(apps))
         builder = CompletionBuilder(workerID: settings.workerID)
         claims = ClaimState(backoff: settings.emptyClaimBackoff)
@@ -320,6 +326,7 @@ public final class DeliveryCore {
             return record(builder.expanded(job, multicast))
         }
         if expired { return finishJob(job, .fail(reason: "Expired"), response: nil) }
+        if job.firstAttemptAt == nil { job.firstAttemptAt = wall }
         dispatch(job)
     }
 
@@ -414,8 +421,8 @@ public final class DeliveryCore {
     public func answered(_ job: JobAttempt, _ outcome: PushOutcome) {
         guard phase != .stopped else { return }
         let gate = gate(for: job.destination)
-        let decision = policy.decide(outcome.result, attempt: job.attempt, expiration: job.notification.expiration,
-                                     nowSeconds: clock.wallMillis / 1000)
+        let decision = policy(for: job).decide(outcome.result, attempt: job.attempt, expiration: job.notification.expiration,
+                                               nowSeconds: clock.wallMillis / 1000, firstAttemptAtMilliseconds: job.firstAttemptAt)
         var response: APNsResponse? = nil
         var fcm: FCMResponse? = nil
         if case .response(let answer) = outcome.result { response = answer }
@@ -473,6 +480,9 @@ public final class DeliveryCore {
         retryBacklog()
         settle()
     }
+
+    /// The retry policy of the job's origin queue.
+    private func policy(for job: JobAttempt) -> OutcomePolicy { queuePolicies[job.lease.queueKey] ?? policy }
 
     static func fcmCredentialHint(_ reason: String) -> String {
         if reason.hasPrefix("THIRD_PARTY_AUTH_ERROR") {

@@ -39,6 +39,9 @@ public final class JobAttempt {
         let jobPrefix: [UInt8]
         let jobSuffix: [UInt8]
     }
+    /// When its first attempt was made (ms since the epoch): from the retry envelope, else set when the core
+    /// first dispatches it. Travels in the retry envelope for the queue's give-up limit.
+    var firstAttemptAt: Int64?
 
     init(lease: Lease, id: String, destination: Destination, appName: String, notification: PushNotification, claimedAt: UInt64,
          deliverAt: Int64? = nil, multicast: Multicast? = nil, hasProducerID: Bool = false) {
@@ -52,6 +55,7 @@ public final class JobAttempt {
         self.deliverAt = deliverAt
         self.multicast = multicast
         self.hasProducerID = hasProducerID
+        self.firstAttemptAt = lease.firstAttemptAt
     }
 
     /// Environment fallback: the same job, once, to the other environment of the same app.

@@ -22,6 +22,8 @@ public final class RedisJobSource: JobSource {
         queueOptions.leaseMilliseconds = configuration.worker.leaseSeconds * 1000
         queueOptions.resultsMaxLength = configuration.worker.resultsMaxLength
         queueOptions.deadMaxLength = configuration.worker.deadMaxLength
+        queueOptions.archiveMaxLength = configuration.worker.archiveMaxLength
+        queueOptions.queueWeights = configuration.redis.claimWeights
         let keys = try QueueKeys(prefix: configuration.redis.prefix)
         queue = try JobQueue(connection: redis, keys: keys, workerID: workerID, queueKeys: configuration.redis.queueKeys, options: queueOptions)
         settings = configuration.worker
