@@ -53,6 +53,8 @@ public final class RedisConnection: FileDescriptorHandler {
     /// Called on the loop on every state change, for logs and metrics.
     public var onStateChange: ((State) -> Void)?
     public private(set) var state: State = .disconnected(reason: "not started", retryInMilliseconds: 0)
+    /// Round trips, failures and connects so far, for metrics.
+    public private(set) var stats = RedisConnectionStats()
 
     private var fd: Int32 = -1
     private var reader = RESPReader()
@@ -285,6 +287,7 @@ public final class RedisConnection: FileDescriptorHandler {
         handshaking = false
         failures = 0
         addresses = []
+        stats.connects &+= 1
         setState(.connected)
         let now = monotonicNanos()
         var expired: [Completion] = []
@@ -339,7 +342,10 @@ public final class RedisConnection: FileDescriptorHandler {
                         connectionLost("reply without a command")
                         return
                     }
+                    stats.roundTrips &+= 1
                     if case .error(let message) = reply {
+                        // NOSCRIPT is the normal first call of a script (EVAL follows), not a failure.
+                        if !message.hasPrefix("NOSCRIPT") { stats.errors &+= 1 }
                         pending.completion(.failure(.server(message)))
                     } else {
                         pending.completion(.success(reply))
@@ -366,6 +372,7 @@ public final class RedisConnection: FileDescriptorHandler {
 
     private func failInFlight(_ reason: String) {
         let lost = inFlight.removeAll()
+        stats.errors &+= UInt64(lost.count)
         for pending in lost { pending.completion(.failure(.connectionLost)) }
     }
 
@@ -405,12 +412,14 @@ public final class RedisConnection: FileDescriptorHandler {
             connectFailed("connect timed out after \(options.connectTimeoutMilliseconds) ms")
         } else if let head = inFlight.first, head.deadline < now, fd >= 0 {
             let timedOut = inFlight.popFirst()!
+            stats.errors &+= 1
             connectionLost("no reply within \(options.commandTimeoutMilliseconds) ms")
             timedOut.completion(.failure(.timeout))
         }
         if state != .connected {
             while let head = waiting.first, head.deadline < now {
                 _ = waiting.popFirst()
+                stats.errors &+= 1
                 head.completion(.failure(.notConnected))
             }
         }

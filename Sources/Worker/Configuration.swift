@@ -14,11 +14,19 @@ public struct Configuration: Sendable {
     /// A job's policy is its origin queue's, else `retry`.
     public var queueRetry: [String: RetrySettings] = [:]
     public var worker = WorkerSettings()
+    public var metrics = MetricsSettings()
 
     /// The retry policy of jobs from `queueKey`.
     public func retry(forQueue queueKey: String) -> RetrySettings { queueRetry[queueKey] ?? retry }
 
     public init() {}
+
+    /// The worker's `/metrics`, `/healthz` and `/readyz` listener (docs/observability.md).
+    public struct MetricsSettings: Sendable, Equatable {
+        public init() {}
+        /// `host:port`; loopback by default, empty turns the listener off.
+        public var listen = "127.0.0.1:9464"
+    }
 
     public struct RedisSettings: Sendable, Equatable {
         public init() {}

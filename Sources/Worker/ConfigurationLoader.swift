@@ -11,6 +11,7 @@ public enum ConfigurationLoader {
         "HERALD_WORKER_ID", "HERALD_APNS_PRODUCTION_URL", "HERALD_APNS_SANDBOX_URL", "HERALD_APNS_CA_FILE",
         "HERALD_APNS_CONNECTIONS", "HERALD_APNS_PROXY", "HERALD_APNS_CHANNELS_PRODUCTION_URL", "HERALD_APNS_CHANNELS_SANDBOX_URL",
         "HERALD_FCM_URL", "HERALD_FCM_CA_FILE", "HERALD_FCM_PROXY",
+        "HERALD_METRICS_LISTEN",
     ]
 
     public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
@@ -73,6 +74,8 @@ public enum ConfigurationLoader {
         if let v = env["HERALD_FCM_URL"], !v.isEmpty { c.fcm.url = v }
         if let v = env["HERALD_FCM_CA_FILE"], !v.isEmpty { c.fcm.caFile = v }
         if let v = env["HERALD_FCM_PROXY"], !v.isEmpty { c.fcm.proxy = v }
+        // Set but empty turns the listener off.
+        if let v = env["HERALD_METRICS_LISTEN"] { c.metrics.listen = v }
         if let v = env["HERALD_APNS_CONNECTIONS"], !v.isEmpty {
             if let n = Int(v) { c.apns.connectionsPerPool = n } else { problems.append("HERALD_APNS_CONNECTIONS must be a whole number, got '\(v)'") }
         }
@@ -86,6 +89,9 @@ public enum ConfigurationLoader {
         } catch {
             // The parse error names the URL with its password redacted.
             problems.append("redis.url: \(error.description)")
+        }
+        if !c.metrics.listen.isEmpty && ListenAddress(c.metrics.listen) == nil {
+            problems.append("metrics.listen must be host:port, [v6]:port or :port (empty turns it off), got '\(c.metrics.listen)'")
         }
         if c.redis.prefix.isEmpty { problems.append("redis.prefix must not be empty") }
         if !QueueKeys.isValid(c.redis.prefix) { problems.append("redis.prefix may not contain quotes, backslashes or control characters") }
@@ -196,7 +202,7 @@ private struct Reader {
     var problems: [String]
 
     mutating func apply(_ root: [String: Any], to c: inout Configuration) {
-        check(root, known: ["redis", "apns", "fcm", "apps", "retry", "worker"], at: "")
+        check(root, known: ["redis", "apns", "fcm", "apps", "retry", "worker", "metrics"], at: "")
         if let redis = object(root["redis"], "redis") {
             check(redis, known: ["url", "prefix", "queues", "connect_timeout_ms", "command_timeout_ms", "queue_mode", "queue_weights"], at: "redis.")
             string(redis, "url", "redis.", &c.redis.url)
@@ -275,6 +281,10 @@ private struct Reader {
                     c.queueRetry[key] = readQueueRetry(overrides, base: c.retry, at: "retry.queues.\(key).")
                 }
             }
+        }
+        if let metrics = object(root["metrics"], "metrics") {
+            check(metrics, known: ["listen"], at: "metrics.")
+            string(metrics, "listen", "metrics.", &c.metrics.listen)
         }
         if let worker = object(root["worker"], "worker") {
             check(worker, known: ["id", "max_in_flight", "claim_batch", "lease_seconds", "shutdown_deadline_seconds", "run_scheduler",

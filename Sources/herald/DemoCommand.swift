@@ -106,6 +106,7 @@ enum DemoCommand {
 
         // 3. The worker's configuration
         let configPath = directory + "/herald.json"
+        let metricsPort = try freePort()
         let config: [String: Any] = [
             "redis": ["url": redisURL],
             "apns": ["production_url": "https://127.0.0.1:\(simulator.port)", "sandbox_url": "https://127.0.0.1:\(simulator.port)",
@@ -116,6 +117,7 @@ enum DemoCommand {
                      ["name": "demo-android", "fcm": ["service_account_file": fcmSimulator.serviceAccountFile]]],
             "retry": ["server_error_base_seconds": 1, "throttle_base_seconds": 1, "jitter_fraction": 0.2],
             "worker": ["lease_seconds": 10, "log_level": "warning"],
+            "metrics": ["listen": "127.0.0.1:\(metricsPort)"],
         ]
         try JSONSerialization.data(withJSONObject: config, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: configPath))
 
@@ -129,13 +131,20 @@ enum DemoCommand {
         }
         if !batch.isEmpty { _ = try redis.pipeline(rawCommands: batch) }
 
-        // 5. Workers
+        // 5. The dashboard (the status page and the queue-wide metrics), then the workers
+        let dashboardPort = try freePort()
+        started.append(try DemoProcess(
+            executable: currentExecutable(),
+            arguments: ["dashboard", "--config", configPath, "--listen", "127.0.0.1:\(dashboardPort)"],
+            logFile: directory + "/dashboard.log"))
         step("starting \(workerCount) worker process\(workerCount == 1 ? "" : "es")")
         let startedAt = Date()
         for index in 0..<workerCount {
             started.append(try DemoProcess(
                 executable: currentExecutable(), arguments: ["worker", "--config", configPath, "--id", "demo-worker-\(index + 1)"],
-                logFile: directory + "/worker-\(index + 1).log"))
+                logFile: directory + "/worker-\(index + 1).log",
+                // The first worker serves the configured metrics port, the others one each of their own.
+                environment: index == 0 ? [:] : ["HERALD_METRICS_LISTEN": "127.0.0.1:\(try freePort())"]))
         }
 
         // 6. Progress, read from the results stream
@@ -170,6 +179,9 @@ enum DemoCommand {
         let complete = tally.terminal == jobCount && expected == tally.terminalByOutcome
         if args.flag("keep-running") {
             print("\nStill running (Ctrl-C to stop):\n  herald tail --redis \(redisURL)\n  herald stats --redis \(redisURL)")
+            print("  status page:     http://127.0.0.1:\(dashboardPort)/")
+            print("  worker metrics:  http://127.0.0.1:\(metricsPort)/metrics  (the first worker's)")
+            print("  queue metrics:   http://127.0.0.1:\(dashboardPort)/metrics")
             let stop = StopFlag()
             let watcher = SignalWatcher(onFirst: { stop.set() })
             while !stop.isSet { stop.sleep(milliseconds: 500) }

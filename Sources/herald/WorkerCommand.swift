@@ -35,6 +35,7 @@ enum WorkerCommand {
         "HERALD_MAX_IN_FLIGHT": "worker.max_in_flight.", "HERALD_LOG_LEVEL": "worker.log_level.", "HERALD_WORKER_ID": "worker.id.",
         "HERALD_APNS_PRODUCTION_URL": "apns.production_url.", "HERALD_APNS_SANDBOX_URL": "apns.sandbox_url.",
         "HERALD_APNS_CA_FILE": "apns.ca_file.", "HERALD_APNS_CONNECTIONS": "apns.connections_per_pool.", "HERALD_APNS_PROXY": "apns.proxy.",
+        "HERALD_METRICS_LISTEN": "metrics.listen (set but empty turns the listener off).",
     ]
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
@@ -84,12 +85,19 @@ enum WorkerCommand {
             "apps": .int(configuration.apps.count), "max_in_flight": .int(configuration.worker.maxInFlight),
             "event_loops": .int(configuration.worker.eventLoops),
         ])
+        let endpoint = startEndpoint(configuration.metrics.listen, pipelines: running, logger: logger)
         let deadline = configuration.worker.shutdownDeadlineSeconds
         let pipelines = running
         let watcher = SignalWatcher(onFirst: {
             logger.info("shutdown requested")
             for (loop, pipeline) in pipelines {
-                loop.execute { pipeline.value.shutdown(deadlineSeconds: deadline) { loop.stop() } }
+                loop.execute {
+                    pipeline.value.shutdown(deadlineSeconds: deadline) {
+                        // `/readyz` answers 503 while draining; the listener goes with its loop.
+                        if let endpoint, endpoint.loop === loop { endpoint.value.close() }
+                        loop.stop()
+                    }
+                }
             }
         }, onSecond: {
             logger.warning("second signal: exiting at once")
@@ -100,5 +108,25 @@ enum WorkerCommand {
         }
         withExtendedLifetime(watcher) {}
         return ExitCode.success
+    }
+
+    /// The metrics listener on the first loop. A port that cannot be bound is logged, not fatal: delivery
+    /// matters more than its metrics (and a second worker on the same host with the default port still runs).
+    private static func startEndpoint(_ listen: String, pipelines: [(EventLoop, LoopBound<DeliveryPipeline>)], logger: Logger)
+        -> LoopBound<WorkerEndpoint>? {
+        guard !listen.isEmpty, let address = ListenAddress(listen), let home = pipelines.first?.0 else { return nil }
+        let bound = pipelines.map(\.1)
+        do {
+            let endpoint = try home.submit { () -> LoopBound<WorkerEndpoint> in
+                LoopBound(try WorkerEndpoint(address: address, home: home, pipelines: bound), loop: home)
+            }
+            let port = try home.submit { endpoint.value.port }
+            logger.info("metrics listening", ["address": .string(ListenAddress("\(address.host):\(port)")?.description ?? listen),
+                                              "paths": .string("/metrics /healthz /readyz")])
+            return endpoint
+        } catch {
+            logger.error("metrics listener not started; the worker runs without it", ["address": .string(listen), "error": .string("\(error)")])
+            return nil
+        }
     }
 }

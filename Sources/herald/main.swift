@@ -23,6 +23,7 @@ let herald = CommandGroup(
         MockFCMCommand.command,
         CheckConfigCommand.command,
         DemoCommand.command,
+        DashboardCommand.command,
     ],
     version: heraldVersion,
     failure: { error in

@@ -81,10 +81,12 @@ final class EndToEndWorld: @unchecked Sendable {
     }
 
     /// Writes a worker configuration; `worker` and `retry` settings are merged over short test defaults, `app`
-    /// settings (e.g. `environment_fallback`) into every app.
+    /// settings (e.g. `environment_fallback`) into every app. `metrics.listen` is off unless a test asks for it
+    /// (workers of one test would share the default port).
     func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:],
                      apns: [String: Any] = [:], keyFiles: [String: String] = [:], app appSettings: [String: Any] = [:],
-                     fcmSettings: [String: Any] = [:], serviceAccountFile: String? = nil, redis: [String: Any] = [:]) throws -> String {
+                     fcmSettings: [String: Any] = [:], serviceAccountFile: String? = nil, redis: [String: Any] = [:],
+                     metricsListen: String = "") throws -> String {
         var workerSettings: [String: Any] = ["lease_seconds": 3, "max_in_flight": 500, "claim_batch": 100,
                                              "shutdown_deadline_seconds": 5, "log_level": "info"]
         workerSettings.merge(worker) { _, new in new }
@@ -102,6 +104,7 @@ final class EndToEndWorld: @unchecked Sendable {
                 .merging(apns) { _, new in new },
             "retry": retrySettings,
             "worker": workerSettings,
+            "metrics": ["listen": metricsListen],
         ]
         if let fcm {
             appList.append(["name": "android", "fcm": ["service_account_file": serviceAccountFile ?? fcm.serviceAccountFile]])

@@ -17,6 +17,8 @@ public final class APNsSender: PushSender {
         let settings: Configuration.AppSettings
         var credentials: AppCredentials
         var clients: [APNsEnvironment: APNsClient] = [:]
+        /// Kept across credential reloads, which replace the pools.
+        var poolEvents: [APNsEnvironment: PoolEventCounts] = [:]
         init(_ credentials: AppCredentials) {
             settings = credentials.app
             self.credentials = credentials
@@ -46,6 +48,33 @@ public final class APNsSender: PushSender {
         return accepted ? .accepted : .refused
     }
 
+    /// Connections opened and GOAWAYs met by one destination's pools, counted from their events.
+    private final class PoolEventCounts {
+        var connected = 0
+        var goaways = 0
+    }
+
+    public func addMetrics(to snapshot: inout MetricsSnapshot) {
+        for (index, app) in apps.enumerated() {
+            if index < snapshot.tokensSigned.count { snapshot.tokensSigned[index] = app.credentials.tokenCache?.tokensMade ?? 0 }
+            for environment in [APNsEnvironment.production, .sandbox] {
+                let client = app.clients[environment]
+                guard client != nil || app.poolEvents[environment] != nil else { continue }
+                var pool = PoolSnapshot(app: app.settings.name, environment: environment.rawValue)
+                if let client {
+                    pool.connections = client.pool.liveConnections
+                    pool.openStreams = client.pool.inFlight
+                    pool.streamLimit = client.pool.status.streamLimit ?? 0
+                    pool.queued = client.pool.queued
+                }
+                let events = app.poolEvents[environment]
+                pool.reconnects = max(0, (events?.connected ?? 0) - apns.connectionsPerPool)
+                pool.goaways = events?.goaways ?? 0
+                snapshot.pools.append(pool)
+            }
+        }
+    }
+
     private func client(_ app: App, _ environment: APNsEnvironment) throws -> APNsClient {
         if let client = app.clients[environment] { return client }
         let urlText = environment == .production ? apns.productionURL : apns.sandboxURL
@@ -59,7 +88,16 @@ public final class APNsSender: PushSender {
             connectionOptions: options, maxQueued: apns.maxQueuedPerPool)
         let name = app.settings.name
         let logger = self.logger
-        client.pool.onEvent = { event in Self.log(event, app: name, environment: environment, logger: logger) }
+        let counts = app.poolEvents[environment] ?? PoolEventCounts()
+        app.poolEvents[environment] = counts
+        client.pool.onEvent = { event in
+            switch event {
+            case .connection(.connected): counts.connected += 1
+            case .connection(.goaway): counts.goaways += 1
+            default: break
+            }
+            Self.log(event, app: name, environment: environment, logger: logger)
+        }
         client.pool.start()
         app.clients[environment] = client
         return client

@@ -83,6 +83,8 @@ public final class DeliveryCore {
 
     public private(set) var phase = Phase.idle
     public private(set) var counters = PipelineCounters()
+    /// Per app, outcome, status and reason, for `/metrics` (fixed arrays: no allocation per job).
+    public let metrics: DeliveryMetrics
     /// Jobs claimed and not yet recorded (the bound), including a claim's reserved room.
     public private(set) var inFlight = 0
 
@@ -139,6 +141,18 @@ public final class DeliveryCore {
         intake = JobIntake(directory: AppDirectory(apps))
         builder = CompletionBuilder(workerID: settings.workerID)
         claims = ClaimState(backoff: settings.emptyClaimBackoff)
+        metrics = DeliveryMetrics(appNames: apps.map(\.name))
+    }
+
+    /// Destinations paused now, for `/metrics` and the dashboard.
+    public var pausedDestinations: [PausedDestination] {
+        let now = clock.monotonicNanos
+        return gates.values.compactMap { gate in
+            guard gate.isPaused(at: now) else { return nil }
+            // A gate reloading its credential has no running pause; it paused for the credential.
+            return PausedDestination(app: apps[gate.destination.app].name, environment: gate.destination.environment.rawValue,
+                                     kind: gate.pause.map { "\($0.kind)" } ?? "credential")
+        }
     }
 
     /// The actions produced since the last call, oldest first.
@@ -294,6 +308,7 @@ public final class DeliveryCore {
         switch intake.admit(lease, claimedAt: now, makeID: nextJobID) {
         case .rejected(let id, let reason, let spec, let app):
             counters.rejected += 1
+            metrics.job(.apns, app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
             log(.info, "job rejected", ["id": .string(id), "reason": .string(reason)])
             record(builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, wallMillis: clock.wallMillis))
         case .accepted(let job):
@@ -316,6 +331,7 @@ public final class DeliveryCore {
         // Scheduled delivery: the job waits in Redis (the retry set, moved back by the scheduler) until it is due.
         if let deliverAt = job.deliverAt, deliverAt > wall, !expired {
             counters.scheduled += 1
+            metrics.scheduled()
             return record(builder.scheduled(job, at: deliverAt))
         }
         // Multicast: one job per token, made in Redis with this lease's release, claimed in ordinary batches; so
@@ -352,6 +368,7 @@ public final class DeliveryCore {
                     proceed(job)
                 case .duplicate:
                     counters.duplicates += 1
+                    metrics.job(job.platform, app: job.destination.app, .duplicate)
                     record(builder.duplicate(job, now: clock.monotonicNanos))
                 }
             }
@@ -378,7 +395,9 @@ public final class DeliveryCore {
         guard phase != .stopped else { return }
         let gate = gate(for: job.destination)
         switch gate.admit(job, now: clock.monotonicNanos) {
-        case .send: outgoing.append(job)
+        case .send:
+            job.sentAt = clock.monotonicNanos
+            outgoing.append(job)
         case .paused: park(job, gate)
         case .waitForProbe: break
         }
@@ -421,6 +440,7 @@ public final class DeliveryCore {
     public func answered(_ job: JobAttempt, _ outcome: PushOutcome) {
         guard phase != .stopped else { return }
         let gate = gate(for: job.destination)
+        metrics.answer(job.platform, outcome.result, afterNanoseconds: clock.monotonicNanos &- job.sentAt)
         let decision = policy(for: job).decide(outcome.result, attempt: job.attempt, expiration: job.notification.expiration,
                                                nowSeconds: clock.wallMillis / 1000, firstAttemptAtMilliseconds: job.firstAttemptAt)
         var response: APNsResponse? = nil
@@ -441,6 +461,7 @@ public final class DeliveryCore {
         case .dropToken(_, let reason) where reason == APNsReason.badDeviceToken.rawValue && mayFallBack(job):
             // Apple says BadDeviceToken to a token of the other environment too: try that one once first.
             counters.fallbacks += 1
+            metrics.resend(job.platform, .environmentFallback)
             job.attempt += 1
             job.fallBack()
             dispatch(job)
@@ -448,6 +469,7 @@ public final class DeliveryCore {
             finishJob(job, decision, response: response, fcm: fcm)
         case .resendNow(let fresh, _):
             counters.resent += 1
+            metrics.resend(job.platform, DeliveryMetrics.resendCause(outcome.result))
             job.attempt += 1
             if fresh { job.afterConnection = max(job.afterConnection, outcome.connectionID) }
             dispatch(job)
@@ -459,6 +481,7 @@ public final class DeliveryCore {
                 outage(gate, job, reason: "NotProcessed: the server processed none of \(job.unprocessedResends) sends")
             } else {
                 counters.resent += 1
+                metrics.resend(job.platform, .notProcessed)
                 dispatch(job)
             }
         case .unavailable(let reason):
@@ -499,14 +522,16 @@ public final class DeliveryCore {
     }
 
     private func finishJob(_ job: JobAttempt, _ decision: Decision, response: APNsResponse?, fcm: FCMResponse? = nil) {
+        let outcome: JobOutcome
         switch decision {
-        case .delivered: counters.delivered += 1
-        case .dropToken: counters.tokensDropped += 1
-        case .dropChannel: counters.channelsDropped += 1
-        case .fail: counters.failed += 1
-        case .retry: counters.retrying += 1
-        default: break
+        case .delivered: counters.delivered += 1; outcome = .delivered
+        case .dropToken: counters.tokensDropped += 1; outcome = .tokenDropped
+        case .dropChannel: counters.channelsDropped += 1; outcome = .channelDropped
+        case .fail: counters.failed += 1; outcome = .failed
+        default: counters.retrying += 1; outcome = .retrying
         }
+        metrics.job(job.platform, app: job.destination.app, outcome)
+        if outcome != .retrying { metrics.jobFinished(job.platform, afterNanoseconds: clock.monotonicNanos &- job.claimedAt) }
         record(builder.decided(job, decision, response: response, fcm: fcm, now: clock.monotonicNanos, wallMillis: clock.wallMillis))
     }
 
@@ -522,7 +547,9 @@ public final class DeliveryCore {
     /// Starts a pause of `gate` unless one is running; returns whether it started.
     @discardableResult
     private func pause(_ gate: DestinationGate, _ kind: DestinationGate.PauseKind, reason: String, milliseconds: Int64) -> Bool {
-        gate.startPause(kind, reason: reason, milliseconds: milliseconds, now: clock.monotonicNanos)
+        let started = gate.startPause(kind, reason: reason, milliseconds: milliseconds, now: clock.monotonicNanos)
+        if started { metrics.destinationPaused() }
+        return started
     }
 
     /// Nothing reaches APNs for this destination: not the job's fault. Pause with back-off; the job waits.
@@ -556,6 +583,7 @@ public final class DeliveryCore {
             return finishJob(job, .fail(reason: "Expired"), response: nil)
         }
         counters.retrying += 1
+        metrics.job(job.platform, app: job.destination.app, .retrying)
         record(builder.retry(job, dueAt: due, attempt: job.attempt, reason: reason, now: now))
     }
 

@@ -46,6 +46,23 @@ public final class DeliveryPipeline {
     }
 
     public var counters: PipelineCounters { core.counters }
+
+    /// A copy of this loop's metrics with the gauges read now (pools, pauses, Redis), for a scrape.
+    public func metricsSnapshot() -> MetricsSnapshot {
+        loop.preconditionInLoop()
+        var snapshot = core.metrics.values
+        snapshot.inFlight = core.inFlight
+        snapshot.backlog = core.backlogCount
+        snapshot.paused = core.pausedDestinations
+        sender.addMetrics(to: &snapshot)
+        if let redisSource {
+            snapshot.redis = redisSource.redisStats
+            snapshot.redisConnected = redisSource.isConnected ? 1 : 0
+        }
+        snapshot.claimingLoops = core.phase == .running ? 1 : 0
+        snapshot.drainingLoops = core.phase == .draining ? 1 : 0
+        return snapshot
+    }
     /// Jobs claimed and not yet recorded.
     public var jobsInFlight: Int { core.inFlight }
 

@@ -50,6 +50,12 @@ public protocol PushSender: AnyObject {
     func reloadCredentials(app: Int) -> String?
     /// Closes every connection; nothing more is sent.
     func closeAll()
+    /// Adds its pools and credentials to a scrape's copy (default: nothing, for senders without pools).
+    func addMetrics(to snapshot: inout MetricsSnapshot)
+}
+
+extension PushSender {
+    public func addMetrics(to snapshot: inout MetricsSnapshot) {}
 }
 
 /// Why a claim or a results batch failed.

@@ -44,6 +44,9 @@ public final class RedisJobSource: JobSource {
 
     private var loop: EventLoop { redis.loop }
 
+    public var isConnected: Bool { redis.isConnected }
+    public var redisStats: RedisConnectionStats { redis.stats }
+
     static func failure(_ error: RedisError) -> JobSourceFailure {
         JobSourceFailure(error.description, maybeApplied: error == .connectionLost || error == .timeout, closed: error == .closed)
     }

@@ -1,0 +1,187 @@
+import APNs
+import RedisQueue
+
+/// The push service a job goes to: a label on every per-job metric. Adding a platform is adding a case.
+public enum MetricsPlatform: Int, CaseIterable, Sendable {
+    case apns, fcm
+
+    public var label: String {
+        switch self {
+        case .apns: "apns"
+        case .fcm: "fcm"
+        }
+    }
+}
+
+/// Why a job was sent again at once (`herald_push_resends_total{cause}`).
+public enum ResendCause: Int, CaseIterable, Sendable {
+    case expiredProviderToken, connectionReplaced, connectionLost, timedOut, notProcessed, environmentFallback
+
+    public var label: String {
+        switch self {
+        case .expiredProviderToken: "expired_provider_token"
+        case .connectionReplaced: "connection_replaced"
+        case .connectionLost: "connection_lost"
+        case .timedOut: "timed_out"
+        case .notProcessed: "not_processed"
+        case .environmentFallback: "environment_fallback"
+        }
+    }
+}
+
+/// A transport failure: a send that got no HTTP answer (`herald_push_transport_failures_total{kind}`).
+public enum TransportFailureKind: Int, CaseIterable, Sendable {
+    case notProcessed, connectionLost, timedOut, connectionFailed
+
+    public var label: String {
+        switch self {
+        case .notProcessed: "not_processed"
+        case .connectionLost: "connection_lost"
+        case .timedOut: "timed_out"
+        case .connectionFailed: "connection_failed"
+        }
+    }
+
+    init(_ failure: TransportFailure) {
+        switch failure {
+        case .notProcessed: self = .notProcessed
+        case .outcomeUnknown: self = .connectionLost
+        case .timedOut: self = .timedOut
+        case .connectionFailed: self = .connectionFailed
+        }
+    }
+}
+
+/// The outcome label of `herald_jobs_total`: one per result entry written, so the counter agrees with the
+/// results stream (`retrying` included; a scheduled job writes no entry and is counted apart).
+public typealias JobOutcome = ResultEntry.Outcome
+
+/// What one event loop's delivery core has done, for `/metrics`: plain integers in fixed arrays indexed by
+/// platform, app, outcome, status and reason, so counting an answer is a few additions with no lock, no
+/// hashing of strings and no allocation. Loop-confined like the core that owns it; `snapshot()` copies
+/// it (on the loop) for a scrape, which merges the copies of every loop.
+public final class DeliveryMetrics {
+    /// Known APNs statuses; anything else counts under `other`.
+    static let statuses = [200, 400, 403, 404, 405, 410, 413, 429, 500, 503]
+    /// Reason slots: 0 is "no reason" (a 200), then every reason Apple documents, then `other`.
+    static let reasonNames: [String] = [""] + uniqueReasonNames() + ["other"]
+    private static let reasonSlots: [APNsReason: Int] = {
+        var slots: [APNsReason: Int] = [:]
+        for known in APNsReason.allKnown where slots[known.reason] == nil {
+            slots[known.reason] = reasonNames.firstIndex(of: known.reason.rawValue) ?? reasonNames.count - 1
+        }
+        return slots
+    }()
+
+    private static func uniqueReasonNames() -> [String] {
+        var seen = Set<APNsReason>()
+        return APNsReason.allKnown.compactMap { seen.insert($0.reason).inserted ? $0.reason.rawValue : nil }
+    }
+
+    let appNames: [String]
+    private(set) var values: MetricsSnapshot
+
+    public init(appNames: [String]) {
+        self.appNames = appNames
+        values = MetricsSnapshot(appNames: appNames)
+    }
+
+    /// A result entry was built for a job of app `app` (nil: the job named no known app).
+    @inline(__always)
+    func job(_ platform: MetricsPlatform, app: Int?, _ outcome: JobOutcome) {
+        values.jobs[values.jobIndex(platform, app ?? appNames.count, outcome)] &+= 1
+    }
+
+    /// A job reached a terminal outcome `nanoseconds` after its claim.
+    @inline(__always)
+    func jobFinished(_ platform: MetricsPlatform, afterNanoseconds nanoseconds: UInt64) {
+        values.jobLatency[platform.rawValue].observe(nanoseconds)
+    }
+
+    func scheduled() { values.scheduled &+= 1 }
+
+    /// One answer (or transport failure) to one request sent `nanoseconds` ago.
+    @inline(__always)
+    func answer(_ platform: MetricsPlatform, _ result: DeliveryResult, afterNanoseconds nanoseconds: UInt64) {
+        values.requestLatency[platform.rawValue].observe(nanoseconds)
+        switch result {
+        case .response(let response):
+            let status = Self.statuses.firstIndex(of: response.status) ?? Self.statuses.count
+            var reason = 0
+            if let r = response.reason { reason = Self.reasonSlots[r] ?? Self.reasonNames.count - 1 }
+            values.responses[values.responseIndex(platform, status: status, reason: reason)] &+= 1
+        case .fcm(let response):
+            // FCM's error codes are not APNs reasons: counted by status, under the catch-all reason slot.
+            let status = Self.statuses.firstIndex(of: response.status) ?? Self.statuses.count
+            values.responses[values.responseIndex(platform, status: status, reason: response.status == 200 ? 0 : Self.reasonNames.count - 1)] &+= 1
+        case .transport(let failure):
+            values.transport[platform.rawValue * TransportFailureKind.allCases.count + TransportFailureKind(failure).rawValue] &+= 1
+        }
+    }
+
+    @inline(__always)
+    func resend(_ platform: MetricsPlatform, _ cause: ResendCause) {
+        values.resends[platform.rawValue * ResendCause.allCases.count + cause.rawValue] &+= 1
+    }
+
+    /// The cause of a `.resendNow` / `.resendUnprocessed` decision on `result`.
+    static func resendCause(_ result: DeliveryResult) -> ResendCause {
+        switch result {
+        case .transport(.notProcessed): .notProcessed
+        case .transport(.timedOut): .timedOut
+        case .transport: .connectionLost
+        case .response(let r): r.reason == .expiredProviderToken ? .expiredProviderToken : .connectionReplaced
+        // FCM resends at once only after a 401 on a stale access token: the same cause as APNs' expired JWT.
+        case .fcm: .expiredProviderToken
+        }
+    }
+
+    func destinationPaused() { values.pauses &+= 1 }
+}
+
+/// A histogram with fixed bounds, counted per bucket (made cumulative when written out). Sum in nanoseconds.
+public struct LatencyHistogram: Sendable, Equatable {
+    /// Upper bounds in seconds, the last bucket being +Inf.
+    public static let boundsSeconds: [Double] = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60]
+    static let boundsNanos: [UInt64] = boundsSeconds.map { UInt64($0 * 1e9) }
+
+    public var buckets = [UInt64](repeating: 0, count: boundsSeconds.count + 1)
+    public var sumNanos: UInt64 = 0
+    public var count: UInt64 = 0
+
+    @inline(__always)
+    mutating func observe(_ nanoseconds: UInt64) {
+        var index = 0
+        let bounds = Self.boundsNanos
+        while index < bounds.count && nanoseconds > bounds[index] { index += 1 }
+        buckets[index] &+= 1
+        sumNanos &+= nanoseconds
+        count &+= 1
+    }
+
+    static func + (a: LatencyHistogram, b: LatencyHistogram) -> LatencyHistogram {
+        var c = a
+        for i in c.buckets.indices { c.buckets[i] &+= b.buckets[i] }
+        c.sumNanos &+= b.sumNanos
+        c.count &+= b.count
+        return c
+    }
+
+    /// The value below which `quantile` of the observations fall, interpolated in its bucket (as PromQL's
+    /// histogram_quantile does); nil without observations.
+    public func quantileSeconds(_ quantile: Double) -> Double? {
+        guard count > 0 else { return nil }
+        let rank = quantile * Double(count)
+        var seen: UInt64 = 0
+        for (index, n) in buckets.enumerated() {
+            if Double(seen + n) >= rank && n > 0 {
+                let lower = index == 0 ? 0 : Self.boundsSeconds[index - 1]
+                guard index < Self.boundsSeconds.count else { return lower }
+                let upper = Self.boundsSeconds[index]
+                return lower + (upper - lower) * (rank - Double(seen)) / Double(n)
+            }
+            seen += n
+        }
+        return Self.boundsSeconds.last
+    }
+}

@@ -1,0 +1,200 @@
+import Glibc
+import Reactor
+
+/// A small HTTP/1.1 server on an event loop, for `/metrics`, health checks and the dashboard: GET and HEAD
+/// only, one request per connection (`Connection: close`), everything non-blocking through the Reactor.
+///
+/// It faces whatever connects to the port, so nothing a client sends can hurt the loop it shares with the
+/// worker: a request head is at most `maxRequestBytes` (else 431), a connection gets `timeoutMilliseconds`
+/// from accept to its last byte written (a slow or silent client is closed), at most `maxConnections` are
+/// open (the next ones are closed at once), and malformed requests get a 400. Loop-confined (checked).
+public final class HTTPListener: FileDescriptorHandler {
+    public struct Request: Sendable {
+        public let method: String
+        /// The path without its query string.
+        public let path: String
+        public let query: String
+    }
+
+    public struct Response: Sendable {
+        public var status: Int
+        public var contentType: String
+        public var body: [UInt8]
+        public var headers: [(String, String)] = []
+
+        public init(status: Int, contentType: String = "text/plain; charset=utf-8", body: String, headers: [(String, String)] = []) {
+            self.status = status
+            self.contentType = contentType
+            self.body = Array(body.utf8)
+            self.headers = headers
+        }
+    }
+
+    /// Answers one request; call `respond` exactly once, on the loop, now or later.
+    public typealias Handler = (Request, @escaping (Response) -> Void) -> Void
+
+    public struct Limits: Sendable {
+        public var maxRequestBytes = 8192
+        public var timeoutMilliseconds = 10_000
+        public var maxConnections = 64
+        public init() {}
+    }
+
+    public let loop: EventLoop
+    public let port: Int
+    private let limits: Limits
+    private let handler: Handler
+    private var fd: Int32
+    private var connections: [Int32: Connection] = [:]
+
+    public init(loop: EventLoop, host: String, port: Int, limits: Limits = Limits(), handler: @escaping Handler) throws(SystemError) {
+        loop.preconditionInLoop()
+        self.loop = loop
+        self.limits = limits
+        self.handler = handler
+        fd = try Sockets.listen(host: host, port: port, backlog: 128)
+        self.port = Sockets.localPort(fd)
+        do {
+            try loop.register(fd: fd, handler: self)
+        } catch {
+            Glibc.close(fd)
+            throw error
+        }
+    }
+
+    deinit { close() }
+
+    /// Stops listening and drops every open connection.
+    public func close() {
+        guard fd >= 0 else { return }
+        loop.preconditionInLoop()
+        loop.unregister(fd: fd)
+        Glibc.close(fd)
+        fd = -1
+        for connection in Array(connections.values) { connection.close() }
+    }
+
+    public var openConnections: Int { connections.count }
+
+    public func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
+        while fd >= 0 {
+            let accepted: Int32?
+            do {
+                accepted = try Sockets.accept(fd)
+            } catch {
+                return  // EMFILE and the like: try again on the next readiness, the worker goes on.
+            }
+            guard let client = accepted else { return }
+            guard connections.count < limits.maxConnections else {
+                Glibc.close(client)
+                continue
+            }
+            let connection = Connection(fd: client, listener: self)
+            do {
+                try loop.register(fd: client, handler: connection)
+            } catch {
+                Glibc.close(client)
+                continue
+            }
+            connections[client] = connection
+            connection.timer = loop.schedule(afterMilliseconds: limits.timeoutMilliseconds) { [weak connection] in connection?.close() }
+        }
+    }
+
+    fileprivate func closed(_ fd: Int32) { connections[fd] = nil }
+
+    /// One accepted client: reads the request head, asks the handler, writes the answer, closes.
+    private final class Connection: FileDescriptorHandler {
+        let fd: Int32
+        unowned let listener: HTTPListener
+        var timer: LoopTimer?
+        private var input: [UInt8] = []
+        private var output: [UInt8] = []
+        private var written = 0
+        private var answered = false
+        private var isOpen = true
+
+        init(fd: Int32, listener: HTTPListener) {
+            self.fd = fd
+            self.listener = listener
+        }
+
+        func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
+            if readable && !answered { read() }
+            if isOpen && writable && !output.isEmpty { flush() }
+            // Gone before its answer was written (a half-close counts: nobody needs one answer per byte).
+            if isOpen && hangup && output.isEmpty { return close() }
+            // Waiting for the handler: more bytes (pipelining) must not make the level-triggered loop spin.
+            if isOpen && answered && output.isEmpty { try? listener.loop.setInterest(fd: fd, readable: false, writable: false) }
+        }
+
+        private func read() {
+            var chunk = [UInt8](repeating: 0, count: 2048)
+            while isOpen && !answered {
+                do {
+                    switch try SocketIO.read(fd, into: &chunk) {
+                    case .bytes(let n): input.append(contentsOf: chunk[0..<n])
+                    case .wouldBlock: return
+                    case .endOfFile: return close()
+                    }
+                } catch {
+                    return close()
+                }
+                if let end = HTTPRequestHead.end(of: input) {
+                    return dispatch(head: input[0..<end])
+                }
+                if input.count > listener.limits.maxRequestBytes {
+                    return answer(Response(status: 431, body: "request head larger than \(listener.limits.maxRequestBytes) bytes\n"), head: false)
+                }
+            }
+        }
+
+        private func dispatch(head: ArraySlice<UInt8>) {
+            guard let request = HTTPRequestHead.parse(head) else {
+                return answer(Response(status: 400, body: "malformed request\n"), head: false)
+            }
+            guard request.method == "GET" || request.method == "HEAD" else {
+                return answer(Response(status: 405, body: "only GET and HEAD\n", headers: [("Allow", "GET, HEAD")]), head: false)
+            }
+            answered = true
+            listener.handler(request) { [weak self] response in
+                self?.answer(response, head: request.method == "HEAD")
+            }
+        }
+
+        private func answer(_ response: Response, head: Bool) {
+            guard isOpen, output.isEmpty else { return }
+            answered = true
+            output = HTTPRequestHead.serialize(response, omitBody: head)
+            flush()
+        }
+
+        private func flush() {
+            while isOpen && written < output.count {
+                do {
+                    switch try SocketIO.write(fd, output, from: written) {
+                    case .bytes(let n): written += n
+                    case .wouldBlock:
+                        try? listener.loop.setInterest(fd: fd, readable: false, writable: true)
+                        return
+                    case .endOfFile: return close()
+                    }
+                } catch {
+                    return close()
+                }
+            }
+            if written >= output.count { close() }
+        }
+
+        func close() {
+            guard isOpen else { return }
+            isOpen = false
+            timer?.cancel()
+            timer = nil
+            listener.loop.unregister(fd: fd)
+            Glibc.shutdown(fd, Int32(SHUT_RDWR))
+            Glibc.close(fd)
+            listener.closed(fd)
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import RedisQueue
+
+/// One copy of a worker's metrics for a scrape: the counters of one or more event loops (added up) and the
+/// gauges read when the copy was taken. Sendable, so each loop hands its copy to the loop that answers.
+public struct MetricsSnapshot: Sendable {
+    public var appNames: [String]
+    /// [platform][app, then "unknown"][outcome]
+    public var jobs: [UInt64]
+    /// [platform][status slot][reason slot]
+    public var responses: [UInt64]
+    /// [platform][TransportFailureKind]
+    public var transport: [UInt64]
+    /// [platform][ResendCause]
+    public var resends: [UInt64]
+    public var jobLatency: [LatencyHistogram]
+    public var requestLatency: [LatencyHistogram]
+    public var scheduled: UInt64 = 0
+    /// Destination pauses started (outage, refused credential, set-up failure).
+    public var pauses: UInt64 = 0
+
+    // Gauges and counters read from their owners when the copy is taken.
+    public var inFlight = 0
+    public var backlog = 0
+    public var pools: [PoolSnapshot] = []
+    public var paused: [PausedDestination] = []
+    /// Provider tokens signed, per app (the first and every refresh).
+    public var tokensSigned: [Int]
+    public var redis = RedisConnectionStats()
+    public var redisConnected = 0
+    /// Event loops whose pipeline is running and claiming (not idle, draining or stopped).
+    public var claimingLoops = 0
+    public var drainingLoops = 0
+    public var loops = 1
+
+    static let outcomeCount = JobOutcome.allCases.count
+
+    init(appNames: [String]) {
+        self.appNames = appNames
+        let platforms = MetricsPlatform.allCases.count
+        jobs = [UInt64](repeating: 0, count: platforms * (appNames.count + 1) * Self.outcomeCount)
+        responses = [UInt64](repeating: 0, count: platforms * (DeliveryMetrics.statuses.count + 1) * DeliveryMetrics.reasonNames.count)
+        transport = [UInt64](repeating: 0, count: platforms * TransportFailureKind.allCases.count)
+        resends = [UInt64](repeating: 0, count: platforms * ResendCause.allCases.count)
+        jobLatency = [LatencyHistogram](repeating: LatencyHistogram(), count: platforms)
+        requestLatency = jobLatency
+        tokensSigned = [Int](repeating: 0, count: appNames.count)
+    }
+
+    @inline(__always)
+    func jobIndex(_ platform: MetricsPlatform, _ app: Int, _ outcome: JobOutcome) -> Int {
+        (platform.rawValue * (appNames.count + 1) + app) * Self.outcomeCount + Self.outcomeSlot(outcome)
+    }
+
+    @inline(__always)
+    static func outcomeSlot(_ outcome: JobOutcome) -> Int {
+        switch outcome {
+        case .delivered: 0
+        case .retrying: 1
+        case .tokenDropped: 2
+        case .failed: 3
+        case .rejected: 4
+        case .channelDropped: 5
+        case .duplicate: 6
+        // Written by `herald replay`, never by a worker: its count stays 0 here.
+        case .replayed: 7
+        }
+    }
+
+    @inline(__always)
+    func responseIndex(_ platform: MetricsPlatform, status: Int, reason: Int) -> Int {
+        (platform.rawValue * (DeliveryMetrics.statuses.count + 1) + status) * DeliveryMetrics.reasonNames.count + reason
+    }
+
+    /// Jobs of one outcome over every app and platform (tests, the dashboard's cross-check).
+    public func jobs(_ outcome: JobOutcome) -> UInt64 {
+        var total: UInt64 = 0
+        for platform in MetricsPlatform.allCases {
+            for app in 0...appNames.count { total &+= jobs[jobIndex(platform, app, outcome)] }
+        }
+        return total
+    }
+
+    /// Adds another loop's copy (same apps): counters add up, pools of the same destination merge.
+    public static func + (a: MetricsSnapshot, b: MetricsSnapshot) -> MetricsSnapshot {
+        var c = a
+        func add(_ x: inout [UInt64], _ y: [UInt64]) { for i in x.indices where i < y.count { x[i] &+= y[i] } }
+        add(&c.jobs, b.jobs)
+        add(&c.responses, b.responses)
+        add(&c.transport, b.transport)
+        add(&c.resends, b.resends)
+        for i in c.jobLatency.indices { c.jobLatency[i] = c.jobLatency[i] + b.jobLatency[i] }
+        for i in c.requestLatency.indices { c.requestLatency[i] = c.requestLatency[i] + b.requestLatency[i] }
+        for i in c.tokensSigned.indices where i < b.tokensSigned.count { c.tokensSigned[i] = max(c.tokensSigned[i], b.tokensSigned[i]) }
+        c.scheduled &+= b.scheduled
+        c.pauses &+= b.pauses
+        c.inFlight += b.inFlight
+        c.backlog += b.backlog
+        for pool in b.pools {
+            if let i = c.pools.firstIndex(where: { $0.app == pool.app && $0.environment == pool.environment }) {
+                c.pools[i] = c.pools[i] + pool
+            } else {
+                c.pools.append(pool)
+            }
+        }
+        for pause in b.paused where !c.paused.contains(pause) { c.paused.append(pause) }
+        c.redis = c.redis + b.redis
+        c.redisConnected += b.redisConnected
+        c.claimingLoops += b.claimingLoops
+        c.drainingLoops += b.drainingLoops
+        c.loops += b.loops
+        return c
+    }
+}
+
+/// One HTTP/2 pool (an app's credential in one environment) as a scrape sees it.
+public struct PoolSnapshot: Sendable, Equatable {
+    public var app: String
+    public var environment: String
+    public var connections = 0
+    public var openStreams = 0
+    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS on the best usable connection (0 without one).
+    public var streamLimit = 0
+    public var queued = 0
+    /// Connections opened after the pool's first set (replacements for ones that closed or failed).
+    public var reconnects = 0
+    public var goaways = 0
+
+    public init(app: String, environment: String) {
+        self.app = app
+        self.environment = environment
+    }
+
+    static func + (a: PoolSnapshot, b: PoolSnapshot) -> PoolSnapshot {
+        var c = a
+        c.connections += b.connections
+        c.openStreams += b.openStreams
+        c.streamLimit = max(c.streamLimit, b.streamLimit)
+        c.queued += b.queued
+        c.reconnects += b.reconnects
+        c.goaways += b.goaways
+        return c
+    }
+}
+
+/// A destination the worker is not sending to for now.
+public struct PausedDestination: Sendable, Equatable {
+    public var app: String
+    public var environment: String
+    /// outage, credential or setup
+    public var kind: String
+}

@@ -1,0 +1,98 @@
+import RedisQueue
+
+/// What no single worker owns: queue depths, the retry set, dead letters, live workers with their heartbeats
+/// and leases, the results and dropped-token streams. Read from Redis with one pipeline (plus one per
+/// worker for lease counts) each time the dashboard is scraped or polled.
+public struct QueueOverview: Sendable {
+    public struct WorkerState: Sendable, Equatable {
+        public var id: String
+        /// Milliseconds until the heartbeat runs out (negative: expired, the reaper will take its jobs).
+        public var heartbeatDeadlineInMilliseconds: Int64
+        /// Estimated from the lease length: a heartbeat sets the deadline `leaseMilliseconds` ahead.
+        public var heartbeatAgeMilliseconds: Int64
+        /// Jobs it holds (its lease hash).
+        public var inFlight: Int
+    }
+
+    public var nowMilliseconds: Int64 = 0
+    public var queueLengths: [(String, Int)] = []
+    public var retrySize = 0
+    public var retryDue = 0
+    /// When the earliest retry falls due (ms since the epoch); nil when the set is empty.
+    public var retryNextDueMilliseconds: Int64?
+    public var deadLetters = 0
+    public var resultsLength = 0
+    public var droppedTokensLength = 0
+    public var workers: [WorkerState] = []
+
+    public init() {}
+
+    public var liveWorkers: [WorkerState] { workers.filter { $0.heartbeatDeadlineInMilliseconds > 0 } }
+
+    public static func read(redis: BlockingRedis, keys: QueueKeys, queues: [String], leaseMilliseconds: Int64) throws(RedisError) -> QueueOverview {
+        guard let time = try redis.command(["TIME"]).array, time.count == 2, let seconds = time[0].int, let micros = time[1].int else {
+            throw .protocolError("TIME reply")
+        }
+        var overview = QueueOverview()
+        let now = Int64(seconds) * 1000 + Int64(micros) / 1000
+        overview.nowMilliseconds = now
+        var commands: [[String]] = queues.map { ["LLEN", $0] }
+        commands += [
+            ["ZCARD", keys.retry], ["ZCOUNT", keys.retry, "-inf", "\(now)"], ["ZRANGE", keys.retry, "0", "0", "WITHSCORES"],
+            ["LLEN", keys.dead], ["XLEN", keys.results], ["XLEN", keys.droppedTokens], ["ZRANGE", keys.workers, "0", "-1", "WITHSCORES"],
+        ]
+        let replies = try redis.pipeline(commands)
+        // A wrong-typed key answers an error: shown as 0 rather than failing the whole page.
+        func int(_ value: RESPValue) -> Int { Int(value.int ?? 0) }
+        overview.queueLengths = queues.enumerated().map { ($0.element, int(replies[$0.offset])) }
+        var i = queues.count
+        overview.retrySize = int(replies[i]); i += 1
+        overview.retryDue = int(replies[i]); i += 1
+        if let first = replies[i].array, first.count == 2, let score = first[1].string.flatMap({ Double($0) }) {
+            overview.retryNextDueMilliseconds = Int64(score)
+        }
+        i += 1
+        overview.deadLetters = int(replies[i]); i += 1
+        overview.resultsLength = int(replies[i]); i += 1
+        overview.droppedTokensLength = int(replies[i]); i += 1
+        let pairs = replies[i].array ?? []
+        var workers: [WorkerState] = []
+        var index = 0
+        while index + 1 < pairs.count {
+            if let id = pairs[index].string, let score = pairs[index + 1].string.flatMap({ Double($0) }) {
+                let deadline = Int64(score) - now
+                workers.append(WorkerState(id: id, heartbeatDeadlineInMilliseconds: deadline,
+                                           heartbeatAgeMilliseconds: max(0, leaseMilliseconds - deadline), inFlight: 0))
+            }
+            index += 2
+        }
+        if !workers.isEmpty {
+            let lengths = try redis.pipeline(workers.map { ["HLEN", keys.leases(worker: $0.id)] })
+            for (n, reply) in lengths.enumerated() { workers[n].inFlight = int(reply) }
+        }
+        overview.workers = workers
+        return overview
+    }
+
+    /// The dashboard's `/metrics`: queue-wide families, served once for the whole deployment.
+    public func write(to out: inout PrometheusText) {
+        out.family("herald_queue_length", .gauge, "Jobs waiting in each queue list.")
+        for (queue, length) in queueLengths { out.sample("herald_queue_length", [("queue", queue)], length) }
+        out.single("herald_retry_set_size", .gauge, "Jobs in the retry set (retries, parked jobs, scheduled jobs).", Double(retrySize))
+        out.single("herald_retry_due", .gauge, "Jobs in the retry set whose due time has passed.", Double(retryDue))
+        if let next = retryNextDueMilliseconds {
+            out.single("herald_retry_next_due_seconds", .gauge, "Seconds until the earliest retry falls due (negative: overdue).",
+                       Double(next - nowMilliseconds) / 1000)
+        }
+        out.single("herald_dead_letters", .gauge, "Jobs in the dead-letter list.", Double(deadLetters))
+        out.single("herald_results_stream_length", .gauge, "Entries in the results stream.", Double(resultsLength))
+        out.single("herald_dropped_tokens_stream_length", .gauge, "Entries in the dropped-tokens stream.", Double(droppedTokensLength))
+        out.single("herald_workers_live", .gauge, "Workers with a live heartbeat.", Double(liveWorkers.count))
+        out.single("herald_workers_expired", .gauge, "Workers whose heartbeat ran out (their jobs wait for the reaper).",
+                   Double(workers.count - liveWorkers.count))
+        out.family("herald_worker_heartbeat_age_seconds", .gauge, "Seconds since each worker's last heartbeat (estimated from the lease length).")
+        for worker in workers { out.sample("herald_worker_heartbeat_age_seconds", [("worker", worker.id)], Double(worker.heartbeatAgeMilliseconds) / 1000) }
+        out.family("herald_worker_leases", .gauge, "Jobs each worker holds (claimed, not yet recorded).")
+        for worker in workers { out.sample("herald_worker_leases", [("worker", worker.id)], worker.inFlight) }
+    }
+}

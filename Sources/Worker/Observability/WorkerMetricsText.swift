@@ -1,0 +1,91 @@
+/// A worker's `/metrics` page: every family documented in docs/observability.md, from one merged snapshot.
+public enum WorkerMetricsText {
+    public static func render(_ s: MetricsSnapshot, process: ProcessStats = .read()) -> String {
+        var out = PrometheusText()
+        let apps = s.appNames + ["unknown"]
+
+        out.family("herald_jobs_total", .counter, "Result entries written, by app, platform and outcome (agrees with the results stream).")
+        for platform in MetricsPlatform.allCases {
+            for (app, name) in apps.enumerated() {
+                for outcome in JobOutcome.allCases {
+                    let value = s.jobs[s.jobIndex(platform, app, outcome)]
+                    // The "unknown" app (rejected jobs naming no configured app) only once it has happened.
+                    if app == s.appNames.count && value == 0 { continue }
+                    out.sample("herald_jobs_total", [("app", name), ("platform", platform.label), ("outcome", outcome.rawValue)], value)
+                }
+            }
+        }
+        out.single("herald_jobs_scheduled_total", .counter, "Jobs whose deliver_at lay ahead, put in the retry set until then.", Double(s.scheduled))
+
+        out.family("herald_push_responses_total", .counter, "HTTP answers from the push service, by status and reason.")
+        for platform in MetricsPlatform.allCases {
+            for status in 0...DeliveryMetrics.statuses.count {
+                for reason in DeliveryMetrics.reasonNames.indices {
+                    let value = s.responses[s.responseIndex(platform, status: status, reason: reason)]
+                    guard value > 0 else { continue }
+                    let statusLabel = status < DeliveryMetrics.statuses.count ? String(DeliveryMetrics.statuses[status]) : "other"
+                    out.sample("herald_push_responses_total", [
+                        ("platform", platform.label), ("status", statusLabel), ("reason", DeliveryMetrics.reasonNames[reason]),
+                    ], value)
+                }
+            }
+        }
+        out.family("herald_push_transport_failures_total", .counter, "Requests that got no HTTP answer, by kind.")
+        for platform in MetricsPlatform.allCases {
+            for kind in TransportFailureKind.allCases {
+                out.sample("herald_push_transport_failures_total", [("platform", platform.label), ("kind", kind.label)],
+                           s.transport[platform.rawValue * TransportFailureKind.allCases.count + kind.rawValue])
+            }
+        }
+        out.family("herald_push_resends_total", .counter, "Jobs sent again at once, by cause.")
+        for platform in MetricsPlatform.allCases {
+            for cause in ResendCause.allCases {
+                out.sample("herald_push_resends_total", [("platform", platform.label), ("cause", cause.label)],
+                           s.resends[platform.rawValue * ResendCause.allCases.count + cause.rawValue])
+            }
+        }
+        out.family("herald_job_latency_seconds", .histogram, "From claim to the job's terminal outcome.")
+        for platform in MetricsPlatform.allCases { out.histogram("herald_job_latency_seconds", [("platform", platform.label)], s.jobLatency[platform.rawValue]) }
+        out.family("herald_push_request_duration_seconds", .histogram, "From a request's send to its answer or failure.")
+        for platform in MetricsPlatform.allCases {
+            out.histogram("herald_push_request_duration_seconds", [("platform", platform.label)], s.requestLatency[platform.rawValue])
+        }
+
+        out.single("herald_jobs_in_flight", .gauge, "Jobs claimed and not yet recorded.", Double(s.inFlight))
+        out.single("herald_jobs_backlog", .gauge, "Jobs waiting in memory for a pool with room (back-pressure).", Double(s.backlog))
+
+        let poolLabels: (PoolSnapshot) -> [(String, String)] = { [("app", $0.app), ("environment", $0.environment)] }
+        let poolFamilies: [(String, PrometheusText.Kind, String, (PoolSnapshot) -> Int)] = [
+            ("herald_pool_connections", .gauge, "Connections ready to take requests.", \.connections),
+            ("herald_pool_open_streams", .gauge, "Requests on the wire (open HTTP/2 streams).", \.openStreams),
+            ("herald_pool_stream_limit", .gauge, "The server's SETTINGS_MAX_CONCURRENT_STREAMS on the best connection (0 without one).", \.streamLimit),
+            ("herald_pool_queued_requests", .gauge, "Requests waiting for a free stream.", \.queued),
+            ("herald_pool_reconnects_total", .counter, "Connections opened to replace ones that closed or failed.", \.reconnects),
+            ("herald_pool_goaways_total", .counter, "GOAWAY frames received.", \.goaways),
+        ]
+        for (name, kind, help, value) in poolFamilies {
+            out.family(name, kind, help)
+            for pool in s.pools { out.sample(name, poolLabels(pool), value(pool)) }
+        }
+
+        out.family("herald_app_paused", .gauge, "1 while the app's destination is paused (outage, refused credential, set-up failure).")
+        for name in s.appNames {
+            for environment in ["production", "sandbox"] {
+                let pause = s.paused.first { $0.app == name && $0.environment == environment }
+                out.sample("herald_app_paused", [("app", name), ("environment", environment), ("kind", pause?.kind ?? "none")], pause == nil ? 0 : 1)
+            }
+        }
+        out.single("herald_destination_pauses_total", .counter, "Pauses started (each once, however many jobs it parked).", Double(s.pauses))
+        out.family("herald_provider_tokens_signed_total", .counter, "APNs provider tokens signed, by app (the first and every refresh).")
+        for (index, name) in s.appNames.enumerated() { out.sample("herald_provider_tokens_signed_total", [("app", name)], s.tokensSigned[index]) }
+
+        out.single("herald_redis_round_trips_total", .counter, "Redis commands answered.", Double(s.redis.roundTrips))
+        out.single("herald_redis_errors_total", .counter, "Redis commands failed (error replies, timeouts, lost with the connection).", Double(s.redis.errors))
+        out.single("herald_redis_connects_total", .counter, "Redis connections established (the first and every reconnect).", Double(s.redis.connects))
+        out.single("herald_redis_connected", .gauge, "Event loops whose Redis connection is up.", Double(s.redisConnected))
+        out.single("herald_event_loops", .gauge, "Event loops running a delivery pipeline.", Double(s.loops))
+        out.single("herald_worker_claiming", .gauge, "Event loops claiming jobs (0 while draining on SIGTERM).", Double(s.claimingLoops))
+        process.write(to: &out)
+        return out.text
+    }
+}

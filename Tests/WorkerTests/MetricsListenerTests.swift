@@ -1,0 +1,172 @@
+import Foundation
+import Glibc
+import HeraldTestSupport
+import Reactor
+import Testing
+@testable import Worker
+
+/// The metrics listener faces whatever connects to its port: garbage, oversized heads, silent clients and
+/// floods must each get an answer or a close, and the listener must keep serving afterwards.
+@Suite struct MetricsListenerTests {
+    /// A listener on its own loop answering "hi" to every GET, with small limits so the test is quick.
+    final class Rig: @unchecked Sendable {
+        let loop: EventLoop
+        let listener: LoopBound<HTTPListener>
+        let port: Int
+
+        init(timeoutMilliseconds: Int = 400, maxConnections: Int = 8) throws {
+            loop = try EventLoop.startThread(name: "metrics-listener-test")
+            var limits = HTTPListener.Limits()
+            limits.maxRequestBytes = 1024
+            limits.timeoutMilliseconds = timeoutMilliseconds
+            limits.maxConnections = maxConnections
+            let loop = self.loop
+            let chosen = limits
+            listener = try loop.submit {
+                LoopBound(try HTTPListener(loop: loop, host: "127.0.0.1", port: 0, limits: chosen) { request, respond in
+                    respond(.init(status: 200, body: "hi \(request.path)"))
+                }, loop: loop)
+            }
+            let bound = listener
+            port = try loop.submit { bound.value.port }
+        }
+
+        func stop() {
+            let bound = listener
+            try? loop.submit { bound.value.close() }
+            loop.stop()
+            loop.waitUntilStopped()
+        }
+    }
+
+    @Test func garbageOversizedAndWrongMethodsGetErrorsAndTheListenerKeepsServing() throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        #expect(try httpExchange(port: rig.port, request: Array("\u{1}\u{2} nonsense\r\n\r\n".utf8)).status == 400)
+        #expect(try httpExchange(port: rig.port, request: Array("GET nopath HTTP/1.1\r\n\r\n".utf8)).status == 400)
+        #expect(try httpExchange(port: rig.port, request: [UInt8](repeating: 0x41, count: 5000)).status == 431)
+        #expect(try httpExchange(port: rig.port, request: Array("POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n".utf8)).status == 405)
+        let ok = try httpGet(port: rig.port, "/metrics?x=1")
+        #expect(ok.status == 200)
+        #expect(ok.body == "hi /metrics")
+    }
+
+    @Test func aSilentClientIsClosedAfterTheTimeoutAndOthersAreServedMeanwhile() throws {
+        let rig = try Rig(timeoutMilliseconds: 400)
+        defer { rig.stop() }
+        // Half a request head, then silence: the listener must close it rather than wait for ever.
+        let silent = try openIdle(port: rig.port)
+        defer { close(silent) }
+        let half = Array("GET /metrics HTTP/1.1\r\n".utf8)
+        #expect(half.withUnsafeBytes { send(silent, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == half.count)
+        #expect(try httpGet(port: rig.port, "/healthz").status == 200)
+        // End of file, not our own 5 s receive timeout: the listener closed it.
+        #expect(readsEndOfFile(silent))
+    }
+
+    @Test func connectionsBeyondTheLimitAreClosedAndServingResumesWhenTheyGo() throws {
+        let rig = try Rig(timeoutMilliseconds: 20_000, maxConnections: 4)
+        defer { rig.stop() }
+        var idle: [Int32] = []
+        for _ in 0..<6 { idle.append(try openIdle(port: rig.port)) }
+        // The ones over the limit are closed at once (within our 5 s receive timeout, long before the 20 s one).
+        var closedEarly = 0
+        for fd in idle.suffix(2) where readsEndOfFile(fd) { closedEarly += 1 }
+        #expect(closedEarly == 2)
+        for fd in idle { close(fd) }
+        #expect(waitUntil(seconds: 10) { (try? httpGet(port: rig.port, "/x").status) == 200 })
+    }
+
+    private func openIdle(port: Int) throws -> Int32 {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = UInt16(port).bigEndian
+        let rc = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard rc == 0 else { throw TestSupportError("connect failed") }
+        usleep(30_000)
+        return fd
+    }
+
+    private func readsEndOfFile(_ fd: Int32) -> Bool {
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var byte: UInt8 = 0
+        return recv(fd, &byte, 1, 0) == 0
+    }
+}
+
+/// The text format as Prometheus reads it: HELP and TYPE per family, cumulative buckets ending in +Inf
+/// equal to _count, label values escaped.
+@Suite struct PrometheusTextTests {
+    @Test func histogramsAreCumulativeAndEveryFamilyHasHelpAndType() throws {
+        let metrics = DeliveryMetrics(appNames: ["a\"pp"])
+        for ms: UInt64 in [1, 7, 30, 30, 700, 90_000] { metrics.jobFinished(.apns, afterNanoseconds: ms * 1_000_000) }
+        metrics.job(.apns, app: 0, .delivered)
+        metrics.job(.apns, app: nil, .rejected)
+        let text = WorkerMetricsText.render(metrics.values)
+        let lines = text.split(separator: "\n").map(String.init)
+        var typed = Set<String>()
+        var helped = Set<String>()
+        for line in lines {
+            let parts = line.split(separator: " ")
+            if line.hasPrefix("# HELP ") { helped.insert(String(parts[2])) } else if line.hasPrefix("# TYPE ") { typed.insert(String(parts[2])) }
+        }
+        #expect(typed == helped)
+        for line in lines where !line.hasPrefix("#") {
+            let name = String(line.prefix { $0 != "{" && $0 != " " })
+            let family = ["_bucket", "_sum", "_count"].reduce(name) { name, suffix in
+                typed.contains(name) ? name : (name.hasSuffix(suffix) ? String(name.dropLast(suffix.count)) : name)
+            }
+            #expect(typed.contains(family), "\(name) has no TYPE line")
+            #expect(name.hasPrefix("herald_") || name.hasPrefix("process_"))
+        }
+        let buckets = lines.filter { $0.hasPrefix("herald_job_latency_seconds_bucket") }.map { Double($0.split(separator: " ").last!)! }
+        #expect(buckets == buckets.sorted(), "buckets are cumulative")
+        #expect(buckets.last == 6)
+        #expect(lines.contains("herald_job_latency_seconds_bucket{platform=\"apns\",le=\"0.01\"} 2"))
+        #expect(lines.contains("herald_job_latency_seconds_count{platform=\"apns\"} 6"))
+        #expect(lines.contains("herald_jobs_total{app=\"a\\\"pp\",platform=\"apns\",outcome=\"delivered\"} 1"))
+        #expect(lines.contains("herald_jobs_total{app=\"unknown\",platform=\"apns\",outcome=\"rejected\"} 1"))
+    }
+
+    @Test func quantilesInterpolateWithinTheirBucket() {
+        var histogram = LatencyHistogram()
+        for _ in 0..<100 { histogram.observe(20_000_000) }  // 20 ms: the (0.01, 0.025] bucket
+        let p50 = histogram.quantileSeconds(0.5)!
+        #expect(p50 > 0.01 && p50 <= 0.025)
+        #expect(LatencyHistogram().quantileSeconds(0.5) == nil)
+    }
+
+    @Test func listenAddressesParseAndBadOnesAreRefused() {
+        #expect(ListenAddress("127.0.0.1:9464") == ListenAddress("127.0.0.1:9464"))
+        #expect(ListenAddress(":9464")?.host == "0.0.0.0")
+        #expect(ListenAddress("[::1]:80")?.host == "::1")
+        #expect(ListenAddress("localhost") == nil)
+        #expect(ListenAddress("host:99999") == nil)
+    }
+}
+
+/// The request-head parser on its own: what the listener answers 400 to.
+@Suite struct HTTPRequestHeadTests {
+    @Test(arguments: ["GET / HTTP/1.1", "HEAD /metrics?a=b HTTP/1.0"])
+    func wellFormedRequestLinesParse(line: String) throws {
+        let request = try #require(HTTPRequestHead.parse(ArraySlice(Array((line + "\r\nHost: x\r\n\r\n").utf8))))
+        #expect(request.path.hasPrefix("/"))
+        #expect(!request.path.contains("?"))
+    }
+
+    @Test(arguments: ["", "GET", "GET /", "GET / HTTP/2", "get / HTTP/1.1", "GET  / HTTP/1.1", "GET /\u{7f} HTTP/1.1", "GET x HTTP/1.1"])
+    func malformedRequestLinesAreRefused(line: String) {
+        #expect(HTTPRequestHead.parse(ArraySlice(Array((line + "\r\n\r\n").utf8))) == nil)
+    }
+
+    @Test func theHeadEndsAtTheFirstBlankLineWithOrWithoutCarriageReturns() {
+        #expect(HTTPRequestHead.end(of: Array("GET / HTTP/1.1\r\nA: b\r\n\r\nbody".utf8)) == "GET / HTTP/1.1\r\nA: b\r\n\r\n".utf8.count)
+        #expect(HTTPRequestHead.end(of: Array("GET / HTTP/1.1\nA: b\n\n".utf8)) == "GET / HTTP/1.1\nA: b\n\n".utf8.count)
+        #expect(HTTPRequestHead.end(of: Array("GET / HTTP/1.1\r\nA: b\r\n".utf8)) == nil)
+    }
+}

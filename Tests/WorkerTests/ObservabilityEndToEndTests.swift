@@ -1,0 +1,200 @@
+import Foundation
+import Glibc
+import HeraldTestSupport
+import MockAPNs
+import Testing
+
+extension EndToEnd {
+    /// The observability surface with the real consumers: Debian's Prometheus scraping a worker and the
+    /// dashboard, and headless Chromium reading the status page, both checked against Redis.
+    @Suite struct Observability {
+        static let fates = MockFaultScript(seed: 12, latencyMs: MockLatency(min: 20, max: 60), rules: [
+            MockFaultRule(fate: .unregistered, tokenPrefix: "dead"),
+            MockFaultRule(fate: .failFirst, tokenPrefix: "e5", status: 500, reason: "InternalServerError", count: 1),
+            MockFaultRule(fate: .otherTopic, tokenPrefix: "bad0"),
+            // Slow answers, so a drain after SIGTERM lasts long enough to be seen.
+            MockFaultRule(fate: .delay, tokenPrefix: "5107", latencyMs: MockLatency(milliseconds: 1500)),
+        ])
+
+        /// Jobs of mixed fate: delivered, dropped token, failed, a 500 then delivered, and a few malformed.
+        static func mixedJobs(_ count: Int, tag: String) -> [[UInt8]] {
+            (0..<count).map { i in
+                if i % 50 == 7 { return Array("not json \(i)".utf8) }
+                let prefix = ["00", "00", "00", "dead", "e5", "bad0"][i % 6]
+                return jobBytes(id: "\(tag)-\(i)", token: deviceToken(prefix: prefix, index: i))
+            }
+        }
+
+        static func outcomeCounts(_ ledger: ResultsLedger) -> [String: Int] {
+            var counts: [String: Int] = [:]
+            for entry in ledger.entries { counts[entry.outcome, default: 0] += 1 }
+            return counts
+        }
+
+        /// The values of a Prometheus instant query, by the given label.
+        static func query(_ port: Int, _ promql: String, by label: String) throws -> [String: Double] {
+            let encoded = promql.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? promql
+            let answer = try httpGet(port: port, "/api/v1/query?query=\(encoded)")
+            guard answer.status == 200, let object = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any],
+                  let data = object["data"] as? [String: Any], let result = data["result"] as? [[String: Any]] else { return [:] }
+            var values: [String: Double] = [:]
+            for series in result {
+                let labels = series["metric"] as? [String: String] ?? [:]
+                if let pair = series["value"] as? [Any], pair.count == 2, let text = pair[1] as? String, let value = Double(text) {
+                    values[labels[label] ?? ""] = value
+                }
+            }
+            return values
+        }
+
+        @Test(.timeLimit(.minutes(3)))
+        func prometheusScrapesWorkerAndDashboardAndJobsTotalAgreesWithTheResultsStream() throws {
+            let prometheus = try #require(which("prometheus"), "Debian's prometheus is not installed (run scripts/setup)")
+            let world = try EndToEndWorld(faults: Self.fates)
+            defer { world.shutdown(); world.removeFiles() }
+            let total = 1_200
+            try world.push(Self.mixedJobs(total, tag: "prom"))
+            let workerPort = freeLoopbackPort()
+            let config = try world.writeConfig(worker: ["max_in_flight": 300], metricsListen: "127.0.0.1:\(workerPort)")
+            let worker = try world.startWorker(id: "prom-1", config: config)
+            let dashboardPort = freeLoopbackPort()
+            let dashboard = try ChildProcess(name: "dashboard", executable: world.herald,
+                                             arguments: ["dashboard", "--redis", world.redisURL, "--listen", "127.0.0.1:\(dashboardPort)"])
+            defer { dashboard.stop() }
+            let prometheusPort = freeLoopbackPort()
+            let promConfig = world.directory + "/prometheus.yml"
+            try """
+            global:
+              scrape_interval: 1s
+              scrape_timeout: 1s
+            scrape_configs:
+              - job_name: herald-worker
+                static_configs: [{targets: ['127.0.0.1:\(workerPort)']}]
+              - job_name: herald-dashboard
+                static_configs: [{targets: ['127.0.0.1:\(dashboardPort)']}]
+            """.write(toFile: promConfig, atomically: true, encoding: .utf8)
+            let server = try ChildProcess(name: "prometheus", executable: prometheus, arguments: [
+                "--config.file=\(promConfig)", "--storage.tsdb.path=\(world.directory)/prometheus-data",
+                "--web.listen-address=127.0.0.1:\(prometheusPort)", "--log.level=warn",
+            ])
+            defer { server.stop() }
+
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            let finished = try ledger.waitForTerminal(total, seconds: 90) {
+                if !worker.isRunning { throw TestSupportError("worker exited:\n\(world.workerLogs())") }
+            }
+            #expect(finished, "\(ledger.terminalCount) of \(total) finished:\n\(world.workerLogs(lastLines: 20))")
+            // Results are counted when built and land in the stream a flush later: let both settle.
+            usleep(500_000)
+            ledger.poll()
+            let expected = Self.outcomeCounts(ledger).mapValues(Double.init)
+            #expect(Set(expected.keys).isSuperset(of: ["delivered", "retrying", "token_dropped", "failed", "rejected"]), "\(expected)")
+
+            // Prometheus answers 503 until its storage is up; a loaded machine may take a while.
+            #expect(waitUntil(seconds: 60, interval: 0.5) { (try? httpGet(port: prometheusPort, "/-/ready", timeoutSeconds: 5).status) == 200 },
+                    "prometheus not ready: \(server.output)")
+            var scraped: [String: Double] = [:]
+            let agreed = waitUntil(seconds: 60, interval: 0.5) {
+                #expect(server.isRunning, "prometheus exited: \(server.output)")
+                scraped = (try? Self.query(prometheusPort, "sum by (outcome) (herald_jobs_total{job=\"herald-worker\"})", by: "outcome"))?
+                    .filter { $0.value > 0 } ?? [:]
+                return scraped == expected
+            }
+            #expect(agreed, "prometheus saw \(scraped), the results stream holds \(expected)\n\(server.output)")
+            // The latest scrape of each succeeded (a sanitized build may miss the odd one: wait for a good one).
+            var up: [String: Double] = [:]
+            let bothUp = waitUntil(seconds: 30, interval: 0.5) {
+                up = (try? Self.query(prometheusPort, "up", by: "job")) ?? [:]
+                return up["herald-worker"] == 1 && up["herald-dashboard"] == 1
+            }
+            #expect(bothUp, "\(up)")
+            // The queue-wide families come from the dashboard, once.
+            var length: [String: Double] = [:]
+            let lengthSeen = waitUntil(seconds: 30, interval: 0.5) {
+                length = (try? Self.query(prometheusPort, "herald_results_stream_length", by: "job")) ?? [:]
+                return length["herald-dashboard"] == Double(ledger.entries.count)
+            }
+            #expect(lengthSeen, "\(length) vs \(ledger.entries.count) entries")
+            var depth: [String: Double] = [:]
+            #expect(waitUntil(seconds: 30, interval: 0.5) {
+                depth = (try? Self.query(prometheusPort, "herald_queue_length", by: "queue")) ?? [:]
+                return depth["herald:queue"] == 0
+            }, "\(depth)")
+            #expect(waitUntil(seconds: 30, interval: 0.5) {
+                (try? Self.query(prometheusPort, "herald_workers_live", by: "job"))?["herald-dashboard"] == 1
+            })
+
+            // Ready while claiming; 503 while draining on SIGTERM (jobs still in flight at the simulator).
+            #expect(try httpGet(port: workerPort, "/readyz").status == 200)
+            #expect(try httpGet(port: workerPort, "/healthz").status == 200)
+            try world.push((0..<20).map { jobBytes(id: "drain-\($0)", token: deviceToken(prefix: "5107", index: $0)) })
+            #expect(waitUntil(seconds: 20, interval: 0.01) {
+                (try? httpGet(port: workerPort, "/metrics").body)?.contains("\nherald_jobs_in_flight 0\n") == false
+            })
+            worker.signal(SIGTERM)
+            var statuses: [Int] = []
+            let sawDraining = waitUntil(seconds: 10, interval: 0.005) {
+                guard let status = try? httpGet(port: workerPort, "/readyz", timeoutSeconds: 2).status else { return false }
+                statuses.append(status)
+                return status == 503
+            }
+            #expect(sawDraining, "readyz answered \(Set(statuses)) while the worker drained\n\(world.workerLogs())")
+            #expect(worker.waitForExit(seconds: 20) == 0)
+        }
+
+        @Test(.timeLimit(.minutes(3)))
+        func theStatusPageInChromiumShowsMovingNumbersThatMatchRedis() throws {
+            let python = "/usr/bin/python3"
+            let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+                .appendingPathComponent("scripts/dashboard_check.py").path
+            #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium"), "chromium is not installed (run scripts/setup)")
+            #expect(FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver"), "chromium-driver is not installed (run scripts/setup)")
+            let world = try EndToEndWorld(faults: Self.fates)
+            defer { world.shutdown(); world.removeFiles() }
+            let total = 2_000
+            try world.push(Self.mixedJobs(total, tag: "page"))
+            let dashboardPort = freeLoopbackPort()
+            let dashboard = try ChildProcess(name: "dashboard", executable: world.herald, arguments: [
+                "dashboard", "--redis", world.redisURL, "--listen", "127.0.0.1:\(dashboardPort)", "--lease-seconds", "3",
+            ])
+            defer { dashboard.stop() }
+            #expect(waitUntil(seconds: 20) { (try? httpGet(port: dashboardPort, "/healthz").status) == 200 })
+            let screenshot = world.directory + "/dashboard.png"
+            let browser = try ChildProcess(name: "dashboard-check", executable: python, arguments: [
+                script, "--url", "http://127.0.0.1:\(dashboardPort)/", "--screenshot", screenshot, "--timeout", "120",
+            ])
+            defer { browser.stop() }
+            // The worker starts once the page is live, so the page sees the numbers move from the start.
+            #expect(waitUntil(seconds: 60) { browser.output.contains("dashboard_check: live") || !browser.isRunning }, "\(browser.output)")
+            let config = try world.writeConfig(worker: ["max_in_flight": 100, "claim_batch": 50])
+            let worker = try world.startWorker(id: "page-1", config: config)
+
+            let status = browser.waitForExit(seconds: 150)
+            #expect(status == 0, "the browser check failed:\n\(browser.output)\n\(world.workerLogs())")
+            let line = try #require(browser.output.split(separator: "\n").last { $0.hasPrefix("{") }, "\(browser.output)")
+            let shown = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            func number(_ key: String) -> Int? { (shown[key] as? String).flatMap { Int($0.replacingOccurrences(of: ",", with: "")) } }
+
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            ledger.poll()
+            #expect(ledger.terminalCount == total, "\(ledger.terminalCount) of \(total) finished")
+            for (outcome, count) in Self.outcomeCounts(ledger) {
+                #expect(number("total-\(outcome)") == count, "the page shows \(shown["total-\(outcome)"] ?? "nothing") \(outcome), Redis holds \(count)")
+            }
+            let redis = try world.connectRedis()
+            #expect(number("results-length") == Int(try redis.command(["XLEN", "herald:results"]).int ?? -1))
+            #expect(number("dead-letters") == Int(try redis.command(["LLEN", "herald:dead"]).int ?? -1))
+            #expect(number("queue-total") == 0)
+            #expect(shown["workers"] as? Int == 1)
+            #expect((shown["moved_from"] as? Int ?? total) < (number("total-delivered") ?? 0), "the numbers moved while the page watched")
+            let png = try #require(FileManager.default.contents(atPath: screenshot))
+            #expect(png.starts(with: [0x89, 0x50, 0x4E, 0x47]), "a PNG screenshot")
+            // HERALD_DOCS_SCREENSHOT=1 refreshes the one in docs/ (committed, shown in docs/observability.md).
+            if ProcessInfo.processInfo.environment["HERALD_DOCS_SCREENSHOT"] == "1" {
+                let docs = URL(fileURLWithPath: script).deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("docs/dashboard.png")
+                try png.write(to: docs)
+            }
+            _ = worker
+        }
+    }
+}
