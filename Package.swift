@@ -39,7 +39,7 @@ let package = Package(
         .target(name: "APNsHTTP2", dependencies: ["APNs", "HTTP2", "Reactor"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CCurl", "COpenSSL"]),
-        .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor"]),
+        .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor", "CCurl"]),
         .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "APNsHTTP2", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "APNsHTTP2", "APNs", "HTTP2", "RedisQueue", "Reactor"]),

@@ -14,7 +14,17 @@ public enum TransportFailure: Sendable, Equatable {
 /// What one attempt produced.
 public enum DeliveryResult: Sendable, Equatable {
     case response(APNsResponse)
+    /// An HTTP answer from FCM (HTTP v1); the transport failures are the same for both services.
+    case fcm(FCMResponse)
     case transport(TransportFailure)
+
+    /// The server answered (any status): proof that the destination is reachable.
+    public var isAnswer: Bool {
+        switch self {
+        case .response, .fcm: true
+        case .transport: false
+        }
+    }
 }
 
 /// What the worker does next with the job.

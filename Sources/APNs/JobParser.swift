@@ -19,6 +19,11 @@ public enum JobParser {
         var seen: UInt16 = 0
         var tokenSeen = false
         var payloadSeen = false
+        var messageSeen = false
+        // Read as given and judged at the end: a job with `token` and `payload` keeps working whatever a
+        // producer's own `platform` or `message` field says (fields Herald did not know before FCM).
+        var platformText: String? = nil
+        var messageIsObject = true
         do {
             scanner.skipWhitespace()
             guard scanner.position < buffer.count else { throw JobError.notJSON(.unexpectedEnd) }
@@ -43,9 +48,8 @@ public enum JobParser {
                     default: throw JobError.wrongType(field: "id", expected: "a string or a number")
                     }
                 case .token:
-                    let token = try string(value, field, scanner)
-                    guard isHexToken(token) else { throw JobError.tokenNotHex }
-                    job.token = token
+                    // Checked once the platform is known: only an APNs token must be hexadecimal.
+                    job.token = try string(value, field, scanner)
                     tokenSeen = true
                 case .channel:
                     let channel = try string(value, field, scanner)
@@ -86,6 +90,12 @@ public enum JobParser {
                     guard value.kind == .object else { throw JobError.payloadNotAnObject }
                     job.payload = Array(UnsafeBufferPointer(rebasing: buffer[value.range]))
                     payloadSeen = true
+                case .platform:
+                    platformText = value.kind == .string ? scanner.stringValue(value) : scanner.text(value)
+                case .message:
+                    messageSeen = true
+                    messageIsObject = value.kind == .object
+                    if messageIsObject { job.message = Array(UnsafeBufferPointer(rebasing: buffer[value.range])) }
                 }
             }
             try scanner.expectEnd()
@@ -96,6 +106,22 @@ public enum JobParser {
         } catch {
             preconditionFailure("unexpected error \(error)")
         }
+        let apnsShaped = (tokenSeen || job.tokens != nil || job.channel != nil) && payloadSeen
+        if let platformText {
+            if let platform = Platform(rawValue: platformText) {
+                job.platform = platform
+                job.platformGiven = true
+            } else if !apnsShaped {
+                throw JobError.badPlatform(platformText)
+            }
+        }
+        // No `platform`: a message without payload, token(s) or channel is an FCM job by its shape.
+        if !job.platformGiven && messageSeen && !payloadSeen && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .fcm }
+        if job.platform == .fcm {
+            guard messageSeen else { throw JobError.missingMessage }
+            guard messageIsObject else { throw JobError.messageNotAnObject }
+            return job
+        }
         if job.channel != nil {
             // A broadcast: one target only, and a Live Activity update unless the job says otherwise (which the
             // validator then refuses with Apple's InvalidPushType).
@@ -104,6 +130,7 @@ public enum JobParser {
         } else {
             if tokenSeen && job.tokens != nil { throw JobError.badTokens("give either \"token\" or \"tokens\", not both") }
             guard tokenSeen || job.tokens != nil else { throw JobError.missingToken }
+            if tokenSeen, !isHexToken(job.token ?? "") { throw JobError.tokenNotHex }
         }
         guard payloadSeen else { throw JobError.missingPayload }
         return job
@@ -184,7 +211,7 @@ public enum JobParser {
 
     private enum Field: UInt16 {
         case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
-        case channel
+        case channel, platform, message
 
         var name: String {
             switch self {
@@ -202,6 +229,8 @@ public enum JobParser {
             case .deliverAt: "deliver_at"
             case .tokens: "tokens"
             case .channel: "channel"
+            case .platform: "platform"
+            case .message: "message"
             }
         }
 
@@ -217,6 +246,8 @@ public enum JobParser {
             case 7 where s.stringEquals(key, "payload"): self = .payload
             case 7 where s.stringEquals(key, "apns_id"): self = .apnsID
             case 7 where s.stringEquals(key, "channel"): self = .channel
+            case 7 where s.stringEquals(key, "message"): self = .message
+            case 8 where s.stringEquals(key, "platform"): self = .platform
             case 8 where s.stringEquals(key, "priority"): self = .priority
             case 9 where s.stringEquals(key, "push_type"): self = .pushType
             case 10 where s.stringEquals(key, "expiration"): self = .expiration

@@ -21,6 +21,12 @@ public struct JobSpec: Sendable, Equatable {
     public var collapseID: String?
     public var apnsID: String?
     public var payload: [UInt8] = []
+    /// `platform` as the job gave it, else its shape: a `message` and no `payload` make an FCM job.
+    public var platform: Platform = .apns
+    /// True when the job said `platform` itself (then the app it names must be of that kind).
+    public var platformGiven = false
+    /// The exact bytes of an FCM job's `"message"` object.
+    public var message: [UInt8] = []
 
     public init() {}
 
@@ -42,6 +48,19 @@ public struct JobSpec: Sendable, Equatable {
         var suffix: [UInt8] = [UInt8(ascii: "\"")]
         suffix.append(contentsOf: job[member.upperBound...])
         return (prefix, suffix)
+    }
+
+    /// An FCM job's notification: the message bytes as the payload, its target as token or topic.
+    public func fcmNotification(target: FCMTarget) -> PushNotification {
+        var token = ""
+        var topic = ""
+        switch target {
+        case .token(let t): token = t
+        case .topic(let t): topic = t
+        case .condition(let c): topic = c
+        }
+        return PushNotification(deviceToken: token, topic: topic, environment: .production, expiration: expiration,
+                                payload: message, platform: .fcm)
     }
 
     /// The notification once the worker has resolved topic and environment (job value or app default); a job
@@ -72,6 +91,9 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
     case tooManyTokens(limit: Int)
     case badChannel
     case tokenAndChannel
+    case badPlatform(String)
+    case missingMessage
+    case messageNotAnObject
 
     /// A short stable code for machines (dead-letter entries, metrics).
     public var code: String {
@@ -92,6 +114,9 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .tooManyTokens: "too_many_tokens"
         case .badChannel: "bad_channel"
         case .tokenAndChannel: "token_and_channel"
+        case .badPlatform: "bad_platform"
+        case .missingMessage: "missing_message"
+        case .messageNotAnObject: "message_not_object"
         }
     }
 
@@ -115,6 +140,9 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badChannel:
             return "\"channel\" is not a channel ID as APNs sends it (base64, at most \(Broadcast.maxChannelIDBytes) characters)"
         case .tokenAndChannel: return "job names \"channel\" and a device token (\"token\" or \"tokens\"); a broadcast has none"
+        case .badPlatform(let v): return "\"platform\" is \"\(v.prefix(64))\"; expected apns or fcm"
+        case .missingMessage: return "an FCM job needs a \"message\" (the FCM v1 message object)"
+        case .messageNotAnObject: return "\"message\" is not a JSON object"
         case .badDeliverAt: return "\"deliver_at\" must be milliseconds since the epoch or an RFC 3339 time such as 2026-12-24T18:00:00Z"
         }
     }

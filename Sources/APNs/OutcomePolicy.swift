@@ -115,6 +115,8 @@ public struct OutcomePolicy: Sendable {
             return .resendNow(freshConnection: true, refreshToken: false)
         case .transport(.connectionFailed(let detail)):
             return .unavailable(reason: "ConnectionFailed: " + detail)
+        case .fcm(let r):
+            return fcmDecision(r, attempt: attempt)
         case .response(let r):
             if r.status == 200 { return .delivered }
             let name = r.reason?.rawValue ?? "HTTP \(r.status)"
@@ -147,6 +149,61 @@ public struct OutcomePolicy: Sendable {
         }
     }
 
+    /// FCM HTTP v1's answers in the same classes as Apple's (docs/results.md has the table):
+    /// - 5xx (INTERNAL, UNAVAILABLE): retry with the APNs 5xx back-off, or `Retry-After` when longer.
+    /// - 429 (QUOTA_EXCEEDED / RESOURCE_EXHAUSTED): retry after `Retry-After` or the 429 back-off, whichever is
+    ///   longer; the core also slows the whole project down (`slowDownMilliseconds`).
+    /// - UNREGISTERED, SENDER_ID_MISMATCH, and INVALID_ARGUMENT naming the token: drop the token.
+    /// - THIRD_PARTY_AUTH_ERROR (the APNs key or web-push key in Firebase): a configuration error, park the app.
+    /// - 401 without an FCM code: the access token was refused. Resend once with a fresh token; a 401 on a token
+    ///   fetched after a 401 parks the app.
+    /// - A refused OAuth grant (no request sent): park the app like a broken APNs key.
+    /// - Anything else: fail with FCM's error code (else the RPC status, else `HTTP <status>`).
+    private func fcmDecision(_ r: FCMResponse, attempt: Int) -> Decision {
+        if let refusal = r.grantRefused { return .deferForConfiguration(reason: "TokenRefused: " + refusal) }
+        if r.status == 200 { return .delivered }
+        let name = r.reasonName
+        let retryAfter = (r.retryAfterSeconds ?? 0) * 1000
+        switch r.errorCode {
+        case "UNREGISTERED"?, "SENDER_ID_MISMATCH"?:
+            return .dropToken(invalidSince: nil, reason: name)
+        case "INVALID_ARGUMENT"? where isTokenViolation(r), nil where r.status == 400 && isTokenViolation(r):
+            return .dropToken(invalidSince: nil, reason: "INVALID_ARGUMENT")
+        case "THIRD_PARTY_AUTH_ERROR"?:
+            return .deferForConfiguration(reason: name)
+        case "QUOTA_EXCEEDED"?:
+            return .retry(afterMilliseconds: max(retryAfter, jittered(throttleDelaySeconds(attempt: attempt))), reason: name)
+        case "UNAVAILABLE"?, "INTERNAL"?:
+            return .retry(afterMilliseconds: max(retryAfter, jittered(serverErrorDelaySeconds(attempt: attempt))), reason: name)
+        default:
+            if r.status == 401 && r.errorCode == nil {
+                return r.afterTokenRefresh ? .deferForConfiguration(reason: "UNAUTHENTICATED: access token refused after a refresh")
+                                           : .resendNow(freshConnection: false, refreshToken: true)
+            }
+            if r.status == 429 {
+                return .retry(afterMilliseconds: max(retryAfter, jittered(throttleDelaySeconds(attempt: attempt))), reason: name)
+            }
+            if r.status >= 500 {
+                return .retry(afterMilliseconds: max(retryAfter, jittered(serverErrorDelaySeconds(attempt: attempt))), reason: name)
+            }
+            return .fail(reason: name)
+        }
+    }
+
+    /// FCM answers INVALID_ARGUMENT for a bad payload too: only a violation of `message.token` (or FCM's
+    /// "not a valid FCM registration token" text) says the token is at fault.
+    private func isTokenViolation(_ r: FCMResponse) -> Bool {
+        if r.fieldViolations.contains("message.token") { return true }
+        return r.fieldViolations.isEmpty && (r.message ?? "").contains("registration token")
+    }
+
+    /// How long to hold back the whole destination after this answer (FCM's 429: slow the project down rather
+    /// than let every waiting job meet the same quota); nil for every other answer.
+    public func slowDownMilliseconds(_ result: DeliveryResult) -> Int64? {
+        guard case .fcm(let r) = result, r.status == 429 || r.errorCode == "QUOTA_EXCEEDED" else { return nil }
+        return max((r.retryAfterSeconds ?? 0) * 1000, settings.throttleBaseSeconds * 1000)
+    }
+
     private func reasonText(_ result: DeliveryResult) -> String {
         switch result {
         case .transport(.notProcessed): "NotProcessed"
@@ -154,6 +211,7 @@ public struct OutcomePolicy: Sendable {
         case .transport(.timedOut): "TimedOut"
         case .transport(.connectionFailed(let d)): "ConnectionFailed: " + d
         case .response(let r): r.reason?.rawValue ?? "HTTP \(r.status)"
+        case .fcm(let r): r.reasonName
         }
     }
 

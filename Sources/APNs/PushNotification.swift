@@ -22,14 +22,18 @@ public struct PushNotification: Sendable, Equatable {
     /// the wire.
     public var apnsID: String?
     public var payload: [UInt8]
+    /// `.fcm`: `payload` is the job's FCM `message` object (sent as `{"message":<payload>}`), `deviceToken` its
+    /// token target and `topic` its topic or condition; the APNs-only fields are unused.
+    public var platform: Platform = .apns
 
     public init(
         deviceToken: String, topic: String, environment: APNsEnvironment, pushType: PushType = .alert,
         priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil,
-        payload: [UInt8]
+        payload: [UInt8], platform: Platform = .apns
     ) {
         self.init(target: .device(token: deviceToken), topic: topic, environment: environment, pushType: pushType,
                   priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload)
+        self.platform = platform
     }
 
     public init(

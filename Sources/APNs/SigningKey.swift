@@ -21,15 +21,7 @@ public final class SigningKey: @unchecked Sendable {
 
     /// Parses PEM text (PKCS#8 `PRIVATE KEY`, or SEC1 `EC PRIVATE KEY`); must be a P-256 key.
     public init(pem: String) throws(CredentialError) {
-        guard pem.contains("-----BEGIN "), pem.contains("PRIVATE KEY-----") else { throw .notPEM }
-        ERR_clear_error()
-        let bytes = Array(pem.utf8)
-        let key: OpaquePointer? = bytes.withUnsafeBytes { raw in
-            guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
-            defer { BIO_free(bio) }
-            return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-        }
-        guard let key else { throw .unreadableKey(detail: openSSLErrorText()) }
+        let key = try readPrivateKeyPEM(pem)
         let baseID = EVP_PKEY_get_base_id(key)
         guard baseID == EVP_PKEY_EC else {
             EVP_PKEY_free(key)
@@ -83,12 +75,29 @@ public final class SigningKey: @unchecked Sendable {
     }
 
     /// The public half as SubjectPublicKeyInfo PEM, for verifiers (a test server, the demo).
-    public func publicKeyPEM() -> String? {
-        guard let bio = BIO_new(BIO_s_mem()) else { return nil }
+    public func publicKeyPEM() -> String? { APNs.publicKeyPEM(of: pkey) }
+}
+
+/// Parses a PEM private key of any type (the caller checks the type and owns the result).
+func readPrivateKeyPEM(_ pem: String) throws(CredentialError) -> OpaquePointer {
+    guard pem.contains("-----BEGIN "), pem.contains("PRIVATE KEY-----") else { throw .notPEM }
+    ERR_clear_error()
+    let bytes = Array(pem.utf8)
+    let key: OpaquePointer? = bytes.withUnsafeBytes { raw in
+        guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
         defer { BIO_free(bio) }
-        guard PEM_write_bio_PUBKEY(bio, pkey) == 1 else { return nil }
-        return readAll(bio)
+        return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
     }
+    guard let key else { throw .unreadableKey(detail: openSSLErrorText()) }
+    return key
+}
+
+/// The public half of a key as SubjectPublicKeyInfo PEM.
+func publicKeyPEM(of pkey: OpaquePointer) -> String? {
+    guard let bio = BIO_new(BIO_s_mem()) else { return nil }
+    defer { BIO_free(bio) }
+    guard PEM_write_bio_PUBKEY(bio, pkey) == 1 else { return nil }
+    return readAll(bio)
 }
 
 /// DER `ECDSA-Sig-Value` to r||s, each big-endian and left-padded to `width` bytes.

@@ -23,4 +23,17 @@ enum BenchJobs {
     static func job(_ index: Int) -> String {
         "{\"id\":\"b\(index)\",\"token\":\"\(token(index))\",\"topic\":\"\(topic)\",\"payload\":\(payload(index))}"
     }
+
+    /// An FCM registration token per index, in the shape Google issues (base64url text, colon, APA91b...).
+    static func fcmToken(_ index: Int) -> String { "bench\(index)-dGVzdC10b2tlbg:APA91bHeraldBenchmarkToken\(index)" }
+
+    /// The FCM message of the same notification: the same text, its order as a data string.
+    static func fcmMessage(_ index: Int) -> String {
+        "{\"token\":\"\(fcmToken(index))\",\"notification\":{\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\"},\"data\":{\"order\":\"\(index)\"},\"android\":{\"priority\":\"HIGH\"}}"
+    }
+
+    /// One FCM job line.
+    static func fcmJob(_ index: Int) -> String {
+        "{\"id\":\"b\(index)\",\"platform\":\"fcm\",\"message\":\(fcmMessage(index))}"
+    }
 }

@@ -14,6 +14,7 @@ enum FillCommand {
             .value("count", "n", "How many jobs (default 0)."),
             .value("first", "i", "Index of the first job (default 0)."),
             .value("rate", "per-second", "Pace the pushes at this rate (default 0: as fast as Redis takes them)."),
+            .value("platform", "apns|fcm", "Job kind (default apns)."),
         ],
         run: run)
 
@@ -23,6 +24,7 @@ enum FillCommand {
         let count = try flags.int("count", default: 0)
         let first = try flags.int("first", default: 0)
         let rate = try flags.double("rate", default: 0)
+        let fcm = flags.value("platform") == "fcm"
         let redis = try BlockingRedis(url: url)
         defer { redis.close() }
         let key = Array(queue.utf8)
@@ -33,7 +35,7 @@ enum FillCommand {
         func command(_ n: Int) -> [[UInt8]] {
             var args: [[UInt8]] = [Array("LPUSH".utf8), key]
             args.reserveCapacity(n + 2)
-            for i in 0..<n { args.append(Array(BenchJobs.job(first + pushed + i).utf8)) }
+            for i in 0..<n { args.append(Array((fcm ? BenchJobs.fcmJob(first + pushed + i) : BenchJobs.job(first + pushed + i)).utf8)) }
             pushed += n
             return args
         }

@@ -52,8 +52,18 @@ enum SendBenchCommand {
             let client = try APNsClient(loop: loop, host: host, port: port, tls: tls, tokenCache: tokenCache,
                                         connections: connections, requestTimeoutMilliseconds: 30_000,
                                         maxQueued: max(20_000, concurrency))
-            return LoopBound(SendRun(notifications: notifications, client: client, done: done), loop: loop)
+            let send: SendRun.Send = { index, completion in
+                client.send(notifications[index % notifications.count]) { completion($0.result) }
+            }
+            return LoopBound(SendRun(send: send, close: { client.close(graceful: false) }, done: done), loop: loop)
         }
+        try timePhases(loop: loop, run: run, done: done, warmup: warmup, count: count, concurrency: concurrency, connections: connections,
+                       timeout: timeout)
+    }
+
+    /// Runs the warm-up, then the timed phase, and prints the timed phase's figures.
+    static func timePhases(loop: EventLoop, run: LoopBound<SendRun>, done: DispatchSemaphore, warmup: Int, count: Int, concurrency: Int,
+                           connections: Int, timeout: Double) throws {
         for (phase, total) in [("warmup", warmup), ("timed", count)] where total > 0 {
             let started = monotonicNanos()
             let cpuBefore = cpuSeconds()
@@ -72,7 +82,7 @@ enum SendBenchCommand {
                 "concurrency": concurrency, "connections": connections,
             ])
         }
-        try loop.submit { run.value.client.close(graceful: false) }
+        try loop.submit { run.value.close() }
     }
 
     /// User + system CPU of this process so far.
@@ -84,9 +94,11 @@ enum SendBenchCommand {
 }
 
 /// One phase of sends, made and touched on the loop's thread only (`done` is the hand-off to main).
-private final class SendRun {
-    let notifications: [PushNotification]
-    let client: APNsClient
+final class SendRun {
+    /// Sends request `index`; false when the client pushed back.
+    typealias Send = (_ index: Int, _ completion: @escaping (DeliveryResult) -> Void) -> Bool
+    let send: Send
+    let close: () -> Void
     let done: DispatchSemaphore
     private var total = 0
     private var started = 0
@@ -95,9 +107,9 @@ private final class SendRun {
     private var failed = 0
     private var statuses: [String: Int] = [:]
 
-    init(notifications: [PushNotification], client: APNsClient, done: DispatchSemaphore) {
-        self.notifications = notifications
-        self.client = client
+    init(send: @escaping Send, close: @escaping () -> Void, done: DispatchSemaphore) {
+        self.send = send
+        self.close = close
         self.done = done
     }
 
@@ -113,12 +125,15 @@ private final class SendRun {
 
     private func next() {
         guard started < total else { return }
-        let notification = notifications[started % notifications.count]
+        let index = started
         started += 1
-        let accepted = client.send(notification) { [self] outcome in
+        let accepted = send(index) { [self] result in
             answered += 1
-            switch outcome.result {
+            switch result {
             case .response(let response):
+                statuses[String(response.status), default: 0] += 1
+                if response.status == 200 { ok += 1 } else { failed += 1 }
+            case .fcm(let response):
                 statuses[String(response.status), default: 0] += 1
                 if response.status == 200 { ok += 1 } else { failed += 1 }
             case .transport(let failure):

@@ -5,8 +5,8 @@ import Foundation
 /// one JSON object on stdout.
 let bench = CommandGroup(
     program: "herald-bench", abstract: "Benchmark helpers for scripts/bench (not part of the shipped tool).",
-    commands: [SampleCommand.command, FillCommand.command, ResultsCommand.command, SendBenchCommand.command, QueueBenchCommand.command,
-               MulticastCommand.command, FairShareCommand.command])
+    commands: [SampleCommand.command, FillCommand.command, ResultsCommand.command, SendBenchCommand.command, FCMSendBenchCommand.command,
+               QueueBenchCommand.command, MulticastCommand.command, FairShareCommand.command])
 
 func printJSONLine(_ object: [String: Any]) {
     let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)

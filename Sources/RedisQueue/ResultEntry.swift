@@ -49,6 +49,10 @@ public struct ResultEntry: Sendable, Equatable {
     public var fallbackFrom: String?
     public var latencyMilliseconds: Int?
     public var worker: String
+    /// `apns` or `fcm`, for jobs the worker read (nil on entries made elsewhere).
+    public var platform: String?
+    /// FCM's message name (`projects/<project>/messages/<id>`) of a delivered FCM job.
+    public var fcmName: String?
 
     public init(id: String, outcome: Outcome, status: Int = 0, reason: String? = nil, token: String? = nil,
                 topic: String? = nil, environment: String? = nil, app: String? = nil, apnsID: String? = nil,
@@ -91,6 +95,8 @@ public struct ResultEntry: Sendable, Equatable {
         if let fallbackFrom { out.append(("fallback_from", Self.text(fallbackFrom))) }
         if let latencyMilliseconds { out.append(("latency_ms", String(latencyMilliseconds))) }
         out.append(("worker", Self.text(worker)))
+        if let platform { out.append(("platform", Self.text(platform))) }
+        if let fcmName { out.append(("fcm_name", Self.text(fcmName))) }
         return out
     }
 
@@ -109,6 +115,8 @@ public struct ResultEntry: Sendable, Equatable {
         if invalidSince != nil { n += 1 }
         if fallbackFrom != nil { n += 1 }
         if latencyMilliseconds != nil { n += 1 }
+        if platform != nil { n += 1 }
+        if fcmName != nil { n += 1 }
         return n
     }
 
@@ -131,6 +139,8 @@ public struct ResultEntry: Sendable, Equatable {
         if let fallbackFrom { args.append("fallback_from"); args.append(Self.text(fallbackFrom)) }
         if let latencyMilliseconds { args.append("latency_ms"); args.append(latencyMilliseconds) }
         args.append("worker"); args.append(Self.text(worker))
+        if let platform { args.append("platform"); args.append(Self.text(platform)) }
+        if let fcmName { args.append("fcm_name"); args.append(Self.text(fcmName)) }
     }
 
     /// Reads an entry back from a stream's field map (for tools and tests).
@@ -144,6 +154,8 @@ public struct ResultEntry: Sendable, Equatable {
                   latencyMilliseconds: map["latency_ms"].flatMap { Int($0) }, worker: worker)
         fallbackFrom = map["fallback_from"]
         channel = map["channel"]
+        platform = map["platform"]
+        fcmName = map["fcm_name"]
     }
 
     public static func == (a: ResultEntry, b: ResultEntry) -> Bool { a.fields.elementsEqual(b.fields, by: ==) }
@@ -156,20 +168,32 @@ public struct DroppedToken: Sendable, Equatable {
     public var environment: String
     public var reason: String
     public var invalidSince: Int64?
+    /// `apns` or `fcm` (nil on entries made elsewhere).
+    public var platform: String?
+    /// The app whose credential the token was dropped for: for FCM its project (SENDER_ID_MISMATCH drops a
+    /// token for one project only).
+    public var app: String?
 
-    public init(token: String, topic: String, environment: String, reason: String, invalidSince: Int64? = nil) {
+    public init(token: String, topic: String, environment: String, reason: String, invalidSince: Int64? = nil,
+                platform: String? = nil, app: String? = nil) {
         self.token = token
         self.topic = topic
         self.environment = environment
         self.reason = reason
         self.invalidSince = invalidSince
+        self.platform = platform
+        self.app = app
     }
 
-    /// Capped like `ResultEntry`'s fields.
+    /// Capped like `ResultEntry`'s fields; FCM tokens have no environment, and usually no topic.
     var fields: [(String, String)] {
-        var out = [("token", ResultEntry.text(token)), ("topic", ResultEntry.text(topic)),
-                   ("environment", ResultEntry.text(environment)), ("reason", ResultEntry.reason(reason))]
+        var out = [("token", ResultEntry.text(token))]
+        if !topic.isEmpty || platform != "fcm" { out.append(("topic", ResultEntry.text(topic))) }
+        if !environment.isEmpty || platform != "fcm" { out.append(("environment", ResultEntry.text(environment))) }
+        out.append(("reason", ResultEntry.reason(reason)))
         if let invalidSince { out.append(("invalid_since", String(invalidSince))) }
+        if let platform { out.append(("platform", ResultEntry.text(platform))) }
+        if let app { out.append(("app", ResultEntry.text(app))) }
         return out
     }
 }

@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import HTTP2
+import Reactor
 
 /// An app's loaded credential: the token cache (token auth) or the client-certificate TLS settings
 /// (certificate auth). Loading reads the key files, so `herald check-config` and the worker fail the same way.
@@ -8,10 +9,19 @@ public struct AppCredentials: Sendable {
     public let app: Configuration.AppSettings
     public let tokenCache: ProviderTokenCache?
     public let tls: TLSConfiguration
+    /// An FCM app's service account (its RSA key parsed and proven by signing one assertion).
+    public var serviceAccount: ServiceAccount? = nil
 
     public static func load(_ app: Configuration.AppSettings, apns: Configuration.APNsSettings) throws -> AppCredentials {
         var tls = TLSConfiguration(caFile: apns.caFile)
         var cache: ProviderTokenCache? = nil
+        if let fcm = app.fcm {
+            let account = try ServiceAccount.load(file: fcm.serviceAccountFile)
+            _ = try OAuthAssertion.sign(account, issuedAt: wallClockMillis() / 1000)
+            var credentials = AppCredentials(app: app, tokenCache: nil, tls: tls)
+            credentials.serviceAccount = account
+            return credentials
+        }
         if let token = app.token {
             let key = try SigningKey(p8File: token.keyFile)
             cache = try ProviderTokenCache(
@@ -35,6 +45,7 @@ public struct AppCredentials: Sendable {
     public static func warnings(_ app: Configuration.AppSettings) -> [String] {
         var files: [String] = []
         if let token = app.token { files.append(token.keyFile) }
+        if let fcm = app.fcm { files.append(fcm.serviceAccountFile) }
         if let certificate = app.certificate { files += [certificate.pemFile, certificate.keyFile, certificate.pkcs12File].compactMap { $0 } }
         var warnings: [String] = []
         for file in files {
@@ -60,7 +71,7 @@ public struct AppDirectory: Sendable {
         var bundles: [String: Int] = [:]
         for (index, app) in apps.enumerated() {
             names[app.name] = index
-            bundles[app.bundleID] = bundles[app.bundleID] ?? index
+            if app.platform == .apns { bundles[app.bundleID] = bundles[app.bundleID] ?? index }
         }
         byName = names
         byBundle = bundles
@@ -70,9 +81,12 @@ public struct AppDirectory: Sendable {
         case unknownApp(String)
         case unknownTopic(String)
         case ambiguous
+        case noAppFor(Platform)
 
         public var description: String {
             switch self {
+            case .noAppFor(let platform): "no \(platform == .fcm ? "FCM" : "APNs") app is configured for this job"
+
             case .unknownApp(let name): "unknown app '\(name)'"
             case .unknownTopic(let topic): "no configured app has a bundle ID matching topic '\(topic)'"
             case .ambiguous: "the job names neither app nor topic and several apps are configured"
@@ -80,21 +94,23 @@ public struct AppDirectory: Sendable {
         }
     }
 
-    public func index(app: String?, topic: String?) throws(LookupError) -> Int {
+    /// A job that names no app and (APNs) no topic goes to the only app of its platform.
+    public func index(app: String?, topic: String?, platform: Platform = .apns) throws(LookupError) -> Int {
         if let app {
             guard let index = byName[app] else { throw .unknownApp(app) }
             return index
         }
-        if let topic {
+        if let topic, platform == .apns {
             if let index = byBundle[topic] { return index }
             var best: (Int, Int)? = nil
-            for (index, app) in apps.enumerated() where topic.hasPrefix(app.bundleID + ".") {
+            for (index, app) in apps.enumerated() where app.platform == .apns && topic.hasPrefix(app.bundleID + ".") {
                 if best == nil || app.bundleID.count > best!.1 { best = (index, app.bundleID.count) }
             }
             if let best { return best.0 }
             throw .unknownTopic(topic)
         }
-        guard apps.count == 1 else { throw .ambiguous }
-        return 0
+        let candidates = apps.indices.filter { apps[$0].platform == platform }
+        guard candidates.count == 1 else { throw candidates.isEmpty ? .noAppFor(platform) : .ambiguous }
+        return candidates[0]
     }
 }

@@ -7,6 +7,7 @@ import Foundation
 public struct Configuration: Sendable {
     public var redis = RedisSettings()
     public var apns = APNsSettings()
+    public var fcm = FCMSettings()
     public var apps: [AppSettings] = []
     public var retry = RetrySettings()
     /// Per-queue retry policies (`retry.queues`): queue key -> the global `retry` with that queue's overrides.
@@ -80,6 +81,24 @@ public struct Configuration: Sendable {
         public var maxQueuedPerPool = 20000
     }
 
+    /// FCM HTTP v1: where messages and token requests go (tests point `url` at the simulator; each service
+    /// account's `token_uri` names its token endpoint) and how the connections to it behave.
+    public struct FCMSettings: Sendable, Equatable {
+        public init() {}
+        public var url = "https://fcm.googleapis.com:443"
+        /// HTTP/2 connections per project.
+        public var connectionsPerPool = 2
+        public var requestTimeoutMs = 15000
+        public var connectTimeoutMs = 10000
+        /// The whole token exchange (connect, TLS, answer), done with libcurl off the event loop.
+        public var tokenTimeoutMs = 10000
+        /// CA bundle for both the FCM host and the token endpoint; nil uses the system's.
+        public var caFile: String? = nil
+        /// An HTTP CONNECT proxy for both, `http://host:port`.
+        public var proxy: String? = nil
+        public var maxQueuedPerPool = 20000
+    }
+
     /// One app: a bundle ID and how it authenticates. Each distinct credential gets its own connections.
     public struct AppSettings: Sendable, Equatable {
         public var name: String
@@ -91,12 +110,24 @@ public struct Configuration: Sendable {
         public var environmentFallback = false
         public var token: TokenAuth? = nil
         public var certificate: CertificateAuth? = nil
+        /// An app of kind FCM: its service account; it takes FCM jobs only, and needs no bundle ID.
+        public var fcm: FCMAuth? = nil
 
-        public init(name: String, bundleID: String, token: TokenAuth? = nil, certificate: CertificateAuth? = nil) {
+        public init(name: String, bundleID: String, token: TokenAuth? = nil, certificate: CertificateAuth? = nil, fcm: FCMAuth? = nil) {
             self.name = name
             self.bundleID = bundleID
             self.token = token
             self.certificate = certificate
+            self.fcm = fcm
+        }
+
+        /// The service the app's jobs go to.
+        public var platform: Platform { fcm == nil ? .apns : .fcm }
+
+        public struct FCMAuth: Sendable, Equatable {
+            /// The service account's JSON key file (`project_id`, `client_email`, `private_key`, `token_uri`).
+            public var serviceAccountFile: String
+            public init(serviceAccountFile: String) { self.serviceAccountFile = serviceAccountFile }
         }
 
         public struct TokenAuth: Sendable, Equatable {

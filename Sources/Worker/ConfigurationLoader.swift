@@ -10,6 +10,7 @@ public enum ConfigurationLoader {
         "HERALD_REDIS_URL", "HERALD_REDIS_PREFIX", "HERALD_QUEUES", "HERALD_MAX_IN_FLIGHT", "HERALD_LOG_LEVEL",
         "HERALD_WORKER_ID", "HERALD_APNS_PRODUCTION_URL", "HERALD_APNS_SANDBOX_URL", "HERALD_APNS_CA_FILE",
         "HERALD_APNS_CONNECTIONS", "HERALD_APNS_PROXY", "HERALD_APNS_CHANNELS_PRODUCTION_URL", "HERALD_APNS_CHANNELS_SANDBOX_URL",
+        "HERALD_FCM_URL", "HERALD_FCM_CA_FILE", "HERALD_FCM_PROXY",
         "HERALD_METRICS_LISTEN",
     ]
 
@@ -70,6 +71,9 @@ public enum ConfigurationLoader {
         if let v = env["HERALD_APNS_CHANNELS_SANDBOX_URL"], !v.isEmpty { c.apns.channelsSandboxURL = v }
         if let v = env["HERALD_APNS_CA_FILE"], !v.isEmpty { c.apns.caFile = v }
         if let v = env["HERALD_APNS_PROXY"], !v.isEmpty { c.apns.proxy = v }
+        if let v = env["HERALD_FCM_URL"], !v.isEmpty { c.fcm.url = v }
+        if let v = env["HERALD_FCM_CA_FILE"], !v.isEmpty { c.fcm.caFile = v }
+        if let v = env["HERALD_FCM_PROXY"], !v.isEmpty { c.fcm.proxy = v }
         // Set but empty turns the listener off.
         if let v = env["HERALD_METRICS_LISTEN"] { c.metrics.listen = v }
         if let v = env["HERALD_APNS_CONNECTIONS"], !v.isEmpty {
@@ -124,6 +128,12 @@ public enum ConfigurationLoader {
                             ("apns.channels_sandbox_url", c.apns.channelsSandboxURL)] {
             if APNsURL(url) == nil { problems.append("\(name) must look like https://host[:port], got '\(url)'") }
         }
+        if APNsURL(c.fcm.url) == nil { problems.append("fcm.url must look like https://host[:port], got '\(c.fcm.url)'") }
+        if c.fcm.connectionsPerPool < 1 || c.fcm.connectionsPerPool > 64 { problems.append("fcm.connections_per_pool must be 1...64") }
+        if c.fcm.requestTimeoutMs < 100 { problems.append("fcm.request_timeout_ms must be at least 100") }
+        if c.fcm.connectTimeoutMs < 100 { problems.append("fcm.connect_timeout_ms must be at least 100") }
+        if c.fcm.tokenTimeoutMs < 100 { problems.append("fcm.token_timeout_ms must be at least 100") }
+        if c.fcm.maxQueuedPerPool < 1 { problems.append("fcm.max_queued_per_pool must be at least 1") }
         if c.apns.connectionsPerPool < 1 || c.apns.connectionsPerPool > 64 { problems.append("apns.connections_per_pool must be 1...64") }
         if c.apns.requestTimeoutMs < 100 { problems.append("apns.request_timeout_ms must be at least 100") }
         if c.worker.maxInFlight < 1 { problems.append("worker.max_in_flight must be at least 1") }
@@ -138,6 +148,14 @@ public enum ConfigurationLoader {
             let label = app.name.isEmpty ? "apps[\(index)]" : "app '\(app.name)'"
             if app.name.isEmpty { problems.append("\(label): name is required") }
             if !seen.insert(app.name).inserted { problems.append("\(label): the name is used twice") }
+            if let fcm = app.fcm {
+                if app.token != nil || app.certificate != nil {
+                    problems.append("\(label): an FCM app (\"fcm\") takes no APNs \"token\" or \"certificate\"; make a second app for APNs")
+                }
+                if fcm.serviceAccountFile.isEmpty { problems.append("\(label): fcm.service_account_file is required") }
+                if app.environmentFallback { problems.append("\(label): environment_fallback is for APNs apps") }
+                continue
+            }
             if app.bundleID.isEmpty { problems.append("\(label): bundle_id is required") }
             for environment in app.environments where environment != "production" && environment != "sandbox" {
                 problems.append("\(label): environment '\(environment)' is not production or sandbox")
@@ -149,7 +167,7 @@ public enum ConfigurationLoader {
                 problems.append("\(label): default_environment '\(app.defaultEnvironment)' is not among its environments")
             }
             switch (app.token, app.certificate) {
-            case (nil, nil): problems.append("\(label): needs \"token\" (team_id, key_id, key_file) or \"certificate\" credentials")
+            case (nil, nil): problems.append("\(label): needs \"token\" (team_id, key_id, key_file), \"certificate\" or \"fcm\" (service_account_file) credentials")
             case (.some, .some): problems.append("\(label): give either \"token\" or \"certificate\", not both")
             case (let token?, nil):
                 if token.teamID.count != 10 { problems.append("\(label): token.team_id must be 10 characters") }
@@ -184,7 +202,7 @@ private struct Reader {
     var problems: [String]
 
     mutating func apply(_ root: [String: Any], to c: inout Configuration) {
-        check(root, known: ["redis", "apns", "apps", "retry", "worker", "metrics"], at: "")
+        check(root, known: ["redis", "apns", "fcm", "apps", "retry", "worker", "metrics"], at: "")
         if let redis = object(root["redis"], "redis") {
             check(redis, known: ["url", "prefix", "queues", "connect_timeout_ms", "command_timeout_ms", "queue_mode", "queue_weights"], at: "redis.")
             string(redis, "url", "redis.", &c.redis.url)
@@ -223,6 +241,18 @@ private struct Reader {
             optionalString(apns, "ca_file", "apns.", &c.apns.caFile)
             optionalString(apns, "proxy", "apns.", &c.apns.proxy)
             int(apns, "max_queued_per_pool", "apns.", &c.apns.maxQueuedPerPool)
+        }
+        if let fcm = object(root["fcm"], "fcm") {
+            check(fcm, known: ["url", "connections_per_pool", "request_timeout_ms", "connect_timeout_ms", "token_timeout_ms", "ca_file",
+                               "proxy", "max_queued_per_pool"], at: "fcm.")
+            string(fcm, "url", "fcm.", &c.fcm.url)
+            int(fcm, "connections_per_pool", "fcm.", &c.fcm.connectionsPerPool)
+            int(fcm, "request_timeout_ms", "fcm.", &c.fcm.requestTimeoutMs)
+            int(fcm, "connect_timeout_ms", "fcm.", &c.fcm.connectTimeoutMs)
+            int(fcm, "token_timeout_ms", "fcm.", &c.fcm.tokenTimeoutMs)
+            optionalString(fcm, "ca_file", "fcm.", &c.fcm.caFile)
+            optionalString(fcm, "proxy", "fcm.", &c.fcm.proxy)
+            int(fcm, "max_queued_per_pool", "fcm.", &c.fcm.maxQueuedPerPool)
         }
         if let apps = root["apps"] {
             guard let list = apps as? [Any] else { problems.append("apps must be a list"); return }
@@ -298,7 +328,7 @@ private struct Reader {
 
     mutating func readApp(_ app: [String: Any], index: Int) -> Configuration.AppSettings {
         let at = "apps[\(index)]."
-        check(app, known: ["name", "bundle_id", "environments", "default_environment", "environment_fallback", "token", "certificate"], at: at)
+        check(app, known: ["name", "bundle_id", "environments", "default_environment", "environment_fallback", "token", "certificate", "fcm"], at: at)
         var settings = Configuration.AppSettings(name: "", bundleID: "")
         string(app, "name", at, &settings.name)
         string(app, "bundle_id", at, &settings.bundleID)
@@ -324,6 +354,12 @@ private struct Reader {
             optionalString(cert, "password", at + "certificate.", &auth.password)
             optionalString(cert, "password_env", at + "certificate.", &auth.passwordEnv)
             settings.certificate = auth
+        }
+        if let fcm = object(app["fcm"], at + "fcm") {
+            check(fcm, known: ["service_account_file"], at: at + "fcm.")
+            var auth = Configuration.AppSettings.FCMAuth(serviceAccountFile: "")
+            string(fcm, "service_account_file", at + "fcm.", &auth.serviceAccountFile)
+            settings.fcm = auth
         }
         return settings
     }

@@ -24,6 +24,8 @@ public struct PipelineCounters: Sendable, Equatable {
     public var fannedOut = 0
     /// Copies of a job id already sent within the idempotency window (not sent again).
     public var duplicates = 0
+    /// FCM projects held back after a 429 (each pause once).
+    public var throttlePauses = 0
 
     public init() {}
 
@@ -48,6 +50,7 @@ public struct PipelineCounters: Sendable, Equatable {
         c.multicast += b.multicast
         c.fannedOut += b.fannedOut
         c.duplicates += b.duplicates
+        c.throttlePauses += b.throttlePauses
         return c
     }
 
@@ -57,6 +60,6 @@ public struct PipelineCounters: Sendable, Equatable {
          "failed": .int(failed), "rejected": .int(rejected), "resent": .int(resent), "leases_lost": .int(leasesLost),
          "outage_pauses": .int(outagePauses), "scheduled": .int(scheduled),
          "forgotten": .int(forgotten), "fallbacks": .int(fallbacks), "multicast": .int(multicast), "fanned_out": .int(fannedOut),
-         "duplicates": .int(duplicates)]
+         "duplicates": .int(duplicates), "throttle_pauses": .int(throttlePauses)]
     }
 }

@@ -4,7 +4,8 @@ import Foundation
 import RedisQueue
 import Worker
 
-/// `herald check-config`: loads everything a worker would, signs a test token per app, reports every problem.
+/// `herald check-config`: loads everything a worker would, signs a test token (APNs) or OAuth assertion (FCM)
+/// per app, reports every problem.
 enum CheckConfigCommand {
     static let command = Command(
         name: "check-config", abstract: "Load the configuration and credentials and report every problem at once.",
@@ -30,7 +31,12 @@ enum CheckConfigCommand {
                 do {
                     let credentials = try AppCredentials.load(app, apns: configuration.apns)
                     if let cache = credentials.tokenCache { _ = try cache.token() }
-                    print("ok   app '\(app.name)' (\(app.bundleID)): " + (app.token != nil ? "signed a test token with key \(app.token!.keyID)" : "client certificate loaded"))
+                    if let account = credentials.serviceAccount {
+                        // Loading signed an RS256 assertion with the key; the key itself is never printed.
+                        print("ok   app '\(app.name)' (fcm, project \(account.projectID)): signed a test assertion as \(account.clientEmail)")
+                    } else {
+                        print("ok   app '\(app.name)' (\(app.bundleID)): " + (app.token != nil ? "signed a test token with key \(app.token!.keyID)" : "client certificate loaded"))
+                    }
                 } catch {
                     problems.append("app '\(app.name)': \(error)")
                 }

@@ -4,9 +4,10 @@ import Glibc
 import MockAPNs
 import RedisQueue
 
-/// `herald demo`: the whole product on one machine in a minute. Starts a private redis-server, the APNs
-/// simulator with a generated key and scripted device fates, and a real worker process; pushes sample jobs
-/// of mixed fate; shows progress; prints a summary; stops everything it started.
+/// `herald demo`: the whole product on one machine in a minute. Starts a private redis-server, the APNs and
+/// FCM simulators with a generated key and service account and scripted device fates, and a real worker
+/// process; pushes sample APNs and FCM jobs of mixed fate; shows progress; prints a summary; stops everything
+/// it started.
 enum DemoCommand {
     static let command = Command(
         name: "demo", abstract: "Run the demo: local Redis, the simulator, a worker and sample jobs, then a summary.",
@@ -25,6 +26,7 @@ enum DemoCommand {
         let prefix: String
         let share: Double
         let expected: String
+        var platform = "apns"
     }
 
     static let fates: [Fate] = [
@@ -34,6 +36,11 @@ enum DemoCommand {
         Fate(name: "throttled (429), then delivered", prefix: "77", share: 0.04, expected: "delivered"),
         Fate(name: "server error (500), retried, delivered", prefix: "e5", share: 0.04, expected: "delivered"),
         Fate(name: "malformed job", prefix: "", share: 0.01, expected: "rejected"),
+        Fate(name: "FCM delivered", prefix: "fcm-ok", share: 0.25, expected: "delivered", platform: "fcm"),
+        Fate(name: "FCM unregistered (404 UNREGISTERED)", prefix: "fcm-gone", share: 0.03, expected: "token_dropped", platform: "fcm"),
+        Fate(name: "FCM token of another project (403 SENDER_ID_MISMATCH)", prefix: "fcm-other", share: 0.01, expected: "token_dropped",
+             platform: "fcm"),
+        Fate(name: "FCM unavailable (503), retried, delivered", prefix: "fcm-busy", share: 0.03, expected: "delivered", platform: "fcm"),
     ]
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
@@ -50,9 +57,11 @@ enum DemoCommand {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var started: [DemoProcess] = []
         var server: MockAPNsServer? = nil
+        var fcmServer: MockFCMServer? = nil
         defer {
             for process in started.reversed() { process.stop(grace: 10) }
             server?.stop()
+            fcmServer?.stop()
             try? FileManager.default.removeItem(atPath: directory)
         }
 
@@ -82,6 +91,18 @@ enum DemoCommand {
         ])
         let simulator = try MockAPNsServer(configuration: mock)
         server = simulator
+        step("starting the FCM simulator")
+        var fcmMock = MockFCMConfiguration()
+        fcmMock.tls = mock.tls
+        fcmMock.projectID = "herald-demo"
+        fcmMock.serviceAccountDirectory = directory + "/keys"
+        fcmMock.faults = MockFCMFaultScript(seed: 7, latencyMs: MockLatency(min: 1, max: 4), rules: [
+            MockFCMRule(fate: .unregistered, tokenPrefix: "fcm-gone"),
+            MockFCMRule(fate: .senderIdMismatch, tokenPrefix: "fcm-other"),
+            MockFCMRule(fate: .failFirst, tokenPrefix: "fcm-busy", status: 503, errorCode: "UNAVAILABLE", count: 1),
+        ])
+        let fcmSimulator = try MockFCMServer(configuration: fcmMock)
+        fcmServer = fcmSimulator
 
         // 3. The worker's configuration
         let configPath = directory + "/herald.json"
@@ -90,8 +111,10 @@ enum DemoCommand {
             "redis": ["url": redisURL],
             "apns": ["production_url": "https://127.0.0.1:\(simulator.port)", "sandbox_url": "https://127.0.0.1:\(simulator.port)",
                      "ca_file": mock.tls!.caFile ?? ""],
+            "fcm": ["url": fcmSimulator.baseURL, "ca_file": fcmSimulator.caFile ?? ""],
             "apps": [["name": "demo", "bundle_id": "com.example.demo",
-                      "token": ["team_id": "DEMOTEAM12", "key_id": "DEMOKEY123", "key_file": key.privateKeyFile ?? ""]]],
+                      "token": ["team_id": "DEMOTEAM12", "key_id": "DEMOKEY123", "key_file": key.privateKeyFile ?? ""]],
+                     ["name": "demo-android", "fcm": ["service_account_file": fcmSimulator.serviceAccountFile]]],
             "retry": ["server_error_base_seconds": 1, "throttle_base_seconds": 1, "jitter_fraction": 0.2],
             "worker": ["lease_seconds": 10, "log_level": "warning"],
             "metrics": ["listen": "127.0.0.1:\(metricsPort)"],
@@ -149,9 +172,10 @@ enum DemoCommand {
 
         // 7. Summary
         let simulatorStats = simulator.stats()
+        let fcmStats = fcmSimulator.stats()
         print(summary(tally: tally, expected: expected, jobCount: jobCount, elapsed: elapsed,
                       firstPass: firstPassAt.map { $0.timeIntervalSince(startedAt) }, accepted: simulatorStats.accepted,
-                      requests: simulatorStats.requests, redisURL: redisURL))
+                      requests: simulatorStats.requests, fcm: (fcmStats.requests, fcmStats.accepted, fcmStats.tokensIssued), redisURL: redisURL))
         let complete = tally.terminal == jobCount && expected == tally.terminalByOutcome
         if args.flag("keep-running") {
             print("\nStill running (Ctrl-C to stop):\n  herald tail --redis \(redisURL)\n  herald stats --redis \(redisURL)")
@@ -195,6 +219,8 @@ enum DemoCommand {
                     let malformed = ["this is not JSON \(i)", "{\"token\":\"not-hex-\(i)\",\"payload\":{\"aps\":{}}}",
                                      "{\"token\":\"00aa\(String(format: "%04x", i))\",\"payload\":\"a string, not an object\"}"]
                     jobs.append(Array(malformed[i % 3].utf8))
+                } else if fate.platform == "fcm" {
+                    jobs.append(fcmJob(token: "\(fate.prefix)-\(assigned + i):APA91bDemo", index: assigned + i))
                 } else {
                     jobs.append(job(token: token(prefix: fate.prefix, index: assigned + i), index: assigned + i))
                 }
@@ -221,6 +247,11 @@ enum DemoCommand {
         Array("{\"id\":\"demo-\(index)\",\"token\":\"\(token)\",\"payload\":{\"aps\":{\"alert\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"sound\":\"default\"},\"order\":\(index)}}".utf8)
     }
 
+    /// An FCM job: the FCM v1 message object, sent to Google as written.
+    private static func fcmJob(token: String, index: Int) -> [UInt8] {
+        Array("{\"id\":\"demo-\(index)\",\"platform\":\"fcm\",\"message\":{\"token\":\"\(token)\",\"notification\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"data\":{\"order\":\"\(index)\"},\"android\":{\"priority\":\"HIGH\"}}}".utf8)
+    }
+
     private static func progressBar(done: Int, total: Int, tally: Tally) -> String {
         let width = 30
         let filled = total == 0 ? width : min(width, done * width / total)
@@ -229,7 +260,7 @@ enum DemoCommand {
     }
 
     private static func summary(tally: Tally, expected: [String: Int], jobCount: Int, elapsed: Double, firstPass: Double?,
-                                accepted: Int, requests: Int, redisURL: String) -> String {
+                                accepted: Int, requests: Int, fcm: (requests: Int, accepted: Int, tokens: Int), redisURL: String) -> String {
         var lines = ["", "Herald demo: \(jobCount) jobs", ""]
         lines.append("outcome".padding(toLength: 16, withPad: " ", startingAt: 0) + "expected".leftPad(10) + "got".leftPad(10))
         for outcome in ["delivered", "token_dropped", "failed", "rejected"] {
@@ -246,7 +277,8 @@ enum DemoCommand {
         }
         lines.append(String(format: "every job finished:        %.2f s (includes the 1 s demo retry delays)", elapsed))
         lines.append("claim-to-result latency:    p50 \(tally.percentile(0.5)) ms, p99 \(tally.percentile(0.99)) ms")
-        lines.append("simulator:                  \(requests) requests, \(accepted) accepted")
+        lines.append("APNs simulator:             \(requests) requests, \(accepted) accepted")
+        lines.append("FCM simulator:              \(fcm.requests) requests, \(fcm.accepted) accepted, \(fcm.tokens) access token\(fcm.tokens == 1 ? "" : "s") issued")
         lines.append("")
         let herald = currentExecutable()
         lines.append("Where to look next (herald is \(herald)):")

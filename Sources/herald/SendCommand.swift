@@ -9,7 +9,7 @@ import Worker
 /// `herald send`: one notification from flags, straight to APNs (or any host:port), result as JSON.
 enum SendCommand {
     static let command = Command(
-        name: "send", abstract: "Send one notification now and print APNs's answer as JSON.",
+        name: "send", abstract: "Send one notification now (APNs, or FCM with --platform fcm) and print the answer as JSON.",
         discussion: """
         Credentials come from --config (with --app, or the app matching --topic) or inline from --key-file,
         --key-id and --team-id (or --cert/--cert-key/--p12 for certificate auth). The payload comes from
@@ -17,6 +17,11 @@ enum SendCommand {
         refused locally (with the reason APNs would give), 64 on usage errors.
         Example: herald send --key-file AuthKey_ABC123DEFG.p8 --key-id ABC123DEFG --team-id TEAM123456 \\
                    --topic com.example.app --token <hex> --environment sandbox --payload '{"aps":{"alert":"hi"}}'
+        FCM: --platform fcm with --service-account FILE (or --config and an FCM --app) and --message, the FCM v1
+        message object (or standard input); --url and --ca-file point it at another host (the simulator). Exits
+        0 when FCM answered 200 (the message name is printed), 1 otherwise, 65 when refused locally.
+        Example: herald send --platform fcm --service-account sa.json \\
+                   --message '{"token":"<fcm token>","notification":{"title":"hi","body":"there"}}'
         """,
         options: [
             .value("config", "file", "Configuration file with the app's credentials."),
@@ -39,10 +44,19 @@ enum SendCommand {
             .value("url", "https://host:port", "Send here instead of Apple's host for the environment."),
             .value("ca-file", "pem", "Extra trusted CA (e.g. the simulator's)."),
             .value("timeout", "ms", "Request timeout (default 15000)."),
+            .value("platform", "apns|fcm", "apns (default), or fcm (also implied by --message or --service-account)."),
+            .value("service-account", "json", "FCM: the service account's JSON key file."),
+            .value("message", "json", "FCM: the v1 message object (default: read standard input)."),
         ],
         run: run)
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
+        switch args.value("platform") {
+        case "fcm"?: return try SendFCM.run(args)
+        case nil where args.value("message") != nil || args.value("service-account") != nil: return try SendFCM.run(args)
+        case "apns"?, nil: break
+        case let other?: throw UsageError("--platform must be apns or fcm, got '\(other)'")
+        }
         guard let tokenHex = args.value("token") else { throw UsageError("missing --token") }
         let environment: APNsEnvironment
         if let raw = args.value("environment") {
@@ -131,6 +145,9 @@ enum SendCommand {
             if let timestamp = response.timestamp { object["timestamp"] = timestamp }
             printJSON(object)
             return response.status == 200 ? ExitCode.success : ExitCode.failure
+        case .fcm(let response):
+            printJSON(["outcome": "failed", "status": response.status, "reason": response.reasonName])
+            return ExitCode.failure
         case .transport(let failure):
             printJSON(["outcome": "failed", "status": 0, "reason": "\(failure)"])
             return ExitCode.failure

@@ -38,7 +38,7 @@ final class CoreRig {
                 Configuration.AppSettings(name: "news", bundleID: "com.example.news"), both, single]
     }()
 
-    init(_ adjust: (inout DeliverySettings) -> Void = { _ in }) {
+    init(apps: [Configuration.AppSettings] = CoreRig.apps, _ adjust: (inout DeliverySettings) -> Void = { _ in }) {
         var settings = DeliverySettings(workerID: "w1")
         settings.maxInFlight = 100
         settings.claimBatch = 10
@@ -46,7 +46,7 @@ final class CoreRig {
         settings.retry.jitterFraction = 0
         settings.idPrefix = "t"
         adjust(&settings)
-        core = DeliveryCore(settings: settings, apps: Self.apps, clock: clock, random: { 0.5 })
+        core = DeliveryCore(settings: settings, apps: apps, clock: clock, random: { 0.5 })
     }
 
     /// Takes the core's actions into the lists above, the way the pipeline would run them.

@@ -29,11 +29,13 @@ final class EndToEndWorld: @unchecked Sendable {
     /// Provider keys the simulator accepts, by app name.
     let keys: [String: MockProviderKey]
     let apps: [E2EApp]
+    /// The FCM simulator, when the world has an FCM app ("android", its project the simulator's).
+    let fcm: MockFCMServer?
     private(set) var workers: [String: ChildProcess] = [:]
 
     init(apps: [E2EApp] = [E2EApp(name: "main", bundleID: "com.example.e2e", teamID: "TEAME2E001", keyID: "KEYE2E0001")],
          faults: MockFaultScript = MockFaultScript(), appendOnly: Bool = false, recordAccepted: Bool = true,
-         configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
+         fcmFaults: MockFCMFaultScript? = nil, configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
         guard let herald = heraldExecutable() else {
             throw TestSupportError("the herald executable is not beside the test bundle: run `swift build` (it builds .build/debug/herald) before the tests")
         }
@@ -57,6 +59,16 @@ final class EndToEndWorld: @unchecked Sendable {
         configuration.recordAccepted = recordAccepted
         configure(&configuration)
         simulator = try MockAPNsServer(configuration: configuration)
+        if let fcmFaults {
+            var fcmConfiguration = MockFCMConfiguration()
+            fcmConfiguration.tls = tls
+            fcmConfiguration.serviceAccountDirectory = directory
+            fcmConfiguration.faults = fcmFaults
+            fcmConfiguration.recordAccepted = recordAccepted
+            fcm = try MockFCMServer(configuration: fcmConfiguration)
+        } else {
+            fcm = nil
+        }
     }
 
     deinit { shutdown() }
@@ -73,26 +85,32 @@ final class EndToEndWorld: @unchecked Sendable {
     /// (workers of one test would share the default port).
     func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:],
                      apns: [String: Any] = [:], keyFiles: [String: String] = [:], app appSettings: [String: Any] = [:],
-                     redis: [String: Any] = [:], metricsListen: String = "") throws -> String {
+                     fcmSettings: [String: Any] = [:], serviceAccountFile: String? = nil, redis: [String: Any] = [:],
+                     metricsListen: String = "") throws -> String {
         var workerSettings: [String: Any] = ["lease_seconds": 3, "max_in_flight": 500, "claim_batch": 100,
                                              "shutdown_deadline_seconds": 5, "log_level": "info"]
         workerSettings.merge(worker) { _, new in new }
         var retrySettings: [String: Any] = ["server_error_base_seconds": 1, "throttle_base_seconds": 1, "jitter_fraction": 0.2,
                                             "configuration_pause_seconds": 2]
         retrySettings.merge(retry) { _, new in new }
-        let config: [String: Any] = [
+        var appList: [[String: Any]] = apps.map { app -> [String: Any] in
+            ["name": app.name, "bundle_id": app.bundleID,
+             "token": ["team_id": app.teamID, "key_id": app.keyID, "key_file": keyFiles[app.name] ?? keys[app.name]!.privateKeyFile!]]
+                .merging(appSettings) { _, new in new }
+        }
+        var config: [String: Any] = [
             "redis": (["url": redisURL] as [String: Any]).merging(redis) { _, new in new },
             "apns": ["production_url": simulatorURL, "sandbox_url": simulatorURL, "ca_file": tls.caFile ?? ""]
                 .merging(apns) { _, new in new },
-            "apps": apps.map { app -> [String: Any] in
-                ["name": app.name, "bundle_id": app.bundleID,
-                 "token": ["team_id": app.teamID, "key_id": app.keyID, "key_file": keyFiles[app.name] ?? keys[app.name]!.privateKeyFile!]]
-                    .merging(appSettings) { _, new in new }
-            },
             "retry": retrySettings,
             "worker": workerSettings,
             "metrics": ["listen": metricsListen],
         ]
+        if let fcm {
+            appList.append(["name": "android", "fcm": ["service_account_file": serviceAccountFile ?? fcm.serviceAccountFile]])
+            config["fcm"] = ["url": fcm.baseURL, "ca_file": fcm.caFile ?? ""].merging(fcmSettings) { _, new in new }
+        }
+        config["apps"] = appList
         let path = directory + "/\(name).json"
         try JSONSerialization.data(withJSONObject: config, options: [.prettyPrinted, .sortedKeys]).write(to: URL(fileURLWithPath: path))
         return path
@@ -130,6 +148,7 @@ final class EndToEndWorld: @unchecked Sendable {
     func shutdown() {
         for worker in workers.values where worker.isRunning { worker.stop(grace: 10) }
         simulator.stop()
+        fcm?.stop()
         redis.stop()
     }
 
@@ -174,6 +193,11 @@ func deviceToken(prefix: String, index: Int) -> String {
 func jobBytes(id: String, token: String, app: String? = nil, body: String = "hello") -> [UInt8] {
     let appField = app.map { "\"app\":\"\($0)\"," } ?? ""
     return Array("{\"id\":\"\(id)\",\(appField)\"token\":\"\(token)\",\"payload\":{\"aps\":{\"alert\":{\"title\":\"Herald e2e\",\"body\":\"\(body)\"}}}}".utf8)
+}
+
+/// A well-formed FCM job: the FCM v1 message to `token`, with string data.
+func fcmJobBytes(id: String, token: String, body: String = "hello") -> [UInt8] {
+    Array(#"{"id":"\#(id)","platform":"fcm","message":{"token":"\#(token)","notification":{"title":"Herald e2e","body":"\#(body)"},"data":{"job":"\#(id)"},"android":{"priority":"HIGH"}}}"#.utf8)
 }
 
 /// Counts of accepted notifications per token, and the number of extra (duplicate) deliveries.

@@ -124,7 +124,8 @@ import Testing
             #expect(typed.contains(family), "\(name) has no TYPE line")
             #expect(name.hasPrefix("herald_") || name.hasPrefix("process_"))
         }
-        let buckets = lines.filter { $0.hasPrefix("herald_job_latency_seconds_bucket") }.map { Double($0.split(separator: " ").last!)! }
+        // One platform's series (each platform's buckets are cumulative on their own).
+        let buckets = lines.filter { $0.hasPrefix("herald_job_latency_seconds_bucket{platform=\"apns\"") }.map { Double($0.split(separator: " ").last!)! }
         #expect(buckets == buckets.sorted(), "buckets are cumulative")
         #expect(buckets.last == 6)
         #expect(lines.contains("herald_job_latency_seconds_bucket{platform=\"apns\",le=\"0.01\"} 2"))

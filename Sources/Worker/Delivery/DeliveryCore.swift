@@ -444,11 +444,19 @@ public final class DeliveryCore {
         let decision = policy(for: job).decide(outcome.result, attempt: job.attempt, expiration: job.notification.expiration,
                                                nowSeconds: clock.wallMillis / 1000, firstAttemptAtMilliseconds: job.firstAttemptAt)
         var response: APNsResponse? = nil
-        if case .response(let answer) = outcome.result {
-            response = answer
-            job.unprocessedResends = 0
+        var fcm: FCMResponse? = nil
+        if case .response(let answer) = outcome.result { response = answer }
+        if case .fcm(let answer) = outcome.result { fcm = answer }
+        if outcome.result.isAnswer { job.unprocessedResends = 0 }
+        let wasProbe = gate.answered(job, reachedAPNs: outcome.result.isAnswer) { !self.policy.refusesCredential(outcome.result) }
+        // FCM's 429: hold the whole project back for the Retry-After, not just this job.
+        if let milliseconds = policy.slowDownMilliseconds(outcome.result),
+           pause(gate, .throttle, reason: fcm?.reasonName ?? "QUOTA_EXCEEDED", milliseconds: milliseconds) {
+            counters.throttlePauses += 1
+            log(.warning, "fcm quota exceeded; project slowed down, jobs wait in Redis", [
+                "app": .string(job.appName), "pause_ms": .int(Int(milliseconds)), "reason": .string(fcm?.reasonName ?? "HTTP 429"),
+            ])
         }
-        let wasProbe = gate.answered(job, reachedAPNs: response != nil) { !self.policy.refusesCredential(outcome.result) }
         switch decision {
         case .dropToken(_, let reason) where reason == APNsReason.badDeviceToken.rawValue && mayFallBack(job):
             // Apple says BadDeviceToken to a token of the other environment too: try that one once first.
@@ -458,7 +466,7 @@ public final class DeliveryCore {
             job.fallBack()
             dispatch(job)
         case .delivered, .dropToken, .dropChannel, .fail, .retry:
-            finishJob(job, decision, response: response)
+            finishJob(job, decision, response: response, fcm: fcm)
         case .resendNow(let fresh, _):
             counters.resent += 1
             metrics.resend(job.platform, DeliveryMetrics.resendCause(outcome.result))
@@ -480,10 +488,12 @@ public final class DeliveryCore {
             outage(gate, job, reason: reason)
         case .deferForConfiguration(let reason):
             if pause(gate, .credential, reason: reason, milliseconds: settings.retry.configurationPauseSeconds * 1000) {
+                let fcmApp = job.destination.platform == .fcm
                 log(.error, "app paused: credential rejected", [
-                    "app": .string(job.appName), "environment": .string(job.destination.environment.rawValue), "reason": .string(reason),
-                    "pause_s": .int(Int(settings.retry.configurationPauseSeconds)),
-                    "hint": .string("check key_id, team_id, key_file, bundle_id and environment (herald check-config)"),
+                    "app": .string(job.appName), "environment": .string(fcmApp ? "fcm" : job.destination.environment.rawValue),
+                    "reason": .string(reason), "pause_s": .int(Int(settings.retry.configurationPauseSeconds)),
+                    "hint": .string(fcmApp ? Self.fcmCredentialHint(reason)
+                                           : "check key_id, team_id, key_file, bundle_id and environment (herald check-config)"),
                 ])
             }
             park(job, gate)
@@ -497,6 +507,13 @@ public final class DeliveryCore {
     /// The retry policy of the job's origin queue.
     private func policy(for job: JobAttempt) -> OutcomePolicy { queuePolicies[job.lease.queueKey] ?? policy }
 
+    static func fcmCredentialHint(_ reason: String) -> String {
+        if reason.hasPrefix("THIRD_PARTY_AUTH_ERROR") {
+            return "the APNs key (or web push key) in the Firebase console is missing or invalid: Project settings, Cloud Messaging"
+        }
+        return "check the service account file (herald check-config); it needs the Firebase Cloud Messaging API Admin role"
+    }
+
     /// Environment fallback is opt-in per app, needs both environments, and happens once per job.
     private func mayFallBack(_ job: JobAttempt) -> Bool {
         let app = apps[job.destination.app]
@@ -504,7 +521,7 @@ public final class DeliveryCore {
             && app.environments.contains(APNsEnvironment.production.rawValue) && app.environments.contains(APNsEnvironment.sandbox.rawValue)
     }
 
-    private func finishJob(_ job: JobAttempt, _ decision: Decision, response: APNsResponse?) {
+    private func finishJob(_ job: JobAttempt, _ decision: Decision, response: APNsResponse?, fcm: FCMResponse? = nil) {
         let outcome: JobOutcome
         switch decision {
         case .delivered: counters.delivered += 1; outcome = .delivered
@@ -515,7 +532,7 @@ public final class DeliveryCore {
         }
         metrics.job(job.platform, app: job.destination.app, outcome)
         if outcome != .retrying { metrics.jobFinished(job.platform, afterNanoseconds: clock.monotonicNanos &- job.claimedAt) }
-        record(builder.decided(job, decision, response: response, now: clock.monotonicNanos, wallMillis: clock.wallMillis))
+        record(builder.decided(job, decision, response: response, fcm: fcm, now: clock.monotonicNanos, wallMillis: clock.wallMillis))
     }
 
     /// The probe's answer decides for the jobs that waited on it: sent (proven), parked (paused), or the next
@@ -541,7 +558,9 @@ public final class DeliveryCore {
         if pause(gate, .outage, reason: reason, milliseconds: milliseconds) {
             counters.outagePauses += 1
             // The first pause of an outage at warning level; the longer ones after it at info, not one per job.
-            log(gate.consecutiveOutages == 1 ? .warning : .info, "apns unreachable; destination paused, jobs wait in Redis", [
+            let message = job.destination.platform == .fcm ? "fcm unreachable; destination paused, jobs wait in Redis"
+                                                           : "apns unreachable; destination paused, jobs wait in Redis"
+            log(gate.consecutiveOutages == 1 ? .warning : .info, message, [
                 "app": .string(job.appName), "environment": .string(job.destination.environment.rawValue),
                 "reason": .string(reason), "pause_ms": .int(Int(milliseconds)), "consecutive": .int(gate.consecutiveOutages),
             ])
@@ -557,7 +576,7 @@ public final class DeliveryCore {
         var reason = "AppPaused: reloading credentials"
         if let pause = gate.pause {
             waitMilliseconds = max(1000, Int64((pause.until > now ? pause.until - now : 0) / 1_000_000))
-            reason = (pause.kind == .outage ? "Unavailable: " : "AppPaused: ") + pause.reason
+            reason = (pause.kind == .outage ? "Unavailable: " : pause.kind == .throttle ? "Throttled: " : "AppPaused: ") + pause.reason
         }
         let due = wall + waitMilliseconds
         if policy.wouldExpire(job.notification.expiration, atMilliseconds: due) {
@@ -572,7 +591,7 @@ public final class DeliveryCore {
         guard let kind = gate.endPauseIfDue(now: now) else { return }
         let app = apps[gate.destination.app].name
         switch kind {
-        case .outage:
+        case .outage, .throttle:
             log(.info, "destination resumed; sending one probe", ["app": .string(app), "environment": .string(gate.destination.environment.rawValue)])
         case .credential, .setup:
             // One reload per app even when both of its environments were paused.

@@ -22,12 +22,14 @@ public final class DeliveryPipeline {
     private var progressTimer: LoopTimer?
     private var shutdownDone: (() -> Void)?
 
-    /// The production wiring: Redis as the source, APNs as the sender, the system clock. `loops`: how many
+    /// The production wiring: Redis as the source, APNs and FCM as the senders, the system clock. `loops`: how many
     /// event loops share the process's `worker.max_in_flight`.
     public convenience init(configuration: Configuration, credentials: [AppCredentials], loop: EventLoop, workerID: String,
                             logger: Logger, loops: Int = 1) throws {
         let source = try RedisJobSource(configuration: configuration, loop: loop, workerID: workerID, logger: logger)
-        let sender = APNsSender(credentials: credentials, loop: loop, apns: configuration.apns, logger: logger)
+        let apns = APNsSender(credentials: credentials, loop: loop, apns: configuration.apns, logger: logger)
+        let fcm = FCMSender(credentials: credentials, loop: loop, fcm: configuration.fcm, logger: logger)
+        let sender = RoutingSender(apns: apns, fcm: fcm, platforms: credentials.map(\.app.platform))
         let core = DeliveryCore(settings: DeliverySettings(configuration: configuration, workerID: workerID, loops: loops),
                                 apps: credentials.map(\.app), clock: SystemDeliveryClock())
         self.init(core: core, source: source, sender: sender, loop: loop, logger: logger)

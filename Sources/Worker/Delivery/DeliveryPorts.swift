@@ -1,18 +1,21 @@
 import APNs
 import RedisQueue
 
-/// Where a job goes: one app's credential in one APNs environment. Probes, pauses and outages are kept per
-/// destination, so a key refused in sandbox or an unreachable sandbox host does not stop production.
+/// Where a job goes: one app's credential in one APNs environment, or an FCM app (one project; its
+/// environment is always production). Probes, pauses and outages are kept per destination, so a key refused
+/// in sandbox or an unreachable sandbox host does not stop production, and FCM's state never touches APNs'.
 public struct Destination: Hashable, Sendable, CustomStringConvertible {
     public let app: Int
     public let environment: APNsEnvironment
+    public let platform: Platform
 
-    public init(app: Int, environment: APNsEnvironment) {
+    public init(app: Int, environment: APNsEnvironment, platform: Platform = .apns) {
         self.app = app
         self.environment = environment
+        self.platform = platform
     }
 
-    public var description: String { "\(app)/\(environment.rawValue)" }
+    public var description: String { platform == .fcm ? "\(app)/fcm" : "\(app)/\(environment.rawValue)" }
 }
 
 /// The answer to one send, as the core needs it.
@@ -37,7 +40,8 @@ public enum SendAdmission: Sendable, Equatable {
     case unavailable(String)
 }
 
-/// Sends notifications; APNs over HTTP/2 in production (`APNsSender`), a scripted fake in tests.
+/// Sends notifications; APNs and FCM over HTTP/2 in production (`RoutingSender` over `APNsSender` and
+/// `FCMSender`), a scripted fake in tests.
 public protocol PushSender: AnyObject {
     func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
               completion: @escaping (PushOutcome) -> Void) -> SendAdmission

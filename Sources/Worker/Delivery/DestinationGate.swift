@@ -12,6 +12,8 @@ final class DestinationGate {
         case setup
         /// Nothing reaches APNs (connect or TLS failures, nothing processed): try again with back-off.
         case outage
+        /// FCM said the project is over its quota (429): hold back for its Retry-After, then probe.
+        case throttle
     }
 
     struct Pause {
@@ -92,7 +94,7 @@ final class DestinationGate {
     func endPauseIfDue(now: UInt64) -> PauseKind? {
         guard let pause, now >= pause.until else { return nil }
         self.pause = nil
-        if pause.kind != .outage { reloading = true }
+        if pause.kind == .credential || pause.kind == .setup { reloading = true }
         return pause.kind
     }
 

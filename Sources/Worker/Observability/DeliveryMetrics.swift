@@ -3,11 +3,12 @@ import RedisQueue
 
 /// The push service a job goes to: a label on every per-job metric. Adding a platform is adding a case.
 public enum MetricsPlatform: Int, CaseIterable, Sendable {
-    case apns
+    case apns, fcm
 
     public var label: String {
         switch self {
         case .apns: "apns"
+        case .fcm: "fcm"
         }
     }
 }
@@ -109,6 +110,10 @@ public final class DeliveryMetrics {
             var reason = 0
             if let r = response.reason { reason = Self.reasonSlots[r] ?? Self.reasonNames.count - 1 }
             values.responses[values.responseIndex(platform, status: status, reason: reason)] &+= 1
+        case .fcm(let response):
+            // FCM's error codes are not APNs reasons: counted by status, under the catch-all reason slot.
+            let status = Self.statuses.firstIndex(of: response.status) ?? Self.statuses.count
+            values.responses[values.responseIndex(platform, status: status, reason: response.status == 200 ? 0 : Self.reasonNames.count - 1)] &+= 1
         case .transport(let failure):
             values.transport[platform.rawValue * TransportFailureKind.allCases.count + TransportFailureKind(failure).rawValue] &+= 1
         }
@@ -126,6 +131,8 @@ public final class DeliveryMetrics {
         case .transport(.timedOut): .timedOut
         case .transport: .connectionLost
         case .response(let r): r.reason == .expiredProviderToken ? .expiredProviderToken : .connectionReplaced
+        // FCM resends at once only after a 401 on a stale access token: the same cause as APNs' expired JWT.
+        case .fcm: .expiredProviderToken
         }
     }
 

@@ -1,0 +1,127 @@
+import Basics
+
+/// One answer from FCM HTTP v1, decoded. Never fails: a body that is not FCM's JSON (the legacy endpoint's
+/// HTML 404, a proxy's page) just has no error fields, and the status decides.
+public struct FCMResponse: Sendable, Equatable {
+    public var status: Int
+    /// `projects/<project>/messages/<id>` on success.
+    public var name: String?
+    /// The RPC status (`error.status`): `NOT_FOUND`, `UNAVAILABLE`, `RESOURCE_EXHAUSTED`...
+    public var rpcStatus: String?
+    /// The FCM error code from `error.details[]` (`@type` ...FcmError): `UNREGISTERED`, `SENDER_ID_MISMATCH`...
+    public var errorCode: String?
+    public var message: String?
+    /// The fields a `google.rpc.BadRequest` detail names (`message.token`...).
+    public var fieldViolations: [String]
+    /// `Retry-After` in seconds, when the answer had one.
+    public var retryAfterSeconds: Int64?
+    /// Set by the sender: the request carried an access token fetched after an earlier 401, so a 401 now means
+    /// the credential is refused, not that the token went stale.
+    public var afterTokenRefresh: Bool
+    /// No request was sent: the token endpoint refused the service account's grant (`invalid_grant`...), which
+    /// only a fixed key file cures. Status 0.
+    public var grantRefused: String?
+
+    public init(status: Int, name: String? = nil, rpcStatus: String? = nil, errorCode: String? = nil, message: String? = nil,
+                fieldViolations: [String] = [], retryAfterSeconds: Int64? = nil, afterTokenRefresh: Bool = false,
+                grantRefused: String? = nil) {
+        self.grantRefused = grantRefused
+        self.status = status
+        self.name = name
+        self.rpcStatus = rpcStatus
+        self.errorCode = errorCode
+        self.message = message
+        self.fieldViolations = fieldViolations
+        self.retryAfterSeconds = retryAfterSeconds
+        self.afterTokenRefresh = afterTokenRefresh
+    }
+
+    /// The most specific name of the error: the FCM code, else the RPC status, else `HTTP <status>`.
+    public var reasonName: String { errorCode ?? rpcStatus ?? "HTTP \(status)" }
+
+    /// Room for FCM's codes; a hostile peer's long strings are cut like APNs reasons.
+    static let maxTextBytes = 256
+
+    public static func decode(status: Int, body: [UInt8], retryAfter: String?) -> FCMResponse {
+        var response = FCMResponse(status: status)
+        response.retryAfterSeconds = retryAfter.flatMap(parseRetryAfter)
+        body.withUnsafeBufferPointer { buffer in
+            guard (try? JSONScanner.validate(buffer))?.kind == .object else { return }
+            let scanner = JSONScanner(buffer)
+            for (key, value) in FCMMessageValidator.members(scanner, at: 0) {
+                if key == "name", value.kind == .string { response.name = text(scanner, value) }
+                guard key == "error", value.kind == .object else { continue }
+                for (field, item) in FCMMessageValidator.members(scanner, at: value.range.lowerBound) {
+                    switch (field, item.kind) {
+                    case ("status", .string): response.rpcStatus = text(scanner, item)
+                    case ("message", .string): response.message = text(scanner, item)
+                    case ("details", .array): readDetails(scanner, item, into: &response)
+                    default: break
+                    }
+                }
+            }
+        }
+        return response
+    }
+
+    private static func readDetails(_ scanner: JSONScanner, _ array: JSONToken, into response: inout FCMResponse) {
+        for element in elements(scanner, array) where element.kind == .object {
+            let members = FCMMessageValidator.members(scanner, at: element.range.lowerBound)
+            let type = members.first { $0.0 == "@type" }.map { scanner.stringValue($0.1) } ?? ""
+            if type.hasSuffix("google.firebase.fcm.v1.FcmError"),
+               let code = members.first(where: { $0.0 == "errorCode" && $0.1.kind == .string }) {
+                response.errorCode = text(scanner, code.1)
+            }
+            if type.hasSuffix("google.rpc.BadRequest"), let violations = members.first(where: { $0.0 == "fieldViolations" }) {
+                for violation in elements(scanner, violations.1) where violation.kind == .object {
+                    for (name, value) in FCMMessageValidator.members(scanner, at: violation.range.lowerBound)
+                    where name == "field" && value.kind == .string {
+                        response.fieldViolations.append(text(scanner, value))
+                    }
+                }
+            }
+        }
+    }
+
+    /// The values of an (already validated) array.
+    private static func elements(_ outer: JSONScanner, _ array: JSONToken) -> [JSONToken] {
+        guard array.kind == .array else { return [] }
+        var scanner = outer
+        scanner.position = array.range.lowerBound + 1
+        var out: [JSONToken] = []
+        do throws(JSONScanError) {
+            while true {
+                scanner.skipWhitespace()
+                guard scanner.position < array.range.upperBound - 1 else { break }
+                if !out.isEmpty {
+                    scanner.position += 1  // the comma
+                    scanner.skipWhitespace()
+                }
+                out.append(try scanner.scanValue(depth: 3))
+            }
+        } catch {
+            return out
+        }
+        return out
+    }
+
+    private static func text(_ scanner: JSONScanner, _ token: JSONToken) -> String {
+        BoundedText.truncate(scanner.stringValue(token), maxBytes: maxTextBytes)
+    }
+
+    /// `Retry-After` as delta-seconds; an HTTP-date is not read (FCM sends seconds).
+    static func parseRetryAfter(_ value: String) -> Int64? {
+        let trimmed = value.trimmingSpaces()
+        guard !trimmed.isEmpty, trimmed.utf8.count <= 9, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
+        return Int64(trimmed)
+    }
+}
+
+extension String {
+    fileprivate func trimmingSpaces() -> String {
+        var s = Substring(self)
+        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
+        while s.last == " " || s.last == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}

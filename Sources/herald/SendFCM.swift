@@ -1,0 +1,78 @@
+import APNs
+import Basics
+import Foundation
+import Reactor
+import Worker
+
+/// `herald send --platform fcm`: one FCM v1 message through the worker's own FCM sender (token exchange with
+/// libcurl, HTTP/2 to the FCM host), answer as JSON. The access token is never printed.
+enum SendFCM {
+    static func run(_ args: ParsedArguments) throws -> Int32 {
+        var fcm = Configuration.FCMSettings()
+        var app: Configuration.AppSettings
+        if args.value("config") != nil && args.value("service-account") == nil {
+            let configuration = try loadConfiguration(args)
+            fcm = configuration.fcm
+            let index = try AppDirectory(configuration.apps).index(app: args.value("app"), topic: nil, platform: .fcm)
+            app = configuration.apps[index]
+            guard app.platform == .fcm else { throw UsageError("app '\(app.name)' is not an FCM app") }
+        } else if let file = args.value("service-account") {
+            app = Configuration.AppSettings(name: "send", bundleID: "", fcm: .init(serviceAccountFile: file))
+        } else {
+            throw UsageError("FCM needs --service-account FILE, or --config with an FCM app")
+        }
+        if let url = args.value("url") { fcm.url = url }
+        if let ca = args.value("ca-file") { fcm.caFile = ca }
+        guard APNsURL(fcm.url) != nil else { throw UsageError("--url must look like https://host:port") }
+        let timeout = try args.int("timeout") ?? fcm.requestTimeoutMs
+        guard (100...3_600_000).contains(timeout) else { throw UsageError("--timeout must be 100...3600000 ms") }
+        fcm.requestTimeoutMs = timeout
+        let credentials = try AppCredentials.load(app, apns: Configuration.APNsSettings())
+        let messageText = args.value("message") ?? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        let message = Array(messageText.trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+        let target: FCMTarget
+        switch FCMMessageValidator.validate(message) {
+        case .success(let t): target = t
+        case .failure(let failure):
+            printJSON(["outcome": "rejected", "platform": "fcm", "reason": failure.errorCode, "message": failure.message, "status": 0])
+            return ExitCode.dataError
+        }
+        var spec = JobSpec()
+        spec.message = message
+        let notification = spec.fcmNotification(target: target)
+
+        let loop = try EventLoop.startThread(name: "herald-send")
+        defer { loop.stop(); loop.waitUntilStopped() }
+        let answer = LockedValue<DeliveryResult?>(nil)
+        let settings = fcm
+        try loop.submit {
+            let sender = FCMSender(credentials: [credentials], loop: loop, fcm: settings, logger: Logger(component: "send", minimumLevel: .warning))
+            let admission = sender.send(notification, to: Destination(app: 0, environment: .production, platform: .fcm), afterConnection: 0) { outcome in
+                answer.withLock { $0 = outcome.result }
+                sender.closeAll()
+            }
+            if admission != .accepted { answer.withLock { $0 = .transport(.connectionFailed("\(admission)")) } }
+        }
+        let seconds = Double(timeout + settings.tokenTimeoutMs + 15_000) / 1000
+        guard let result = answer.wait(until: { $0 != nil }, timeoutSeconds: seconds, then: { $0 }) ?? nil else {
+            printJSON(["outcome": "failed", "platform": "fcm", "reason": "no answer in time", "status": 0])
+            return ExitCode.failure
+        }
+        switch result {
+        case .fcm(let response):
+            var object: [String: Any] = ["platform": "fcm", "status": response.status, "outcome": response.status == 200 ? "delivered" : "failed"]
+            if let name = response.name { object["name"] = name }
+            if response.status != 200 { object["reason"] = response.grantRefused.map { "TokenRefused: " + $0 } ?? response.reasonName }
+            if let status = response.rpcStatus { object["error_status"] = status }
+            if let message = response.message { object["error_message"] = message }
+            if let seconds = response.retryAfterSeconds { object["retry_after"] = seconds }
+            printJSON(object)
+            return response.status == 200 ? ExitCode.success : ExitCode.failure
+        case .transport(let failure):
+            printJSON(["outcome": "failed", "platform": "fcm", "status": 0, "reason": "\(failure)"])
+            return ExitCode.failure
+        case .response:
+            return ExitCode.failure
+        }
+    }
+}

@@ -1,0 +1,210 @@
+import APNs
+import Basics
+import Foundation
+import Reactor
+import RedisQueue
+import Testing
+@testable import Worker
+
+/// The core with an APNs app ("shop", index 0) and an FCM app ("android", index 1).
+private func fcmRig() -> CoreRig {
+    let android = Configuration.AppSettings(name: "android", bundleID: "", fcm: .init(serviceAccountFile: "/unused.json"))
+    let rig = CoreRig(apps: [Configuration.AppSettings(name: "shop", bundleID: "com.example.shop"), android])
+    rig.start()
+    return rig
+}
+
+extension CoreRig {
+    func fcmJob(_ n: Int, data: String = #"{"k":"v"}"#) -> Lease {
+        lease(#"{"id":"f\#(n)","platform":"fcm","message":{"token":"tok-\#(n):APA91b","data":\#(data)}}"#)
+    }
+
+    func answerFCM(_ job: JobAttempt, _ response: FCMResponse) {
+        core.answered(job, PushOutcome(result: .fcm(response), connectionID: 1))
+        drain()
+    }
+
+    /// Results recorded so far, without acknowledging their batches twice.
+    func flushResults() -> [ResultEntry] {
+        recordAllKeepingResults()
+        defer { results.removeAll() }
+        return results
+    }
+}
+
+@Suite struct FCMDeliveryCoreTests {
+    @Test func fcmResultsCarryThePlatformAndTheMessageName() {
+        let rig = fcmRig()
+        rig.answerClaim([rig.fcmJob(1), rig.job(2)])
+        let sends = rig.takeSends()
+        #expect(sends.map(\.destination) == [Destination(app: 1, environment: .production, platform: .fcm), Destination(app: 0, environment: .production)])
+        #expect(sends[0].notification.payload == Array(#"{"token":"tok-1:APA91b","data":{"k":"v"}}"#.utf8))
+        rig.answerFCM(sends[0], FCMResponse(status: 200, name: "projects/p/messages/42"))
+        rig.answer(sends[1], status: 200)
+        let results = rig.flushResults()
+        let fcm = results.first { $0.id == "f1" }
+        #expect(fcm?.platform == "fcm" && fcm?.fcmName == "projects/p/messages/42" && fcm?.environment == nil && fcm?.token == "tok-1:APA91b")
+        let apns = results.first { $0.id == "j2" }
+        #expect(apns?.platform == "apns" && apns?.fcmName == nil && apns?.environment == "production")
+    }
+
+    @Test func droppedFCMTokensNameThePlatformAndTheApp() {
+        let rig = fcmRig()
+        rig.answerClaim([rig.fcmJob(1)])
+        rig.answerFCM(rig.takeSends()[0], FCMResponse(status: 403, rpcStatus: "PERMISSION_DENIED", errorCode: "SENDER_ID_MISMATCH"))
+        rig.advance(milliseconds: 10)
+        let completion = rig.batches.flatMap(\.completions).first
+        #expect(completion?.result?.outcome == .tokenDropped && completion?.result?.reason == "SENDER_ID_MISMATCH")
+        let dropped = completion?.droppedToken
+        #expect(dropped?.platform == "fcm" && dropped?.app == "android" && dropped?.token == "tok-1:APA91b" && dropped?.environment == "")
+    }
+
+    @Test func aQuotaAnswerHoldsTheProjectBackForItsRetryAfterButNotAPNs() {
+        let rig = fcmRig()
+        rig.answerClaim([rig.fcmJob(1), rig.fcmJob(2), rig.job(3)])
+        var sends = rig.takeSends()
+        #expect(sends.count == 2, "the FCM probe and the APNs probe; job 2 waits for its probe")
+        rig.answerFCM(sends[0], FCMResponse(status: 429, rpcStatus: "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED", retryAfterSeconds: 30))
+        rig.answer(sends[1], status: 200)
+        #expect(rig.takeSends().isEmpty, "job 2 is parked, not sent into the quota")
+        #expect(rig.logs.contains { $0.0 == .warning && $0.1.hasPrefix("fcm quota exceeded") })
+        let results = rig.flushResults()
+        let one = results.first { $0.id == "f1" }
+        #expect(one?.outcome == .retrying && one?.reason == "QUOTA_EXCEEDED" && one?.retryAt == rig.clock.wallMillis - 10 + 30_000, "Retry-After beats the 10 s back-off")
+        #expect(results.first { $0.id == "f2" }?.reason == "Throttled: QUOTA_EXCEEDED")
+        #expect(results.first { $0.id == "j3" }?.outcome == .delivered)
+        // While held back, new FCM jobs park; APNs jobs go out.
+        rig.answerClaim([rig.fcmJob(4), rig.job(5)])
+        sends = rig.takeSends()
+        #expect(sends.map(\.id) == ["j5"])
+        rig.advance(milliseconds: 29_000)
+        rig.answerClaim([rig.fcmJob(6)])
+        #expect(rig.takeSends().isEmpty, "still held back")
+        rig.advance(milliseconds: 1000)
+        rig.answerClaim([rig.fcmJob(7)])
+        #expect(rig.takeSends().map(\.id) == ["f7"], "after the Retry-After one probe goes to the project again")
+        #expect(rig.reloads.isEmpty, "a quota pause is no credential problem")
+    }
+
+    @Test func thirdPartyAuthErrorParksTheFCMAppAndReloadsItsServiceAccount() {
+        let rig = fcmRig()
+        rig.answerClaim([rig.fcmJob(1)])
+        rig.answerFCM(rig.takeSends()[0], FCMResponse(status: 401, rpcStatus: "UNAUTHENTICATED", errorCode: "THIRD_PARTY_AUTH_ERROR"))
+        #expect(rig.logs.contains { $0.0 == .error && $0.1 == "app paused: credential rejected" })
+        let parked = rig.flushResults().first
+        #expect(parked?.outcome == .retrying && parked?.reason == "AppPaused: THIRD_PARTY_AUTH_ERROR" && parked?.attempt == 1)
+        rig.answerClaim([rig.fcmJob(2), rig.job(3)])
+        #expect(rig.takeSends().map(\.id) == ["j3"], "the APNs app keeps sending")
+        rig.advance(milliseconds: rig.core.settings.retry.configurationPauseSeconds * 1000)
+        #expect(rig.reloads == [1])
+    }
+
+    @Test func a401IsResentOnceWithANewTokenAndParksTheAppWhenTheNewTokenIsRefusedToo() {
+        let rig = fcmRig()
+        rig.answerClaim([rig.fcmJob(1)])
+        rig.answerFCM(rig.takeSends()[0], FCMResponse(status: 401, rpcStatus: "UNAUTHENTICATED"))
+        let resent = rig.takeSends()
+        #expect(resent.map(\.id) == ["f1"] && resent.first?.attempt == 2)
+        rig.answerFCM(resent[0], FCMResponse(status: 401, rpcStatus: "UNAUTHENTICATED", afterTokenRefresh: true))
+        let parked = rig.flushResults().first
+        #expect(parked?.reason == "AppPaused: UNAUTHENTICATED: access token refused after a refresh")
+    }
+
+    @Test func jobsForAnAppOfTheOtherPlatformAreRejectedWithWhy() {
+        let rig = fcmRig()
+        rig.answerClaim([
+            rig.lease(#"{"id":"a","app":"shop","message":{"token":"t"}}"#),
+            rig.lease(#"{"id":"b","app":"android","token":"00ff","payload":{"aps":{}}}"#),
+            rig.lease(#"{"id":"c","platform":"fcm","message":{"token":"t","data":{"n":1}}}"#),
+        ])
+        #expect(rig.takeSends().isEmpty)
+        let reasons = Dictionary(uniqueKeysWithValues: rig.flushResults().map { ($0.id, $0.reason ?? "") })
+        #expect(reasons["a"]?.hasPrefix("WrongPlatform: app 'shop' is an APNs app") == true)
+        #expect(reasons["b"]?.hasPrefix("WrongPlatform: app 'android' is an FCM app") == true)
+        #expect(reasons["c"]?.hasPrefix("INVALID_ARGUMENT: message.data.n must be a string") == true)
+    }
+}
+
+/// The access-token cache on a real loop, with the exchange counted and answered by the test.
+@Suite struct FCMAccessTokenTests {
+    final class Exchanges: Sendable {
+        let calls = LockedValue(0)
+        let answer: LockedValue<Result<CurlPost.Answer, CurlFailure>>
+        init(_ answer: Result<CurlPost.Answer, CurlFailure>) { self.answer = LockedValue(answer) }
+        var count: Int { calls.withLock { $0 } }
+        func next() -> Result<CurlPost.Answer, CurlFailure> {
+            calls.withLock { $0 += 1 }
+            return answer.withLock { $0 }
+        }
+        func set(_ value: Result<CurlPost.Answer, CurlFailure>) { answer.withLock { $0 = value } }
+    }
+
+    static func account() throws -> ServiceAccount {
+        let pem = try KeyGenerator.generateRSAPKCS8PEM()
+        let json = try JSONSerialization.data(withJSONObject: ["project_id": "p", "client_email": "a@p.iam", "private_key": pem,
+                                                               "token_uri": "https://127.0.0.1:1/token"])
+        return try ServiceAccount.parse(Array(json), path: "sa.json")
+    }
+
+    static func tokenAnswer(_ token: String, expiresIn: Int) -> Result<CurlPost.Answer, CurlFailure> {
+        .success(CurlPost.Answer(status: 200, body: Array(#"{"access_token":"\#(token)","expires_in":\#(expiresIn),"token_type":"Bearer"}"#.utf8)))
+    }
+
+    /// Asks for `count` tokens at once and waits for every answer.
+    static func ask(_ tokens: LoopBound<FCMAccessTokens>, count: Int) throws -> [Result<FCMAccessTokens.Token, FCMAccessTokens.Failure>] {
+        let results = LockedValue<[Result<FCMAccessTokens.Token, FCMAccessTokens.Failure>]>([])
+        try tokens.loop.submit { for _ in 0..<count { tokens.value.withToken { r in results.withLock { $0.append(r) } } } }
+        return results.wait(until: { $0.count >= count }, timeoutSeconds: 20, then: { $0 }) ?? []
+    }
+
+    @Test func manyWaitersShareOneExchangeAndTheTokenIsCachedUntilNearItsEnd() throws {
+        let loop = try EventLoop.startThread(name: "tokens")
+        defer { loop.stop(); loop.waitUntilStopped() }
+        let exchanges = Exchanges(Self.tokenAnswer("ya29.first", expiresIn: 3600))
+        let account = try Self.account()
+        let tokens = try loop.submit {
+            LoopBound(FCMAccessTokens(account: account, loop: loop, options: .init()) { _, body, _ in
+                #expect(String(decoding: body, as: UTF8.self).hasPrefix("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=ey"))
+                usleep(50_000)
+                return exchanges.next()
+            }, loop: loop)
+        }
+        let first = try Self.ask(tokens, count: 20)
+        #expect(first.count == 20)
+        #expect(first.allSatisfy { if case .success(let t) = $0 { t.header == "Bearer ya29.first" } else { false } })
+        #expect(exchanges.count == 1, "one exchange for twenty waiters")
+        _ = try Self.ask(tokens, count: 5)
+        #expect(exchanges.count == 1, "cached")
+        // FCM refused it: the next caller gets a new one, marked as fetched after a refusal.
+        exchanges.set(Self.tokenAnswer("ya29.second", expiresIn: 3600))
+        try loop.submit {
+            tokens.value.withToken { result in if case .success(let t) = result { tokens.value.refused(t) } }
+        }
+        let second = try Self.ask(tokens, count: 3)
+        #expect(exchanges.count == 2)
+        #expect(second.allSatisfy { if case .success(let t) = $0 { t.header == "Bearer ya29.second" && t.afterRefusal } else { false } })
+    }
+
+    @Test func aRefusedGrantAndAnUnreachableEndpointAreToldApart() throws {
+        let loop = try EventLoop.startThread(name: "tokens")
+        defer { loop.stop(); loop.waitUntilStopped() }
+        let exchanges = Exchanges(.success(CurlPost.Answer(status: 400, body: Array(#"{"error":"invalid_grant","error_description":"Invalid grant: account not found"}"#.utf8))))
+        let account = try Self.account()
+        let tokens = try loop.submit {
+            LoopBound(FCMAccessTokens(account: account, loop: loop, options: .init()) { _, _, _ in
+                exchanges.next()
+            }, loop: loop)
+        }
+        let refused = try Self.ask(tokens, count: 2)
+        #expect(refused.count == 2)
+        for result in refused {
+            guard case .failure(.refused(let detail)) = result else { Issue.record("expected a refusal, got \(result)"); continue }
+            #expect(detail.contains("invalid_grant") && detail.contains("account not found"))
+        }
+        exchanges.set(.failure(CurlFailure("Couldn't connect to server")))
+        let unreachable = try Self.ask(tokens, count: 1)
+        guard case .failure(.unavailable(let detail))? = unreachable.first else { Issue.record("expected unavailable"); return }
+        #expect(detail.contains("Couldn't connect"))
+        #expect(exchanges.count == 2, "a failed exchange is not cached, and each failure is one exchange")
+    }
+}

@@ -1,0 +1,190 @@
+import Foundation
+import Glibc
+import HeraldTestSupport
+import MockAPNs
+import RedisQueue
+import Testing
+
+extension EndToEnd {
+    /// APNs and FCM jobs through the same queue and workers, against both simulators.
+    @Suite struct MixedPlatform {
+        /// A fate picked by token prefix, and the terminal outcome (and reason) Herald must record.
+        struct Fate {
+            let platform: String
+            let prefix: String
+            let count: Int
+            let outcome: String
+            let reason: String?
+            /// The reason of the retrying entry the fate causes (absent after a SIGKILL moved the job on).
+            let retryReason: String?
+        }
+
+        static let fates: [Fate] = [
+            Fate(platform: "apns", prefix: "dead", count: 300, outcome: "token_dropped", reason: "Unregistered", retryReason: nil),
+            Fate(platform: "apns", prefix: "e5", count: 200, outcome: "delivered", reason: nil, retryReason: "InternalServerError"),
+            Fate(platform: "apns", prefix: "bad0", count: 100, outcome: "failed", reason: "DeviceTokenNotForTopic", retryReason: nil),
+            Fate(platform: "fcm", prefix: "unreg", count: 300, outcome: "token_dropped", reason: "UNREGISTERED", retryReason: nil),
+            Fate(platform: "fcm", prefix: "badtok", count: 200, outcome: "token_dropped", reason: "INVALID_ARGUMENT", retryReason: nil),
+            Fate(platform: "fcm", prefix: "other", count: 200, outcome: "token_dropped", reason: "SENDER_ID_MISMATCH", retryReason: nil),
+            Fate(platform: "fcm", prefix: "busy", count: 200, outcome: "delivered", reason: nil, retryReason: "UNAVAILABLE"),
+            Fate(platform: "fcm", prefix: "quota", count: 20, outcome: "delivered", reason: nil, retryReason: "QUOTA_EXCEEDED"),
+            Fate(platform: "fcm", prefix: "ttl", count: 100, outcome: "failed", reason: "INVALID_ARGUMENT", retryReason: nil),
+        ]
+
+        static func fcmToken(_ prefix: String, _ index: Int) -> String { "\(prefix)-\(index)-dGVzdA:APA91bHerald_e2e" }
+
+        /// 10,000 jobs, half APNs and half FCM, of every class of outcome; one of the two workers is SIGKILLed
+        /// mid-run and a replacement started. Every job ends with exactly one terminal entry, the expected one,
+        /// with its platform; FCM deliveries carry the message name; dropped tokens name their platform.
+        @Test(.timeLimit(.minutes(3)))
+        func tenThousandAPNsAndFCMJobsEachEndOnceThroughASigkill() throws {
+            let apnsFaults = MockFaultScript(seed: 11, latencyMs: MockLatency(min: 0, max: 2), rules: [
+                MockFaultRule(fate: .unregistered, tokenPrefix: "dead"),
+                MockFaultRule(fate: .otherTopic, tokenPrefix: "bad0"),
+                MockFaultRule(fate: .failFirst, tokenPrefix: "e5", status: 500, reason: "InternalServerError", count: 1),
+            ])
+            let fcmFaults = MockFCMFaultScript(seed: 11, latencyMs: MockLatency(min: 0, max: 2), rules: [
+                MockFCMRule(fate: .unregistered, tokenPrefix: "unreg-"),
+                MockFCMRule(fate: .invalidToken, tokenPrefix: "badtok-"),
+                MockFCMRule(fate: .senderIdMismatch, tokenPrefix: "other-"),
+                MockFCMRule(fate: .failFirst, tokenPrefix: "busy-", status: 503, errorCode: "UNAVAILABLE", count: 1),
+                MockFCMRule(fate: .failFirst, tokenPrefix: "quota-", status: 429, errorCode: "QUOTA_EXCEEDED", count: 1, retryAfterSeconds: 1),
+                MockFCMRule(fate: .error, tokenPrefix: "ttl-", status: 400, errorCode: "INVALID_ARGUMENT",
+                            message: "Invalid value at 'message.android.ttl'"),
+            ])
+            let world = try EndToEndWorld(faults: apnsFaults, fcmFaults: fcmFaults)
+            defer { world.shutdown(); world.removeFiles() }
+            let fcm = try #require(world.fcm)
+
+            var jobs: [[UInt8]] = []
+            var expected: [String: String] = [:]
+            var fateOf: [String: Fate] = [:]
+            var index = 0
+            func add(_ fate: Fate) {
+                let id = "\(fate.platform)-\(index)"
+                jobs.append(fate.platform == "fcm" ? fcmJobBytes(id: id, token: Self.fcmToken(fate.prefix, index), body: "job \(index)")
+                                                   : jobBytes(id: id, token: deviceToken(prefix: fate.prefix, index: index), body: "job \(index)"))
+                expected[id] = fate.outcome
+                fateOf[id] = fate
+                index += 1
+            }
+            for fate in Self.fates { for _ in 0..<fate.count { add(fate) } }
+            // Refused locally with FCM's error name or as the wrong platform: nothing of them reaches a server.
+            var rejected: [String: String] = [:]
+            for i in 0..<10 {
+                let id = "fcm-bad-data-\(i)"
+                jobs.append(Array(#"{"id":"\#(id)","message":{"token":"x\#(i)","data":{"count":\#(i)}}}"#.utf8))
+                rejected[id] = "INVALID_ARGUMENT: message.data.count must be a string"
+                let wrong = "fcm-to-apns-app-\(i)"
+                jobs.append(Array(#"{"id":"\#(wrong)","app":"main","message":{"token":"x\#(i)"}}"#.utf8))
+                rejected[wrong] = "WrongPlatform"
+            }
+            let apnsGood = Fate(platform: "apns", prefix: "00", count: 0, outcome: "delivered", reason: nil, retryReason: nil)
+            let fcmGood = Fate(platform: "fcm", prefix: "ok", count: 0, outcome: "delivered", reason: nil, retryReason: nil)
+            while jobs.count < 10_000 { add(index % 2 == 0 ? apnsGood : fcmGood) }
+            for (id, _) in rejected { expected[id] = "rejected" }
+            // Interleave platforms and fates so every claim holds both: i -> i * 7919 mod n is a permutation
+            // (7919 is prime to 10,000).
+            let ordered = jobs
+            for (i, job) in ordered.enumerated() { jobs[(i * 7919) % ordered.count] = job }
+            try world.push(jobs)
+
+            let config = try world.writeConfig(worker: ["max_in_flight": 500, "claim_batch": 100, "lease_seconds": 4],
+                                               retry: ["max_attempts": 3], apns: ["request_timeout_ms": 60_000],
+                                               fcmSettings: ["request_timeout_ms": 60_000])
+            let started = Date()
+            let victim = try world.startWorker(id: "mixed-a", config: config)
+            try world.startWorker(id: "mixed-b", config: config)
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            // Kill one worker mid-run, with jobs in flight, and start a replacement under a new id.
+            let midway = try ledger.waitForTerminal(3000, seconds: 60)
+            #expect(midway, "only \(ledger.terminalCount) jobs finished before the kill:\n\(world.workerLogs())")
+            victim.signal(SIGKILL)
+            _ = victim.waitForExit(seconds: 10)
+            try world.startWorker(id: "mixed-c", config: config)
+            let finished = try ledger.waitForTerminal(10_000, seconds: 120) {
+                for (id, worker) in world.workers where id != "mixed-a" && !worker.isRunning {
+                    throw TestSupportError("worker \(id) exited early:\n\(world.workerLogs())")
+                }
+            }
+            let elapsed = Date().timeIntervalSince(started)
+            usleep(1_500_000)
+            ledger.poll()
+            #expect(finished, "only \(ledger.terminalCount) of 10000 jobs finished:\n\(world.workerLogs())")
+            let problems = ledger.contractProblems(expected: expected)
+            #expect(problems.isEmpty, "\(summarize(problems))")
+
+            var details: [String] = []
+            let grouped = ledger.byJob
+            for (id, fate) in fateOf {
+                guard let terminal = grouped[id]?.last, terminal.isTerminal else { continue }
+                if terminal.fields["platform"] != fate.platform { details.append("\(id): platform \(terminal.fields["platform"] ?? "-")") }
+                if let reason = fate.reason, terminal.fields["reason"] != reason {
+                    details.append("\(id): reason \(terminal.fields["reason"] ?? "-"), expected \(reason)")
+                }
+                if fate.platform == "fcm" {
+                    if terminal.fields["token"] != Self.fcmToken(fate.prefix, Int(id.split(separator: "-")[1])!) { details.append("\(id): token") }
+                    if terminal.fields["environment"] != nil { details.append("\(id): an FCM result with an environment") }
+                    if terminal.outcome == "delivered" && !(terminal.fields["fcm_name"] ?? "").hasPrefix("projects/\(fcm.projectID)/messages/") {
+                        details.append("\(id): delivered without fcm_name (\(terminal.fields["fcm_name"] ?? "-"))")
+                    }
+                }
+                for retry in (grouped[id] ?? []).filter({ !$0.isTerminal }) {
+                    let reason = retry.fields["reason"] ?? ""
+                    // Parked while a 429 held the project back, or retried for the fate's own answer.
+                    if reason != fate.retryReason && !reason.hasPrefix("Throttled: ") {
+                        details.append("\(id): retrying entry \(reason)")
+                    }
+                }
+            }
+            for (id, prefix) in rejected {
+                let entry = grouped[id]?.last
+                if !(entry?.fields["reason"] ?? "").hasPrefix(prefix) { details.append("\(id): rejection \(entry?.fields["reason"] ?? "-")") }
+            }
+            #expect(details.isEmpty, "\(summarize(details))")
+
+            // Dropped tokens: one entry per dropped job (a job resent after the kill is dropped once), with platform.
+            let redis = try world.connectRedis()
+            let dropped = try readStream(redis, "herald:dropped-tokens")
+            let droppedByToken = Dictionary(grouping: dropped, by: { $0.fields["token"] ?? "" })
+            var droppedProblems: [String] = []
+            for (id, fate) in fateOf where fate.outcome == "token_dropped" {
+                let number = Int(id.split(separator: "-")[1])!
+                let token = fate.platform == "fcm" ? Self.fcmToken(fate.prefix, number) : deviceToken(prefix: fate.prefix, index: number)
+                let entries = droppedByToken[token] ?? []
+                guard entries.count == 1 else { droppedProblems.append("\(id): \(entries.count) dropped-token entries"); continue }
+                if entries[0].fields["platform"] != fate.platform { droppedProblems.append("\(id): platform \(entries[0].fields["platform"] ?? "-")") }
+                if fate.platform == "fcm" && entries[0].fields["app"] != "android" { droppedProblems.append("\(id): app \(entries[0].fields["app"] ?? "-")") }
+                if entries[0].fields["reason"] != fate.reason { droppedProblems.append("\(id): reason \(entries[0].fields["reason"] ?? "-")") }
+            }
+            #expect(droppedProblems.isEmpty, "\(summarize(droppedProblems))")
+
+            // Nothing left behind, the killed worker's leases included.
+            #expect(try redis.command(["LLEN", "herald:queue"]).int == 0)
+            #expect(try redis.command(["ZCARD", "herald:retry"]).int == 0)
+            for key in try redis.command(["KEYS", "herald:leases:*"]).array ?? [] {
+                #expect(try redis.command(["HLEN", key.string ?? ""]).int == 0, "leases left in \(key.string ?? "")")
+            }
+
+            // Every deliverable FCM token reached the simulator, with the producer's message byte for byte.
+            let accepted = fcm.acceptedMessages()
+            let fcmDelivered = Set(fateOf.filter { $0.value.platform == "fcm" && $0.value.outcome == "delivered" }.map(\.key))
+            let acceptedTokens = Set(accepted.compactMap(\.token))
+            #expect(fcmDelivered.allSatisfy { id in acceptedTokens.contains(Self.fcmToken(fateOf[id]!.prefix, Int(id.split(separator: "-")[1])!)) })
+            let sample = try #require(accepted.first { $0.token?.hasPrefix("ok-") == true })
+            let sampleID = "fcm-" + sample.token!.split(separator: "-")[1]
+            let original = String(decoding: fcmJobBytes(id: sampleID, token: sample.token!, body: "job \(sample.token!.split(separator: "-")[1])"), as: UTF8.self)
+            #expect(original.contains(sample.message), "the message reached FCM changed: \(sample.message)")
+            let stats = fcm.stats()
+            #expect(stats.tokensIssued >= 1 && stats.tokensIssued <= 6, "access tokens issued: \(stats.tokensIssued) (one per worker process expected)")
+
+            for (id, worker) in world.workers where worker.isRunning {
+                worker.signal(SIGTERM)
+                #expect(worker.waitForExit(seconds: 10) == 0, "worker \(id)")
+            }
+            let duplicates = duplicateDeliveries(world.simulator.acceptedNotifications()).duplicates
+                + accepted.count - Set(accepted.map(\.message)).count
+            print("e2e mixed platform: 10000 jobs (APNs and FCM) in \(String(format: "%.1f", elapsed)) s, one of 2 workers SIGKILLed after \(3000)+ results; terminal \(ledger.terminalByOutcome), \(ledger.entries.count - ledger.terminalCount) retrying entries, \(duplicates) sent twice after the kill, \(stats.tokensIssued) FCM access tokens issued, \(stats.byStatus["429"] ?? 0) FCM 429s")
+        }
+    }
+}
