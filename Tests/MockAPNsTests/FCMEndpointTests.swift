@@ -198,7 +198,13 @@ import Testing
         #expect(expired.errorStatus == "UNAUTHENTICATED")
         #expect(expired.body.contains("ACCESS_TOKEN_EXPIRED"))
         #expect(expired.fcmErrorCode == nil)
-        #expect(try fixture.send(FCMFixture.message(), bearer: try fixture.accessToken()).status == 200)
+        // The fresh token lives 1 s too: on a loaded machine it may expire before its send, so a few fresh tries.
+        var fresh = 0
+        for _ in 0..<5 {
+            fresh = try fixture.send(FCMFixture.message(), bearer: try fixture.accessToken()).status
+            if fresh == 200 { break }
+        }
+        #expect(fresh == 200)
     }
 
     @Test func tokenFailuresRevocationAndTheUnauthenticatedFateLetAClientProveItsRefresh() throws {
