@@ -25,7 +25,7 @@ public final class JobAttempt {
     /// Monotonic nanoseconds of the latest send, for the request-latency histogram.
     var sentAt: UInt64 = 0
     /// The push service the job goes to, the `platform` label of its metrics.
-    var platform: MetricsPlatform { destination.platform == .fcm ? .fcm : .apns }
+    var platform: Platform { destination.platform }
     /// Monotonic nanoseconds at claim, for `latency_ms`.
     let claimedAt: UInt64
     /// `deliver_at` (ms since the epoch): the job waits in the retry set until then.

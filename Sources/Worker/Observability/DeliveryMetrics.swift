@@ -1,14 +1,15 @@
 import APNs
 import RedisQueue
 
-/// The push service a job goes to: a label on every per-job metric. Adding a platform is adding a case.
-public enum MetricsPlatform: Int, CaseIterable, Sendable {
-    case apns, fcm
-
-    public var label: String {
+/// The push service a job goes to is the `platform` label on every per-job metric (its raw value); adding a
+/// platform is adding a case to `Platform` and its slot here.
+extension Platform {
+    /// Its index in the per-platform counter arrays.
+    @inline(__always)
+    var metricsSlot: Int {
         switch self {
-        case .apns: "apns"
-        case .fcm: "fcm"
+        case .apns: 0
+        case .fcm: 1
         }
     }
 }
@@ -88,22 +89,22 @@ public final class DeliveryMetrics {
 
     /// A result entry was built for a job of app `app` (nil: the job named no known app).
     @inline(__always)
-    func job(_ platform: MetricsPlatform, app: Int?, _ outcome: JobOutcome) {
+    func job(_ platform: Platform, app: Int?, _ outcome: JobOutcome) {
         values.jobs[values.jobIndex(platform, app ?? appNames.count, outcome)] &+= 1
     }
 
     /// A job reached a terminal outcome `nanoseconds` after its claim.
     @inline(__always)
-    func jobFinished(_ platform: MetricsPlatform, afterNanoseconds nanoseconds: UInt64) {
-        values.jobLatency[platform.rawValue].observe(nanoseconds)
+    func jobFinished(_ platform: Platform, afterNanoseconds nanoseconds: UInt64) {
+        values.jobLatency[platform.metricsSlot].observe(nanoseconds)
     }
 
     func scheduled() { values.scheduled &+= 1 }
 
     /// One answer (or transport failure) to one request sent `nanoseconds` ago.
     @inline(__always)
-    func answer(_ platform: MetricsPlatform, _ result: DeliveryResult, afterNanoseconds nanoseconds: UInt64) {
-        values.requestLatency[platform.rawValue].observe(nanoseconds)
+    func answer(_ platform: Platform, _ result: DeliveryResult, afterNanoseconds nanoseconds: UInt64) {
+        values.requestLatency[platform.metricsSlot].observe(nanoseconds)
         switch result {
         case .response(let response):
             let status = Self.statuses.firstIndex(of: response.status) ?? Self.statuses.count
@@ -115,13 +116,13 @@ public final class DeliveryMetrics {
             let status = Self.statuses.firstIndex(of: response.status) ?? Self.statuses.count
             values.responses[values.responseIndex(platform, status: status, reason: response.status == 200 ? 0 : Self.reasonNames.count - 1)] &+= 1
         case .transport(let failure):
-            values.transport[platform.rawValue * TransportFailureKind.allCases.count + TransportFailureKind(failure).rawValue] &+= 1
+            values.transport[platform.metricsSlot * TransportFailureKind.allCases.count + TransportFailureKind(failure).rawValue] &+= 1
         }
     }
 
     @inline(__always)
-    func resend(_ platform: MetricsPlatform, _ cause: ResendCause) {
-        values.resends[platform.rawValue * ResendCause.allCases.count + cause.rawValue] &+= 1
+    func resend(_ platform: Platform, _ cause: ResendCause) {
+        values.resends[platform.metricsSlot * ResendCause.allCases.count + cause.rawValue] &+= 1
     }
 
     /// The cause of a `.resendNow` / `.resendUnprocessed` decision on `result`.

@@ -1,3 +1,4 @@
+import APNs
 import RedisQueue
 
 /// One copy of a worker's metrics for a scrape: the counters of one or more event loops (added up) and the
@@ -36,7 +37,7 @@ public struct MetricsSnapshot: Sendable {
 
     init(appNames: [String]) {
         self.appNames = appNames
-        let platforms = MetricsPlatform.allCases.count
+        let platforms = Platform.allCases.count
         jobs = [UInt64](repeating: 0, count: platforms * (appNames.count + 1) * Self.outcomeCount)
         responses = [UInt64](repeating: 0, count: platforms * (DeliveryMetrics.statuses.count + 1) * DeliveryMetrics.reasonNames.count)
         transport = [UInt64](repeating: 0, count: platforms * TransportFailureKind.allCases.count)
@@ -47,8 +48,8 @@ public struct MetricsSnapshot: Sendable {
     }
 
     @inline(__always)
-    func jobIndex(_ platform: MetricsPlatform, _ app: Int, _ outcome: JobOutcome) -> Int {
-        (platform.rawValue * (appNames.count + 1) + app) * Self.outcomeCount + Self.outcomeSlot(outcome)
+    func jobIndex(_ platform: Platform, _ app: Int, _ outcome: JobOutcome) -> Int {
+        (platform.metricsSlot * (appNames.count + 1) + app) * Self.outcomeCount + Self.outcomeSlot(outcome)
     }
 
     @inline(__always)
@@ -67,14 +68,14 @@ public struct MetricsSnapshot: Sendable {
     }
 
     @inline(__always)
-    func responseIndex(_ platform: MetricsPlatform, status: Int, reason: Int) -> Int {
-        (platform.rawValue * (DeliveryMetrics.statuses.count + 1) + status) * DeliveryMetrics.reasonNames.count + reason
+    func responseIndex(_ platform: Platform, status: Int, reason: Int) -> Int {
+        (platform.metricsSlot * (DeliveryMetrics.statuses.count + 1) + status) * DeliveryMetrics.reasonNames.count + reason
     }
 
     /// Jobs of one outcome over every app and platform (tests, the dashboard's cross-check).
     public func jobs(_ outcome: JobOutcome) -> UInt64 {
         var total: UInt64 = 0
-        for platform in MetricsPlatform.allCases {
+        for platform in Platform.allCases {
             for app in 0...appNames.count { total &+= jobs[jobIndex(platform, app, outcome)] }
         }
         return total

@@ -1,3 +1,4 @@
+import APNs
 /// A worker's `/metrics` page: every family documented in docs/observability.md, from one merged snapshot.
 public enum WorkerMetricsText {
     public static func render(_ s: MetricsSnapshot, process: ProcessStats = .read()) -> String {
@@ -5,50 +6,50 @@ public enum WorkerMetricsText {
         let apps = s.appNames + ["unknown"]
 
         out.family("herald_jobs_total", .counter, "Result entries written, by app, platform and outcome (agrees with the results stream).")
-        for platform in MetricsPlatform.allCases {
+        for platform in Platform.allCases {
             for (app, name) in apps.enumerated() {
                 for outcome in JobOutcome.allCases {
                     let value = s.jobs[s.jobIndex(platform, app, outcome)]
                     // The "unknown" app (rejected jobs naming no configured app) only once it has happened.
                     if app == s.appNames.count && value == 0 { continue }
-                    out.sample("herald_jobs_total", [("app", name), ("platform", platform.label), ("outcome", outcome.rawValue)], value)
+                    out.sample("herald_jobs_total", [("app", name), ("platform", platform.rawValue), ("outcome", outcome.rawValue)], value)
                 }
             }
         }
         out.single("herald_jobs_scheduled_total", .counter, "Jobs whose deliver_at lay ahead, put in the retry set until then.", Double(s.scheduled))
 
         out.family("herald_push_responses_total", .counter, "HTTP answers from the push service, by status and reason.")
-        for platform in MetricsPlatform.allCases {
+        for platform in Platform.allCases {
             for status in 0...DeliveryMetrics.statuses.count {
                 for reason in DeliveryMetrics.reasonNames.indices {
                     let value = s.responses[s.responseIndex(platform, status: status, reason: reason)]
                     guard value > 0 else { continue }
                     let statusLabel = status < DeliveryMetrics.statuses.count ? String(DeliveryMetrics.statuses[status]) : "other"
                     out.sample("herald_push_responses_total", [
-                        ("platform", platform.label), ("status", statusLabel), ("reason", DeliveryMetrics.reasonNames[reason]),
+                        ("platform", platform.rawValue), ("status", statusLabel), ("reason", DeliveryMetrics.reasonNames[reason]),
                     ], value)
                 }
             }
         }
         out.family("herald_push_transport_failures_total", .counter, "Requests that got no HTTP answer, by kind.")
-        for platform in MetricsPlatform.allCases {
+        for platform in Platform.allCases {
             for kind in TransportFailureKind.allCases {
-                out.sample("herald_push_transport_failures_total", [("platform", platform.label), ("kind", kind.label)],
-                           s.transport[platform.rawValue * TransportFailureKind.allCases.count + kind.rawValue])
+                out.sample("herald_push_transport_failures_total", [("platform", platform.rawValue), ("kind", kind.label)],
+                           s.transport[platform.metricsSlot * TransportFailureKind.allCases.count + kind.rawValue])
             }
         }
         out.family("herald_push_resends_total", .counter, "Jobs sent again at once, by cause.")
-        for platform in MetricsPlatform.allCases {
+        for platform in Platform.allCases {
             for cause in ResendCause.allCases {
-                out.sample("herald_push_resends_total", [("platform", platform.label), ("cause", cause.label)],
-                           s.resends[platform.rawValue * ResendCause.allCases.count + cause.rawValue])
+                out.sample("herald_push_resends_total", [("platform", platform.rawValue), ("cause", cause.label)],
+                           s.resends[platform.metricsSlot * ResendCause.allCases.count + cause.rawValue])
             }
         }
         out.family("herald_job_latency_seconds", .histogram, "From claim to the job's terminal outcome.")
-        for platform in MetricsPlatform.allCases { out.histogram("herald_job_latency_seconds", [("platform", platform.label)], s.jobLatency[platform.rawValue]) }
+        for platform in Platform.allCases { out.histogram("herald_job_latency_seconds", [("platform", platform.rawValue)], s.jobLatency[platform.metricsSlot]) }
         out.family("herald_push_request_duration_seconds", .histogram, "From a request's send to its answer or failure.")
-        for platform in MetricsPlatform.allCases {
-            out.histogram("herald_push_request_duration_seconds", [("platform", platform.label)], s.requestLatency[platform.rawValue])
+        for platform in Platform.allCases {
+            out.histogram("herald_push_request_duration_seconds", [("platform", platform.rawValue)], s.requestLatency[platform.metricsSlot])
         }
 
         out.single("herald_jobs_in_flight", .gauge, "Jobs claimed and not yet recorded.", Double(s.inFlight))
