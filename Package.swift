@@ -38,8 +38,10 @@ let package = Package(
         /// APNs over HTTP/2: the client that turns a notification into a request on a pool and the answer back.
         .target(name: "APNsHTTP2", dependencies: ["APNs", "HTTP2", "Reactor"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
-        .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CCurl", "COpenSSL"]),
-        .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor", "CCurl"]),
+        /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
+        .target(name: "CurlHTTP", dependencies: ["CCurl"]),
+        .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
+        .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP"]),
         .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "APNsHTTP2", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "APNsHTTP2", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
@@ -55,7 +57,7 @@ let package = Package(
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "APNsHTTP2", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsHTTP2Tests", dependencies: ["Basics", "APNsHTTP2", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "HeraldTestSupport"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "CurlHTTP", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

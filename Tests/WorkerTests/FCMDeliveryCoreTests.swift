@@ -1,5 +1,6 @@
 import APNs
 import Basics
+import CurlHTTP
 import Foundation
 import Reactor
 import RedisQueue

@@ -1,4 +1,5 @@
 import APNs
+import CurlHTTP
 import Foundation
 import Reactor
 

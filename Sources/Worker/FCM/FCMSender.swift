@@ -1,5 +1,6 @@
 import APNs
 import APNsHTTP2
+import CurlHTTP
 import HTTP2
 import Reactor
 
