@@ -42,13 +42,13 @@ public struct ForwarderCounters: Sendable, Equatable {
 /// next owner (receivers deduplicate by `stream_id`). Blocking; one thread.
 public final class StreamForwarder {
     public private(set) var counters = ForwarderCounters()
-    private let redis: BlockingRedis
+    private let redis: any BlockingRedisCommands
     private let client: WebhookClient
     private let settings: ForwarderSettings
     private let log: (String) -> Void
     private let shouldStop: () -> Bool
 
-    public init(redis: BlockingRedis, client: WebhookClient, settings: ForwarderSettings,
+    public init(redis: any BlockingRedisCommands, client: WebhookClient, settings: ForwarderSettings,
                 log: @escaping (String) -> Void = { _ in }, shouldStop: @escaping () -> Bool) {
         self.redis = redis
         self.client = client

@@ -37,7 +37,7 @@ public struct ReplayReport: Sendable, Equatable {
 /// replay` and tests. Blocking.
 public enum ArchiveReplay {
     /// The archived jobs that match, oldest first, at most `limit`. Reads in pages of 500 within the time range.
-    public static func select(redis: BlockingRedis, keys: QueueKeys, filter: ReplayFilter, limit: Int = .max) throws(RedisError) -> [(streamID: String, job: ArchivedJob)] {
+    public static func select(redis: any BlockingRedisCommands, keys: QueueKeys, filter: ReplayFilter, limit: Int = .max) throws(RedisError) -> [(streamID: String, job: ArchivedJob)] {
         var found: [(streamID: String, job: ArchivedJob)] = []
         var start = filter.since.map { String($0) } ?? "-"
         let end = filter.until.map { String($0) } ?? "+"
@@ -57,7 +57,7 @@ public enum ArchiveReplay {
 
     /// Puts `jobs` back on their queues, in batches of 200 script calls: each with attempt 1 and its id, and a
     /// `replayed` result entry (written by `worker`). A job replayed twice at once goes back once.
-    public static func replay(_ jobs: [(streamID: String, job: ArchivedJob)], redis: BlockingRedis, keys: QueueKeys,
+    public static func replay(_ jobs: [(streamID: String, job: ArchivedJob)], redis: any BlockingRedisCommands, keys: QueueKeys,
                               worker: String, resultsMaxLength: Int = 1_000_000) throws(RedisError) -> ReplayReport {
         var report = ReplayReport()
         var start = 0

@@ -53,11 +53,6 @@ public final class BlockingRedis {
 
     deinit { if fd >= 0 { Glibc.close(fd) } }
 
-    /// One command; a top-level error reply throws `.server`.
-    public func command(_ args: [String]) throws(RedisError) -> RESPValue {
-        try command(args.map { Array($0.utf8) })
-    }
-
     public func command(_ args: [[UInt8]]) throws(RedisError) -> RESPValue {
         let reply = try pipeline(rawCommands: [args])[0]
         if case .error(let message) = reply { throw .server(message) }
@@ -66,10 +61,6 @@ public final class BlockingRedis {
 
     /// Sends all commands in one write and returns every reply in order; error replies come back as `.error`
     /// values in the array (they do not throw).
-    public func pipeline(_ commands: [[String]]) throws(RedisError) -> [RESPValue] {
-        try pipeline(rawCommands: commands.map { $0.map { Array($0.utf8) } })
-    }
-
     public func pipeline(rawCommands commands: [[[UInt8]]]) throws(RedisError) -> [RESPValue] {
         guard fd >= 0 else { throw .connectionLost }
         var output: [UInt8] = []

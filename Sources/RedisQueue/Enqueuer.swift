@@ -15,7 +15,7 @@ public enum Enqueuer {
 
     /// `validate` returns nil for a good job, else why it is refused. Lines may end with "\n" or "\r\n" (stripped).
     /// A Redis error stops the run (throws); lines already pushed stay pushed.
-    public static func enqueue(lines: some Sequence<[UInt8]>, redis: BlockingRedis, queueKey: String,
+    public static func enqueue(lines: some Sequence<[UInt8]>, redis: any BlockingRedisCommands, queueKey: String,
                                validate: ([UInt8]) -> String?, batchSize: Int = 1000) throws(RedisError) -> EnqueueReport {
         var report = EnqueueReport()
         var batch: [[UInt8]] = []

@@ -1,6 +1,6 @@
 import Reactor
 
-/// A worker's view of the queue on a `RedisConnection`: claim, complete, heartbeat, reap, schedule retries.
+/// A worker's view of the queue on a `RedisCommandSender` (a `RedisConnection`): claim, complete, heartbeat, reap, schedule retries.
 ///
 /// Loop-confined like its connection (not Sendable): call everything on `connection.loop`; completions run
 /// there. Calls pipeline: completions may go out while claims are in flight. A call that fails with
@@ -10,7 +10,7 @@ import Reactor
 /// A call that fails with `.wrongType` changed nothing (the scripts check key types before writing): keep the
 /// leases and send the same call again later, not as a repeat.
 public final class JobQueue {
-    public let connection: RedisConnection
+    public let connection: any RedisCommandSender
     public let keys: QueueKeys
     public let workerID: String
     private let commands: QueueCommands
@@ -27,7 +27,7 @@ public final class JobQueue {
 
     /// `queueKeys` in priority order (default: `keys.queue`). `workerID` must be unique among live workers
     /// (e.g. host:pid:random) and a valid key part.
-    public init(connection: RedisConnection, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
+    public init(connection: any RedisCommandSender, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
                 options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
         self.commands = try QueueCommands(keys: keys, workerID: workerID, queueKeys: queueKeys, options: options)
         self.rotation = options.rotation(for: commands.queueKeys)
@@ -248,7 +248,7 @@ public final class JobQueue {
 /// The same operations on a `BlockingRedis`, for `herald scheduler`, CLI tools and tests. Not thread-safe
 /// (like its connection): one per thread.
 public final class BlockingJobQueue {
-    public let redis: BlockingRedis
+    public let redis: any BlockingRedisCommands
     public let keys: QueueKeys
     public let workerID: String
     private let commands: QueueCommands
@@ -257,7 +257,7 @@ public final class BlockingJobQueue {
     /// See `JobQueue.onKeyProblem`.
     public var onKeyProblem: ((QueueKeyProblem) -> Void)?
 
-    public init(redis: BlockingRedis, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
+    public init(redis: any BlockingRedisCommands, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
                 options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
         self.commands = try QueueCommands(keys: keys, workerID: workerID, queueKeys: queueKeys, options: options)
         self.rotation = options.rotation(for: commands.queueKeys)

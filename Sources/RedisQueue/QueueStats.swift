@@ -25,7 +25,7 @@ public struct QueueStats: Sendable, Equatable {
 
     /// Reads the stats. The outcome counts come from XREVRANGE over the last hour, at most `resultsScanLimit`
     /// entries (a bounded cost however busy the stream is).
-    public static func read(redis: BlockingRedis, keys: QueueKeys, queueKeys: [String]? = nil,
+    public static func read(redis: any BlockingRedisCommands, keys: QueueKeys, queueKeys: [String]? = nil,
                             resultsScanLimit: Int = 20_000) throws(RedisError) -> QueueStats {
         let queues = queueKeys ?? [keys.queue]
         guard let time = try redis.command(["TIME"]).array, time.count == 2,

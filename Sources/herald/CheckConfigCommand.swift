@@ -44,10 +44,9 @@ enum CheckConfigCommand {
             }
             if !args.flag("skip-redis") {
                 do {
-                    let url = try RedisURL(parsing: configuration.redis.url)
-                    let redis = try BlockingRedis(url: url)
+                    let redis = try configuration.redis.makeBlockingClient()
                     _ = try redis.command(["PING"])
-                    print("ok   redis \(url) answers")
+                    print("ok   redis \(configuration.redis.redactedURL) answers")
                 } catch {
                     warnings.append("redis: \(error)")
                 }

@@ -13,7 +13,7 @@ func loadConfiguration(_ args: ParsedArguments, environment: [String: String] = 
 
 /// Redis settings for commands that need only Redis: `--redis` and `--prefix` flags, else the config file,
 /// else the environment and defaults (no apps required).
-func redisSettings(_ args: ParsedArguments) throws -> (url: RedisURL, keys: QueueKeys, queues: [String]) {
+func redisSettings(_ args: ParsedArguments) throws -> ToolRedis {
     var settings = Configuration.RedisSettings()
     let path = args.value("config") ?? ProcessInfo.processInfo.environment["HERALD_CONFIG"]
     if let path {
@@ -29,14 +29,27 @@ func redisSettings(_ args: ParsedArguments) throws -> (url: RedisURL, keys: Queu
     }
     if let url = args.value("redis") { settings.url = url }
     if let prefix = args.value("prefix") { settings.prefix = prefix }
-    let url: RedisURL
-    do { url = try RedisURL(parsing: settings.url) } catch { throw UsageError(error.description) }
+    do { _ = try RedisURL(parsing: settings.url) } catch { throw UsageError(error.description) }
     let keys: QueueKeys
     do { keys = try QueueKeys(prefix: settings.prefix) } catch { throw UsageError(error.description) }
     for queue in settings.queueKeys where !QueueKeys.isValid(queue) {
         throw UsageError("'\(queue)' is not a usable queue key (quotes, backslashes or control characters)")
     }
-    return (url, keys, settings.queueKeys)
+    return ToolRedis(settings: settings, keys: keys, queues: settings.queueKeys)
+}
+
+/// A tool's Redis: where and how to connect (`settings`), the keys, the queues in priority order.
+struct ToolRedis {
+    let settings: Configuration.RedisSettings
+    let keys: QueueKeys
+    let queues: [String]
+
+    /// For log lines (no password).
+    var description: String { settings.redactedURL }
+
+    func connect(connectTimeoutMilliseconds: Int = 2_000, commandTimeoutMilliseconds: Int = 10_000) throws(RedisError) -> any BlockingRedisCommands {
+        try settings.makeBlockingClient(connectTimeoutMilliseconds: connectTimeoutMilliseconds, commandTimeoutMilliseconds: commandTimeoutMilliseconds)
+    }
 }
 
 let redisOptions: [OptionSpec] = [

@@ -35,7 +35,7 @@ enum DashboardCommand {
         let lease = Int64(leaseSeconds) * 1000
         let server = try loop.submit { () -> LoopBound<HTTPListener> in
             // Made on the loop and reachable only from the listener's handler: it never leaves the loop's thread.
-            let source = DashboardSource(url: settings.url, keys: settings.keys, queues: settings.queues, leaseMilliseconds: lease)
+            let source = DashboardSource(redis: settings, keys: settings.keys, queues: settings.queues, leaseMilliseconds: lease)
             let listener = try HTTPListener(loop: loop, host: address.host, port: address.port) { request, respond in
                 respond(source.answer(request))
             }
@@ -43,7 +43,7 @@ enum DashboardCommand {
         }
         let port = try loop.submit { server.value.port }
         let shown = ListenAddress("\(address.host):\(port)")?.description ?? listenText
-        logger.info("dashboard listening", ["url": .string("http://\(shown)/"), "redis": .string(settings.url.description)])
+        logger.info("dashboard listening", ["url": .string("http://\(shown)/"), "redis": .string(settings.description)])
         // Scripts (scripts/demo, the tests) read the URL from this line.
         print("dashboard: http://\(shown)/")
         let watcher = SignalWatcher(onFirst: {
@@ -62,11 +62,11 @@ enum DashboardCommand {
 /// It runs on the dashboard's own loop and reads Redis with blocking calls (with timeouts): that loop serves
 /// nothing else, so a slow Redis delays only the page. Loop-confined: only the listener's handler holds it.
 final class DashboardSource {
-    let url: RedisURL
+    let settings: ToolRedis
     let keys: QueueKeys
     let queues: [String]
     let leaseMilliseconds: Int64
-    private var redis: BlockingRedis?
+    private var redis: (any BlockingRedisCommands)?
     private var overview = QueueOverview()
     private var window = ResultsWindow()
     private var refreshedAt: UInt64 = 0
@@ -75,8 +75,8 @@ final class DashboardSource {
     private var lastError: String?
     private let refreshMilliseconds: UInt64 = 500
 
-    init(url: RedisURL, keys: QueueKeys, queues: [String], leaseMilliseconds: Int64) {
-        self.url = url
+    init(redis settings: ToolRedis, keys: QueueKeys, queues: [String], leaseMilliseconds: Int64) {
+        self.settings = settings
         self.keys = keys
         self.queues = queues
         self.leaseMilliseconds = leaseMilliseconds
@@ -105,7 +105,7 @@ final class DashboardSource {
         let fresh = refreshedAt != 0 && now &- refreshedAt < refreshMilliseconds * 1_000_000
         if fresh && (!withResults || windowFresh) { return }
         do throws(RedisError) {
-            if redis == nil { redis = try BlockingRedis(url: url, connectTimeoutMilliseconds: 1000, commandTimeoutMilliseconds: 3000) }
+            if redis == nil { redis = try settings.connect(connectTimeoutMilliseconds: 1000, commandTimeoutMilliseconds: 3000) }
             if !fresh {
                 overview = try QueueOverview.read(redis: redis!, keys: keys, queues: queues, leaseMilliseconds: leaseMilliseconds)
                 refreshedAt = now

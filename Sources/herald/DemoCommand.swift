@@ -302,7 +302,7 @@ struct Tally {
 
     var terminal: Int { terminalByOutcome.values.reduce(0, +) }
 
-    mutating func read(redis: BlockingRedis, after lastID: String) throws -> String {
+    mutating func read(redis: any BlockingRedisCommands, after lastID: String) throws -> String {
         var last = lastID
         while true {
             let entries = StreamEntry.entries(try redis.command(["XRANGE", "herald:results", "(" + last, "+", "COUNT", "5000"]))

@@ -61,7 +61,7 @@ enum EnqueueCommand {
             fd = STDIN_FILENO
         }
         defer { if fd != STDIN_FILENO { close(fd) } }
-        let redis = try BlockingRedis(url: settings.url)
+        let redis = try settings.connect()
         // SIGINT/SIGTERM: stop reading, push the batch in progress, report, exit 130/143; a second one exits at once.
         let stop = StopRequest()
         let watcher = SignalWatcher(onSignal: { stop.request(signal: $0) }, onSecond: { exit(128 + $0) })

@@ -86,7 +86,7 @@ enum ForwardCommand {
         let watcher = SignalWatcher(onFirst: { stop.set() })
         defer { withExtendedLifetime(watcher) {} }
         let client = try WebhookClient(options)
-        let redis = try BlockingRedis(url: settings.url)
+        let redis = try settings.connect()
         let forwarder = StreamForwarder(redis: redis, client: client, settings: forward, log: { printError("herald forward: \($0)") },
                                         shouldStop: { stop.isSet })
         printError("herald forward: \(forward.consumer) in group \(forward.group) forwarding \(streams.joined(separator: ", ")) to \(redactedURL(url))")

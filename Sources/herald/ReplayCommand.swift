@@ -50,7 +50,7 @@ enum ReplayCommand {
         let limit = try args.int("limit") ?? .max
         if limit < 1 { throw UsageError("--limit must be at least 1") }
         if filter.isEmpty && !args.flag("all") { throw UsageError("give a filter (--reason, --app, --id, --outcome, --since, --until) or --all") }
-        let redis = try BlockingRedis(url: settings.url)
+        let redis = try settings.connect()
         let chosen = try ArchiveReplay.select(redis: redis, keys: settings.keys, filter: filter, limit: limit)
         if args.flag("dry-run") {
             for (streamID, job) in chosen { print(args.flag("json") ? jsonLine(streamID, job) : humanLine(streamID, job)) }

@@ -18,11 +18,11 @@ enum SchedulerCommand {
         let stop = StopFlag()
         let watcher = SignalWatcher(onFirst: { stop.set() })
         defer { withExtendedLifetime(watcher) {} }
-        var redis: BlockingRedis? = nil
+        var redis: (any BlockingRedisCommands)? = nil
         var failures = 0
         repeat {
             do {
-                if redis == nil { redis = try BlockingRedis(url: settings.url) }
+                if redis == nil { redis = try settings.connect() }
                 let queue = try BlockingJobQueue(redis: redis!, keys: settings.keys, workerID: "scheduler-\(getpid())", queueKeys: settings.queues)
                 var moved = 0
                 var sleepMs = 1000

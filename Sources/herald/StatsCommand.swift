@@ -11,7 +11,7 @@ enum StatsCommand {
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
         let settings = try redisSettings(args)
-        let redis = try BlockingRedis(url: settings.url)
+        let redis = try settings.connect()
         let stats = try QueueStats.read(redis: redis, keys: settings.keys, queueKeys: settings.queues)
         if args.flag("json") {
             printJSON([

@@ -27,7 +27,7 @@ enum TailCommand {
         let stop = StopFlag()
         let watcher = SignalWatcher(onFirst: { stop.set() })
         defer { withExtendedLifetime(watcher) {} }
-        let redis = try BlockingRedis(url: settings.url)
+        let redis = try settings.connect()
         var lastID = args.flag("from-start") ? "0-0" : "$"
         var printed = 0
         while !stop.isSet {

@@ -91,11 +91,11 @@ import Testing
     }
 }
 
-private func pendingCount(_ redis: BlockingRedis, _ stream: String) throws -> Int {
+private func pendingCount(_ redis: any BlockingRedisCommands, _ stream: String) throws -> Int {
     Int(try redis.command(["XPENDING", stream, "hook"]).array?.first?.int ?? -1)
 }
 
-private func streamIDs(_ redis: BlockingRedis, _ stream: String) throws -> [String] {
+private func streamIDs(_ redis: any BlockingRedisCommands, _ stream: String) throws -> [String] {
     StreamEntry.entries(try redis.command(["XRANGE", stream, "-", "+"])).map { "\(stream) \($0.id)" }
 }
 

@@ -14,7 +14,7 @@ private func childJob(_ id: String, _ token: String) -> [UInt8] { bytes(#"{"id":
 private func hexToken(_ n: Int) -> String { String(format: "%064x", n) }
 
 /// A worker whose 50 ms lease a test lets run out (to have its jobs reaped).
-private func shortLeaseWorker(_ redis: BlockingRedis, _ keys: QueueKeys, _ id: String) throws -> BlockingJobQueue {
+private func shortLeaseWorker(_ redis: any BlockingRedisCommands, _ keys: QueueKeys, _ id: String) throws -> BlockingJobQueue {
     var short = JobQueueOptions()
     short.leaseMilliseconds = 50
     return try BlockingJobQueue(redis: redis, keys: keys, workerID: id, options: short)

@@ -11,7 +11,7 @@ func delivered(_ leases: [Lease], worker: String) -> [JobCompletion] {
 }
 
 /// Every result id in the stream, with how many times each appears.
-func resultCounts(_ redis: BlockingRedis, _ keys: QueueKeys) throws -> [String: Int] {
+func resultCounts(_ redis: any BlockingRedisCommands, _ keys: QueueKeys) throws -> [String: Int] {
     var counts: [String: Int] = [:]
     var start = "-"
     while true {
@@ -29,7 +29,7 @@ func resultCounts(_ redis: BlockingRedis, _ keys: QueueKeys) throws -> [String: 
     }
 }
 
-func push(_ redis: BlockingRedis, key: String, jobs: [String]) throws {
+func push(_ redis: any BlockingRedisCommands, key: String, jobs: [String]) throws {
     var index = 0
     while index < jobs.count {
         let slice = jobs[index..<min(jobs.count, index + 1000)]

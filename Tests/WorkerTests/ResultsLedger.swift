@@ -107,7 +107,7 @@ final class ResultsLedger {
 }
 
 /// Reads a whole stream once (for `herald:dropped-tokens`).
-func readStream(_ redis: BlockingRedis, _ key: String) throws -> [StreamEntry] {
+func readStream(_ redis: any BlockingRedisCommands, _ key: String) throws -> [StreamEntry] {
     var out: [StreamEntry] = []
     var last = "0-0"
     while true {

@@ -13,11 +13,7 @@ public final class RedisJobSource: JobSource {
     private var isOpen = false
 
     public init(configuration: Configuration, loop: EventLoop, workerID: String, logger: Logger) throws {
-        let url = try RedisURL(parsing: configuration.redis.url)
-        var redisOptions = RedisConnection.Options()
-        redisOptions.connectTimeoutMilliseconds = configuration.redis.connectTimeoutMs
-        redisOptions.commandTimeoutMilliseconds = configuration.redis.commandTimeoutMs
-        redis = RedisConnection(url: url, loop: loop, options: redisOptions)
+        redis = try configuration.redis.makeClient(loop: loop)
         var queueOptions = JobQueueOptions()
         queueOptions.leaseMilliseconds = configuration.worker.leaseSeconds * 1000
         queueOptions.resultsMaxLength = configuration.worker.resultsMaxLength

@@ -29,7 +29,7 @@ public struct QueueOverview: Sendable {
 
     public var liveWorkers: [WorkerState] { workers.filter { $0.heartbeatDeadlineInMilliseconds > 0 } }
 
-    public static func read(redis: BlockingRedis, keys: QueueKeys, queues: [String], leaseMilliseconds: Int64) throws(RedisError) -> QueueOverview {
+    public static func read(redis: any BlockingRedisCommands, keys: QueueKeys, queues: [String], leaseMilliseconds: Int64) throws(RedisError) -> QueueOverview {
         guard let time = try redis.command(["TIME"]).array, time.count == 2, let seconds = time[0].int, let micros = time[1].int else {
             throw .protocolError("TIME reply")
         }

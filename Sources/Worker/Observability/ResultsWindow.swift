@@ -24,7 +24,7 @@ public struct ResultsWindow: Sendable {
 
     /// Reads what is new in the results stream: at first the last `windowMilliseconds`, then everything after
     /// the last entry seen, at most `maxEntries` per call.
-    public mutating func read(redis: BlockingRedis, keys: QueueKeys, now: Int64, maxEntries: Int = 50_000) throws(RedisError) {
+    public mutating func read(redis: any BlockingRedisCommands, keys: QueueKeys, now: Int64, maxEntries: Int = 50_000) throws(RedisError) {
         var entries: [StreamEntry]
         if let lastID {
             entries = []
