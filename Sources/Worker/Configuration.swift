@@ -40,6 +40,10 @@ public struct Configuration: Sendable {
         public var queueMode = QueueMode.priority
         /// Fair-share weights by queue key (`queue_weights`); a queue not named weighs 1.
         public var queueWeights: [String: Int] = [:]
+        /// How Redis is run: one server (default) or a Redis Cluster, whose seed node `url` then names.
+        public var mode = RedisMode.standalone
+        /// More cluster seed nodes (`host:port`), tried after `url` when the map is first read.
+        public var clusterNodes: [String] = []
 
         public var queueKeys: [String] { queues.isEmpty ? ["\(prefix):queue"] : queues }
 
@@ -47,6 +51,13 @@ public struct Configuration: Sendable {
         public var claimWeights: [Int]? {
             queueMode == .weighted ? queueKeys.map { queueWeights[$0] ?? 1 } : nil
         }
+    }
+
+    /// `redis.mode`.
+    public enum RedisMode: String, Sendable, Equatable {
+        case standalone
+        /// A Redis Cluster: commands go to the master of their key's slot (`RedisCluster`).
+        case cluster
     }
 
     public enum QueueMode: String, Sendable, Equatable {

@@ -90,6 +90,7 @@ public enum ConfigurationLoader {
             // The parse error names the URL with its password redacted.
             problems.append("redis.url: \(error.description)")
         }
+        if c.redis.mode == .cluster { problems += c.redis.clusterProblems() }
         if !c.metrics.listen.isEmpty && ListenAddress(c.metrics.listen) == nil {
             problems.append("metrics.listen must be host:port, [v6]:port or :port (empty turns it off), got '\(c.metrics.listen)'")
         }
@@ -204,7 +205,8 @@ private struct Reader {
     mutating func apply(_ root: [String: Any], to c: inout Configuration) {
         check(root, known: ["redis", "apns", "fcm", "apps", "retry", "worker", "metrics"], at: "")
         if let redis = object(root["redis"], "redis") {
-            check(redis, known: ["url", "prefix", "queues", "connect_timeout_ms", "command_timeout_ms", "queue_mode", "queue_weights"], at: "redis.")
+            check(redis, known: ["url", "prefix", "queues", "connect_timeout_ms", "command_timeout_ms", "queue_mode", "queue_weights",
+                                 "mode", "cluster_nodes"], at: "redis.")
             string(redis, "url", "redis.", &c.redis.url)
             string(redis, "prefix", "redis.", &c.redis.prefix)
             strings(redis, "queues", "redis.", &c.redis.queues)
@@ -217,6 +219,14 @@ private struct Reader {
                     problems.append("redis.queue_mode must be \"priority\" or \"weighted\"")
                 }
             }
+            if let mode = redis["mode"] {
+                if let text = mode as? String, let parsed = Configuration.RedisMode(rawValue: text) {
+                    c.redis.mode = parsed
+                } else {
+                    problems.append("redis.mode must be \"standalone\" or \"cluster\"")
+                }
+            }
+            strings(redis, "cluster_nodes", "redis.", &c.redis.clusterNodes)
             if let weights = object(redis["queue_weights"], "redis.queue_weights") {
                 for key in weights.keys.sorted() where !key.hasPrefix("//") {
                     var weight = 1

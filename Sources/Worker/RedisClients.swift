@@ -7,19 +7,67 @@ extension Configuration.RedisSettings {
     /// Where Redis is, for log lines (no password).
     public var redactedURL: String { (try? RedisURL(parsing: url).description) ?? "redis (bad URL)" }
 
-    /// The worker's pipelined client on `loop` (not started).
-    public func makeClient(loop: EventLoop) throws -> RedisConnection {
+    /// The worker's pipelined client on `loop` (not started): one `RedisConnection`, or a `RedisCluster`.
+    public func makeClient(loop: EventLoop) throws -> any MonitoredRedisClient {
         var options = RedisConnection.Options()
         options.connectTimeoutMilliseconds = connectTimeoutMs
         options.commandTimeoutMilliseconds = commandTimeoutMs
-        return RedisConnection(url: try RedisURL(parsing: url), loop: loop, options: options)
+        switch mode {
+        case .standalone:
+            return RedisConnection(url: try RedisURL(parsing: url), loop: loop, options: options)
+        case .cluster:
+            var clusterOptions = RedisCluster.Options()
+            clusterOptions.connection = options
+            return try RedisCluster(seeds: try clusterSeeds(), loop: loop, options: clusterOptions)
+        }
     }
 
     /// A connected blocking client for a tool. A bad URL is a `.connectFailed` too: tools that retry report it.
     public func makeBlockingClient(connectTimeoutMilliseconds: Int = 2_000, commandTimeoutMilliseconds: Int = 10_000) throws(RedisError) -> any BlockingRedisCommands {
-        let parsed: RedisURL
-        do { parsed = try RedisURL(parsing: url) } catch { throw .connectFailed(error.description) }
-        return try BlockingRedis(url: parsed, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
-                                 commandTimeoutMilliseconds: commandTimeoutMilliseconds)
+        switch mode {
+        case .standalone:
+            let parsed: RedisURL
+            do { parsed = try RedisURL(parsing: url) } catch { throw .connectFailed(error.description) }
+            return try BlockingRedis(url: parsed, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
+                                     commandTimeoutMilliseconds: commandTimeoutMilliseconds)
+        case .cluster:
+            let seeds: [RedisURL]
+            do { seeds = try clusterSeeds() } catch { throw .connectFailed("\(error)") }
+            return try BlockingRedisCluster(seeds: seeds, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
+                                            commandTimeoutMilliseconds: commandTimeoutMilliseconds)
+        }
+    }
+
+    /// `url`, then every `cluster_nodes` entry with `url`'s credentials.
+    func clusterSeeds() throws -> [RedisURL] {
+        let first = try RedisURL(parsing: url)
+        return try [first] + clusterNodes.map { node in
+            var seed = first
+            seed.endpoint = try RedisURL(parsing: "redis://\(node)").endpoint
+            return seed
+        }
+    }
+
+    /// What makes cluster mode unusable, each with what to do (`ConfigurationLoader.validate`).
+    func clusterProblems() -> [String] {
+        var problems: [String] = []
+        if let parsed = try? RedisURL(parsing: url) {
+            if case .unix = parsed.endpoint { problems.append("redis.url: a Redis Cluster is reached over TCP (redis://host:port), not a Unix socket") }
+            if parsed.database != 0 { problems.append("redis.url: Redis Cluster has only database 0, not \(parsed.database)") }
+        }
+        for node in clusterNodes {
+            guard let parsed = try? RedisURL(parsing: "redis://\(node)"), case .tcp = parsed.endpoint, parsed.database == 0,
+                  parsed.password == nil, !node.contains("/") else {
+                problems.append("redis.cluster_nodes: '\(node)' is not host:port (credentials come from redis.url)")
+                continue
+            }
+        }
+        // The scripts touch a queue set's keys together: in a cluster they must share one slot.
+        let slot = ClusterSlot.of(prefix)
+        if ClusterSlot.of(prefix + ":a") != ClusterSlot.of(prefix + ":b") || queueKeys.contains(where: { ClusterSlot.of($0) != slot }) {
+            problems.append("redis.prefix and redis.queues: in cluster mode every key must share one slot: give the prefix a hash tag, "
+                + "e.g. \"{herald}\", and start every queue key with the same tag")
+        }
+        return problems
     }
 }

@@ -6,7 +6,7 @@ import RedisQueue
 /// scheduler) and the log lines about the Redis connection. Loop-confined.
 public final class RedisJobSource: JobSource {
     public let queue: JobQueue
-    private let redis: RedisConnection
+    private let redis: any MonitoredRedisClient
     private let settings: Configuration.WorkerSettings
     private let logger: Logger
     private var timers: [LoopTimer] = []
@@ -89,30 +89,34 @@ public final class RedisJobSource: JobSource {
         redis.close()
     }
 
-    /// One line when the connection is lost, then one every 30 s while Redis stays away (not one per reconnect
-    /// attempt), and one when it is back.
+    /// Per endpoint (one, or each cluster master): one line when its connection is lost, then one every 30 s
+    /// while it stays away (not one per reconnect attempt), and one when it is back.
     private func watchConnection() {
-        var connected = false
-        var failedAttempts = 0
-        var unavailableWarnings = WarningThrottle(seconds: 30)
+        struct Watch {
+            var connected = false
+            var failedAttempts = 0
+            var unavailableWarnings = WarningThrottle(seconds: 30)
+        }
+        var watches: [String: Watch] = [:]
         let logger = self.logger
-        redis.onStateChange = { [weak redis] state in
-            guard let redis else { return }
+        redis.observeConnections { endpoint, state in
+            var watch = watches[endpoint] ?? Watch()
+            defer { watches[endpoint] = watch }
             switch state {
             case .connected:
-                logger.info("redis connected", ["url": .string(redis.url.description), "failed_attempts": .int(failedAttempts)])
-                connected = true
-                failedAttempts = 0
+                logger.info("redis connected", ["url": .string(endpoint), "failed_attempts": .int(watch.failedAttempts)])
+                watch.connected = true
+                watch.failedAttempts = 0
             case .disconnected(let reason, let retry):
-                failedAttempts += 1
-                if connected { unavailableWarnings.markLogged() }
-                if connected || unavailableWarnings.allow() {
-                    logger.warning(connected ? "redis connection lost" : "redis unavailable; retrying", [
-                        "reason": .string(reason), "retry_in_ms": .int(retry), "failed_attempts": .int(failedAttempts),
-                        "url": .string(redis.url.description),
+                watch.failedAttempts += 1
+                if watch.connected { watch.unavailableWarnings.markLogged() }
+                if watch.connected || watch.unavailableWarnings.allow() {
+                    logger.warning(watch.connected ? "redis connection lost" : "redis unavailable; retrying", [
+                        "reason": .string(reason), "retry_in_ms": .int(retry), "failed_attempts": .int(watch.failedAttempts),
+                        "url": .string(endpoint),
                     ])
                 }
-                connected = false
+                watch.connected = false
             default: break
             }
         }
