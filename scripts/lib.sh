@@ -46,3 +46,56 @@ build_shipped_herald() {
         -Xlinker -z -Xlinker now >&2
     echo "$(swift build -c release --show-bin-path)/herald"
 }
+
+# Starts a throwaway Redis Cluster of N masters (default 3), no replicas, on free loopback ports (each with its
+# own bus port), joined with `redis-cli --cluster create`, and waits (deadline 30 s) for cluster_state:ok on
+# every node. Sets CLUSTER_PORTS (space-separated), CLUSTER_PIDS, CLUSTER_DIR and CLUSTER_SEED_URL.
+# Stop it with stop_redis_cluster (by pid, never by name).
+start_redis_cluster() {
+    local masters=${1:-3} i port bus
+    CLUSTER_DIR=$(mktemp -d -t herald-cluster.XXXXXX)
+    CLUSTER_PORTS=""
+    CLUSTER_PIDS=""
+    for ((i = 0; i < masters; i++)); do
+        port=$(free_port)
+        bus=$(free_port)
+        mkdir -p "$CLUSTER_DIR/$port"
+        redis-server --port "$port" --cluster-port "$bus" --bind 127.0.0.1 --cluster-enabled yes \
+            --cluster-config-file "$CLUSTER_DIR/$port/nodes.conf" --cluster-node-timeout 1000 \
+            --save '' --appendonly no --dir "$CLUSTER_DIR/$port" --daemonize no --logfile "$CLUSTER_DIR/$port/redis.log" &
+        CLUSTER_PIDS="$CLUSTER_PIDS $!"
+        CLUSTER_PORTS="$CLUSTER_PORTS $port"
+    done
+    local deadline=$((SECONDS + 10)) nodes=""
+    for port in $CLUSTER_PORTS; do
+        until redis-cli -p "$port" ping >/dev/null 2>&1; do
+            if ((SECONDS > deadline)); then echo "cluster node $port did not start" >&2; return 1; fi
+            sleep 0.1
+        done
+        nodes="$nodes 127.0.0.1:$port"
+    done
+    # shellcheck disable=SC2086
+    if ! redis-cli --cluster create $nodes --cluster-replicas 0 --cluster-yes >"$CLUSTER_DIR/create.log" 2>&1; then
+        echo "redis-cli --cluster create failed:" >&2
+        cat "$CLUSTER_DIR/create.log" >&2
+        return 1
+    fi
+    deadline=$((SECONDS + 30))
+    for port in $CLUSTER_PORTS; do
+        until redis-cli -p "$port" cluster info 2>/dev/null | grep -q 'cluster_state:ok'; do
+            if ((SECONDS > deadline)); then echo "cluster node $port never reached cluster_state:ok" >&2; return 1; fi
+            sleep 0.1
+        done
+    done
+    CLUSTER_PORTS=${CLUSTER_PORTS# }
+    CLUSTER_SEED_URL="redis://127.0.0.1:${CLUSTER_PORTS%% *}"
+}
+
+stop_redis_cluster() {
+    local pid
+    for pid in ${CLUSTER_PIDS:-}; do kill -9 "$pid" 2>/dev/null || true; done
+    for pid in ${CLUSTER_PIDS:-}; do wait "$pid" 2>/dev/null || true; done
+    CLUSTER_PIDS=""
+    [ -n "${CLUSTER_DIR:-}" ] && rm -rf "$CLUSTER_DIR"
+    CLUSTER_DIR=""
+}

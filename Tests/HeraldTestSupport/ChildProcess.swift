@@ -134,3 +134,10 @@ public func makeTemporaryDirectory(_ label: String = "herald-test") -> String {
     try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
     return path
 }
+
+/// Writes `json` as herald.json in a fresh temporary directory; returns its path.
+public func writeConfigurationFile(_ json: String) throws -> String {
+    let path = makeTemporaryDirectory("herald-config") + "/herald.json"
+    try Data(json.utf8).write(to: URL(fileURLWithPath: path))
+    return path
+}

@@ -6,16 +6,10 @@ import Testing
 import Worker
 
 @Suite struct ClusterConfigurationTests {
-    private func write(_ json: String) throws -> String {
-        let path = makeTemporaryDirectory("herald-config") + "/herald.json"
-        try Data(json.utf8).write(to: URL(fileURLWithPath: path))
-        return path
-    }
-
     private let app = #""apps":[{"name":"shop","bundle_id":"com.example.shop","token":{"team_id":"ABCDE12345","key_id":"KEY1234567","key_file":"k.p8"}}]"#
 
     @Test func clusterModeRefusesOtherDatabasesUntaggedPrefixesAndBadSeeds() throws {
-        let path = try write(#"{"redis":{"mode":"cluster","url":"redis://10.0.0.1:7000/2","prefix":"herald","cluster_nodes":["10.0.0.2:7000","redis://x/1"]},"# + app + "}")
+        let path = try writeConfigurationFile(#"{"redis":{"mode":"cluster","url":"redis://10.0.0.1:7000/2","prefix":"herald","cluster_nodes":["10.0.0.2:7000","redis://x/1"]},"# + app + "}")
         #expect {
             try ConfigurationLoader.load(path: path, environment: [:])
         } throws: { error in
@@ -23,16 +17,16 @@ import Worker
             return text.contains("only database 0") && text.contains("hash tag") && text.contains("'redis://x/1' is not host:port")
                 && !text.contains("'10.0.0.2:7000'")
         }
-        let typo = try write(#"{"redis":{"mode":"clustered"},"# + app + "}")
+        let typo = try writeConfigurationFile(#"{"redis":{"mode":"clustered"},"# + app + "}")
         #expect { try ConfigurationLoader.load(path: typo, environment: [:]) } throws: { "\($0)".contains("redis.mode must be") }
     }
 
     @Test func clusterModeWithATaggedPrefixLoads() throws {
-        let path = try write(#"{"redis":{"mode":"cluster","url":"redis://10.0.0.1:7000","prefix":"{herald}","cluster_nodes":["10.0.0.2:7000"]},"# + app + "}")
+        let path = try writeConfigurationFile(#"{"redis":{"mode":"cluster","url":"redis://10.0.0.1:7000","prefix":"{herald}","cluster_nodes":["10.0.0.2:7000"]},"# + app + "}")
         let configuration = try ConfigurationLoader.load(path: path, environment: [:])
         #expect(configuration.redis.mode == .cluster)
         #expect(configuration.redis.clusterNodes == ["10.0.0.2:7000"])
-        #expect(try ConfigurationLoader.load(path: try write("{" + app + "}"), environment: [:]).redis.mode == .standalone)
+        #expect(try ConfigurationLoader.load(path: try writeConfigurationFile("{" + app + "}"), environment: [:]).redis.mode == .standalone)
     }
 
     @Test func clusterModeClientsRouteOverTheMasters() throws {
