@@ -45,9 +45,6 @@ struct ClusterSlotMap {
         return index < 0 ? nil : masters[Int(index)]
     }
 
-    /// Slots no master serves (the cluster is then down for those keys).
-    var uncoveredSlots: Int { owner.reduce(0) { $0 + ($1 < 0 ? 1 : 0) } }
-
     mutating func assign(slot: Int, to node: ClusterNodeAddress) {
         owner[slot] = Int32(index(of: node))
     }
