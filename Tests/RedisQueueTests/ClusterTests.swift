@@ -287,7 +287,7 @@ private func unique(_ label: String) -> String { "\(label)-\(UInt32.random(in: 0
         #expect(throws: RedisError.self) { try redis.evalScript(script, keys: [Array(keys[0].utf8), Array("{other}x".utf8)], args: []) }
     }
 
-    @Test func jobQueueOverTheClusterClaimsAndCompletes() throws {
+    @Test func jobQueueOverTheClusterClaimsCompletesReapsSchedulesAndRetires() throws {
         let fixture = try SharedCluster.get()
         let keys = try QueueKeys(prefix: "{herald-\(UInt32.random(in: 0...UInt32.max))}")
         let blocking = try BlockingRedisCluster(seeds: [try RedisURL(parsing: fixture.seedURL)])
@@ -298,11 +298,19 @@ private func unique(_ label: String) -> String { "\(label)-\(UInt32.random(in: 0
         try onCluster(fixture) { cluster, done in
             do {
                 let queue = try JobQueue(connection: cluster, keys: keys, workerID: "cluster-w1")
+                queue.renewHeartbeat()
                 queue.claim(max: 50) { result in
                     guard case .success(let leases) = result else { outcome.value = "claim: \(result)"; done(); return }
-                    queue.complete(delivered(leases, worker: "cluster-w1")) { report in
-                        outcome.value = "claimed \(leases.count), applied \((try? report.get())?.applied ?? -1)"
-                        done()
+                    queue.complete(delivered(Array(leases.prefix(15)), worker: "cluster-w1")) { report in
+                        queue.reap { reaped in
+                            queue.moveDueRetries { moved in
+                                queue.retire { retired in
+                                    outcome.value = "claimed \(leases.count), applied \((try? report.get())?.applied ?? -1), "
+                                        + "reap \((try? reaped.get()) ?? -1), retry pass \((try? moved.get()) != nil), retired \((try? retired.get()) ?? -1)"
+                                    done()
+                                }
+                            }
+                        }
                     }
                 }
             } catch {
@@ -310,9 +318,9 @@ private func unique(_ label: String) -> String { "\(label)-\(UInt32.random(in: 0
                 done()
             }
         }
-        #expect(outcome.value == "claimed 20, applied 20")
-        #expect(try resultCounts(blocking, keys).count == 20)
-        #expect(try blocking.command(["LLEN", keys.queue]).int == 0)
+        #expect(outcome.value == "claimed 20, applied 15, reap 0, retry pass true, retired 5")
+        #expect(try resultCounts(blocking, keys).count == 15)
+        #expect(try blocking.command(["LLEN", keys.queue]).int == 5)
     }
 
     /// Its own cluster: a manual failover, then the new master SIGKILLed; the client follows both.
