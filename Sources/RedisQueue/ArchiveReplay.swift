@@ -66,17 +66,19 @@ public enum ArchiveReplay {
             start += batch.count
             var args: [[UInt8]] = [Array(String(resultsMaxLength).utf8), Array(String(UInt64.random(in: 0...UInt64.max), radix: 36).utf8),
                                    Array(String(batch.count).utf8)]
+            // Each job's queue goes in KEYS once per batch; ARGV says where.
+            var declared = DeclaredKeys([keys.archive, keys.results, keys.epoch])
             for (streamID, job) in batch {
                 let envelope = JobEnvelope.wrap(job: job.job, attempt: 1, id: job.id, queue: job.queue)
                 let entry = ResultEntry(id: job.id, outcome: .replayed, reason: "Replayed: " + job.reason, token: job.token, app: job.app,
                                         attempt: 1, worker: worker)
                 let fields = entry.fields
-                args += [Array(streamID.utf8), Array(job.queue.utf8), envelope, Array(String(fields.count * 2).utf8)]
+                args += [Array(streamID.utf8), Array(String(declared.index(of: job.queue)).utf8), envelope, Array(String(fields.count * 2).utf8)]
                 for (field, value) in fields { args += [Array(field.utf8), Array(value.utf8)] }
             }
             let reply: RESPValue
             do {
-                reply = try redis.evalScript(QueueScripts.replay, keys: [keys.archive, keys.results, keys.epoch].map { Array($0.utf8) }, args: args)
+                reply = try redis.evalScript(QueueScripts.replay, keys: declared.keys, args: args)
             } catch {
                 throw error.refined()
             }

@@ -42,17 +42,33 @@ public final class JobQueue {
         connection.evalScript(call.0, keys: call.1, args: call.2) { result in completion(result.mapError { $0.refined() }) }
     }
 
-    /// For the scripts that answer {count, ..., problems}: reports the problems, hands on the count.
-    private func runCount(_ call: (RedisScript, [[UInt8]], [[UInt8]]), _ completion: @escaping (Result<Int, RedisError>) -> Void) {
-        run(call) { [weak self] result in
-            completion(result.flatMap { reply in
-                Result { () throws(RedisError) in
-                    let (count, problems) = try QueueCommands.parseCount(reply)
-                    self?.report(problems)
-                    return count
-                }
-            })
+    /// A script whose keys come from data (`KeyRounds`): called again, declaring what its reply asked for,
+    /// until it needs nothing more; `merge` adds up the rounds' values.
+    private func rounds<T>(_ script: String, _ make: @escaping ([[UInt8]]) -> QueueCommands.Call,
+                           parse: @escaping (RESPValue) throws(RedisError) -> (T, needs: [[UInt8]]), merge: @escaping (T, T) -> T,
+                           state: KeyRounds? = nil, sofar: T? = nil, completion: @escaping (Result<T, RedisError>) -> Void) {
+        var state = state ?? KeyRounds(script: script)
+        run(make(state.learnt)) { [weak self] result in
+            do throws(RedisError) {
+                let (value, needs) = try parse(result.get())
+                let total = sofar.map { merge($0, value) } ?? value
+                guard try state.again(needs: needs) else { return completion(.success(total)) }
+                guard let self else { return completion(.failure(.closed)) }
+                self.rounds(script, make, parse: parse, merge: merge, state: state, sofar: total, completion: completion)
+            } catch {
+                completion(.failure(error))
+            }
         }
+    }
+
+    /// For the scripts that answer {count, ..., problems, needs}: reports the problems, hands on the count.
+    private func runCount(_ script: String, _ make: @escaping ([[UInt8]]) -> QueueCommands.Call,
+                          _ completion: @escaping (Result<Int, RedisError>) -> Void) {
+        rounds(script, make, parse: { [weak self] reply throws(RedisError) in
+            let (count, problems, needs) = try QueueCommands.parseCount(reply)
+            self?.report(problems)
+            return (count, needs)
+        }, merge: +, completion: completion)
     }
 
     private func report(_ problems: [QueueKeyProblem]) {
@@ -80,7 +96,8 @@ public final class JobQueue {
 
     /// A claim may have run without its reply reaching us: put whatever it leased back, retrying until done.
     private func releaseOrphans(prefix: String) {
-        runCount(commands.releasePrefix(prefix)) { [weak self] result in
+        let commands = self.commands
+        runCount("releasePrefix", { commands.releasePrefix(prefix, learnt: $0) }) { [weak self] result in
             guard let self, case .failure(let error) = result, error != .closed else { return }
             self.connection.loop.schedule(afterMilliseconds: 500) { [weak self] in self?.releaseOrphans(prefix: prefix) }
         }
@@ -137,9 +154,10 @@ public final class JobQueue {
     public func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64,
                           completion: @escaping (Result<[OnceVerdict], RedisError>) -> Void) {
         guard !jobs.isEmpty else { return completion(.success([])) }
-        run(commands.claimOnce(jobs, windowMilliseconds: windowMilliseconds)) { result in
-            completion(result.flatMap { reply in Result { () throws(RedisError) in try QueueCommands.parseClaimOnce(reply, count: jobs.count) } })
-        }
+        let commands = self.commands
+        rounds("claimOnce", { commands.claimOnce(jobs, windowMilliseconds: windowMilliseconds, learnt: $0) },
+               parse: { reply throws(RedisError) in try QueueCommands.parseClaimOnce(reply, count: jobs.count) },
+               merge: { $1 }, completion: completion)
     }
 
     /// Pushes this worker's lease deadline out by `options.leaseMilliseconds`. One call covers every lease.
@@ -216,32 +234,41 @@ public final class JobQueue {
 
     /// Returns the jobs of workers presumed dead to their queues. Safe in any number of processes at once.
     /// A dead worker's lease whose queue key holds another type stays (reported to `onKeyProblem`); the rest go on.
+    /// Two steps: a read-only scan names the dead workers, then the reap declares their lease hashes.
     public func reap(completion: @escaping (Result<Int, RedisError>) -> Void = { _ in }) {
-        runCount(commands.reap(), completion)
+        let commands = self.commands
+        run(commands.reapScan()) { [weak self] result in
+            switch result.flatMap({ reply in Result { () throws(RedisError) in try QueueCommands.parseReapScan(reply) } }) {
+            case .failure(let error): completion(.failure(error))
+            case .success(let dead) where dead.isEmpty: completion(.success(0))
+            case .success(let dead):
+                guard let self else { return completion(.failure(.closed)) }
+                self.runCount("reap", { commands.reap(dead: dead, learnt: $0) }, completion)
+            }
+        }
     }
 
     /// Moves due retries to the head of their queues (one batch). Safe with many schedulers.
     public func moveDueRetries(completion: @escaping (Result<RetryMove, RedisError>) -> Void) {
-        run(commands.moveDue()) { [weak self] result in
-            completion(result.flatMap { reply in
-                Result { () throws(RedisError) in
-                    let (move, problems) = try QueueCommands.parseMoveDue(reply)
-                    self?.report(problems)
-                    return move
-                }
-            })
-        }
+        let commands = self.commands
+        rounds("moveDue", { commands.moveDue(learnt: $0) }, parse: { [weak self] reply throws(RedisError) in
+            let (move, problems, needs) = try QueueCommands.parseMoveDue(reply)
+            self?.report(problems)
+            return (move, needs)
+        }, merge: QueueCommands.merge, completion: completion)
     }
 
     /// Puts unsent leases back at the head of their queues now (graceful shutdown, or a batch that cannot go out).
     public func release(leases leaseIDs: [String], completion: @escaping (Result<Int, RedisError>) -> Void = { _ in }) {
         guard !leaseIDs.isEmpty else { completion(.success(0)); return }
-        runCount(commands.release(leaseIDs), completion)
+        let commands = self.commands
+        runCount("release", { commands.release(leaseIDs, learnt: $0) }, completion)
     }
 
     /// Last call on shutdown: every lease still held goes back to its queue and the worker entry is removed.
     public func retire(completion: @escaping (Result<Int, RedisError>) -> Void = { _ in }) {
-        runCount(commands.retire(), completion)
+        let commands = self.commands
+        runCount("retire", { commands.retire(learnt: $0) }, completion)
     }
 }
 
@@ -274,10 +301,25 @@ public final class BlockingJobQueue {
         for problem in problems { onKeyProblem?(problem) }
     }
 
-    private func runCount(_ call: (RedisScript, [[UInt8]], [[UInt8]])) throws(RedisError) -> Int {
-        let (count, problems) = try QueueCommands.parseCount(run(call))
-        report(problems)
-        return count
+    /// See `JobQueue.rounds`.
+    private func rounds<T>(_ script: String, _ make: ([[UInt8]]) -> QueueCommands.Call,
+                           parse: (RESPValue) throws(RedisError) -> (T, needs: [[UInt8]]), merge: (T, T) -> T) throws(RedisError) -> T {
+        var state = KeyRounds(script: script)
+        var total: T? = nil
+        while true {
+            let (value, needs) = try parse(run(make(state.learnt)))
+            let sum = total.map { merge($0, value) } ?? value
+            total = sum
+            if try !state.again(needs: needs) { return sum }
+        }
+    }
+
+    private func runCount(_ script: String, _ make: ([[UInt8]]) -> QueueCommands.Call) throws(RedisError) -> Int {
+        try rounds(script, make, parse: { reply throws(RedisError) in
+            let (count, problems, needs) = try QueueCommands.parseCount(reply)
+            report(problems)
+            return (count, needs)
+        }, merge: +)
     }
 
     public func claim(max: Int) throws(RedisError) -> [Lease] {
@@ -304,7 +346,8 @@ public final class BlockingJobQueue {
     /// See `JobQueue.claimOnce`.
     public func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64) throws(RedisError) -> [OnceVerdict] {
         guard !jobs.isEmpty else { return [] }
-        return try QueueCommands.parseClaimOnce(run(commands.claimOnce(jobs, windowMilliseconds: windowMilliseconds)), count: jobs.count)
+        return try rounds("claimOnce", { commands.claimOnce(jobs, windowMilliseconds: windowMilliseconds, learnt: $0) },
+                          parse: { reply throws(RedisError) in try QueueCommands.parseClaimOnce(reply, count: jobs.count) }, merge: { $1 })
     }
 
     @discardableResult
@@ -314,20 +357,26 @@ public final class BlockingJobQueue {
     }
 
     @discardableResult
-    public func reap() throws(RedisError) -> Int { try runCount(commands.reap()) }
+    public func reap() throws(RedisError) -> Int {
+        let dead = try QueueCommands.parseReapScan(run(commands.reapScan()))
+        guard !dead.isEmpty else { return 0 }
+        return try runCount("reap") { commands.reap(dead: dead, learnt: $0) }
+    }
 
     public func moveDueRetries() throws(RedisError) -> RetryMove {
-        let (move, problems) = try QueueCommands.parseMoveDue(run(commands.moveDue()))
-        report(problems)
-        return move
+        try rounds("moveDue", { commands.moveDue(learnt: $0) }, parse: { reply throws(RedisError) in
+            let (move, problems, needs) = try QueueCommands.parseMoveDue(reply)
+            report(problems)
+            return (move, needs)
+        }, merge: QueueCommands.merge)
     }
 
     @discardableResult
     public func release(leases leaseIDs: [String]) throws(RedisError) -> Int {
         guard !leaseIDs.isEmpty else { return 0 }
-        return try runCount(commands.release(leaseIDs))
+        return try runCount("release") { commands.release(leaseIDs, learnt: $0) }
     }
 
     @discardableResult
-    public func retire() throws(RedisError) -> Int { try runCount(commands.retire()) }
+    public func retire() throws(RedisError) -> Int { try runCount("retire") { commands.retire(learnt: $0) } }
 }

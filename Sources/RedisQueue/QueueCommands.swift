@@ -1,6 +1,9 @@
 /// Builds the script calls and reads their replies, shared by the loop-confined `JobQueue` and the blocking
 /// `BlockingJobQueue`, so both speak exactly the same protocol.
 struct QueueCommands: Sendable {
+    /// A script call: the script, its KEYS, its ARGV.
+    typealias Call = (RedisScript, [[UInt8]], [[UInt8]])
+
     let keys: QueueKeys
     let workerID: String
     let queueKeys: [String]
@@ -49,6 +52,8 @@ struct QueueCommands: Sendable {
     /// `withJobs`: send each job's bytes (and queue) for the lease-lost recovery. The first call leaves them out
     /// (about 300 bytes a job that Redis would parse for nothing); completions answered 3 go again with them.
     func complete(_ batch: [JobCompletion], withJobs: Bool = false) -> (RedisScript, [[UInt8]], RESPArguments) {
+        var declared = DeclaredKeys([keys.leases(worker: workerID), keys.results, keys.droppedTokens, keys.retry, keys.dead, keys.epoch,
+                                     keys.droppedChannels, keys.archive])
         var args = RESPArguments(capacity: batch.reduce(64) { $0 + $1.lease.raw.count + 400 })
         args.append(options.resultsMaxLength)
         args.append(options.deadMaxLength)
@@ -56,8 +61,13 @@ struct QueueCommands: Sendable {
         for item in batch {
             args.append(item.lease.id)
             args.append(item.lease.epoch)
-            // A fan-out needs the queue its children go to; the job bytes travel only for the recovery.
-            args.append(withJobs || item.expansion != nil ? Array(item.lease.queueKey.utf8) : [])
+            // A fan-out needs the queue its children go to; the job bytes travel only for the recovery. The queue
+            // goes in KEYS (once per batch), ARGV says where.
+            if withJobs || item.expansion != nil {
+                args.append(declared.index(of: item.lease.queueKey))
+            } else {
+                args.append([])
+            }
             args.append(withJobs ? item.lease.raw : [])
             if let result = item.result {
                 args.append(result.fieldCount * 2)
@@ -81,7 +91,7 @@ struct QueueCommands: Sendable {
             }
             if let once = item.once {
                 args.append(3)
-                args.append(keys.once(jobID: once.jobID))
+                args.append(declared.index(of: keys.once(jobID: once.jobID)))
                 args.append(once.expect == .lease ? onceHolder(item.lease.id) : OnceUpdate.State.pending.rawValue)
                 args.append(once.state.rawValue)
             } else {
@@ -104,9 +114,7 @@ struct QueueCommands: Sendable {
             }
         }
         appendArchive(batch, to: &args)
-        return (QueueScripts.complete,
-                [b(keys.leases(worker: workerID)), b(keys.results), b(keys.droppedTokens), b(keys.retry), b(keys.dead), b(keys.epoch),
-                 b(keys.droppedChannels), b(keys.archive)], args)
+        return (QueueScripts.complete, declared.keys, args)
     }
 
     /// The archive section after the completions: its length cap, the count, then per archived completion its
@@ -147,61 +155,92 @@ struct QueueCommands: Sendable {
     /// What an idempotency key holds while this worker's lease sends the job.
     func onceHolder(_ leaseID: String) -> String { "\(workerID)\n\(leaseID)" }
 
-    /// `jobs`: each claimed lease with its producer's job id.
-    func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64) -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        (QueueScripts.claimOnce, jobs.map { b(keys.once(jobID: $0.jobID)) },
+    /// `jobs`: each claimed lease with its producer's job id. `learnt`: holders' lease hashes an earlier reply
+    /// asked for (this worker's own is always declared).
+    func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64, learnt: [[UInt8]] = []) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.claimOnce, jobs.map { b(keys.once(jobID: $0.jobID)) } + [b(keys.leases(worker: workerID))] + learnt,
          [b(String(windowMilliseconds)), b(keys.leasesPrefix), b(workerID)] + jobs.map { b($0.lease.id) })
     }
 
-    static func parseClaimOnce(_ reply: RESPValue, count: Int) throws(RedisError) -> [OnceVerdict] {
-        guard let codes = reply.array, codes.count == count else { throw .protocolError("claimOnce reply: \(reply)") }
-        return codes.map { code in
+    /// The verdicts (none when the call must go again) and the keys it needs.
+    static func parseClaimOnce(_ reply: RESPValue, count: Int) throws(RedisError) -> ([OnceVerdict], needs: [[UInt8]]) {
+        guard let parts = reply.array, parts.count == 2, let codes = parts[0].array else { throw .protocolError("claimOnce reply: \(reply)") }
+        let needs = try KeyRounds.parse(parts[1])
+        guard needs.isEmpty else { return ([], needs) }
+        guard codes.count == count else { throw .protocolError("claimOnce reply: \(reply)") }
+        return (codes.map { code in
             switch code.int {
             case 1: .claimed
             case 2: .unguarded
             default: .duplicate
             }
-        }
+        }, needs)
     }
 
     func heartbeat() -> (RedisScript, [[UInt8]], [[UInt8]]) {
         (QueueScripts.heartbeat, [b(keys.workers)], [b(workerID), b(String(options.leaseMilliseconds))])
     }
 
-    func reap() -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        (QueueScripts.reap, [b(keys.workers)], [b(keys.leasesPrefix), b(String(options.reapWorkersPerCall))])
+    /// The queue keys this worker's leases come from, then those an earlier reply asked for.
+    private func queues(_ learnt: [[UInt8]]) -> [[UInt8]] { queueKeys.map(b) + learnt }
+
+    func reapScan() -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.reapScan, [b(keys.workers)], [b(String(options.reapWorkersPerCall))])
     }
 
-    func release(_ leaseIDs: [String]) -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        (QueueScripts.release, [b(keys.leases(worker: workerID))], leaseIDs.map(b))
+    /// The dead workers' ids (`reapScan`'s reply).
+    static func parseReapScan(_ reply: RESPValue) throws(RedisError) -> [[UInt8]] {
+        guard let items = reply.array else { throw .protocolError("reap scan reply: \(reply)") }
+        return try items.map { item throws(RedisError) in
+            guard let id = item.bytes else { throw .protocolError("reap scan element: \(item)") }
+            return id
+        }
     }
 
-    func releasePrefix(_ prefix: String) -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        (QueueScripts.releasePrefix, [b(keys.leases(worker: workerID))], [b(prefix)])
+    /// `dead`: from `reapScan`; their lease hashes are declared, and this worker's queues.
+    func reap(dead: [[UInt8]], learnt: [[UInt8]] = []) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.reap, [b(keys.workers)] + dead.map { b(keys.leasesPrefix) + $0 } + queues(learnt),
+         [b(String(options.reapWorkersPerCall)), b(String(dead.count))] + dead)
     }
 
-    func retire() -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        (QueueScripts.retire, [b(keys.workers), b(keys.leases(worker: workerID))], [b(workerID)])
+    func release(_ leaseIDs: [String], learnt: [[UInt8]] = []) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.release, [b(keys.leases(worker: workerID))] + queues(learnt), leaseIDs.map(b))
     }
 
-    func moveDue() -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        (QueueScripts.moveDue, [b(keys.retry), b(keys.epoch)],
-         [b(queueKeys.first ?? keys.queue), b(String(options.retryMovesPerCall)), epochCandidate()])
+    func releasePrefix(_ prefix: String, learnt: [[UInt8]] = []) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.releasePrefix, [b(keys.leases(worker: workerID))] + queues(learnt), [b(prefix)])
     }
 
-    static func parseMoveDue(_ reply: RESPValue) throws(RedisError) -> (RetryMove, [QueueKeyProblem]) {
-        guard let items = reply.array, items.count == 4, let moved = items[0].int, let next = items[1].int, let now = items[2].int else {
+    func retire(learnt: [[UInt8]] = []) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        (QueueScripts.retire, [b(keys.workers), b(keys.leases(worker: workerID))] + queues(learnt), [b(workerID)])
+    }
+
+    /// KEYS[3] is the default queue (for envelopes that name none), then the other queue keys.
+    func moveDue(learnt: [[UInt8]] = []) -> (RedisScript, [[UInt8]], [[UInt8]]) {
+        let first = queueKeys.first ?? keys.queue
+        return (QueueScripts.moveDue, [b(keys.retry), b(keys.epoch), b(first)] + queueKeys.dropFirst().map(b) + learnt,
+                [b(String(options.retryMovesPerCall)), epochCandidate()])
+    }
+
+    static func parseMoveDue(_ reply: RESPValue) throws(RedisError) -> (RetryMove, [QueueKeyProblem], needs: [[UInt8]]) {
+        guard let items = reply.array, items.count == 5, let moved = items[0].int, let next = items[1].int, let now = items[2].int else {
             throw .protocolError("scheduler reply: \(reply)")
         }
-        return (RetryMove(moved: Int(moved), nextDueAt: next < 0 ? nil : next, now: now), try QueueKeyProblem.parse(items[3]))
+        return (RetryMove(moved: Int(moved), nextDueAt: next < 0 ? nil : next, now: now), try QueueKeyProblem.parse(items[3]),
+                try KeyRounds.parse(items[4]))
     }
 
-    /// The reply of reap, release, releasePrefix and retire: {count, ..., problems}.
-    static func parseCount(_ reply: RESPValue) throws(RedisError) -> (Int, [QueueKeyProblem]) {
-        guard let items = reply.array, let count = items.first?.int, let last = items.last else {
+    /// Two scheduler passes as one: the moves add up, the later pass knows the next due time.
+    static func merge(_ first: RetryMove, _ second: RetryMove) -> RetryMove {
+        RetryMove(moved: first.moved + second.moved, nextDueAt: second.nextDueAt, now: second.now)
+    }
+
+    /// The reply of reap, release, releasePrefix and retire: {count, ..., problems, needs}.
+    static func parseCount(_ reply: RESPValue) throws(RedisError) -> (Int, [QueueKeyProblem], needs: [[UInt8]]) {
+        guard let items = reply.array, items.count >= 3, let count = items[0].int else {
             throw .protocolError("expected a count, got \(reply)")
         }
-        return (Int(count), try QueueKeyProblem.parse(last))
+        return (Int(count), try QueueKeyProblem.parse(items[items.count - 2]), try KeyRounds.parse(items[items.count - 1]))
     }
 }
 

@@ -9,12 +9,20 @@
 /// skipped instead, and reported in the reply as a flat `{key, found, expected, ...}` list (`QueueKeyProblem`):
 /// the other queues go on, and a lease or retry that cannot go back to that queue stays where it is until the key
 /// is fixed.
+///
+/// **Every key a script touches is in its KEYS** (Redis Cluster routes by them and forbids others). Keys known
+/// only from data (a lease value's queue, a retry envelope's queue, another worker's lease hash) are declared by
+/// the caller from what it knows (its queue keys) or found by a read-only step (`reapScan`); a script that meets
+/// a key it was not given touches nothing for what needs it and answers the key in its trailing `needs` list
+/// (`{key, ...}`), and the caller calls again declaring it (`QueueCommands.KeyRounds`).
 public enum QueueScripts {
     /// Helpers every script starts with. `refusal(k1, type1, k2, type2, ...)`: the error reply for the first key
     /// holding neither its type nor nothing, else nil. `usableList(k)`: whether a queue key can take or give
     /// jobs; a key of another type is noted once in `problems`. `giveBack(hash, {id, value, ...})`: pushes each
     /// lease back to the head of its queue; returns the ids given back and how many stayed (queue key of the
     /// wrong type, or a value without a queue). `hdel(hash, ids)`: HDEL in chunks below Lua's unpack limit.
+    /// `declared(k)`: whether `k` is among KEYS; `need(k)` notes an undeclared key once in `needs`.
+    /// `undeclaredQueues({id, value, ...})`: notes the queues of lease values that are not declared; true if any.
     static let prelude = #"""
     local function refusal(...)
       local a = {...}
@@ -41,6 +49,33 @@ public enum QueueScripts {
         if t ~= 'list' and t ~= 'none' then report(k, t, 'list') end
       end
       return t == 'list' or t == 'none'
+    end
+    local declaredSet = nil
+    local function declared(k)
+      if not declaredSet then
+        declaredSet = {}
+        for _, key in ipairs(KEYS) do declaredSet[key] = true end
+      end
+      return declaredSet[k] == true
+    end
+    local needs = {}
+    local needSeen = {}
+    local function need(k)
+      if not needSeen[k] then
+        needSeen[k] = true
+        needs[#needs + 1] = k
+      end
+    end
+    local function undeclaredQueues(entries)
+      local missing = false
+      for p = 2, #entries, 2 do
+        local nl = string.find(entries[p], '\n', 1, true)
+        if nl then
+          local q = string.sub(entries[p], 1, nl - 1)
+          if not declared(q) then need(q); missing = true end
+        end
+      end
+      return missing
     end
     local function giveBack(hash, entries)
       local gone = {}
@@ -138,36 +173,59 @@ public enum QueueScripts {
     return now
     """#)
 
-    /// KEYS: workers. ARGV: leases key prefix, max workers per call. Every worker whose heartbeat deadline passed
-    /// gets each leased job pushed back to the head of its queue; its hash and entry go. A lease whose queue key
-    /// holds another type stays in its hash, and so does the worker's entry, so a later pass returns it once the
-    /// key is fixed; such workers do not count against the limit (at most as many again are passed over).
-    /// Returns {jobs, workers, {problem key, found, expected, ...}}.
+    /// The reaper's read-only first step. KEYS: workers. ARGV: max workers per call. Returns the ids of up to
+    /// twice that many workers whose heartbeat deadline passed (Redis's clock), most overdue first: the caller
+    /// declares their lease hashes to `reap`.
+    public static let reapScan = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'zset')
+    if bad then return bad end
+    return redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', nowMs(), 'LIMIT', 0, 2 * tonumber(ARGV[1]))
+    """#)
+
+    /// KEYS: workers, then one lease hash per worker of ARGV (in that order), then queue keys (the reaper's own
+    /// and any the reply before asked for). ARGV: max workers per call, h, h worker ids (from `reapScan`).
+    /// Every one of them whose heartbeat deadline still has passed gets each leased job pushed back to the head
+    /// of its queue; its hash and entry go. A lease whose queue key holds another type stays in its hash, and so
+    /// does the worker's entry, so a later pass returns it once the key is fixed; such workers do not count
+    /// against the limit (at most as many again are passed over). A worker with a lease whose queue is not in
+    /// KEYS is left untouched and that queue named in `needs`. Returns {jobs, workers, {problem key, found,
+    /// expected, ...}, needs}.
     public static let reap = RedisScript(prelude + #"""
     local bad = refusal(KEYS[1], 'zset')
     if bad then return bad end
     local now = nowMs()
-    local limit = tonumber(ARGV[2])
+    local limit = tonumber(ARGV[1])
+    local h = tonumber(ARGV[2])
     local n = 0
     local reaped = 0
     local skipped = 0
-    while reaped < limit and skipped < limit do
-      local dead = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', skipped, limit - reaped)
-      if #dead == 0 then break end
-      for _, w in ipairs(dead) do
-        local key = ARGV[1] .. w
+    for i = 1, h do
+      if reaped >= limit or skipped >= limit then break end
+      local w = ARGV[2 + i]
+      local key = KEYS[1 + i]
+      local score = redis.call('ZSCORE', KEYS[1], w)
+      -- Between the scan and now a worker may have renewed its heartbeat (or been reaped): then it is left.
+      if score and tonumber(score) <= now then
         local found = redis.call('TYPE', key).ok
         local kept = 0
+        local served = true
         if found == 'hash' then
-          local gone
-          gone, kept = giveBack(key, redis.call('HGETALL', key))
-          n = n + #gone
-          if kept == 0 then redis.call('DEL', key) else hdel(key, gone) end
+          local entries = redis.call('HGETALL', key)
+          if undeclaredQueues(entries) then
+            served = false
+          else
+            local gone
+            gone, kept = giveBack(key, entries)
+            n = n + #gone
+            if kept == 0 then redis.call('DEL', key) else hdel(key, gone) end
+          end
         elseif found ~= 'none' then
           -- Not a hash: it holds no leases, so dropping the entry loses nothing; the key is left for a human.
           report(key, found, 'hash')
         end
-        if kept == 0 then
+        if not served then
+          -- Left whole for the next call, which declares the queues named in needs.
+        elseif kept == 0 then
           redis.call('ZREM', KEYS[1], w)
           reaped = reaped + 1
         else
@@ -175,11 +233,13 @@ public enum QueueScripts {
         end
       end
     end
-    return {n, reaped, problems}
+    return {n, reaped, problems, needs}
     """#)
 
-    /// KEYS: leases hash. ARGV: lease ids. Puts each still-held job back at the head of its queue (a lease whose
-    /// queue key holds another type stays). Returns {count, {problem key, found, expected, ...}}.
+    /// KEYS: leases hash, then queue keys (the worker's own and any the reply before asked for). ARGV: lease
+    /// ids. Puts each still-held job back at the head of its queue (a lease whose queue key holds another type
+    /// stays). If a lease's queue is not in KEYS nothing is touched and `needs` names the queues. Returns
+    /// {count, {problem key, found, expected, ...}, needs}.
     public static let release = RedisScript(prelude + #"""
     local bad = refusal(KEYS[1], 'hash')
     if bad then return bad end
@@ -193,15 +253,17 @@ public enum QueueScripts {
         end
       end
     end
+    if undeclaredQueues(entries) then return {0, {}, needs} end
     local gone = giveBack(KEYS[1], entries)
     hdel(KEYS[1], gone)
-    return {#gone, problems}
+    return {#gone, problems, needs}
     """#)
 
-    /// KEYS: leases hash. ARGV: lease id prefix. Returns to their queues the jobs of a claim whose reply never
-    /// arrived (connection lost): the worker does not know them, so nobody would ever complete them. A lease
-    /// whose queue key holds another type stays (retire or the reaper returns it later). Returns
-    /// {count, {problem key, found, expected, ...}}.
+    /// KEYS: leases hash, then queue keys (as for `release`). ARGV: lease id prefix. Returns to their queues the
+    /// jobs of a claim whose reply never arrived (connection lost): the worker does not know them, so nobody
+    /// would ever complete them. A lease whose queue key holds another type stays (retire or the reaper returns
+    /// it later). If a lease's queue is not in KEYS nothing is touched and `needs` names the queues. Returns
+    /// {count, {problem key, found, expected, ...}, needs}.
     public static let releasePrefix = RedisScript(prelude + #"""
     local bad = refusal(KEYS[1], 'hash')
     if bad then return bad end
@@ -217,37 +279,42 @@ public enum QueueScripts {
         entries[#entries + 1] = part[p]
       end
     end
+    if undeclaredQueues(entries) then return {0, {}, needs} end
     local gone = giveBack(KEYS[1], entries)
     hdel(KEYS[1], gone)
-    return {#gone, problems}
+    return {#gone, problems, needs}
     """#)
 
-    /// KEYS: workers, leases hash. ARGV: worker id. Graceful exit: every lease back to its queue head, the worker
-    /// entry removed. If a lease cannot go back (its queue key holds another type) it stays, and so does the
-    /// worker entry: once the heartbeat expires the reaper returns it (after the key is fixed). Returns
-    /// {count returned, {problem key, found, expected, ...}}.
+    /// KEYS: workers, leases hash, then queue keys (as for `release`). ARGV: worker id. Graceful exit: every
+    /// lease back to its queue head, the worker entry removed. If a lease cannot go back (its queue key holds
+    /// another type) it stays, and so does the worker entry: once the heartbeat expires the reaper returns it
+    /// (after the key is fixed). If a lease's queue is not in KEYS nothing is touched and `needs` names the
+    /// queues. Returns {count returned, {problem key, found, expected, ...}, needs}.
     public static let retire = RedisScript(prelude + #"""
     local bad = refusal(KEYS[1], 'zset', KEYS[2], 'hash')
     if bad then return bad end
-    local gone, kept = giveBack(KEYS[2], redis.call('HGETALL', KEYS[2]))
+    local entries = redis.call('HGETALL', KEYS[2])
+    if undeclaredQueues(entries) then return {0, {}, needs} end
+    local gone, kept = giveBack(KEYS[2], entries)
     if kept == 0 then
       redis.call('DEL', KEYS[2])
       redis.call('ZREM', KEYS[1], ARGV[1])
     else
       hdel(KEYS[2], gone)
     end
-    return {#gone, problems}
+    return {#gone, problems, needs}
     """#)
 
-    /// KEYS: leases hash, results, dropped-tokens, retry, dead, epoch, dropped-channels, archive. ARGV: results max length, dead max length,
-    /// count, then per completion: lease id, the epoch it was claimed in, queue key, job bytes as claimed, n,
-    /// n result field/value args, retry due ms or '', retry member, dead entry or '', m, m dropped-token
-    /// field/value args, o (0 or 3) then o idempotency args: `<p>:once:<id>` key, the value it must hold, the
-    /// value to leave (`QueueScripts.claimOnce`), then e (a token count) and, when e > 0, a multicast fan-out:
-    /// envelope header up to the child index, child job prefix, child job suffix, e tokens (see `Expansion`),
-    /// then k and k dropped-channel field/value args.
-    /// The queue key is sent with every fan-out (its children go there; to the retry set, due at once, while that
-    /// key holds another type), the job bytes only for the lease-lost recovery.
+    /// KEYS: leases hash, results, dropped-tokens, retry, dead, epoch, dropped-channels, archive, then the
+    /// queue keys and `<p>:once:<id>` keys the batch touches, each once. ARGV: results max length, dead max
+    /// length, count, then per completion: lease id, the epoch it was claimed in, the KEYS index of its queue key
+    /// or '', job bytes as claimed, n, n result field/value args, retry due ms or '', retry member, dead entry or
+    /// '', m, m dropped-token field/value args, o (0 or 3) then o idempotency args: the KEYS index of its
+    /// `<p>:once:<id>` key, the value it must hold, the value to leave (`QueueScripts.claimOnce`), then e (a
+    /// token count) and, when e > 0, a multicast fan-out: envelope header up to the child index, child job
+    /// prefix, child job suffix, e tokens (see `Expansion`), then k and k dropped-channel field/value args.
+    /// The queue key goes with every fan-out (its children go there; to the retry set, due at once, while that
+    /// key holds another type) and with the lease-lost recovery (the only time the job bytes are sent).
     /// After every completion, the archive section: archive max length, a count, and per archived job the 1-based
     /// index of its completion, k, k archive field/value args (written only when that completion applies).
     /// Per completion returns 1 (applied), 2 (lease had been reaped, job taken back from the queue and applied),
@@ -332,7 +399,8 @@ public enum QueueScripts {
     local wroteArchive = false
     for c = 1, count do
       i = starts[c]
-      local claimedIn, queue, job = ARGV[i + 1], ARGV[i + 2], ARGV[i + 3]
+      local claimedIn, job = ARGV[i + 1], ARGV[i + 3]
+      local queue = ARGV[i + 2] ~= '' and KEYS[tonumber(ARGV[i + 2])] or nil
       local nr = tonumber(ARGV[i + 4])
       local rs = i + 5
       local j = rs + nr
@@ -346,7 +414,7 @@ public enum QueueScripts {
         elseif job == '' then
           -- The job bytes travel only when the caller asks for this recovery (code 3): leases are rarely lost.
           code = 3
-        elseif redis.call('TYPE', queue).ok == 'list' and redis.call('LREM', queue, -1, job) > 0 then
+        elseif queue and redis.call('TYPE', queue).ok == 'list' and redis.call('LREM', queue, -1, job) > 0 then
           code = 2
         else
           code = 0
@@ -370,7 +438,7 @@ public enum QueueScripts {
         local o = onceAt[c]
         if ARGV[o] ~= '0' then
           -- Only while the key still holds what this completion expects: another copy's claim stays intact.
-          local k = ARGV[o + 1]
+          local k = KEYS[tonumber(ARGV[o + 1])]
           if redis.call('TYPE', k).ok == 'string' and redis.call('GET', k) == ARGV[o + 2] then
             redis.call('SET', k, ARGV[o + 3], 'KEEPTTL')
           end
@@ -417,64 +485,95 @@ public enum QueueScripts {
     return codes
     """#)
 
-    /// Idempotency, decided for a batch of freshly claimed producer jobs. KEYS: `<p>:once:<job id>` per job.
-    /// ARGV: window ms, leases key prefix, worker id, then per job its lease id. A key holds who sends the job
-    /// (`<worker id>\n<lease id>`), `pending` (it waits in the retry set) or `done`, and expires after the window
-    /// from its first claim. Per job returns 1 (claimed: missing key, or this very lease asking again after a lost
-    /// reply, or a holder whose lease is gone: it was reaped and this is the job back from the queue), 0 (duplicate:
-    /// done, pending, or held by a live lease) or 2 (the key holds another type: the job goes out unchecked).
-    /// Copies of one id in the same batch: the first claims, the others are duplicates.
-    public static let claimOnce = RedisScript(#"""
+    /// Idempotency, decided for a batch of freshly claimed producer jobs. KEYS: `<p>:once:<job id>` per job,
+    /// then lease hashes: the caller's own, and any the reply before asked for. ARGV: window ms, leases key
+    /// prefix, worker id, then per job its lease id. A key holds who sends the job (`<worker id>\n<lease id>`),
+    /// `pending` (it waits in the retry set) or `done`, and expires after the window from its first claim. Per
+    /// job returns 1 (claimed: missing key, or this very lease asking again after a lost reply, or a holder whose
+    /// lease is gone: it was reaped and this is the job back from the queue), 0 (duplicate: done, pending, or
+    /// held by a live lease) or 2 (the key holds another type: the job goes out unchecked).
+    /// Copies of one id in the same batch: the first claims, the others are duplicates. Returns {codes, needs}:
+    /// when a holder's lease hash is not in KEYS, nothing is written, codes is empty and `needs` names the hashes.
+    public static let claimOnce = RedisScript(prelude + #"""
     local window, prefix, me = ARGV[1], ARGV[2], ARGV[3]
+    local count = #ARGV - 3
+    -- Read every key first: a holder's lease hash must be declared before anything is written.
+    local types, values, seen = {}, {}, {}
+    for i = 1, count do
+      -- A second copy of an id consults the first copy's lease, in this worker's own hash.
+      if seen[KEYS[i]] and not declared(prefix .. me) then need(prefix .. me) end
+      seen[KEYS[i]] = true
+      local t = redis.call('TYPE', KEYS[i]).ok
+      types[i] = t
+      if t == 'string' then
+        local v = redis.call('GET', KEYS[i])
+        values[i] = v
+        local nl = string.find(v, '\n', 1, true)
+        if nl and v ~= me .. '\n' .. ARGV[3 + i] and not declared(prefix .. string.sub(v, 1, nl - 1)) then
+          need(prefix .. string.sub(v, 1, nl - 1))
+        end
+      end
+    end
+    if #needs > 0 then return {{}, needs} end
+    -- What this call set, so a second copy of an id sees the first copy's claim.
+    local wrote = {}
     local out = {}
-    for i = 1, #KEYS do
+    for i = 1, count do
       local k = KEYS[i]
       local holder = me .. '\n' .. ARGV[3 + i]
-      local t = redis.call('TYPE', k).ok
+      local t, v = types[i], values[i]
+      if wrote[k] then t, v = 'string', wrote[k] end
       local code = 1
       if t == 'none' then
         redis.call('SET', k, holder, 'PX', window)
+        wrote[k] = holder
       elseif t ~= 'string' then
         code = 2
-      else
-        local v = redis.call('GET', k)
-        if v == 'done' or v == 'pending' then
+      elseif v == 'done' or v == 'pending' then
+        code = 0
+      elseif v ~= holder then
+        local nl = string.find(v, '\n', 1, true)
+        local alive = false
+        if nl then
+          local hash = prefix .. string.sub(v, 1, nl - 1)
+          alive = redis.call('TYPE', hash).ok == 'hash' and redis.call('HEXISTS', hash, string.sub(v, nl + 1)) == 1
+        end
+        if alive then
           code = 0
-        elseif v ~= holder then
-          local nl = string.find(v, '\n', 1, true)
-          local alive = false
-          if nl then
-            local hash = prefix .. string.sub(v, 1, nl - 1)
-            alive = redis.call('TYPE', hash).ok == 'hash' and redis.call('HEXISTS', hash, string.sub(v, nl + 1)) == 1
-          end
-          if alive then code = 0 else redis.call('SET', k, holder, 'KEEPTTL') end
+        else
+          redis.call('SET', k, holder, 'KEEPTTL')
+          wrote[k] = holder
         end
       end
       out[i] = code
     end
-    return out
+    return {out, needs}
     """#)
 
-    /// KEYS: retry, epoch. ARGV: default queue key, max moves, a random epoch candidate. Moves due entries
-    /// (score <= Redis time) to the head of the queue their envelope names, oldest due taken first, adding
+    /// KEYS: retry, epoch, the default queue key, then further queue keys (the caller's own and any the reply
+    /// before asked for). ARGV: max moves, a random epoch candidate. Moves due entries (score <= Redis time) to
+    /// the head of the queue their envelope names (the default one if none), oldest due taken first, adding
     /// `"epoch":"<dataset epoch>"` to the envelope's header: the mark that it came through Herald's schedule
     /// (a producer's look-alike has none, so its attempt is not believed; see `JobEnvelope`). An entry whose
     /// queue key holds another type stays, due again in a second, so it neither blocks the others nor is lost.
-    /// Returns {moved, next due ms or -1, now ms, {problem key, found, expected, ...}}.
+    /// An entry whose queue is not in KEYS is left untouched and its queue named in `needs`.
+    /// Returns {moved, next due ms or -1, now ms, {problem key, found, expected, ...}, needs}.
     public static let moveDue = RedisScript(prelude + #"""
     local bad = refusal(KEYS[1], 'zset', KEYS[2], 'string')
     if bad then return bad end
     local now = nowMs()
-    local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))
+    local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))
     local epoch = nil
     local moved = 0
     for k = #due, 1, -1 do
       local m = due[k]
       local q = string.match(m, '^{"herald":{"queue":"([^"\\]*)"')
-      if q == nil or q == '' then q = ARGV[1] end
-      if usableList(q) then
+      if q == nil or q == '' then q = KEYS[3] end
+      if not declared(q) then
+        need(q)
+      elseif usableList(q) then
         local element = markEpoch(m, function()
-          epoch = epoch or epochOf(KEYS[2], ARGV[3])
+          epoch = epoch or epochOf(KEYS[2], ARGV[2])
           return epoch
         end)
         redis.call('RPUSH', q, element)
@@ -487,16 +586,17 @@ public enum QueueScripts {
     local nxt = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
     local nextDue = -1
     if #nxt > 0 then nextDue = tonumber(nxt[2]) end
-    return {moved, nextDue, now, problems}
+    return {moved, nextDue, now, problems, needs}
     """#)
 
-    /// KEYS: archive, results, epoch. ARGV: results max length, a random epoch candidate, count, then per job: its
-    /// archive stream id, queue key, the envelope to queue (attempt 1, Herald's id), n, n result field/value
-    /// args (the `replayed` entry). Per job, atomically: if the archive entry is still there and the queue key
-    /// is a list, the entry is deleted, the envelope (with the epoch mark, as the scheduler adds it) goes to the
-    /// back of its queue like a producer's job, and the result entry is written. Returns per job 1 (replayed), 0
-    /// (no longer in the archive: replayed already or trimmed) or -1 (queue key of another type: stays
-    /// archived), then {problem key, found, expected, ...}.
+    /// KEYS: archive, results, epoch, then the batch's queue keys, each once. ARGV: results max length, a random
+    /// epoch candidate, count, then per job: its archive stream id, the KEYS index of its queue key, the envelope
+    /// to queue (attempt 1, Herald's id), n, n result field/value args (the `replayed` entry). Per job,
+    /// atomically: if the archive entry is still there and the queue key is a list, the entry is deleted, the
+    /// envelope (with the epoch mark, as the scheduler adds it) goes to the back of its queue like a producer's
+    /// job, and the result entry is written. Returns per job 1 (replayed), 0 (no longer in the archive: replayed
+    /// already or trimmed) or -1 (queue key of another type: stays archived), then {problem key, found,
+    /// expected, ...}.
     public static let replay = RedisScript(prelude + #"""
     local bad = refusal(KEYS[1], 'stream', KEYS[2], 'stream', KEYS[3], 'string')
     if bad then return bad end
@@ -509,7 +609,7 @@ public enum QueueScripts {
     local wrote = false
     local i = 4
     for c = 1, tonumber(ARGV[3]) do
-      local id, queue, envelope, n = ARGV[i], ARGV[i + 1], ARGV[i + 2], tonumber(ARGV[i + 3])
+      local id, queue, envelope, n = ARGV[i], KEYS[tonumber(ARGV[i + 1])], ARGV[i + 2], tonumber(ARGV[i + 3])
       local code = 0
       if #redis.call('XRANGE', KEYS[1], id, id) == 0 then
         code = 0

@@ -21,7 +21,9 @@ enum TestRedis {
         return try! QueueKeys(prefix: "t-\(clean)-\(UInt32.random(in: 0...UInt32.max))")
     }
 
-    static func blocking(_ url: RedisURL = TestRedis.url) throws -> BlockingRedis { try BlockingRedis(url: url) }
+    /// A client whose scripts run key-checked (`KeyCheck`): every test through it also shows that the scripts
+    /// touch only the keys they declare.
+    static func blocking(_ url: RedisURL = TestRedis.url) throws -> KeyCheckedRedis { KeyCheckedRedis(try BlockingRedis(url: url)) }
 }
 
 /// A redis-server of a test's own, on a free port, stopped by pid.

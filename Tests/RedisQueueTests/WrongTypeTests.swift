@@ -163,7 +163,7 @@ private func strings(_ reply: RESPValue) -> [String] { (reply.array ?? []).compa
             case "retire": return try queue.retire()
             default:
                 let call = commands.releasePrefix(prefix)
-                let (count, found) = try QueueCommands.parseCount(try redis.evalScript(call.0, keys: call.1, args: call.2))
+                let (count, found, _) = try QueueCommands.parseCount(try redis.evalScript(call.0, keys: call.1, args: call.2))
                 problems += found
                 return count
             }
