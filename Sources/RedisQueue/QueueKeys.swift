@@ -1,5 +1,6 @@
 /// Every Redis key Herald uses, from one prefix (default `herald`). A prefix in braces such as `{herald}` puts
-/// every key in one Redis Cluster slot, which the Lua scripts need there (they touch keys they compute).
+/// every key in one Redis Cluster slot, which the Lua scripts need there (each declares every key it touches,
+/// and a script's keys must share a slot).
 public struct QueueKeys: Sendable, Equatable {
     public let prefix: String
 

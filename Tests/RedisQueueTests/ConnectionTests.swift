@@ -189,7 +189,7 @@ final class LoopHarness: @unchecked Sendable {
         let events = Box<[JobQueue.MaintenanceEvent]>([])
         try harness.loop.submit {
             let connection = RedisConnection(url: TestRedis.url, loop: harness.loop)
-            let queue = try JobQueue(connection: connection, keys: keys, workerID: "keeper")
+            let queue = try JobQueue(connection: KeyCheckedSender(connection), keys: keys, workerID: "keeper")
             queue.startMaintenance(reapIntervalMilliseconds: 20, schedulerMaxSleepMilliseconds: 20) { events.value.append($0) }
             events.value = []
             harness.loop.schedule(afterMilliseconds: 3_000) { queue.stopMaintenance(); connection.close() }

@@ -67,7 +67,7 @@ import Testing
             connection.start()
             var queueOptions = JobQueueOptions()
             queueOptions.leaseMilliseconds = 5_000
-            let queue = try JobQueue(connection: connection, keys: keys, workerID: "w1", options: queueOptions)
+            let queue = try JobQueue(connection: KeyCheckedSender(connection), keys: keys, workerID: "w1", options: queueOptions)
             func complete(_ batch: [JobCompletion]) {
                 queue.complete(batch) { result in
                     switch result {
