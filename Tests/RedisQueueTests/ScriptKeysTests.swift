@@ -57,6 +57,18 @@ import Testing
         }
     }
 
+    /// Each call declares what the ones before asked for; a script that keeps asking for new keys is given up on.
+    @Test func keyRoundsDeclareWhatWasAskedForAndGiveUpAfterFourCalls() throws {
+        var rounds = KeyRounds(script: "moveDue")
+        #expect(try rounds.again(needs: [bytes("q1")]))
+        #expect(try rounds.again(needs: [bytes("q2"), bytes("q1")]))
+        #expect(rounds.learnt == [bytes("q1"), bytes("q2")])
+        #expect(try rounds.again(needs: [bytes("q3")]))
+        #expect(throws: RedisError.self) { try rounds.again(needs: [bytes("q4")]) }
+        var done = KeyRounds(script: "release")
+        #expect(try done.again(needs: []) == false)
+    }
+
     @Test func claimCompleteWithEveryKindOfOutcomeDeclaresItsKeys() throws {
         let keys = TestRedis.keys()
         let redis = try checked()
