@@ -297,7 +297,7 @@ private func unique(_ label: String) -> String { "\(label)-\(UInt32.random(in: 0
         let outcome = Box<String>("")
         try onCluster(fixture) { cluster, done in
             do {
-                let queue = try JobQueue(connection: cluster, keys: keys, workerID: "cluster-w1")
+                let queue = try JobQueue(connection: KeyCheckedSender(cluster), keys: keys, workerID: "cluster-w1")
                 queue.renewHeartbeat()
                 queue.claim(max: 50) { result in
                     guard case .success(let leases) = result else { outcome.value = "claim: \(result)"; done(); return }
