@@ -46,7 +46,7 @@ let package = Package(
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "APNsHTTP2", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
 
-        .target(name: "HeraldTestSupport", path: "Tests/HeraldTestSupport"),
+        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "Basics", "COpenSSL"]),

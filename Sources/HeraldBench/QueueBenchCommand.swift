@@ -20,6 +20,8 @@ enum QueueBenchCommand {
             .value("prefix", "prefix", "Key prefix (default herald)."),
             .value("timeout", "seconds", "Give up after this long (default 300)."),
             .value("once-window", "ms", "Idempotency window: check every job id and mark it done (default 0: off)."),
+            .value("wait-replicas", "n", "WAIT for n replicas after every script call, as redis.wait_replicas (default 0: off)."),
+            .value("wait-timeout", "ms", "WAIT's timeout (default 1000)."),
         ],
         run: run)
 
@@ -31,6 +33,8 @@ enum QueueBenchCommand {
         let prefix = flags.value("prefix") ?? "herald"
         let timeout = try flags.double("timeout", default: 300)
         let onceWindow = Int64(try flags.int("once-window", default: 0))
+        let waitReplicas = try flags.int("wait-replicas", default: 0)
+        let waitTimeout = try flags.int("wait-timeout", default: 1000)
         let loop = try EventLoop.startThread(name: "bench-queue")
         defer { loop.stop(); _ = loop.waitUntilStopped() }
         let done = DispatchSemaphore(value: 0)
@@ -38,7 +42,9 @@ enum QueueBenchCommand {
         let run = try loop.submit {
             let connection = RedisConnection(url: url, loop: loop)
             connection.start()
-            let queue = try JobQueue(connection: connection, keys: try QueueKeys(prefix: prefix), workerID: "bench-\(getpid())")
+            let sender: any RedisCommandSender = waitReplicas > 0
+                ? ReplicaWaitSender(connection, replicas: waitReplicas, timeoutMilliseconds: waitTimeout) : connection
+            let queue = try JobQueue(connection: sender, keys: try QueueKeys(prefix: prefix), workerID: "bench-\(getpid())")
             let run = QueueRun(queue: queue, count: count, batch: batch, onceWindow: onceWindow, done: done)
             for _ in 0..<lanes { run.lane() }
             return LoopBound(run, loop: loop)
@@ -49,7 +55,7 @@ enum QueueBenchCommand {
         try loop.submit { run.value.queue.connection.close() }
         printJSONLine(["completed": summary.completed, "errors": summary.errors, "seconds": seconds,
                        "per_s": (Double(summary.completed) / seconds).rounded(), "batch": batch, "lanes": lanes,
-                       "once_window_ms": onceWindow, "duplicates": summary.duplicates])
+                       "once_window_ms": onceWindow, "wait_replicas": waitReplicas, "duplicates": summary.duplicates])
     }
 }
 

@@ -81,7 +81,7 @@ public final class JobQueue {
         let commands = self.commands
         let prefix = leasePrefixes.next()
         run(commands.claim(max: max, leasePrefix: prefix, order: rotation?.next())) { [weak self] result in
-            if case .failure(let error) = result, error == .connectionLost || error == .timeout {
+            if case .failure(let error) = result, error.outcomeUnknown {
                 self?.releaseOrphans(prefix: prefix)
             }
             completion(result.flatMap { reply in

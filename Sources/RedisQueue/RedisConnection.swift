@@ -55,6 +55,11 @@ public final class RedisConnection: FileDescriptorHandler {
     public private(set) var state: State = .disconnected(reason: "not started", retryInMilliseconds: 0)
     /// Round trips, failures and connects so far, for metrics.
     public private(set) var stats = RedisConnectionStats()
+    /// Where to connect instead of `url`'s host and port (Sentinel), asked before every (re)connect; set before
+    /// `start()`. Held strongly: the source holds this connection weakly.
+    public var addressSource: (any RedisAddressSource)? {
+        didSet { addressSource?.attach(to: self) }
+    }
 
     private var fd: Int32 = -1
     private var reader = RESPReader()
@@ -107,6 +112,7 @@ public final class RedisConnection: FileDescriptorHandler {
         dropSocket()
         let lost = inFlight.removeAll().map(\.completion) + waiting.removeAll().map(\.completion)
         setState(.closed)
+        addressSource?.detach()
         for completion in lost { completion(.failure(.closed)) }
     }
 
@@ -208,8 +214,25 @@ public final class RedisConnection: FileDescriptorHandler {
         reconnectTimer = nil
         guard state != .closed else { return }
         setState(.connecting)
+        if addresses.isEmpty, let source = addressSource {
+            source.resolve { [weak self] result in self?.resolved(result) }
+            return
+        }
+        connectNext()
+    }
+
+    /// The address source answered: connect there, or back off and ask again.
+    private func resolved(_ result: Result<RedisURL.Endpoint, RedisError>) {
+        guard state == .connecting, fd < 0 else { return }
+        switch result {
+        case .success(let endpoint): connectNext(endpoint)
+        case .failure(let error): connectFailed(error.description)
+        }
+    }
+
+    private func connectNext(_ resolvedEndpoint: RedisURL.Endpoint? = nil) {
         if addresses.isEmpty {
-            switch url.endpoint {
+            switch resolvedEndpoint ?? url.endpoint {
             case .unix(let path):
                 addresses = [SocketAddress(unixPath: path)]
             case .tcp(let host, let port):
@@ -260,19 +283,24 @@ public final class RedisConnection: FileDescriptorHandler {
         socketReady = true
         setWriteInterest(false)
         reader = RESPReader()
-        let handshake = url.handshake
+        var handshake: [(command: [[UInt8]], check: ((RESPValue) -> String?)?)] = url.handshake.map { ($0, nil) }
+        if let check = addressSource?.handshakeCheck { handshake.append(check) }
         if handshake.isEmpty {
             handshakeDone()
             return
         }
         var remaining = handshake.count
-        for command in handshake {
+        for (command, check) in handshake {
             RESPEncoder.append(command, to: &output)
             let name = String(decoding: command[0], as: UTF8.self)
             inFlight.append(Pending(completion: { [weak self] result in
                 guard let self else { return }
                 switch result {
-                case .success:
+                case .success(let reply):
+                    if let problem = check?(reply) {
+                        self.connectionLost(problem)
+                        return
+                    }
                     remaining -= 1
                     if remaining == 0 { self.handshakeDone() }
                 case .failure(let error):
@@ -347,6 +375,11 @@ public final class RedisConnection: FileDescriptorHandler {
                         // NOSCRIPT is the normal first call of a script (EVAL follows), not a failure.
                         if !message.hasPrefix("NOSCRIPT") { stats.errors &+= 1 }
                         pending.completion(.failure(.server(message)))
+                        // A demoted master refuses writes: drop it and ask the address source again.
+                        if addressSource != nil, message.hasPrefix("READONLY") {
+                            connectionLost("the server became a replica (READONLY); asking for the master again")
+                            return
+                        }
                     } else {
                         pending.completion(.success(reply))
                     }
@@ -358,6 +391,12 @@ public final class RedisConnection: FileDescriptorHandler {
             }
             if count < readBuffer.count { return }
         }
+    }
+
+    /// Drops the connection and connects again (the address source said the master moved). Commands in
+    /// flight fail with `.connectionLost`, as on any lost connection.
+    public func reconnect(reason: String) {
+        connectionLost(reason)
     }
 
     private func connectionLost(_ reason: String) {

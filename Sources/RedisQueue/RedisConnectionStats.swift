@@ -6,6 +6,8 @@ public struct RedisConnectionStats: Sendable, Equatable {
     public var errors: UInt64 = 0
     /// Times the connection was established (the first connect and every reconnect).
     public var connects: UInt64 = 0
+    /// Script calls whose `WAIT` saw fewer replicas than `redis.wait_replicas` (kept by `ReplicaWaitSender`).
+    public var notReplicated: UInt64 = 0
 
     public init() {}
 
@@ -14,6 +16,7 @@ public struct RedisConnectionStats: Sendable, Equatable {
         c.roundTrips &+= b.roundTrips
         c.errors &+= b.errors
         c.connects &+= b.connects
+        c.notReplicated &+= b.notReplicated
         return c
     }
 }

@@ -20,6 +20,9 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     /// `expected`: it checked before its first write, so **nothing changed**. Safe to retry once the key is
     /// fixed; never "maybe applied" (unlike `.connectionLost`/`.timeout`).
     case wrongType(key: String, found: String, expected: String)
+    /// The command ran on the master, but fewer replicas than `wanted` confirmed it (`redis.wait_replicas`)
+    /// within the WAIT timeout: a failover now could lose it. Outcome unknown, like `.connectionLost`.
+    case notReplicated(acknowledged: Int, wanted: Int)
 
     public var description: String {
         switch self {
@@ -32,11 +35,22 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
         case .closed: return "Redis connection closed"
         case .wrongType(let key, let found, let expected):
             return "Redis key \(key.debugDescription) holds a \(found), expected a \(expected): nothing was changed"
+        case .notReplicated(let acknowledged, let wanted):
+            return "written on the Redis master but only \(acknowledged) of \(wanted) replicas confirmed it in time (a failover could lose it)"
         }
     }
 }
 
 extension RedisError {
+    /// The command may or may not have taken effect (for good): a lost reply, a timeout, or a write the
+    /// replicas did not confirm. Re-send it only where a repeat is safe.
+    public var outcomeUnknown: Bool {
+        switch self {
+        case .connectionLost, .timeout, .notReplicated: return true
+        default: return false
+        }
+    }
+
     /// The reply prefix of a script's refusal: `HERALD_WRONGTYPE <found> <expected> <key>` (the key last, as
     /// it may contain spaces).
     static let wrongTypePrefix = "HERALD_WRONGTYPE "

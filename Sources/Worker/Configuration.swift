@@ -40,10 +40,19 @@ public struct Configuration: Sendable {
         public var queueMode = QueueMode.priority
         /// Fair-share weights by queue key (`queue_weights`); a queue not named weighs 1.
         public var queueWeights: [String: Int] = [:]
-        /// How Redis is run: one server (default) or a Redis Cluster, whose seed node `url` then names.
+        /// How Redis is run: one server (default), the master Sentinel names, or a Redis Cluster whose seed node
+        /// `url` then names.
         public var mode = RedisMode.standalone
         /// More cluster seed nodes (`host:port`), tried after `url` when the map is first read.
         public var clusterNodes: [String] = []
+        /// Sentinel mode: the sentinels as `host:port`, the master's name, and AUTH for the sentinels themselves.
+        public var sentinels: [String] = []
+        public var masterName = ""
+        public var sentinelUser: String?
+        public var sentinelPassword: String?
+        /// WAIT after every script call for this many replicas (0: off), up to `waitTimeoutMs`.
+        public var waitReplicas = 0
+        public var waitTimeoutMs = 1000
 
         public var queueKeys: [String] { queues.isEmpty ? ["\(prefix):queue"] : queues }
 
@@ -58,6 +67,8 @@ public struct Configuration: Sendable {
         case standalone
         /// A Redis Cluster: commands go to the master of their key's slot (`RedisCluster`).
         case cluster
+        /// The master the sentinels name (`SentinelAddressSource`); `url` gives its AUTH and database.
+        case sentinel
     }
 
     public enum QueueMode: String, Sendable, Equatable {

@@ -104,6 +104,7 @@ public enum ConfigurationLoader {
         }
         if c.redis.connectTimeoutMs < 100 { problems.append("redis.connect_timeout_ms must be at least 100") }
         if c.redis.commandTimeoutMs < 100 { problems.append("redis.command_timeout_ms must be at least 100") }
+        problems += c.redis.topologyProblems()
         if c.apns.connectTimeoutMs < 100 { problems.append("apns.connect_timeout_ms must be at least 100") }
         if c.apns.pingIdleSeconds < 1 { problems.append("apns.ping_idle_seconds must be at least 1") }
         if c.apns.pingTimeoutSeconds < 1 { problems.append("apns.ping_timeout_seconds must be at least 1") }
@@ -206,7 +207,13 @@ private struct Reader {
         check(root, known: ["redis", "apns", "fcm", "apps", "retry", "worker", "metrics"], at: "")
         if let redis = object(root["redis"], "redis") {
             check(redis, known: ["url", "prefix", "queues", "connect_timeout_ms", "command_timeout_ms", "queue_mode", "queue_weights",
-                                 "mode", "cluster_nodes"], at: "redis.")
+                                 "mode", "cluster_nodes", "sentinels", "master_name", "sentinel_user", "sentinel_password", "wait_replicas", "wait_timeout_ms"], at: "redis.")
+            strings(redis, "sentinels", "redis.", &c.redis.sentinels)
+            string(redis, "master_name", "redis.", &c.redis.masterName)
+            optionalString(redis, "sentinel_user", "redis.", &c.redis.sentinelUser)
+            optionalString(redis, "sentinel_password", "redis.", &c.redis.sentinelPassword)
+            int(redis, "wait_replicas", "redis.", &c.redis.waitReplicas)
+            int(redis, "wait_timeout_ms", "redis.", &c.redis.waitTimeoutMs)
             string(redis, "url", "redis.", &c.redis.url)
             string(redis, "prefix", "redis.", &c.redis.prefix)
             strings(redis, "queues", "redis.", &c.redis.queues)
@@ -223,7 +230,7 @@ private struct Reader {
                 if let text = mode as? String, let parsed = Configuration.RedisMode(rawValue: text) {
                     c.redis.mode = parsed
                 } else {
-                    problems.append("redis.mode must be \"standalone\" or \"cluster\"")
+                    problems.append("redis.mode must be \"standalone\", \"sentinel\" or \"cluster\"")
                 }
             }
             strings(redis, "cluster_nodes", "redis.", &c.redis.clusterNodes)

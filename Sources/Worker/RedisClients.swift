@@ -5,9 +5,13 @@ import RedisQueue
 /// `enqueue`, the scheduler, the dashboard, `replay`, `forward`) reach Redis the same way.
 extension Configuration.RedisSettings {
     /// Where Redis is, for log lines (no password).
-    public var redactedURL: String { (try? RedisURL(parsing: url).description) ?? "redis (bad URL)" }
+    public var redactedURL: String {
+        let base = (try? RedisURL(parsing: url).description) ?? "redis (bad URL)"
+        return mode == .sentinel ? "sentinel master \(masterName) via \(sentinels.joined(separator: ",")) (\(base))" : base
+    }
 
-    /// The worker's pipelined client on `loop` (not started): one `RedisConnection`, or a `RedisCluster`.
+    /// The worker's pipelined client on `loop` (not started): one `RedisConnection` (in sentinel mode asking the
+    /// sentinels for the master before every (re)connect and following `+switch-master`), or a `RedisCluster`.
     public func makeClient(loop: EventLoop) throws -> any MonitoredRedisClient {
         var options = RedisConnection.Options()
         options.connectTimeoutMilliseconds = connectTimeoutMs
@@ -15,6 +19,11 @@ extension Configuration.RedisSettings {
         switch mode {
         case .standalone:
             return RedisConnection(url: try RedisURL(parsing: url), loop: loop, options: options)
+        case .sentinel:
+            let sentinel = try sentinelSettings()
+            let connection = RedisConnection(url: try RedisURL(parsing: url), loop: loop, options: options)
+            if let sentinel { connection.addressSource = SentinelAddressSource(settings: sentinel, loop: loop) }
+            return connection
         case .cluster:
             var clusterOptions = RedisCluster.Options()
             clusterOptions.connection = options
@@ -22,7 +31,15 @@ extension Configuration.RedisSettings {
         }
     }
 
+    /// What the queue runs its scripts through: `client` itself, or behind `WAIT` when `wait_replicas` is set
+    /// (refused in cluster mode by `topologyProblems`: the WAIT must reach the script's node).
+    public func durable(_ client: any RedisCommandSender) -> any RedisCommandSender {
+        waitReplicas > 0 ? ReplicaWaitSender(client, replicas: waitReplicas, timeoutMilliseconds: waitTimeoutMs) : client
+    }
+
     /// A connected blocking client for a tool. A bad URL is a `.connectFailed` too: tools that retry report it.
+    /// In sentinel mode the master is looked up once, with the role check. (Tools do not WAIT: what they write
+    /// is re-done by running them again.)
     public func makeBlockingClient(connectTimeoutMilliseconds: Int = 2_000, commandTimeoutMilliseconds: Int = 10_000) throws(RedisError) -> any BlockingRedisCommands {
         switch mode {
         case .standalone:
@@ -30,6 +47,12 @@ extension Configuration.RedisSettings {
             do { parsed = try RedisURL(parsing: url) } catch { throw .connectFailed(error.description) }
             return try BlockingRedis(url: parsed, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
                                      commandTimeoutMilliseconds: commandTimeoutMilliseconds)
+        case .sentinel:
+            let parsed: RedisURL
+            do { parsed = try RedisURL(parsing: url) } catch { throw .connectFailed(error.description) }
+            guard let sentinel = try sentinelSettings() else { throw .connectFailed("redis.mode is sentinel but no sentinels are set") }
+            return try BlockingRedis.connectToMaster(sentinel: sentinel, url: parsed, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
+                                                     commandTimeoutMilliseconds: commandTimeoutMilliseconds)
         case .cluster:
             let seeds: [RedisURL]
             do { seeds = try clusterSeeds() } catch { throw .connectFailed("\(error)") }

@@ -7,12 +7,15 @@ public final class RedisServer: @unchecked Sendable {
     public let port: Int
     public let directory: String
     public let appendOnly: Bool
+    /// More redis-server arguments (e.g. `--replicaof`).
+    public let extraArguments: [String]
     private var child: ChildProcess?
 
-    public init(appendOnly: Bool = false) throws {
+    public init(appendOnly: Bool = false, extraArguments: [String] = []) throws {
         port = freeLoopbackPort()
         directory = makeTemporaryDirectory("herald-redis")
         self.appendOnly = appendOnly
+        self.extraArguments = extraArguments
         try start()
     }
 
@@ -23,6 +26,7 @@ public final class RedisServer: @unchecked Sendable {
         guard let binary = which("redis-server") else { throw TestSupportError("redis-server is not installed (run scripts/setup)") }
         var arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--dir", directory, "--daemonize", "no"]
         arguments += appendOnly ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]
+        arguments += extraArguments
         let process = try ChildProcess(name: "redis-\(port)", executable: binary, arguments: arguments)
         child = process
         let ready = waitUntil(seconds: 10) { Self.ping(port: port) }

@@ -7,6 +7,8 @@ import RedisQueue
 public final class RedisJobSource: JobSource {
     public let queue: JobQueue
     private let redis: any MonitoredRedisClient
+    /// The WAIT decorator when `redis.wait_replicas` is set.
+    private let waiting: ReplicaWaitSender?
     private let settings: Configuration.WorkerSettings
     private let logger: Logger
     private var timers: [LoopTimer] = []
@@ -21,9 +23,21 @@ public final class RedisJobSource: JobSource {
         queueOptions.archiveMaxLength = configuration.worker.archiveMaxLength
         queueOptions.queueWeights = configuration.redis.claimWeights
         let keys = try QueueKeys(prefix: configuration.redis.prefix)
-        queue = try JobQueue(connection: redis, keys: keys, workerID: workerID, queueKeys: configuration.redis.queueKeys, options: queueOptions)
+        let sender = configuration.redis.durable(redis)
+        waiting = sender as? ReplicaWaitSender
+        queue = try JobQueue(connection: sender, keys: keys, workerID: workerID, queueKeys: configuration.redis.queueKeys, options: queueOptions)
         settings = configuration.worker
         self.logger = logger
+        if let sentinel = (redis as? RedisConnection)?.addressSource as? SentinelAddressSource {
+            sentinel.onEvent = { event in logger.info("redis sentinel", ["event": .string(event)]) }
+        }
+        var shortfallWarnings = WarningThrottle(seconds: 30)
+        waiting?.onShortfall = { [logger] confirmed, wanted in
+            guard shortfallWarnings.allow() else { return }
+            logger.warning("redis replicas did not confirm a write in time; it is retried or put back", [
+                "confirmed": .int(confirmed), "wanted": .int(wanted),
+            ])
+        }
         // Every pass that meets a wrong-typed key reports it; one line per key every 30 s is enough to act on.
         var throttles: [String: WarningThrottle] = [:]
         queue.onKeyProblem = { problem in
@@ -41,10 +55,14 @@ public final class RedisJobSource: JobSource {
     private var loop: EventLoop { redis.loop }
 
     public var isConnected: Bool { redis.isConnected }
-    public var redisStats: RedisConnectionStats { redis.stats }
+    public var redisStats: RedisConnectionStats {
+        var stats = redis.stats
+        stats.notReplicated = waiting?.shortfalls ?? 0
+        return stats
+    }
 
     static func failure(_ error: RedisError) -> JobSourceFailure {
-        JobSourceFailure(error.description, maybeApplied: error == .connectionLost || error == .timeout, closed: error == .closed)
+        JobSourceFailure(error.description, maybeApplied: error.outcomeUnknown, closed: error == .closed)
     }
 
     public func claim(max: Int, completion: @escaping (Result<[Lease], JobSourceFailure>) -> Void) {
@@ -99,12 +117,15 @@ public final class RedisJobSource: JobSource {
         }
         var watches: [String: Watch] = [:]
         let logger = self.logger
+        let sentinel = (redis as? RedisConnection)?.addressSource as? SentinelAddressSource
         redis.observeConnections { endpoint, state in
             var watch = watches[endpoint] ?? Watch()
             defer { watches[endpoint] = watch }
             switch state {
             case .connected:
-                logger.info("redis connected", ["url": .string(endpoint), "failed_attempts": .int(watch.failedAttempts)])
+                var fields: [String: LogValue] = ["url": .string(endpoint), "failed_attempts": .int(watch.failedAttempts)]
+                if let master = sentinel?.master { fields["master"] = .string(master.description) }
+                logger.info("redis connected", fields)
                 watch.connected = true
                 watch.failedAttempts = 0
             case .disconnected(let reason, let retry):
