@@ -9,12 +9,12 @@ import Testing
 @Suite(.serialized) struct SentinelTests {
     /// A connection whose master comes from the sentinels; `url`'s host and port lead nowhere on purpose.
     private static func sentinelClient(_ set: SentinelSet, on loop: EventLoop, masterName: String? = nil, sentinels: [String]? = nil,
-                                       events: Box<[String]>) -> RedisConnection {
+                                       commandTimeoutMilliseconds: Int = 3000, events: Box<[String]>) -> RedisConnection {
         let addresses = (sentinels ?? set.sentinelAddresses).compactMap(SentinelSettings.Address.init(parsing:))
         let settings = SentinelSettings(sentinels: addresses, masterName: masterName ?? set.masterName, timeoutMilliseconds: 1000)
         var options = RedisConnection.Options()
         options.reconnectMaxMilliseconds = 500
-        options.commandTimeoutMilliseconds = 3000
+        options.commandTimeoutMilliseconds = commandTimeoutMilliseconds
         let connection = RedisConnection(url: try! RedisURL(parsing: "redis://127.0.0.1:1/0"), loop: loop, options: options)
         connection.addressSource = SentinelAddressSource(settings: settings, loop: loop)
         connection.onStateChange = { state in
@@ -86,7 +86,8 @@ import Testing
         defer { harness.stop() }
         let events = Box<[String]>([])
         let client = try harness.loop.submit {
-            LoopBound(Self.sentinelClient(set, on: harness.loop, masterName: "impostor", sentinels: ["127.0.0.1:\(port)"], events: events), loop: harness.loop)
+            LoopBound(Self.sentinelClient(set, on: harness.loop, masterName: "impostor", sentinels: ["127.0.0.1:\(port)"],
+                                         commandTimeoutMilliseconds: 1500, events: events), loop: harness.loop)
         }
         defer { try? harness.loop.submit { client.value.close() } }
         // The write waits, then fails unsent: it never reaches the replica.

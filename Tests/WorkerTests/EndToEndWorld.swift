@@ -35,14 +35,16 @@ final class EndToEndWorld: @unchecked Sendable {
 
     init(apps: [E2EApp] = [E2EApp(name: "main", bundleID: "com.example.e2e", teamID: "TEAME2E001", keyID: "KEYE2E0001")],
          faults: MockFaultScript = MockFaultScript(), appendOnly: Bool = false, recordAccepted: Bool = true,
-         fcmFaults: MockFCMFaultScript? = nil, configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
+         fcmFaults: MockFCMFaultScript? = nil, redis existing: RedisServer? = nil,
+         configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
         guard let herald = heraldExecutable() else {
             throw TestSupportError("the herald executable is not beside the test bundle: run `swift build` (it builds .build/debug/herald) before the tests")
         }
         self.herald = herald
         ignoreBrokenPipes()
         directory = makeTemporaryDirectory("herald-e2e")
-        redis = try RedisServer(appendOnly: appendOnly)
+        // A test may bring its own (a Sentinel-managed master): the world then pushes to it and stops it too.
+        redis = try existing ?? RedisServer(appendOnly: appendOnly)
         tls = try MockTLSFiles.generate(in: directory + "/tls")
         var keys: [String: MockProviderKey] = [:]
         for app in apps {
