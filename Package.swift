@@ -32,8 +32,11 @@ let package = Package(
         .target(name: "Basics"),
         .target(name: "Reactor", dependencies: ["CLinux", "Basics"]),
         .target(name: "APNs", dependencies: ["COpenSSL", "Basics"]),
-        .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
-        .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "CHiredis"]),
+        /// Client TLS over OpenSSL shared by the APNs/FCM connections and Redis: the `SSL_CTX`, one `SSL*` per socket,
+        /// non-blocking handshake, read and write steps, and the error texts.
+        .target(name: "TLS", dependencies: ["Reactor", "COpenSSL"]),
+        .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
+        .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
         .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
         /// APNs over HTTP/2: the client that turns a notification into a request on a pool and the answer back.
         .target(name: "APNsHTTP2", dependencies: ["APNs", "HTTP2", "Reactor"]),
@@ -41,7 +44,7 @@ let package = Package(
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
-        .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP"]),
+        .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
         .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "APNsHTTP2", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "APNsHTTP2", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
@@ -53,7 +56,7 @@ let package = Package(
         .testTarget(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "MockAPNs", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
-        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "HeraldTestSupport"]),
+        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "APNsHTTP2", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsHTTP2Tests", dependencies: ["Basics", "APNsHTTP2", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),

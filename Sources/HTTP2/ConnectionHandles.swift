@@ -2,6 +2,7 @@ import CNghttp2
 import COpenSSL
 import Glibc
 import Reactor
+import TLS
 
 // One owner per C handle of a connection: each is freed exactly once, by whoever drops the last reference
 // (the connection's phase carries them, so leaving a phase frees what only that phase used).
@@ -42,20 +43,6 @@ final class SocketHandle {
     }
 
     deinit { close() }
-}
-
-/// One client `SSL*` on a socket. Freeing it leaves the socket open (the socket BIO does not own the fd).
-final class SSLHandle {
-    let pointer: OpaquePointer
-
-    init?(context: OpaquePointer, fd: Int32) {
-        guard let ssl = SSL_new(context) else { return nil }
-        pointer = ssl
-        SSL_set_fd(ssl, fd)
-        SSL_set_connect_state(ssl)
-    }
-
-    deinit { SSL_free(pointer) }
 }
 
 /// One `nghttp2_session*`. Its callbacks reach the connection through an unretained `user_data`: sound because

@@ -1,5 +1,6 @@
 import CNghttp2
 import Reactor
+import TLS
 
 /// Where a connection is in its life, with the data only that stage has: a socket exists only once TCP is
 /// tried, a session only after ALPN, a GOAWAY only while draining. Leaving a stage drops (and so frees) what

@@ -3,6 +3,7 @@ import COpenSSL
 import Foundation
 import Glibc
 import Reactor
+import TLS
 
 /// Set-up of a connection: DNS, TCP (address by address), the CONNECT proxy, the TLS handshake and the
 /// nghttp2 session. Runs on the loop's thread like the rest of the connection.
@@ -97,44 +98,24 @@ extension HTTP2ClientConnection {
     // MARK: TLS
 
     func startTLS(on socket: SocketHandle, deadline: UInt64) {
-        ERR_clear_error()
-        guard let ssl = SSLHandle(context: tls.context, fd: socket.fd) else { return failTLS("SSL_new: \(openSSLErrors())") }
-        let newSSL = ssl.pointer
-        let name = tls.configuration.serverName ?? endpoint.host
-        if Self.isIPAddress(name) {
-            if tls.configuration.verifyPeer { X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(newSSL), name) }
-        } else {
-            _ = copenssl_set_tlsext_host_name(newSSL, name)
-            if tls.configuration.verifyPeer { SSL_set1_host(newSSL, name) }
+        let ssl: SSLHandle
+        do { ssl = try SSLHandle(context: tls, fd: socket.fd, serverName: tls.configuration.serverName ?? endpoint.host) } catch {
+            return failTLS(error.message)
         }
         let handshake = TLSHandshake(socket: socket, ssl: ssl, deadline: deadline)
         phase = .handshaking(handshake)
         self.handshake(handshake)
     }
 
-    static func isIPAddress(_ text: String) -> Bool {
-        if text.contains(":") { return true }  // host names never contain a colon; IPv6 literals always do
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        return parts.count == 4 && parts.allSatisfy { part in UInt8(part) != nil }
-    }
-
     func handshake(_ handshake: TLSHandshake) {
-        let ssl = handshake.ssl.pointer
-        ERR_clear_error()
-        let rc = SSL_do_handshake(ssl)
-        if rc == 1 { return handshakeDone(handshake) }
-        switch SSL_get_error(ssl, rc) {
-        case SSL_ERROR_WANT_READ: setInterest(writable: false)
-        case SSL_ERROR_WANT_WRITE: setInterest(writable: true)
-        default:
-            var message = openSSLErrors()
-            let verify = SSL_get_verify_result(ssl)
-            if verify != X509_V_OK {
-                message = "certificate verification failed: \(String(cString: X509_verify_cert_error_string(verify))) (\(message))"
-            } else if message == "no OpenSSL error detail" {
-                message = "handshake failed: connection closed (\(String(cString: strerror(errno))))"
+        do {
+            switch try handshake.ssl.handshake() {
+            case .done: handshakeDone(handshake)
+            case .wantRead: setInterest(writable: false)
+            case .wantWrite: setInterest(writable: true)
             }
-            failTLS(message)
+        } catch {
+            failTLS(error.message)
         }
     }
 

@@ -4,6 +4,7 @@ import COpenSSL
 import Foundation
 import Glibc
 import Reactor
+import TLS
 import Synchronization
 
 /// One HTTP/2-over-TLS client connection on an `EventLoop`: TCP (optionally through a CONNECT proxy), TLS
@@ -224,10 +225,10 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 return lose("server closed the connection")
             default:
                 let detail = openSSLErrors()
-                if case .awaitingSettings = phase, detail != "no OpenSSL error detail" {
+                if case .awaitingSettings = phase, detail != noErrorDetail {
                     return failTLS("rejected after the handshake: \(detail)")  // TLS 1.3: e.g. a missing client certificate
                 }
-                return lose(detail == "no OpenSSL error detail" ? "server closed the connection" : "read failed: \(detail)")
+                return lose(detail == noErrorDetail ? "server closed the connection" : "read failed: \(detail)")
             }
         }
     }
@@ -266,7 +267,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 return
             default:
                 let detail = openSSLErrors()
-                return lose(detail == "no OpenSSL error detail" ? "write failed: \(String(cString: strerror(errno)))" : "write failed: \(detail)")
+                return lose(detail == noErrorDetail ? "write failed: \(String(cString: strerror(errno)))" : "write failed: \(detail)")
             }
         }
         setInterest(writable: live.readWantsWrite)

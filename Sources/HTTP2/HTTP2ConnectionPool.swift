@@ -1,5 +1,6 @@
 import Basics
 import Reactor
+import TLS
 
 /// Settings of a pool: how many connections, how much may wait, how reconnects back off.
 public struct HTTP2PoolOptions: Sendable, Hashable {

@@ -1,5 +1,6 @@
 import Glibc
 import Reactor
+import TLS
 
 /// The blocking client over a Redis Cluster, for tools and tests: a `BlockingRedis` per master (made when
 /// first needed), each command sent to the master of its key's slot, MOVED (map updated) and ASK (ASKING +
@@ -14,14 +15,17 @@ public final class BlockingRedisCluster: BlockingRedisCommands {
     private let baseURL: RedisURL
     private let connectTimeoutMilliseconds: Int
     private let commandTimeoutMilliseconds: Int
+    private let tls: TLSContext?
     private var map = ClusterSlotMap()
     private var connections: [ClusterNodeAddress: BlockingRedis] = [:]
     private var closed = false
 
     /// Connects to the first reachable seed and reads the slot map (`CLUSTER SLOTS`).
-    public init(seeds: [RedisURL], connectTimeoutMilliseconds: Int = 2_000, commandTimeoutMilliseconds: Int = 10_000,
+    /// `tls`: the context for `rediss://` seeds (every node is reached the same way).
+    public init(seeds: [RedisURL], tls: TLSContext? = nil, connectTimeoutMilliseconds: Int = 2_000, commandTimeoutMilliseconds: Int = 10_000,
                 maxRedirects: Int = 5) throws(RedisError) {
         (self.seeds, self.baseURL) = try ClusterNodeAddress.seeds(seeds)
+        self.tls = tls
         self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
         self.commandTimeoutMilliseconds = commandTimeoutMilliseconds
         self.maxRedirects = maxRedirects
@@ -174,7 +178,7 @@ public final class BlockingRedisCluster: BlockingRedisCommands {
         if let existing = connections[node] {
             redis = existing
         } else {
-            redis = try BlockingRedis(url: node.url(from: baseURL), connectTimeoutMilliseconds: connectTimeoutMilliseconds,
+            redis = try BlockingRedis(url: node.url(from: baseURL), tls: tls, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
                                       commandTimeoutMilliseconds: commandTimeoutMilliseconds)
             connections[node] = redis
         }

@@ -1,6 +1,7 @@
 import Basics
 import Glibc
 import Reactor
+import TLS
 
 /// A pipelined Redis client on a Reactor event loop: its own non-blocking socket, hiredis's reader for replies.
 ///
@@ -30,6 +31,9 @@ public final class RedisConnection: FileDescriptorHandler {
         public var waitingLimit = 10_000
         public var reconnectInitialMilliseconds = 100
         public var reconnectMaxMilliseconds = 5_000
+        /// CA, client certificate, server name and verification for `rediss://` URLs; nil verifies against the
+        /// system trust store. Ignored for `redis://` and `unix://`.
+        public var tls: TLSContext?
         public init() {}
     }
 
@@ -62,6 +66,8 @@ public final class RedisConnection: FileDescriptorHandler {
     }
 
     private var fd: Int32 = -1
+    /// The bytes' way across `fd`: plain or TLS, set once TCP connects (`RedisTransport`).
+    private var transport = RedisTransport.pending
     private var reader = RESPReader()
     private var output: [UInt8] = []
     private var outputOffset = 0
@@ -185,7 +191,7 @@ public final class RedisConnection: FileDescriptorHandler {
         guard fd >= 0, socketReady else { return }
         write: while outputOffset < output.count {
             do {
-                switch try SocketIO.write(fd, output, from: outputOffset) {
+                switch try transport.write(fd, output, from: outputOffset) {
                 case .bytes(let written): outputOffset += written
                 case .wouldBlock, .endOfFile: break write
                 }
@@ -336,12 +342,26 @@ public final class RedisConnection: FileDescriptorHandler {
     public func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
         guard fd >= 0 else { return }
         if !socketReady {
-            guard writable || hangup else { return }
-            if let error = Sockets.connectError(fd) {
-                connectFailed(error.description)
-                return
+            guard readable || writable || hangup else { return }
+            if case .pending = transport {
+                if let error = Sockets.connectError(fd) {
+                    connectFailed(error.description)
+                    return
+                }
+                do { transport = try RedisTransport.start(for: url, tls: options.tls, fd: fd) } catch {
+                    connectFailed(error.description)
+                    return
+                }
             }
-            connected()
+            do {
+                switch try transport.handshake() {
+                case .done: connected()
+                case .wantRead: setWriteInterest(false)
+                case .wantWrite: setWriteInterest(true)
+                }
+            } catch {
+                connectFailed(error.description)
+            }
             return
         }
         if readable || hangup { readAvailable() }
@@ -352,7 +372,7 @@ public final class RedisConnection: FileDescriptorHandler {
         while fd >= 0 {
             let count: Int
             do {
-                switch try SocketIO.read(fd, into: &readBuffer) {
+                switch try transport.read(fd, into: &readBuffer) {
                 case .bytes(let n): count = n
                 case .wouldBlock: return
                 case .endOfFile:
@@ -416,6 +436,8 @@ public final class RedisConnection: FileDescriptorHandler {
     }
 
     private func dropSocket() {
+        transport.shutdown()
+        transport = .pending
         if fd >= 0 {
             loop.unregister(fd: fd)
             Glibc.close(fd)
@@ -448,7 +470,7 @@ public final class RedisConnection: FileDescriptorHandler {
     private func checkDeadlines() {
         let now = monotonicNanos()
         if state == .connecting, fd >= 0, now > connectDeadline {
-            connectFailed("connect timed out after \(options.connectTimeoutMilliseconds) ms")
+            connectFailed("connect timed out after \(options.connectTimeoutMilliseconds) ms\(transport.timeoutHint)")
         } else if let head = inFlight.first, head.deadline < now, fd >= 0 {
             let timedOut = inFlight.popFirst()!
             stats.errors &+= 1

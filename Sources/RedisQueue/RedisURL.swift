@@ -1,6 +1,7 @@
 import Foundation
 
-/// Where Redis is and how to log in: `redis://[user:password@]host:port/db` or `unix:///path?db=N`
+/// Where Redis is and how to log in: `redis://[user:password@]host:port/db`, `rediss://...` (the same over TLS)
+/// or `unix:///path?db=N`
 /// (password: `unix://:secret@/path`... is not supported; use `unix:///path?db=N&password=...&user=...`).
 public struct RedisURL: Sendable, Equatable, CustomStringConvertible {
     public enum Endpoint: Sendable, Equatable {
@@ -12,9 +13,12 @@ public struct RedisURL: Sendable, Equatable, CustomStringConvertible {
     public var user: String?
     public var password: String?
     public var database: Int
+    /// `rediss://`: the bytes go through TLS (see `RedisTransport`).
+    public var tls: Bool
 
-    public init(endpoint: Endpoint, user: String? = nil, password: String? = nil, database: Int = 0) {
+    public init(endpoint: Endpoint, user: String? = nil, password: String? = nil, database: Int = 0, tls: Bool = false) {
         self.endpoint = endpoint
+        self.tls = tls
         self.user = user
         self.password = password
         self.database = database
@@ -29,15 +33,16 @@ public struct RedisURL: Sendable, Equatable, CustomStringConvertible {
     public init(parsing text: String) throws(ParseError) {
         func fail(_ reason: String) -> ParseError { ParseError(url: Self.redacted(text), reason: reason) }
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased() else {
-            throw fail("not a URL (expected redis://host:port/db or unix:///path)")
+            throw fail("not a URL (expected redis://host:port/db, rediss://host:port/db or unix:///path)")
         }
         let query = Dictionary((components.queryItems ?? []).map { ($0.name, $0.value ?? "") }, uniquingKeysWith: { _, last in last })
         user = components.user.flatMap { $0.isEmpty ? nil : $0.removingPercentEncoding ?? $0 }
         password = components.password.flatMap { $0.removingPercentEncoding ?? $0 }
         if let queryPassword = query["password"] { password = queryPassword }
         if let queryUser = query["user"] { user = queryUser }
+        tls = scheme == "rediss"
         switch scheme {
-        case "redis":
+        case "redis", "rediss":
             guard let host = components.host, !host.isEmpty else { throw fail("missing host") }
             let port = components.port ?? 6379
             guard (1...65535).contains(port) else { throw fail("port \(port) out of range") }
@@ -63,10 +68,8 @@ public struct RedisURL: Sendable, Equatable, CustomStringConvertible {
                 guard let db = Int(dbText), db >= 0 else { throw fail("db \(dbText.debugDescription) is not a number >= 0") }
                 database = db
             }
-        case "rediss":
-            throw fail("TLS to Redis (rediss://) is not supported (hiredis 0.14); use a local stunnel or a Unix socket")
         default:
-            throw fail("unknown scheme \(scheme.debugDescription) (expected redis or unix)")
+            throw fail("unknown scheme \(scheme.debugDescription) (expected redis, rediss or unix)")
         }
         if user != nil && password == nil { throw fail("a user needs a password") }
     }
@@ -77,7 +80,7 @@ public struct RedisURL: Sendable, Equatable, CustomStringConvertible {
         switch endpoint {
         case .tcp(let host, let port):
             let shownHost = host.contains(":") ? "[\(host)]" : host
-            return "redis://\(auth)\(shownHost):\(port)/\(database)"
+            return "\(tls ? "rediss" : "redis")://\(auth)\(shownHost):\(port)/\(database)"
         case .unix(let path):
             return "unix://\(path)?db=\(database)\(password != nil ? "&password=***" : "")"
         }

@@ -53,6 +53,8 @@ public struct Configuration: Sendable {
         /// WAIT after every script call for this many replicas (0: off), up to `waitTimeoutMs`.
         public var waitReplicas = 0
         public var waitTimeoutMs = 1000
+        /// `redis.tls`: CA, client certificate, server name, verification for `rediss://`.
+        public var tls = RedisTLSSettings()
 
         public var queueKeys: [String] { queues.isEmpty ? ["\(prefix):queue"] : queues }
 

@@ -12,6 +12,7 @@ public enum ConfigurationLoader {
         "HERALD_APNS_CONNECTIONS", "HERALD_APNS_PROXY", "HERALD_APNS_CHANNELS_PRODUCTION_URL", "HERALD_APNS_CHANNELS_SANDBOX_URL",
         "HERALD_FCM_URL", "HERALD_FCM_CA_FILE", "HERALD_FCM_PROXY",
         "HERALD_METRICS_LISTEN",
+        "HERALD_REDIS_TLS_CA_FILE", "HERALD_REDIS_TLS_CERT_FILE", "HERALD_REDIS_TLS_KEY_FILE", "HERALD_REDIS_TLS_SERVER_NAME",
     ]
 
     public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
@@ -57,6 +58,10 @@ public enum ConfigurationLoader {
     static func applyEnvironment(_ env: [String: String], to c: inout Configuration, problems: inout [String]) {
         if let v = env["HERALD_REDIS_URL"], !v.isEmpty { c.redis.url = v }
         if let v = env["HERALD_REDIS_PREFIX"], !v.isEmpty { c.redis.prefix = v }
+        if let v = env["HERALD_REDIS_TLS_CA_FILE"], !v.isEmpty { c.redis.tls.caFile = v }
+        if let v = env["HERALD_REDIS_TLS_CERT_FILE"], !v.isEmpty { c.redis.tls.certFile = v }
+        if let v = env["HERALD_REDIS_TLS_KEY_FILE"], !v.isEmpty { c.redis.tls.keyFile = v }
+        if let v = env["HERALD_REDIS_TLS_SERVER_NAME"], !v.isEmpty { c.redis.tls.serverName = v }
         if let v = env["HERALD_QUEUES"], !v.isEmpty {
             c.redis.queues = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
@@ -91,6 +96,7 @@ public enum ConfigurationLoader {
             problems.append("redis.url: \(error.description)")
         }
         if c.redis.mode == .cluster { problems += c.redis.clusterProblems() }
+        problems += c.redis.tls.problems(url: c.redis.url)
         if !c.metrics.listen.isEmpty && ListenAddress(c.metrics.listen) == nil {
             problems.append("metrics.listen must be host:port, [v6]:port or :port (empty turns it off), got '\(c.metrics.listen)'")
         }
@@ -207,13 +213,22 @@ private struct Reader {
         check(root, known: ["redis", "apns", "fcm", "apps", "retry", "worker", "metrics"], at: "")
         if let redis = object(root["redis"], "redis") {
             check(redis, known: ["url", "prefix", "queues", "connect_timeout_ms", "command_timeout_ms", "queue_mode", "queue_weights",
-                                 "mode", "cluster_nodes", "sentinels", "master_name", "sentinel_user", "sentinel_password", "wait_replicas", "wait_timeout_ms"], at: "redis.")
+                                 "mode", "cluster_nodes", "sentinels", "master_name", "sentinel_user", "sentinel_password", "wait_replicas", "wait_timeout_ms",
+                                 "tls"], at: "redis.")
             strings(redis, "sentinels", "redis.", &c.redis.sentinels)
             string(redis, "master_name", "redis.", &c.redis.masterName)
             optionalString(redis, "sentinel_user", "redis.", &c.redis.sentinelUser)
             optionalString(redis, "sentinel_password", "redis.", &c.redis.sentinelPassword)
             int(redis, "wait_replicas", "redis.", &c.redis.waitReplicas)
             int(redis, "wait_timeout_ms", "redis.", &c.redis.waitTimeoutMs)
+            if let tls = object(redis["tls"], "redis.tls") {
+                check(tls, known: ["ca_file", "cert_file", "key_file", "server_name", "verify"], at: "redis.tls.")
+                optionalString(tls, "ca_file", "redis.tls.", &c.redis.tls.caFile)
+                optionalString(tls, "cert_file", "redis.tls.", &c.redis.tls.certFile)
+                optionalString(tls, "key_file", "redis.tls.", &c.redis.tls.keyFile)
+                optionalString(tls, "server_name", "redis.tls.", &c.redis.tls.serverName)
+                bool(tls, "verify", "redis.tls.", &c.redis.tls.verify)
+            }
             string(redis, "url", "redis.", &c.redis.url)
             string(redis, "prefix", "redis.", &c.redis.prefix)
             strings(redis, "queues", "redis.", &c.redis.queues)

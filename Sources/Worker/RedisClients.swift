@@ -1,5 +1,6 @@
 import Reactor
 import RedisQueue
+import TLS
 
 /// The one place that turns the `redis` settings into clients, so the worker and every tool (`stats`, `tail`,
 /// `enqueue`, the scheduler, the dashboard, `replay`, `forward`) reach Redis the same way.
@@ -13,15 +14,18 @@ extension Configuration.RedisSettings {
     /// The worker's pipelined client on `loop` (not started): one `RedisConnection` (in sentinel mode asking the
     /// sentinels for the master before every (re)connect and following `+switch-master`), or a `RedisCluster`.
     public func makeClient(loop: EventLoop) throws -> any MonitoredRedisClient {
+        let parsed = try RedisURL(parsing: url)
         var options = RedisConnection.Options()
         options.connectTimeoutMilliseconds = connectTimeoutMs
         options.commandTimeoutMilliseconds = commandTimeoutMs
+        // A cluster's node connections take the same context: every node is reached as `url` is.
+        options.tls = try makeTLSContext(for: parsed)
         switch mode {
         case .standalone:
-            return RedisConnection(url: try RedisURL(parsing: url), loop: loop, options: options)
+            return RedisConnection(url: parsed, loop: loop, options: options)
         case .sentinel:
             let sentinel = try sentinelSettings()
-            let connection = RedisConnection(url: try RedisURL(parsing: url), loop: loop, options: options)
+            let connection = RedisConnection(url: parsed, loop: loop, options: options)
             if let sentinel { connection.addressSource = SentinelAddressSource(settings: sentinel, loop: loop) }
             return connection
         case .cluster:
@@ -41,22 +45,21 @@ extension Configuration.RedisSettings {
     /// In sentinel mode the master is looked up once, with the role check. (Tools do not WAIT: what they write
     /// is re-done by running them again.)
     public func makeBlockingClient(connectTimeoutMilliseconds: Int = 2_000, commandTimeoutMilliseconds: Int = 10_000) throws(RedisError) -> any BlockingRedisCommands {
+        let parsed: RedisURL
+        do { parsed = try RedisURL(parsing: url) } catch { throw .connectFailed(error.description) }
+        let tls = try makeTLSContext(for: parsed)
         switch mode {
         case .standalone:
-            let parsed: RedisURL
-            do { parsed = try RedisURL(parsing: url) } catch { throw .connectFailed(error.description) }
-            return try BlockingRedis(url: parsed, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
+            return try BlockingRedis(url: parsed, tls: tls, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
                                      commandTimeoutMilliseconds: commandTimeoutMilliseconds)
         case .sentinel:
-            let parsed: RedisURL
-            do { parsed = try RedisURL(parsing: url) } catch { throw .connectFailed(error.description) }
             guard let sentinel = try sentinelSettings() else { throw .connectFailed("redis.mode is sentinel but no sentinels are set") }
             return try BlockingRedis.connectToMaster(sentinel: sentinel, url: parsed, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
                                                      commandTimeoutMilliseconds: commandTimeoutMilliseconds)
         case .cluster:
             let seeds: [RedisURL]
             do { seeds = try clusterSeeds() } catch { throw .connectFailed("\(error)") }
-            return try BlockingRedisCluster(seeds: seeds, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
+            return try BlockingRedisCluster(seeds: seeds, tls: tls, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
                                             commandTimeoutMilliseconds: commandTimeoutMilliseconds)
         }
     }
@@ -92,5 +95,15 @@ extension Configuration.RedisSettings {
                 + "e.g. \"{herald}\", and start every queue key with the same tag")
         }
         return problems
+    }
+
+    /// The `redis.tls` context of a `rediss://` URL (one per client; connections of a client share it), nil for
+    /// plain URLs. `redis.tls` with a plain URL throws rather than connect in plaintext.
+    func makeTLSContext(for parsed: RedisURL) throws(RedisError) -> TLSContext? {
+        guard parsed.tls else {
+            if tls.isSet { throw .connectFailed("redis.tls is set but the Redis URL is not rediss:// (TLS is on only for rediss:// URLs)") }
+            return nil
+        }
+        do { return try TLSContext(tls.tlsConfiguration, alpn: []) } catch { throw .connectFailed("redis.tls: \(error.message)") }
     }
 }

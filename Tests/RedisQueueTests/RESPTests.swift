@@ -90,8 +90,12 @@ import Testing
         #expect(try RedisURL(parsing: "redis://[::1]:7000/1").endpoint == .tcp(host: "::1", port: 7000))
         let unix = try RedisURL(parsing: "unix:///run/redis/redis.sock?db=4")
         #expect(unix.endpoint == .unix(path: "/run/redis/redis.sock") && unix.database == 4)
+        let secure = try RedisURL(parsing: "rediss://app:pw@redis.example.com:6380/2")
+        #expect(secure.tls && secure.endpoint == .tcp(host: "redis.example.com", port: 6380) && secure.database == 2)
+        #expect(secure.description == "rediss://app:***@redis.example.com:6380/2")
+        #expect(!(try RedisURL(parsing: "redis://h:6379")).tls)
         for bad in ["localhost:6379", "http://x", "redis://", "redis://h:70000", "redis://h/abc", "unix://relative",
-                    "rediss://h:6379", "unix:///x?db=-1"] {
+                    "rediss://", "unix:///x?db=-1"] {
             #expect(throws: RedisURL.ParseError.self, "\(bad)") { try RedisURL(parsing: bad) }
         }
     }

@@ -1,16 +1,27 @@
 import COpenSSL
 
-/// Owns one client `SSL_CTX` built from a `TLSConfiguration`: trust store, TLS 1.2 minimum, ALPN h2 and the
-/// optional client certificate. Freed in `deinit`. Immutable after `init`, and OpenSSL allows one `SSL_CTX`
+/// Why a TLS context could not be built or a TLS session failed, in words an operator can act on.
+public struct TLSError: Error, Sendable, Equatable, CustomStringConvertible {
+    public let message: String
+    public init(_ message: String) { self.message = message }
+    public var description: String { message }
+}
+
+/// Owns one client `SSL_CTX` built from a `TLSConfiguration`: trust store, TLS 1.2 minimum, the ALPN protocols
+/// the caller speaks (`h2` for APNs/FCM, none for Redis, which must not be offered h2) and the optional client certificate. Freed in `deinit`. Immutable after `init`, and OpenSSL allows one `SSL_CTX`
 /// to back `SSL` objects on any thread, hence `@unchecked Sendable`; the connections it spawns are loop-confined.
 public final class TLSContext: @unchecked Sendable {
-    let context: OpaquePointer
+    public let context: OpaquePointer
     public let configuration: TLSConfiguration
 
-    public init(_ configuration: TLSConfiguration) throws(HTTP2ClientError) {
+    public let alpn: [String]
+
+    /// `alpn` is offered in order; empty offers none.
+    public init(_ configuration: TLSConfiguration, alpn: [String]) throws(TLSError) {
+        self.alpn = alpn
         self.configuration = configuration
         ERR_clear_error()
-        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw .tlsFailed("SSL_CTX_new: \(openSSLErrors())") }
+        guard let ctx = SSL_CTX_new(TLS_client_method()) else { throw TLSError("SSL_CTX_new: \(openSSLErrors())") }
         context = ctx
         _ = copenssl_set_min_proto_version(ctx, TLS1_2_VERSION)
         _ = copenssl_ctx_set_mode(ctx, Int(SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER | SSL_MODE_RELEASE_BUFFERS))
@@ -20,36 +31,38 @@ public final class TLSContext: @unchecked Sendable {
             SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nil)
         }
         if configuration.useSystemTrustStore, SSL_CTX_set_default_verify_paths(ctx) != 1 {
-            throw .tlsFailed("system trust store: \(openSSLErrors())")
+            throw TLSError("system trust store: \(openSSLErrors())")
         }
         if let caFile = configuration.caFile, SSL_CTX_load_verify_locations(ctx, caFile, nil) != 1 {
-            throw .tlsFailed("CA file \(caFile): \(openSSLErrors())")
+            throw TLSError("CA file \(caFile): \(openSSLErrors())")
         }
-        let alpn: [UInt8] = [2, UInt8(ascii: "h"), UInt8(ascii: "2")]
-        guard SSL_CTX_set_alpn_protos(ctx, alpn, UInt32(alpn.count)) == 0 else { throw .tlsFailed("ALPN: \(openSSLErrors())") }
+        if !alpn.isEmpty {
+            let wire = alpn.flatMap { [UInt8($0.utf8.count)] + Array($0.utf8) }
+            guard SSL_CTX_set_alpn_protos(ctx, wire, UInt32(wire.count)) == 0 else { throw TLSError("ALPN: \(openSSLErrors())") }
+        }
         if let certFile = configuration.clientCertificateFile {
             guard SSL_CTX_use_certificate_chain_file(ctx, certFile) == 1 else {
-                throw .tlsFailed("client certificate \(certFile): \(openSSLErrors())")
+                throw TLSError("client certificate \(certFile): \(openSSLErrors())")
             }
             let keyFile = configuration.clientKeyFile ?? certFile
             guard SSL_CTX_use_PrivateKey_file(ctx, keyFile, SSL_FILETYPE_PEM) == 1 else {
-                throw .tlsFailed("client key \(keyFile): \(openSSLErrors())")
+                throw TLSError("client key \(keyFile): \(openSSLErrors())")
             }
-            guard SSL_CTX_check_private_key(ctx) == 1 else { throw .tlsFailed("client key does not match certificate: \(openSSLErrors())") }
+            guard SSL_CTX_check_private_key(ctx) == 1 else { throw TLSError("client key does not match certificate: \(openSSLErrors())") }
         }
         if let p12File = configuration.pkcs12File { try loadPKCS12(p12File, password: configuration.pkcs12Password) }
     }
 
-    private func loadPKCS12(_ path: String, password: String?) throws(HTTP2ClientError) {
-        guard let bio = BIO_new_file(path, "rb") else { throw .tlsFailed("PKCS#12 \(path): \(openSSLErrors())") }
+    private func loadPKCS12(_ path: String, password: String?) throws(TLSError) {
+        guard let bio = BIO_new_file(path, "rb") else { throw TLSError("PKCS#12 \(path): \(openSSLErrors())") }
         defer { BIO_free(bio) }
-        guard let p12 = d2i_PKCS12_bio(bio, nil) else { throw .tlsFailed("PKCS#12 \(path): not PKCS#12: \(openSSLErrors())") }
+        guard let p12 = d2i_PKCS12_bio(bio, nil) else { throw TLSError("PKCS#12 \(path): not PKCS#12: \(openSSLErrors())") }
         defer { PKCS12_free(p12) }
         var key: OpaquePointer?
         var cert: OpaquePointer?
         var chain: OpaquePointer?
         guard PKCS12_parse(p12, password ?? "", &key, &cert, &chain) == 1, let key, let cert else {
-            throw .tlsFailed("PKCS#12 \(path): wrong password or unreadable: \(openSSLErrors())")
+            throw TLSError("PKCS#12 \(path): wrong password or unreadable: \(openSSLErrors())")
         }
         defer {
             EVP_PKEY_free(key)
@@ -58,7 +71,7 @@ public final class TLSContext: @unchecked Sendable {
         }
         guard SSL_CTX_use_certificate(context, cert) == 1, SSL_CTX_use_PrivateKey(context, key) == 1,
               SSL_CTX_check_private_key(context) == 1 else {
-            throw .tlsFailed("PKCS#12 \(path): \(openSSLErrors())")
+            throw TLSError("PKCS#12 \(path): \(openSSLErrors())")
         }
         if let chain {
             for index in 0..<copenssl_stack_x509_num(chain) {
@@ -73,8 +86,8 @@ public final class TLSContext: @unchecked Sendable {
 }
 
 /// OpenSSL's queued errors as one line (see `copenssl_drain_errors`).
-func openSSLErrors() -> String {
+public func openSSLErrors() -> String {
     var buffer = [CChar](repeating: 0, count: 1024)
     let count = copenssl_drain_errors(&buffer, buffer.count)
-    return count == 0 ? "no OpenSSL error detail" : String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    return count == 0 ? noErrorDetail : String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
