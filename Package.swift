@@ -47,7 +47,7 @@ let package = Package(
         .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
         .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "APNsHTTP2", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
-        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "APNsHTTP2", "APNs", "HTTP2", "RedisQueue", "Reactor"]),
+        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "APNsHTTP2", "APNs", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 
         .target(name: "HeraldTestSupport", dependencies: ["RedisQueue"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),

@@ -3,6 +3,7 @@ import Basics
 import Foundation
 import Reactor
 import RedisQueue
+import TLS
 
 /// The queue's own work with no APNs: `lanes` independent claim -> complete loops (claim a batch, write a
 /// `delivered` result and ack for each job, claim again), pipelined on one connection as the worker does.
@@ -13,7 +14,8 @@ enum QueueBenchCommand {
     static let command = Command(
         bench: "queue", abstract: "Claim + ack + result with no APNs at all (jobs must be queued).",
         options: [
-            .value("redis", "url", "Redis URL (required)."),
+            .value("redis", "url", "Redis URL (required); rediss:// measures the queue over TLS."),
+            .value("tls-ca-file", "file", "CA that signed a rediss:// server's certificate (default: the system trust store)."),
             .value("count", "n", "Jobs to process (default 100000)."),
             .value("batch", "n", "Jobs per claim (default 256)."),
             .value("lanes", "n", "Independent claim loops (default 4)."),
@@ -35,12 +37,17 @@ enum QueueBenchCommand {
         let onceWindow = Int64(try flags.int("once-window", default: 0))
         let waitReplicas = try flags.int("wait-replicas", default: 0)
         let waitTimeout = try flags.int("wait-timeout", default: 1000)
+        var connectionOptions = RedisConnection.Options()
+        if let caFile = flags.value("tls-ca-file") {
+            connectionOptions.tls = try TLSContext(TLSConfiguration(caFile: caFile, useSystemTrustStore: false), alpn: [])
+        }
+        let options = connectionOptions
         let loop = try EventLoop.startThread(name: "bench-queue")
         defer { loop.stop(); _ = loop.waitUntilStopped() }
         let done = DispatchSemaphore(value: 0)
         let started = monotonicNanos()
         let run = try loop.submit {
-            let connection = RedisConnection(url: url, loop: loop)
+            let connection = RedisConnection(url: url, loop: loop, options: options)
             connection.start()
             let sender: any RedisCommandSender = waitReplicas > 0
                 ? ReplicaWaitSender(connection, replicas: waitReplicas, timeoutMilliseconds: waitTimeout) : connection
