@@ -307,3 +307,6 @@ private let ignoreBrokenPipes: Void = {
     let previous = signal(SIGPIPE, SIG_IGN)
     if previous != nil { _ = signal(SIGPIPE, previous) }
 }()
+
+/// The same, for code that writes to sockets without a loop (the blocking Redis client over TLS).
+public func ignoreBrokenPipesOnce() { ignoreBrokenPipes }

@@ -7,10 +7,12 @@ import Reactor
 /// Used on one thread at a time (the connection's loop, or the blocking client's caller).
 public final class SSLHandle {
     public let pointer: OpaquePointer
-    /// The handshake finished: only then does `shutdown()` send a close_notify.
+    /// The handshake finished and no fatal error followed: only then does `shutdown()` send a close_notify
+    /// (OpenSSL forbids `SSL_shutdown` after `SSL_ERROR_SSL`/`SSL_ERROR_SYSCALL`).
     public private(set) var established = false
 
     public init(context: TLSContext, fd: Int32, serverName: String) throws(TLSError) {
+        ignoreBrokenPipesOnce()  // OpenSSL writes with write(2): a reset peer must give EPIPE, not SIGPIPE
         ERR_clear_error()
         guard let ssl = SSL_new(context.context) else { throw TLSError("SSL_new: \(openSSLErrors())") }
         pointer = ssl
@@ -45,7 +47,9 @@ public final class SSLHandle {
         switch SSL_get_error(pointer, rc) {
         case SSL_ERROR_WANT_READ: return .wantRead
         case SSL_ERROR_WANT_WRITE: return .wantWrite
-        default: throw TLSError(handshakeFailure())
+        default:
+            established = false
+            throw TLSError(handshakeFailure())
         }
     }
 
@@ -59,6 +63,7 @@ public final class SSLHandle {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .wouldBlock
         case SSL_ERROR_ZERO_RETURN: return .endOfFile
         default:
+            established = false
             let detail = openSSLErrors()
             if detail == noErrorDetail || detail.contains("unexpected eof") { return .endOfFile }
             throw TLSError(Self.refusal(detail))
@@ -75,6 +80,7 @@ public final class SSLHandle {
         switch SSL_get_error(pointer, n) {
         case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .wouldBlock
         default:
+            established = false
             let detail = openSSLErrors()
             throw TLSError(detail == noErrorDetail ? "TLS write failed: \(String(cString: strerror(errno)))" : Self.refusal(detail))
         }

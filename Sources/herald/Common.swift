@@ -54,7 +54,7 @@ struct ToolRedis {
 
 let redisOptions: [OptionSpec] = [
     .value("config", "file", "Configuration file (or HERALD_CONFIG); only its redis section is used."),
-    .value("redis", "url", "Redis URL (overrides the configuration), e.g. redis://127.0.0.1:6379/0."),
+    .value("redis", "url", "Redis URL (overrides the configuration), e.g. redis://127.0.0.1:6379/0 or rediss://host:6380/0 (TLS)."),
     .value("prefix", "prefix", "Key prefix (default herald)."),
 ]
 

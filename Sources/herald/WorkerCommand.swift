@@ -36,6 +36,8 @@ enum WorkerCommand {
         "HERALD_APNS_PRODUCTION_URL": "apns.production_url.", "HERALD_APNS_SANDBOX_URL": "apns.sandbox_url.",
         "HERALD_APNS_CA_FILE": "apns.ca_file.", "HERALD_APNS_CONNECTIONS": "apns.connections_per_pool.", "HERALD_APNS_PROXY": "apns.proxy.",
         "HERALD_METRICS_LISTEN": "metrics.listen (set but empty turns the listener off).",
+        "HERALD_REDIS_TLS_CA_FILE": "redis.tls.ca_file.", "HERALD_REDIS_TLS_CERT_FILE": "redis.tls.cert_file.",
+        "HERALD_REDIS_TLS_KEY_FILE": "redis.tls.key_file.", "HERALD_REDIS_TLS_SERVER_NAME": "redis.tls.server_name.",
     ]
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
