@@ -54,7 +54,7 @@ extension Configuration.RedisSettings {
                                      commandTimeoutMilliseconds: commandTimeoutMilliseconds)
         case .sentinel:
             guard let sentinel = try sentinelSettings() else { throw .connectFailed("redis.mode is sentinel but no sentinels are set") }
-            return try BlockingRedis.connectToMaster(sentinel: sentinel, url: parsed, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
+            return try BlockingRedis.connectToMaster(sentinel: sentinel, url: parsed, tls: tls, connectTimeoutMilliseconds: connectTimeoutMilliseconds,
                                                      commandTimeoutMilliseconds: commandTimeoutMilliseconds)
         case .cluster:
             let seeds: [RedisURL]
