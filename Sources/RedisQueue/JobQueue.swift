@@ -95,10 +95,13 @@ public final class JobQueue {
     }
 
     /// A claim may have run without its reply reaching us: put whatever it leased back, retrying until done.
+    /// `.notReplicated` is done too: the release ran on the master, and asking again would only wait again for
+    /// replicas that may not come back (one endless loop per lost claim).
     private func releaseOrphans(prefix: String) {
         let commands = self.commands
         runCount("releasePrefix", { commands.releasePrefix(prefix, learnt: $0) }) { [weak self] result in
             guard let self, case .failure(let error) = result, error != .closed else { return }
+            if case .notReplicated = error { return }
             self.connection.loop.schedule(afterMilliseconds: 500) { [weak self] in self?.releaseOrphans(prefix: prefix) }
         }
     }

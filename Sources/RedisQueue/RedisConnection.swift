@@ -79,6 +79,8 @@ public final class RedisConnection: FileDescriptorHandler {
     /// The socket finished connecting (handshake may still be running).
     private var socketReady = false
     private var connectDeadline: UInt64 = 0
+    /// The endpoint `addresses` came from: `url`'s, or the address source's answer.
+    private var connectingTo: RedisURL.Endpoint
     private var addresses: [SocketAddress] = []
     private var failures = 0
     private var reconnectTimer: LoopTimer?
@@ -88,6 +90,7 @@ public final class RedisConnection: FileDescriptorHandler {
 
     public init(url: RedisURL, loop: EventLoop, options: Options = Options()) {
         self.url = url
+        connectingTo = url.endpoint
         self.loop = loop
         self.options = options
     }
@@ -238,7 +241,8 @@ public final class RedisConnection: FileDescriptorHandler {
 
     private func connectNext(_ resolvedEndpoint: RedisURL.Endpoint? = nil) {
         if addresses.isEmpty {
-            switch resolvedEndpoint ?? url.endpoint {
+            connectingTo = resolvedEndpoint ?? url.endpoint
+            switch connectingTo {
             case .unix(let path):
                 addresses = [SocketAddress(unixPath: path)]
             case .tcp(let host, let port):
@@ -348,7 +352,10 @@ public final class RedisConnection: FileDescriptorHandler {
                     connectFailed(error.description)
                     return
                 }
-                do { transport = try RedisTransport.start(for: url, tls: options.tls, fd: fd) } catch {
+                // TLS names the host actually reached (a sentinel's answer), as the tools do, unless server_name is set.
+                var reached = url
+                reached.endpoint = connectingTo
+                do { transport = try RedisTransport.start(for: reached, tls: options.tls, fd: fd) } catch {
                     connectFailed(error.description)
                     return
                 }

@@ -19,6 +19,8 @@ final class SentinelSubscriber: FileDescriptorHandler {
     private var closed = false
     private var index = 0
     private var failures = 0
+    /// One timer at a time: the pending attempt's timeout or the next attempt. A timer left armed when the
+    /// other is set would start a second chain of attempts (each leaking the socket of the one before).
     private var timer: LoopTimer?
     private var buffer = [UInt8](repeating: 0, count: 16_384)
 
@@ -41,6 +43,8 @@ final class SentinelSubscriber: FileDescriptorHandler {
 
     private func connect() {
         guard !closed else { return }
+        timer?.cancel()
+        drop()
         let sentinel = self.sentinel
         do {
             guard let address = try Sockets.resolve(host: sentinel.host, port: sentinel.port).first else {
@@ -108,6 +112,7 @@ final class SentinelSubscriber: FileDescriptorHandler {
     }
 
     private func lost(_ reason: String) {
+        timer?.cancel()
         drop()
         guard !closed else { return }
         onEvent?("sentinel subscription lost: \(reason)")

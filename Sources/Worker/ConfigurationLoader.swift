@@ -55,6 +55,16 @@ public enum ConfigurationLoader {
         return configuration.redis
     }
 
+    /// The defaults with the environment's overrides (HERALD_REDIS_URL, HERALD_REDIS_TLS_*, ...), for tools run
+    /// without a configuration file.
+    public static func redisFromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration.RedisSettings {
+        var configuration = Configuration()
+        var problems: [String] = []
+        applyEnvironment(environment, to: &configuration, problems: &problems)
+        if !problems.isEmpty { throw ConfigurationError(problems) }
+        return configuration.redis
+    }
+
     static func applyEnvironment(_ env: [String: String], to c: inout Configuration, problems: inout [String]) {
         if let v = env["HERALD_REDIS_URL"], !v.isEmpty { c.redis.url = v }
         if let v = env["HERALD_REDIS_PREFIX"], !v.isEmpty { c.redis.prefix = v }

@@ -20,12 +20,7 @@ func redisSettings(_ args: ParsedArguments) throws -> ToolRedis {
         // Tools that only read Redis need only the redis section; the apps may be incomplete here.
         settings = try ConfigurationLoader.loadRedisOnly(path: path)
     } else {
-        let env = ProcessInfo.processInfo.environment
-        if let v = env["HERALD_REDIS_URL"], !v.isEmpty { settings.url = v }
-        if let v = env["HERALD_REDIS_PREFIX"], !v.isEmpty { settings.prefix = v }
-        if let v = env["HERALD_QUEUES"], !v.isEmpty {
-            settings.queues = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-        }
+        settings = try ConfigurationLoader.redisFromEnvironment()
     }
     if let url = args.value("redis") { settings.url = url }
     if let prefix = args.value("prefix") { settings.prefix = prefix }
