@@ -47,14 +47,8 @@ extension EndToEnd {
         func twentyThousandJobsOverThreeShardsEndOnceThroughAFailoverAndAKilledMaster() throws {
             let cluster = try RedisClusterFixture(masters: 3, replicasPerMaster: 1, nodeTimeoutMilliseconds: 1000)
             defer { cluster.stop() }
-            let faults = MockFaultScript(seed: 13, latencyMs: MockLatency(min: 0, max: 2), rules: [
-                MockFaultRule(fate: .unregistered, tokenPrefix: "dead"),
-                MockFaultRule(fate: .otherEnvironment, tokenPrefix: "5a"),
-                MockFaultRule(fate: .otherTopic, tokenPrefix: "bad0"),
-                MockFaultRule(fate: .failFirst, tokenPrefix: "77", status: 429, reason: "TooManyRequests", count: 1),
-                MockFaultRule(fate: .failFirst, tokenPrefix: "e5", status: 500, reason: "InternalServerError", count: 1),
-                MockFaultRule(fate: .error, tokenPrefix: "e6", status: 503, reason: "ServiceUnavailable"),
-            ])
+            // The fates of the mixed-fate run, in proportion: every kind of outcome, retries included.
+            let faults = MockFaultScript(seed: 13, latencyMs: MockLatency(min: 0, max: 2), rules: MixedFate.faultRules)
             let world = try EndToEndWorld(faults: faults)
             defer { world.shutdown(); world.removeFiles() }
 
