@@ -123,6 +123,53 @@ import Testing
         #expect(try rig.shards.shards.map { try rig.length($0.queues[0]) } == [1, 1, 1])
     }
 
+    /// Shard 0 on a Redis that is not there (its commands time out unanswered), shard 1 on the real one: claims
+    /// still come from shard 1, and only a source whose every shard failed reports the failure.
+    @Test(.timeLimit(.minutes(1)))
+    func anUnreachableShardNeitherStallsNorHidesTheOthersJobs() throws {
+        let server = sharedRedisURL == nil ? try RedisServer() : nil
+        defer { server?.stop() }
+        let live = try RedisURL(parsing: sharedRedisURL ?? server!.url)
+        let dead = RedisURL(endpoint: .tcp(host: "127.0.0.1", port: freeLoopbackPort()))
+        let shards = try QueueShards(basePrefix: "dz\(UInt32.random(in: 0...UInt32.max))", prefixes: ["{dz:a}", "{dz:b}"].map { "\($0)\(UInt32.random(in: 0...UInt32.max))" })
+        let redis = try BlockingRedis(url: live)
+        defer { redis.close() }
+        _ = try redis.command(["LPUSH", shards.shards[1].queues[0]] + (0..<4).map { #"{"id":"j\#($0)","token":"t","payload":{}}"# })
+        let loop = try EventLoop.startThread(name: "shards-dead")
+        defer { loop.stop(); _ = loop.waitUntilStopped() }
+        let outcomes = LockedValue<[String]>([])
+        try loop.submit {
+            var options = RedisConnection.Options()
+            options.connectTimeoutMilliseconds = 200
+            options.commandTimeoutMilliseconds = 300
+            let connections = [RedisConnection(url: dead, loop: loop, options: options), RedisConnection(url: live, loop: loop, options: options)]
+            for connection in connections { connection.start() }
+            let queues = try zip(shards.shards, connections).map { shard, connection in
+                try JobQueue(connection: connection, keys: shard.keys, workerID: "w", queueKeys: shard.queues)
+            }
+            let both = ShardedJobSource(queues: queues, loop: loop, settings: Configuration.WorkerSettings(), logger: Logger(component: "test", minimumLevel: .error))
+            let onlyDead = ShardedJobSource(queues: [queues[0]], loop: loop, settings: Configuration.WorkerSettings(), logger: Logger(component: "test", minimumLevel: .error))
+            func note(_ text: String) { outcomes.withLock { $0.append(text) } }
+            both.claim(max: 2) { first in
+                note("first: \((try? first.get())?.count ?? -1)")
+                // Shard 0 rests after its failure: the next claim goes straight to shard 1, sending shard 0 nothing.
+                let failedBefore = connections[0].stats.errors
+                both.claim(max: 2) { second in
+                    note("second: \((try? second.get())?.count ?? -1), shard 0 failures \(failedBefore) -> \(connections[0].stats.errors)")
+                    onlyDead.claim(max: 2) { alone in
+                        if case .failure(let failure) = alone { note("alone failed: \(failure.description)") } else { note("alone answered") }
+                        for connection in connections { connection.close() }
+                        _ = both
+                    }
+                }
+            }
+        }
+        let seen = try #require(outcomes.wait(until: { $0.count == 3 }, timeoutSeconds: 20, then: { $0 }))
+        #expect(seen[0] == "first: 2", "\(seen)")
+        #expect(seen[1] == "second: 2, shard 0 failures 1 -> 1", "the failed shard is passed over, not asked again: \(seen)")
+        #expect(seen[2].hasPrefix("alone failed"), "\(seen)")
+    }
+
     @Test func aShardThatAnsweredEmptyRestsLongerEachTimeUntilItHandsOutJobs() {
         var pause = ShardPause()
         let now: UInt64 = 1_000_000_000
