@@ -199,6 +199,11 @@ import Testing
         #expect(three.retry(forQueue: "herald:queue:urgent").maxAttempts == 2)
         #expect(DeliverySettings(configuration: three, workerID: "w").queueRetry["{herald:1}:queue:urgent"]?.maxAttempts == 2,
                 "a shard's copy of a queue keeps the queue's retry policy")
+        let clustered = try load(#""mode":"cluster","url":"redis://10.0.0.1:7000","shards":3"#)
+        #expect(try clustered.redis.queueShards().count == 3, "numbered shards are hash tags: a plain prefix is fine in cluster mode")
+        #expect {
+            _ = try load(#""mode":"cluster","url":"redis://10.0.0.1:7000","shard_prefixes":["ha","hb"]"#)
+        } throws: { ($0 as? ConfigurationError)?.problems.contains { $0.contains("redis.shard_prefixes") && $0.contains("hash tag") } == true }
         let named = try load(#""shard_prefixes":["{hx}","{hy}"]"#)
         #expect(try named.redis.queueShards().shards.map(\.keys.queue) == ["{hx}:queue", "{hy}:queue"])
         for (bad, problem) in [(#""shards":0"#, "redis.shards must be 1"), (#""shards":3,"shard_prefixes":["{a}","{b}"]"#, "names 2"),
