@@ -70,6 +70,8 @@ enum ResultsCommand {
             "per_s": spanMs > 0 ? (Double(entries) * 1000 / Double(spanMs)).rounded() : 0,
             "p50_ms": percentile(0.50), "p90_ms": percentile(0.90), "p99_ms": percentile(0.99),
             "max_ms": latencies.last ?? 0,
+            // Absolute times, so runs over several streams (shards) can be combined into one span.
+            "first_claim_ms": entries > 0 ? firstClaimMs : 0, "last_result_ms": entries > 0 ? lastResultMs : 0,
         ])
     }
 }

@@ -11,24 +11,41 @@ public enum Enqueuer {
         public var refused: [Refusal] = []
         /// Lines skipped because they were empty (or only whitespace).
         public var blank = 0
+        /// Pushed jobs by queue key.
+        public var pushedByQueue: [String: Int] = [:]
+    }
+
+    /// What to do with one line: push it onto a queue key, or refuse it with a reason.
+    public enum Admission: Sendable, Equatable {
+        case push(queueKey: String)
+        case refuse(String)
     }
 
     /// `validate` returns nil for a good job, else why it is refused. Lines may end with "\n" or "\r\n" (stripped).
     /// A Redis error stops the run (throws); lines already pushed stay pushed.
     public static func enqueue(lines: some Sequence<[UInt8]>, redis: any BlockingRedisCommands, queueKey: String,
                                validate: ([UInt8]) -> String?, batchSize: Int = 1000) throws(RedisError) -> EnqueueReport {
+        try enqueue(lines: lines, redis: redis, batchSize: batchSize) { line in validate(line).map { .refuse($0) } ?? .push(queueKey: queueKey) }
+    }
+
+    /// Each good line goes to the queue key `admit` names (a shard's queue, say); `pushedByQueue` counts them.
+    public static func enqueue(lines: some Sequence<[UInt8]>, redis: any BlockingRedisCommands, batchSize: Int = 1000,
+                               admit: ([UInt8]) -> Admission) throws(RedisError) -> EnqueueReport {
         var report = EnqueueReport()
-        var batch: [[UInt8]] = []
-        let key = Array(queueKey.utf8)
+        var batch: [[[UInt8]]] = []
+        var batchKeys: [String] = []
+        let lpush = Array("LPUSH".utf8)
         let size = max(1, batchSize)
         func flush() throws(RedisError) {
             guard !batch.isEmpty else { return }
             // One LPUSH per element keeps a refused element from taking its neighbours with it and stays far
             // below Redis's argument limits; the batch still goes out in one write.
-            let replies = try redis.pipeline(rawCommands: batch.map { [Array("LPUSH".utf8), key, $0] })
+            let replies = try redis.pipeline(rawCommands: batch)
             for reply in replies { if case .error(let message) = reply { throw .server(message) } }
             report.pushed += batch.count
+            for key in batchKeys { report.pushedByQueue[key, default: 0] += 1 }
             batch.removeAll(keepingCapacity: true)
+            batchKeys.removeAll(keepingCapacity: true)
         }
         var number = 0
         for var line in lines {
@@ -38,11 +55,14 @@ public enum Enqueuer {
                 report.blank += 1
                 continue
             }
-            if let reason = validate(line) {
+            switch admit(line) {
+            case .refuse(let reason):
                 report.refused.append(Refusal(line: number, reason: reason))
                 continue
+            case .push(let key):
+                batch.append([lpush, Array(key.utf8), line])
+                batchKeys.append(key)
             }
-            batch.append(line)
             if batch.count >= size { try flush() }
         }
         try flush()

@@ -26,10 +26,12 @@ public final class JobQueue {
     public var onKeyProblem: ((QueueKeyProblem) -> Void)?
 
     /// `queueKeys` in priority order (default: `keys.queue`). `workerID` must be unique among live workers
-    /// (e.g. host:pid:random) and a valid key part.
+    /// (e.g. host:pid:random) and a valid key part. `leaseTag` goes into every lease id, so the queues of
+    /// several shards in one process never hand out the same id.
     public init(connection: any RedisCommandSender, keys: QueueKeys, workerID: String, queueKeys: [String]? = nil,
-                options: JobQueueOptions = JobQueueOptions()) throws(QueueKeys.InvalidKey) {
+                options: JobQueueOptions = JobQueueOptions(), leaseTag: String = "") throws(QueueKeys.InvalidKey) {
         self.commands = try QueueCommands(keys: keys, workerID: workerID, queueKeys: queueKeys, options: options)
+        self.leasePrefixes = LeasePrefixes(tag: leaseTag)
         self.rotation = options.rotation(for: commands.queueKeys)
         self.connection = connection
         self.keys = keys
@@ -37,6 +39,8 @@ public final class JobQueue {
     }
 
     public var options: JobQueueOptions { commands.options }
+    /// The queue keys claims take from, in priority order.
+    public var queueKeys: [String] { commands.queueKeys }
 
     private func run(_ call: (RedisScript, [[UInt8]], [[UInt8]]), _ completion: @escaping (Result<RESPValue, RedisError>) -> Void) {
         connection.evalScript(call.0, keys: call.1, args: call.2) { result in completion(result.mapError { $0.refined() }) }

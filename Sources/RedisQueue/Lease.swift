@@ -83,10 +83,14 @@ public struct JobCompletion: Sendable {
 
 /// Lease-id prefixes for one process's claims: "<nonce>.<claim sequence>." The nonce keeps them unique even
 /// when a restarted worker keeps its id; otherwise its first claims would overwrite the leases its crashed
-/// predecessor left in the same hash.
+/// predecessor left in the same hash. `tag` (a shard's, say) keeps one process's queues apart for certain.
 struct LeasePrefixes {
-    private let nonce = String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    private let nonce: String
     private var sequence: UInt64 = 0
+
+    init(tag: String = "") {
+        nonce = String(UInt32.random(in: 0...UInt32.max), radix: 36) + tag
+    }
 
     mutating func next() -> String {
         sequence &+= 1
@@ -112,8 +116,8 @@ public struct CompletionReport: Sendable, Equatable {
     public var forgotten = 0
     public init() {}
 
-    /// Adds the counts of a follow-up call (the lease-lost recovery) to this one's.
-    mutating func add(_ other: CompletionReport) {
+    /// Adds the counts of a follow-up call (the lease-lost recovery, another shard's part) to this one's.
+    public mutating func add(_ other: CompletionReport) {
         applied += other.applied
         recovered += other.recovered
         leasesLost += other.leasesLost

@@ -79,3 +79,36 @@ public struct QueueStats: Sendable, Equatable {
         return stats
     }
 }
+
+extension QueueStats {
+    /// Every shard's stats (in shard order, queue lengths under the shard's own keys) and their sum (queue
+    /// lengths under the configured keys). Every worker heartbeats in every shard, so the worker counts are
+    /// the largest shard's, not a sum.
+    public static func read(redis: any BlockingRedisCommands, shards: QueueShards,
+                            resultsScanLimit: Int = 20_000) throws(RedisError) -> (total: QueueStats, perShard: [QueueStats]) {
+        var perShard: [QueueStats] = []
+        for shard in shards.shards {
+            perShard.append(try read(redis: redis, keys: shard.keys, queueKeys: shard.queues, resultsScanLimit: resultsScanLimit))
+        }
+        var total = QueueStats()
+        for stats in perShard {
+            for (queue, length) in stats.queueLengths { total.queueLengths[shards.configuredQueue(queue), default: 0] += length }
+            total.liveWorkers = max(total.liveWorkers, stats.liveWorkers)
+            total.expiredWorkers = max(total.expiredWorkers, stats.expiredWorkers)
+            total.leasesInFlight += stats.leasesInFlight
+            total.retryDueNow += stats.retryDueNow
+            total.retryDueNextMinute += stats.retryDueNextMinute
+            total.retryDueNextHour += stats.retryDueNextHour
+            total.retryDueLater += stats.retryDueLater
+            total.deadLetters += stats.deadLetters
+            total.resultsLength += stats.resultsLength
+            total.droppedTokensLength += stats.droppedTokensLength
+            total.droppedChannelsLength += stats.droppedChannelsLength
+            total.archiveLength += stats.archiveLength
+            total.outcomesLastMinute.merge(stats.outcomesLastMinute, uniquingKeysWith: +)
+            total.outcomesLastHour.merge(stats.outcomesLastHour, uniquingKeysWith: +)
+            total.outcomesTruncated = total.outcomesTruncated || stats.outcomesTruncated
+        }
+        return (total, perShard)
+    }
+}

@@ -55,6 +55,11 @@ public struct Configuration: Sendable {
         public var waitTimeoutMs = 1000
         /// `redis.tls`: CA, client certificate, server name, verification for `rediss://`.
         public var tls = RedisTLSSettings()
+        /// Shards (`redis.shards`): complete key sets under `{<prefix>:<i>}`; 1 is the plain `prefix` (see
+        /// `queueShards()`).
+        public var shards = 1
+        /// Explicit shard prefixes (`redis.shard_prefixes`), one per shard, instead of the numbered ones.
+        public var shardPrefixes: [String] = []
 
         public var queueKeys: [String] { queues.isEmpty ? ["\(prefix):queue"] : queues }
 

@@ -11,7 +11,7 @@ public enum ConfigurationLoader {
         "HERALD_WORKER_ID", "HERALD_APNS_PRODUCTION_URL", "HERALD_APNS_SANDBOX_URL", "HERALD_APNS_CA_FILE",
         "HERALD_APNS_CONNECTIONS", "HERALD_APNS_PROXY", "HERALD_APNS_CHANNELS_PRODUCTION_URL", "HERALD_APNS_CHANNELS_SANDBOX_URL",
         "HERALD_FCM_URL", "HERALD_FCM_CA_FILE", "HERALD_FCM_PROXY",
-        "HERALD_METRICS_LISTEN",
+        "HERALD_METRICS_LISTEN", "HERALD_REDIS_SHARDS",
         "HERALD_REDIS_TLS_CA_FILE", "HERALD_REDIS_TLS_CERT_FILE", "HERALD_REDIS_TLS_KEY_FILE", "HERALD_REDIS_TLS_SERVER_NAME",
     ]
 
@@ -75,6 +75,9 @@ public enum ConfigurationLoader {
         if let v = env["HERALD_QUEUES"], !v.isEmpty {
             c.redis.queues = v.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         }
+        if let v = env["HERALD_REDIS_SHARDS"], !v.isEmpty {
+            if let n = Int(v) { c.redis.shards = n } else { problems.append("HERALD_REDIS_SHARDS must be a whole number, got '\(v)'") }
+        }
         if let v = env["HERALD_MAX_IN_FLIGHT"], !v.isEmpty {
             if let n = Int(v) { c.worker.maxInFlight = n } else { problems.append("HERALD_MAX_IN_FLIGHT must be a whole number, got '\(v)'") }
         }
@@ -118,6 +121,7 @@ public enum ConfigurationLoader {
         if let id = c.worker.id, id.isEmpty || !QueueKeys.isValid(id) {
             problems.append("worker.id '\(id)' may not be empty or contain quotes, backslashes or control characters")
         }
+        problems += c.redis.shardProblems()
         if c.redis.connectTimeoutMs < 100 { problems.append("redis.connect_timeout_ms must be at least 100") }
         if c.redis.commandTimeoutMs < 100 { problems.append("redis.command_timeout_ms must be at least 100") }
         problems += c.redis.topologyProblems()
@@ -224,7 +228,7 @@ private struct Reader {
         if let redis = object(root["redis"], "redis") {
             check(redis, known: ["url", "prefix", "queues", "connect_timeout_ms", "command_timeout_ms", "queue_mode", "queue_weights",
                                  "mode", "cluster_nodes", "sentinels", "master_name", "sentinel_user", "sentinel_password", "wait_replicas", "wait_timeout_ms",
-                                 "tls"], at: "redis.")
+                                 "tls", "shards", "shard_prefixes"], at: "redis.")
             strings(redis, "sentinels", "redis.", &c.redis.sentinels)
             string(redis, "master_name", "redis.", &c.redis.masterName)
             optionalString(redis, "sentinel_user", "redis.", &c.redis.sentinelUser)
@@ -244,6 +248,8 @@ private struct Reader {
             strings(redis, "queues", "redis.", &c.redis.queues)
             int(redis, "connect_timeout_ms", "redis.", &c.redis.connectTimeoutMs)
             int(redis, "command_timeout_ms", "redis.", &c.redis.commandTimeoutMs)
+            int(redis, "shards", "redis.", &c.redis.shards)
+            strings(redis, "shard_prefixes", "redis.", &c.redis.shardPrefixes)
             if let mode = redis["queue_mode"] {
                 if let text = mode as? String, let parsed = Configuration.QueueMode(rawValue: text) {
                     c.redis.queueMode = parsed

@@ -88,11 +88,18 @@ extension Configuration.RedisSettings {
                 continue
             }
         }
-        // The scripts touch a queue set's keys together: in a cluster they must share one slot.
-        let slot = ClusterSlot.of(prefix)
-        if ClusterSlot.of(prefix + ":a") != ClusterSlot.of(prefix + ":b") || queueKeys.contains(where: { ClusterSlot.of($0) != slot }) {
-            problems.append("redis.prefix and redis.queues: in cluster mode every key must share one slot: give the prefix a hash tag, "
-                + "e.g. \"{herald}\", and start every queue key with the same tag")
+        // The scripts touch a shard's keys together: in a cluster each shard's keys must share one slot (the
+        // numbered shard prefixes {<prefix>:<i>} are hash tags; a single shard needs one in its prefix).
+        for shard in (try? queueShards())?.shards ?? [] {
+            let keys = shard.keys
+            let slot = ClusterSlot.of(keys.queue)
+            if ClusterSlot.of(keys.prefix + ":a") != ClusterSlot.of(keys.prefix + ":b") || shard.queues.contains(where: { ClusterSlot.of($0) != slot }) {
+                problems.append(shards > 1 || !shardPrefixes.isEmpty
+                    ? "redis.shard_prefixes: in cluster mode each shard's keys must share one slot: give '\(keys.prefix)' a hash tag, e.g. \"{\(keys.prefix)}\""
+                    : "redis.prefix and redis.queues: in cluster mode every key must share one slot: give the prefix a hash tag, "
+                        + "e.g. \"{herald}\", and start every queue key with the same tag (or use redis.shards, whose prefixes are hash tags)")
+                break
+            }
         }
         return problems
     }

@@ -24,20 +24,29 @@ func redisSettings(_ args: ParsedArguments) throws -> ToolRedis {
     }
     if let url = args.value("redis") { settings.url = url }
     if let prefix = args.value("prefix") { settings.prefix = prefix }
+    if let shards = try args.integer("shards", as: Int.self, in: 1...Configuration.RedisSettings.maxShards) {
+        settings.shards = shards
+        settings.shardPrefixes = []
+    }
     do { _ = try RedisURL(parsing: settings.url) } catch { throw UsageError(error.description) }
     let keys: QueueKeys
     do { keys = try QueueKeys(prefix: settings.prefix) } catch { throw UsageError(error.description) }
     for queue in settings.queueKeys where !QueueKeys.isValid(queue) {
         throw UsageError("'\(queue)' is not a usable queue key (quotes, backslashes or control characters)")
     }
-    return ToolRedis(settings: settings, keys: keys, queues: settings.queueKeys)
+    if let problem = settings.shardProblems().first { throw UsageError(problem) }
+    let shards: QueueShards
+    do { shards = try settings.queueShards() } catch { throw UsageError(error.description) }
+    return ToolRedis(settings: settings, keys: keys, queues: settings.queueKeys, shards: shards)
 }
 
-/// A tool's Redis: where and how to connect (`settings`), the keys, the queues in priority order.
+/// A tool's Redis: where and how to connect (`settings`), the keys, the queues in priority order, and every
+/// shard's keys and queues (`keys` and `queues` are shard 0's when there is one shard, the base prefix's else).
 struct ToolRedis {
     let settings: Configuration.RedisSettings
     let keys: QueueKeys
     let queues: [String]
+    let shards: QueueShards
 
     /// For log lines (no password).
     var description: String { settings.redactedURL }
@@ -51,6 +60,7 @@ let redisOptions: [OptionSpec] = [
     .value("config", "file", "Configuration file (or HERALD_CONFIG); only its redis section is used."),
     .value("redis", "url", "Redis URL (overrides the configuration), e.g. redis://127.0.0.1:6379/0 or rediss://host:6380/0 (TLS)."),
     .value("prefix", "prefix", "Key prefix (default herald)."),
+    .value("shards", "n", "Shards, each its own key set {<prefix>:<i>} (default 1, or redis.shards)."),
 ]
 
 /// A unique worker id: host, pid and a random suffix.

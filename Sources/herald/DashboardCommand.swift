@@ -107,12 +107,12 @@ final class DashboardSource {
         do throws(RedisError) {
             if redis == nil { redis = try settings.connect(connectTimeoutMilliseconds: 1000, commandTimeoutMilliseconds: 3000) }
             if !fresh {
-                overview = try QueueOverview.read(redis: redis!, keys: keys, queues: queues, leaseMilliseconds: leaseMilliseconds)
+                overview = try QueueOverview.read(redis: redis!, shards: settings.shards, leaseMilliseconds: leaseMilliseconds)
                 refreshedAt = now
                 windowFresh = false
             }
             if withResults {
-                try window.read(redis: redis!, keys: keys, now: overview.nowMilliseconds)
+                try window.read(redis: redis!, shards: settings.shards.shards.map(\.keys), now: overview.nowMilliseconds)
                 windowFresh = true
             }
             lastError = nil

@@ -18,9 +18,17 @@ enum EnqueueCommand {
         run: run)
 
     /// What `enqueue` checks before pushing: what the worker would reject without asking APNs.
-    static func validate(_ line: [UInt8]) -> String? {
+    static func validate(_ line: [UInt8]) -> String? { check(line).problem }
+
+    /// Why the worker would reject the job (nil: it would not), and the producer's job id if it names one
+    /// (which picks its shard).
+    static func check(_ line: [UInt8]) -> (problem: String?, id: String?) {
         let spec: JobSpec
-        do { spec = try JobParser.parse(line) } catch { return "\(error.code): \(error.description)" }
+        do { spec = try JobParser.parse(line) } catch { return ("\(error.code): \(error.description)", nil) }
+        return (problem(spec), spec.id)
+    }
+
+    private static func problem(_ spec: JobSpec) -> String? {
         if spec.channel != nil {
             // A broadcast: its bundle ID comes from the worker's configuration, which enqueue does not read; a
             // stand-in bare one lets the validator check the rest (channel ID, push type, expiration, 5120 bytes).
@@ -47,7 +55,28 @@ enum EnqueueCommand {
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
         let settings = try redisSettings(args)
-        let queueKey = args.value("queue") ?? settings.queues[0]
+        let shards = settings.shards
+        let queueKey = args.value("queue") ?? shards.configuredQueues[0]
+        // Every shard's copy of the queue: a job goes to the one its id hashes to (`crc32(id) % shards`, so the
+        // copies of one id share a shard and its idempotency key), a job without an id to the next in turn.
+        var shardQueues: [String] = []
+        for index in 0..<shards.count {
+            guard let key = shards.key(queueKey, inShard: index) else {
+                throw UsageError("--queue \(queueKey) is not under the prefix \(shards.basePrefix): with shards, name the queue as <prefix>:<name>")
+            }
+            shardQueues.append(key)
+        }
+        var turn = 0
+        let admit: ([UInt8]) -> Enqueuer.Admission = { line in
+            let (problem, id) = check(line)
+            if let problem { return .refuse(problem) }
+            let shard: Int
+            if let id { shard = shards.shard(forJobID: id) } else {
+                shard = turn
+                turn = (turn + 1) % shardQueues.count
+            }
+            return .push(queueKey: shardQueues[shard])
+        }
         let batch = try args.integer("batch", as: Int.self, in: 1...1_000_000) ?? 1000
         let fd: Int32
         if let path = args.value("file") {
@@ -66,7 +95,7 @@ enum EnqueueCommand {
         let stop = StopRequest()
         let watcher = SignalWatcher(onSignal: { stop.request(signal: $0) }, onSecond: { exit(128 + $0) })
         let reader = LineReader(fd: fd, maxLineBytes: maxLineBytes, stop: stop)
-        let report = try Enqueuer.enqueue(lines: reader, redis: redis, queueKey: queueKey, validate: validate, batchSize: batch)
+        let report = try Enqueuer.enqueue(lines: reader, redis: redis, batchSize: batch, admit: admit)
         withExtendedLifetime(watcher) {}
         let refusals = (report.refused.map { ($0.line, $0.reason) }
             + reader.overlong.map { ($0.line, "line is \($0.bytes) bytes, longer than the \(maxLineBytes)-byte maximum for a job; not pushed") })
@@ -75,6 +104,7 @@ enum EnqueueCommand {
             for (line, reason) in refusals { printError("line \(line): \(reason)") }
         }
         var summary = "{\"pushed\":\(report.pushed),\"refused\":\(refusals.count),\"queue\":\(jsonEscaped(queueKey))"
+        if shardQueues.count > 1 { summary += ",\"shards\":[" + shardQueues.map { String(report.pushedByQueue[$0] ?? 0) }.joined(separator: ",") + "]" }
         if let signal = stop.signal { summary += ",\"stopped_by\":\(jsonEscaped(signal == SIGINT ? "SIGINT" : "SIGTERM"))" }
         print(summary + "}")
         if let signal = stop.signal {

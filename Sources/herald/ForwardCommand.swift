@@ -63,6 +63,11 @@ enum ForwardCommand {
         }
         if options.signingKey?.isEmpty == true { throw UsageError("the HMAC key is empty") }
 
+        // One consumer group read covers its streams together, which a cluster allows only within one slot.
+        if settings.shards.count > 1 {
+            let first = settings.shards.shards[0].keys.prefix
+            throw UsageError("herald forward follows one shard: run one per shard, e.g. --shards 1 --prefix '\(first)'")
+        }
         var streams: [String] = []
         for name in args.all("stream").isEmpty ? ["results", "dropped-tokens"] : args.all("stream") {
             switch name {

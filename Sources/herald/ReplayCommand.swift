@@ -51,13 +51,28 @@ enum ReplayCommand {
         if limit < 1 { throw UsageError("--limit must be at least 1") }
         if filter.isEmpty && !args.flag("all") { throw UsageError("give a filter (--reason, --app, --id, --outcome, --since, --until) or --all") }
         let redis = try settings.connect()
-        let chosen = try ArchiveReplay.select(redis: redis, keys: settings.keys, filter: filter, limit: limit)
+        // Each shard's archive goes back to that shard's queues; --limit counts over all shards.
+        var chosen: [(keys: QueueKeys, jobs: [(streamID: String, job: ArchivedJob)])] = []
+        var total = 0
+        for shard in settings.shards.shards where total < limit {
+            let jobs = try ArchiveReplay.select(redis: redis, keys: shard.keys, filter: filter, limit: limit - total)
+            chosen.append((shard.keys, jobs))
+            total += jobs.count
+        }
         if args.flag("dry-run") {
-            for (streamID, job) in chosen { print(args.flag("json") ? jsonLine(streamID, job) : humanLine(streamID, job)) }
-            printError("\(chosen.count) job(s) would be replayed (dry run: nothing changed)")
+            for (streamID, job) in chosen.flatMap(\.jobs) { print(args.flag("json") ? jsonLine(streamID, job) : humanLine(streamID, job)) }
+            printError("\(total) job(s) would be replayed (dry run: nothing changed)")
             return ExitCode.success
         }
-        let report = try ArchiveReplay.replay(chosen, redis: redis, keys: settings.keys, worker: "herald-replay@" + defaultWorkerID())
+        let worker = "herald-replay@" + defaultWorkerID()
+        var report = ReplayReport()
+        for (keys, jobs) in chosen where !jobs.isEmpty {
+            let part = try ArchiveReplay.replay(jobs, redis: redis, keys: keys, worker: worker)
+            report.replayed += part.replayed
+            report.gone += part.gone
+            report.stuck += part.stuck
+            report.problems += part.problems
+        }
         var summary = "\(report.replayed) job(s) replayed"
         if report.gone > 0 { summary += ", \(report.gone) no longer archived (replayed meanwhile or trimmed)" }
         if report.stuck > 0 { summary += ", \(report.stuck) kept in the archive: their queue key holds another type" }

@@ -4,7 +4,7 @@ import Glibc
 import RedisQueue
 import Worker
 
-/// `herald scheduler`: moves due retries to their queues and reaps dead workers' leases, nothing else.
+/// `herald scheduler`: moves due retries to their queues and reaps dead workers' leases, in every shard, nothing else.
 enum SchedulerCommand {
     static let command = Command(
         name: "scheduler", abstract: "Move due retries back to the queue and return dead workers' jobs.",
@@ -23,15 +23,21 @@ enum SchedulerCommand {
         repeat {
             do {
                 if redis == nil { redis = try settings.connect() }
-                let queue = try BlockingJobQueue(redis: redis!, keys: settings.keys, workerID: "scheduler-\(getpid())", queueKeys: settings.queues)
+                // Every shard in turn; the pass sleeps until the soonest retry of any shard falls due.
                 var moved = 0
+                var reaped = 0
                 var sleepMs = 1000
-                repeat {
-                    let move = try queue.moveDueRetries()
-                    moved += move.moved
-                    sleepMs = move.sleepMilliseconds(batchLimit: 1000)
-                } while sleepMs == 0 && !stop.isSet
-                let reaped = try queue.reap()
+                for shard in settings.shards.shards {
+                    let queue = try BlockingJobQueue(redis: redis!, keys: shard.keys, workerID: "scheduler-\(getpid())", queueKeys: shard.queues)
+                    var shardSleep = 1000
+                    repeat {
+                        let move = try queue.moveDueRetries()
+                        moved += move.moved
+                        shardSleep = move.sleepMilliseconds(batchLimit: 1000)
+                    } while shardSleep == 0 && !stop.isSet
+                    sleepMs = min(sleepMs, shardSleep)
+                    reaped += try queue.reap()
+                }
                 if moved > 0 || reaped > 0 { logger.info("pass", ["moved": .int(moved), "reaped": .int(reaped)]) }
                 failures = 0
                 if args.flag("once") {

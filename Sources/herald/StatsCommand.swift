@@ -12,9 +12,9 @@ enum StatsCommand {
     static func run(_ args: ParsedArguments) throws -> Int32 {
         let settings = try redisSettings(args)
         let redis = try settings.connect()
-        let stats = try QueueStats.read(redis: redis, keys: settings.keys, queueKeys: settings.queues)
+        let (stats, perShard) = try QueueStats.read(redis: redis, shards: settings.shards)
         if args.flag("json") {
-            printJSON([
+            var object: [String: Any] = [
                 "queues": stats.queueLengths, "live_workers": stats.liveWorkers, "expired_workers": stats.expiredWorkers,
                 "leases_in_flight": stats.leasesInFlight,
                 "retry": ["due_now": stats.retryDueNow, "next_minute": stats.retryDueNextMinute,
@@ -24,11 +24,20 @@ enum StatsCommand {
                 "archive_length": stats.archiveLength,
                 "outcomes_last_minute": stats.outcomesLastMinute, "outcomes_last_hour": stats.outcomesLastHour,
                 "outcomes_truncated": stats.outcomesTruncated,
-            ])
+            ]
+            if perShard.count > 1 {
+                object["shards"] = zip(settings.shards.shards, perShard).map { shard, stats -> [String: Any] in
+                    ["prefix": shard.keys.prefix, "queues": stats.queueLengths, "leases_in_flight": stats.leasesInFlight,
+                     "retry": stats.retryDueNow + stats.retryDueNextMinute + stats.retryDueNextHour + stats.retryDueLater,
+                     "dead_letters": stats.deadLetters, "results_length": stats.resultsLength,
+                     "outcomes_last_minute": stats.outcomesLastMinute]
+                }
+            }
+            printJSON(object)
             return ExitCode.success
         }
         var lines: [String] = []
-        for key in settings.queues { lines.append(row("queue \(key)", stats.queueLengths[key] ?? 0)) }
+        for key in settings.shards.configuredQueues { lines.append(row("queue \(key)", stats.queueLengths[key] ?? 0)) }
         lines.append(row("workers alive", stats.liveWorkers))
         if stats.expiredWorkers > 0 { lines.append(row("workers presumed dead", stats.expiredWorkers)) }
         lines.append(row("leases in flight", stats.leasesInFlight))
@@ -49,8 +58,23 @@ enum StatsCommand {
                 + String(stats.outcomesLastMinute[outcome] ?? 0).leftPad(12) + String(stats.outcomesLastHour[outcome] ?? 0).leftPad(12))
         }
         if stats.outcomesTruncated { lines.append("(outcome counts cover only the newest entries of a busy stream)") }
+        if perShard.count > 1 { lines += shardTable(settings.shards, perShard) }
         print(lines.joined(separator: "\n"))
         return ExitCode.success
+    }
+
+    /// Per shard: what is queued, leased, waiting to retry, dead, and finished in the last minute.
+    private static func shardTable(_ shards: QueueShards, _ perShard: [QueueStats]) -> [String] {
+        var lines = ["", "shard".padding(toLength: 20, withPad: " ", startingAt: 0) + "queued".leftPad(10) + "leased".leftPad(10)
+            + "retries".leftPad(10) + "dead".leftPad(10) + "done/min".leftPad(10)]
+        for (shard, stats) in zip(shards.shards, perShard) {
+            let retries = stats.retryDueNow + stats.retryDueNextMinute + stats.retryDueNextHour + stats.retryDueLater
+            lines.append(shard.keys.prefix.padding(toLength: 20, withPad: " ", startingAt: 0)
+                + String(stats.queueLengths.values.reduce(0, +)).leftPad(10) + String(stats.leasesInFlight).leftPad(10)
+                + String(retries).leftPad(10) + String(stats.deadLetters).leftPad(10)
+                + String(stats.outcomesLastMinute.values.reduce(0, +)).leftPad(10))
+        }
+        return lines
     }
 
     private static func row(_ label: String, _ value: Int) -> String {

@@ -23,30 +23,50 @@ enum TailCommand {
         for outcome in outcomes where !known.contains(outcome) { throw UsageError("unknown outcome '\(outcome)'") }
         let limit = try args.int("count")
         if let limit, limit < 1 { throw UsageError("--count must be at least 1") }
-        let stream = args.value("stream") ?? settings.keys.results
+        let stream = args.value("stream") ?? settings.shards.basePrefix + ":results"
+        // The stream of every shard: entries come shard by shard as each has them (in order within a shard).
+        var streams: [String] = []
+        for index in 0..<settings.shards.count {
+            guard let key = settings.shards.key(stream, inShard: index) else {
+                throw UsageError("--stream \(stream) is not under the prefix \(settings.shards.basePrefix): with shards, name it <prefix>:<stream>")
+            }
+            streams.append(key)
+        }
         let stop = StopFlag()
         let watcher = SignalWatcher(onFirst: { stop.set() })
         defer { withExtendedLifetime(watcher) {} }
         let redis = try settings.connect()
-        var lastID = args.flag("from-start") ? "0-0" : "$"
+        var lastIDs = [String](repeating: args.flag("from-start") ? "0-0" : "$", count: streams.count)
         var printed = 0
         while !stop.isSet {
-            let reply = try redis.command(["XREAD", "COUNT", "500", "BLOCK", "1000", "STREAMS", stream, lastID])
-            if lastID == "$" && reply.isNil {
-                // Nothing yet: pin the position to the stream's current end so nothing between reads is missed.
-                if let info = try? redis.command(["XREVRANGE", stream, "+", "-", "COUNT", "1"]).array, let id = info.first?.array?.first?.string {
-                    lastID = id
+            var quiet = true
+            for (index, key) in streams.enumerated() where !stop.isSet {
+                // One shard blocks on its stream; several read without blocking (a block on one would hold back
+                // the others, and XREAD over several keys is refused across cluster slots) and pause when all are quiet.
+                let block = streams.count == 1 ? ["BLOCK", "1000"] : []
+                let reply = try redis.command(["XREAD", "COUNT", "500"] + block + ["STREAMS", key, lastIDs[index]])
+                if lastIDs[index] == "$" {
+                    // Pin the position to the stream's current end so nothing between reads is missed.
+                    if reply.isNil {
+                        if let info = try? redis.command(["XREVRANGE", key, "+", "-", "COUNT", "1"]).array, let id = info.first?.array?.first?.string {
+                            lastIDs[index] = id
+                        } else if streams.count > 1 {
+                            lastIDs[index] = "0-0"
+                        }
+                        continue
+                    }
                 }
-                continue
+                for entry in StreamEntry.entries(readReply: reply) {
+                    quiet = false
+                    lastIDs[index] = entry.id
+                    let map = Dictionary(entry.fields, uniquingKeysWith: { a, _ in a })
+                    if !outcomes.isEmpty, !outcomes.contains(map["outcome"] ?? "") { continue }
+                    print(args.flag("json") ? jsonLine(id: entry.id, fields: entry.fields) : humanLine(id: entry.id, map: map))
+                    printed += 1
+                    if let limit, printed >= limit { return ExitCode.success }
+                }
             }
-            for entry in StreamEntry.entries(readReply: reply) {
-                lastID = entry.id
-                let map = Dictionary(entry.fields, uniquingKeysWith: { a, _ in a })
-                if !outcomes.isEmpty, !outcomes.contains(map["outcome"] ?? "") { continue }
-                print(args.flag("json") ? jsonLine(id: entry.id, fields: entry.fields) : humanLine(id: entry.id, map: map))
-                printed += 1
-                if let limit, printed >= limit { return ExitCode.success }
-            }
+            if quiet && streams.count > 1 { stop.sleep(milliseconds: 100) }
         }
         return ExitCode.success
     }

@@ -38,6 +38,7 @@ enum WorkerCommand {
         "HERALD_METRICS_LISTEN": "metrics.listen (set but empty turns the listener off).",
         "HERALD_REDIS_TLS_CA_FILE": "redis.tls.ca_file.", "HERALD_REDIS_TLS_CERT_FILE": "redis.tls.cert_file.",
         "HERALD_REDIS_TLS_KEY_FILE": "redis.tls.key_file.", "HERALD_REDIS_TLS_SERVER_NAME": "redis.tls.server_name.",
+        "HERALD_REDIS_SHARDS": "redis.shards.",
     ]
 
     static func run(_ args: ParsedArguments) throws -> Int32 {

@@ -48,16 +48,19 @@ extension EndToEnd {
             return jobs
         }
 
+        /// The simulator's rule for each fate's token prefix (also used by the cluster failover run).
+        static let faultRules: [MockFaultRule] = [
+            MockFaultRule(fate: .unregistered, tokenPrefix: "dead"),
+            MockFaultRule(fate: .otherEnvironment, tokenPrefix: "5a"),
+            MockFaultRule(fate: .otherTopic, tokenPrefix: "bad0"),
+            MockFaultRule(fate: .failFirst, tokenPrefix: "77", status: 429, reason: "TooManyRequests", count: 1),
+            MockFaultRule(fate: .failFirst, tokenPrefix: "e5", status: 500, reason: "InternalServerError", count: 1),
+            MockFaultRule(fate: .error, tokenPrefix: "e6", status: 503, reason: "ServiceUnavailable"),
+        ]
+
         @Test(.timeLimit(.minutes(3)))
         func tenThousandJobsOfMixedFateEachEndOnce() throws {
-            let faults = MockFaultScript(seed: 11, latencyMs: MockLatency(min: 0, max: 2), rules: [
-                MockFaultRule(fate: .unregistered, tokenPrefix: "dead"),
-                MockFaultRule(fate: .otherEnvironment, tokenPrefix: "5a"),
-                MockFaultRule(fate: .otherTopic, tokenPrefix: "bad0"),
-                MockFaultRule(fate: .failFirst, tokenPrefix: "77", status: 429, reason: "TooManyRequests", count: 1),
-                MockFaultRule(fate: .failFirst, tokenPrefix: "e5", status: 500, reason: "InternalServerError", count: 1),
-                MockFaultRule(fate: .error, tokenPrefix: "e6", status: 503, reason: "ServiceUnavailable"),
-            ])
+            let faults = MockFaultScript(seed: 11, latencyMs: MockLatency(min: 0, max: 2), rules: Self.faultRules)
             let world = try EndToEndWorld(faults: faults)
             defer { world.shutdown(); world.removeFiles() }
 

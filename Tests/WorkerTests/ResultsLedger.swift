@@ -13,28 +13,44 @@ struct StreamEntry: Equatable {
     var isTerminal: Bool { outcome != "retrying" }
 }
 
-/// Reads `herald:results` (or another stream) incrementally, reconnecting when Redis went away, and
-/// checks the contract: per job id exactly one terminal entry, last, with only `retrying` entries before it.
+/// Reads `herald:results` (or other streams: one per shard) incrementally, reconnecting when Redis went away,
+/// and checks the contract: per job id exactly one terminal entry, last, with only `retrying` entries before it.
 final class ResultsLedger {
-    let redisURL: String
-    let stream: String
+    let streams: [String]
+    private let connect: () throws -> any BlockingRedisCommands
     private(set) var entries: [StreamEntry] = []
+    /// The index in `streams` of each entry's stream, in `entries` order.
+    private(set) var streamOfEntry: [Int] = []
     private(set) var terminalCount = 0
-    private var lastID = "0-0"
-    private var redis: BlockingRedis?
+    private var lastIDs: [String]
+    private var redis: (any BlockingRedisCommands)?
 
-    init(redisURL: String, stream: String = "herald:results") {
-        self.redisURL = redisURL
-        self.stream = stream
+    convenience init(redisURL: String, stream: String = "herald:results") {
+        self.init(streams: [stream]) {
+            try BlockingRedis(url: try RedisURL(parsing: redisURL), connectTimeoutMilliseconds: 500, commandTimeoutMilliseconds: 5000)
+        }
+    }
+
+    /// `connect` makes a client (a cluster's, say); it is called again after a failure.
+    init(streams: [String], connect: @escaping () throws -> any BlockingRedisCommands) {
+        self.streams = streams
+        self.connect = connect
+        lastIDs = Array(repeating: "0-0", count: streams.count)
     }
 
     /// Reads whatever is new; returns false when Redis could not be reached (e.g. while it restarts).
     @discardableResult
     func poll() -> Bool {
+        for index in streams.indices where !poll(index) { return false }
+        return true
+    }
+
+    private func poll(_ streamIndex: Int) -> Bool {
+        let stream = streams[streamIndex]
         do {
-            if redis == nil { redis = try BlockingRedis(url: try RedisURL(parsing: redisURL), connectTimeoutMilliseconds: 500, commandTimeoutMilliseconds: 5000) }
+            if redis == nil { redis = try connect() }
             while true {
-                let reply = try redis!.command(["XRANGE", stream, "(" + lastID, "+", "COUNT", "5000"])
+                let reply = try redis!.command(["XRANGE", stream, "(" + lastIDs[streamIndex], "+", "COUNT", "5000"])
                 guard let items = reply.array, !items.isEmpty else { return true }
                 for item in items {
                     guard let parts = item.array, parts.count == 2, let id = parts[0].string, let flat = parts[1].array else { continue }
@@ -46,11 +62,13 @@ final class ResultsLedger {
                     }
                     let entry = StreamEntry(streamID: id, fields: map)
                     entries.append(entry)
+                    streamOfEntry.append(streamIndex)
                     if entry.isTerminal { terminalCount += 1 }
-                    lastID = id
+                    lastIDs[streamIndex] = id
                 }
             }
         } catch {
+            redis?.close()
             redis = nil
             return false
         }

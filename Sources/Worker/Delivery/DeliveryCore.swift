@@ -68,7 +68,7 @@ public struct DeliverySettings: Sendable {
         flushIntervalMilliseconds = configuration.worker.flushIntervalMs
         idempotencyWindowMilliseconds = Int64(configuration.worker.idempotencyWindowSeconds) * 1000
         retry = configuration.retry
-        queueRetry = configuration.queueRetry
+        queueRetry = configuration.shardQueueRetry
     }
 }
 

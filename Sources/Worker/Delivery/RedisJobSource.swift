@@ -1,18 +1,15 @@
 import Reactor
 import RedisQueue
 
-/// `JobSource` over the Redis queue: claims, completion batches and lease returns through `JobQueue`, plus
-/// what keeps leases valid while the worker runs (heartbeats, the reaper for dead workers, the retry
-/// scheduler) and the log lines about the Redis connection. Loop-confined.
+/// `JobSource` over the Redis queue: one client (`redis.makeClient`) shared by a `JobQueue` per shard
+/// (`redis.shards`, one by default), claimed from, completed into and maintained (heartbeats, reaper, retry
+/// scheduler) by a `ShardedJobSource`, plus the log lines about the Redis connection. Loop-confined.
 public final class RedisJobSource: JobSource {
-    public let queue: JobQueue
+    public let shards: ShardedJobSource
     private let redis: any MonitoredRedisClient
     /// The WAIT decorator when `redis.wait_replicas` is set.
     private let waiting: ReplicaWaitSender?
-    private let settings: Configuration.WorkerSettings
     private let logger: Logger
-    private var timers: [LoopTimer] = []
-    private var isOpen = false
 
     public init(configuration: Configuration, loop: EventLoop, workerID: String, logger: Logger) throws {
         redis = try configuration.redis.makeClient(loop: loop)
@@ -22,11 +19,15 @@ public final class RedisJobSource: JobSource {
         queueOptions.deadMaxLength = configuration.worker.deadMaxLength
         queueOptions.archiveMaxLength = configuration.worker.archiveMaxLength
         queueOptions.queueWeights = configuration.redis.claimWeights
-        let keys = try QueueKeys(prefix: configuration.redis.prefix)
         let sender = configuration.redis.durable(redis)
         waiting = sender as? ReplicaWaitSender
-        queue = try JobQueue(connection: sender, keys: keys, workerID: workerID, queueKeys: configuration.redis.queueKeys, options: queueOptions)
-        settings = configuration.worker
+        let layout = try configuration.redis.queueShards()
+        var queues: [JobQueue] = []
+        for shard in layout.shards {
+            queues.append(try JobQueue(connection: sender, keys: shard.keys, workerID: workerID, queueKeys: shard.queues, options: queueOptions,
+                                       leaseTag: layout.count > 1 ? "s\(shard.index)" : ""))
+        }
+        shards = ShardedJobSource(queues: queues, loop: loop, settings: configuration.worker, logger: logger)
         self.logger = logger
         if let sentinel = (redis as? RedisConnection)?.addressSource as? SentinelAddressSource {
             sentinel.onEvent = { event in logger.info("redis sentinel", ["event": .string(event)]) }
@@ -40,19 +41,22 @@ public final class RedisJobSource: JobSource {
         }
         // Every pass that meets a wrong-typed key reports it; one line per key every 30 s is enough to act on.
         var throttles: [String: WarningThrottle] = [:]
-        queue.onKeyProblem = { problem in
-            var throttle = throttles[problem.key] ?? WarningThrottle(seconds: 30)
-            if throttle.allow() {
-                logger.error("redis key has the wrong type; skipped, nothing taken from or written to it", [
-                    "key": .string(problem.key), "found": .string(problem.found), "expected": .string(problem.expected),
-                    "hint": .string("the jobs it concerns wait (queued or leased) and go on by themselves once the key is fixed"),
-                ])
+        for queue in queues {
+            queue.onKeyProblem = { problem in
+                var throttle = throttles[problem.key] ?? WarningThrottle(seconds: 30)
+                if throttle.allow() {
+                    logger.error("redis key has the wrong type; skipped, nothing taken from or written to it", [
+                        "key": .string(problem.key), "found": .string(problem.found), "expected": .string(problem.expected),
+                        "hint": .string("the jobs it concerns wait (queued or leased) and go on by themselves once the key is fixed"),
+                    ])
+                }
+                throttles[problem.key] = throttle
             }
-            throttles[problem.key] = throttle
         }
     }
 
-    private var loop: EventLoop { redis.loop }
+    /// Shard 0's queue (the only one unless `redis.shards` > 1).
+    public var queue: JobQueue { shards.queues[0] }
 
     public var isConnected: Bool { redis.isConnected }
     public var redisStats: RedisConnectionStats {
@@ -66,44 +70,31 @@ public final class RedisJobSource: JobSource {
     }
 
     public func claim(max: Int, completion: @escaping (Result<[Lease], JobSourceFailure>) -> Void) {
-        queue.claim(max: max) { result in completion(result.mapError(Self.failure)) }
+        shards.claim(max: max, completion: completion)
     }
 
     public func record(_ batch: [JobCompletion], isRepeat: Bool, completion: @escaping (Result<CompletionReport, JobSourceFailure>) -> Void) {
-        queue.complete(batch, isRepeat: isRepeat) { result in completion(result.mapError(Self.failure)) }
+        shards.record(batch, isRepeat: isRepeat, completion: completion)
     }
 
     public func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64,
                           completion: @escaping (Result<[OnceVerdict], JobSourceFailure>) -> Void) {
-        queue.claimOnce(jobs, windowMilliseconds: windowMilliseconds) { result in completion(result.mapError(Self.failure)) }
+        shards.claimOnce(jobs, windowMilliseconds: windowMilliseconds, completion: completion)
     }
 
     public func returnAll(completion: @escaping (Result<Int, JobSourceFailure>) -> Void) {
-        queue.retire { result in completion(result.mapError(Self.failure)) }
+        shards.returnAll(completion: completion)
     }
 
-    /// Connects, and starts heartbeats, the reaper and the retry scheduler.
+    /// Connects, and starts heartbeats, the reaper and the retry scheduler (in every shard).
     public func open() {
-        guard !isOpen else { return }
-        isOpen = true
         watchConnection()
         redis.start()
-        let lease = settings.leaseSeconds * 1000
-        repeatEvery(milliseconds: max(200, lease / 3)) { [weak self] in self?.queue.renewHeartbeat() }
-        if settings.runReaper {
-            repeatEvery(milliseconds: max(500, lease / 2)) { [weak self] in
-                self?.queue.reap { result in
-                    if case .success(let n) = result, n > 0 { self?.logger.warning("returned the jobs of dead workers to the queue", ["jobs": .int(n)]) }
-                }
-            }
-        }
-        if settings.runScheduler { scheduleRetryPass(after: 0) }
+        shards.open()
     }
 
     public func close() {
-        isOpen = false
-        for timer in timers { timer.cancel() }
-        timers.removeAll()
+        shards.close()
         redis.close()
     }
 
@@ -139,41 +130,6 @@ public final class RedisJobSource: JobSource {
                 }
                 watch.connected = false
             default: break
-            }
-        }
-    }
-
-    private func repeatEvery(milliseconds: Int, _ body: @escaping () -> Void) {
-        let index = timers.count
-        timers.append(loop.schedule(afterMilliseconds: milliseconds) {})
-        rearm(index, milliseconds, body)
-    }
-
-    private func rearm(_ index: Int, _ milliseconds: Int, _ body: @escaping () -> Void) {
-        timers[index] = loop.schedule(afterMilliseconds: milliseconds) { [weak self] in
-            guard let self, self.isOpen else { return }
-            body()
-            self.rearm(index, milliseconds, body)
-        }
-    }
-
-    private func scheduleRetryPass(after ms: Int) {
-        let index = timers.count
-        timers.append(loop.schedule(afterMilliseconds: 0) {})
-        retryPass(index, after: ms)
-    }
-
-    private func retryPass(_ index: Int, after ms: Int) {
-        timers[index] = loop.schedule(afterMilliseconds: ms) { [weak self] in
-            guard let self, self.isOpen else { return }
-            self.queue.moveDueRetries { [weak self] result in
-                guard let self, self.isOpen else { return }
-                switch result {
-                case .success(let move):
-                    self.retryPass(index, after: max(5, move.sleepMilliseconds(batchLimit: self.queue.options.retryMovesPerCall, cap: 1000)))
-                case .failure:
-                    self.retryPass(index, after: 1000)
-                }
             }
         }
     }

@@ -74,6 +74,43 @@ public struct QueueOverview: Sendable {
         return overview
     }
 
+    /// Every shard's overview summed: queue lengths under the configured keys, the retry sets, dead letters and
+    /// streams added up, each worker once with the leases it holds in all shards.
+    public static func read(redis: any BlockingRedisCommands, shards: QueueShards, leaseMilliseconds: Int64) throws(RedisError) -> QueueOverview {
+        if shards.count == 1, let only = shards.shards.first {
+            return try read(redis: redis, keys: only.keys, queues: only.queues, leaseMilliseconds: leaseMilliseconds)
+        }
+        var total = QueueOverview()
+        total.queueLengths = shards.configuredQueues.map { ($0, 0) }
+        var workers: [String: WorkerState] = [:]
+        for shard in shards.shards {
+            let part = try read(redis: redis, keys: shard.keys, queues: shard.queues, leaseMilliseconds: leaseMilliseconds)
+            total.nowMilliseconds = max(total.nowMilliseconds, part.nowMilliseconds)
+            for (index, (_, length)) in part.queueLengths.enumerated() { total.queueLengths[index].1 += length }
+            total.retrySize += part.retrySize
+            total.retryDue += part.retryDue
+            if let due = part.retryNextDueMilliseconds { total.retryNextDueMilliseconds = min(total.retryNextDueMilliseconds ?? due, due) }
+            total.deadLetters += part.deadLetters
+            total.resultsLength += part.resultsLength
+            total.droppedTokensLength += part.droppedTokensLength
+            for worker in part.workers {
+                if var seen = workers[worker.id] {
+                    seen.inFlight += worker.inFlight
+                    // The freshest heartbeat: a worker renews every shard in turn.
+                    if worker.heartbeatDeadlineInMilliseconds > seen.heartbeatDeadlineInMilliseconds {
+                        seen.heartbeatDeadlineInMilliseconds = worker.heartbeatDeadlineInMilliseconds
+                        seen.heartbeatAgeMilliseconds = worker.heartbeatAgeMilliseconds
+                    }
+                    workers[worker.id] = seen
+                } else {
+                    workers[worker.id] = worker
+                }
+            }
+        }
+        total.workers = workers.values.sorted { $0.id < $1.id }
+        return total
+    }
+
     /// The dashboard's `/metrics`: queue-wide families, served once for the whole deployment.
     public func write(to out: inout PrometheusText) {
         out.family("herald_queue_length", .gauge, "Jobs waiting in each queue list.")

@@ -11,6 +11,8 @@ public struct ResultsWindow: Sendable {
     static let sampleLimit = 20_000
 
     public private(set) var lastID: String?
+    /// The last entry read from each results stream (one per shard).
+    private var cursors: [String: String] = [:]
     /// Outcome counts per slot start (ms since the epoch), oldest first.
     public private(set) var slots: [(start: Int64, counts: [String: Int])] = []
     private var latencies: [(at: Int64, ms: Int)] = []
@@ -25,22 +27,30 @@ public struct ResultsWindow: Sendable {
     /// Reads what is new in the results stream: at first the last `windowMilliseconds`, then everything after
     /// the last entry seen, at most `maxEntries` per call.
     public mutating func read(redis: any BlockingRedisCommands, keys: QueueKeys, now: Int64, maxEntries: Int = 50_000) throws(RedisError) {
-        var entries: [StreamEntry]
-        if let lastID {
-            entries = []
-            var cursor = lastID
-            while entries.count < maxEntries {
-                let batch = StreamEntry.entries(try redis.command(["XRANGE", keys.results, "(" + cursor, "+", "COUNT", "5000"]))
-                entries += batch
-                guard let last = batch.last, batch.count == 5000 else { break }
-                cursor = last.id
+        try read(redis: redis, shards: [keys], now: now, maxEntries: maxEntries)
+    }
+
+    /// The same over every shard's results stream, each followed from its own last entry.
+    public mutating func read(redis: any BlockingRedisCommands, shards: [QueueKeys], now: Int64, maxEntries: Int = 50_000) throws(RedisError) {
+        for keys in shards {
+            let stream = keys.results
+            var entries: [StreamEntry]
+            if let last = cursors[stream] {
+                entries = []
+                var cursor = last
+                while entries.count < maxEntries {
+                    let batch = StreamEntry.entries(try redis.command(["XRANGE", stream, "(" + cursor, "+", "COUNT", "5000"]))
+                    entries += batch
+                    guard let last = batch.last, batch.count == 5000 else { break }
+                    cursor = last.id
+                }
+            } else {
+                entries = StreamEntry.entries(try redis.command(["XREVRANGE", stream, "+", "\(now - Self.windowMilliseconds)",
+                                                                 "COUNT", "\(maxEntries)"])).reversed()
             }
-        } else {
-            entries = StreamEntry.entries(try redis.command(["XREVRANGE", keys.results, "+", "\(now - Self.windowMilliseconds)",
-                                                             "COUNT", "\(maxEntries)"])).reversed()
-            lastID = "0-0"
+            cursors[stream] = entries.last?.id ?? cursors[stream] ?? "0-0"
+            add(entries, now: now)
         }
-        add(entries, now: now)
     }
 
     public mutating func add(_ entries: [StreamEntry], now: Int64) {

@@ -1,0 +1,239 @@
+import Reactor
+import RedisQueue
+
+/// `JobSource` over the shards (`redis.shards`): one `JobQueue` per shard, all on one shared
+/// `RedisCommandSender` (one connection per node, not per shard). Claims go round the shards, starting one
+/// further each time, and pass over a shard that just answered empty for a short, growing while
+/// (`ClaimBackoff`), so an empty shard never holds up the others; completions and idempotency checks go to the
+/// shard their lease came from; returning leases, heartbeats, the reaper and the retry scheduler run in every
+/// shard. With one shard it does exactly what one `JobQueue` does. Loop-confined.
+public final class ShardedJobSource: JobSource {
+    public let queues: [JobQueue]
+    private let loop: EventLoop
+    private let settings: Configuration.WorkerSettings
+    private let logger: Logger
+    /// Shard index by queue key: a lease's `queueKey` names its shard (shard prefixes differ, so keys do).
+    private let shardOfQueue: [String: Int]
+    /// Per shard: when it may be asked again after an empty or failed claim, and how long it waits next time.
+    private var pauses: [ShardPause]
+    private var cursor = 0
+    private var timers: [LoopTimer] = []
+    private var isOpen = false
+
+    /// How long a shard that failed a claim is passed over (its connection is likely reconnecting).
+    static let failedClaimPauseMilliseconds = 500
+
+    /// `queues`: one per shard, in shard order, all on `loop`.
+    public init(queues: [JobQueue], loop: EventLoop, settings: Configuration.WorkerSettings, logger: Logger) {
+        precondition(!queues.isEmpty, "a sharded source needs at least one shard")
+        self.queues = queues
+        self.loop = loop
+        self.settings = settings
+        self.logger = logger
+        var byQueue: [String: Int] = [:]
+        for (index, queue) in queues.enumerated() {
+            for key in queue.queueKeys { byQueue[key] = index }
+        }
+        shardOfQueue = byQueue
+        pauses = Array(repeating: ShardPause(), count: queues.count)
+    }
+
+    /// The shard a lease belongs to (0 for a key no shard has, which a claim never hands out).
+    func shard(of lease: Lease) -> Int { queues.count == 1 ? 0 : shardOfQueue[lease.queueKey] ?? 0 }
+
+    // MARK: JobSource
+
+    public func claim(max: Int, completion: @escaping (Result<[Lease], JobSourceFailure>) -> Void) {
+        let now = monotonicNanos()
+        let count = queues.count
+        let order = (0..<count).map { (cursor + $0) % count }
+        cursor = (cursor + 1) % count
+        var visit = order.filter { pauses[$0].notBefore <= now }
+        // Every shard is resting: ask the one that rests least, so the core's own back-off (not ours on top of
+        // it) paces an idle worker.
+        if visit.isEmpty, let soonest = order.min(by: { pauses[$0].notBefore < pauses[$1].notBefore }) { visit = [soonest] }
+        claim(max: max, visiting: visit[...], firstFailure: nil, completion: completion)
+    }
+
+    /// Asks each shard of `visiting` in turn until one hands out jobs. No jobs anywhere: an empty answer, or
+    /// the first failure when some shard failed (the core then waits before it claims again).
+    private func claim(max: Int, visiting: ArraySlice<Int>, firstFailure: JobSourceFailure?,
+                       completion: @escaping (Result<[Lease], JobSourceFailure>) -> Void) {
+        guard let shard = visiting.first else {
+            completion(firstFailure.map { .failure($0) } ?? .success([]))
+            return
+        }
+        queues[shard].claim(max: max) { [weak self] result in
+            guard let self else { return completion(.failure(JobSourceFailure("closed", closed: true))) }
+            let now = monotonicNanos()
+            switch result {
+            case .success(let leases):
+                self.pauses[shard].answered(claimed: leases.count, now: now)
+                if leases.isEmpty {
+                    self.claim(max: max, visiting: visiting.dropFirst(), firstFailure: firstFailure, completion: completion)
+                } else {
+                    completion(.success(leases))
+                }
+            case .failure(let error):
+                let failure = RedisJobSource.failure(error)
+                if failure.closed { return completion(.failure(failure)) }
+                self.pauses[shard].failed(now: now, pauseMilliseconds: Self.failedClaimPauseMilliseconds)
+                self.claim(max: max, visiting: visiting.dropFirst(), firstFailure: firstFailure ?? failure, completion: completion)
+            }
+        }
+    }
+
+    public func record(_ batch: [JobCompletion], isRepeat: Bool, completion: @escaping (Result<CompletionReport, JobSourceFailure>) -> Void) {
+        let groups = group(batch) { $0.lease }
+        if groups.count == 1, let (shard, part) = groups.first {
+            return queues[shard].complete(part, isRepeat: isRepeat) { result in completion(result.mapError(RedisJobSource.failure)) }
+        }
+        var merged = CompletionReport()
+        var failures: [JobSourceFailure] = []
+        var waiting = groups.count
+        for (shard, part) in groups {
+            queues[shard].complete(part, isRepeat: isRepeat) { result in
+                switch result {
+                case .success(let report): merged.add(report)
+                case .failure(let error): failures.append(RedisJobSource.failure(error))
+                }
+                waiting -= 1
+                guard waiting == 0 else { return }
+                guard let first = failures.first else { return completion(.success(merged)) }
+                // Some shards applied their part: the core sends the whole batch again, and it must go as a
+                // repeat so that their leases, gone now, are not recovered (recorded twice) but counted unconfirmed.
+                let applied = failures.count < groups.count
+                completion(.failure(JobSourceFailure(first.description, maybeApplied: first.maybeApplied || applied,
+                                                     closed: failures.contains { $0.closed })))
+            }
+        }
+    }
+
+    public func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64,
+                          completion: @escaping (Result<[OnceVerdict], JobSourceFailure>) -> Void) {
+        let indexed = Array(jobs.enumerated())
+        let groups = group(indexed) { $0.element.lease }
+        if groups.count == 1, let (shard, _) = groups.first {
+            return queues[shard].claimOnce(jobs, windowMilliseconds: windowMilliseconds) { result in completion(result.mapError(RedisJobSource.failure)) }
+        }
+        var verdicts = [OnceVerdict](repeating: .unguarded, count: jobs.count)
+        var failure: JobSourceFailure?
+        var waiting = groups.count
+        for (shard, part) in groups {
+            queues[shard].claimOnce(part.map(\.element), windowMilliseconds: windowMilliseconds) { result in
+                switch result {
+                case .success(let answers): for (item, verdict) in zip(part, answers) { verdicts[item.offset] = verdict }
+                case .failure(let error): failure = failure ?? RedisJobSource.failure(error)
+                }
+                waiting -= 1
+                if waiting == 0 { completion(failure.map { .failure($0) } ?? .success(verdicts)) }
+            }
+        }
+    }
+
+    public func returnAll(completion: @escaping (Result<Int, JobSourceFailure>) -> Void) {
+        var returned = 0
+        var failure: JobSourceFailure?
+        var waiting = queues.count
+        for queue in queues {
+            queue.retire { result in
+                switch result {
+                case .success(let n): returned += n
+                case .failure(let error): failure = failure ?? RedisJobSource.failure(error)
+                }
+                waiting -= 1
+                if waiting == 0 { completion(failure.map { .failure($0) } ?? .success(returned)) }
+            }
+        }
+    }
+
+    /// Items split by the shard of their lease, in shard order; each part keeps the batch's order.
+    private func group<Item>(_ items: [Item], lease: (Item) -> Lease) -> [(Int, [Item])] {
+        if queues.count == 1 { return [(0, items)] }
+        var parts: [Int: [Item]] = [:]
+        for item in items { parts[shard(of: lease(item)), default: []].append(item) }
+        return parts.sorted { $0.key < $1.key }
+    }
+
+    // MARK: maintenance
+
+    /// Starts heartbeats, the reaper and the retry scheduler in every shard.
+    public func open() {
+        guard !isOpen else { return }
+        isOpen = true
+        let lease = settings.leaseSeconds * 1000
+        for (shard, queue) in queues.enumerated() {
+            repeatEvery(milliseconds: max(200, lease / 3)) { [weak queue] in queue?.renewHeartbeat() }
+            if settings.runReaper {
+                repeatEvery(milliseconds: max(500, lease / 2)) { [weak self, weak queue] in
+                    queue?.reap { result in
+                        guard case .success(let n) = result, n > 0, let self else { return }
+                        var fields: [String: LogValue] = ["jobs": .int(n)]
+                        if self.queues.count > 1 { fields["shard"] = .int(shard) }
+                        self.logger.warning("returned the jobs of dead workers to the queue", fields)
+                    }
+                }
+            }
+            if settings.runScheduler { scheduleRetryPass(queue) }
+        }
+    }
+
+    public func close() {
+        isOpen = false
+        for timer in timers { timer.cancel() }
+        timers.removeAll()
+    }
+
+    private func repeatEvery(milliseconds: Int, _ body: @escaping () -> Void) {
+        let index = timers.count
+        timers.append(loop.schedule(afterMilliseconds: milliseconds) {})
+        rearm(index, milliseconds, body)
+    }
+
+    private func rearm(_ index: Int, _ milliseconds: Int, _ body: @escaping () -> Void) {
+        timers[index] = loop.schedule(afterMilliseconds: milliseconds) { [weak self] in
+            guard let self, self.isOpen else { return }
+            body()
+            self.rearm(index, milliseconds, body)
+        }
+    }
+
+    private func scheduleRetryPass(_ queue: JobQueue) {
+        let index = timers.count
+        timers.append(loop.schedule(afterMilliseconds: 0) {})
+        retryPass(index, queue, after: 0)
+    }
+
+    /// Sleeps until the shard's next retry falls due (at most a second), at once after a full batch.
+    private func retryPass(_ index: Int, _ queue: JobQueue, after ms: Int) {
+        timers[index] = loop.schedule(afterMilliseconds: ms) { [weak self, weak queue] in
+            guard let self, self.isOpen, let queue else { return }
+            queue.moveDueRetries { [weak self, weak queue] result in
+                guard let self, self.isOpen, let queue else { return }
+                switch result {
+                case .success(let move):
+                    self.retryPass(index, queue, after: max(5, move.sleepMilliseconds(batchLimit: queue.options.retryMovesPerCall, cap: 1000)))
+                case .failure:
+                    self.retryPass(index, queue, after: 1000)
+                }
+            }
+        }
+    }
+}
+
+/// One shard's rest after a claim found nothing (2 ms doubling to 200 ms, as `ClaimBackoff`) or failed; over
+/// as soon as it hands out jobs.
+struct ShardPause {
+    private var backoff = ClaimBackoff(initialMilliseconds: 2, maxMilliseconds: 200)
+    /// Monotonic nanoseconds before which claims pass this shard over.
+    private(set) var notBefore: UInt64 = 0
+
+    mutating func answered(claimed: Int, now: UInt64) {
+        let rest = backoff.next(claimed: claimed)
+        notBefore = rest == 0 ? 0 : now &+ UInt64(rest) * 1_000_000
+    }
+
+    mutating func failed(now: UInt64, pauseMilliseconds: Int) {
+        notBefore = now &+ UInt64(pauseMilliseconds) * 1_000_000
+    }
+}
