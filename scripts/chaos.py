@@ -352,6 +352,7 @@ class Chaos:
         self.worker_generation = collections.Counter()
         self.unexpected_exits = []
         self.pending_term = {}  # worker index -> when SIGTERM was sent
+        self.worker_started = {}  # worker index -> when its process was spawned
         self.leased_when_redis_died = None
         self.t0 = time.monotonic()
 
@@ -399,6 +400,7 @@ class Chaos:
         if new_id or i not in self.worker_ids:
             self.worker_generation[i] += 1
             self.worker_ids[i] = f"chaos-w{i}-g{self.worker_generation[i]}"
+        self.worker_started[i] = time.monotonic()
         self.world.spawn(f"worker{i}", [self.args.herald, "worker", "--config", self.config, "--id", self.worker_ids[i]],
                          log_name=f"worker{i}.log")
 
@@ -464,8 +466,11 @@ class Chaos:
             if self.busy_until[path] <= now:
                 for kind in ("latency", "bandwidth", "reset", "cut", "blackhole", "refuse"):
                     choices.append((path, kind, proxy))
-        # Workers 1... (the first is observed, never killed), not one already draining after a SIGTERM.
-        victims = [i for i in range(1, self.args.workers) if i not in self.pending_term]
+        # Workers 1... (the first is observed, never killed), not one already draining after a SIGTERM, nor one
+        # spawned under 2 s ago: a SIGTERM before its first instructions block the signal kills it by default
+        # (exit -15), which says nothing about the drain.
+        victims = [i for i in range(1, self.args.workers)
+                   if i not in self.pending_term and now - self.worker_started.get(i, 0) >= 2]
         if victims and self.busy_until["workers"] <= now:
             choices += [("worker", "kill", None), ("worker", "term", None)]
         if self.busy_until["redis-server"] <= now and self.busy_until["redis"] <= now:
