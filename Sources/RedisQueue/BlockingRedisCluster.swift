@@ -10,21 +10,21 @@ import TLS
 ///
 /// Not Sendable and not thread-safe: one per thread.
 public final class BlockingRedisCluster: BlockingRedisCommands {
-    public let seeds: [ClusterNodeAddress]
+    public let seeds: [RedisNodeAddress]
     public let maxRedirects: Int
     private let baseURL: RedisURL
     private let connectTimeoutMilliseconds: Int
     private let commandTimeoutMilliseconds: Int
     private let tls: TLSContext?
     private var map = ClusterSlotMap()
-    private var connections: [ClusterNodeAddress: BlockingRedis] = [:]
+    private var connections: [RedisNodeAddress: BlockingRedis] = [:]
     private var closed = false
 
     /// Connects to the first reachable seed and reads the slot map (`CLUSTER SLOTS`).
     /// `tls`: the context for `rediss://` seeds (every node is reached the same way).
     public init(seeds: [RedisURL], tls: TLSContext? = nil, connectTimeoutMilliseconds: Int = 2_000, commandTimeoutMilliseconds: Int = 10_000,
                 maxRedirects: Int = 5) throws(RedisError) {
-        (self.seeds, self.baseURL) = try ClusterNodeAddress.seeds(seeds)
+        (self.seeds, self.baseURL) = try RedisNodeAddress.seeds(seeds)
         self.tls = tls
         self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
         self.commandTimeoutMilliseconds = commandTimeoutMilliseconds
@@ -33,9 +33,9 @@ public final class BlockingRedisCluster: BlockingRedisCommands {
     }
 
     /// The master serving `slot` in the current map.
-    public func master(forSlot slot: Int) -> ClusterNodeAddress? { map.node(forSlot: slot) }
+    public func master(forSlot slot: Int) -> RedisNodeAddress? { map.node(forSlot: slot) }
 
-    public var masters: [ClusterNodeAddress] { map.masters }
+    public var masters: [RedisNodeAddress] { map.masters }
 
     public func command(_ args: [[UInt8]]) throws(RedisError) -> RESPValue {
         let reply = try execute(args, slot: CommandKey.of(args).map(ClusterSlot.of))
@@ -49,8 +49,8 @@ public final class BlockingRedisCluster: BlockingRedisCommands {
         guard !closed else { throw .closed }
         var replies = [RESPValue?](repeating: nil, count: commands.count)
         let slots = commands.map { CommandKey.of($0).map(ClusterSlot.of) }
-        var groups: [ClusterNodeAddress: [Int]] = [:]
-        var order: [ClusterNodeAddress] = []
+        var groups: [RedisNodeAddress: [Int]] = [:]
+        var order: [RedisNodeAddress] = []
         for (index, slot) in slots.enumerated() {
             let node = try node(for: slot)
             if groups[node] == nil { order.append(node) }
@@ -89,15 +89,15 @@ public final class BlockingRedisCluster: BlockingRedisCommands {
 
     /// Sends `args` to the node of `slot` and follows redirects; error replies other than redirects come back
     /// as `.error` values. `first`: a reply already received (from a pipeline) to start from.
-    private func execute(_ args: [[UInt8]], slot: Int?, first: (RESPValue, ClusterNodeAddress)? = nil) throws(RedisError) -> RESPValue {
+    private func execute(_ args: [[UInt8]], slot: Int?, first: (RESPValue, RedisNodeAddress)? = nil) throws(RedisError) -> RESPValue {
         let deadline = monotonicNanos() &+ UInt64(commandTimeoutMilliseconds) * 1_000_000
-        var asking: ClusterNodeAddress?
+        var asking: RedisNodeAddress?
         var redirects = 0
         var retries = 0
         var pending = first
         while true {
             let reply: RESPValue
-            let node: ClusterNodeAddress
+            let node: RedisNodeAddress
             if let received = pending {
                 (reply, node) = received
                 pending = nil
@@ -133,7 +133,7 @@ public final class BlockingRedisCluster: BlockingRedisCommands {
         }
     }
 
-    private func node(for slot: Int?) throws(RedisError) -> ClusterNodeAddress {
+    private func node(for slot: Int?) throws(RedisError) -> RedisNodeAddress {
         if let slot {
             if let node = map.node(forSlot: slot) { return node }
             try refreshMap()
@@ -146,7 +146,7 @@ public final class BlockingRedisCluster: BlockingRedisCommands {
 
     /// Runs `body` on the node's connection (made if needed); the map is re-read when it fails (the node may
     /// have failed over).
-    private func onNode<T>(_ node: ClusterNodeAddress, _ body: (BlockingRedis) throws(RedisError) -> T) throws(RedisError) -> T {
+    private func onNode<T>(_ node: RedisNodeAddress, _ body: (BlockingRedis) throws(RedisError) -> T) throws(RedisError) -> T {
         do {
             return try onNodeOnce(node, body)
         } catch {
@@ -172,7 +172,7 @@ public final class BlockingRedisCluster: BlockingRedisCommands {
     }
 
     /// `body` on the node's connection; a broken one is dropped, so the next call connects again.
-    private func onNodeOnce<T>(_ node: ClusterNodeAddress, _ body: (BlockingRedis) throws(RedisError) -> T) throws(RedisError) -> T {
+    private func onNodeOnce<T>(_ node: RedisNodeAddress, _ body: (BlockingRedis) throws(RedisError) -> T) throws(RedisError) -> T {
         guard !closed else { throw .closed }
         let redis: BlockingRedis
         if let existing = connections[node] {

@@ -43,16 +43,16 @@ public final class RedisCluster: MonitoredRedisClient {
         var redirects = 0
         var retries = 0
         /// Set after an ASK: the next send goes to this node after ASKING.
-        var asking: ClusterNodeAddress?
+        var asking: RedisNodeAddress?
     }
 
     public let loop: EventLoop
-    public let seeds: [ClusterNodeAddress]
+    public let seeds: [RedisNodeAddress]
     public let options: Options
     /// Credentials and options every node connection uses (its endpoint is replaced).
     private let baseURL: RedisURL
     private var map = ClusterSlotMap()
-    private var connections: [ClusterNodeAddress: RedisConnection] = [:]
+    private var connections: [RedisNodeAddress: RedisConnection] = [:]
     /// Commands whose node is not connected (or not known yet); sent on the next connect or map change.
     private var parked: [Command] = []
     private var refreshing = false
@@ -69,16 +69,16 @@ public final class RedisCluster: MonitoredRedisClient {
     /// `seeds`: at least one node's URL; the first gives the credentials for all nodes. Database must be 0
     /// (a cluster has only db 0).
     public init(seeds: [RedisURL], loop: EventLoop, options: Options = Options()) throws(RedisError) {
-        (self.seeds, self.baseURL) = try ClusterNodeAddress.seeds(seeds)
+        (self.seeds, self.baseURL) = try RedisNodeAddress.seeds(seeds)
         self.loop = loop
         self.options = options
     }
 
     /// The master serving `slot` in the current map (for tests and logs).
-    public func master(forSlot slot: Int) -> ClusterNodeAddress? { map.node(forSlot: slot) }
+    public func master(forSlot slot: Int) -> RedisNodeAddress? { map.node(forSlot: slot) }
 
     /// The masters of the current map, each with its one connection.
-    public var masters: [ClusterNodeAddress] { map.masters }
+    public var masters: [RedisNodeAddress] { map.masters }
 
     public var isConnected: Bool {
         !map.isEmpty && map.masters.allSatisfy { connections[$0]?.isConnected == true }
@@ -149,7 +149,7 @@ public final class RedisCluster: MonitoredRedisClient {
 
     private func dispatch(_ command: Command) {
         guard !closed else { command.completion(.failure(.closed)); return }
-        let target: ClusterNodeAddress?
+        let target: RedisNodeAddress?
         if let asking = command.asking {
             target = asking
         } else if let slot = command.slot {
@@ -173,7 +173,7 @@ public final class RedisCluster: MonitoredRedisClient {
         requestRefresh()
     }
 
-    private func transmit(_ command: Command, on connection: RedisConnection, node: ClusterNodeAddress) {
+    private func transmit(_ command: Command, on connection: RedisConnection, node: RedisNodeAddress) {
         let handle: Completion = { [weak self] result in
             guard let self else { command.completion(result); return }
             self.handle(result, of: command, from: node)
@@ -199,7 +199,7 @@ public final class RedisCluster: MonitoredRedisClient {
         }
     }
 
-    private func handle(_ result: Result<RESPValue, RedisError>, of sent: Command, from node: ClusterNodeAddress) {
+    private func handle(_ result: Result<RESPValue, RedisError>, of sent: Command, from node: RedisNodeAddress) {
         switch result {
         case .failure(.server(let message)):
             guard let redirect = ClusterRedirect(message, replier: node) else { break }
@@ -257,7 +257,7 @@ public final class RedisCluster: MonitoredRedisClient {
 
     // MARK: connections
 
-    private func connection(to node: ClusterNodeAddress) -> RedisConnection? {
+    private func connection(to node: RedisNodeAddress) -> RedisConnection? {
         if let existing = connections[node] { return existing }
         guard !closed else { return nil }
         let connection = RedisConnection(url: node.url(from: baseURL), loop: loop, options: options.connection)
@@ -272,7 +272,7 @@ public final class RedisCluster: MonitoredRedisClient {
         for seed in seeds { _ = connection(to: seed) }
     }
 
-    private func connectionChanged(_ node: ClusterNodeAddress, _ state: RedisConnection.State) {
+    private func connectionChanged(_ node: RedisNodeAddress, _ state: RedisConnection.State) {
         observer?(node.description, state)
         switch state {
         case .connected:

@@ -1,39 +1,7 @@
 /// Where the sentinels are and which master to ask them for (`redis.mode = "sentinel"`). The master's own
 /// AUTH, database (and TLS) still come from `redis.url`; only its host and port come from the sentinels.
 public struct SentinelSettings: Sendable, Equatable {
-    public struct Address: Sendable, Equatable, CustomStringConvertible {
-        public var host: String
-        public var port: Int
-        public init(host: String, port: Int) {
-            self.host = host
-            self.port = port
-        }
-
-        /// `host:port` or `[v6]:port`; nil when it is neither.
-        public init?(parsing text: String) {
-            var hostPart: Substring
-            let portPart: Substring
-            if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-                hostPart = text[text.index(after: text.startIndex)..<close]
-                let rest = text[text.index(after: close)...]
-                guard rest.hasPrefix(":") else { return nil }
-                portPart = rest.dropFirst()
-            } else {
-                guard let colon = text.lastIndex(of: ":") else { return nil }
-                hostPart = text[..<colon]
-                portPart = text[text.index(after: colon)...]
-                if hostPart.contains(":") { return nil }
-            }
-            hostPart = hostPart.drop { $0 == " " }
-            guard !hostPart.isEmpty, let port = Int(portPart), (1...65535).contains(port) else { return nil }
-            self.init(host: String(hostPart), port: port)
-        }
-
-        public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
-        var endpoint: RedisURL.Endpoint { .tcp(host: host, port: port) }
-    }
-
-    public var sentinels: [Address]
+    public var sentinels: [RedisNodeAddress]
     public var masterName: String
     /// AUTH for the sentinels themselves (`requirepass` / an ACL user in sentinel.conf), not for the master.
     public var user: String?
@@ -41,7 +9,7 @@ public struct SentinelSettings: Sendable, Equatable {
     /// For each question to one sentinel (connect + reply), and for the role check.
     public var timeoutMilliseconds: Int
 
-    public init(sentinels: [Address], masterName: String, user: String? = nil, password: String? = nil, timeoutMilliseconds: Int = 1_000) {
+    public init(sentinels: [RedisNodeAddress], masterName: String, user: String? = nil, password: String? = nil, timeoutMilliseconds: Int = 1_000) {
         self.sentinels = sentinels
         self.masterName = masterName
         self.user = user
@@ -50,27 +18,27 @@ public struct SentinelSettings: Sendable, Equatable {
     }
 
     /// How Herald logs in to a sentinel.
-    func url(of sentinel: Address) -> RedisURL {
+    func url(of sentinel: RedisNodeAddress) -> RedisURL {
         RedisURL(endpoint: sentinel.endpoint, user: user, password: password, database: 0)
     }
 
     var question: [[UInt8]] { [Array("SENTINEL".utf8), Array("get-master-addr-by-name".utf8), Array(masterName.utf8)] }
 
     /// The master's address from a `SENTINEL get-master-addr-by-name` reply.
-    func masterAddress(from reply: RESPValue, sentinel: Address) -> Result<Address, RedisError> {
+    func masterAddress(from reply: RESPValue, sentinel: RedisNodeAddress) -> Result<RedisNodeAddress, RedisError> {
         if reply.isNil { return .failure(.connectFailed("sentinel \(sentinel) does not know a master named \(masterName.debugDescription)")) }
         guard let parts = reply.array, parts.count == 2, let host = parts[0].string, let port = parts[1].int.map(Int.init),
               (1...65535).contains(port) else {
             return .failure(.protocolError("sentinel \(sentinel): unexpected get-master-addr-by-name reply \(reply)"))
         }
-        return .success(Address(host: host, port: port))
+        return .success(RedisNodeAddress(host: host, port: port))
     }
 
     /// The master named in a `+switch-master` message (`<name> <old-ip> <old-port> <new-ip> <new-port>`), if ours.
-    func switchedMaster(_ message: String) -> Address? {
+    func switchedMaster(_ message: String) -> RedisNodeAddress? {
         let parts = message.split(separator: " ")
         guard parts.count == 5, parts[0] == masterName, let port = Int(parts[4]) else { return nil }
-        return Address(host: String(parts[3]), port: port)
+        return RedisNodeAddress(host: String(parts[3]), port: port)
     }
 
     static let roleCommand: [[UInt8]] = [Array("ROLE".utf8)]

@@ -17,7 +17,7 @@ public final class SentinelAddressSource: RedisAddressSource {
     /// The sentinel to ask first: the last that answered.
     private var first = 0
     /// Where the connection was last sent.
-    public private(set) var master: SentinelSettings.Address?
+    public private(set) var master: RedisNodeAddress?
 
     public init(settings: SentinelSettings, loop: EventLoop) {
         precondition(!settings.sentinels.isEmpty, "SentinelSettings without sentinels")
@@ -64,7 +64,7 @@ public final class SentinelAddressSource: RedisAddressSource {
     }
 
     /// Asks sentinel `first + attempt`, moving on to the next on any failure; fails when all have.
-    private func ask(attempt: Int, failures: [String], _ completion: @escaping (Result<SentinelSettings.Address, RedisError>) -> Void) {
+    private func ask(attempt: Int, failures: [String], _ completion: @escaping (Result<RedisNodeAddress, RedisError>) -> Void) {
         let count = settings.sentinels.count
         guard attempt < count else {
             completion(.failure(.connectFailed("no sentinel named the master \(settings.masterName.debugDescription): \(failures.joined(separator: "; "))")))
@@ -86,8 +86,8 @@ public final class SentinelAddressSource: RedisAddressSource {
     }
 
     /// One question to one sentinel over a short-lived connection, answered within the timeout.
-    static func askOnce(settings: SentinelSettings, sentinel: SentinelSettings.Address, loop: EventLoop,
-                        _ completion: @escaping (Result<SentinelSettings.Address, RedisError>) -> Void) {
+    static func askOnce(settings: SentinelSettings, sentinel: RedisNodeAddress, loop: EventLoop,
+                        _ completion: @escaping (Result<RedisNodeAddress, RedisError>) -> Void) {
         var options = RedisConnection.Options()
         options.connectTimeoutMilliseconds = settings.timeoutMilliseconds
         options.commandTimeoutMilliseconds = settings.timeoutMilliseconds
@@ -99,7 +99,7 @@ public final class SentinelAddressSource: RedisAddressSource {
         }
     }
 
-    private func masterSwitched(to address: SentinelSettings.Address) {
+    private func masterSwitched(to address: RedisNodeAddress) {
         onEvent?("sentinel: master \(settings.masterName) switched to \(address)")
         guard address != master else { return }
         master = nil

@@ -9,7 +9,7 @@ extension BlockingRedis {
                                        commandTimeoutMilliseconds: Int = 10_000) throws(RedisError) -> BlockingRedis {
         var failures: [String] = []
         for sentinel in settings.sentinels {
-            let address: SentinelSettings.Address
+            let address: RedisNodeAddress
             do {
                 let client = try BlockingRedis(url: settings.url(of: sentinel), connectTimeoutMilliseconds: settings.timeoutMilliseconds,
                                                commandTimeoutMilliseconds: settings.timeoutMilliseconds)

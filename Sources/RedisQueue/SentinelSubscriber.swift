@@ -10,7 +10,7 @@ import Reactor
 final class SentinelSubscriber: FileDescriptorHandler {
     let settings: SentinelSettings
     let loop: EventLoop
-    var onSwitch: ((SentinelSettings.Address) -> Void)?
+    var onSwitch: ((RedisNodeAddress) -> Void)?
     var onSubscribed: (() -> Void)?
     var onEvent: ((String) -> Void)?
     private var fd: Int32 = -1
@@ -39,7 +39,7 @@ final class SentinelSubscriber: FileDescriptorHandler {
         drop()
     }
 
-    private var sentinel: SentinelSettings.Address { settings.sentinels[index % settings.sentinels.count] }
+    private var sentinel: RedisNodeAddress { settings.sentinels[index % settings.sentinels.count] }
 
     private func connect() {
         guard !closed else { return }

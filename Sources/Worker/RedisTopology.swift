@@ -8,7 +8,7 @@ extension Configuration.RedisSettings {
         var problems: [String] = []
         if mode == .sentinel {
             if sentinels.isEmpty { problems.append("redis.sentinels must list at least one sentinel as host:port when redis.mode is \"sentinel\"") }
-            for text in sentinels where SentinelSettings.Address(parsing: text) == nil {
+            for text in sentinels where RedisNodeAddress(parsing: text) == nil {
                 problems.append("redis.sentinels: '\(text)' is not host:port (or [v6]:port) with a port 1...65535")
             }
             if masterName.isEmpty || masterName.contains(where: { $0 == " " || $0.isNewline }) {
@@ -36,7 +36,7 @@ extension Configuration.RedisSettings {
         let problems = topologyProblems()
         guard problems.isEmpty else { throw .connectFailed(problems.joined(separator: "; ")) }
         guard mode == .sentinel else { return nil }
-        return SentinelSettings(sentinels: sentinels.compactMap(SentinelSettings.Address.init(parsing:)), masterName: masterName,
+        return SentinelSettings(sentinels: sentinels.compactMap(RedisNodeAddress.init(parsing:)), masterName: masterName,
                                 user: sentinelUser, password: sentinelPassword, timeoutMilliseconds: connectTimeoutMs)
     }
 }

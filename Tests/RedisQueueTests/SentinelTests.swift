@@ -10,7 +10,7 @@ import Testing
     /// A connection whose master comes from the sentinels; `url`'s host and port lead nowhere on purpose.
     private static func sentinelClient(_ set: SentinelSet, on loop: EventLoop, masterName: String? = nil, sentinels: [String]? = nil,
                                        commandTimeoutMilliseconds: Int = 3000, events: Box<[String]>) -> RedisConnection {
-        let addresses = (sentinels ?? set.sentinelAddresses).compactMap(SentinelSettings.Address.init(parsing:))
+        let addresses = (sentinels ?? set.sentinelAddresses).compactMap(RedisNodeAddress.init(parsing:))
         let settings = SentinelSettings(sentinels: addresses, masterName: masterName ?? set.masterName, timeoutMilliseconds: 1000)
         var options = RedisConnection.Options()
         options.reconnectMaxMilliseconds = 500
@@ -61,7 +61,7 @@ import Testing
         #expect(master == set.master.port)
 
         // The tools' blocking client finds the same master.
-        let settings = SentinelSettings(sentinels: ([dead] + set.sentinelAddresses).compactMap(SentinelSettings.Address.init(parsing:)),
+        let settings = SentinelSettings(sentinels: ([dead] + set.sentinelAddresses).compactMap(RedisNodeAddress.init(parsing:)),
                                         masterName: set.masterName)
         let blocking = try BlockingRedis.connectToMaster(sentinel: settings, url: try RedisURL(parsing: "redis://127.0.0.1:1/0"))
         #expect(try blocking.command(["CONFIG", "GET", "port"]).array?[1].int == Int64(set.master.port))
@@ -96,7 +96,7 @@ import Testing
         #expect(reasons.contains { $0.contains("answers ROLE slave, not master") }, "\(reasons)")
         #expect(try harness.loop.submit { client.value.stats.connects } == 0)
 
-        let settings = SentinelSettings(sentinels: [SentinelSettings.Address(host: "127.0.0.1", port: port)], masterName: "impostor")
+        let settings = SentinelSettings(sentinels: [RedisNodeAddress(host: "127.0.0.1", port: port)], masterName: "impostor")
         #expect {
             _ = try BlockingRedis.connectToMaster(sentinel: settings, url: try RedisURL(parsing: "redis://127.0.0.1:1/0"))
         } throws: { error in
