@@ -7,7 +7,9 @@ import Testing
 /// `ReplicaWaitSender` over a real master, with and without a replica to confirm.
 @Suite struct ReplicaWaitTests {
     /// Runs one fresh script (EVALSHA, NOSCRIPT, EVAL: the WAIT must come after the EVAL) and a second call.
-    private func twoWrites(_ url: RedisURL, replicas: Int, key: String) throws -> [Result<RESPValue, RedisError>] {
+    /// `waitMilliseconds`: WAIT's own timeout; a replica that is there gets seconds (its ack can take longer
+    /// than 300 ms on a loaded machine), the case without one needs only a short wait to fail.
+    private func twoWrites(_ url: RedisURL, replicas: Int, key: String, waitMilliseconds: Int = 300) throws -> [Result<RESPValue, RedisError>] {
         let harness = try LoopHarness()
         defer { harness.stop() }
         let script = RedisScript("redis.call('INCR', KEYS[1]) return '\(UInt32.random(in: 0...UInt32.max))'")
@@ -15,7 +17,7 @@ import Testing
         let done = DispatchSemaphore(value: 0)
         try harness.loop.submit {
             let connection = RedisConnection(url: url, loop: harness.loop)
-            let sender = ReplicaWaitSender(connection, replicas: replicas, timeoutMilliseconds: 300)
+            let sender = ReplicaWaitSender(connection, replicas: replicas, timeoutMilliseconds: waitMilliseconds)
             sender.start()
             for _ in 0..<2 {
                 sender.evalScript(script, keys: [Array(key.utf8)], args: []) { result in
@@ -35,7 +37,7 @@ import Testing
         defer { replica.stop() }
         let synced = waitUntil(seconds: 15) { (try? BlockingRedis(url: replica.url).command(["INFO", "replication"]).string)??.contains("master_link_status:up") == true }
         #expect(synced)
-        let results = try twoWrites(master.url, replicas: 1, key: "confirmed")
+        let results = try twoWrites(master.url, replicas: 1, key: "confirmed", waitMilliseconds: 3_000)
         #expect(results.allSatisfy { if case .success(.bulk) = $0 { true } else { false } }, "\(results)")
         // WAIT covered both: the replica has both increments the moment the replies arrived.
         #expect(try BlockingRedis(url: replica.url).command(["GET", "confirmed"]) == .bulk(Array("2".utf8)))
