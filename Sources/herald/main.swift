@@ -18,6 +18,7 @@ let herald = CommandGroup(
         TailCommand.command,
         StatsCommand.command,
         ReplayCommand.command,
+        DeadCommand.command,
         ForwardCommand.command,
         MockAPNsCommand.command,
         MockFCMCommand.command,
