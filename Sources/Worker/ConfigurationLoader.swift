@@ -9,11 +9,16 @@ public enum ConfigurationLoader {
     public static var environmentOverrides: [String] { Configuration.environmentSettings.compactMap(\.environment) }
 
     public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
+        try load(root: try path.map(readObject), label: path, environment: environment)
+    }
+
+    /// The same from a parsed file (`root`, nil for none); each of its problems starts with `label`.
+    public static func load(root: [String: Any]?, label: String? = nil, environment: [String: String]) throws(ConfigurationError) -> Configuration {
         var configuration = Configuration()
         var problems: [String] = []
-        if let path {
-            let root = try readObject(path)
-            problems += SettingsReader.apply(Configuration.settings, object: root, to: &configuration, at: "").map { "\(path): \($0)" }
+        if let root {
+            let lead = label.map { "\($0): " } ?? ""
+            problems += SettingsReader.apply(Configuration.settings, object: root, to: &configuration, at: "").map { lead + $0 }
         }
         problems += applyEnvironment(environment, to: &configuration)
         problems += validate(configuration)

@@ -1,5 +1,7 @@
 import Foundation
+import Glibc
 import HeraldTestSupport
+import MockAPNs
 import Testing
 import Worker
 
@@ -127,6 +129,49 @@ extension EndToEnd.HeraldCommands {
             #expect(run.status == 78, "\(command[0]): exit \(String(describing: run.status)): \(run.output)")
             #expect(!run.output.contains("configuration OK"), "\(run.output)")
             for key in keys { #expect(run.output.contains("\(key) must be "), "\(command[0]) does not name \(key):\n\(run.output)") }
+        }
+    }
+}
+
+extension EndToEnd {
+    /// What `check-config` accepts, the worker runs: every number at its upper bound (but the counts that only
+    /// multiply the threads, connections, shards and WAITs a test machine would have to host), through start,
+    /// a delivery, a 503 and a 429 (where the back-off base and cap at Int64.max trapped) and a SIGTERM drain
+    /// (where the deadline did).
+    @Suite struct SettingsAtTheirBounds {
+        @Test(.timeLimit(.minutes(2)))
+        func aWorkerWithEveryNumberAtItsUpperBoundDeliversRetriesAndDrains() throws {
+            let faults = MockFaultScript(seed: 30, latencyMs: MockLatency(min: 0, max: 2), rules: [
+                MockFaultRule(fate: .failFirst, tokenPrefix: "e5", status: 503, reason: "ServiceUnavailable", count: 1),
+                MockFaultRule(fate: .failFirst, tokenPrefix: "77", status: 429, reason: "TooManyRequests", count: 1),
+            ])
+            let world = try EndToEndWorld(faults: faults)
+            defer { world.shutdown(); world.removeFiles() }
+            let resources: Set<String> = ["worker.event_loops", "apns.connections_per_pool", "fcm.connections_per_pool", "redis.shards",
+                                          "redis.wait_replicas"]
+            var sections: [String: [String: Any]] = [:]
+            for (key, access) in Configuration.numericSettings where !resources.contains(key) {
+                let parts = key.split(separator: ".", maxSplits: 1).map(String.init)
+                sections[parts[0], default: [:]][parts[1]] = Int64(access.maximum)
+            }
+            let config = try world.writeConfig(worker: sections["worker"] ?? [:], retry: sections["retry"] ?? [:], apns: sections["apns"] ?? [:],
+                                               redis: sections["redis"] ?? [:])
+            let check = try world.runHerald(["check-config", "--config", config, "--skip-redis"])
+            #expect(check.status == 0, "\(check.output)")
+
+            try world.push([jobBytes(id: "ok", token: deviceToken(prefix: "00", index: 1)),
+                            jobBytes(id: "five-oh-three", token: deviceToken(prefix: "e5", index: 2)),
+                            jobBytes(id: "four-two-nine", token: deviceToken(prefix: "77", index: 3))])
+            let worker = try world.startWorker(id: "bounds-1", config: config)
+            let redis = try world.connectRedis()
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            #expect(try ledger.waitForTerminal(1, seconds: 30), "\(world.workerLogs())")
+            #expect(waitUntil(seconds: 30) { (try? redis.command(["ZCARD", "herald:retry"]).int) == 2 },
+                    "the 503 and the 429 are scheduled for a retry:\n\(world.workerLogs())")
+            #expect(worker.waitForExit(seconds: 0.5) == nil, "the worker died:\n\(worker.output.suffix(2000))")
+            worker.signal(SIGTERM)
+            let status = worker.waitForExit(seconds: 15)
+            #expect(status == 0, "exit \(String(describing: status)) after SIGTERM:\n\(worker.output.suffix(2000))")
         }
     }
 }
