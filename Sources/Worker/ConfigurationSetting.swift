@@ -5,6 +5,9 @@ import Foundation
 /// overrides it and its help line. The loader, the bounds check (`check-config` and the worker's start),
 /// the overrides, `herald worker --help` and the tables in docs/configuration.md are all made from these
 /// (`Configuration.settings`).
+///
+/// `@unchecked Sendable`: the closures only read and write the root they are handed, through key paths, and
+/// capture nothing mutable, so the static list is safe to share between threads.
 public struct Setting<Root>: @unchecked Sendable {
     /// Dotted key from the root of its file: `worker.lease_seconds`, `tls.ca_file` within `redis`.
     public let key: String
@@ -14,8 +17,8 @@ public struct Setting<Root>: @unchecked Sendable {
     public let help: String
     /// The values it may take, for the docs (`2...86400`, `"priority", "weighted"`); empty for free text.
     public let allowed: String
-    /// The default as the docs show it; nil renders the field's value in `Root`'s default.
-    let defaultText: ((Root) -> String)
+    /// The default as the docs show it: the declaration's text, else the field's value in `Root`'s default.
+    let defaultText: (Root) -> String
     /// Reads a JSON value (never nil) into the root; returns a problem naming `name` instead.
     let read: (Any, inout Root, _ name: String) -> String?
     /// Reads the environment variable's text; nil when the setting has none.
