@@ -38,13 +38,32 @@ stop_redis() {
     REDIS_DIR=""
 }
 
-# Builds the herald that ships (the .deb and the Docker image): release, the Swift runtime linked in (Swift is
-# not a Debian package), no $ORIGIN rpath (its directory holds no libraries), immediate binding. Build output
-# goes to stderr; prints the binary's path.
+# Builds the herald that ships (the .deb and the container image): release, the Swift runtime linked in (Swift
+# is not a Debian package), no $ORIGIN rpath (its directory holds no libraries), immediate binding; then a copy
+# stamped with the commit (HERALD_COMMIT, else git's) and the build date (SOURCE_DATE_EPOCH, else now) that
+# `herald --version` prints (Sources/CBuildInfo). Build output goes to stderr; prints the stamped copy's path.
 build_shipped_herald() {
     swift build -c release --product herald --static-swift-stdlib --disable-local-rpath \
-        -Xlinker -z -Xlinker now >&2
-    echo "$(swift build -c release --show-bin-path)/herald"
+        -Xlinker -z -Xlinker now >&2 || return 1
+    local bin commit built
+    bin=$(swift build -c release --show-bin-path)
+    commit=${HERALD_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+    built=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
+    mkdir -p "$bin/shipped"
+    /usr/bin/python3 - "$bin/herald" "$bin/shipped/herald" "commit $commit, built $built" <<'EOF'
+import os, sys
+marker, size = b"HERALD-BUILD-INFO:", 128
+data = bytearray(open(sys.argv[1], "rb").read())
+at = data.find(marker + b"commit unknown, built unknown\0")
+if at < 0 or data.find(marker, at + 1) >= 0:
+    sys.exit("build_shipped_herald: the build-info slot is not in %s exactly once" % sys.argv[1])
+text = sys.argv[3].encode()[: size - len(marker) - 1]
+data[at + len(marker) : at + size] = text.ljust(size - len(marker), b"\0")
+open(sys.argv[2] + ".tmp", "wb").write(data)
+os.chmod(sys.argv[2] + ".tmp", 0o755)
+os.replace(sys.argv[2] + ".tmp", sys.argv[2])
+EOF
+    echo "$bin/shipped/herald"
 }
 
 # Starts a throwaway Redis Cluster of N masters (default 3), no replicas, on free loopback ports (each with its
