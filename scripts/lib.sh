@@ -50,19 +50,21 @@ build_shipped_herald() {
     commit=${HERALD_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
     built=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
     mkdir -p "$bin/shipped"
-    /usr/bin/python3 - "$bin/herald" "$bin/shipped/herald" "commit $commit, built $built" <<'EOF'
-import os, sys
-marker, size = b"HERALD-BUILD-INFO:", 128
-data = bytearray(open(sys.argv[1], "rb").read())
-at = data.find(marker + b"commit unknown, built unknown\0")
-if at < 0 or data.find(marker, at + 1) >= 0:
-    sys.exit("build_shipped_herald: the build-info slot is not in %s exactly once" % sys.argv[1])
-text = sys.argv[3].encode()[: size - len(marker) - 1]
-data[at + len(marker) : at + size] = text.ljust(size - len(marker), b"\0")
-open(sys.argv[2] + ".tmp", "wb").write(data)
-os.chmod(sys.argv[2] + ".tmp", 0o755)
-os.replace(sys.argv[2] + ".tmp", sys.argv[2])
-EOF
+    # The slot: 128 bytes from its marker, the text NUL-padded after it. grep and dd only: the Dockerfile's
+    # build stage (swift:6.3-bookworm) has no python3.
+    local marker="HERALD-BUILD-INFO:" offset text
+    offset=$(LC_ALL=C grep -obUa "${marker}commit unknown, built unknown" "$bin/herald" | cut -d: -f1)
+    if [ -z "$offset" ] || [ "$(wc -l <<< "$offset")" -ne 1 ]; then
+        echo "build_shipped_herald: the build-info slot is not in $bin/herald exactly once" >&2
+        return 1
+    fi
+    text="commit $commit, built $built"
+    text=${text:0:$((127 - ${#marker}))}
+    cp "$bin/herald" "$bin/shipped/herald.tmp"
+    { printf '%s' "$text"; head -c $((128 - ${#marker} - ${#text})) /dev/zero; } \
+        | dd of="$bin/shipped/herald.tmp" bs=1 seek=$((offset + ${#marker})) conv=notrunc status=none
+    chmod 0755 "$bin/shipped/herald.tmp"
+    mv "$bin/shipped/herald.tmp" "$bin/shipped/herald"
     echo "$bin/shipped/herald"
 }
 
