@@ -30,6 +30,8 @@ let package = Package(
 
         /// Small pure helpers with no dependencies, one home each: FIFO, JSON escaping, decimal writing, locks, argument parsing.
         .target(name: "Basics"),
+        /// The commit and build date `herald --version` prints, stamped into the linked binary (scripts/lib.sh).
+        .target(name: "CBuildInfo"),
         .target(name: "Reactor", dependencies: ["CLinux", "Basics"]),
         .target(name: "APNs", dependencies: ["COpenSSL", "Basics"]),
         /// Client TLS over OpenSSL shared by the APNs/FCM connections and Redis: the `SSL_CTX`, one `SSL*` per socket,
@@ -45,7 +47,7 @@ let package = Package(
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
         .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "APNsHTTP2", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "CBuildInfo", "Worker", "Forwarder", "APNsHTTP2", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "APNsHTTP2", "APNs", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 

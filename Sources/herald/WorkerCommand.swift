@@ -6,7 +6,7 @@ import Worker
 /// `herald worker`: claims jobs and delivers them until SIGTERM/SIGINT, then drains and exits 0.
 enum WorkerCommand {
     static let command = Command(
-        name: "worker", abstract: "Claim jobs from Redis and deliver them to APNs.",
+        name: "worker", abstract: "Claim jobs from Redis and deliver them to APNs and FCM.",
         discussion: """
         Runs until SIGTERM or SIGINT: then it stops claiming, lets in-flight requests finish (up to
         worker.shutdown_deadline_seconds), returns unsent jobs to the queue, writes every result and exits 0.
