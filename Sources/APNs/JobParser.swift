@@ -39,7 +39,11 @@ public enum JobParser {
                 let bit = UInt16(1) << field.rawValue
                 if seen & bit != 0 { throw JobError.duplicateField(field.name) }
                 seen |= bit
-                if value.kind == .null { continue }
+                if value.kind == .null {
+                    // Absent, but its bytes must leave a multicast's children, which each get a `token` of their own.
+                    if field == .token { job.nullTokenMember = key.range.lowerBound..<value.range.upperBound }
+                    continue
+                }
                 switch field {
                 case .id:
                     switch value.kind {
