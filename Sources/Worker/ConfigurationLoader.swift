@@ -145,6 +145,7 @@ public enum ConfigurationLoader {
         if c.worker.idempotencyWindowSeconds < 0 || c.worker.idempotencyWindowSeconds > 30 * 86_400 {
             problems.append("worker.idempotency_window_seconds must be 0 (off) ... 2592000 (30 days)")
         }
+        if c.worker.maxScheduleDays < 1 || c.worker.maxScheduleDays > 3650 { problems.append("worker.max_schedule_days must be 1...3650") }
         for (name, url) in [("apns.production_url", c.apns.productionURL), ("apns.sandbox_url", c.apns.sandboxURL),
                             ("apns.channels_production_url", c.apns.channelsProductionURL),
                             ("apns.channels_sandbox_url", c.apns.channelsSandboxURL)] {
@@ -337,7 +338,7 @@ private struct Reader {
         if let worker = object(root["worker"], "worker") {
             check(worker, known: ["id", "max_in_flight", "claim_batch", "lease_seconds", "shutdown_deadline_seconds", "run_scheduler",
                                   "run_reaper", "results_max_length", "dead_max_length", "archive_max_length", "event_loops", "log_level",
-                                  "flush_interval_ms", "idempotency_window_seconds"], at: "worker.")
+                                  "flush_interval_ms", "idempotency_window_seconds", "max_schedule_days"], at: "worker.")
             optionalString(worker, "id", "worker.", &c.worker.id)
             int(worker, "max_in_flight", "worker.", &c.worker.maxInFlight)
             int(worker, "claim_batch", "worker.", &c.worker.claimBatch)
@@ -352,6 +353,7 @@ private struct Reader {
             string(worker, "log_level", "worker.", &c.worker.logLevel)
             int(worker, "flush_interval_ms", "worker.", &c.worker.flushIntervalMs)
             int(worker, "idempotency_window_seconds", "worker.", &c.worker.idempotencyWindowSeconds)
+            int(worker, "max_schedule_days", "worker.", &c.worker.maxScheduleDays)
         }
     }
 
