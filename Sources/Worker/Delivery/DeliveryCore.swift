@@ -445,7 +445,7 @@ public final class DeliveryCore {
         let gate = gate(for: job.destination)
         metrics.answer(job.platform, outcome.result, afterNanoseconds: clock.monotonicNanos &- job.sentAt)
         let decision = policy(for: job).decide(outcome.result, attempt: job.attempt, expiration: job.notification.expiration,
-                                               nowSeconds: clock.wallMillis / 1000, firstAttemptAtMilliseconds: job.firstAttemptAt)
+                                               nowMilliseconds: clock.wallMillis, firstAttemptAtMilliseconds: job.firstAttemptAt)
         var response: APNsResponse? = nil
         var fcm: FCMResponse? = nil
         if case .response(let answer) = outcome.result { response = answer }
