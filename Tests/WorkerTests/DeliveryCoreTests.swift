@@ -922,6 +922,19 @@ extension DeliveryCoreTests {
         #expect(rig.core.counters.duplicates == 1 && rig.core.counters.delivered == 2)
     }
 
+    /// Issue 30: a job whose id key Redis could not use goes out, and is counted (the source's log names the key).
+    @Test func aJobSentWithoutTheIdempotencyCheckIsCounted() throws {
+        let rig = CoreRig { $0.idempotencyWindowMilliseconds = 86_400_000 }
+        rig.start()
+        rig.answerClaim([rig.job(1), rig.job(2)])
+        rig.core.onceChecked(try #require(rig.onceBatches.first), .success([.unguarded, .claimed]))
+        rig.drain()
+        #expect(rig.takeSends().count == 1, "the destination's probe first; the unchecked job is sent all the same")
+        #expect(rig.core.metrics.values.unguarded == 1)
+        let text = WorkerMetricsText.render(rig.core.metrics.values + MetricsSnapshot(appNames: CoreRig.apps.map(\.name)))
+        #expect(text.contains("herald_jobs_unguarded_total 1"))
+    }
+
     @Test func aRetryLeavesTheKeyPendingAndTheRetryEndsIt() throws {
         let rig = CoreRig { $0.idempotencyWindowMilliseconds = 60_000; $0.retry.serverErrorBaseSeconds = 1 }
         rig.start()

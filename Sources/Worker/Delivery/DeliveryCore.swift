@@ -368,6 +368,8 @@ public final class DeliveryCore {
                     job.onceExpect = .lease
                     proceed(job)
                 case .unguarded:
+                    // Named by the job source's log line (the key and its type); counted here.
+                    metrics.unguarded()
                     proceed(job)
                 case .duplicate:
                     counters.duplicates += 1
