@@ -24,6 +24,8 @@ public enum JobParser {
         // producer's own `platform` or `message` field says (fields Herald did not know before FCM).
         var platformText: String? = nil
         var messageIsObject = true
+        // Read once the platform is known: `tokens` is an APNs multicast, and an FCM job's tokens are not hexadecimal.
+        var tokensValue: JSONToken? = nil
         do {
             scanner.skipWhitespace()
             guard scanner.position < buffer.count else { throw JobError.notJSON(.unexpectedEnd) }
@@ -88,7 +90,7 @@ public enum JobParser {
                 case .collapseID: job.collapseID = try string(value, field, scanner)
                 case .apnsID: job.apnsID = try string(value, field, scanner)
                 case .tokens:
-                    job.tokens = try tokens(value, scanner)
+                    tokensValue = value
                     job.tokensMember = key.range.lowerBound..<value.range.upperBound
                 case .payload:
                     guard value.kind == .object else { throw JobError.payloadNotAnObject }
@@ -109,6 +111,12 @@ public enum JobParser {
             throw error
         } catch {
             preconditionFailure("unexpected error \(error)")
+        }
+        if let tokensValue {
+            if platformText.flatMap(Platform.init(rawValue:)) == .fcm {
+                throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; an FCM job names one target (token, topic or condition) in its \"message\"")
+            }
+            job.tokens = try tokens(tokensValue, scanner)
         }
         let apnsShaped = (tokenSeen || job.tokens != nil || job.channel != nil) && payloadSeen
         if let platformText {

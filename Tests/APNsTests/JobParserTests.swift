@@ -288,6 +288,18 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
         }
     }
 
+    /// Issue 30: an FCM job with `tokens` was refused as `bad_tokens: ... hexadecimal`, which sends the producer
+    /// after its token format; multicast is an APNs feature, and the reason now says so, wherever `platform` stands.
+    @Test func anFCMJobWithTokensIsToldMulticastIsForAPNs() {
+        for text in [#"{"tokens":["fcm:APA91b-x"],"platform":"fcm","message":{"topic":"news"}}"#,
+                     #"{"platform":"fcm","message":{"topic":"news"},"tokens":["aabb"]}"#] {
+            let error = parseError(text)
+            #expect(error?.code == "bad_tokens", "\(text)")
+            #expect(error?.description.contains("multicast) is for APNs jobs") == true, "\(text)")
+            #expect(error?.description.contains("hexadecimal") == false, "\(text)")
+        }
+    }
+
     @Test func theLimitIsTenThousandTokens() throws {
         func job(_ n: Int) -> String { #"{"tokens":[\#((0..<n).map { _ in "\"\(token)\"" }.joined(separator: ","))],"payload":{}}"# }
         #expect(try parse(job(JobParser.maxTokens)).tokens?.count == 10_000)
