@@ -77,7 +77,17 @@ import Testing
         #expect(waitUntil(seconds: 10) { (try? httpGet(port: rig.port, "/x").status) == 200 })
     }
 
-    private func openIdle(port: Int) throws -> Int32 {
+    /// Issue 30: a head over the limit that arrived whole, blank line and all, was answered 404, not 431.
+    @Test func aWholeHeadOverTheLimitGets431() throws {
+        let rig = try Rig()
+        defer { rig.stop() }
+        let head = "GET /metrics HTTP/1.1\r\nX-Filler: " + String(repeating: "a", count: 1100) + "\r\n\r\n"
+        #expect(try httpExchange(port: rig.port, request: Array(head.utf8)).status == 431)
+        let fits = "GET /metrics HTTP/1.1\r\nX-Filler: " + String(repeating: "a", count: 900) + "\r\n\r\n"
+        #expect(try httpExchange(port: rig.port, request: Array(fits.utf8)).status == 200)
+    }
+
+    private func openIdle(port: Int, settle: Bool = true) throws -> Int32 {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -87,7 +97,7 @@ import Testing
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard rc == 0 else { throw TestSupportError("connect failed") }
-        usleep(30_000)
+        if settle { usleep(30_000) }
         return fd
     }
 

@@ -140,7 +140,8 @@ public final class HTTPListener: FileDescriptorHandler {
                 } catch {
                     return close()
                 }
-                if let end = HTTPRequestHead.end(of: input) {
+                // A head larger than the limit is refused even when it arrived whole, blank line and all.
+                if let end = HTTPRequestHead.end(of: input), end <= listener.limits.maxRequestBytes {
                     return dispatch(head: input[0..<end])
                 }
                 if input.count > listener.limits.maxRequestBytes {
