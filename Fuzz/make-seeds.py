@@ -95,6 +95,23 @@ def main():
                     "apns-expiration: 0\napns-collapse-id: c\n\n" + json.dumps({"aps": {"alert": "hi"}}))
     write("FuzzRequestRules", requests)
 
+    # FCM's answers: the error bodies the unit tests decode, behind a status (as FuzzAPNsResponse) and an
+    # optional Retry-After header ended by a NUL byte.
+    fcm_bodies = [b for b in raw_literals("Tests/APNsTests/FCMOutcomeTests.swift", "Tests/APNsTests/ResponseTests.swift")
+                  if b.lstrip().startswith("{")]
+    fcm_statuses = [200, 400, 401, 403, 404, 429, 500, 503]
+    write("FuzzFCMResponse", [bytes([(s - 100) >> 8, (s - 100) & 0xFF]) + b.encode() for s in fcm_statuses for b in fcm_bodies[:4]]
+          + [bytes([1, 73]) + b"30\0" + b'{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}',
+             bytes([1, 44]) + b"<html><body>404</body></html>", bytes([0, 100]) + b'{"name":"projects/p/messages/1"}'])
+
+    # Request heads as the metrics listener meets them: good ones, bare line feeds, oversized and garbage.
+    heads = ["GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "HEAD /healthz?x=1 HTTP/1.0\n\n",
+             "GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\nextra", "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+             "GET nopath HTTP/1.1\r\n\r\n", "\x01\x02 nonsense\r\n\r\n", "GET / HTTP/1.1\n\r\n",
+             "GET /metrics HTTP/1.1\r\nX-Filler: " + "a" * 1100 + "\r\n\r\n", "GET /\x7f HTTP/1.1\r\n\r\n"]
+    heads += [s + "\r\n\r\n" for s in raw_literals("Tests/WorkerTests/MetricsListenerTests.swift") if "HTTP/" in s]
+    write("FuzzHTTPRequestHead", heads)
+
 
 if __name__ == "__main__":
     main()

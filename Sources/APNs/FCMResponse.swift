@@ -36,8 +36,9 @@ public struct FCMResponse: Sendable, Equatable {
         self.afterTokenRefresh = afterTokenRefresh
     }
 
-    /// The most specific name of the error: the FCM code, else the RPC status, else `HTTP <status>`.
-    public var reasonName: String { errorCode ?? rpcStatus ?? "HTTP \(status)" }
+    /// The most specific name of the error: the FCM code, else the RPC status, else `HTTP <status>`; an empty
+    /// one (`"status":""`, found by FuzzFCMResponse) names nothing and is passed over.
+    public var reasonName: String { [errorCode, rpcStatus].lazy.compactMap { $0 }.first { !$0.isEmpty } ?? "HTTP \(status)" }
 
     /// Room for FCM's codes; a hostile peer's long strings are cut like APNs reasons.
     static let maxTextBytes = 256

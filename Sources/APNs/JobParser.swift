@@ -24,6 +24,8 @@ public enum JobParser {
         // producer's own `platform` or `message` field says (fields Herald did not know before FCM).
         var platformText: String? = nil
         var messageIsObject = true
+        // Read once the platform is known: `tokens` is an APNs multicast, and an FCM job's tokens are not hexadecimal.
+        var tokensValue: JSONToken? = nil
         do {
             scanner.skipWhitespace()
             guard scanner.position < buffer.count else { throw JobError.notJSON(.unexpectedEnd) }
@@ -39,7 +41,11 @@ public enum JobParser {
                 let bit = UInt16(1) << field.rawValue
                 if seen & bit != 0 { throw JobError.duplicateField(field.name) }
                 seen |= bit
-                if value.kind == .null { continue }
+                if value.kind == .null {
+                    // Absent, but its bytes must leave a multicast's children, which each get a `token` of their own.
+                    if field == .token { job.nullTokenMember = key.range.lowerBound..<value.range.upperBound }
+                    continue
+                }
                 switch field {
                 case .id:
                     switch value.kind {
@@ -84,7 +90,7 @@ public enum JobParser {
                 case .collapseID: job.collapseID = try string(value, field, scanner)
                 case .apnsID: job.apnsID = try string(value, field, scanner)
                 case .tokens:
-                    job.tokens = try tokens(value, scanner)
+                    tokensValue = value
                     job.tokensMember = key.range.lowerBound..<value.range.upperBound
                 case .payload:
                     guard value.kind == .object else { throw JobError.payloadNotAnObject }
@@ -105,6 +111,12 @@ public enum JobParser {
             throw error
         } catch {
             preconditionFailure("unexpected error \(error)")
+        }
+        if let tokensValue {
+            if platformText.flatMap(Platform.init(rawValue:)) == .fcm {
+                throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; an FCM job names one target (token, topic or condition) in its \"message\"")
+            }
+            job.tokens = try tokens(tokensValue, scanner)
         }
         let apnsShaped = (tokenSeen || job.tokens != nil || job.channel != nil) && payloadSeen
         if let platformText {

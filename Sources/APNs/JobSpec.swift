@@ -8,6 +8,9 @@ public struct JobSpec: Sendable, Equatable {
     /// The bytes of the `"tokens": [...]` member, key to closing bracket: replaced by `"token":"<t>"` to make
     /// each token's own job from this one.
     public var tokensMember: Range<Int>?
+    /// The bytes of a `"token": null` member (null counts as absent): left out of each token's own job, which
+    /// would otherwise name `token` twice.
+    public var nullTokenMember: Range<Int>?
     /// A broadcast channel ID (`apns-channel-id`) instead of a device token.
     public var channel: String?
     public var topic: String?
@@ -42,12 +45,30 @@ public struct JobSpec: Sendable, Equatable {
     /// A multicast job's bytes (`job`, the ones this spec was parsed from) before and after its `"tokens":[...]`
     /// member, with `"token":"` and `"` added: each token's own job is prefix + token + suffix.
     public func tokenJobParts(of job: [UInt8]) -> (prefix: [UInt8], suffix: [UInt8])? {
-        guard let member = tokensMember else { return nil }
+        guard var member = tokensMember else { return nil }
+        var job = job
+        if let null = nullTokenMember {
+            let cut = Self.memberWithItsComma(null, in: job)
+            job.removeSubrange(cut)
+            if cut.upperBound <= member.lowerBound { member = (member.lowerBound - cut.count)..<(member.upperBound - cut.count) }
+        }
         var prefix = Array(job[..<member.lowerBound])
         prefix.append(contentsOf: Array(#""token":""#.utf8))
         var suffix: [UInt8] = [UInt8(ascii: "\"")]
         suffix.append(contentsOf: job[member.upperBound...])
         return (prefix, suffix)
+    }
+
+    /// An object member's bytes with the comma that separates it from its neighbour (the one after it, else the
+    /// one before it), so that removing them leaves valid JSON. The object has another member (`tokens`).
+    private static func memberWithItsComma(_ member: Range<Int>, in job: [UInt8]) -> Range<Int> {
+        func isSpace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x09 || b == 0x0A || b == 0x0D }
+        var after = member.upperBound
+        while after < job.count, isSpace(job[after]) { after += 1 }
+        if after < job.count, job[after] == UInt8(ascii: ",") { return member.lowerBound..<(after + 1) }
+        var before = member.lowerBound - 1
+        while before > 0, job[before] != UInt8(ascii: ",") { before -= 1 }
+        return before..<member.upperBound
     }
 
     /// An FCM job's notification: the message bytes as the payload, its target as token or topic.

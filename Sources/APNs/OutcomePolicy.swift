@@ -54,16 +54,17 @@ public struct OutcomePolicy: Sendable {
 
     /// `decide`, then the queue's give-up limit (`giveUpAfterSeconds`): a retry or resend that would happen later
     /// than that after the job's first attempt (`firstAttemptAtMilliseconds`, ms since the epoch) fails with
-    /// `GaveUp:<reason>` instead. Pauses (outage, credentials) are not the job's fault and never give up.
-    public func decide(_ result: DeliveryResult, attempt: Int, expiration: Int64?, nowSeconds: Int64,
+    /// `GaveUp:<reason>` instead. Pauses (outage, credentials) are not the job's fault and never give up. Both
+    /// times are milliseconds: a now in whole seconds would give up to a second late.
+    public func decide(_ result: DeliveryResult, attempt: Int, expiration: Int64?, nowMilliseconds: Int64,
                        firstAttemptAtMilliseconds: Int64?) -> Decision {
-        let decision = decide(result, attempt: attempt, expiration: expiration, nowSeconds: nowSeconds)
+        let decision = decide(result, attempt: attempt, expiration: expiration, nowSeconds: nowMilliseconds / 1000)
         guard settings.giveUpAfterSeconds > 0, let first = firstAttemptAtMilliseconds else { return decision }
         let limit = first + settings.giveUpAfterSeconds * 1000
         switch decision {
-        case .retry(let ms, let reason) where nowSeconds * 1000 + ms > limit:
+        case .retry(let ms, let reason) where nowMilliseconds + ms > limit:
             return .fail(reason: "GaveUp:" + reason)
-        case .resendNow where nowSeconds * 1000 > limit:
+        case .resendNow where nowMilliseconds > limit:
             return .fail(reason: "GaveUp:" + reasonText(result))
         default:
             return decision

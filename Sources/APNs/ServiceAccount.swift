@@ -21,6 +21,7 @@ public struct ServiceAccount: Sendable, CustomStringConvertible {
         case missing(field: String, path: String)
         case wrongType(String, path: String)
         case badKey(CredentialError, path: String)
+        case insecureTokenURI(String, path: String)
 
         public var description: String {
             switch self {
@@ -29,6 +30,8 @@ public struct ServiceAccount: Sendable, CustomStringConvertible {
             case .missing(let f, let p): "service account file \(p) has no \"\(f)\""
             case .wrongType(let f, let p): "service account file \(p): \"\(f)\" must be a string"
             case .badKey(let e, let p): "service account file \(p): private_key: \(e)"
+            case .insecureTokenURI(let uri, let p):
+                "service account file \(p): token_uri \(uri.prefix(200).debugDescription) is not an https:// URL (the signed assertion must not travel in cleartext or to another scheme)"
             }
         }
     }
@@ -63,6 +66,7 @@ public struct ServiceAccount: Sendable, CustomStringConvertible {
         let pem = try field("private_key")!
         let keyID = try field("private_key_id", required: false)
         let tokenURI = try field("token_uri", required: false) ?? googleTokenURI
+        guard tokenURI.lowercased().hasPrefix("https://") else { throw .insecureTokenURI(tokenURI, path: path) }
         let key: RSASigningKey
         do { key = try RSASigningKey(pem: pem) } catch { throw .badKey(error, path: path) }
         return ServiceAccount(projectID: projectID, clientEmail: clientEmail, privateKeyID: keyID?.isEmpty == true ? nil : keyID,

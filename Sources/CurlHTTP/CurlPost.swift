@@ -109,7 +109,8 @@ public final class CurlSession {
         guard code == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let name = String(cString: curl_easy_strerror(code))
-            return .failure(CurlFailure(detail.isEmpty ? name : "\(name): \(detail)"))
+            let configuration = code == CURLE_UNSUPPORTED_PROTOCOL || code == CURLE_URL_MALFORMAT
+            return .failure(CurlFailure(detail.isEmpty ? name : "\(name): \(detail)", isConfiguration: configuration))
         }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
@@ -139,5 +140,11 @@ private func collectBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ co
 /// Why a POST got no HTTP answer (DNS, connect, TLS, timeout), in libcurl's words.
 public struct CurlFailure: Error, Sendable, CustomStringConvertible, Equatable {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The URL itself is at fault (a scheme libcurl does not speak, a malformed URL): no retry can succeed, so
+    /// the caller must treat it as a configuration error, never as an outage.
+    public let isConfiguration: Bool
+    public init(_ description: String, isConfiguration: Bool = false) {
+        self.description = description
+        self.isConfiguration = isConfiguration
+    }
 }

@@ -9,6 +9,9 @@ public enum Enqueuer {
     public struct EnqueueReport: Sendable, Equatable {
         public var pushed = 0
         public var refused: [Refusal] = []
+        /// Valid lines Redis refused (a queue key of the wrong type, say), the key named in each reason: every
+        /// other valid line was pushed, so a re-run of only these sends nothing twice.
+        public var notPushed: [Refusal] = []
         /// Lines skipped because they were empty (or only whitespace).
         public var blank = 0
         /// Pushed jobs by queue key.
@@ -22,7 +25,8 @@ public enum Enqueuer {
     }
 
     /// `validate` returns nil for a good job, else why it is refused. Lines may end with "\n" or "\r\n" (stripped).
-    /// A Redis error stops the run (throws); lines already pushed stay pushed.
+    /// An error reply to a line's LPUSH lists it in `notPushed` and the run goes on; a lost connection stops the
+    /// run (throws), and lines already pushed stay pushed.
     public static func enqueue(lines: some Sequence<[UInt8]>, redis: any BlockingRedisCommands, queueKey: String,
                                validate: ([UInt8]) -> String?, batchSize: Int = 1000) throws(RedisError) -> EnqueueReport {
         try enqueue(lines: lines, redis: redis, batchSize: batchSize) { line in validate(line).map { .refuse($0) } ?? .push(queueKey: queueKey) }
@@ -34,6 +38,7 @@ public enum Enqueuer {
         var report = EnqueueReport()
         var batch: [[[UInt8]]] = []
         var batchKeys: [String] = []
+        var batchLines: [Int] = []
         let lpush = Array("LPUSH".utf8)
         let size = max(1, batchSize)
         func flush() throws(RedisError) {
@@ -41,11 +46,18 @@ public enum Enqueuer {
             // One LPUSH per element keeps a refused element from taking its neighbours with it and stays far
             // below Redis's argument limits; the batch still goes out in one write.
             let replies = try redis.pipeline(rawCommands: batch)
-            for reply in replies { if case .error(let message) = reply { throw .server(message) } }
-            report.pushed += batch.count
-            for key in batchKeys { report.pushedByQueue[key, default: 0] += 1 }
+            for (index, reply) in replies.enumerated() {
+                let key = batchKeys[index]
+                if case .error(let message) = reply {
+                    report.notPushed.append(Refusal(line: batchLines[index], reason: "not pushed: Redis refused LPUSH to \(key.debugDescription): \(message)"))
+                } else {
+                    report.pushed += 1
+                    report.pushedByQueue[key, default: 0] += 1
+                }
+            }
             batch.removeAll(keepingCapacity: true)
             batchKeys.removeAll(keepingCapacity: true)
+            batchLines.removeAll(keepingCapacity: true)
         }
         var number = 0
         for var line in lines {
@@ -62,6 +74,7 @@ public enum Enqueuer {
             case .push(let key):
                 batch.append([lpush, Array(key.utf8), line])
                 batchKeys.append(key)
+                batchLines.append(number)
             }
             if batch.count >= size { try flush() }
         }

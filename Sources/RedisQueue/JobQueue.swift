@@ -163,8 +163,11 @@ public final class JobQueue {
         guard !jobs.isEmpty else { return completion(.success([])) }
         let commands = self.commands
         rounds("claimOnce", { commands.claimOnce(jobs, windowMilliseconds: windowMilliseconds, learnt: $0) },
-               parse: { reply throws(RedisError) in try QueueCommands.parseClaimOnce(reply, count: jobs.count) },
-               merge: { $1 }, completion: completion)
+               parse: { [weak self] reply throws(RedisError) in
+                   let (verdicts, problems, needs) = try commands.parseClaimOnce(reply, jobIDs: jobs.map(\.jobID))
+                   self?.report(problems)
+                   return (verdicts, needs)
+               }, merge: { $1 }, completion: completion)
     }
 
     /// Pushes this worker's lease deadline out by `options.leaseMilliseconds`. One call covers every lease.
@@ -354,7 +357,11 @@ public final class BlockingJobQueue {
     public func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64) throws(RedisError) -> [OnceVerdict] {
         guard !jobs.isEmpty else { return [] }
         return try rounds("claimOnce", { commands.claimOnce(jobs, windowMilliseconds: windowMilliseconds, learnt: $0) },
-                          parse: { reply throws(RedisError) in try QueueCommands.parseClaimOnce(reply, count: jobs.count) }, merge: { $1 })
+                          parse: { reply throws(RedisError) in
+                              let (verdicts, problems, needs) = try commands.parseClaimOnce(reply, jobIDs: jobs.map(\.jobID))
+                              report(problems)
+                              return (verdicts, needs)
+                          }, merge: { $1 })
     }
 
     @discardableResult

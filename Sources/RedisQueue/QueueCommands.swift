@@ -162,19 +162,19 @@ struct QueueCommands: Sendable {
          [b(String(windowMilliseconds)), b(keys.leasesPrefix), b(workerID)] + jobs.map { b($0.lease.id) })
     }
 
-    /// The verdicts (none when the call must go again) and the keys it needs.
-    static func parseClaimOnce(_ reply: RESPValue, count: Int) throws(RedisError) -> ([OnceVerdict], needs: [[UInt8]]) {
+    /// The verdicts (none when the call must go again), the idempotency keys of another type, and the keys it needs.
+    func parseClaimOnce(_ reply: RESPValue, jobIDs: [String]) throws(RedisError) -> ([OnceVerdict], [QueueKeyProblem], needs: [[UInt8]]) {
         guard let parts = reply.array, parts.count == 2, let codes = parts[0].array else { throw .protocolError("claimOnce reply: \(reply)") }
         let needs = try KeyRounds.parse(parts[1])
-        guard needs.isEmpty else { return ([], needs) }
-        guard codes.count == count else { throw .protocolError("claimOnce reply: \(reply)") }
-        return (codes.map { code in
-            switch code.int {
-            case 1: .claimed
-            case 2: .unguarded
-            default: .duplicate
-            }
-        }, needs)
+        guard needs.isEmpty else { return ([], [], needs) }
+        guard codes.count == jobIDs.count else { throw .protocolError("claimOnce reply: \(reply)") }
+        var problems: [QueueKeyProblem] = []
+        let verdicts = zip(codes, jobIDs).map { code, jobID -> OnceVerdict in
+            if case .integer(let n) = code { return n == 1 ? .claimed : .duplicate }
+            problems.append(QueueKeyProblem(key: keys.once(jobID: jobID), found: code.string ?? "\(code)", expected: "string", sentUnchecked: true))
+            return .unguarded
+        }
+        return (verdicts, problems, needs)
     }
 
     func heartbeat() -> (RedisScript, [[UInt8]], [[UInt8]]) {

@@ -9,14 +9,20 @@ public struct QueueKeyProblem: Sendable, Equatable, CustomStringConvertible {
     /// The type the script needed (`list` for a queue key, `hash` for a lease hash).
     public let expected: String
 
-    public init(key: String, found: String, expected: String) {
+    /// True for a job id's idempotency key (`QueueKeys.once`): its job went out without the check, which a key
+    /// Herald cannot read must not block (the job would wait for ever), yet must not go unnoticed either.
+    public let sentUnchecked: Bool
+
+    public init(key: String, found: String, expected: String, sentUnchecked: Bool = false) {
         self.key = key
         self.found = found
         self.expected = expected
+        self.sentUnchecked = sentUnchecked
     }
 
     public var description: String {
-        "Redis key \(key.debugDescription) holds \(found), expected a \(expected): skipped, nothing taken from or put there"
+        "Redis key \(key.debugDescription) holds \(found), expected a \(expected): "
+            + (sentUnchecked ? "its job was sent without the idempotency check" : "skipped, nothing taken from or put there")
     }
 
     /// The scripts' flat `{key, found, expected, ...}` list.

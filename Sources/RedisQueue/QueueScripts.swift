@@ -491,7 +491,8 @@ public enum QueueScripts {
     /// `pending` (it waits in the retry set) or `done`, and expires after the window from its first claim. Per
     /// job returns 1 (claimed: missing key, or this very lease asking again after a lost reply, or a holder whose
     /// lease is gone: it was reaped and this is the job back from the queue), 0 (duplicate: done, pending, or
-    /// held by a live lease) or 2 (the key holds another type: the job goes out unchecked).
+    /// held by a live lease) or the key's type when it holds another (the job goes out unchecked, the key is
+    /// reported like every other wrong-typed key).
     /// Copies of one id in the same batch: the first claims, the others are duplicates. Returns {codes, needs}:
     /// when a holder's lease hash is not in KEYS, nothing is written, codes is empty and `needs` names the hashes.
     public static let claimOnce = RedisScript(prelude + #"""
@@ -528,7 +529,7 @@ public enum QueueScripts {
         redis.call('SET', k, holder, 'PX', window)
         wrote[k] = holder
       elseif t ~= 'string' then
-        code = 2
+        code = t
       elseif v == 'done' or v == 'pending' then
         code = 0
       elseif v ~= holder then

@@ -20,6 +20,8 @@ public struct QueueStats: Sendable, Equatable {
     public var outcomesLastHour: [String: Int] = [:]
     /// True when the last hour held more than `resultsScanLimit` entries: the outcome counts cover only the newest.
     public var outcomesTruncated = false
+    /// Keys that answered an error (counted as 0 above), each named.
+    public var keyErrors: [KeyReplyError] = []
 
     public init() {}
 
@@ -48,8 +50,8 @@ public struct QueueStats: Sendable, Equatable {
             ["XREVRANGE", keys.results, "+", "\(now - 3_600_000)", "COUNT", "\(resultsScanLimit)"],
         ]
         let replies = try redis.pipeline(commands)
-        for reply in replies { if case .error(let message) = reply { throw .server(message) } }
         var stats = QueueStats()
+        stats.keyErrors = KeyReplyError.collect(commands, replies)
         for (index, queue) in queues.enumerated() { stats.queueLengths[queue] = Int(replies[index].int ?? 0) }
         var i = queues.count
         func next() -> RESPValue { defer { i += 1 }; return replies[i] }
@@ -73,7 +75,9 @@ public struct QueueStats: Sendable, Equatable {
             if entry.milliseconds > now - 60_000 { stats.outcomesLastMinute[outcome, default: 0] += 1 }
         }
         if !workers.isEmpty {
-            let lengths = try redis.pipeline(workers.map { ["HLEN", keys.leases(worker: $0)] })
+            let hlen = workers.map { ["HLEN", keys.leases(worker: $0)] }
+            let lengths = try redis.pipeline(hlen)
+            stats.keyErrors += KeyReplyError.collect(hlen, lengths)
             stats.leasesInFlight = lengths.reduce(0) { $0 + Int($1.int ?? 0) }
         }
         return stats
@@ -108,6 +112,7 @@ extension QueueStats {
             total.outcomesLastMinute.merge(stats.outcomesLastMinute, uniquingKeysWith: +)
             total.outcomesLastHour.merge(stats.outcomesLastHour, uniquingKeysWith: +)
             total.outcomesTruncated = total.outcomesTruncated || stats.outcomesTruncated
+            total.keyErrors += stats.keyErrors
         }
         return (total, perShard)
     }

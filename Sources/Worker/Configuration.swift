@@ -200,6 +200,8 @@ public struct Configuration: Sendable {
         public var flushIntervalMs = 2
         /// Idempotency: a job `id` claimed again within this many seconds is not sent again (0: off).
         public var idempotencyWindowSeconds = 0
+        /// How far ahead `deliver_at` may lie; a job beyond it is rejected (`bad_deliver_at`), not parked for ever.
+        public var maxScheduleDays = 365
     }
 }
 

@@ -218,6 +218,8 @@ extension Configuration {
         .integer("worker.flush_interval_ms", \.worker.flushIntervalMs, 0...1_000, "Results are written in batches at most this much later."),
         .integer("worker.idempotency_window_seconds", \.worker.idempotencyWindowSeconds, 0...2_592_000, off: true, default: "0 (off)",
                  "A job `id` taken within this many seconds (from its first claim) is not sent again: the copy gets outcome `duplicate` (docs/job-format.md, \"Idempotency\"). E.g. `86400`; at most 30 days. Every worker sharing a Redis should use the same value."),
+        .integer("worker.max_schedule_days", \.worker.maxScheduleDays, 1...3_650,
+                 "How far ahead a job's `deliver_at` may lie, in days. A job scheduled further ahead is rejected with `bad_deliver_at` instead of waiting for ever: usually a time in microseconds or nanoseconds where milliseconds were meant."),
     ]
 
     static let metricsSettings: [Setting<Configuration>] = [

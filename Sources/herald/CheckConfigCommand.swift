@@ -48,7 +48,8 @@ enum CheckConfigCommand {
                     _ = try redis.command(["PING"])
                     print("ok   redis \(configuration.redis.redactedURL) answers")
                 } catch {
-                    warnings.append("redis: \(error)")
+                    // Unreachable may be temporary (a warning); a refusal is the configuration's (an error).
+                    if isRefusal(error.description) { problems.append("redis: \(error)") } else { warnings.append("redis: \(error)") }
                 }
             }
         }
@@ -61,4 +62,12 @@ enum CheckConfigCommand {
         print("\(problems.count) problem\(problems.count == 1 ? "" : "s") found")
         return ExitCode.configuration
     }
+
+    /// What Redis (or a sentinel) said when it refused the connection for a reason only the configuration can
+    /// change: credentials, the database, TLS verification, a master the sentinels do not know. A timeout or a
+    /// refused TCP connection is not among them: that is unreachable, maybe for now.
+    static let refusalMarks = ["AUTH refused", "HELLO refused", "SELECT refused", "WRONGPASS", "NOAUTH", "NOPERM",
+                               "certificate verification failed", "hostname mismatch", "does not know a master named"]
+
+    static func isRefusal(_ message: String) -> Bool { refusalMarks.contains { message.contains($0) } }
 }

@@ -140,6 +140,7 @@ final class DashboardSource {
             "dead_letters": overview.deadLetters,
             "results_length": overview.resultsLength,
             "dropped_tokens_length": overview.droppedTokensLength,
+            "key_errors": overview.keyErrors.map { ["key": $0.key, "error": $0.message] },
             "workers": overview.workers.map {
                 ["id": $0.id, "heartbeat_age_s": Double($0.heartbeatAgeMilliseconds) / 1000, "live": $0.heartbeatDeadlineInMilliseconds > 0,
                  "in_flight": $0.inFlight]

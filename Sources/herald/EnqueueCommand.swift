@@ -8,7 +8,7 @@ import RedisQueue
 enum EnqueueCommand {
     static let command = Command(
         name: "enqueue", abstract: "Validate JSON-lines jobs and push them onto the queue.",
-        discussion: "Reads one job per line from --file or standard input. Refused lines (invalid, or longer than 16 MiB) are listed with their line number and reason on stderr; the rest are pushed. SIGINT or SIGTERM stops reading: the batch in progress is pushed, the summary printed, and the exit status is 130 or 143. Exits 0 when every line was pushed, 65 when some were refused, 66 when --file cannot be read (missing, unreadable, a directory), 74 when reading failed part way.",
+        discussion: "Reads one job per line from --file or standard input. Refused lines (invalid, or longer than 16 MiB) are listed with their line number and reason on stderr; the rest are pushed. SIGINT or SIGTERM stops reading: the batch in progress is pushed, the summary printed, and the exit status is 130 or 143. Exits 0 when every line was pushed, 65 when some were refused, 1 when Redis refused some (each listed with its line number and the key; every other valid line was pushed), 66 when --file cannot be read (missing, unreadable, a directory), 74 when reading failed part way.",
         options: redisOptions + [
             .value("file", "path", "Read jobs from this file instead of standard input."),
             .value("queue", "key", "Queue key (default: the first configured queue, <prefix>:queue)."),
@@ -97,19 +97,25 @@ enum EnqueueCommand {
         let reader = LineReader(fd: fd, maxLineBytes: maxLineBytes, stop: stop)
         let report = try Enqueuer.enqueue(lines: reader, redis: redis, batchSize: batch, admit: admit)
         withExtendedLifetime(watcher) {}
-        let refusals = (report.refused.map { ($0.line, $0.reason) }
+        let refusals = (report.refused.map { ($0.line, $0.reason) } + report.notPushed.map { ($0.line, $0.reason) }
             + reader.overlong.map { ($0.line, "line is \($0.bytes) bytes, longer than the \(maxLineBytes)-byte maximum for a job; not pushed") })
             .sorted { $0.0 < $1.0 }
         if !args.flag("quiet") {
             for (line, reason) in refusals { printError("line \(line): \(reason)") }
         }
-        var summary = "{\"pushed\":\(report.pushed),\"refused\":\(refusals.count),\"queue\":\(jsonEscaped(queueKey))"
+        var summary = "{\"pushed\":\(report.pushed),\"refused\":\(refusals.count - report.notPushed.count),\"queue\":\(jsonEscaped(queueKey))"
+        if !report.notPushed.isEmpty { summary += ",\"not_pushed\":\(report.notPushed.count)" }
         if shardQueues.count > 1 { summary += ",\"shards\":[" + shardQueues.map { String(report.pushedByQueue[$0] ?? 0) }.joined(separator: ",") + "]" }
         if let signal = stop.signal { summary += ",\"stopped_by\":\(jsonEscaped(signal == SIGINT ? "SIGINT" : "SIGTERM"))" }
         print(summary + "}")
         if let signal = stop.signal {
             printError("herald enqueue: stopped by \(signal == SIGINT ? "SIGINT" : "SIGTERM") after pushing \(report.pushed) jobs; the rest of the input was not read")
             return 128 + signal
+        }
+        if !report.notPushed.isEmpty {
+            printError("herald enqueue: Redis refused \(report.notPushed.count) line(s), listed above with the key; "
+                       + "every other valid line was pushed: fix the key and push only those lines again")
+            return ExitCode.failure
         }
         if let problem = reader.readError {
             printError("herald enqueue: reading stopped early: \(problem); \(report.pushed) jobs pushed")

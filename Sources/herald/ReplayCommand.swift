@@ -1,3 +1,4 @@
+import APNs
 import Basics
 import Foundation
 import RedisQueue
@@ -10,8 +11,10 @@ enum ReplayCommand {
         Jobs that ended failed or token_dropped are archived with their bytes and reason in <prefix>:archive (the \
         newest worker.archive_max_length of them). A replayed job goes to the back of the queue it came from with a \
         fresh attempt count and its id, leaves the archive, and gets a result entry with outcome "replayed"; its new \
-        outcomes follow. Give at least one filter, or --all. Times: ISO 8601 (2026-12-01T10:00:00Z), milliseconds \
-        since the epoch, or an age such as 90s, 30m, 2h, 1d.
+        outcomes follow. A job whose queue is not one of the configured queues (redis.queues, or the default queue) \
+        is not replayed, since no worker would read it: nothing is replayed until the filter leaves it out or the \
+        queue is configured. Give at least one filter, or --all. Times: RFC 3339 (2026-12-01T10:00:00Z), \
+        milliseconds since the epoch, or an age such as 90s, 30m, 2h, 1d.
 
         Examples:
           herald replay --reason MaxAttempts --since 2h --dry-run
@@ -36,6 +39,8 @@ enum ReplayCommand {
         let settings = try redisSettings(args)
         var filter = ReplayFilter()
         filter.reasons = args.all("reason")
+        // An empty prefix matches every job: it would stand in for --all without saying so.
+        if filter.reasons.contains("") { throw UsageError("--reason needs a reason prefix (MaxAttempts, Expired, ...); use --all for every job") }
         filter.apps = Set(args.all("app"))
         filter.ids = Set(args.all("id"))
         for name in args.all("outcome") {
@@ -59,10 +64,22 @@ enum ReplayCommand {
             chosen.append((shard.keys, jobs))
             total += jobs.count
         }
+        // No worker reads a queue that is not configured: a job pushed there would wait with no outcome.
+        var unread: [String: Int] = [:]
+        for (shard, part) in zip(settings.shards.shards, chosen) {
+            for (_, job) in part.jobs where !shard.queues.contains(job.queue) { unread[job.queue, default: 0] += 1 }
+        }
+        let unreadText = unread.sorted { $0.key < $1.key }.map { "\($0.key) (\($0.value) job(s))" }.joined(separator: ", ")
         if args.flag("dry-run") {
             for (streamID, job) in chosen.flatMap(\.jobs) { print(args.flag("json") ? jsonLine(streamID, job) : humanLine(streamID, job)) }
             printError("\(total) job(s) would be replayed (dry run: nothing changed)")
+            if !unread.isEmpty { printError("but not onto a queue no worker is configured to read: \(unreadText)") }
             return ExitCode.success
+        }
+        if !unread.isEmpty {
+            printError("nothing replayed: no worker is configured to read these queues (redis.queues): \(unreadText); "
+                       + "configure them (--config), or narrow the filter to leave those jobs out")
+            return ExitCode.failure
         }
         let worker = "herald-replay@" + defaultWorkerID()
         var report = ReplayReport()
@@ -81,19 +98,26 @@ enum ReplayCommand {
         return report.stuck > 0 ? ExitCode.failure : ExitCode.success
     }
 
-    /// ISO 8601, milliseconds since the epoch, or an age (`90s`, `30m`, `2h`, `1d`) before `now`.
+    /// RFC 3339 (the strict reader of jobs' `deliver_at`: no February 30, no +25:00), milliseconds since the
+    /// epoch, or an age (`90s`, `30m`, `2h`, `1d`) before `now`; never before the epoch, where no archive entry is.
     static func parseTime(_ text: String, now: Int64, option: String) throws -> Int64 {
-        if let ms = Int64(text) { return ms }
-        if let unit = text.last, let amount = Int64(text.dropLast()), amount >= 0 {
-            let seconds: Int64? = switch unit { case "s": 1; case "m": 60; case "h": 3600; case "d": 86400; default: nil }
-            if let seconds { return now - amount * seconds * 1000 }
+        let ms: Int64
+        if let given = Int64(text) {
+            ms = given
+        } else if let unit = text.last.flatMap(ageUnitMilliseconds), let amount = Int64(text.dropLast()), amount >= 0 {
+            let (age, overflow) = amount.multipliedReportingOverflow(by: unit)
+            ms = overflow ? -1 : now - age
+        } else if let time = Timestamp.rfc3339Milliseconds(text) {
+            ms = time
+        } else {
+            throw UsageError("--\(option): '\(text)' is not an RFC 3339 time (2026-12-01T10:00:00Z), milliseconds since the epoch or an age like 30m")
         }
-        let formatter = ISO8601DateFormatter()
-        for options: ISO8601DateFormatter.Options in [[.withInternetDateTime, .withFractionalSeconds], [.withInternetDateTime]] {
-            formatter.formatOptions = options
-            if let date = formatter.date(from: text) { return Int64(date.timeIntervalSince1970 * 1000) }
-        }
-        throw UsageError("--\(option): '\(text)' is not an ISO 8601 time, milliseconds since the epoch or an age like 30m")
+        guard ms >= 0 else { throw UsageError("--\(option): '\(text)' lies before 1970 (the epoch); the archive holds nothing older") }
+        return ms
+    }
+
+    private static func ageUnitMilliseconds(_ unit: Character) -> Int64? {
+        switch unit { case "s": 1000; case "m": 60_000; case "h": 3_600_000; case "d": 86_400_000; default: nil }
     }
 
     static func humanLine(_ streamID: String, _ job: ArchivedJob) -> String {

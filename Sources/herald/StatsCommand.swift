@@ -13,6 +13,9 @@ enum StatsCommand {
         let settings = try redisSettings(args)
         let redis = try settings.connect()
         let (stats, perShard) = try QueueStats.read(redis: redis, shards: settings.shards)
+        // A key of the wrong type is named and counted as 0; the rest is reported all the same. Exit 0 still:
+        // readiness probes run this command, and a stray key does not make the queue unusable.
+        for problem in stats.keyErrors { printError("herald stats: \(problem) (counted as 0)") }
         if args.flag("json") {
             var object: [String: Any] = [
                 "queues": stats.queueLengths, "live_workers": stats.liveWorkers, "expired_workers": stats.expiredWorkers,
@@ -24,6 +27,7 @@ enum StatsCommand {
                 "archive_length": stats.archiveLength,
                 "outcomes_last_minute": stats.outcomesLastMinute, "outcomes_last_hour": stats.outcomesLastHour,
                 "outcomes_truncated": stats.outcomesTruncated,
+                "key_errors": stats.keyErrors.map { ["key": $0.key, "error": $0.message] },
             ]
             if perShard.count > 1 {
                 object["shards"] = zip(settings.shards.shards, perShard).map { shard, stats -> [String: Any] in

@@ -79,6 +79,14 @@ private func fcm(_ status: Int, _ code: String?, rpc: String? = nil, fields: [St
         #expect(!policy.refusesCredential(fcm(404, "UNREGISTERED")))
     }
 
+    /// Found by FuzzFCMResponse: `"status":""` made the reason (results, logs, the throttle pause) an empty string.
+    @Test func anEmptyStatusOrCodeFallsBackToTheHTTPStatusAsTheReason() {
+        let r = FCMResponse.decode(status: 429, body: Array(#"{"error":{"code":429,"status":""}}"#.utf8), retryAfter: "30")
+        #expect(r.reasonName == "HTTP 429")
+        let coded = FCMResponse.decode(status: 404, body: Array(#"{"error":{"status":"NOT_FOUND","details":[{"@type":"type.googleapis.com/google.firebase.fcm.v1.FcmError","errorCode":""}]}}"#.utf8), retryAfter: nil)
+        #expect(coded.reasonName == "NOT_FOUND")
+    }
+
     @Test func fcmErrorBodiesDecode() {
         let body = """
         {"error":{"code":404,"message":"Requested entity was not found.","status":"NOT_FOUND","details":[\

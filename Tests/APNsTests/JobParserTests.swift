@@ -264,6 +264,42 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
         #expect(parseError(#"{"tokens":null,"payload":{}}"#) == .missingToken, "null counts as absent")
     }
 
+    /// Issue 30: `"token": null` beside `tokens` counts as absent, so each token's own job reads as one `token`,
+    /// wherever the null member stood (its children were all refused as `duplicate_field` before).
+    @Test func aNullTokenBesideTokensLeavesEachChildOneToken() throws {
+        let jobs = [
+            #"{"id":"t","token":null,"tokens":["aabb","ccdd"],"payload":{"aps":{}}}"#,
+            #"{"id":"t","tokens":["aabb","ccdd"], "token" : null ,"payload":{"aps":{}}}"#,
+            #"{"id":"t","tokens":["aabb","ccdd"],"payload":{"aps":{}},"token":null}"#,
+            #"{"token":null , "tokens":["aabb","ccdd"],"payload":{"aps":{}}}"#,
+        ]
+        for text in jobs {
+            let spec = try parse(text)
+            let parts = try #require(spec.tokenJobParts(of: Array(text.utf8)))
+            for child in ["aabb", "ccdd"] {
+                let bytes = parts.prefix + Array(child.utf8) + parts.suffix
+                let childText = String(decoding: bytes, as: UTF8.self)
+                #expect(validate(bytes) == nil, "\(childText)")
+                let childSpec = try parse(childText)
+                #expect(childSpec.token == child, "\(childText)")
+                #expect(childSpec.tokens == nil && childSpec.id == spec.id && childSpec.payload == spec.payload)
+                #expect(!childText.contains("null"), "\(childText)")
+            }
+        }
+    }
+
+    /// Issue 30: an FCM job with `tokens` was refused as `bad_tokens: ... hexadecimal`, which sends the producer
+    /// after its token format; multicast is an APNs feature, and the reason now says so, wherever `platform` stands.
+    @Test func anFCMJobWithTokensIsToldMulticastIsForAPNs() {
+        for text in [#"{"tokens":["fcm:APA91b-x"],"platform":"fcm","message":{"topic":"news"}}"#,
+                     #"{"platform":"fcm","message":{"topic":"news"},"tokens":["aabb"]}"#] {
+            let error = parseError(text)
+            #expect(error?.code == "bad_tokens", "\(text)")
+            #expect(error?.description.contains("multicast) is for APNs jobs") == true, "\(text)")
+            #expect(error?.description.contains("hexadecimal") == false, "\(text)")
+        }
+    }
+
     @Test func theLimitIsTenThousandTokens() throws {
         func job(_ n: Int) -> String { #"{"tokens":[\#((0..<n).map { _ in "\"\(token)\"" }.joined(separator: ","))],"payload":{}}"# }
         #expect(try parse(job(JobParser.maxTokens)).tokens?.count == 10_000)

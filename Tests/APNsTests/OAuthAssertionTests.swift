@@ -12,6 +12,15 @@ import Testing
         return (try ServiceAccount.parse(bytes, path: "sa.json"), pem)
     }
 
+    /// Issue 30: a token_uri of file://, gopher://, dict:// or plain http:// was accepted, sending the signed
+    /// assertion in cleartext (or the worker into an endless "outage" on libcurl's unsupported protocol).
+    @Test func aTokenURIThatIsNotHTTPSIsRefusedAtLoad() throws {
+        for uri in ["http://oauth2.example.test/token", "file:///etc/passwd", "gopher://127.0.0.1:70/", "dict://127.0.0.1:2628/", ""] {
+            #expect(throws: ServiceAccount.LoadError.self, "\(uri)") { _ = try Self.account(tokenURI: uri) }
+        }
+        #expect(try Self.account(tokenURI: "HTTPS://oauth2.example.test/token").0.tokenURI == "HTTPS://oauth2.example.test/token")
+    }
+
     private func decode(_ part: Substring) throws -> [String: Any] {
         let bytes = try #require(base64URLDecoded(String(part)))
         return try #require(try JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any])

@@ -33,7 +33,7 @@ public enum DerivedValues {
                     for answer in answers {
                         for expiration: Int64? in [nil, now + 86_400] {
                             let first = (now - retry.giveUpAfterSeconds) * 1000
-                            if case .retry(let ms, _) = policy.decide(answer, attempt: attempt, expiration: expiration, nowSeconds: now,
+                            if case .retry(let ms, _) = policy.decide(answer, attempt: attempt, expiration: expiration, nowMilliseconds: now * 1000,
                                                                       firstAttemptAtMilliseconds: first) {
                                 sum &+= ms &+ now * 1000 + ms
                             }

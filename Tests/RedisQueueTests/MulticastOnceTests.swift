@@ -171,6 +171,22 @@ private func shortLeaseWorker(_ redis: any BlockingRedisCommands, _ keys: QueueK
         #expect(try redis.command(["GET", keys.once(jobID: "o2")]).string == "done")
     }
 
+    /// Issue 30: such a key turned idempotency off for its id without a word; it is reported like every other
+    /// wrong-typed key, naming the key and what it holds.
+    @Test func anIDKeyOfAnotherTypeIsReportedNamingTheKey() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        let queue = try BlockingJobQueue(redis: redis, keys: keys, workerID: "w")
+        var problems: [QueueKeyProblem] = []
+        queue.onKeyProblem = { problems.append($0) }
+        _ = try redis.command(["LPUSH", keys.once(jobID: "o5"), "x"])
+        try push(redis, key: keys.queue, jobs: ["job", "other"])
+        let leases = try queue.claim(max: 2)
+        #expect(try queue.claimOnce([(leases[0], "o5"), (leases[1], "o6")], windowMilliseconds: 1000) == [.unguarded, .claimed])
+        #expect(problems == [QueueKeyProblem(key: keys.once(jobID: "o5"), found: "list", expected: "string", sentUnchecked: true)])
+        #expect(problems.first?.description.contains("without the idempotency check") == true)
+    }
+
     @Test func anIDKeyOfAnotherTypeLetsTheJobGoUncheckedAndIsLeftAlone() throws {
         let keys = TestRedis.keys()
         let redis = try TestRedis.blocking()

@@ -87,6 +87,19 @@ import Worker
         }
     }
 
+    @Test func theSchedulingHorizonIsAYearByDefaultAndBounded() throws {
+        func load(_ worker: String) throws -> Configuration {
+            try ConfigurationLoader.load(path: try write(#"{"worker":{\#(worker)},"# + oneApp.dropFirst()), environment: [:])
+        }
+        #expect(try ConfigurationLoader.load(path: try write(oneApp), environment: [:]).worker.maxScheduleDays == 365)
+        #expect(try load(#""max_schedule_days":30"#).worker.maxScheduleDays == 30)
+        for bad in ["0", "-1", "3651"] {
+            #expect {
+                _ = try load(#""max_schedule_days":\#(bad)"#)
+            } throws: { ($0 as? ConfigurationError)?.problems.contains { $0.contains("worker.max_schedule_days") } == true }
+        }
+    }
+
     @Test func everyProblemIsReportedAtOnce() throws {
         let path = try write(#"""
         {"redis": {"url": "http://nope", "prefx": "x"},

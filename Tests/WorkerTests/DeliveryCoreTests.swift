@@ -602,6 +602,29 @@ final class CoreRig {
         #expect(results.first { $0.id == "j2" }?.reason?.hasPrefix("bad_deliver_at:") == true)
     }
 
+    /// Issue 30: a `deliver_at` in microseconds (about year 58,900), year 10000 or Int64.max was parked with no
+    /// result; beyond `worker.max_schedule_days` it is rejected with `bad_deliver_at`, and the horizon itself waits.
+    @Test func aJobScheduledBeyondTheHorizonIsRejectedSayingMilliseconds() {
+        let rig = CoreRig { $0.maxScheduleMilliseconds = 30 * 86_400_000 }
+        rig.start()
+        let wall = rig.clock.wallMillis
+        rig.answerClaim([rig.job(1, extra: #","deliver_at":\#(wall * 1000)"#),
+                         rig.job(2, extra: #","deliver_at":"9999-12-31T23:59:59Z""#),
+                         rig.job(3, extra: #","deliver_at":9223372036854775807"#),
+                         rig.job(4, extra: #","deliver_at":\#(wall + 30 * 86_400_000)"#)])
+        rig.advance(milliseconds: 10)
+        let completions = rig.batches.flatMap(\.completions)
+        for id in ["j1", "j2", "j3"] {
+            let result = completions.compactMap(\.result).first { $0.id == id }
+            #expect(result?.outcome == .rejected, "\(id)")
+            #expect(result?.reason?.hasPrefix("bad_deliver_at:") == true, "\(id)")
+            #expect(result?.reason?.contains("worker.max_schedule_days (30)") == true, "\(id)")
+            #expect(result?.reason?.contains("microseconds") == true, "\(id)")
+        }
+        #expect(rig.core.counters.scheduled == 1, "30 days ahead is within the horizon")
+        #expect(completions.contains { $0.retry?.dueAt == wall + 30 * 86_400_000 })
+    }
+
     @Test func aParkedJobThatWouldExpireBeforeThePauseEndsFailsExpired() {
         let rig = CoreRig { $0.retry.configurationPauseSeconds = 60 }
         rig.start()
@@ -897,6 +920,19 @@ extension DeliveryCoreTests {
         let delivered = try #require(completions.first { $0.result?.outcome == .delivered })
         #expect(delivered.once == OnceUpdate(jobID: "j1", expect: .lease, state: .done))
         #expect(rig.core.counters.duplicates == 1 && rig.core.counters.delivered == 2)
+    }
+
+    /// Issue 30: a job whose id key Redis could not use goes out, and is counted (the source's log names the key).
+    @Test func aJobSentWithoutTheIdempotencyCheckIsCounted() throws {
+        let rig = CoreRig { $0.idempotencyWindowMilliseconds = 86_400_000 }
+        rig.start()
+        rig.answerClaim([rig.job(1), rig.job(2)])
+        rig.core.onceChecked(try #require(rig.onceBatches.first), .success([.unguarded, .claimed]))
+        rig.drain()
+        #expect(rig.takeSends().count == 1, "the destination's probe first; the unchecked job is sent all the same")
+        #expect(rig.core.metrics.values.unguarded == 1)
+        let text = WorkerMetricsText.render(rig.core.metrics.values + MetricsSnapshot(appNames: CoreRig.apps.map(\.name)))
+        #expect(text.contains("herald_jobs_unguarded_total 1"))
     }
 
     @Test func aRetryLeavesTheKeyPendingAndTheRetryEndsIt() throws {

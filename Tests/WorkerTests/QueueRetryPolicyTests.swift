@@ -81,6 +81,19 @@ import Testing
         #expect(done["j3"]?.result?.outcome == .retrying, "the default policy has no give-up limit")
     }
 
+    /// Issue 30: the limit compared a now truncated to whole seconds with a first attempt in milliseconds, so a
+    /// retry that falls 500 ms past the limit, 900 ms into a second, was retried instead of giving up.
+    @Test func theGiveUpLimitIsComparedToTheMillisecond() throws {
+        let rig = Self.loginRig()
+        rig.clock.advance(milliseconds: 900)
+        let wall = rig.clock.wallMillis
+        // Attempt 2 retries after 60 s: 60.5 s + 60 s is 500 ms past the 2 minutes; 59.5 s + 60 s is 500 ms inside.
+        let done = Self.answerAllWith500(rig, [Self.lease(1, queue: "login", attempt: 2, since: wall - 60_500),
+                                              Self.lease(2, queue: "login", attempt: 2, since: wall - 59_500)])
+        #expect(done["j1"]?.result?.reason == "GaveUp:InternalServerError")
+        #expect(done["j2"]?.result?.outcome == .retrying)
+    }
+
     @Test func aDroppedTokenIsArchivedAndADeliveredJobIsNotNorAnOversizedOne() throws {
         let rig = CoreRig()
         rig.start()

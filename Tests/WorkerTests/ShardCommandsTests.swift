@@ -59,4 +59,52 @@ import Testing
             _ = try redis.command(["DEL", shard.queues[0], shard.keys.results, shard.keys.retry, shard.keys.epoch])
         }
     }
+
+    /// Issue 30: with one shard's queue key a string, enqueue exited 1 with an unnamed WRONGTYPE after pushing
+    /// part of the input (a re-run sent those twice), stats failed whole and the dashboard's /metrics said 503.
+    @Test(.timeLimit(.minutes(2)))
+    func aWrongTypedShardQueueIsNamedAndTheOtherShardsGoOn() throws {
+        guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is not built") }
+        let server = sharedRedisURL == nil ? try RedisServer() : nil
+        defer { server?.stop() }
+        let url = sharedRedisURL ?? server!.url
+        let prefix = "sw\(UInt32.random(in: 0...UInt32.max))"
+        let shards = try QueueShards(basePrefix: prefix, prefixes: QueueShards.defaultPrefixes(prefix: prefix, count: 3))
+        let redis = try BlockingRedis(url: try RedisURL(parsing: url))
+        let common = ["--redis", url, "--prefix", prefix, "--shards", "3"]
+        let stray = shards.shards[1].queues[0]
+        _ = try redis.command(["SET", stray, "not a list"])
+        defer { for shard in shards.shards { _ = try? redis.command(["DEL", shard.queues[0]]) } }
+
+        let token = String(repeating: "ab", count: 32)
+        let lines = (0..<30).map { #"{"id":"job-\#($0)","token":"\#(token)","payload":{"aps":{"alert":"hi"}}}"# }
+        let file = makeTemporaryDirectory("herald-wrongtype") + "/jobs.jsonl"
+        try (lines.joined(separator: "\n") + "\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let enqueue = try HeraldRun.run(herald: herald, ["enqueue"] + common + ["--file", file, "--batch", "7"])
+        let refusedLines = (0..<30).filter { shards.shard(forJobID: "job-\($0)") == 1 }.map { $0 + 1 }
+        #expect(enqueue.status == 1, "\(enqueue.output)")
+        for line in refusedLines { #expect(enqueue.output.contains("line \(line): not pushed: Redis refused LPUSH to \"\(stray)\""), "\(enqueue.output)") }
+        #expect(enqueue.output.contains(#""pushed":\#(30 - refusedLines.count)"#) && enqueue.output.contains(#""not_pushed":\#(refusedLines.count)"#),
+                "\(enqueue.output)")
+        #expect(enqueue.output.contains("every other valid line was pushed"))
+        let pushed = try [0, 2].map { Int(try redis.command(["LLEN", shards.shards[$0].queues[0]]).int ?? -1) }.reduce(0, +)
+        #expect(pushed == 30 - refusedLines.count, "every line of the other shards, each once")
+
+        let stats = try HeraldRun.run(herald: herald, ["stats"] + common + ["--json"])
+        #expect(stats.status == 0 && stats.output.contains("herald stats: Redis key \"\(stray)\""), "\(stats.output)")
+        let json = try #require(stats.output.split(separator: "\n").first { $0.hasPrefix("{") })
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
+        #expect((object["queues"] as? [String: Int])?["\(prefix):queue"] == pushed, "the other shards still counted: \(stats.output)")
+        #expect((object["key_errors"] as? [[String: String]])?.map { $0["key"] } == [stray])
+
+        let port = freeLoopbackPort()
+        let dashboard = try ChildProcess(name: "dashboard", executable: herald,
+                                         arguments: ["dashboard"] + common + ["--listen", "127.0.0.1:\(port)"])
+        defer { dashboard.stop() }
+        var metrics: (status: Int, body: String)? = nil
+        #expect(waitUntil(seconds: 20) { metrics = try? httpGet(port: port, "/metrics", timeoutSeconds: 2); return metrics != nil })
+        #expect(metrics?.status == 200, "\(metrics?.body ?? "")")
+        #expect(metrics?.body.contains(#"herald_redis_key_errors{key="\#(stray)"} 1"#) == true, "\(metrics?.body ?? "")")
+        #expect(metrics?.body.contains(#"herald_queue_length{queue="\#(prefix):queue"} \#(pushed)"#) == true, "\(metrics?.body ?? "")")
+    }
 }

@@ -53,6 +53,8 @@ public struct DeliverySettings: Sendable {
     public var emptyClaimBackoff = ClaimBackoff(initialMilliseconds: 2, maxMilliseconds: 200)
     /// Idempotency window (`worker.idempotency_window_seconds`), 0 when off.
     public var idempotencyWindowMilliseconds: Int64 = 0
+    /// How far ahead a job's `deliver_at` may lie (`worker.max_schedule_days`).
+    public var maxScheduleMilliseconds: Int64 = 365 * 86_400_000
     /// Prefix of the ids made for jobs that name none.
     public var idPrefix = String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF_FFFF, radix: 36)
 
@@ -67,6 +69,7 @@ public struct DeliverySettings: Sendable {
         claimBatch = max(1, min(configuration.worker.claimBatch, share))
         flushIntervalMilliseconds = configuration.worker.flushIntervalMs
         idempotencyWindowMilliseconds = Int64(configuration.worker.idempotencyWindowSeconds) * 1000
+        maxScheduleMilliseconds = Int64(configuration.worker.maxScheduleDays) * 86_400_000
         retry = configuration.retry
         queueRetry = configuration.shardQueueRetry
     }
@@ -138,7 +141,7 @@ public final class DeliveryCore {
         self.clock = clock
         policy = OutcomePolicy(settings: settings.retry, random: random)
         queuePolicies = settings.queueRetry.mapValues { OutcomePolicy(settings: $0, random: random) }
-        intake = JobIntake(directory: AppDirectory(apps))
+        intake = JobIntake(directory: AppDirectory(apps), maxScheduleMilliseconds: settings.maxScheduleMilliseconds)
         builder = CompletionBuilder(workerID: settings.workerID)
         claims = ClaimState(backoff: settings.emptyClaimBackoff)
         metrics = DeliveryMetrics(appNames: apps.map(\.name))
@@ -305,7 +308,7 @@ public final class DeliveryCore {
     }
 
     private func admit(_ lease: Lease, now: UInt64) {
-        switch intake.admit(lease, claimedAt: now, makeID: nextJobID) {
+        switch intake.admit(lease, claimedAt: now, wallMillis: clock.wallMillis, makeID: nextJobID) {
         case .rejected(let id, let reason, let spec, let app):
             counters.rejected += 1
             metrics.job(.apns, app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
@@ -365,6 +368,8 @@ public final class DeliveryCore {
                     job.onceExpect = .lease
                     proceed(job)
                 case .unguarded:
+                    // Named by the job source's log line (the key and its type); counted here.
+                    metrics.unguarded()
                     proceed(job)
                 case .duplicate:
                     counters.duplicates += 1
@@ -442,7 +447,7 @@ public final class DeliveryCore {
         let gate = gate(for: job.destination)
         metrics.answer(job.platform, outcome.result, afterNanoseconds: clock.monotonicNanos &- job.sentAt)
         let decision = policy(for: job).decide(outcome.result, attempt: job.attempt, expiration: job.notification.expiration,
-                                               nowSeconds: clock.wallMillis / 1000, firstAttemptAtMilliseconds: job.firstAttemptAt)
+                                               nowMilliseconds: clock.wallMillis, firstAttemptAtMilliseconds: job.firstAttemptAt)
         var response: APNsResponse? = nil
         var fcm: FCMResponse? = nil
         if case .response(let answer) = outcome.result { response = answer }

@@ -5,13 +5,15 @@ import RedisQueue
 /// the environment and topic, and apply Apple's rules locally so a malformed job never reaches APNs. Pure.
 struct JobIntake {
     let directory: AppDirectory
+    /// `deliver_at` further ahead than this is refused: a producer who sent µs or ns would otherwise wait for ever.
+    var maxScheduleMilliseconds: Int64 = 365 * 86_400_000
 
     enum Verdict {
         case accepted(JobAttempt)
         case rejected(id: String, reason: String, spec: JobSpec?, app: String?)
     }
 
-    func admit(_ lease: Lease, claimedAt: UInt64, makeID: () -> String) -> Verdict {
+    func admit(_ lease: Lease, claimedAt: UInt64, wallMillis: Int64, makeID: () -> String) -> Verdict {
         let spec: JobSpec
         do {
             spec = try JobParser.parse(lease.job)
@@ -21,6 +23,12 @@ struct JobIntake {
             return .rejected(id: id, reason: "\(error.code): \(error.description)", spec: nil, app: nil)
         }
         let id = spec.id ?? lease.jobID ?? makeID()
+        if let at = spec.deliverAt, at - wallMillis > maxScheduleMilliseconds {
+            let days = (at - wallMillis) / 86_400_000
+            return .rejected(id: id, reason: "bad_deliver_at: \"deliver_at\" lies \(days) days ahead, beyond worker.max_schedule_days "
+                             + "(\(maxScheduleMilliseconds / 86_400_000)); it takes milliseconds since the epoch (not microseconds or nanoseconds)",
+                             spec: spec, app: spec.app)
+        }
         let index: Int
         do {
             index = try directory.index(app: spec.app, topic: spec.topic, platform: spec.platform)

@@ -45,10 +45,16 @@ public final class RedisJobSource: JobSource {
             queue.onKeyProblem = { problem in
                 var throttle = throttles[problem.key] ?? WarningThrottle(seconds: 30)
                 if throttle.allow() {
-                    logger.error("redis key has the wrong type; skipped, nothing taken from or written to it", [
-                        "key": .string(problem.key), "found": .string(problem.found), "expected": .string(problem.expected),
-                        "hint": .string("the jobs it concerns wait (queued or leased) and go on by themselves once the key is fixed"),
-                    ])
+                    let fields: [String: LogValue] = ["key": .string(problem.key), "found": .string(problem.found), "expected": .string(problem.expected)]
+                    if problem.sentUnchecked {
+                        logger.error("idempotency key has the wrong type; its job was sent without the check", fields.merging([
+                            "hint": .string("every copy of this job id is sent until the key is deleted or renamed"),
+                        ]) { $1 })
+                    } else {
+                        logger.error("redis key has the wrong type; skipped, nothing taken from or written to it", fields.merging([
+                            "hint": .string("the jobs it concerns wait (queued or leased) and go on by themselves once the key is fixed"),
+                        ]) { $1 })
+                    }
                 }
                 throttles[problem.key] = throttle
             }

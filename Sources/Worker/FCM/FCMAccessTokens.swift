@@ -110,6 +110,8 @@ final class FCMAccessTokens {
             bound.loop.execute {
                 let result: Result<(String, Int64), Failure>
                 switch answer {
+                case .failure(let failure) where failure.isConfiguration:
+                    result = .failure(.refused("token endpoint \(url) cannot be used: \(failure)"))
                 case .failure(let failure):
                     result = .failure(.unavailable("token endpoint \(url): \(failure)"))
                 case .success(let http):

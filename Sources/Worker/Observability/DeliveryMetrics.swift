@@ -100,6 +100,7 @@ public final class DeliveryMetrics {
     }
 
     func scheduled() { values.scheduled &+= 1 }
+    func unguarded() { values.unguarded &+= 1 }
 
     /// One answer (or transport failure) to one request sent `nanoseconds` ago.
     @inline(__always)

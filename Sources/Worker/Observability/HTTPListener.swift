@@ -7,7 +7,10 @@ import Reactor
 /// It faces whatever connects to the port, so nothing a client sends can hurt the loop it shares with the
 /// worker: a request head is at most `maxRequestBytes` (else 431), a connection gets `timeoutMilliseconds`
 /// from accept to its last byte written (a slow or silent client is closed), at most `maxConnections` are
-/// open (the next ones are closed at once), and malformed requests get a 400. Loop-confined (checked).
+/// open, and malformed requests get a 400. When all are open, a newcomer takes the place of the oldest one
+/// still without a whole request head (else it is closed at once): slow sockets holding every slot (a
+/// slowloris) cannot starve the health probes, which send their head at once. A round accepts at most a
+/// quarter of the slots, so a newcomer is read before newer ones can push it out. Loop-confined (checked).
 public final class HTTPListener: FileDescriptorHandler {
     public struct Request: Sendable {
         public let method: String
@@ -77,7 +80,10 @@ public final class HTTPListener: FileDescriptorHandler {
     public var openConnections: Int { connections.count }
 
     public func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
-        while fd >= 0 {
+        // The rest wait in the kernel's backlog for the next round (the loop is level-triggered).
+        var round = max(1, limits.maxConnections / 4)
+        while fd >= 0 && round > 0 {
+            round -= 1
             let accepted: Int32?
             do {
                 accepted = try Sockets.accept(fd)
@@ -85,11 +91,15 @@ public final class HTTPListener: FileDescriptorHandler {
                 return  // EMFILE and the like: try again on the next readiness, the worker goes on.
             }
             guard let client = accepted else { return }
-            guard connections.count < limits.maxConnections else {
-                Glibc.close(client)
-                continue
+            let now = monotonicNanos()
+            if connections.count >= limits.maxConnections {
+                guard let slow = oldestWithoutHead() else {
+                    Glibc.close(client)
+                    continue
+                }
+                slow.close()
             }
-            let connection = Connection(fd: client, listener: self)
+            let connection = Connection(fd: client, listener: self, acceptedAt: now)
             do {
                 try loop.register(fd: client, handler: connection)
             } catch {
@@ -103,20 +113,32 @@ public final class HTTPListener: FileDescriptorHandler {
 
     fileprivate func closed(_ fd: Int32) { connections[fd] = nil }
 
+    private func oldestWithoutHead() -> Connection? {
+        var oldest: Connection?
+        for connection in connections.values where !connection.answered {
+            if oldest.map({ connection.acceptedAt < $0.acceptedAt }) ?? true { oldest = connection }
+        }
+        return oldest
+    }
+
     /// One accepted client: reads the request head, asks the handler, writes the answer, closes.
     private final class Connection: FileDescriptorHandler {
         let fd: Int32
         unowned let listener: HTTPListener
+        /// Monotonic nanoseconds.
+        let acceptedAt: UInt64
         var timer: LoopTimer?
         private var input: [UInt8] = []
         private var output: [UInt8] = []
         private var written = 0
-        private var answered = false
+        /// True once the whole head is in (or an error answer is on its way).
+        private(set) var answered = false
         private var isOpen = true
 
-        init(fd: Int32, listener: HTTPListener) {
+        init(fd: Int32, listener: HTTPListener, acceptedAt: UInt64) {
             self.fd = fd
             self.listener = listener
+            self.acceptedAt = acceptedAt
         }
 
         func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
@@ -140,7 +162,8 @@ public final class HTTPListener: FileDescriptorHandler {
                 } catch {
                     return close()
                 }
-                if let end = HTTPRequestHead.end(of: input) {
+                // A head larger than the limit is refused even when it arrived whole, blank line and all.
+                if let end = HTTPRequestHead.end(of: input), end <= listener.limits.maxRequestBytes {
                     return dispatch(head: input[0..<end])
                 }
                 if input.count > listener.limits.maxRequestBytes {

@@ -16,6 +16,8 @@ public struct MetricsSnapshot: Sendable {
     public var jobLatency: [LatencyHistogram]
     public var requestLatency: [LatencyHistogram]
     public var scheduled: UInt64 = 0
+    /// Producer jobs sent without the idempotency check: their id's key held another type.
+    public var unguarded: UInt64 = 0
     /// Destination pauses started (outage, refused credential, set-up failure).
     public var pauses: UInt64 = 0
 
@@ -93,6 +95,7 @@ public struct MetricsSnapshot: Sendable {
         for i in c.requestLatency.indices { c.requestLatency[i] = c.requestLatency[i] + b.requestLatency[i] }
         for i in c.tokensSigned.indices where i < b.tokensSigned.count { c.tokensSigned[i] = max(c.tokensSigned[i], b.tokensSigned[i]) }
         c.scheduled &+= b.scheduled
+        c.unguarded &+= b.unguarded
         c.pauses &+= b.pauses
         c.inFlight += b.inFlight
         c.backlog += b.backlog

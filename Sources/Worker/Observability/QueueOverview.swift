@@ -24,6 +24,8 @@ public struct QueueOverview: Sendable {
     public var resultsLength = 0
     public var droppedTokensLength = 0
     public var workers: [WorkerState] = []
+    /// Keys that answered an error (shown as 0), each named.
+    public var keyErrors: [KeyReplyError] = []
 
     public init() {}
 
@@ -42,7 +44,8 @@ public struct QueueOverview: Sendable {
             ["LLEN", keys.dead], ["XLEN", keys.results], ["XLEN", keys.droppedTokens], ["ZRANGE", keys.workers, "0", "-1", "WITHSCORES"],
         ]
         let replies = try redis.pipeline(commands)
-        // A wrong-typed key answers an error: shown as 0 rather than failing the whole page.
+        // A wrong-typed key answers an error: shown as 0 and named rather than failing the whole page.
+        overview.keyErrors = KeyReplyError.collect(commands, replies)
         func int(_ value: RESPValue) -> Int { Int(value.int ?? 0) }
         overview.queueLengths = queues.enumerated().map { ($0.element, int(replies[$0.offset])) }
         var i = queues.count
@@ -67,7 +70,9 @@ public struct QueueOverview: Sendable {
             index += 2
         }
         if !workers.isEmpty {
-            let lengths = try redis.pipeline(workers.map { ["HLEN", keys.leases(worker: $0.id)] })
+            let hlen = workers.map { ["HLEN", keys.leases(worker: $0.id)] }
+            let lengths = try redis.pipeline(hlen)
+            overview.keyErrors += KeyReplyError.collect(hlen, lengths)
             for (n, reply) in lengths.enumerated() { workers[n].inFlight = int(reply) }
         }
         overview.workers = workers
@@ -93,6 +98,7 @@ public struct QueueOverview: Sendable {
             total.deadLetters += part.deadLetters
             total.resultsLength += part.resultsLength
             total.droppedTokensLength += part.droppedTokensLength
+            total.keyErrors += part.keyErrors
             for worker in part.workers {
                 if var seen = workers[worker.id] {
                     seen.inFlight += worker.inFlight
@@ -131,5 +137,7 @@ public struct QueueOverview: Sendable {
         for worker in workers { out.sample("herald_worker_heartbeat_age_seconds", [("worker", worker.id)], Double(worker.heartbeatAgeMilliseconds) / 1000) }
         out.family("herald_worker_leases", .gauge, "Jobs each worker holds (claimed, not yet recorded).")
         for worker in workers { out.sample("herald_worker_leases", [("worker", worker.id)], worker.inFlight) }
+        out.family("herald_redis_key_errors", .gauge, "Keys that answered an error when read (a key of the wrong type: shown as 0 above).")
+        for problem in keyErrors { out.sample("herald_redis_key_errors", [("key", problem.key)], 1) }
     }
 }

@@ -17,6 +17,7 @@ public enum WorkerMetricsText {
             }
         }
         out.single("herald_jobs_scheduled_total", .counter, "Jobs whose deliver_at lay ahead, put in the retry set until then.", Double(s.scheduled))
+        out.single("herald_jobs_unguarded_total", .counter, "Jobs sent without the idempotency check: their id's key held another type.", Double(s.unguarded))
 
         out.family("herald_push_responses_total", .counter, "HTTP answers from the push service, by status and reason.")
         for platform in Platform.allCases {
