@@ -8,7 +8,7 @@ import Reactor
 ///
 /// Owns the `SSL_CTX*`, the nghttp2 callbacks (through `h2`), the read buffer and the log `FILE*`, freed in `deinit`.
 /// Confined to the loop thread; `MockAPNsServer` reaches it only through a `LoopBound`, inside `loop.submit`.
-final class ServerCore: ListeningCore {
+final class ServerCore: ListeningCore, MockConnectionHost {
     let loop: EventLoop
     let configuration: MockAPNsConfiguration
     let sslContext: OpaquePointer?
@@ -16,7 +16,9 @@ final class ServerCore: ListeningCore {
     let verifier: ProviderTokenVerifier
     let faults: FaultEngine
     let readBuffer: UnsafeMutableBufferPointer<UInt8>
+    /// The APNs counters; the connection ones are in `counters` (`snapshot()` joins them).
     var stats = MockAPNsStats()
+    let counters = ConnectionCounters()
     var accepted: [MockAcceptedNotification] = []
     let channels: ChannelRegistry
     /// The broadcast observation log (kept with `recordAccepted`).
@@ -24,7 +26,7 @@ final class ServerCore: ListeningCore {
     /// Requests as received (kept with `recordRequests`).
     var requests: [MockRecordedRequest] = []
     private var logFile: UnsafeMutablePointer<FILE>?
-    private var connections: [Int: ServerConnection] = [:]
+    private var connections: [Int: MockServerConnection] = [:]
     private var nextConnectionID = 0
     /// apns-id generation: seeded once from the system generator (getrandom per request showed in profiles).
     var random: SeededRandom = {
@@ -82,10 +84,12 @@ final class ServerCore: ListeningCore {
     func accepted(fd: Int32, role: ListenerRole = .both) {
         nextConnectionID += 1
         do {
-            let connection = try ServerConnection(id: nextConnectionID, fd: fd, core: self, role: role)
+            let connection = try MockServerConnection(id: nextConnectionID, fd: fd, host: self, settings: MockConnectionSettings(watchesIdle: true)) {
+                APNsConnection(connection: $0, core: self, role: role)
+            }
             connections[connection.id] = connection
-            stats.connectionsAccepted += 1
-            stats.connectionsOpen += 1
+            counters.connectionsAccepted += 1
+            counters.connectionsOpen += 1
             try connection.start()
             connection.flush()
         } catch {
@@ -93,9 +97,11 @@ final class ServerCore: ListeningCore {
         }
     }
 
-    func connectionClosed(_ connection: ServerConnection) {
-        if connections.removeValue(forKey: connection.id) != nil { stats.connectionsOpen -= 1 }
+    func connectionClosed(_ connection: MockServerConnection) {
+        if connections.removeValue(forKey: connection.id) != nil { counters.connectionsOpen -= 1 }
     }
+
+    var connectionFaults: ConnectionFaults { faults.script.connectionFaults }
 
     func closeAll() {
         for connection in Array(connections.values) { connection.close() }
@@ -160,6 +166,16 @@ final class ServerCore: ListeningCore {
 
     func snapshot() -> MockAPNsStats {
         var copy = stats
+        copy.requests = counters.requests
+        copy.connectionsAccepted = counters.connectionsAccepted
+        copy.connectionsOpen = counters.connectionsOpen
+        copy.connectionsDropped = counters.connectionsDropped
+        copy.goawaysSent = counters.goawaysSent
+        copy.refusedStreams = counters.refusedStreams
+        copy.silencedRequests = counters.silencedRequests
+        copy.handshakeFailures = counters.handshakeFailures
+        copy.streamsInUse = counters.streamsInUse
+        copy.maxConcurrentStreamsInUse = counters.maxConcurrentStreamsInUse
         for (status, count) in statusCounts { copy.byStatus[String(status)] = count }
         return copy
     }
@@ -235,12 +251,9 @@ final class ServerCore: ListeningCore {
     }
 
     func resetCounters() {
-        let open = stats.connectionsOpen
-        let inUse = stats.streamsInUse
         stats = MockAPNsStats()
+        counters.reset()
         statusCounts.removeAll()
-        stats.connectionsOpen = open
-        stats.streamsInUse = inUse
         accepted.removeAll()
         broadcasts.removeAll()
         requests.removeAll()

@@ -6,20 +6,20 @@ import Glibc
 import Reactor
 
 /// One request as an FCM connection collects it (from HTTP/2 frames or an HTTP/1.1 message).
-final class FCMRequest {
-    let streamID: Int32
+final class FCMRequest: MockRequest {
     var method = ""
     var path = ""
     var authorization: String?
     var body: [UInt8] = []
     var bodyTooLarge = false
-    var answered = false
-    /// The answer body still being handed to nghttp2 (HTTP/2 only).
-    var pendingBody: [UInt8] = []
 
-    init(streamID: Int32) { self.streamID = streamID }
+    override func setHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        if RequestRules.equal(name, ":path") { path = String(decoding: value, as: UTF8.self) }
+        else if RequestRules.equal(name, ":method") { method = String(decoding: value, as: UTF8.self) }
+        else if RequestRules.equal(name, "authorization") { authorization = String(decoding: value, as: UTF8.self) }
+    }
 
-    func append(_ chunk: UnsafeBufferPointer<UInt8>) {
+    override func append(body chunk: UnsafeBufferPointer<UInt8>) {
         if body.count + chunk.count > FCMMessageRules.bodyLimit { bodyTooLarge = true; return }
         body.append(contentsOf: chunk)
     }
@@ -49,10 +49,10 @@ enum FCMOutcome {
 ///
 /// Owns the `SSL_CTX*`, the nghttp2 callbacks (through `h2`), the read buffer and the log `FILE*`, freed in `deinit`.
 /// Confined to the loop thread; `MockFCMServer` reaches it only through a `LoopBound`, inside `loop.submit`.
-final class FCMCore: ListeningCore {
+final class FCMCore: ListeningCore, MockConnectionHost {
     let loop: EventLoop
     let configuration: MockFCMConfiguration
-    let sslContext: OpaquePointer
+    let sslContext: OpaquePointer?
     let h2: H2ServerCallbacks
     let readBuffer: UnsafeMutableBufferPointer<UInt8>
     let faults: FCMFaultEngine
@@ -60,12 +60,14 @@ final class FCMCore: ListeningCore {
     let accounts: [String: MockServiceAccount]
     /// Set once the port is known: `https://<host>:<port>/token`.
     var tokenURI = ""
+    /// The FCM counters; the connection ones are in `counters` (`snapshot()` joins them).
     var stats = MockFCMStats()
+    let counters = ConnectionCounters()
     var accepted: [MockFCMAcceptedMessage] = []
     private var statusCounts: [Int: Int] = [:]
     private var issued: [String: IssuedToken] = [:]
     private var logFile: UnsafeMutablePointer<FILE>?
-    private var connections: [Int: FCMConnection] = [:]
+    private var connections: [Int: MockServerConnection] = [:]
     private var nextConnectionID = 0
     private var random: SeededRandom = {
         var system = SystemRandomNumberGenerator()
@@ -86,9 +88,10 @@ final class FCMCore: ListeningCore {
         for account in accounts { byEmail[account.clientEmail] = account }
         self.accounts = byEmail
         faults = FCMFaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
-        sslContext = try Self.makeContext(configuration)
+        let context = try Self.makeContext(configuration)
+        sslContext = context
         do { h2 = try H2ServerCallbacks() } catch {
-            SSL_CTX_free(sslContext)
+            SSL_CTX_free(context)
             throw error
         }
         readBuffer = .allocate(capacity: 65_536)
@@ -99,7 +102,7 @@ final class FCMCore: ListeningCore {
     }
 
     deinit {
-        SSL_CTX_free(sslContext)
+        if let sslContext { SSL_CTX_free(sslContext) }
         readBuffer.deallocate()
         if let logFile { fclose(logFile) }
     }
@@ -116,19 +119,24 @@ final class FCMCore: ListeningCore {
     func accepted(fd: Int32, listener: Int) {
         nextConnectionID += 1
         do {
-            let connection = try FCMConnection(id: nextConnectionID, fd: fd, core: self)
+            let settings = MockConnectionSettings(servesHTTP1: true, http1BodyLimit: FCMMessageRules.bodyLimit, sendsContentLength: true)
+            let connection = try MockServerConnection(id: nextConnectionID, fd: fd, host: self, settings: settings) {
+                FCMConnection(connection: $0, core: self)
+            }
             connections[connection.id] = connection
-            stats.connectionsAccepted += 1
-            stats.connectionsOpen += 1
+            counters.connectionsAccepted += 1
+            counters.connectionsOpen += 1
             try connection.start()
         } catch {
             if let connection = connections[nextConnectionID] { connection.close() } else { Glibc.close(fd) }
         }
     }
 
-    func connectionClosed(_ connection: FCMConnection) {
-        if connections.removeValue(forKey: connection.id) != nil { stats.connectionsOpen -= 1 }
+    func connectionClosed(_ connection: MockServerConnection) {
+        if connections.removeValue(forKey: connection.id) != nil { counters.connectionsOpen -= 1 }
     }
+
+    var connectionFaults: ConnectionFaults { faults.script.connectionFaults }
 
     func closeAll() {
         for connection in Array(connections.values) { connection.close() }
@@ -276,10 +284,8 @@ final class FCMCore: ListeningCore {
             stats.quotaRejections += 1
             return (.answer(reject(error)), delay)
         case .silence:
-            stats.silencedRequests += 1
             return (.silence, delay)
         case .drop:
-            stats.connectionsDropped += 1
             return (.drop, delay)
         case .goaway:
             return (.goaway, delay)
@@ -320,6 +326,15 @@ final class FCMCore: ListeningCore {
 
     func snapshot() -> MockFCMStats {
         var copy = stats
+        copy.requests = counters.requests
+        copy.connectionsAccepted = counters.connectionsAccepted
+        copy.connectionsOpen = counters.connectionsOpen
+        copy.http2Connections = counters.http2Connections
+        copy.http1Connections = counters.http1Connections
+        copy.connectionsDropped = counters.connectionsDropped
+        copy.goawaysSent = counters.goawaysSent
+        copy.silencedRequests = counters.silencedRequests
+        copy.handshakeFailures = counters.handshakeFailures
         for (status, count) in statusCounts { copy.byStatus[String(status)] = count }
         return copy
     }
@@ -359,9 +374,8 @@ final class FCMCore: ListeningCore {
     func revokeAccessTokens() { issued.removeAll() }
 
     func resetCounters() {
-        let open = stats.connectionsOpen
         stats = MockFCMStats()
-        stats.connectionsOpen = open
+        counters.reset()
         statusCounts.removeAll()
         accepted.removeAll()
         faults.replace(faults.script, defaultSeed: configuration.seed)
