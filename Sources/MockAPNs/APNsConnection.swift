@@ -94,17 +94,12 @@ final class APNsConnection: MockConnectionHandler {
         connection.after(milliseconds: delay) { [unowned self] in self.apply(verdict, to: request, accept: accept) }
     }
 
-    private func apply(_ verdict: FaultVerdict, to request: IncomingRequest, accept: () -> Void) {
+    private func apply(_ verdict: FaultVerdict<ScriptedRejection>, to request: IncomingRequest, accept: () -> Void) {
         guard connection.isPending(request) else { return }
         switch verdict {
-        case .accept:
-            accept()
-        case .reject(let status, let reason, let timestamp):
-            reject(request, Rejection(status: status, reason: reason), timestamp: timestamp)
-        case .refuseStream: connection.apply(.refuseStream, to: request)
-        case .silence: connection.apply(.silence, to: request)
-        case .drop: connection.apply(.drop, to: request)
-        case .goaway(let reason): connection.apply(.goaway(reason: reason), to: request)
+        case .accept: accept()
+        case .answer(let answer): reject(request, Rejection(status: answer.status, reason: answer.reason), timestamp: answer.timestamp)
+        case .connection(let fault): connection.apply(fault, to: request)
         }
     }
 

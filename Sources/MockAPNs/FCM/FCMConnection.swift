@@ -32,9 +32,7 @@ final class FCMConnection: MockConnectionHandler {
         switch outcome {
         case .answer(let answer):
             connection.respond(request, status: answer.status, headers: answer.headers, body: answer.body, thenGoaway: goawayAfter)
-        case .silence: connection.apply(.silence, to: request)
-        case .drop: connection.apply(.drop, to: request)
-        case .goaway: connection.apply(.goaway(reason: nil), to: request)
+        case .fault(let fault): connection.apply(fault, to: request)
         }
     }
 }

@@ -36,12 +36,11 @@ struct FCMAnswer {
     }
 }
 
-/// What a connection does with a request, after `delayMilliseconds`.
+/// What a connection does with a request, after its latency.
 enum FCMOutcome {
     case answer(FCMAnswer)
-    case silence
-    case drop
-    case goaway
+    /// A fault on the connection instead of an answer.
+    case fault(MockServerConnection.Fault)
 }
 
 /// The FCM simulator's state on its loop: TLS context, accounts, issued access tokens, faults, counters, the
@@ -278,17 +277,11 @@ final class FCMCore: ListeningCore, MockConnectionHost {
         switch verdict {
         case .accept:
             return (.answer(accept(parsed, project: project, connection: connection, transport: transport)), delay)
-        case .reject(let error):
-            return (.answer(reject(error)), delay)
-        case .overQuota(let error):
-            stats.quotaRejections += 1
-            return (.answer(reject(error)), delay)
-        case .silence:
-            return (.silence, delay)
-        case .drop:
-            return (.drop, delay)
-        case .goaway:
-            return (.goaway, delay)
+        case .answer(let rejection):
+            if rejection.overQuota { stats.quotaRejections += 1 }
+            return (.answer(reject(rejection.error)), delay)
+        case .connection(let fault):
+            return (.fault(fault), delay)
         }
     }
 
