@@ -162,9 +162,7 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
 
     /// Parses the JSON config format; errors name the offending field.
     public static func parse(_ data: Data) throws -> MockFaultScript {
-        let script = try ConfigDecoding.decode(MockFaultScript.self, from: data)
-        try script.check()
-        return script
+        try ConfigDecoding.script(MockFaultScript.self, from: data)
     }
 
     public static func load(file: String) throws -> MockFaultScript {

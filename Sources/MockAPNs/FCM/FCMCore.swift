@@ -43,17 +43,13 @@ enum FCMOutcome {
     case fault(MockServerConnection.Fault)
 }
 
-/// The FCM simulator's state on its loop: TLS context, accounts, issued access tokens, faults, counters, the
-/// accepted log and the connections; and the endpoints (`/token`, `messages:send`, `/fcm/send`, `/_mock/...`).
+/// The FCM simulator's provider state on the loop: accounts, issued access tokens, faults, counters and the
+/// accepted log; and the endpoints (`/token`, `messages:send`, `/fcm/send`, `/_mock/...`). The shared
+/// `MockServerCore` runs its connections, each with an `FCMConnection`.
 ///
-/// Owns the `SSL_CTX*`, the nghttp2 callbacks (through `h2`), the read buffer and the log `FILE*`, freed in `deinit`.
-/// Confined to the loop thread; `MockFCMServer` reaches it only through a `LoopBound`, inside `loop.submit`.
-final class FCMCore: ListeningCore, MockConnectionHost {
-    let loop: EventLoop
+/// Confined to the loop thread; `MockFCMServer` reaches it only through its `SimulatorHandle`, inside `loop.submit`.
+final class FCMCore: MockProvider {
     let configuration: MockFCMConfiguration
-    let sslContext: OpaquePointer?
-    let h2: H2ServerCallbacks
-    let readBuffer: UnsafeMutableBufferPointer<UInt8>
     let faults: FCMFaultEngine
     /// Accounts by client email.
     let accounts: [String: MockServiceAccount]
@@ -61,17 +57,12 @@ final class FCMCore: ListeningCore, MockConnectionHost {
     var tokenURI = ""
     /// The FCM counters; the connection ones are in `counters` (`snapshot()` joins them).
     var stats = MockFCMStats()
-    let counters = ConnectionCounters()
+    let counters: ConnectionCounters
     var accepted: [MockFCMAcceptedMessage] = []
-    private var statusCounts: [Int: Int] = [:]
+    private var statusCounts = StatusCounts()
     private var issued: [String: IssuedToken] = [:]
-    private var logFile: UnsafeMutablePointer<FILE>?
-    private var connections: [Int: MockServerConnection] = [:]
-    private var nextConnectionID = 0
-    private var random: SeededRandom = {
-        var system = SystemRandomNumberGenerator()
-        return SeededRandom(seed: system.next())
-    }()
+    private let logFile: JSONLinesLog?
+    private var random = SeededRandom.fromSystem()
 
     /// An access token this server handed out.
     struct IssuedToken {
@@ -80,33 +71,18 @@ final class FCMCore: ListeningCore, MockConnectionHost {
         let expiresAt: Int64
     }
 
-    init(loop: EventLoop, configuration: MockFCMConfiguration, accounts: [MockServiceAccount]) throws {
-        self.loop = loop
+    init(configuration: MockFCMConfiguration, accounts: [MockServiceAccount], counters: ConnectionCounters) throws {
         self.configuration = configuration
+        self.counters = counters
         var byEmail: [String: MockServiceAccount] = [:]
         for account in accounts { byEmail[account.clientEmail] = account }
         self.accounts = byEmail
         faults = FCMFaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
-        let context = try Self.makeContext(configuration)
-        sslContext = context
-        do { h2 = try H2ServerCallbacks() } catch {
-            SSL_CTX_free(context)
-            throw error
-        }
-        readBuffer = .allocate(capacity: 65_536)
-        if let path = configuration.logFile {
-            guard let file = fopen(path, "a") else { throw MockAPNsError.file("cannot open log file \(path)") }
-            logFile = file
-        }
+        logFile = try configuration.logFile.map { try JSONLinesLog(path: $0) }
     }
 
-    deinit {
-        if let sslContext { SSL_CTX_free(sslContext) }
-        readBuffer.deallocate()
-        if let logFile { fclose(logFile) }
-    }
-
-    private static func makeContext(_ configuration: MockFCMConfiguration) throws -> OpaquePointer {
+    /// FCM is TLS only; ALPN picks h2, else http/1.1.
+    func makeTLSContext() throws -> OpaquePointer? {
         guard let tls = configuration.tls else { throw MockAPNsError.configuration("FCM is TLS only: give a certificate and key (or generate them)") }
         let context = try ServerLoop.makeTLSContext(tls)
         SSL_CTX_set_alpn_select_cb(context, selectH2OrHTTP1, nil)
@@ -115,32 +91,18 @@ final class FCMCore: ListeningCore, MockConnectionHost {
 
     // MARK: connections
 
-    func accepted(fd: Int32, listener: Int) {
-        nextConnectionID += 1
-        do {
-            let settings = MockConnectionSettings(servesHTTP1: true, http1BodyLimit: FCMMessageRules.bodyLimit, sendsContentLength: true)
-            let connection = try MockServerConnection(id: nextConnectionID, fd: fd, host: self, settings: settings) {
-                FCMConnection(connection: $0, core: self)
-            }
-            connections[connection.id] = connection
-            counters.connectionsAccepted += 1
-            counters.connectionsOpen += 1
-            try connection.start()
-        } catch {
-            if let connection = connections[nextConnectionID] { connection.close() } else { Glibc.close(fd) }
-        }
-    }
-
-    func connectionClosed(_ connection: MockServerConnection) {
-        if connections.removeValue(forKey: connection.id) != nil { counters.connectionsOpen -= 1 }
+    /// HTTP/2 and HTTP/1.1, as Google's front end; HTTP/2 answers carry content-length.
+    var connectionSettings: MockConnectionSettings {
+        MockConnectionSettings(servesHTTP1: true, http1BodyLimit: FCMMessageRules.bodyLimit, sendsContentLength: true)
     }
 
     var connectionFaults: ConnectionFaults { faults.script.connectionFaults }
 
-    func closeAll() {
-        for connection in Array(connections.values) { connection.close() }
-        if let logFile { fflush(logFile) }
+    func makeHandler(for connection: MockServerConnection, listener: Int) -> any MockConnectionHandler {
+        FCMConnection(connection: connection, core: self)
     }
+
+    func stopping() { logFile?.flush() }
 
     // MARK: endpoints
 
@@ -286,7 +248,7 @@ final class FCMCore: ListeningCore, MockConnectionHost {
     }
 
     private func reject(_ error: FCMError) -> FCMAnswer {
-        statusCounts[error.status, default: 0] += 1
+        statusCounts.count(error.status)
         stats.byErrorCode[error.errorCode ?? error.rpcStatus, default: 0] += 1
         var extra: [(String, String)] = []
         if let seconds = error.retryAfterSeconds { extra.append(("retry-after", String(seconds))) }
@@ -294,7 +256,7 @@ final class FCMCore: ListeningCore, MockConnectionHost {
     }
 
     private func accept(_ send: FCMSend, project: String, connection: Int, transport: String) -> FCMAnswer {
-        statusCounts[200, default: 0] += 1
+        statusCounts.count(200)
         stats.accepted += 1
         // A dry run answers a fixed fake id, as FCM does.
         let id = send.validateOnly ? "fake_message_id" : "0:\(wallClockMillis() * 1000 + Int64(random.next() % 1000))%\(randomHex(8))"
@@ -305,11 +267,7 @@ final class FCMCore: ListeningCore, MockConnectionHost {
                                                message: String(decoding: send.message, as: UTF8.self), validateOnly: send.validateOnly,
                                                transport: transport, connection: connection, timeMillis: wallClockMillis())
             if configuration.recordAccepted { accepted.append(entry) }
-            if let logFile, let line = try? JSONEncoder().encode(entry) {
-                line.withUnsafeBytes { _ = fwrite($0.baseAddress, 1, $0.count, logFile) }
-                fputc(0x0a, logFile)
-                fflush(logFile)
-            }
+            logFile?.append(entry)
         }
         var body = Array(#"{"name":"#.utf8)
         appendJSONString(name, to: &body)
@@ -319,16 +277,10 @@ final class FCMCore: ListeningCore, MockConnectionHost {
 
     func snapshot() -> MockFCMStats {
         var copy = stats
-        copy.requests = counters.requests
-        copy.connectionsAccepted = counters.connectionsAccepted
-        copy.connectionsOpen = counters.connectionsOpen
+        counters.report(into: &copy)
         copy.http2Connections = counters.http2Connections
         copy.http1Connections = counters.http1Connections
-        copy.connectionsDropped = counters.connectionsDropped
-        copy.goawaysSent = counters.goawaysSent
-        copy.silencedRequests = counters.silencedRequests
-        copy.handshakeFailures = counters.handshakeFailures
-        for (status, count) in statusCounts { copy.byStatus[String(status)] = count }
+        copy.byStatus = statusCounts.byStatus
         return copy
     }
 
@@ -369,7 +321,7 @@ final class FCMCore: ListeningCore, MockConnectionHost {
     func resetCounters() {
         stats = MockFCMStats()
         counters.reset()
-        statusCounts.removeAll()
+        statusCounts = StatusCounts()
         accepted.removeAll()
         faults.replace(faults.script, defaultSeed: configuration.seed)
     }

@@ -152,9 +152,7 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
 
     /// Parses the JSON config format; errors name the offending field.
     public static func parse(_ data: Data) throws -> MockFCMFaultScript {
-        let script = try ConfigDecoding.decode(MockFCMFaultScript.self, from: data)
-        try script.check()
-        return script
+        try ConfigDecoding.script(MockFCMFaultScript.self, from: data)
     }
 
     public static func load(file: String) throws -> MockFCMFaultScript {

@@ -98,6 +98,30 @@ final class ConnectionCounters {
     }
 }
 
+/// The connection counters every provider's stats report (each adds the ones it documents besides).
+protocol ReportsConnectionCounters {
+    var requests: Int { get set }
+    var connectionsAccepted: Int { get set }
+    var connectionsOpen: Int { get set }
+    var connectionsDropped: Int { get set }
+    var goawaysSent: Int { get set }
+    var silencedRequests: Int { get set }
+    var handshakeFailures: Int { get set }
+}
+
+extension ConnectionCounters {
+    /// Copies the counters every provider reports into its stats.
+    func report<Stats: ReportsConnectionCounters>(into stats: inout Stats) {
+        stats.requests = requests
+        stats.connectionsAccepted = connectionsAccepted
+        stats.connectionsOpen = connectionsOpen
+        stats.connectionsDropped = connectionsDropped
+        stats.goawaysSent = goawaysSent
+        stats.silencedRequests = silencedRequests
+        stats.handshakeFailures = handshakeFailures
+    }
+}
+
 /// What a simulator's core gives its connections.
 protocol MockConnectionHost: AnyObject {
     var loop: EventLoop { get }

@@ -15,6 +15,12 @@ struct SeededRandom {
     mutating func between(_ low: Int, _ high: Int) -> Int {
         high <= low ? low : low + Int(next() % UInt64(high - low + 1))
     }
+
+    /// Seeded once from the system generator: for generated ids (getrandom per request showed in profiles).
+    static func fromSystem() -> SeededRandom {
+        var system = SystemRandomNumberGenerator()
+        return SeededRandom(seed: system.next())
+    }
 }
 
 /// What a fault script does with a request that passed the provider's own checks.
@@ -55,7 +61,7 @@ protocol ScriptedRule {
 }
 
 /// A provider's fault script, as `ScriptedFaults` and `MockServerConnection` read it.
-protocol FaultScript: Sendable {
+protocol FaultScript: Decodable, Sendable {
     associatedtype Rule: ScriptedRule
     /// Seed for every random choice; nil: the server's.
     var seed: UInt64? { get }
@@ -65,6 +71,8 @@ protocol FaultScript: Sendable {
     var rules: [Rule] { get }
     /// What connections count (GOAWAY, drop, silence after N requests; idle timeout).
     var connectionFaults: ConnectionFaults { get }
+    /// Throws, naming the field, what a decoded script may not say (a rate above 1, a fate without its field, ...).
+    func check() throws
 }
 
 /// A fixed counting window: `count` requests since `start` (monotonic nanoseconds).
