@@ -1,5 +1,4 @@
 import Basics
-import CNghttp2
 import COpenSSL
 import Foundation
 import Glibc
