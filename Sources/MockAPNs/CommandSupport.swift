@@ -1,9 +1,39 @@
+import Basics
 import Dispatch
 import Foundation
 import Glibc
 
-/// What the simulator commands (`mock-apns`, `mock-fcm`) share: signal handling and scratch directories.
+/// What the simulator commands (`mock-apns`, `mock-fcm`) share: the command line's edges, TLS files, the ready
+/// line, signal handling and scratch directories.
 enum CommandSupport {
+    /// Runs `command` on the words after its name (a leading `name` is skipped too).
+    static func main(_ command: Command, name: String, arguments: [String]) -> Int32 {
+        var words = arguments
+        if words.first == name { words.removeFirst() }
+        return command.main(words)
+    }
+
+    /// Says what went wrong on stderr (`herald <command>: <text>`) and returns the exit code.
+    static func fail(_ command: String, _ text: String, code: Int32) -> Int32 {
+        FileHandle.standardError.write(Data("herald \(command): \(text)\n".utf8))
+        return code
+    }
+
+    /// The server's TLS files: `certificate` and `key` when given, else a CA and a server certificate generated in
+    /// `directory` (default: a new temporary one named after `prefix`), with the CA file clients should trust.
+    static func tlsFiles(certificate: String?, key: String?, generateIn directory: String?, prefix: String) throws -> (MockTLSFiles, caFile: String?) {
+        if let certificate, let key { return (MockTLSFiles(certificateFile: certificate, privateKeyFile: key), nil) }
+        let files = try MockTLSFiles.generate(in: try directory ?? temporaryDirectory(prefix: prefix))
+        return (files, files.caFile)
+    }
+
+    /// Blocks until SIGTERM or SIGINT; on each SIGHUP, `reload(configFile)` when there is a config file.
+    static func waitForTermination(reloading configFile: String?, _ reload: @escaping @Sendable (String) -> Void) {
+        waitForTermination {
+            if let configFile { reload(configFile) }
+        }
+    }
+
     /// Blocks until SIGTERM or SIGINT; runs `onHangup` on each SIGHUP (a config reload).
     static func waitForTermination(onHangup: @escaping @Sendable () -> Void) {
         let done = DispatchSemaphore(value: 0)

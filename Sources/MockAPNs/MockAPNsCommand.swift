@@ -13,15 +13,10 @@ public enum MockAPNsCommand {
     /// Runs the command. `arguments` are the words after `mock-apns` (a leading "mock-apns" is skipped too).
     /// Returns 0 after a clean stop, 64 on usage errors, 78 on a bad config file, 69 when it cannot start.
     public static func main(arguments: [String]) -> Int32 {
-        var words = arguments
-        if words.first == "mock-apns" { words.removeFirst() }
-        return command.main(words)
+        CommandSupport.main(command, name: "mock-apns", arguments: arguments)
     }
 
-    private static func fail(_ text: String, code: Int32) -> Int32 {
-        FileHandle.standardError.write(Data("herald mock-apns: \(text)\n".utf8))
-        return code
-    }
+    private static func fail(_ text: String, code: Int32) -> Int32 { CommandSupport.fail("mock-apns", text, code: code) }
 
     /// Starts the server from `options`, prints the ready line, then blocks in `waitForStop` and stops the server.
     /// Tests pass their own `waitForStop`; the command waits for signals.
@@ -55,14 +50,10 @@ public enum MockAPNsCommand {
         var caFile: String?
         if !options.cleartext {
             do {
-                if let cert = options.certFile, let key = options.keyFile {
-                    configuration.tls = MockTLSFiles(certificateFile: cert, privateKeyFile: key)
-                } else {
-                    let directory = try options.generateTLS ?? temporaryDirectory()
-                    let files = try MockTLSFiles.generate(in: directory)
-                    configuration.tls = files
-                    caFile = files.caFile
-                }
+                let (files, generatedCA) = try CommandSupport.tlsFiles(certificate: options.certFile, key: options.keyFile,
+                                                                       generateIn: options.generateTLS, prefix: "herald-mock-apns")
+                configuration.tls = files
+                caFile = generatedCA
             } catch { return fail("TLS: \(error)", code: 69) }
         }
 
@@ -103,9 +94,7 @@ public enum MockAPNsCommand {
 
     /// Blocks until SIGTERM or SIGINT; reloads `configFile` on SIGHUP (keeping the old config if the new one is bad).
     private static func waitForSignals(_ server: MockAPNsServer, _ configFile: String?) {
-        CommandSupport.waitForTermination {
-            if let configFile { _ = reload(server, from: configFile) }
-        }
+        CommandSupport.waitForTermination(reloading: configFile) { _ = reload(server, from: $0) }
     }
 
     /// SIGHUP: load the config file again; a bad file leaves the config in force (and says why).

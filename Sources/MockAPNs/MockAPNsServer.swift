@@ -13,19 +13,17 @@ public final class MockAPNsServer: Sendable {
     /// The channel-management port when `managementPort` was set (Apple's separate `api-manage-broadcast` host).
     public let managementPort: Int?
     public let configuration: MockAPNsConfiguration
-    private let loop: EventLoop
-    private let state: LoopBound<(core: ServerCore, listeners: [ServerListener])>
-    private let isStopped = LockedValue(false)
+    private let simulator: SimulatorHandle<ServerCore>
 
     /// Binds, starts the loop thread and begins accepting connections.
     public init(configuration: MockAPNsConfiguration) throws {
         self.configuration = configuration
-        let ports: [Int]
         // With a management port, each port answers only its own API, as Apple's hosts do (ServerCore maps the listener).
-        (loop, state, ports) = try ServerLoop.start(name: "mock-apns", host: configuration.host,
-                                                    ports: [configuration.port] + (configuration.managementPort.map { [$0] } ?? [])) { loop in
-            try ServerCore(loop: loop, configuration: configuration)
+        simulator = try SimulatorHandle(name: "mock-apns", host: configuration.host,
+                                        ports: [configuration.port] + (configuration.managementPort.map { [$0] } ?? [])) { counters in
+            try ServerCore(configuration: configuration, counters: counters)
         }
+        let ports = simulator.ports
         port = ports[0]
         managementPort = ports.count > 1 ? ports[1] : nil
     }
@@ -34,48 +32,48 @@ public final class MockAPNsServer: Sendable {
 
     /// A snapshot of the counters.
     public func stats() -> MockAPNsStats {
-        (try? loop.submit { [state] in state.value.core.snapshot() }) ?? MockAPNsStats()
+        simulator.read(MockAPNsStats()) { $0.snapshot() }
     }
 
     /// Accepted notifications so far (only when `recordAccepted` is on).
     public func acceptedNotifications() -> [MockAcceptedNotification] {
-        (try? loop.submit { [state] in state.value.core.accepted }) ?? []
+        simulator.read([]) { $0.accepted }
     }
 
     /// Broadcasts accepted so far, oldest first (only when `recordAccepted` is on).
     public func broadcastsReceived() -> [MockBroadcast] {
-        (try? loop.submit { [state] in state.value.core.broadcasts }) ?? []
+        simulator.read([]) { $0.broadcasts }
     }
 
     /// Every broadcast channel the simulator holds, in creation order, with its broadcast count.
     public func channels() -> [MockChannel] {
-        (try? loop.submit { [state] in state.value.core.channels.all }) ?? []
+        simulator.read([]) { $0.channels.all }
     }
 
     /// APNs requests as received (only when `recordRequests` is on).
     public func recordedRequests() -> [MockRecordedRequest] {
-        (try? loop.submit { [state] in state.value.core.requests }) ?? []
+        simulator.read([]) { $0.requests }
     }
 
     /// The fault script in force.
     public func faults() -> MockFaultScript {
-        (try? loop.submit { [state] in state.value.core.faults.script }) ?? MockFaultScript()
+        simulator.read(MockFaultScript()) { $0.faults.script }
     }
 
     /// Replaces device state and faults (per-token counters start afresh). Takes effect for the next request.
     public func replaceFaults(_ script: MockFaultScript) throws {
         try script.check()
-        try loop.submit { [state, configuration] in state.value.core.faults.replace(script, defaultSeed: configuration.seed) }
+        try simulator.run { [configuration] in $0.faults.replace(script, defaultSeed: configuration.seed) }
     }
 
     /// Zeroes the counters, the accepted log and the fault counters (open connections stay).
     public func resetStats() {
-        try? loop.submit { [state] in state.value.core.resetCounters() }
+        try? simulator.run { $0.resetCounters() }
     }
 
     /// Closes every connection and the listeners, and ends the loop thread. Idempotent.
     public func stop() {
-        ServerLoop.stop(loop: loop, state: state, isStopped: isStopped)
+        simulator.stop()
     }
 }
 

@@ -1,5 +1,5 @@
 /// Counters of one simulator, as `stats()` and `GET /_mock/stats` report them (control paths are not counted).
-public struct MockAPNsStats: Sendable, Codable, Equatable {
+public struct MockAPNsStats: Sendable, Codable, Equatable, ReportsConnectionCounters {
     /// Complete APNs requests received (answered, refused, silenced or dropped).
     public var requests = 0
     /// Requests answered 200.

@@ -154,11 +154,15 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
         rules = try c.decodeIfPresent([MockFaultRule].self, forKey: .rules) ?? []
     }
 
+    /// The rules `MockServerConnection` counts per connection.
+    var connectionFaults: ConnectionFaults {
+        ConnectionFaults(goawayAfterRequests: goawayAfterRequests, dropAfterRequests: dropAfterRequests,
+                         silenceAfterRequests: silenceAfterRequests, idleTimeoutSeconds: idleTimeoutSeconds)
+    }
+
     /// Parses the JSON config format; errors name the offending field.
     public static func parse(_ data: Data) throws -> MockFaultScript {
-        let script = try ConfigDecoding.decode(MockFaultScript.self, from: data)
-        try script.check()
-        return script
+        try ConfigDecoding.script(MockFaultScript.self, from: data)
     }
 
     public static func load(file: String) throws -> MockFaultScript {

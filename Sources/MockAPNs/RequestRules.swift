@@ -1,7 +1,6 @@
-/// One request as the simulator collects it from HEADERS and DATA frames.
+/// One APNs request as the simulator collects it from HEADERS and DATA frames.
 /// Lives on the loop thread inside its connection.
-final class IncomingRequest {
-    let streamID: Int32
+final class IncomingRequest: MockRequest {
     var method: String?
     var path: String?
     var authorization: String?
@@ -21,16 +20,18 @@ final class IncomingRequest {
     var duplicateHeader = false
     var body: [UInt8] = []
     var bodyTruncated = false
-    var answered = false
     /// `/_mock/...`: a control request, not an APNs one.
     var isControl = false
-
-    init(streamID: Int32) { self.streamID = streamID }
 
     /// Largest body kept: anything above APNs' largest limit is PayloadTooLarge either way.
     static let bodyLimit = 8192
 
-    func append(body chunk: UnsafeBufferPointer<UInt8>) {
+    override func append(body chunk: UnsafeBufferPointer<UInt8>) {
+        if isControl {
+            // A fault script sent to `/_mock/config` may be long.
+            if body.count + chunk.count <= 4 << 20 { body.append(contentsOf: chunk) }
+            return
+        }
         if body.count + chunk.count > Self.bodyLimit {
             bodyTruncated = true
             return
@@ -38,7 +39,7 @@ final class IncomingRequest {
         body.append(contentsOf: chunk)
     }
 
-    func setHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+    override func setHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         if headerLog != nil, name.first != UInt8(ascii: ":") {
             headerLog?.append([String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)])
         }

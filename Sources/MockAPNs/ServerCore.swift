@@ -1,59 +1,43 @@
-import CNghttp2
 import COpenSSL
 import Foundation
-import Glibc
 import Reactor
 
-/// The simulator's state on its loop: TLS context, keys, faults, counters, the accepted log and the connections.
+/// The APNs simulator's provider state on the loop: keys, faults, channels, counters and the accepted log;
+/// the shared `MockServerCore` runs its connections, each with an `APNsConnection`.
 ///
-/// Owns the `SSL_CTX*`, the nghttp2 callbacks (through `h2`), the read buffer and the log `FILE*`, freed in `deinit`.
-/// Confined to the loop thread; `MockAPNsServer` reaches it only through a `LoopBound`, inside `loop.submit`.
-final class ServerCore: ListeningCore {
-    let loop: EventLoop
+/// Confined to the loop thread; `MockAPNsServer` reaches it only through its `SimulatorHandle`, inside `loop.submit`.
+final class ServerCore: MockProvider {
     let configuration: MockAPNsConfiguration
-    let sslContext: OpaquePointer?
-    let h2: H2ServerCallbacks
     let verifier: ProviderTokenVerifier
     let faults: FaultEngine
-    let readBuffer: UnsafeMutableBufferPointer<UInt8>
+    /// The APNs counters; the connection ones are in `counters` (`snapshot()` joins them).
     var stats = MockAPNsStats()
+    let counters: ConnectionCounters
     var accepted: [MockAcceptedNotification] = []
     let channels: ChannelRegistry
     /// The broadcast observation log (kept with `recordAccepted`).
     var broadcasts: [MockBroadcast] = []
     /// Requests as received (kept with `recordRequests`).
     var requests: [MockRecordedRequest] = []
-    private var logFile: UnsafeMutablePointer<FILE>?
-    private var connections: [Int: ServerConnection] = [:]
-    private var nextConnectionID = 0
-    /// apns-id generation: seeded once from the system generator (getrandom per request showed in profiles).
-    var random: SeededRandom = {
-        var system = SystemRandomNumberGenerator()
-        return SeededRandom(seed: system.next())
-    }()
-    private var statusCounts: [Int: Int] = [:]
+    private let logFile: JSONLinesLog?
+    /// apns-id and channel-id generation.
+    var random = SeededRandom.fromSystem()
+    private var statusCounts = StatusCounts()
 
-    init(loop: EventLoop, configuration: MockAPNsConfiguration) throws {
-        self.loop = loop
+    init(configuration: MockAPNsConfiguration, counters: ConnectionCounters) throws {
         self.configuration = configuration
+        self.counters = counters
         var keyMap: [String: MockProviderKey] = [:]
         for key in configuration.keys { keyMap[key.keyID] = key }
         verifier = ProviderTokenVerifier(keys: keyMap)
         faults = FaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
         channels = ChannelRegistry(limit: configuration.maxChannels)
-        sslContext = configuration.cleartext ? nil : try Self.makeContext(configuration)
-        h2 = try H2ServerCallbacks()
-        readBuffer = .allocate(capacity: 65_536)
-        if let path = configuration.logFile {
-            guard let file = fopen(path, "a") else { throw MockAPNsError.file("cannot open log file \(path)") }
-            logFile = file
-        }
+        logFile = try configuration.logFile.map { try JSONLinesLog(path: $0) }
     }
 
-    deinit {
-        if let sslContext { SSL_CTX_free(sslContext) }
-        readBuffer.deallocate()
-        if let logFile { fclose(logFile) }
+    /// h2 only (APNs speaks nothing else), with the client CA when certificate auth is on; nil for `cleartext`.
+    func makeTLSContext() throws -> OpaquePointer? {
+        configuration.cleartext ? nil : try Self.makeContext(configuration)
     }
 
     private static func makeContext(_ configuration: MockAPNsConfiguration) throws -> OpaquePointer {
@@ -74,33 +58,17 @@ final class ServerCore: ListeningCore {
 
     // MARK: connections
 
+    /// HTTP/2 only; the idle timeout is APNs'.
+    var connectionSettings: MockConnectionSettings { MockConnectionSettings(watchesIdle: true) }
+
+    var connectionFaults: ConnectionFaults { faults.script.connectionFaults }
+
     /// A connection on the server's port (listener 0) or its management port (listener 1).
-    func accepted(fd: Int32, listener: Int) {
-        accepted(fd: fd, role: configuration.managementPort == nil ? .both : listener == 0 ? .push : .management)
+    func makeHandler(for connection: MockServerConnection, listener: Int) -> any MockConnectionHandler {
+        APNsConnection(connection: connection, core: self, role: configuration.managementPort == nil ? .both : listener == 0 ? .push : .management)
     }
 
-    func accepted(fd: Int32, role: ListenerRole = .both) {
-        nextConnectionID += 1
-        do {
-            let connection = try ServerConnection(id: nextConnectionID, fd: fd, core: self, role: role)
-            connections[connection.id] = connection
-            stats.connectionsAccepted += 1
-            stats.connectionsOpen += 1
-            try connection.start()
-            connection.flush()
-        } catch {
-            if let connection = connections[nextConnectionID] { connection.close() } else { Glibc.close(fd) }
-        }
-    }
-
-    func connectionClosed(_ connection: ServerConnection) {
-        if connections.removeValue(forKey: connection.id) != nil { stats.connectionsOpen -= 1 }
-    }
-
-    func closeAll() {
-        for connection in Array(connections.values) { connection.close() }
-        if let logFile { fflush(logFile) }
-    }
+    func stopping() { logFile?.flush() }
 
     /// Topics a verified client certificate may push to (configured, else subject UID, else CN after ": ").
     func certificateTopics(for ssl: OpaquePointer) -> [String]? {
@@ -153,14 +121,18 @@ final class ServerCore: ListeningCore {
 
     /// Counts one answer; statuses are kept by number on the hot path and turned into strings in `snapshot()`.
     func answered(status: Int, reason: String?) {
-        statusCounts[status, default: 0] += 1
+        statusCounts.count(status)
         if status == 200 { stats.accepted += 1 }
         if let reason { stats.byReason[reason, default: 0] += 1 }
     }
 
     func snapshot() -> MockAPNsStats {
         var copy = stats
-        for (status, count) in statusCounts { copy.byStatus[String(status)] = count }
+        counters.report(into: &copy)
+        copy.refusedStreams = counters.refusedStreams
+        copy.streamsInUse = counters.streamsInUse
+        copy.maxConcurrentStreamsInUse = counters.maxConcurrentStreamsInUse
+        copy.byStatus = statusCounts.byStatus
         return copy
     }
 
@@ -172,11 +144,7 @@ final class ServerCore: ListeningCore {
             payload: configuration.logPayloads ? request.payloadText : nil,
             connection: connection, stream: request.streamID, timeMillis: wallClockMillis())
         if configuration.recordAccepted { accepted.append(entry) }
-        if let logFile, let line = try? JSONEncoder().encode(entry) {
-            line.withUnsafeBytes { _ = fwrite($0.baseAddress, 1, $0.count, logFile) }
-            fputc(0x0a, logFile)
-            fflush(logFile)
-        }
+        logFile?.append(entry)
     }
 
     func recordBroadcast(_ request: IncomingRequest, channel: String, bundleID: String, requestID: String, connection: Int) {
@@ -235,12 +203,9 @@ final class ServerCore: ListeningCore {
     }
 
     func resetCounters() {
-        let open = stats.connectionsOpen
-        let inUse = stats.streamsInUse
         stats = MockAPNsStats()
-        statusCounts.removeAll()
-        stats.connectionsOpen = open
-        stats.streamsInUse = inUse
+        counters.reset()
+        statusCounts = StatusCounts()
         accepted.removeAll()
         broadcasts.removeAll()
         requests.removeAll()

@@ -1,25 +1,24 @@
 import Basics
-import CNghttp2
 import COpenSSL
 import Foundation
 import Glibc
 import Reactor
 
 /// One request as an FCM connection collects it (from HTTP/2 frames or an HTTP/1.1 message).
-final class FCMRequest {
-    let streamID: Int32
+final class FCMRequest: MockRequest {
     var method = ""
     var path = ""
     var authorization: String?
     var body: [UInt8] = []
     var bodyTooLarge = false
-    var answered = false
-    /// The answer body still being handed to nghttp2 (HTTP/2 only).
-    var pendingBody: [UInt8] = []
 
-    init(streamID: Int32) { self.streamID = streamID }
+    override func setHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        if RequestRules.equal(name, ":path") { path = String(decoding: value, as: UTF8.self) }
+        else if RequestRules.equal(name, ":method") { method = String(decoding: value, as: UTF8.self) }
+        else if RequestRules.equal(name, "authorization") { authorization = String(decoding: value, as: UTF8.self) }
+    }
 
-    func append(_ chunk: UnsafeBufferPointer<UInt8>) {
+    override func append(body chunk: UnsafeBufferPointer<UInt8>) {
         if body.count + chunk.count > FCMMessageRules.bodyLimit { bodyTooLarge = true; return }
         body.append(contentsOf: chunk)
     }
@@ -36,41 +35,33 @@ struct FCMAnswer {
     }
 }
 
-/// What a connection does with a request, after `delayMilliseconds`.
+/// What a connection does with a request, after its latency.
 enum FCMOutcome {
     case answer(FCMAnswer)
-    case silence
-    case drop
-    case goaway
+    /// A fault on the connection instead of an answer.
+    case fault(MockServerConnection.Fault)
 }
 
-/// The FCM simulator's state on its loop: TLS context, accounts, issued access tokens, faults, counters, the
-/// accepted log and the connections; and the endpoints (`/token`, `messages:send`, `/fcm/send`, `/_mock/...`).
+/// The FCM simulator's provider state on the loop: accounts, issued access tokens, faults, counters and the
+/// accepted log; and the endpoints (`/token`, `messages:send`, `/fcm/send`, `/_mock/...`). The shared
+/// `MockServerCore` runs its connections, each with an `FCMConnection`.
 ///
-/// Owns the `SSL_CTX*`, the nghttp2 callbacks (through `h2`), the read buffer and the log `FILE*`, freed in `deinit`.
-/// Confined to the loop thread; `MockFCMServer` reaches it only through a `LoopBound`, inside `loop.submit`.
-final class FCMCore: ListeningCore {
-    let loop: EventLoop
+/// Confined to the loop thread; `MockFCMServer` reaches it only through its `SimulatorHandle`, inside `loop.submit`.
+final class FCMCore: MockProvider {
     let configuration: MockFCMConfiguration
-    let sslContext: OpaquePointer
-    let h2: H2ServerCallbacks
-    let readBuffer: UnsafeMutableBufferPointer<UInt8>
     let faults: FCMFaultEngine
     /// Accounts by client email.
     let accounts: [String: MockServiceAccount]
     /// Set once the port is known: `https://<host>:<port>/token`.
     var tokenURI = ""
+    /// The FCM counters; the connection ones are in `counters` (`snapshot()` joins them).
     var stats = MockFCMStats()
+    let counters: ConnectionCounters
     var accepted: [MockFCMAcceptedMessage] = []
-    private var statusCounts: [Int: Int] = [:]
+    private var statusCounts = StatusCounts()
     private var issued: [String: IssuedToken] = [:]
-    private var logFile: UnsafeMutablePointer<FILE>?
-    private var connections: [Int: FCMConnection] = [:]
-    private var nextConnectionID = 0
-    private var random: SeededRandom = {
-        var system = SystemRandomNumberGenerator()
-        return SeededRandom(seed: system.next())
-    }()
+    private let logFile: JSONLinesLog?
+    private var random = SeededRandom.fromSystem()
 
     /// An access token this server handed out.
     struct IssuedToken {
@@ -79,32 +70,18 @@ final class FCMCore: ListeningCore {
         let expiresAt: Int64
     }
 
-    init(loop: EventLoop, configuration: MockFCMConfiguration, accounts: [MockServiceAccount]) throws {
-        self.loop = loop
+    init(configuration: MockFCMConfiguration, accounts: [MockServiceAccount], counters: ConnectionCounters) throws {
         self.configuration = configuration
+        self.counters = counters
         var byEmail: [String: MockServiceAccount] = [:]
         for account in accounts { byEmail[account.clientEmail] = account }
         self.accounts = byEmail
         faults = FCMFaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
-        sslContext = try Self.makeContext(configuration)
-        do { h2 = try H2ServerCallbacks() } catch {
-            SSL_CTX_free(sslContext)
-            throw error
-        }
-        readBuffer = .allocate(capacity: 65_536)
-        if let path = configuration.logFile {
-            guard let file = fopen(path, "a") else { throw MockAPNsError.file("cannot open log file \(path)") }
-            logFile = file
-        }
+        logFile = try configuration.logFile.map { try JSONLinesLog(path: $0) }
     }
 
-    deinit {
-        SSL_CTX_free(sslContext)
-        readBuffer.deallocate()
-        if let logFile { fclose(logFile) }
-    }
-
-    private static func makeContext(_ configuration: MockFCMConfiguration) throws -> OpaquePointer {
+    /// FCM is TLS only; ALPN picks h2, else http/1.1.
+    func makeTLSContext() throws -> OpaquePointer? {
         guard let tls = configuration.tls else { throw MockAPNsError.configuration("FCM is TLS only: give a certificate and key (or generate them)") }
         let context = try ServerLoop.makeTLSContext(tls)
         SSL_CTX_set_alpn_select_cb(context, selectH2OrHTTP1, nil)
@@ -113,27 +90,18 @@ final class FCMCore: ListeningCore {
 
     // MARK: connections
 
-    func accepted(fd: Int32, listener: Int) {
-        nextConnectionID += 1
-        do {
-            let connection = try FCMConnection(id: nextConnectionID, fd: fd, core: self)
-            connections[connection.id] = connection
-            stats.connectionsAccepted += 1
-            stats.connectionsOpen += 1
-            try connection.start()
-        } catch {
-            if let connection = connections[nextConnectionID] { connection.close() } else { Glibc.close(fd) }
-        }
+    /// HTTP/2 and HTTP/1.1, as Google's front end; HTTP/2 answers carry content-length.
+    var connectionSettings: MockConnectionSettings {
+        MockConnectionSettings(servesHTTP1: true, http1BodyLimit: FCMMessageRules.bodyLimit, sendsContentLength: true)
     }
 
-    func connectionClosed(_ connection: FCMConnection) {
-        if connections.removeValue(forKey: connection.id) != nil { stats.connectionsOpen -= 1 }
+    var connectionFaults: ConnectionFaults { faults.script.connectionFaults }
+
+    func makeHandler(for connection: MockServerConnection, listener: Int) -> any MockConnectionHandler {
+        FCMConnection(connection: connection, core: self)
     }
 
-    func closeAll() {
-        for connection in Array(connections.values) { connection.close() }
-        if let logFile { fflush(logFile) }
-    }
+    func stopping() { logFile?.flush() }
 
     // MARK: endpoints
 
@@ -270,24 +238,16 @@ final class FCMCore: ListeningCore {
         switch verdict {
         case .accept:
             return (.answer(accept(parsed, project: project, connection: connection, transport: transport)), delay)
-        case .reject(let error):
-            return (.answer(reject(error)), delay)
-        case .overQuota(let error):
-            stats.quotaRejections += 1
-            return (.answer(reject(error)), delay)
-        case .silence:
-            stats.silencedRequests += 1
-            return (.silence, delay)
-        case .drop:
-            stats.connectionsDropped += 1
-            return (.drop, delay)
-        case .goaway:
-            return (.goaway, delay)
+        case .answer(let rejection):
+            if rejection.overQuota { stats.quotaRejections += 1 }
+            return (.answer(reject(rejection.error)), delay)
+        case .connection(let fault):
+            return (.fault(fault), delay)
         }
     }
 
     private func reject(_ error: FCMError) -> FCMAnswer {
-        statusCounts[error.status, default: 0] += 1
+        statusCounts.count(error.status)
         stats.byErrorCode[error.errorCode ?? error.rpcStatus, default: 0] += 1
         var extra: [(String, String)] = []
         if let seconds = error.retryAfterSeconds { extra.append(("retry-after", String(seconds))) }
@@ -295,7 +255,7 @@ final class FCMCore: ListeningCore {
     }
 
     private func accept(_ send: FCMSend, project: String, connection: Int, transport: String) -> FCMAnswer {
-        statusCounts[200, default: 0] += 1
+        statusCounts.count(200)
         stats.accepted += 1
         // A dry run answers a fixed fake id, as FCM does.
         let id = send.validateOnly ? "fake_message_id" : "0:\(wallClockMillis() * 1000 + Int64(random.next() % 1000))%\(randomHex(8))"
@@ -306,11 +266,7 @@ final class FCMCore: ListeningCore {
                                                message: String(decoding: send.message, as: UTF8.self), validateOnly: send.validateOnly,
                                                transport: transport, connection: connection, timeMillis: wallClockMillis())
             if configuration.recordAccepted { accepted.append(entry) }
-            if let logFile, let line = try? JSONEncoder().encode(entry) {
-                line.withUnsafeBytes { _ = fwrite($0.baseAddress, 1, $0.count, logFile) }
-                fputc(0x0a, logFile)
-                fflush(logFile)
-            }
+            logFile?.append(entry)
         }
         var body = Array(#"{"name":"#.utf8)
         appendJSONString(name, to: &body)
@@ -320,7 +276,10 @@ final class FCMCore: ListeningCore {
 
     func snapshot() -> MockFCMStats {
         var copy = stats
-        for (status, count) in statusCounts { copy.byStatus[String(status)] = count }
+        counters.report(into: &copy)
+        copy.http2Connections = counters.http2Connections
+        copy.http1Connections = counters.http1Connections
+        copy.byStatus = statusCounts.byStatus
         return copy
     }
 
@@ -359,10 +318,9 @@ final class FCMCore: ListeningCore {
     func revokeAccessTokens() { issued.removeAll() }
 
     func resetCounters() {
-        let open = stats.connectionsOpen
         stats = MockFCMStats()
-        stats.connectionsOpen = open
-        statusCounts.removeAll()
+        counters.reset()
+        statusCounts = StatusCounts()
         accepted.removeAll()
         faults.replace(faults.script, defaultSeed: configuration.seed)
     }

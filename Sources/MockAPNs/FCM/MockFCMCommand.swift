@@ -11,15 +11,10 @@ public enum MockFCMCommand {
 
     /// Runs the command. `arguments` are the words after `mock-fcm` (a leading "mock-fcm" is skipped too).
     public static func main(arguments: [String]) -> Int32 {
-        var words = arguments
-        if words.first == "mock-fcm" { words.removeFirst() }
-        return command.main(words)
+        CommandSupport.main(command, name: "mock-fcm", arguments: arguments)
     }
 
-    private static func fail(_ text: String, code: Int32) -> Int32 {
-        FileHandle.standardError.write(Data("herald mock-fcm: \(text)\n".utf8))
-        return code
-    }
+    private static func fail(_ text: String, code: Int32) -> Int32 { CommandSupport.fail("mock-fcm", text, code: code) }
 
     /// Starts the server from `options`, prints the ready line, then blocks in `waitForStop` and stops the server.
     static func run(_ options: MockFCMOptions, waitForStop: (MockFCMServer, String?) -> Void) -> Int32 {
@@ -43,14 +38,10 @@ public enum MockFCMCommand {
 
         var caFile: String?
         do {
-            if let cert = options.certFile, let key = options.keyFile {
-                configuration.tls = MockTLSFiles(certificateFile: cert, privateKeyFile: key)
-            } else {
-                let directory = try options.generateTLS ?? CommandSupport.temporaryDirectory(prefix: "herald-mock-fcm")
-                let files = try MockTLSFiles.generate(in: directory)
-                configuration.tls = files
-                caFile = files.caFile
-            }
+            let (files, generatedCA) = try CommandSupport.tlsFiles(certificate: options.certFile, key: options.keyFile,
+                                                                   generateIn: options.generateTLS, prefix: "herald-mock-fcm")
+            configuration.tls = files
+            caFile = generatedCA
         } catch { return fail("TLS: \(error)", code: 69) }
         configuration.serviceAccountDirectory = options.serviceAccountDir ?? options.generateTLS
 
@@ -66,9 +57,7 @@ public enum MockFCMCommand {
     }
 
     private static func waitForSignals(_ server: MockFCMServer, _ configFile: String?) {
-        CommandSupport.waitForTermination {
-            if let configFile { _ = reload(server, from: configFile) }
-        }
+        CommandSupport.waitForTermination(reloading: configFile) { _ = reload(server, from: $0) }
     }
 
     /// SIGHUP: load the config file again; a bad file leaves the config in force (and says why).

@@ -32,7 +32,7 @@ public struct MockFCMConfiguration: Sendable {
 }
 
 /// Counters of one FCM simulator, as `stats()` and `GET /_mock/stats` report them (control paths are not counted).
-public struct MockFCMStats: Sendable, Codable, Equatable {
+public struct MockFCMStats: Sendable, Codable, Equatable, ReportsConnectionCounters {
     /// Complete `messages:send` requests (answered, silenced or dropped).
     public var requests = 0
     /// Sends answered 200 (dry runs included).

@@ -145,11 +145,14 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
         rules = try c.decodeIfPresent([MockFCMRule].self, forKey: .rules) ?? []
     }
 
+    /// The rules `MockServerConnection` counts per connection (sends only).
+    var connectionFaults: ConnectionFaults {
+        ConnectionFaults(goawayAfterRequests: goawayAfterRequests, dropAfterRequests: dropAfterRequests, silenceAfterRequests: silenceAfterRequests)
+    }
+
     /// Parses the JSON config format; errors name the offending field.
     public static func parse(_ data: Data) throws -> MockFCMFaultScript {
-        let script = try ConfigDecoding.decode(MockFCMFaultScript.self, from: data)
-        try script.check()
-        return script
+        try ConfigDecoding.script(MockFCMFaultScript.self, from: data)
     }
 
     public static func load(file: String) throws -> MockFCMFaultScript {

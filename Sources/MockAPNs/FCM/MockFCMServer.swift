@@ -20,9 +20,7 @@ public final class MockFCMServer: Sendable {
     public let tokenURI: String
     /// `https://<host>:<port>`: the root to put in place of `https://fcm.googleapis.com`.
     public let baseURL: String
-    private let loop: EventLoop
-    private let state: LoopBound<(core: FCMCore, listeners: [ServerListener])>
-    private let isStopped = LockedValue(false)
+    private let simulator: SimulatorHandle<FCMCore>
 
     /// The first account, its project and its file: what a single-project test needs.
     public var serviceAccount: MockServiceAccount { serviceAccounts[0] }
@@ -39,11 +37,11 @@ public final class MockFCMServer: Sendable {
         self.configuration = configuration
         let accounts = configuration.serviceAccounts.isEmpty ? [try MockServiceAccount.generate(projectID: configuration.projectID)] : configuration.serviceAccounts
         serviceAccounts = accounts
-        let (loop, state, ports) = try ServerLoop.start(name: "mock-fcm", host: configuration.host, ports: [configuration.port]) { loop in
-            try FCMCore(loop: loop, configuration: configuration, accounts: accounts)
+        let simulator = try SimulatorHandle(name: "mock-fcm", host: configuration.host, ports: [configuration.port]) { counters in
+            try FCMCore(configuration: configuration, accounts: accounts, counters: counters)
         }
-        let port = ports[0]
-        (self.loop, self.state, self.port) = (loop, state, port)
+        let port = simulator.ports[0]
+        (self.simulator, self.port) = (simulator, port)
         do {
             let host: String
             switch configuration.host {
@@ -64,9 +62,9 @@ public final class MockFCMServer: Sendable {
                 files.append(path)
             }
             serviceAccountFiles = files
-            try loop.submit { [state, tokenURI] in state.value.core.tokenURI = tokenURI }
+            try simulator.run { [tokenURI] in $0.tokenURI = tokenURI }
         } catch {
-            ServerLoop.stop(loop: loop, state: state, isStopped: LockedValue(false))
+            simulator.stop()
             throw error
         }
     }
@@ -75,37 +73,37 @@ public final class MockFCMServer: Sendable {
 
     /// A snapshot of the counters.
     public func stats() -> MockFCMStats {
-        (try? loop.submit { [state] in state.value.core.snapshot() }) ?? MockFCMStats()
+        simulator.read(MockFCMStats()) { $0.snapshot() }
     }
 
     /// Accepted messages so far (only when `recordAccepted` is on).
     public func acceptedMessages() -> [MockFCMAcceptedMessage] {
-        (try? loop.submit { [state] in state.value.core.accepted }) ?? []
+        simulator.read([]) { $0.accepted }
     }
 
     /// The fault script in force.
     public func faults() -> MockFCMFaultScript {
-        (try? loop.submit { [state] in state.value.core.faults.script }) ?? MockFCMFaultScript()
+        simulator.read(MockFCMFaultScript()) { $0.faults.script }
     }
 
     /// Replaces device state, faults and quotas (per-token counters and quota windows start afresh).
     public func replaceFaults(_ script: MockFCMFaultScript) throws {
         try script.check()
-        try loop.submit { [state, configuration] in state.value.core.faults.replace(script, defaultSeed: configuration.seed) }
+        try simulator.run { [configuration] in $0.faults.replace(script, defaultSeed: configuration.seed) }
     }
 
     /// Refuses every access token issued so far with 401 (a revoked token); new ones are issued as before.
     public func revokeAccessTokens() {
-        try? loop.submit { [state] in state.value.core.revokeAccessTokens() }
+        try? simulator.run { $0.revokeAccessTokens() }
     }
 
     /// Zeroes the counters, the accepted log, the fault counters and the quota windows (connections and tokens stay).
     public func resetStats() {
-        try? loop.submit { [state] in state.value.core.resetCounters() }
+        try? simulator.run { $0.resetCounters() }
     }
 
     /// Closes every connection and the listener, and ends the loop thread. Idempotent.
     public func stop() {
-        ServerLoop.stop(loop: loop, state: state, isStopped: isStopped)
+        simulator.stop()
     }
 }

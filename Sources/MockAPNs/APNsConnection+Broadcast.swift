@@ -3,7 +3,7 @@ import Foundation
 /// Broadcast sends (`POST /4/broadcasts/apps/<bundle>`) and channel management (`/1/apps/<bundle>/...`), checked in
 /// the order Apple documents: path and method, authentication, the app (push-type suffix, broadcast capability),
 /// then the request's headers and body, then the channel itself.
-extension ServerConnection {
+extension APNsConnection {
     func processBroadcast(_ request: IncomingRequest, path: String) {
         request.usesRequestID = true
         let bundleID: String
