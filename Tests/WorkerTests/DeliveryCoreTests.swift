@@ -516,6 +516,25 @@ final class CoreRig {
         #expect(rig.connects == [destination], "no connection attempt forced for ordinary sends")
     }
 
+    /// A job that met a pause of the same kind it would have started says it once; one whose own send failed
+    /// otherwise (here: lost) and whose resend met the outage says both.
+    @Test func aParkedJobsReasonNamesItsOwnFailureOnlyWhenThePauseSaysSomethingElse() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        rig.answer(rig.takeSends()[0], status: 200)
+        rig.answerClaim([rig.job(2), rig.job(3), rig.job(4)])
+        let sends = rig.takeSends()
+        #expect(sends.count == 3)
+        rig.fail(sends[0], .connectionFailed("connect: Connection refused"))
+        rig.fail(sends[1], .connectionFailed("connect: Connection refused"))
+        rig.fail(sends[2], .outcomeUnknown)
+        let reasons = Dictionary(rig.flushResults().map { ($0.id, $0.reason ?? "") }) { _, last in last }
+        #expect(reasons["j2"] == "Unavailable: ConnectionFailed: connect: Connection refused")
+        #expect(reasons["j3"] == "Unavailable: ConnectionFailed: connect: Connection refused")
+        #expect(reasons["j4"] == "Unavailable: ConnectionFailed: connect: Connection refused (after ConnectionLost)")
+    }
+
     @Test func claimsGoOnForOtherDestinationsWhileOneIsDown() {
         let rig = CoreRig()
         rig.start()

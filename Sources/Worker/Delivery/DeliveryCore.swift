@@ -504,7 +504,7 @@ public final class DeliveryCore {
                                            : "check key_id, team_id, key_file, bundle_id and environment (herald check-config)"),
                 ])
             }
-            park(job, gate, after: started ? nil : reason)
+            park(job, gate, after: started || gate.pause?.kind == .credential ? nil : reason)
         }
         // After the decision (a credential error or an outage has paused the destination by now).
         if wasProbe || gate.probe == nil { releaseWaiting(gate) }
@@ -574,7 +574,8 @@ public final class DeliveryCore {
                 "reason": .string(reason), "pause_ms": .int(Int(milliseconds)), "consecutive": .int(gate.consecutiveOutages),
             ])
         }
-        park(job, gate, after: started ? nil : reason)
+        // Met a running outage pause: the same thing happened to it, and the pause's reason says so already.
+        park(job, gate, after: started || gate.pause?.kind == .outage ? nil : reason)
     }
 
     /// Keeps the job in the retry set until its destination's pause ends, with its attempt count unchanged.
