@@ -205,7 +205,8 @@ public struct OutcomePolicy: Sendable {
         return max((r.retryAfterSeconds ?? 0) * 1000, settings.throttleBaseSeconds * 1000)
     }
 
-    private func reasonText(_ result: DeliveryResult) -> String {
+    /// The short name of a result, as reasons name it (`TimedOut`, `NotProcessed`, `BadDeviceToken`, ...).
+    public func reasonText(_ result: DeliveryResult) -> String {
         switch result {
         case .transport(.notProcessed): "NotProcessed"
         case .transport(.outcomeUnknown): "ConnectionLost"

@@ -29,6 +29,12 @@ extension HTTP2ClientConnection {
     }
 
     func submit(_ context: RequestContext, on live: LiveSession) {
+        // Its queue time ran out between sweeps: writing it now could only earn a timeout with the outcome
+        // unknown (and a duplicate on resend); unwritten it is certainly unprocessed.
+        guard context.startWriting() else {
+            if context.decide(.failure(.queueTimedOut)) { batch.decided.append(context) }
+            return
+        }
         let session = live.session.pointer
         let request = context.request
         headerBlock.reset()

@@ -78,6 +78,10 @@ public final class HTTP2ConnectionPool {
     private var freshQueue = FIFO<RequestContext>()
     private var backoff: ReconnectBackoff
     private var reconnectTimer: LoopTimer?
+    /// When the pending reconnect attempt is due (monotonic nanoseconds); nil when none is pending.
+    private var reconnectAt: UInt64?
+    /// A zero-delay timer that fails what cannot be sent before its queue deadline (never inside `send`).
+    private var hopelessTimer: LoopTimer?
     private var sweepTimer: LoopTimer?
     /// `send` starts an unstarted pool; a closed one refuses everything.
     private enum Lifecycle { case unstarted, open, closed }
@@ -155,7 +159,27 @@ public final class HTTP2ConnectionPool {
         guard queue.count + freshQueue.count < options.maxQueuedRequests else { return false }
         if minimumID == 0 { queue.append(context) } else { freshQueue.append(context) }
         startSweep()
+        if connections.isEmpty, reconnectAt != nil, hopelessTimer == nil {
+            hopelessTimer = loop.schedule(afterMilliseconds: 0) { [weak self] in
+                guard let self else { return }
+                self.hopelessTimer = nil
+                self.failWaitingBeyondReconnect()
+            }
+        }
         return true
+    }
+
+    /// Cuts a pending reconnect back-off short: the missing connections are opened now. For an owner whose own
+    /// pause already spaced its attempts (the delivery core's probe after an outage pause): a probe that also
+    /// waited out the pool's back-off, grown past the pause's cap, made recovery take up to the back-off's
+    /// maximum instead (issue 30, item 13).
+    public func connectNow() {
+        guard !closed else { return }
+        if lifecycle == .unstarted { return start() }
+        reconnectTimer?.cancel()
+        reconnectTimer = nil
+        reconnectAt = nil
+        ensureConnections()
     }
 
     /// Takes a connection out of service: it finishes its open streams, sends GOAWAY and closes; a fresh
@@ -175,6 +199,9 @@ public final class HTTP2ConnectionPool {
         lifecycle = .closed
         reconnectTimer?.cancel()
         reconnectTimer = nil
+        reconnectAt = nil
+        hopelessTimer?.cancel()
+        hopelessTimer = nil
         sweepTimer?.cancel()
         sweepTimer = nil
         let waiting = queue.removeAll() + freshQueue.removeAll()
@@ -282,12 +309,35 @@ public final class HTTP2ConnectionPool {
         let delays = backoff.failed()
         guard reconnectTimer == nil else { return }
         let delay = Int.random(in: delays)
+        reconnectAt = monotonicNanos() &+ UInt64(delay) &* 1_000_000
         reconnectTimer = loop.schedule(afterMilliseconds: delay) { [weak self] in
             guard let self else { return }
             self.reconnectTimer = nil
+            self.reconnectAt = nil
             self.ensureConnections()
         }
         onEvent?(.reconnectScheduled(delayMilliseconds: delay, consecutiveFailures: backoff.consecutiveFailures))
+        failWaitingBeyondReconnect()
+    }
+
+    /// With no connection open or opening, a request whose queue deadline comes before the next reconnect
+    /// attempt cannot be sent in time: it fails now, as never sent, instead of holding its job for the rest of
+    /// the back-off (issue 30, item 14). Its owner can then pause the destination and hand the job back.
+    private func failWaitingBeyondReconnect() {
+        guard options.failWaitingRequestsWhenUnreachable, connections.isEmpty, let at = reconnectAt else { return }
+        let now = monotonicNanos()
+        let error = HTTP2ClientError.connectFailed(
+            "\(endpoint): reconnecting in \((at > now ? at - now : 0) / 1_000_000) ms after \(backoff.consecutiveFailures) failed connections")
+        var hopeless: [RequestContext] = []
+        for list in [queue, freshQueue] {
+            list.forEach { context in
+                if !context.done && context.deadline <= at && context.decide(.failure(error)) { hopeless.append(context) }
+            }
+        }
+        guard !hopeless.isEmpty else { return }
+        queue = Self.compacted(queue)
+        freshQueue = Self.compacted(freshQueue)
+        for context in hopeless { context.deliver() }
     }
 
     private func failWaiting(_ error: HTTP2ClientError) {

@@ -23,12 +23,15 @@ public struct HTTP2Request: Sendable {
     public var authority: String?
     public var headers: [HTTP2Header]
     public var body: [UInt8]
-    /// From the moment `send` is called; covers waiting in a queue and the exchange itself.
+    /// From the moment the request is written (handed to the server): how long the server has to answer.
     public var timeoutMilliseconds: Int
+    /// From the moment `send` is called: how long it may wait in a queue for a connection or a free stream.
+    /// Past it the request is never written (`.queueTimedOut`, certainly unprocessed). nil: `timeoutMilliseconds`.
+    public var queueTimeoutMilliseconds: Int?
 
     public init(
         method: String = "POST", path: String, authority: String? = nil, headers: [HTTP2Header] = [],
-        body: [UInt8] = [], timeoutMilliseconds: Int = 30_000
+        body: [UInt8] = [], timeoutMilliseconds: Int = 30_000, queueTimeoutMilliseconds: Int? = nil
     ) {
         self.method = method
         self.path = path
@@ -36,6 +39,7 @@ public struct HTTP2Request: Sendable {
         self.headers = headers
         self.body = body
         self.timeoutMilliseconds = timeoutMilliseconds
+        self.queueTimeoutMilliseconds = queueTimeoutMilliseconds
     }
 }
 

@@ -8,7 +8,10 @@ public typealias HTTP2Completion = (Result<HTTP2Response, HTTP2ClientError>) -> 
 final class RequestContext {
     let request: HTTP2Request
     private var completion: HTTP2Completion?
-    let deadline: UInt64
+    /// While it waits: the end of its queue time. Once written: the end of the server's time to answer, so
+    /// time spent waiting for a connection is never taken from the server (issue 30, item 12).
+    private(set) var deadline: UInt64
+    private(set) var written = false
     /// Only a connection with an id above this may carry it (resend after a retired connection).
     let newerThanConnectionID: Int
     var done = false
@@ -24,7 +27,17 @@ final class RequestContext {
         self.request = request
         self.completion = completion
         self.newerThanConnectionID = newerThanConnectionID
-        self.deadline = monotonicNanos() &+ UInt64(max(1, request.timeoutMilliseconds)) &* 1_000_000
+        self.deadline = monotonicNanos() &+ UInt64(max(1, request.queueTimeoutMilliseconds ?? request.timeoutMilliseconds)) &* 1_000_000
+    }
+
+    /// Called as the request is handed to a connection's session: false when its queue time is already over (the
+    /// caller fails it as `.queueTimedOut` and writes nothing); else the answer's deadline starts now.
+    func startWriting(now: UInt64 = monotonicNanos()) -> Bool {
+        guard !written else { return true }
+        if now >= deadline { return false }
+        written = true
+        deadline = now &+ UInt64(max(1, request.timeoutMilliseconds)) &* 1_000_000
+        return true
     }
 
     /// Decides the outcome (first decision wins); the completion runs later, in `deliver()`, outside any

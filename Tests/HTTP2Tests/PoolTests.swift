@@ -164,6 +164,42 @@ import Testing
         try loop.submit { pool.value.close(graceful: false) }
     }
 
+    /// Issue 30, item 14: a request sent while the pool waited out a long reconnect back-off sat in its queue
+    /// until its deadline, holding its job. With no connection open or opening and the next attempt after its
+    /// queue deadline, it now fails at once as never sent, so its owner can hand the job on.
+    @Test func aRequestThatCannotGetAConnectionBeforeItsDeadlineFailsAtOnceAsNeverSent() throws {
+        let options = HTTP2PoolOptions(reconnectMinimumMilliseconds: 20_000, reconnectMaximumMilliseconds: 20_000)
+        let pool = try makePool(port: try freePort(), options: options, events: EventLog())
+        defer { try? loop.submit { pool.value.close(graceful: false) } }
+        #expect(eventually(seconds: 10) { ((try? loop.submit { pool.value.status.consecutiveFailures }) ?? 0) >= 1 })
+        let started = Date()
+        let outcomes = try send(1, on: pool, request: postRequest(timeoutMilliseconds: 5_000))
+        #expect(outcomes.wait(seconds: 10))
+        #expect(Date().timeIntervalSince(started) < 2.5, "failed at once, not at its 5 s deadline")
+        let error = try #require(outcomes.failures.first)
+        #expect(error.safeToResend)
+        guard case .connectFailed(let detail) = error else { Issue.record("got \(error)"); return }
+        #expect(detail.contains("reconnecting in"), "\(detail)")
+    }
+
+    /// Issue 30, item 13: the owner's probe after its own pause must not also wait out the pool's back-off.
+    @Test func connectNowCutsAReconnectBackOffShort() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let port = try freePort()
+        let options = HTTP2PoolOptions(reconnectMinimumMilliseconds: 60_000, reconnectMaximumMilliseconds: 60_000)
+        let pool = try makePool(port: port, options: options, events: EventLog())
+        defer { try? loop.submit { pool.value.close(graceful: false) } }
+        #expect(eventually(seconds: 10) { ((try? loop.submit { pool.value.status.consecutiveFailures }) ?? 0) >= 1 })
+        let server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+        try loop.submit { pool.value.connectNow() }
+        #expect(eventually(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == 1 }, "the next attempt was 30-60 s away")
+        let outcomes = try send(1, on: pool)
+        #expect(outcomes.wait(seconds: 10))
+        #expect(outcomes.successes.first?.status == 200, "\(outcomes.failures)")
+    }
+
     @Test func retiringAConnectionMovesRequestsToAFreshOne() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }

@@ -234,6 +234,30 @@ import Testing
 
     // MARK: silence
 
+    /// Issue 30, item 12: a request's timeout ran from `send`, so one that waited most of it for a stream (or a
+    /// connection) was written with no time left, timed out in flight (outcome unknown) just before the server's
+    /// answer came, and was sent again: delivered twice. The answer's time now starts when the request is
+    /// written, and one whose queue time is over is never written at all.
+    @Test func timeWaitingForAStreamIsNotTakenFromTheServersTimeToAnswer() throws {
+        let sim = try SimulatorFixture(faults: MockFaultScript(latencyMs: MockLatency(milliseconds: 400))) { $0.maxConcurrentStreams = 1 }
+        defer { sim.stop() }
+        let pool = try sim.makePool()
+        let ids = (0..<3).map { _ in lowerUUID() }
+        var requests = ids.enumerated().map { sim.request(token: deviceToken("ab", $0.offset), apnsID: $0.element, timeoutMilliseconds: 700) }
+        // The third may wait 300 ms for its stream: the two before it hold the only one for 800 ms.
+        requests[2].queueTimeoutMilliseconds = 300
+        let ledger = AttemptLedger(expected: requests.count)
+        try sim.loop.submit { [requests] in sendAll(requests, on: pool, into: ledger) }
+        #expect(ledger.wait(seconds: Self.waitSeconds))
+        let results = ledger.finalResults
+        #expect((try? results[0]?.get())?.status == 200)
+        #expect((try? results[1]?.get())?.status == 200, "waited 400 ms for the stream, then had its full 700 ms: \(String(describing: results[1]))")
+        guard case .failure(let error)? = results[2] else { Issue.record("the third got \(String(describing: results[2]))"); return }
+        #expect(error == .queueTimedOut && error.safeToResend)
+        usleep(600_000)  // anything written would have been answered by now
+        #expect(sim.acceptedIDs() == [ids[0]: 1, ids[1]: 1], "the one that ran out of queue time never reached the server")
+    }
+
     @Test func aSilentStreamTimesOutAndTheConnectionLivesOn() throws {
         let sim = try SimulatorFixture(faults: MockFaultScript(rules: [MockFaultRule(fate: .silence, tokenPrefix: "51")]))
         defer { sim.stop() }

@@ -27,11 +27,7 @@ extension EndToEnd {
                                                apns: ["connections_per_pool": 1, "max_queued_per_pool": 20])
             try world.startWorker(id: "bp-1", config: config)
             let ledger = ResultsLedger(redisURL: world.redisURL)
-            let finished = try ledger.waitForTerminal(total, seconds: 90) {
-                for (id, worker) in world.workers where !worker.isRunning {
-                    throw TestSupportError("worker \(id) exited:\n\(world.workerLogs())")
-                }
-            }
+            let finished = try world.waitForTerminal(total, in: ledger, seconds: 90)
             usleep(500_000)
             ledger.poll()
             #expect(finished, "\(ledger.terminalCount) of \(total) finished:\n\(world.workerLogs(lastLines: 20))")

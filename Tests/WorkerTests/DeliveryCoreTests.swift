@@ -26,6 +26,7 @@ final class CoreRig {
     var logs: [(LogLevel, String)] = []
     var drained: [RecordBatch?] = []
     var onceBatches: [OnceBatch] = []
+    var connects: [Destination] = []
     private var leaseCounter = 0
 
     static let apps: [Configuration.AppSettings] = {
@@ -62,6 +63,7 @@ final class CoreRig {
             case .log(let level, let message, _): logs.append((level, message))
             case .drained(let final): drained.append(final)
             case .claimOnce(let batch): onceBatches.append(batch)
+            case .connectNow(let destination): connects.append(destination)
             }
         }
         return actions
@@ -486,6 +488,51 @@ final class CoreRig {
         rig.recordAllKeepingResults()
         #expect(rig.results.map(\.outcome) == [.delivered, .delivered, .delivered])
         #expect(rig.results.allSatisfy { $0.attempt == 1 })
+    }
+
+    /// Issue 30, item 13: after an outage the probes met a pool still waiting out its own reconnect back-off
+    /// (grown to 42-54 s), so the first send came long after `outage_pause_cap_seconds`. Every probe now asks the
+    /// sender for a connection attempt at once, before the probe itself; ordinary sends to a proven destination do not.
+    @Test func aProbeAfterAnOutagePauseAsksForAConnectionAtOnce() {
+        let rig = CoreRig { $0.retry.outagePauseSeconds = 2 }
+        rig.start()
+        rig.answerClaim([rig.job(1), rig.job(2)])
+        let destination = Destination(app: 0, environment: .production)
+        #expect(rig.connects == [destination], "the first probe")
+        rig.fail(rig.takeSends()[0], .connectionFailed("connect: Connection refused"))
+        #expect(rig.takeSends().isEmpty, "both jobs parked")
+        rig.recordAll()
+        rig.connects.removeAll()
+        rig.advance(milliseconds: 1_999)
+        #expect(rig.connects.isEmpty && rig.takeSends().isEmpty, "nothing before the pause ends")
+        rig.advance(milliseconds: 1)
+        if rig.claims.isEmpty { rig.advance(milliseconds: 300) }
+        rig.answerClaim([rig.job(3), rig.job(4)])
+        let probe = rig.takeSends()
+        #expect(probe.map(\.id) == ["j3"], "one probe after the pause")
+        #expect(rig.connects == [destination], "and a connection attempt for it")
+        rig.answer(probe[0], status: 200)
+        #expect(rig.takeSends().map(\.id) == ["j4"], "the job that waited for the probe goes out")
+        #expect(rig.connects == [destination], "no connection attempt forced for ordinary sends")
+    }
+
+    /// A job that met a pause of the same kind it would have started says it once; one whose own send failed
+    /// otherwise (here: lost) and whose resend met the outage says both.
+    @Test func aParkedJobsReasonNamesItsOwnFailureOnlyWhenThePauseSaysSomethingElse() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        rig.answer(rig.takeSends()[0], status: 200)
+        rig.answerClaim([rig.job(2), rig.job(3), rig.job(4)])
+        let sends = rig.takeSends()
+        #expect(sends.count == 3)
+        rig.fail(sends[0], .connectionFailed("connect: Connection refused"))
+        rig.fail(sends[1], .connectionFailed("connect: Connection refused"))
+        rig.fail(sends[2], .outcomeUnknown)
+        let reasons = Dictionary(rig.flushResults().map { ($0.id, $0.reason ?? "") }) { _, last in last }
+        #expect(reasons["j2"] == "Unavailable: ConnectionFailed: connect: Connection refused")
+        #expect(reasons["j3"] == "Unavailable: ConnectionFailed: connect: Connection refused")
+        #expect(reasons["j4"] == "Unavailable: ConnectionFailed: connect: Connection refused (after ConnectionLost)")
     }
 
     @Test func claimsGoOnForOtherDestinationsWhileOneIsDown() {

@@ -154,6 +154,15 @@ final class EndToEndWorld: @unchecked Sendable {
         redis.stop()
     }
 
+    /// Waits for `total` terminal outcomes in `ledger`; throws at once, with the logs, if a worker exits meanwhile.
+    func waitForTerminal(_ total: Int, in ledger: ResultsLedger, seconds: Double) throws -> Bool {
+        try ledger.waitForTerminal(total, seconds: seconds) {
+            for (id, worker) in workers where !worker.isRunning {
+                throw TestSupportError("worker \(id) exited:\n\(workerLogs())")
+            }
+        }
+    }
+
     /// The workers' logs, for failure messages.
     func workerLogs(lastLines: Int = 15) -> String {
         workers.sorted { $0.key < $1.key }.map { id, process in

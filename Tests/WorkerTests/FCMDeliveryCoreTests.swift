@@ -60,6 +60,24 @@ extension CoreRig {
         #expect(dropped?.platform == "fcm" && dropped?.app == "android" && dropped?.token == "tok-1:APA91b" && dropped?.environment == "")
     }
 
+    /// Issue 30, item 12: a send that timed out and then met the project's quota pause was recorded as
+    /// `Throttled: QUOTA_EXCEEDED` alone, a timeout labelled as a quota. Its reason now says both.
+    @Test func aTimedOutSendParkedByAQuotaPauseSaysItTimedOut() {
+        let rig = fcmRig()
+        rig.answerClaim([rig.fcmJob(1)])
+        rig.answerFCM(rig.takeSends()[0], FCMResponse(status: 200))
+        rig.answerClaim([rig.fcmJob(2), rig.fcmJob(3)])
+        let sends = rig.takeSends()
+        #expect(sends.map(\.id) == ["f2", "f3"], "the project is proven: both go out")
+        rig.answerFCM(sends[0], FCMResponse(status: 429, rpcStatus: "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED", retryAfterSeconds: 30))
+        rig.fail(sends[1], .timedOut)
+        #expect(rig.takeSends().isEmpty, "the resend is parked by the quota pause")
+        let three = rig.flushResults().first { $0.id == "f3" }
+        #expect(three?.outcome == .retrying)
+        #expect(three?.reason == "Throttled: QUOTA_EXCEEDED (after TimedOut)", "\(three?.reason ?? "none")")
+        #expect(three?.status == 0)
+    }
+
     @Test func aQuotaAnswerHoldsTheProjectBackForItsRetryAfterButNotAPNs() {
         let rig = fcmRig()
         rig.answerClaim([rig.fcmJob(1), rig.fcmJob(2), rig.job(3)])

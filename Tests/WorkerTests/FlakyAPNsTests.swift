@@ -33,11 +33,7 @@ extension EndToEnd {
             try world.startWorker(id: "flaky-1", config: config)
             try world.startWorker(id: "flaky-2", config: config)
             let ledger = ResultsLedger(redisURL: world.redisURL)
-            let finished = try ledger.waitForTerminal(total, seconds: 120) {
-                for (id, worker) in world.workers where !worker.isRunning {
-                    throw TestSupportError("worker \(id) exited:\n\(world.workerLogs())")
-                }
-            }
+            let finished = try world.waitForTerminal(total, in: ledger, seconds: 120)
             let elapsed = Date().timeIntervalSince(started)
             usleep(1_500_000)
             ledger.poll()

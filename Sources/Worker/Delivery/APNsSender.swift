@@ -119,6 +119,10 @@ public final class APNsSender: PushSender {
         return nil
     }
 
+    public func connectNow(to destination: Destination) {
+        apps[destination.app].clients[destination.environment]?.pool.connectNow()
+    }
+
     public func closeAll() {
         for app in apps {
             for client in app.clients.values { client.close(graceful: false) }

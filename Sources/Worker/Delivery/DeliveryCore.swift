@@ -14,6 +14,9 @@ public enum DeliveryAction {
     case claimOnce(OnceBatch)
     /// Re-read the app's credential; answer with `reloaded`.
     case reloadCredentials(app: Int)
+    /// A probe goes to this destination next: cut any reconnect back-off of its transport short, so the probe
+    /// meets a connection attempt at once (the core's pause already spaced the attempts).
+    case connectNow(Destination)
     case log(LogLevel, String, [String: LogValue])
     /// Shutdown has drained: close the sender, write `final` if any, return every lease still held, stop.
     case drained(final: RecordBatch?)
@@ -401,9 +404,11 @@ public final class DeliveryCore {
         let gate = gate(for: job.destination)
         switch gate.admit(job, now: clock.monotonicNanos) {
         case .send:
+            if gate.probe === job { actions.append(.connectNow(job.destination)) }
             job.sentAt = clock.monotonicNanos
+            job.resendCause = nil
             outgoing.append(job)
-        case .paused: park(job, gate)
+        case .paused: park(job, gate, after: job.resendCause)
         case .waitForProbe: break
         }
     }
@@ -476,6 +481,7 @@ public final class DeliveryCore {
             counters.resent += 1
             metrics.resend(job.platform, DeliveryMetrics.resendCause(outcome.result))
             job.attempt += 1
+            job.resendCause = policy.reasonText(outcome.result)
             if fresh { job.afterConnection = max(job.afterConnection, outcome.connectionID) }
             dispatch(job)
         case .resendUnprocessed:
@@ -487,12 +493,14 @@ public final class DeliveryCore {
             } else {
                 counters.resent += 1
                 metrics.resend(job.platform, .notProcessed)
+                job.resendCause = policy.reasonText(outcome.result)
                 dispatch(job)
             }
         case .unavailable(let reason):
             outage(gate, job, reason: reason)
         case .deferForConfiguration(let reason):
-            if pause(gate, .credential, reason: reason, milliseconds: settings.retry.configurationPauseSeconds * 1000) {
+            let started = pause(gate, .credential, reason: reason, milliseconds: settings.retry.configurationPauseSeconds * 1000)
+            if started {
                 let fcmApp = job.destination.platform == .fcm
                 log(.error, "app paused: credential rejected", [
                     "app": .string(job.appName), "environment": .string(fcmApp ? "fcm" : job.destination.environment.rawValue),
@@ -501,7 +509,7 @@ public final class DeliveryCore {
                                            : "check key_id, team_id, key_file, bundle_id and environment (herald check-config)"),
                 ])
             }
-            park(job, gate)
+            park(job, gate, after: started || gate.pause?.kind == .credential ? nil : reason)
         }
         // After the decision (a credential error or an outage has paused the destination by now).
         if wasProbe || gate.probe == nil { releaseWaiting(gate) }
@@ -560,7 +568,8 @@ public final class DeliveryCore {
     /// Nothing reaches APNs for this destination: not the job's fault. Pause with back-off; the job waits.
     private func outage(_ gate: DestinationGate, _ job: JobAttempt, reason: String) {
         let milliseconds = policy.outagePauseSeconds(consecutive: gate.consecutiveOutages + 1) * 1000
-        if pause(gate, .outage, reason: reason, milliseconds: milliseconds) {
+        let started = pause(gate, .outage, reason: reason, milliseconds: milliseconds)
+        if started {
             counters.outagePauses += 1
             // The first pause of an outage at warning level; the longer ones after it at info, not one per job.
             let message = job.destination.platform == .fcm ? "fcm unreachable; destination paused, jobs wait in Redis"
@@ -570,11 +579,14 @@ public final class DeliveryCore {
                 "reason": .string(reason), "pause_ms": .int(Int(milliseconds)), "consecutive": .int(gate.consecutiveOutages),
             ])
         }
-        park(job, gate)
+        // Met a running outage pause: the same thing happened to it, and the pause's reason says so already.
+        park(job, gate, after: started || gate.pause?.kind == .outage ? nil : reason)
     }
 
     /// Keeps the job in the retry set until its destination's pause ends, with its attempt count unchanged.
-    private func park(_ job: JobAttempt, _ gate: DestinationGate) {
+    /// `cause`: what happened to the job's own last send when a pause it did not start holds it (a timeout met
+    /// by a quota pause is recorded as both, not as a quota alone).
+    private func park(_ job: JobAttempt, _ gate: DestinationGate, after cause: String? = nil) {
         let now = clock.monotonicNanos
         let wall = clock.wallMillis
         var waitMilliseconds: Int64 = 1000
@@ -583,6 +595,7 @@ public final class DeliveryCore {
             waitMilliseconds = max(1000, Int64((pause.until > now ? pause.until - now : 0) / 1_000_000))
             reason = (pause.kind == .outage ? "Unavailable: " : pause.kind == .throttle ? "Throttled: " : "AppPaused: ") + pause.reason
         }
+        if let cause { reason += " (after \(cause))" }
         let due = wall + waitMilliseconds
         if policy.wouldExpire(job.notification.expiration, atMilliseconds: due) {
             return finishJob(job, .fail(reason: "Expired"), response: nil)

@@ -144,6 +144,8 @@ public final class DeliveryPipeline {
             }
         case .reloadCredentials(let app):
             core.reloaded(app: app, error: sender.reloadCredentials(app: app))
+        case .connectNow(let destination):
+            sender.connectNow(to: destination)
         case .log(let level, let message, let fields):
             logger.log(level, message, fields)
         case .drained(let final):

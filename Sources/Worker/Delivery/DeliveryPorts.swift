@@ -50,12 +50,16 @@ public protocol PushSender: AnyObject {
     func reloadCredentials(app: Int) -> String?
     /// Closes every connection; nothing more is sent.
     func closeAll()
+    /// A probe goes to `destination` next: open its connections now, cutting any reconnect back-off short
+    /// (default: nothing, for senders without pools).
+    func connectNow(to destination: Destination)
     /// Adds its pools and credentials to a scrape's copy (default: nothing, for senders without pools).
     func addMetrics(to snapshot: inout MetricsSnapshot)
 }
 
 extension PushSender {
     public func addMetrics(to snapshot: inout MetricsSnapshot) {}
+    public func connectNow(to destination: Destination) {}
 }
 
 /// Why a claim or a results batch failed.

@@ -20,6 +20,9 @@ public final class JobAttempt {
     var unprocessedResends = 0
     /// The destination's `processedAnswers` at this job's last unprocessed send.
     var processedAnswersAtLastUnprocessed: UInt64 = 0
+    /// Why the job is being sent again (`TimedOut`, `NotProcessed`, ...), until it goes out: the reason of its
+    /// `retrying` entry if a pause parks it first.
+    var resendCause: String?
     /// Resend only on a connection newer than this id (after ExpiredProviderToken and the like).
     public internal(set) var afterConnection = 0
     /// Monotonic nanoseconds of the latest send, for the request-latency histogram.

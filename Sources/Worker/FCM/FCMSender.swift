@@ -135,6 +135,10 @@ public final class FCMSender: PushSender {
         return nil
     }
 
+    public func connectNow(to destination: Destination) {
+        apps[destination.app]?.pool?.connectNow()
+    }
+
     public func closeAll() {
         for app in apps.values { app.pool?.close(graceful: false) }
     }
@@ -175,6 +179,10 @@ public final class RoutingSender: PushSender {
 
     public func reloadCredentials(app: Int) -> String? {
         (platforms[app] == .fcm ? fcm : apns).reloadCredentials(app: app)
+    }
+
+    public func connectNow(to destination: Destination) {
+        (destination.platform == .fcm ? fcm : apns).connectNow(to: destination)
     }
 
     public func closeAll() {
