@@ -1,5 +1,6 @@
 import APNs
 import Dispatch
+import PushCore
 import Reactor
 import RedisQueue
 import Synchronization

@@ -1,6 +1,6 @@
 import APNs
-import APNsHTTP2
 import HTTP2
+import PushCore
 import Reactor
 
 /// `PushSender` over APNs: per app its loaded credential and one `APNsClient` (an HTTP/2 pool) per

@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import Reactor
 import RedisQueue
 

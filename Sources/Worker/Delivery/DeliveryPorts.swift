@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import RedisQueue
 
 /// Where a job goes: one app's credential in one APNs environment, or an FCM app (one project; its

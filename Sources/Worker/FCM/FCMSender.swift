@@ -1,7 +1,8 @@
 import APNs
-import APNsHTTP2
 import CurlHTTP
+import FCM
 import HTTP2
+import PushCore
 import Reactor
 
 /// `PushSender` over FCM HTTP v1: per FCM app its service account's access tokens and one HTTP/2 pool to the

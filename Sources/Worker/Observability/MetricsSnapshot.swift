@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import RedisQueue
 
 /// One copy of a worker's metrics for a scrape: the counters of one or more event loops (added up) and the

@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 /// A worker's `/metrics` page: every family documented in docs/observability.md, from one merged snapshot.
 public enum WorkerMetricsText {
     public static func render(_ s: MetricsSnapshot, process: ProcessStats = .read()) -> String {
