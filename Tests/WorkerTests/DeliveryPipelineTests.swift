@@ -81,6 +81,9 @@ final class ScriptedSender: PushSender {
     var closed = false
     init(loop: EventLoop) { self.loop = loop }
 
+    /// No pools to report.
+    func addMetrics(to snapshot: inout MetricsSnapshot) {}
+
     func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
               completion: @escaping (PushOutcome) -> Void) -> SendAdmission {
         loop.preconditionInLoop()

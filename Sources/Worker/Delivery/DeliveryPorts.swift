@@ -41,8 +41,8 @@ public enum SendAdmission: Sendable, Equatable {
     case unavailable(String)
 }
 
-/// Sends notifications; APNs and FCM over HTTP/2 in production (`RoutingSender` over `APNsSender` and
-/// `FCMSender`), a scripted fake in tests.
+/// Sends notifications; over HTTP/2 in production (`ProviderRegistry` over each provider's sender:
+/// `APNsSender`, `FCMSender`), a scripted fake in tests.
 public protocol PushSender: AnyObject {
     func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
               completion: @escaping (PushOutcome) -> Void) -> SendAdmission
@@ -51,12 +51,9 @@ public protocol PushSender: AnyObject {
     func reloadCredentials(app: Int) -> String?
     /// Closes every connection; nothing more is sent.
     func closeAll()
-    /// Adds its pools and credentials to a scrape's copy (default: nothing, for senders without pools).
+    /// Adds its pools and credential tokens to a scrape's copy. No default on purpose: a sender that forgot
+    /// it left every pool family empty once (the router before the registry), so each must say what it has.
     func addMetrics(to snapshot: inout MetricsSnapshot)
-}
-
-extension PushSender {
-    public func addMetrics(to snapshot: inout MetricsSnapshot) {}
 }
 
 /// Why a claim or a results batch failed.

@@ -2,19 +2,6 @@ import APNs
 import PushCore
 import RedisQueue
 
-/// The push service a job goes to is the `platform` label on every per-job metric (its raw value); adding a
-/// platform is adding a case to `Platform` and its slot here.
-extension Platform {
-    /// Its index in the per-platform counter arrays.
-    @inline(__always)
-    var metricsSlot: Int {
-        switch self {
-        case .apns: 0
-        case .fcm: 1
-        }
-    }
-}
-
 /// Why a job was sent again at once (`herald_push_resends_total{cause}`).
 public enum ResendCause: Int, CaseIterable, Sendable {
     case expiredProviderToken, connectionReplaced, connectionLost, timedOut, notProcessed, environmentFallback
@@ -95,7 +82,7 @@ public final class DeliveryMetrics {
     /// A job reached a terminal outcome `nanoseconds` after its claim.
     @inline(__always)
     func jobFinished(_ platform: Platform, afterNanoseconds nanoseconds: UInt64) {
-        values.jobLatency[platform.metricsSlot].observe(nanoseconds)
+        values.jobLatency[platform.slot].observe(nanoseconds)
     }
 
     func scheduled() { values.scheduled &+= 1 }
@@ -103,7 +90,7 @@ public final class DeliveryMetrics {
     /// One answer (or transport failure) to one request sent `nanoseconds` ago.
     @inline(__always)
     func answer(_ platform: Platform, _ result: DeliveryResult, afterNanoseconds nanoseconds: UInt64) {
-        values.requestLatency[platform.metricsSlot].observe(nanoseconds)
+        values.requestLatency[platform.slot].observe(nanoseconds)
         switch result {
         case .answer(let answer):
             let status = Self.statuses.firstIndex(of: answer.status) ?? Self.statuses.count
@@ -111,13 +98,13 @@ public final class DeliveryMetrics {
             let reason = name.isEmpty ? 0 : Self.reasonSlots[name] ?? Self.reasonNames.count - 1
             values.responses[values.responseIndex(platform, status: status, reason: reason)] &+= 1
         case .transport(let failure):
-            values.transport[platform.metricsSlot * TransportFailureKind.allCases.count + TransportFailureKind(failure).rawValue] &+= 1
+            values.transport[platform.slot * TransportFailureKind.allCases.count + TransportFailureKind(failure).rawValue] &+= 1
         }
     }
 
     @inline(__always)
     func resend(_ platform: Platform, _ cause: ResendCause) {
-        values.resends[platform.metricsSlot * ResendCause.allCases.count + cause.rawValue] &+= 1
+        values.resends[platform.slot * ResendCause.allCases.count + cause.rawValue] &+= 1
     }
 
     /// The cause of a `.resendNow` / `.resendUnprocessed` decision on `result`.

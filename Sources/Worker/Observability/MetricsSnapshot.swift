@@ -50,7 +50,7 @@ public struct MetricsSnapshot: Sendable {
 
     @inline(__always)
     func jobIndex(_ platform: Platform, _ app: Int, _ outcome: JobOutcome) -> Int {
-        (platform.metricsSlot * (appNames.count + 1) + app) * Self.outcomeCount + Self.outcomeSlot(outcome)
+        (platform.slot * (appNames.count + 1) + app) * Self.outcomeCount + Self.outcomeSlot(outcome)
     }
 
     @inline(__always)
@@ -70,7 +70,7 @@ public struct MetricsSnapshot: Sendable {
 
     @inline(__always)
     func responseIndex(_ platform: Platform, status: Int, reason: Int) -> Int {
-        (platform.metricsSlot * (DeliveryMetrics.statuses.count + 1) + status) * DeliveryMetrics.reasonNames.count + reason
+        (platform.slot * (DeliveryMetrics.statuses.count + 1) + status) * DeliveryMetrics.reasonNames.count + reason
     }
 
     /// Jobs of one outcome over every app and platform (tests, the dashboard's cross-check).
