@@ -1,12 +1,16 @@
-# The Herald image: docker build -t herald .
-# One binary serves every role (worker, scheduler, enqueue, tail, stats, check-config, mock-apns). The default
-# command is a worker reading /etc/herald/herald.json: mount your configuration and keys there, e.g.
+# The Herald image: docker build -t herald .   (or podman build)
+# One binary serves every role (worker, scheduler, dashboard, forward, enqueue, tail, stats, check-config, the
+# simulators). The default command is a worker reading /etc/herald/herald.json: mount your configuration and
+# keys there, e.g.
 #   docker run -v /srv/herald:/etc/herald:ro herald
-# Not built or run on Herald's build machine (it has no Docker): the binary is the one scripts/package-test
-# installs and runs, built by the same build_shipped_herald (scripts/lib.sh).
+# The base images are build arguments with the public defaults; scripts/container-test builds this file with
+# local stand-ins for both (no registry is reachable there) and runs the image it makes (docs/operations.md).
+ARG SWIFT_IMAGE=swift:6.3-bookworm
+ARG DEBIAN_IMAGE=debian:bookworm-slim
 
-FROM swift:6.3-bookworm AS build
-RUN apt-get update && apt-get install -y --no-install-recommends libhiredis-dev libnghttp2-dev libssl-dev binutils \
+FROM ${SWIFT_IMAGE} AS build
+RUN apt-get update && apt-get install -y --no-install-recommends libhiredis-dev libnghttp2-dev libssl-dev \
+        libcurl4-openssl-dev binutils \
     && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY Package.swift ./
@@ -14,14 +18,17 @@ COPY Sources ./Sources
 # SwiftPM wants every target of Package.swift present, the test targets included.
 COPY Tests ./Tests
 COPY scripts/lib.sh ./scripts/lib.sh
-RUN bash -c 'source scripts/lib.sh && cp "$(build_shipped_herald)" /herald' \
+ARG HERALD_COMMIT=unknown
+RUN bash -c 'source scripts/lib.sh && cp "$(HERALD_COMMIT=$HERALD_COMMIT build_shipped_herald)" /herald' \
     && strip --remove-section=.comment --remove-section=.note --strip-unneeded /herald \
     && /herald --version
 
-# Only the binary and the Debian libraries it links (the Swift runtime is inside the binary).
-FROM debian:bookworm-slim
+# Only the binary and the Debian libraries it links (the Swift runtime is inside the binary); curl for the
+# HEALTHCHECK.
+FROM ${DEBIAN_IMAGE} AS runtime
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends libhiredis0.14 libnghttp2-14 libssl3 libstdc++6 libgcc-s1 ca-certificates \
+    && apt-get install -y --no-install-recommends libhiredis0.14 libnghttp2-14 libssl3 libcurl4 libstdc++6 libgcc-s1 \
+        ca-certificates curl \
     && rm -rf /var/lib/apt/lists/* \
     && useradd --system --user-group --uid 10001 --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin herald
 COPY --from=build /herald /usr/bin/herald
@@ -29,9 +36,10 @@ COPY --from=build /herald /usr/bin/herald
 COPY deploy/debian/herald.json /etc/herald/herald.json
 ENV HERALD_CONFIG=/etc/herald/herald.json
 USER 10001:10001
-# Herald has no health endpoint yet (issue 12): `herald stats` answers when Redis is reachable with this
-# configuration, which is what a worker needs. Switch to /healthz once it exists.
-HEALTHCHECK --interval=30s --timeout=10s --start-period=10s --retries=3 CMD ["/usr/bin/herald", "stats"]
+# A worker's /healthz (metrics.listen, port 9464 unless HERALD_METRICS_LISTEN names another): answered by the
+# event loop that delivers, so a stuck loop fails it. Other roles: the dashboard's is on its --listen port;
+# the scheduler serves none (run it with the check disabled).
+HEALTHCHECK --interval=30s --timeout=10s --start-period=10s --retries=3 CMD ["/bin/sh", "-c", "listen=${HERALD_METRICS_LISTEN:-:9464}; exec curl -fsS -o /dev/null --max-time 5 http://127.0.0.1:${listen##*:}/healthz"]
 STOPSIGNAL SIGTERM
 ENTRYPOINT ["/usr/bin/herald"]
 CMD ["worker"]

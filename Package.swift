@@ -31,6 +31,8 @@ let package = Package(
 
         /// Small pure helpers with no dependencies, one home each: FIFO, JSON escaping, decimal writing, locks, argument parsing.
         .target(name: "Basics"),
+        /// The commit and build date `herald --version` prints, stamped into the linked binary (scripts/lib.sh).
+        .target(name: "CBuildInfo"),
         .target(name: "Reactor", dependencies: ["CLinux", "Basics"]),
         /// What every push provider shares, with no provider in it: the job model and its parser, the JSON scanner and
         /// writer, retry settings, `DeliveryResult` and the neutral `OutcomePolicy`, and `ProviderAnswer` (a provider's
@@ -53,11 +55,11 @@ let package = Package(
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
         .target(name: "Worker", dependencies: ["Basics", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "CBuildInfo", "Worker", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 
-        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue"], path: "Tests/HeraldTestSupport"),
+        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "APNs", "FCM", "Worker"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "APNsTests", dependencies: ["PushCore", "APNs", "FCM", "Basics", "COpenSSL"]),
@@ -81,7 +83,7 @@ if Context.environment["HERALD_FUZZ"] == "1" {
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzz/Support"))
     for name in names {
         package.targets.append(.executableTarget(
-            name: name, dependencies: ["FuzzSupport", "PushCore", "APNs", "FCM", "RedisQueue", "MockAPNs", "Worker"], path: "Fuzz/Targets/" + name))
+            name: name, dependencies: ["FuzzSupport", "PushCore", "APNs", "FCM", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
         package.products.append(.executable(name: name, targets: [name]))
     }
 }

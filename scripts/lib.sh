@@ -38,13 +38,34 @@ stop_redis() {
     REDIS_DIR=""
 }
 
-# Builds the herald that ships (the .deb and the Docker image): release, the Swift runtime linked in (Swift is
-# not a Debian package), no $ORIGIN rpath (its directory holds no libraries), immediate binding. Build output
-# goes to stderr; prints the binary's path.
+# Builds the herald that ships (the .deb and the container image): release, the Swift runtime linked in (Swift
+# is not a Debian package), no $ORIGIN rpath (its directory holds no libraries), immediate binding; then a copy
+# stamped with the commit (HERALD_COMMIT, else git's) and the build date (SOURCE_DATE_EPOCH, else now) that
+# `herald --version` prints (Sources/CBuildInfo). Build output goes to stderr; prints the stamped copy's path.
 build_shipped_herald() {
     swift build -c release --product herald --static-swift-stdlib --disable-local-rpath \
-        -Xlinker -z -Xlinker now >&2
-    echo "$(swift build -c release --show-bin-path)/herald"
+        -Xlinker -z -Xlinker now >&2 || return 1
+    local bin commit built
+    bin=$(swift build -c release --show-bin-path)
+    commit=${HERALD_COMMIT:-$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown)}
+    built=$(date -u -d "@${SOURCE_DATE_EPOCH:-$(date +%s)}" +%Y-%m-%dT%H:%M:%SZ)
+    mkdir -p "$bin/shipped"
+    # The slot: 128 bytes from its marker, the text NUL-padded after it. grep and dd only: the Dockerfile's
+    # build stage (swift:6.3-bookworm) has no python3.
+    local marker="HERALD-BUILD-INFO:" offset text
+    offset=$(LC_ALL=C grep -obUa "${marker}commit unknown, built unknown" "$bin/herald" | cut -d: -f1)
+    if [ -z "$offset" ] || [ "$(wc -l <<< "$offset")" -ne 1 ]; then
+        echo "build_shipped_herald: the build-info slot is not in $bin/herald exactly once" >&2
+        return 1
+    fi
+    text="commit $commit, built $built"
+    text=${text:0:$((127 - ${#marker}))}
+    cp "$bin/herald" "$bin/shipped/herald.tmp"
+    { printf '%s' "$text"; head -c $((128 - ${#marker} - ${#text})) /dev/zero; } \
+        | dd of="$bin/shipped/herald.tmp" bs=1 seek=$((offset + ${#marker})) conv=notrunc status=none
+    chmod 0755 "$bin/shipped/herald.tmp"
+    mv "$bin/shipped/herald.tmp" "$bin/shipped/herald"
+    echo "$bin/shipped/herald"
 }
 
 # Starts a throwaway Redis Cluster of N masters (default 3), no replicas, on free loopback ports (each with its

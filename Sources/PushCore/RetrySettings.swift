@@ -1,4 +1,5 @@
-/// The numbers of the outcome policy. Every field has a default; a configuration file may override any.
+/// The numbers of the outcome policy. Every field has a default; a configuration file may override any, within the
+/// bounds its declaration gives (Worker's `Configuration.retrySettings`, checked by the loader).
 public struct RetrySettings: Sendable, Codable, Equatable {
     /// First retry after a 5xx: Apple asks for 15 minutes; doubles per attempt.
     public var serverErrorBaseSeconds: Int64 = 900
@@ -42,22 +43,4 @@ public struct RetrySettings: Sendable, Codable, Equatable {
         giveUpAfterSeconds = try c.decodeIfPresent(Int64.self, forKey: .giveUpAfterSeconds) ?? d.giveUpAfterSeconds
     }
 
-
-    /// Problems with the numbers, or nil; the configuration loader should refuse to start on one.
-    public func problem() -> String? {
-        if serverErrorBaseSeconds < 1 || serverErrorCapSeconds < serverErrorBaseSeconds {
-            return "serverErrorBaseSeconds must be at least 1 and serverErrorCapSeconds at least the base"
-        }
-        if throttleBaseSeconds < 1 || throttleCapSeconds < throttleBaseSeconds {
-            return "throttleBaseSeconds must be at least 1 and throttleCapSeconds at least the base"
-        }
-        if !(jitterFraction >= 0 && jitterFraction < 1) { return "jitterFraction must be in 0..<1" }
-        if maxAttempts < 1 { return "maxAttempts must be at least 1" }
-        if configurationPauseSeconds < 1 { return "configurationPauseSeconds must be at least 1" }
-        if outagePauseSeconds < 1 || outagePauseCapSeconds < outagePauseSeconds {
-            return "outagePauseSeconds must be at least 1 and outagePauseCapSeconds at least that"
-        }
-        if giveUpAfterSeconds < 0 { return "giveUpAfterSeconds must not be negative" }
-        return nil
-    }
 }

@@ -630,4 +630,36 @@ public enum QueueScripts {
     if wrote then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', ARGV[1]) end
     return {codes, problems}
     """#)
+    /// KEYS: dead, the queue. ARGV: count, then per letter its dead-list element (exact bytes) and its job. Each element
+    /// still on the list is removed (LREM, once) and its job pushed onto the queue as a producer pushes (LPUSH); with a
+    /// queue key of another type nothing moves. Returns {codes (1 requeued, 0 no longer listed, -1 kept), problems}.
+    public static let deadRequeue = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'list')
+    if bad then return bad end
+    local codes = {}
+    local usable = usableList(KEYS[2])
+    for c = 1, tonumber(ARGV[1]) do
+      if not usable then
+        codes[c] = -1
+      elseif redis.call('LREM', KEYS[1], 1, ARGV[2 * c]) == 1 then
+        redis.call('LPUSH', KEYS[2], ARGV[2 * c + 1])
+        codes[c] = 1
+      else
+        codes[c] = 0
+      end
+    end
+    return {codes, problems}
+    """#)
+
+    /// KEYS: dead. ARGV: count, then the dead-list elements to remove (exact bytes, each once). Returns {codes (1
+    /// removed, 0 no longer listed), problems}.
+    public static let deadPurge = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'list')
+    if bad then return bad end
+    local codes = {}
+    for c = 1, tonumber(ARGV[1]) do
+      codes[c] = redis.call('LREM', KEYS[1], 1, ARGV[c + 1])
+    end
+    return {codes, problems}
+    """#)
 }

@@ -24,9 +24,8 @@ extension Configuration.RedisSettings {
         if waitReplicas > 0 && mode == .cluster {
             problems.append("redis.wait_replicas is not available in cluster mode yet (each WAIT must follow its script on the same node)")
         }
-        if waitReplicas < 0 || waitReplicas > 16 { problems.append("redis.wait_replicas must be 0 (off) ... 16") }
         if waitReplicas > 0 && (waitTimeoutMs < 1 || waitTimeoutMs >= commandTimeoutMs) {
-            problems.append("redis.wait_timeout_ms must be at least 1 and below redis.command_timeout_ms (\(commandTimeoutMs)) when redis.wait_replicas is set")
+            problems.append("redis.wait_timeout_ms (\(waitTimeoutMs)) must be at least 1 and below redis.command_timeout_ms (\(commandTimeoutMs)) when redis.wait_replicas is set")
         }
         return problems
     }

@@ -20,7 +20,8 @@ extension Configuration.RedisSettings {
 
     /// What is wrong with the shard settings, for `ConfigurationLoader.validate`.
     public func shardProblems() -> [String] {
-        if shards < 1 || shards > Self.maxShards { return ["redis.shards must be 1...\(Self.maxShards)"] }
+        // The same words as the declaration's bounds check (`validate` drops the repeat); tools call this alone.
+        if shards < 1 || shards > Self.maxShards { return ["redis.shards must be 1...\(Self.maxShards), got \(shards)"] }
         if !shardPrefixes.isEmpty && shards != 1 && shards != shardPrefixes.count {
             return ["redis.shards is \(shards) but redis.shard_prefixes names \(shardPrefixes.count); give one of them, or the same count"]
         }

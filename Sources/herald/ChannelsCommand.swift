@@ -27,7 +27,8 @@ enum ChannelsCommand {
                 .value("storage", "policy", "create: none (No Messages Stored) or most-recent (default: most-recent)."),
                 .value("request-id", "uuid", "apns-request-id to send (Apple makes one otherwise)."),
                 .value("url", "https://host:port", "Use this channel-management host instead of the configured one."),
-                .value("timeout", "ms", "Request timeout (default apns.request_timeout_ms)."),
+                .value("timeout-ms", "ms", "Request timeout (default apns.request_timeout_ms)."),
+                .value("timeout", "ms", "Deprecated name of --timeout-ms."),
             ]),
         run: run)
 
@@ -49,6 +50,8 @@ enum ChannelsCommand {
         default:
             throw UsageError("unknown channels command '\(verb)'; expected create, get, delete or list")
         }
+        let timeout = try args.int(renamedFlag(args, "timeout-ms", deprecated: "timeout"))
+        if let timeout, !(100...3_600_000).contains(timeout) { throw UsageError("--timeout-ms must be 100...3600000") }
         let configuration = try loadConfiguration(args)
         let directory = AppDirectory(configuration.apps)
         let app = configuration.apps[try directory.index(app: args.value("app"), topic: nil)]
@@ -59,8 +62,6 @@ enum ChannelsCommand {
         } else {
             environment = APNsEnvironment(rawValue: app.defaultEnvironment) ?? .production
         }
-        let timeout = try args.int("timeout")
-        if let timeout, !(100...3_600_000).contains(timeout) { throw UsageError("--timeout must be 100...3600000 ms") }
         let result = try ChannelManager.perform(
             operation, app: app, environment: environment, apns: configuration.apns, url: args.value("url"),
             requestID: args.value("request-id"), timeoutMilliseconds: timeout)

@@ -121,3 +121,13 @@ func printJSON(_ object: [String: Any]) {
         print(text)
     }
 }
+
+/// A duration flag renamed to carry its unit in its name (`--timeout` to `--timeout-ms`, as every other duration
+/// flag does): the old name still works but says on stderr that it is deprecated, and giving both is a usage
+/// error. Returns the name to read the value by.
+func renamedFlag(_ args: ParsedArguments, _ name: String, deprecated old: String) throws(UsageError) -> String {
+    guard args.value(old) != nil else { return name }
+    if args.value(name) != nil { throw UsageError("--\(old) is the deprecated name of --\(name): give only --\(name)") }
+    printError("herald: --\(old) is deprecated; use --\(name)")
+    return old
+}

@@ -10,13 +10,14 @@ import RedisQueue
 /// it started.
 enum DemoCommand {
     static let command = Command(
-        name: "demo", abstract: "Run the demo: local Redis, the simulator, a worker and sample jobs, then a summary.",
+        name: "demo", abstract: "Run the demo: local Redis, the APNs and FCM simulators, a worker and sample jobs, then a summary.",
         discussion: "Everything runs on 127.0.0.1 and is stopped at the end (by pid). Retries use short demo delays (1 s) instead of 15 minutes.",
         options: [
             .value("jobs", "n", "How many sample jobs (default 3000)."),
             .value("workers", "n", "Worker processes (default 1)."),
             .flag("keep-running", "Leave Redis, the simulator and the worker running until Ctrl-C, to try herald tail and stats."),
-            .value("timeout", "seconds", "Give up waiting for outcomes after this long (default 120)."),
+            .value("timeout-seconds", "s", "Give up waiting for outcomes after this long (default 120)."),
+            .value("timeout", "seconds", "Deprecated name of --timeout-seconds."),
         ],
         run: run)
 
@@ -46,7 +47,7 @@ enum DemoCommand {
     static func run(_ args: ParsedArguments) throws -> Int32 {
         let jobCount = try args.int("jobs") ?? 3000
         let workerCount = try args.int("workers") ?? 1
-        let timeout = try args.double("timeout") ?? 120
+        let timeout = try args.double(renamedFlag(args, "timeout-seconds", deprecated: "timeout")) ?? 120
         guard jobCount >= 10, jobCount <= 5_000_000 else { throw UsageError("--jobs must be 10...5000000") }
         guard (1...16).contains(workerCount) else { throw UsageError("--workers must be 1...16") }
         guard let redisBinary = findProgram("redis-server") else {

@@ -2,6 +2,7 @@ import Basics
 import Forwarder
 import Foundation
 import RedisQueue
+import Worker
 
 /// `herald forward`: the results (and dropped tokens) to a webhook.
 enum ForwardCommand {
@@ -87,17 +88,21 @@ enum ForwardCommand {
         forward.retryInitialMilliseconds = min(forward.retryInitialMilliseconds, forward.retryMaxMilliseconds)
         forward.fromStart = args.flag("from-start")
 
+        // JSON lines on stderr, like the worker's, the scheduler's and the dashboard's (docs/operations.md).
+        let logger = Logger(component: "forward")
         let stop = StopFlag()
         let watcher = SignalWatcher(onFirst: { stop.set() })
         defer { withExtendedLifetime(watcher) {} }
         let client = try WebhookClient(options)
         let redis = try settings.connect()
-        let forwarder = StreamForwarder(redis: redis, client: client, settings: forward, log: { printError("herald forward: \($0)") },
+        let forwarder = StreamForwarder(redis: redis, client: client, settings: forward, log: { logger.warning($0) },
                                         shouldStop: { stop.isSet })
-        printError("herald forward: \(forward.consumer) in group \(forward.group) forwarding \(streams.joined(separator: ", ")) to \(redactedURL(url))")
+        logger.info("forward started", ["consumer": .string(forward.consumer), "group": .string(forward.group),
+                                        "streams": .string(streams.joined(separator: " ")), "url": .string(redactedURL(url))])
         try forwarder.run()
         let c = forwarder.counters
-        printError("herald forward: stopped after \(c.posted) posts, \(c.entriesAcknowledged) entries acknowledged, \(c.failedPosts) failed posts")
+        logger.info("forward stopped", ["posts": .int(c.posted), "entries_acknowledged": .int(c.entriesAcknowledged),
+                                        "failed_posts": .int(c.failedPosts)])
         return ExitCode.success
     }
 

@@ -43,7 +43,8 @@ enum SendCommand {
             .value("payload", "json", "The JSON payload (default: read standard input)."),
             .value("url", "https://host:port", "Send here instead of Apple's host for the environment."),
             .value("ca-file", "pem", "Extra trusted CA (e.g. the simulator's)."),
-            .value("timeout", "ms", "Request timeout (default 15000)."),
+            .value("timeout-ms", "ms", "Request timeout (default 15000)."),
+            .value("timeout", "ms", "Deprecated name of --timeout-ms."),
             .value("platform", "apns|fcm", "apns (default), or fcm (also implied by --message or --service-account)."),
             .value("service-account", "json", "FCM: the service account's JSON key file."),
             .value("message", "json", "FCM: the v1 message object (default: read standard input)."),
@@ -115,8 +116,8 @@ enum SendCommand {
         }
         let urlText = args.value("url") ?? (environment == .production ? apns.productionURL : apns.sandboxURL)
         guard let url = APNsURL(urlText) else { throw UsageError("--url must look like https://host:port") }
-        let timeout = try args.int("timeout") ?? apns.requestTimeoutMs
-        guard (100...3_600_000).contains(timeout) else { throw UsageError("--timeout must be 100...3600000 ms") }
+        let timeout = try args.int(renamedFlag(args, "timeout-ms", deprecated: "timeout")) ?? apns.requestTimeoutMs
+        guard (100...3_600_000).contains(timeout) else { throw UsageError("--timeout-ms must be 100...3600000") }
 
         let loop = try EventLoop.startThread(name: "herald-send")
         defer { loop.stop(); loop.waitUntilStopped() }

@@ -26,8 +26,8 @@ enum SendFCM {
         if let url = args.value("url") { fcm.url = url }
         if let ca = args.value("ca-file") { fcm.caFile = ca }
         guard APNsURL(fcm.url) != nil else { throw UsageError("--url must look like https://host:port") }
-        let timeout = try args.int("timeout") ?? fcm.requestTimeoutMs
-        guard (100...3_600_000).contains(timeout) else { throw UsageError("--timeout must be 100...3600000 ms") }
+        let timeout = try args.int(renamedFlag(args, "timeout-ms", deprecated: "timeout")) ?? fcm.requestTimeoutMs
+        guard (100...3_600_000).contains(timeout) else { throw UsageError("--timeout-ms must be 100...3600000") }
         fcm.requestTimeoutMs = timeout
         let credentials = try AppCredentials.load(app, apns: Configuration.APNsSettings())
         let messageText = args.value("message") ?? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)

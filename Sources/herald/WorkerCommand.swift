@@ -6,7 +6,7 @@ import Worker
 /// `herald worker`: claims jobs and delivers them until SIGTERM/SIGINT, then drains and exits 0.
 enum WorkerCommand {
     static let command = Command(
-        name: "worker", abstract: "Claim jobs from Redis and deliver them to APNs.",
+        name: "worker", abstract: "Claim jobs from Redis and deliver them to APNs and FCM.",
         discussion: """
         Runs until SIGTERM or SIGINT: then it stops claiming, lets in-flight requests finish (up to
         worker.shutdown_deadline_seconds), returns unsent jobs to the queue, writes every result and exits 0.
@@ -24,22 +24,11 @@ enum WorkerCommand {
         environment: workerEnvironment,
         run: run)
 
-    /// HERALD_CONFIG, then every override the loader reads (its list, so the help cannot fall behind).
+    /// HERALD_CONFIG, then every declared override with its key and the first sentence of its help.
     static let workerEnvironment: [EnvironmentSpec] = [EnvironmentSpec("HERALD_CONFIG", "Configuration file when --config is not given.")]
-        + ConfigurationLoader.environmentOverrides.map { name in
-            EnvironmentSpec(name, environmentHelp[name] ?? "Overrides the configuration file (docs/configuration.md).")
+        + Configuration.environmentSettings.map { setting in
+            EnvironmentSpec(setting.environment!, "\(setting.key): \(setting.summary)")
         }
-
-    private static let environmentHelp = [
-        "HERALD_REDIS_URL": "redis.url.", "HERALD_REDIS_PREFIX": "redis.prefix.", "HERALD_QUEUES": "redis.queues, comma-separated.",
-        "HERALD_MAX_IN_FLIGHT": "worker.max_in_flight.", "HERALD_LOG_LEVEL": "worker.log_level.", "HERALD_WORKER_ID": "worker.id.",
-        "HERALD_APNS_PRODUCTION_URL": "apns.production_url.", "HERALD_APNS_SANDBOX_URL": "apns.sandbox_url.",
-        "HERALD_APNS_CA_FILE": "apns.ca_file.", "HERALD_APNS_CONNECTIONS": "apns.connections_per_pool.", "HERALD_APNS_PROXY": "apns.proxy.",
-        "HERALD_METRICS_LISTEN": "metrics.listen (set but empty turns the listener off).",
-        "HERALD_REDIS_TLS_CA_FILE": "redis.tls.ca_file.", "HERALD_REDIS_TLS_CERT_FILE": "redis.tls.cert_file.",
-        "HERALD_REDIS_TLS_KEY_FILE": "redis.tls.key_file.", "HERALD_REDIS_TLS_SERVER_NAME": "redis.tls.server_name.",
-        "HERALD_REDIS_SHARDS": "redis.shards.",
-    ]
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
         // Before any thread starts: a stray SIGUSR1/2 (a log rotator, a mistaken `kill -USR1`) must not end

@@ -1,14 +1,16 @@
 import Basics
+import CBuildInfo
 import CLinux
 import Foundation
 import MockAPNs
 import Worker
 
-let heraldVersion = "herald 0.1.0"
+/// `herald 0.1.0 (commit 1a2b3c4d5e6f, built 2026-12-01T20:00:00Z)`: the version first, which scripts/package reads.
+let heraldVersion = "herald 0.1.0 (\(String(cString: herald_build_info())))"
 
 /// `herald <command>`: the command tree. Usage errors exit 64, configuration errors 78.
 let herald = CommandGroup(
-    program: "herald", abstract: "Herald delivers push notifications from a Redis queue to APNs.",
+    program: "herald", abstract: "Herald delivers push notifications from a Redis queue to APNs and FCM.",
     commands: [
         WorkerCommand.command,
         SchedulerCommand.command,
@@ -18,6 +20,7 @@ let herald = CommandGroup(
         TailCommand.command,
         StatsCommand.command,
         ReplayCommand.command,
+        DeadCommand.command,
         ForwardCommand.command,
         MockAPNsCommand.command,
         MockFCMCommand.command,

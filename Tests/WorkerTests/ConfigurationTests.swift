@@ -102,7 +102,7 @@ import Worker
         } catch {
             let text = error.problems.joined(separator: "\n")
             for expected in ["unknown setting 'redis.prefx'", "worker.max_in_flight must be a whole number", "worker.run_reaper must be true or false",
-                             "HERALD_MAX_IN_FLIGHT must be a whole number", "redis.url: bad Redis URL", "retry:",
+                             "HERALD_MAX_IN_FLIGHT must be a whole number", "redis.url: bad Redis URL", "retry.max_attempts must be 1...1000, got 0",
                              "bundle_id is required", "give either \"token\" or \"certificate\", not both", "the name is used twice",
                              "environment 'staging' is not production or sandbox", "needs \"token\""] {
                 #expect(text.contains(expected), "missing problem: \(expected)\n\(text)")

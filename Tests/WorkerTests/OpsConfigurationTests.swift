@@ -52,7 +52,7 @@ import Worker
         #expect(found.contains { $0.contains("'b' is not one of redis.queues") })
         #expect(found.contains { $0.contains("the weight of 'a' must be 1...1000") })
         #expect(found.contains { $0.contains("retry.queues: 'c' is not one of redis.queues") })
-        #expect(found.contains { $0.contains("retry.queues.a: maxAttempts must be at least 1") })
+        #expect(found.contains { $0.contains("retry.queues.a.max_attempts must be 1...1000, got 0") })
         #expect(found.contains { $0.contains("unknown setting 'retry.queues.a.outage_pause_seconds'") }, "pauses are per destination, not per queue")
     }
 }

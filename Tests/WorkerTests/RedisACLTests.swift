@@ -103,6 +103,13 @@ extension EndToEnd {
             #expect(stats.status == 0 && stats.output.contains("\"results_length\":\(resultCount)"), "\(stats.output)")
             let tail = try world.runHerald(["tail", "--redis", url, "--json", "--count", "2", "--from-start"], seconds: 15)
             #expect(tail.status == 0 && tail.output.split(separator: "\n").filter { $0.hasPrefix("{") }.count == 2, "\(tail.output)")
+            // herald dead: a dead letter listed and requeued with the same user.
+            _ = try admin.command(["LPUSH", "herald:dead", String(decoding: DeadLetterEntry.encode(reason: "unknown_app: acl", at: 1, id: "acl-dead",
+                                                                                                job: Array(#"{"id":"acl-dead"}"#.utf8)), as: UTF8.self)])
+            let deadList = try world.runHerald(["dead", "list", "--redis", url], seconds: 15)
+            #expect(deadList.status == 0 && deadList.output.contains("id=acl-dead"), "\(deadList.output)")
+            let requeue = try world.runHerald(["dead", "requeue", "--redis", url, "--id", "acl-dead"], seconds: 15)
+            #expect(requeue.status == 0 && requeue.output.contains("1 dead letter(s) requeued"), "\(requeue.output)")
 
             print("sizing: \(total) queued jobs of \(jobSize) bytes: MEMORY USAGE herald:queue \(queueBytes) bytes = \(queueBytes / total) per job;"
                   + " INFO used_memory +\(pushedBytes) = \(pushedBytes / total) per job; \(resultCount) results: MEMORY USAGE herald:results"

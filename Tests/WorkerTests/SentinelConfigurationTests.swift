@@ -54,7 +54,7 @@ import Worker
 
     @Test func waitSettingsOutsideTheirRangesAreRefused() {
         #expect(problems(#"{"wait_replicas": -1}"#).contains { $0.contains("redis.wait_replicas must be 0 (off) ... 16") })
-        #expect(problems(#"{"wait_replicas": 1, "wait_timeout_ms": 0}"#).contains { $0.contains("redis.wait_timeout_ms must be at least 1") })
+        #expect(problems(#"{"wait_replicas": 1, "wait_timeout_ms": 0}"#).contains { $0.contains("redis.wait_timeout_ms must be 1...600000, got 0") })
         #expect(problems(#"{"wait_replicas": 1, "wait_timeout_ms": 20000}"#).contains { $0.contains("below redis.command_timeout_ms (10000)") })
         #expect(problems(#"{"wait_replicas": 1, "wait_timeout_ms": 200}"#).isEmpty)
         #expect(problems(#"{"wait_replicas": 1, "mode": "cluster", "url": "redis://h:7000/0", "prefix": "{h}"}"#)

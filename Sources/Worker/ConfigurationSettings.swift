@@ -1,0 +1,236 @@
+import APNs
+import Foundation
+import PushCore
+
+/// Every setting of the configuration file, in the order of docs/configuration.md. Adding a setting is one
+/// line here (plus its field, whose initial value is the default); the loader, the bounds check, the
+/// environment overrides, `worker --help` and the docs' tables follow (`ConfigurationDocsTests` keeps the docs
+/// in step). Upper bounds are generous but keep every derived value (milliseconds, nanoseconds, doubled
+/// back-offs, due times in ms since the epoch) far from Int64's limit: what `check-config` accepts, the worker runs.
+extension Configuration {
+    public static let settings: [Setting<Configuration>] = redisSettings + apnsSettings + fcmSettings + appsSettings
+        + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + metricsSettings
+
+    /// The sections, in file order (the top-level keys).
+    public static let sections = ["redis", "apns", "fcm", "apps", "retry", "worker", "metrics"]
+
+    /// The longest timeout a setting in milliseconds takes: an hour.
+    static let maxTimeoutMs = 3_600_000
+    /// The longest retry delay: 30 days, as long as APNs keeps a notification.
+    static let maxRetryDelaySeconds: Int64 = 2_592_000
+
+    static let redisSettings: [Setting<Configuration>] = [
+        .text("redis.url", \.redis.url, environment: "HERALD_REDIS_URL",
+              "`redis://[user:password@]host:port/db`, `rediss://...` (the same over TLS, see `tls` below and [docs/redis.md](redis.md#tls-managed-redis)) or `unix:///path/to/redis.sock?db=0`."),
+        .text("redis.prefix", \.redis.prefix, environment: "HERALD_REDIS_PREFIX",
+              "Prefix of every key. On Redis Cluster use a hash tag such as `{herald}` (and the same tag in every key of `queues`) so that every key lands in one slot, or `shards` (below), whose shard prefixes are hash tags of their own; the limits of Cluster are in `docs/operations.md`."),
+        .list("redis.queues", \.redis.queues, environment: "HERALD_QUEUES", default: "`[\"<prefix>:queue\"]`",
+              "Queue keys, in priority order when `queue_mode` is `priority` (from the environment: comma-separated). With more than one shard (or `shard_prefixes`), write each as `<prefix>:<name>` (`herald:queue:urgent`): every shard gets its own copy, `<shard prefix>:<name>` (`{herald:0}:queue:urgent`); a key outside the prefix is refused then. With one shard any key works, as before. `queue_weights` and `retry.queues` name these configured keys and apply to every shard's copy."),
+        .choice("redis.queue_mode", \.redis.queueMode, [.priority, .weighted],
+                "`priority`: a worker always takes from the first non-empty queue. `weighted`: fair share, claims go round the non-empty queues in proportion to `queue_weights` (see below)."),
+        .custom("redis.queue_weights", default: "every queue 1", allowed: "1...1000 each",
+                "`{\"<queue key>\": weight}` for `weighted`; a queue not named weighs 1. Only keys of `queues`.",
+                read: { value, c, name, problems in
+                    guard let weights = value as? [String: Any] else { return problems.append("\(name) must be an object") }
+                    for key in weights.keys.sorted() where !key.hasPrefix("//") {
+                        guard let n = weights[key] as? NSNumber, !isBoolean(n), n.doubleValue == n.doubleValue.rounded() else {
+                            problems.append("\(name).\(key) must be a whole number")
+                            continue
+                        }
+                        c.redis.queueWeights[key] = (1...1000).contains(n.doubleValue) ? n.intValue : 0
+                    }
+                },
+                check: { c in
+                    c.redis.queueWeights.sorted(by: { $0.key < $1.key }).flatMap { queue, weight in
+                        (c.redis.queueKeys.contains(queue) ? [] : ["redis.queue_weights: '\(queue)' is not one of redis.queues"])
+                            + ((1...1000).contains(weight) ? [] : ["redis.queue_weights: the weight of '\(queue)' must be 1...1000"])
+                    }
+                }),
+        .integer("redis.connect_timeout_ms", \.redis.connectTimeoutMs, 100...maxTimeoutMs, "Connecting, AUTH and SELECT."),
+        .choice("redis.mode", \.redis.mode, [.standalone, .sentinel, .cluster],
+                "`standalone`: one Redis at `url`. `sentinel`: the master is whatever the sentinels name (docs/redis.md, \"Sentinel\"); `url` then still gives the master's user, password and database, its host and port are ignored. `cluster`: a Redis Cluster; `url` is one seed node (its user and password are used for every node), commands go to the master of their key's slot over one connection per master, MOVED/ASK are followed (docs/redis.md, \"Redis Cluster\"). Cluster mode needs database 0, a TCP `url`, and a `prefix` with a hash tag (and the same tag in every key of `queues`), or `shards` > 1 / `shard_prefixes` with a tag each; anything else is refused with why."),
+        .integer("redis.shards", \.redis.shards, 1...RedisSettings.maxShards, environment: "HERALD_REDIS_SHARDS",
+                 "Shards: complete key sets (queues, retry set, leases, results, archive, ...), each under its own hash tag `{<prefix>:<i>}` for i in 0..<shards, so on Redis Cluster each lives on whichever master owns that slot. 1 keeps today's keys exactly (`herald:queue`, ...). Workers claim from every shard; `herald enqueue` spreads jobs over them; every tool sees them all (docs/redis.md, \"Sharding\"); the tools also take `--shards N`."),
+        .list("redis.shard_prefixes", \.redis.shardPrefixes,
+              "The shard prefixes by name instead (one per shard, e.g. `[\"{herald:0}\", \"{herald:7}\", \"{herald:2}\"]`), to pick hash tags that land on different cluster masters. When given, `shards` may be left out (or must equal the count). In cluster mode each must contain a hash tag."),
+        .list("redis.cluster_nodes", \.redis.clusterNodes,
+              "More cluster seed nodes as `host:port`, tried after `url` when the slot map is first read (so a worker starts while the `url` node is down). `cluster` mode only."),
+        .integer("redis.command_timeout_ms", \.redis.commandTimeoutMs, 100...maxTimeoutMs,
+                 "A command that gets no answer in this time counts as a lost connection. (`check-config`, `stats`, `enqueue`, `tail` and `scheduler` use 2 s and 10 s, whatever the file says.)"),
+        .list("redis.sentinels", \.redis.sentinels,
+              "Sentinel mode: the sentinels as `\"host:port\"` (or `\"[v6]:port\"`), asked in turn, each within `connect_timeout_ms`. Required in sentinel mode, refused in any other."),
+        .text("redis.master_name", \.redis.masterName,
+              "Sentinel mode: the name the sentinels monitor the master under (`sentinel monitor <name> ...`). Required in sentinel mode."),
+        .optionalText("redis.sentinel_user", \.redis.sentinelUser,
+                      "AUTH user for the sentinels themselves (their ACL user), when it differs from the master's; needs `sentinel_password`."),
+        .optionalText("redis.sentinel_password", \.redis.sentinelPassword,
+                      "AUTH password for the sentinels themselves (their `requirepass` or the ACL user's)."),
+        .integer("redis.wait_replicas", \.redis.waitReplicas, 0...16, off: true, default: "0 (off)",
+                 "Standalone and sentinel mode (not cluster, yet). After every script call (claims, completions, releases, the reaper, the retry scheduler, heartbeats) the worker sends `WAIT <n> <wait_timeout_ms>` behind it and counts the call only once `n` replicas have it. Fewer in time: the call counts as \"outcome unknown\" (a completion batch is re-sent as a repeat, a claim's leases are put back) and `herald_redis_not_replicated_total` goes up. Cost and what it buys: docs/redis.md."),
+        .integer("redis.wait_timeout_ms", \.redis.waitTimeoutMs, 1...600_000,
+                 "How long one WAIT may block; below `command_timeout_ms` when `wait_replicas` is set. WAIT blocks the connection it runs on, so with too few replicas every call waits this long in turn."),
+        .optionalText("redis.tls.ca_file", \.redis.tls.caFile, environment: "HERALD_REDIS_TLS_CA_FILE", default: "none: the system trust store",
+                      "`rediss://` only. PEM CA bundle the server certificate must chain to; when given, only it is trusted."),
+        .optionalText("redis.tls.cert_file", \.redis.tls.certFile, environment: "HERALD_REDIS_TLS_CERT_FILE",
+                      "Client certificate (PEM, chain allowed) for mutual TLS (`tls-auth-clients yes`); needs `tls.key_file`."),
+        .optionalText("redis.tls.key_file", \.redis.tls.keyFile, environment: "HERALD_REDIS_TLS_KEY_FILE",
+                      "Its private key (PEM); may be the same file as `tls.cert_file`."),
+        .optionalText("redis.tls.server_name", \.redis.tls.serverName, environment: "HERALD_REDIS_TLS_SERVER_NAME",
+                      default: "the host reached (the URL's; in sentinel mode the announced master; in cluster mode each node's address)",
+                      "Name sent as SNI and checked against the certificate (DNS name or IP)."),
+        .flag("redis.tls.verify", \.redis.tls.verify,
+              "Verify the server certificate and name. `false` only for diagnostics. Any `tls` key with a `redis://` URL is a configuration error (no silent plaintext). `check-config` loads the files and reports missing or unreadable files, a certificate without its key and a key of another certificate."),
+    ]
+
+    static let apnsSettings: [Setting<Configuration>] = [
+        .text("apns.production_url", \.apns.productionURL, environment: "HERALD_APNS_PRODUCTION_URL",
+              "Use port 2197 where 443 is blocked. Point it at `herald mock-apns` for tests."),
+        .text("apns.sandbox_url", \.apns.sandboxURL, environment: "HERALD_APNS_SANDBOX_URL", "The sandbox (development) push host."),
+        .text("apns.channels_production_url", \.apns.channelsProductionURL, environment: "HERALD_APNS_CHANNELS_PRODUCTION_URL",
+              "Broadcast channel management (`herald channels`, docs/broadcast.md); broadcasts themselves go to `production_url`."),
+        .text("apns.channels_sandbox_url", \.apns.channelsSandboxURL, environment: "HERALD_APNS_CHANNELS_SANDBOX_URL",
+              "Broadcast channel management in the sandbox."),
+        .integer("apns.connections_per_pool", \.apns.connectionsPerPool, 1...64, environment: "HERALD_APNS_CONNECTIONS",
+                 "HTTP/2 connections per credential and environment. Each carries up to the server's stream limit (about 1000 at APNs). More streams in flight also make every batch (Redis, TLS records) larger: on the benchmark machine 4 connections cost less CPU per job than 2."),
+        .integer("apns.request_timeout_ms", \.apns.requestTimeoutMs, 100...maxTimeoutMs, "A request without an answer by then is cancelled and retried."),
+        .integer("apns.connect_timeout_ms", \.apns.connectTimeoutMs, 100...maxTimeoutMs, "Connecting and the TLS handshake."),
+        .integer("apns.ping_idle_seconds", \.apns.pingIdleSeconds, 1...86_400, "PING a connection idle this long (Apple: about an hour)."),
+        .integer("apns.ping_timeout_seconds", \.apns.pingTimeoutSeconds, 1...3_600, "A PING unanswered this long declares the connection dead."),
+        .optionalText("apns.ca_file", \.apns.caFile, environment: "HERALD_APNS_CA_FILE",
+                      "Extra trusted CA (PEM) on top of the system store, e.g. the simulator's CA."),
+        .optionalText("apns.proxy", \.apns.proxy, environment: "HERALD_APNS_PROXY", "`http://host:port`: HTTP CONNECT proxy for corporate networks."),
+        .integer("apns.max_queued_per_pool", \.apns.maxQueuedPerPool, 1...1_000_000,
+                 "Requests waiting for a free stream in one pool. Beyond it the pool refuses; the worker keeps the refused jobs in memory and sends them as answers free room (claiming stays bounded by `max_in_flight`)."),
+    ]
+
+    static let fcmSettings: [Setting<Configuration>] = [
+        .text("fcm.url", \.fcm.url, environment: "HERALD_FCM_URL",
+              "Where `POST /v1/projects/<project_id>/messages:send` goes. Point it at `herald mock-fcm` for tests (docs/mock-fcm.md)."),
+        .integer("fcm.connections_per_pool", \.fcm.connectionsPerPool, 1...64,
+                 "HTTP/2 connections per FCM app; each carries up to the server's stream limit (100 at Google's front end)."),
+        .integer("fcm.request_timeout_ms", \.fcm.requestTimeoutMs, 100...maxTimeoutMs, "A send without an answer by then is cancelled and sent again."),
+        .integer("fcm.connect_timeout_ms", \.fcm.connectTimeoutMs, 100...maxTimeoutMs, "For the pool's connections and the token exchange's connect."),
+        .integer("fcm.token_timeout_ms", \.fcm.tokenTimeoutMs, 100...maxTimeoutMs,
+                 "The whole OAuth token exchange (made off the event loop; sends of that app wait for it)."),
+        .optionalText("fcm.ca_file", \.fcm.caFile, environment: "HERALD_FCM_CA_FILE",
+                      "Extra trusted CA (PEM) for both the FCM host and the token endpoint, e.g. the simulator's."),
+        .optionalText("fcm.proxy", \.fcm.proxy, environment: "HERALD_FCM_PROXY",
+                      "`http://host:port`: HTTP CONNECT proxy for both. Without it libcurl honours `https_proxy` for the token exchange."),
+        .integer("fcm.max_queued_per_pool", \.fcm.maxQueuedPerPool, 1...1_000_000, "As for `apns`."),
+    ]
+
+    /// The apps have their own table in the docs (each app is an object of its own); here only their reader.
+    static let appsSettings: [Setting<Configuration>] = [
+        .custom("apps", default: "required", "The apps: a list of objects (below).", read: { value, c, name, problems in
+            guard let list = value as? [Any] else { return problems.append("\(name) must be a list") }
+            for (index, item) in list.enumerated() {
+                guard let app = item as? [String: Any] else { problems.append("apps[\(index)] must be an object"); continue }
+                var reader = AppReader(problems: [])
+                c.apps.append(reader.readApp(app, index: index))
+                problems += reader.problems
+            }
+        }),
+    ]
+
+    /// The retry policy's numbers, rooted at `RetrySettings` so `retry.queues.<queue>` reads its overrides with
+    /// the same declarations (`perQueueRetryKeys`).
+    static let retrySettings: [Setting<RetrySettings>] = [
+        .integer("server_error_base_seconds", \.serverErrorBaseSeconds, 1...maxRetryDelaySeconds,
+                 "First retry after a 500/503: 15 minutes, doubling per attempt."),
+        .integer("server_error_cap_seconds", \.serverErrorCapSeconds, 1...maxRetryDelaySeconds, "Back-off cap (4 hours); at least the base."),
+        .integer("throttle_base_seconds", \.throttleBaseSeconds, 1...maxRetryDelaySeconds, "First retry after 429 TooManyRequests, doubling."),
+        .integer("throttle_cap_seconds", \.throttleCapSeconds, 1...maxRetryDelaySeconds, "Its cap (10 minutes); at least the base."),
+        .fraction("jitter_fraction", \.jitterFraction, from: 0, below: 1,
+                  "Each delay is spread by up to this fraction, so retries do not arrive in a wave."),
+        .integer("max_attempts", \.maxAttempts, 1...1_000,
+                 "Attempts per job, immediate resends after a lost connection or a timeout included (not refused streams or GOAWAYs: APNs did not process those); after that a retry becomes `failed` with reason `MaxAttempts:<reason>`."),
+        .integer("configuration_pause_seconds", \.configurationPauseSeconds, 1...86_400,
+                 "An app and environment with a credential error is paused this long (its jobs wait; nothing is dropped); then the key or certificate is read again."),
+        .integer("outage_pause_seconds", \.outagePauseSeconds, 1...3_600,
+                 "First pause of an app and environment that APNs cannot be reached for (connect or TLS failure, a server that processes nothing); doubles while the outage lasts. Jobs wait in Redis with no attempt counted."),
+        .integer("outage_pause_cap_seconds", \.outagePauseCapSeconds, 1...3_600,
+                 "Longest outage pause: at worst this long after APNs is back before the worker notices; at least `outage_pause_seconds`."),
+        .integer("give_up_after_seconds", \.giveUpAfterSeconds, 0...31_536_000, off: true, default: "0 (none)",
+                 "A job whose next retry or resend would come later than this after its first attempt fails with reason `GaveUp:<reason>` instead. Pauses (outage, credentials) never fail a job, but their time counts. At most a year."),
+    ]
+
+    /// What `retry.queues.<queue>` may override: the job-level numbers. The pauses are per destination, not per
+    /// job, so they stay global.
+    static let perQueueRetryKeys: Set<String> = ["server_error_base_seconds", "server_error_cap_seconds", "throttle_base_seconds",
+                                                 "throttle_cap_seconds", "jitter_fraction", "max_attempts", "give_up_after_seconds"]
+    static var perQueueRetrySettings: [Setting<RetrySettings>] { retrySettings.filter { perQueueRetryKeys.contains($0.key) } }
+
+    static let retryQueues: Setting<Configuration> = .custom(
+        "retry.queues", default: "none",
+        "Per-queue retry policies: `{\"<queue key>\": {overrides}}`. A job follows the policy of the queue it was taken from (a retry goes back to that queue, so all its attempts do). Each may override `server_error_base_seconds`, `server_error_cap_seconds`, `throttle_base_seconds`, `throttle_cap_seconds`, `jitter_fraction`, `max_attempts` and `give_up_after_seconds`, within the same bounds; what it leaves out is the global value above. The pauses are per app and environment, not per job, so they stay global. Only keys of `redis.queues`.",
+        read: { value, c, name, problems in
+            guard let queues = value as? [String: Any] else { return problems.append("\(name) must be an object") }
+            for (key, value) in queues.sorted(by: { $0.key < $1.key }) where !key.hasPrefix("//") {
+                guard let overrides = value as? [String: Any] else { problems.append("\(name).\(key) must be an object"); continue }
+                var settings = c.retry
+                problems += SettingsReader.apply(perQueueRetrySettings, object: overrides, to: &settings, at: "\(name).\(key).")
+                // A cap below an overridden base would be refused; a base above the inherited cap lifts the cap with it.
+                if overrides["server_error_cap_seconds"] == nil { settings.serverErrorCapSeconds = max(settings.serverErrorCapSeconds, settings.serverErrorBaseSeconds) }
+                if overrides["throttle_cap_seconds"] == nil { settings.throttleCapSeconds = max(settings.throttleCapSeconds, settings.throttleBaseSeconds) }
+                c.queueRetry[key] = settings
+            }
+        },
+        check: { c in
+            c.queueRetry.sorted(by: { $0.key < $1.key }).flatMap { queue, settings in
+                (c.redis.queueKeys.contains(queue) ? [] : ["retry.queues: '\(queue)' is not one of redis.queues"])
+                    + retryProblems(settings, perQueueRetrySettings, at: "retry.queues.\(queue).")
+            }
+        })
+
+    /// The bounds of each number, then the caps against their bases, each naming its keys under `at`.
+    static func retryProblems(_ r: RetrySettings, _ settings: [Setting<RetrySettings>] = retrySettings, at: String) -> [String] {
+        var problems = settings.compactMap { $0.check(r, at + $0.key) }
+        if r.serverErrorCapSeconds < r.serverErrorBaseSeconds {
+            problems.append("\(at)server_error_cap_seconds (\(r.serverErrorCapSeconds)) must be at least \(at)server_error_base_seconds (\(r.serverErrorBaseSeconds))")
+        }
+        if r.throttleCapSeconds < r.throttleBaseSeconds {
+            problems.append("\(at)throttle_cap_seconds (\(r.throttleCapSeconds)) must be at least \(at)throttle_base_seconds (\(r.throttleBaseSeconds))")
+        }
+        if r.outagePauseCapSeconds < r.outagePauseSeconds {
+            problems.append("\(at)outage_pause_cap_seconds (\(r.outagePauseCapSeconds)) must be at least \(at)outage_pause_seconds (\(r.outagePauseSeconds))")
+        }
+        return problems
+    }
+
+    static let workerSettings: [Setting<Configuration>] = [
+        .optionalText("worker.id", \.worker.id, environment: "HERALD_WORKER_ID", default: "`<hostname>-<pid>-<random>`",
+                      "Names the worker in leases and results."),
+        .integer("worker.max_in_flight", \.worker.maxInFlight, 1...1_000_000, environment: "HERALD_MAX_IN_FLIGHT",
+                 "Jobs claimed and not yet recorded, per process: with `event_loops` N each loop gets 1/N of it (and claims at most that many at once). Memory stays flat at any queue length (about 60 MB at 10,000)."),
+        .integer("worker.claim_batch", \.worker.claimBatch, 1...10_000, "Jobs claimed per Redis round trip."),
+        .integer("worker.lease_seconds", \.worker.leaseSeconds, 2...86_400,
+                 "A worker that stops heartbeating for this long is presumed dead; its jobs go back to the queue."),
+        .integer("worker.shutdown_deadline_seconds", \.worker.shutdownDeadlineSeconds, 0...3_600,
+                 "On SIGTERM, how long in-flight requests may take before their leases are returned."),
+        .flag("worker.run_scheduler", \.worker.runScheduler, "Move due retries to the queue (safe in every worker at once)."),
+        .flag("worker.run_reaper", \.worker.runReaper, "Return the jobs of dead workers (safe in every worker at once)."),
+        .integer("worker.results_max_length", \.worker.resultsMaxLength, 1...1_000_000_000, "Approximate length the results stream is trimmed to."),
+        .integer("worker.dead_max_length", \.worker.deadMaxLength, 1...1_000_000_000, "Length the dead-letter list is trimmed to."),
+        .integer("worker.archive_max_length", \.worker.archiveMaxLength, 0...1_000_000_000, off: true,
+                 "Approximate length of the failed-job archive `<prefix>:archive` (jobs that ended `failed` or `token_dropped`, with their bytes, for `herald replay`); 0 keeps none."),
+        .integer("worker.event_loops", \.worker.eventLoops, 1...64,
+                 "Pipelines (threads) in one process, each with its own Redis and APNs connections."),
+        .text("worker.log_level", \.worker.logLevel, environment: "HERALD_LOG_LEVEL", "`debug`, `info`, `warning`, `error`."),
+        .integer("worker.flush_interval_ms", \.worker.flushIntervalMs, 0...1_000, "Results are written in batches at most this much later."),
+        .integer("worker.idempotency_window_seconds", \.worker.idempotencyWindowSeconds, 0...2_592_000, off: true, default: "0 (off)",
+                 "A job `id` taken within this many seconds (from its first claim) is not sent again: the copy gets outcome `duplicate` (docs/job-format.md, \"Idempotency\"). E.g. `86400`; at most 30 days. Every worker sharing a Redis should use the same value."),
+    ]
+
+    static let metricsSettings: [Setting<Configuration>] = [
+        .text("metrics.listen", \.metrics.listen, environment: "HERALD_METRICS_LISTEN", emptyFromEnvironment: true,
+              "Where the worker serves `/metrics`, `/healthz` and `/readyz` (docs/observability.md): `host:port`, `[v6]:port`, or `:port` for every interface. Empty turns the listener off (also when `HERALD_METRICS_LISTEN` is set but empty). A port that cannot be bound is logged (`metrics listener not started`) and the worker runs without it."),
+    ]
+
+    /// The settings an environment variable overrides, in declaration order.
+    public static var environmentSettings: [Setting<Configuration>] { settings.filter { $0.environment != nil } }
+
+    /// The settings whose value is a whole number, with their bounds and access to the field.
+    public static var numericSettings: [(key: String, access: NumberAccess<Configuration>)] {
+        settings.compactMap { s in s.number.map { (s.key, $0) } }
+    }
+}
