@@ -557,8 +557,7 @@ public final class DeliveryCore {
         if pause(gate, .outage, reason: reason, milliseconds: milliseconds) {
             counters.outagePauses += 1
             // The first pause of an outage at warning level; the longer ones after it at info, not one per job.
-            let message = job.destination.platform == .fcm ? "fcm unreachable; destination paused, jobs wait in Redis"
-                                                           : "apns unreachable; destination paused, jobs wait in Redis"
+            let message = job.destination.platform.rawValue + " unreachable; destination paused, jobs wait in Redis"
             log(gate.consecutiveOutages == 1 ? .warning : .info, message, [
                 "app": .string(job.appName), "environment": .string(job.destination.environment.rawValue),
                 "reason": .string(reason), "pause_ms": .int(Int(milliseconds)), "consecutive": .int(gate.consecutiveOutages),
