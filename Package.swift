@@ -10,6 +10,7 @@ let package = Package(
         .executable(name: "herald", targets: ["herald"]),
         .executable(name: "herald-bench", targets: ["HeraldBench"]),
         .library(name: "APNs", targets: ["APNs"]),
+        .library(name: "FCM", targets: ["FCM"]),
         .library(name: "MockAPNs", targets: ["MockAPNs"]),
     ],
     targets: [
@@ -33,36 +34,43 @@ let package = Package(
         /// The commit and build date `herald --version` prints, stamped into the linked binary (scripts/lib.sh).
         .target(name: "CBuildInfo"),
         .target(name: "Reactor", dependencies: ["CLinux", "Basics"]),
-        .target(name: "APNs", dependencies: ["COpenSSL", "Basics"]),
+        /// What every push provider shares, with no provider in it: the job model and its parser, the JSON scanner and
+        /// writer, retry settings, `DeliveryResult` and the neutral `OutcomePolicy`, and `ProviderAnswer` (a provider's
+        /// answer as the core reads it).
+        .target(name: "PushCore", dependencies: ["COpenSSL", "Basics"]),
+        /// APNs: Apple's protocol (reasons, validation, ES256 provider tokens, broadcast channels), its answers'
+        /// classes, and its HTTP/2 clients (`APNsClient`, `APNsChannelClient`).
+        .target(name: "APNs", dependencies: ["PushCore", "HTTP2", "Reactor", "COpenSSL", "Basics"]),
+        /// FCM HTTP v1: the message validator, the answers and their classes, the service account and its RS256
+        /// OAuth assertion.
+        .target(name: "FCM", dependencies: ["PushCore", "COpenSSL", "Basics"]),
         /// Client TLS over OpenSSL shared by the APNs/FCM connections and Redis: the `SSL_CTX`, one `SSL*` per socket,
         /// non-blocking handshake, read and write steps, and the error texts.
         .target(name: "TLS", dependencies: ["Reactor", "COpenSSL"]),
         .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
         .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
         .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
-        /// APNs over HTTP/2: the client that turns a notification into a request on a pool and the answer back.
-        .target(name: "APNsHTTP2", dependencies: ["APNs", "HTTP2", "Reactor"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
-        .target(name: "Worker", dependencies: ["Basics", "APNs", "APNsHTTP2", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "CBuildInfo", "Worker", "Forwarder", "APNsHTTP2", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        .target(name: "Worker", dependencies: ["Basics", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "CBuildInfo", "Worker", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
-        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "APNsHTTP2", "APNs", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
+        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 
-        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "APNs", "Worker"], path: "Tests/HeraldTestSupport"),
+        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "APNs", "FCM", "Worker"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
-        .testTarget(name: "APNsTests", dependencies: ["APNs", "Basics", "COpenSSL"]),
+        .testTarget(name: "APNsTests", dependencies: ["PushCore", "APNs", "FCM", "Basics", "COpenSSL"]),
         .testTarget(
-            name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "MockAPNs", "APNs", "HeraldTestSupport"],
+            name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "MockAPNs", "PushCore", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
         .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
-        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "APNsHTTP2", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
-        .testTarget(name: "APNsHTTP2Tests", dependencies: ["Basics", "APNsHTTP2", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
+        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
+        .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "CurlHTTP", "MockAPNs", "APNs", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -75,7 +83,7 @@ if Context.environment["HERALD_FUZZ"] == "1" {
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzz/Support"))
     for name in names {
         package.targets.append(.executableTarget(
-            name: name, dependencies: ["FuzzSupport", "APNs", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
+            name: name, dependencies: ["FuzzSupport", "PushCore", "APNs", "FCM", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
         package.products.append(.executable(name: name, targets: [name]))
     }
 }

@@ -1,3 +1,5 @@
+import PushCore
+
 /// A `reason` string from an APNs error body or GOAWAY. Every reason in Apple's table is a case;
 /// anything else is kept verbatim in `.unknown` so nothing is lost when Apple adds one.
 public enum APNsReason: Hashable, Sendable, CustomStringConvertible {

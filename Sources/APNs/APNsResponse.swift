@@ -1,4 +1,5 @@
 import Basics
+import PushCore
 
 /// One answer from APNs. Decoding never fails: a body that is not the documented JSON yields no reason.
 public struct APNsResponse: Sendable, Equatable {

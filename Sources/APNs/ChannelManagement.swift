@@ -1,5 +1,7 @@
+import PushCore
+
 /// The channel-management API (create, read, delete, list broadcast channels) as pure request building and answer
-/// decoding; `APNsChannelClient` (APNsHTTP2) carries it over HTTP/2. Requests are exactly Apple's:
+/// decoding; `APNsChannelClient` (in this module) carries it over HTTP/2. Requests are exactly Apple's:
 /// `POST /1/apps/<bundle>/channels` with `{"message-storage-policy":N,"push-type":"LiveActivity"}`,
 /// `GET`/`DELETE /1/apps/<bundle>/channels` with `apns-channel-id`, `GET /1/apps/<bundle>/all-channels`.
 public enum ChannelManagement {

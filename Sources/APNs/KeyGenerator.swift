@@ -1,4 +1,5 @@
 import COpenSSL
+import PushCore
 
 /// Makes keys in-process, for tests, the simulator and the demo (no `openssl` CLI needed).
 public enum KeyGenerator {

@@ -1,3 +1,5 @@
+import PushCore
+
 /// Why a notification would be refused, with the reason string APNs itself would answer.
 public struct ValidationFailure: Error, Equatable, Sendable, CustomStringConvertible {
     public var reason: APNsReason

@@ -1,5 +1,6 @@
 import Basics
 import Glibc
+import PushCore
 
 /// One provider token per credential, shared by every connection: Apple refuses refreshes more often than
 /// every 20 minutes (429 TooManyProviderTokenUpdates) and tokens older than 60 (403 ExpiredProviderToken).

@@ -1,3 +1,5 @@
+import PushCore
+
 /// Makes APNs provider tokens: `base64url({"alg":"ES256","kid":K}).base64url({"iss":T,"iat":N}).base64url(r||s)`.
 /// Key and team IDs are checked up front so a typo fails at start-up, not as 403s from Apple.
 public struct ProviderTokenSigner: Sendable {

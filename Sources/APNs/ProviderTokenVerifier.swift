@@ -1,4 +1,5 @@
 import COpenSSL
+import PushCore
 
 /// What a provider token says about itself.
 public struct ProviderTokenClaims: Sendable, Equatable {

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import PushCore
 
 /// An APNs token-signing key (EC P-256 from a `.p8` file), owning its OpenSSL `EVP_PKEY`, freed in deinit.
 ///
@@ -75,29 +76,7 @@ public final class SigningKey: @unchecked Sendable {
     }
 
     /// The public half as SubjectPublicKeyInfo PEM, for verifiers (a test server, the demo).
-    public func publicKeyPEM() -> String? { APNs.publicKeyPEM(of: pkey) }
-}
-
-/// Parses a PEM private key of any type (the caller checks the type and owns the result).
-func readPrivateKeyPEM(_ pem: String) throws(CredentialError) -> OpaquePointer {
-    guard pem.contains("-----BEGIN "), pem.contains("PRIVATE KEY-----") else { throw .notPEM }
-    ERR_clear_error()
-    let bytes = Array(pem.utf8)
-    let key: OpaquePointer? = bytes.withUnsafeBytes { raw in
-        guard let bio = BIO_new_mem_buf(raw.baseAddress, Int32(raw.count)) else { return nil }
-        defer { BIO_free(bio) }
-        return PEM_read_bio_PrivateKey(bio, nil, nil, nil)
-    }
-    guard let key else { throw .unreadableKey(detail: openSSLErrorText()) }
-    return key
-}
-
-/// The public half of a key as SubjectPublicKeyInfo PEM.
-func publicKeyPEM(of pkey: OpaquePointer) -> String? {
-    guard let bio = BIO_new(BIO_s_mem()) else { return nil }
-    defer { BIO_free(bio) }
-    guard PEM_write_bio_PUBKEY(bio, pkey) == 1 else { return nil }
-    return readAll(bio)
+    public func publicKeyPEM() -> String? { PushCore.publicKeyPEM(of: pkey) }
 }
 
 /// DER `ECDSA-Sig-Value` to r||s, each big-endian and left-padded to `width` bytes.
@@ -115,12 +94,4 @@ func derToRawECDSA(_ der: [UInt8], width: Int) -> [UInt8]? {
         let okS = out.withUnsafeMutableBufferPointer { BN_bn2binpad(s, $0.baseAddress! + width, Int32(width)) }
         return okR == width && okS == width ? out : nil
     }
-}
-
-/// Reads a memory BIO's whole contents as text.
-func readAll(_ bio: OpaquePointer) -> String {
-    var pointer: UnsafeMutablePointer<CChar>?
-    let length = copenssl_bio_get_mem_data(bio, &pointer)
-    guard let pointer, length > 0 else { return "" }
-    return String(decoding: UnsafeRawBufferPointer(start: pointer, count: Int(length)), as: UTF8.self)
 }

@@ -1,6 +1,7 @@
 import APNs
 import Basics
 import Foundation
+import PushCore
 import Reactor
 import Worker
 

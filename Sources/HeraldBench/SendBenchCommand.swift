@@ -1,8 +1,8 @@
 import APNs
 import Basics
 import Foundation
-import APNsHTTP2
 import HTTP2
+import PushCore
 import Reactor
 import Worker
 
@@ -130,10 +130,7 @@ final class SendRun {
         let accepted = send(index) { [self] result in
             answered += 1
             switch result {
-            case .response(let response):
-                statuses[String(response.status), default: 0] += 1
-                if response.status == 200 { ok += 1 } else { failed += 1 }
-            case .fcm(let response):
+            case .answer(let response):
                 statuses[String(response.status), default: 0] += 1
                 if response.status == 200 { ok += 1 } else { failed += 1 }
             case .transport(let failure):

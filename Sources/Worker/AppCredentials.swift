@@ -1,6 +1,8 @@
 import APNs
+import FCM
 import Foundation
 import HTTP2
+import PushCore
 import Reactor
 
 /// An app's loaded credential: the token cache (token auth) or the client-certificate TLS settings

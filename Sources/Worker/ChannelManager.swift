@@ -1,7 +1,7 @@
 import APNs
-import APNsHTTP2
 import Basics
 import HTTP2
+import PushCore
 import Reactor
 
 /// One channel-management call for a configured app, from any thread: loads the app's credential, connects to the

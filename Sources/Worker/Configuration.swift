@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import PushCore
 
 /// Everything a worker process needs, from one JSON file (`--config` or `HERALD_CONFIG`) with
 /// environment-variable overrides for the settings operators change most. Every field has a default

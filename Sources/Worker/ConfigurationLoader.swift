@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import PushCore
 import RedisQueue
 
 /// Reads the JSON configuration and the environment overrides, collecting every problem instead of

@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import PushCore
 
 /// Every setting of the configuration file, in the order of docs/configuration.md. Adding a setting is one
 /// line here (plus its field, whose initial value is the default); the loader, the bounds check, the

@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import RedisQueue
 
 /// `redis.shards` / `redis.shard_prefixes` turned into the key sets the worker and every tool use.

@@ -1,6 +1,6 @@
 import APNs
-import APNsHTTP2
 import Basics
+import PushCore
 import Worker
 
 /// `herald channels create|get|delete|list`: broadcast channels of a configured app on Apple's channel-management

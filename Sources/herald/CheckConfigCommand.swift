@@ -1,6 +1,7 @@
 import APNs
 import Basics
 import Foundation
+import PushCore
 import RedisQueue
 import Worker
 

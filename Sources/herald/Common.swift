@@ -2,6 +2,7 @@ import APNs
 import Basics
 import Foundation
 import Glibc
+import PushCore
 import RedisQueue
 import Worker
 

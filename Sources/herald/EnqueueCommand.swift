@@ -2,6 +2,7 @@ import APNs
 import Basics
 import Foundation
 import Glibc
+import PushCore
 import RedisQueue
 
 /// `herald enqueue`: JSON lines in, validated, LPUSHed in pipelined batches.

@@ -1,8 +1,8 @@
 import APNs
 import Basics
 import Foundation
-import APNsHTTP2
 import HTTP2
+import PushCore
 import Reactor
 import Worker
 
@@ -138,7 +138,11 @@ enum SendCommand {
             return ExitCode.failure
         }
         switch outcome.result {
-        case .response(let response):
+        case .answer(let answer):
+            guard let response = answer as? APNsResponse else {
+                printJSON(["outcome": "failed", "status": answer.status, "reason": answer.reasonName])
+                return ExitCode.failure
+            }
             var object: [String: Any] = ["status": response.status, "outcome": response.status == 200 ? "delivered" : "failed"]
             if let id = response.apnsID { object["apns_id"] = id }
             if let id = response.apnsUniqueID { object["apns_unique_id"] = id }
@@ -146,9 +150,6 @@ enum SendCommand {
             if let timestamp = response.timestamp { object["timestamp"] = timestamp }
             printJSON(object)
             return response.status == 200 ? ExitCode.success : ExitCode.failure
-        case .fcm(let response):
-            printJSON(["outcome": "failed", "status": response.status, "reason": response.reasonName])
-            return ExitCode.failure
         case .transport(let failure):
             printJSON(["outcome": "failed", "status": 0, "reason": "\(failure)"])
             return ExitCode.failure

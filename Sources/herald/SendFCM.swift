@@ -1,6 +1,8 @@
 import APNs
 import Basics
+import FCM
 import Foundation
+import PushCore
 import Reactor
 import Worker
 
@@ -59,7 +61,8 @@ enum SendFCM {
             return ExitCode.failure
         }
         switch result {
-        case .fcm(let response):
+        case .answer(let answer):
+            guard let response = answer as? FCMResponse else { return ExitCode.failure }
             var object: [String: Any] = ["platform": "fcm", "status": response.status, "outcome": response.status == 200 ? "delivered" : "failed"]
             if let name = response.name { object["name"] = name }
             if response.status != 200 { object["reason"] = response.grantRefused.map { "TokenRefused: " + $0 } ?? response.reasonName }
@@ -70,8 +73,6 @@ enum SendFCM {
             return response.status == 200 ? ExitCode.success : ExitCode.failure
         case .transport(let failure):
             printJSON(["outcome": "failed", "platform": "fcm", "status": 0, "reason": "\(failure)"])
-            return ExitCode.failure
-        case .response:
             return ExitCode.failure
         }
     }

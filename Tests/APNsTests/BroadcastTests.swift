@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import Testing
 
 private let channel = "dHN0LXNyY2gtY2hubA=="

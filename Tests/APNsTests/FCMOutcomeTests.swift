@@ -1,4 +1,6 @@
 import APNs
+import FCM
+import PushCore
 import Testing
 
 /// random() = 0.5: delays come out unjittered (5xx base 900 s, 429 base 10 s by default).

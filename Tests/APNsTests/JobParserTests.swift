@@ -1,5 +1,6 @@
 import APNs
 import Basics
+import PushCore
 import Testing
 
 private let token = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"

@@ -1,6 +1,8 @@
 import APNs
 import COpenSSL
+import FCM
 import Foundation
+import PushCore
 import Testing
 
 @Suite struct OAuthAssertionTests {

@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import Testing
 
 private let now: Int64 = 1_800_000_000

@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import Testing
 
 @Suite struct APNsReasonTests {

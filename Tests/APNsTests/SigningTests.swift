@@ -1,6 +1,7 @@
 import APNs
 import COpenSSL
 import Foundation
+import PushCore
 import Testing
 
 /// Verifies a JWT's ES256 signature with OpenSSL's own verifier: r||s back to DER, then EVP_DigestVerify.

@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import Testing
 
 private let token = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"

@@ -1,5 +1,7 @@
 import APNs
+import FCM
 import Foundation
+import PushCore
 import Worker
 
 /// Computes what the worker derives from a configuration's numbers, through the worker's own code: the core's

@@ -1,8 +1,8 @@
 import APNs
-import APNsHTTP2
 import Basics
 import Foundation
 import HTTP2
+import PushCore
 import Reactor
 import Testing
 @testable import MockAPNs
@@ -99,7 +99,7 @@ struct BroadcastBytesTests {
             return
         }
         #expect(Set(listed) == [channel, heraldChannel])
-        if case .response(let r)? = broadcast.withLock({ $0 }) {
+        if let r = broadcast.withLock({ $0 })?.apns {
             #expect(r.status == 200)
             #expect(r.apnsID == ids[3])
         } else {

@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import RedisQueue
 import Testing
 @testable import Worker

@@ -1,5 +1,6 @@
 import APNs
 import Dispatch
+import PushCore
 import Reactor
 import RedisQueue
 import Synchronization
@@ -79,6 +80,9 @@ final class ScriptedSender: PushSender {
     var refusals = 0
     var closed = false
     init(loop: EventLoop) { self.loop = loop }
+
+    /// No pools to report.
+    func addMetrics(to snapshot: inout MetricsSnapshot) {}
 
     func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
               completion: @escaping (PushOutcome) -> Void) -> SendAdmission {

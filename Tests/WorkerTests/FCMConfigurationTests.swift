@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import HeraldTestSupport
+import PushCore
 import Testing
 import Worker
 

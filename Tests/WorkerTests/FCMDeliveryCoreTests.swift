@@ -1,7 +1,9 @@
 import APNs
 import Basics
 import CurlHTTP
+import FCM
 import Foundation
+import PushCore
 import Reactor
 import RedisQueue
 import Testing

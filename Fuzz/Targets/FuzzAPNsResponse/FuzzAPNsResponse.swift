@@ -1,5 +1,6 @@
 import APNs
 import FuzzSupport
+import PushCore
 
 /// APNs answers (and GOAWAY debug data) come from the network: decoding never fails and never traps.
 @_cdecl("LLVMFuzzerTestOneInput")

@@ -1,6 +1,7 @@
 import APNs
 import Foundation
 import FuzzSupport
+import PushCore
 
 /// The strict scanner against Foundation's parser, and its member walk against its whole-document check.
 @_cdecl("LLVMFuzzerTestOneInput")

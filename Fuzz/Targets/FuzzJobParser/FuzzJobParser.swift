@@ -1,5 +1,6 @@
 import APNs
 import FuzzSupport
+import PushCore
 
 /// The worker's hot path on producer bytes: it must never trap, and what it accepts must be what it promises.
 @_cdecl("LLVMFuzzerTestOneInput")

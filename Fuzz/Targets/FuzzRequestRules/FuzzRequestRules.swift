@@ -1,5 +1,6 @@
 import APNs
 import FuzzSupport
+import PushCore
 @testable import MockAPNs
 
 /// The simulator's checks of one request: headers and body from the network must give an answer, never a trap.

@@ -1,6 +1,6 @@
 import APNs
-import APNsHTTP2
 import HTTP2
+import PushCore
 import Reactor
 
 /// `PushSender` over APNs: per app its loaded credential and one `APNsClient` (an HTTP/2 pool) per
@@ -48,29 +48,13 @@ public final class APNsSender: PushSender {
         return accepted ? .accepted : .refused
     }
 
-    /// Connections opened and GOAWAYs met by one destination's pools, counted from their events.
-    private final class PoolEventCounts {
-        var connected = 0
-        var goaways = 0
-    }
-
     public func addMetrics(to snapshot: inout MetricsSnapshot) {
         for (index, app) in apps.enumerated() {
             if index < snapshot.tokensSigned.count { snapshot.tokensSigned[index] = app.credentials.tokenCache?.tokensMade ?? 0 }
             for environment in [APNsEnvironment.production, .sandbox] {
-                let client = app.clients[environment]
-                guard client != nil || app.poolEvents[environment] != nil else { continue }
-                var pool = PoolSnapshot(app: app.settings.name, environment: environment.rawValue)
-                if let client {
-                    pool.connections = client.pool.liveConnections
-                    pool.openStreams = client.pool.inFlight
-                    pool.streamLimit = client.pool.status.streamLimit ?? 0
-                    pool.queued = client.pool.queued
-                }
-                let events = app.poolEvents[environment]
-                pool.reconnects = max(0, (events?.connected ?? 0) - apns.connectionsPerPool)
-                pool.goaways = events?.goaways ?? 0
-                snapshot.pools.append(pool)
+                guard let events = app.poolEvents[environment] else { continue }
+                snapshot.pools.append(events.snapshot(app.clients[environment]?.pool, app: app.settings.name,
+                                                      environment: environment.rawValue, connectionsPerPool: apns.connectionsPerPool))
             }
         }
     }
@@ -91,11 +75,7 @@ public final class APNsSender: PushSender {
         let counts = app.poolEvents[environment] ?? PoolEventCounts()
         app.poolEvents[environment] = counts
         client.pool.onEvent = { event in
-            switch event {
-            case .connection(.connected): counts.connected += 1
-            case .connection(.goaway): counts.goaways += 1
-            default: break
-            }
+            counts.count(event)
             Self.log(event, app: name, environment: environment, logger: logger)
         }
         client.pool.start()

@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import RedisQueue
 
 /// Builds what one finished (or parked) job writes to Redis: the result entry plus the retry envelope,
@@ -7,19 +8,19 @@ import RedisQueue
 struct CompletionBuilder {
     let workerID: String
 
-    private func entry(_ job: JobAttempt, _ outcome: ResultEntry.Outcome, now: UInt64, response: APNsResponse? = nil, reason: String? = nil,
-                       fcm: FCMResponse? = nil) -> ResultEntry {
+    private func entry(_ job: JobAttempt, _ outcome: ResultEntry.Outcome, now: UInt64, answer: (any ProviderAnswer)? = nil, reason: String? = nil) -> ResultEntry {
         let n = job.notification
         let isFCM = n.platform == .fcm
+        let fields = answer?.resultFields
         var result = ResultEntry(
-            id: job.id, outcome: outcome, status: response?.status ?? fcm?.status ?? 0, reason: reason,
+            id: job.id, outcome: outcome, status: answer?.status ?? 0, reason: reason,
             token: (isFCM && n.deviceToken.isEmpty) || n.isBroadcast ? nil : n.deviceToken, topic: isFCM && n.topic.isEmpty ? nil : n.topic,
             environment: isFCM ? nil : n.environment.rawValue, app: job.appName,
-            apnsID: response?.apnsID, apnsUniqueID: response?.apnsUniqueID, attempt: job.attempt,
+            apnsID: fields?.apnsID, apnsUniqueID: fields?.apnsUniqueID, attempt: job.attempt,
             latencyMilliseconds: job.latencyMilliseconds(now: now), worker: workerID)
         result.fallbackFrom = job.fallbackFrom?.rawValue
         result.platform = n.platform.rawValue
-        if outcome == .delivered { result.fcmName = fcm?.name }
+        if outcome == .delivered { result.fcmName = fields?.messageName }
         result.channel = n.channelID
         return result
     }
@@ -31,31 +32,31 @@ struct CompletionBuilder {
         return completion
     }
 
-    /// A terminal or retry decision on an answer (or a transport failure: `response` nil).
-    func decided(_ job: JobAttempt, _ decision: Decision, response: APNsResponse?, fcm: FCMResponse? = nil, now: UInt64,
+    /// A terminal or retry decision on an answer (or a transport failure: `answer` nil).
+    func decided(_ job: JobAttempt, _ decision: Decision, answer: (any ProviderAnswer)?, now: UInt64,
                  wallMillis: Int64) -> JobCompletion {
         var completion = completion(job, once: .done)
         var result: ResultEntry
         switch decision {
         case .delivered:
-            result = entry(job, .delivered, now: now, response: response, fcm: fcm)
+            result = entry(job, .delivered, now: now, answer: answer)
         case .dropToken(let invalidSince, let reason):
-            result = entry(job, .tokenDropped, now: now, response: response, reason: reason, fcm: fcm)
+            result = entry(job, .tokenDropped, now: now, answer: answer, reason: reason)
             result.invalidSince = invalidSince
             let n = job.notification
             completion.droppedToken = DroppedToken(
                 token: n.deviceToken, topic: n.topic, environment: n.platform == .fcm ? "" : n.environment.rawValue, reason: reason,
                 invalidSince: invalidSince, platform: n.platform.rawValue, app: job.appName)
         case .dropChannel(let reason):
-            result = entry(job, .channelDropped, now: now, response: response, reason: reason)
+            result = entry(job, .channelDropped, now: now, answer: answer, reason: reason)
             if case .channel(let id, let bundleID) = job.notification.target {
                 completion.droppedChannel = DroppedChannel(
                     channel: id, bundleID: bundleID, environment: job.notification.environment.rawValue, reason: reason)
             }
         case .fail(let reason):
-            result = entry(job, .failed, now: now, response: response, reason: reason, fcm: fcm)
+            result = entry(job, .failed, now: now, answer: answer, reason: reason)
         case .retry(let ms, let reason):
-            return retry(job, dueAt: wallMillis + ms, attempt: job.attempt + 1, reason: reason, response: response, fcm: fcm, now: now)
+            return retry(job, dueAt: wallMillis + ms, attempt: job.attempt + 1, reason: reason, answer: answer, now: now)
         case .resendNow, .resendUnprocessed, .unavailable, .deferForConfiguration:
             preconditionFailure("\(decision) is not recorded; the core resends or parks the job")
         }
@@ -69,10 +70,10 @@ struct CompletionBuilder {
 
     /// Puts the job in the retry set, due at `dueAt` (ms since the epoch), as attempt `attempt`: the same
     /// number for a parked job (the job is not at fault), the next one after a retryable answer.
-    func retry(_ job: JobAttempt, dueAt: Int64, attempt: Int, reason: String, response: APNsResponse? = nil, fcm: FCMResponse? = nil,
+    func retry(_ job: JobAttempt, dueAt: Int64, attempt: Int, reason: String, answer: (any ProviderAnswer)? = nil,
                now: UInt64) -> JobCompletion {
         var completion = completion(job, once: .pending)
-        var result = entry(job, .retrying, now: now, response: response, reason: reason, fcm: fcm)
+        var result = entry(job, .retrying, now: now, answer: answer, reason: reason)
         result.retryAt = dueAt
         completion.result = result
         completion.scheduleRetry(at: dueAt, attempt: attempt, id: job.id, since: job.firstAttemptAt)

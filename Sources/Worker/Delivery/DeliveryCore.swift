@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import RedisQueue
 
 /// What the core asks its driver to do. The driver (`DeliveryPipeline`) runs them in order against a
@@ -347,7 +348,7 @@ public final class DeliveryCore {
             counters.fannedOut += multicast.tokens.count
             return record(builder.expanded(job, multicast))
         }
-        if expired { return finishJob(job, .fail(reason: "Expired"), response: nil) }
+        if expired { return finishJob(job, .fail(reason: "Expired"), answer: nil) }
         if job.firstAttemptAt == nil { job.firstAttemptAt = wall }
         dispatch(job)
     }
@@ -453,18 +454,16 @@ public final class DeliveryCore {
         metrics.answer(job.platform, outcome.result, afterNanoseconds: clock.monotonicNanos &- job.sentAt)
         let decision = policy(for: job).decide(outcome.result, attempt: job.attempt, expiration: job.notification.expiration,
                                                nowMilliseconds: clock.wallMillis, firstAttemptAtMilliseconds: job.firstAttemptAt)
-        var response: APNsResponse? = nil
-        var fcm: FCMResponse? = nil
-        if case .response(let answer) = outcome.result { response = answer }
-        if case .fcm(let answer) = outcome.result { fcm = answer }
+        var answer: (any ProviderAnswer)? = nil
+        if case .answer(let a) = outcome.result { answer = a }
         if outcome.result.isAnswer { job.unprocessedResends = 0 }
         let wasProbe = gate.answered(job, reachedAPNs: outcome.result.isAnswer) { !self.policy.refusesCredential(outcome.result) }
         // FCM's 429: hold the whole project back for the Retry-After, not just this job.
         if let milliseconds = policy.slowDownMilliseconds(outcome.result),
-           pause(gate, .throttle, reason: fcm?.reasonName ?? "QUOTA_EXCEEDED", milliseconds: milliseconds) {
+           pause(gate, .throttle, reason: answer?.reasonName ?? "QUOTA_EXCEEDED", milliseconds: milliseconds) {
             counters.throttlePauses += 1
             log(.warning, "fcm quota exceeded; project slowed down, jobs wait in Redis", [
-                "app": .string(job.appName), "pause_ms": .int(Int(milliseconds)), "reason": .string(fcm?.reasonName ?? "HTTP 429"),
+                "app": .string(job.appName), "pause_ms": .int(Int(milliseconds)), "reason": .string(answer?.reasonName ?? "HTTP 429"),
             ])
         }
         switch decision {
@@ -476,7 +475,7 @@ public final class DeliveryCore {
             job.fallBack()
             dispatch(job)
         case .delivered, .dropToken, .dropChannel, .fail, .retry:
-            finishJob(job, decision, response: response, fcm: fcm)
+            finishJob(job, decision, answer: answer)
         case .resendNow(let fresh, _):
             counters.resent += 1
             metrics.resend(job.platform, DeliveryMetrics.resendCause(outcome.result))
@@ -534,7 +533,7 @@ public final class DeliveryCore {
             && app.environments.contains(APNsEnvironment.production.rawValue) && app.environments.contains(APNsEnvironment.sandbox.rawValue)
     }
 
-    private func finishJob(_ job: JobAttempt, _ decision: Decision, response: APNsResponse?, fcm: FCMResponse? = nil) {
+    private func finishJob(_ job: JobAttempt, _ decision: Decision, answer: (any ProviderAnswer)?) {
         let outcome: JobOutcome
         switch decision {
         case .delivered: counters.delivered += 1; outcome = .delivered
@@ -545,7 +544,7 @@ public final class DeliveryCore {
         }
         metrics.job(job.platform, app: job.destination.app, outcome)
         if outcome != .retrying { metrics.jobFinished(job.platform, afterNanoseconds: clock.monotonicNanos &- job.claimedAt) }
-        record(builder.decided(job, decision, response: response, fcm: fcm, now: clock.monotonicNanos, wallMillis: clock.wallMillis))
+        record(builder.decided(job, decision, answer: answer, now: clock.monotonicNanos, wallMillis: clock.wallMillis))
     }
 
     /// The probe's answer decides for the jobs that waited on it: sent (proven), parked (paused), or the next
@@ -572,8 +571,7 @@ public final class DeliveryCore {
         if started {
             counters.outagePauses += 1
             // The first pause of an outage at warning level; the longer ones after it at info, not one per job.
-            let message = job.destination.platform == .fcm ? "fcm unreachable; destination paused, jobs wait in Redis"
-                                                           : "apns unreachable; destination paused, jobs wait in Redis"
+            let message = job.destination.platform.rawValue + " unreachable; destination paused, jobs wait in Redis"
             log(gate.consecutiveOutages == 1 ? .warning : .info, message, [
                 "app": .string(job.appName), "environment": .string(job.destination.environment.rawValue),
                 "reason": .string(reason), "pause_ms": .int(Int(milliseconds)), "consecutive": .int(gate.consecutiveOutages),
@@ -598,7 +596,7 @@ public final class DeliveryCore {
         if let cause { reason += " (after \(cause))" }
         let due = wall + waitMilliseconds
         if policy.wouldExpire(job.notification.expiration, atMilliseconds: due) {
-            return finishJob(job, .fail(reason: "Expired"), response: nil)
+            return finishJob(job, .fail(reason: "Expired"), answer: nil)
         }
         counters.retrying += 1
         metrics.job(job.platform, app: job.destination.app, .retrying)

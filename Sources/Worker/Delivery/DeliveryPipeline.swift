@@ -1,9 +1,10 @@
 import APNs
+import PushCore
 import Reactor
 import RedisQueue
 
 /// The worker on one event loop: runs a `DeliveryCore`'s actions against a `JobSource` (Redis) and a
-/// `PushSender` (APNs), feeds the answers back, and keeps one loop timer at the core's next wake-up.
+/// `PushSender` (the `ProviderRegistry`), feeds the answers back, and keeps one loop timer at the core's next wake-up.
 /// It decides nothing itself; every rule lives in the core, which tests drive without I/O.
 ///
 /// Loop-confined: build it and call it on `loop`'s thread (checked). Redis and APNs I/O share that thread, so a
@@ -22,14 +23,12 @@ public final class DeliveryPipeline {
     private var progressTimer: LoopTimer?
     private var shutdownDone: (() -> Void)?
 
-    /// The production wiring: Redis as the source, APNs and FCM as the senders, the system clock. `loops`: how many
+    /// The production wiring: Redis as the source, every provider's sender behind the registry, the system clock. `loops`: how many
     /// event loops share the process's `worker.max_in_flight`.
     public convenience init(configuration: Configuration, credentials: [AppCredentials], loop: EventLoop, workerID: String,
                             logger: Logger, loops: Int = 1) throws {
         let source = try RedisJobSource(configuration: configuration, loop: loop, workerID: workerID, logger: logger)
-        let apns = APNsSender(credentials: credentials, loop: loop, apns: configuration.apns, logger: logger)
-        let fcm = FCMSender(credentials: credentials, loop: loop, fcm: configuration.fcm, logger: logger)
-        let sender = RoutingSender(apns: apns, fcm: fcm, platforms: credentials.map(\.app.platform))
+        let sender = ProviderRegistry(credentials: credentials, loop: loop, configuration: configuration, logger: logger)
         let core = DeliveryCore(settings: DeliverySettings(configuration: configuration, workerID: workerID, loops: loops),
                                 apps: credentials.map(\.app), clock: SystemDeliveryClock())
         self.init(core: core, source: source, sender: sender, loop: loop, logger: logger)

@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import RedisQueue
 
 /// Where a job goes: one app's credential in one APNs environment, or an FCM app (one project; its
@@ -40,8 +41,8 @@ public enum SendAdmission: Sendable, Equatable {
     case unavailable(String)
 }
 
-/// Sends notifications; APNs and FCM over HTTP/2 in production (`RoutingSender` over `APNsSender` and
-/// `FCMSender`), a scripted fake in tests.
+/// Sends notifications; over HTTP/2 in production (`ProviderRegistry` over each provider's sender:
+/// `APNsSender`, `FCMSender`), a scripted fake in tests.
 public protocol PushSender: AnyObject {
     func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
               completion: @escaping (PushOutcome) -> Void) -> SendAdmission
@@ -53,12 +54,12 @@ public protocol PushSender: AnyObject {
     /// A probe goes to `destination` next: open its connections now, cutting any reconnect back-off short
     /// (default: nothing, for senders without pools).
     func connectNow(to destination: Destination)
-    /// Adds its pools and credentials to a scrape's copy (default: nothing, for senders without pools).
+    /// Adds its pools and credential tokens to a scrape's copy. No default on purpose: a sender that forgot
+    /// it left every pool family empty once (the router before the registry), so each must say what it has.
     func addMetrics(to snapshot: inout MetricsSnapshot)
 }
 
 extension PushSender {
-    public func addMetrics(to snapshot: inout MetricsSnapshot) {}
     public func connectNow(to destination: Destination) {}
 }
 

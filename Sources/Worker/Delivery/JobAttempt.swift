@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import RedisQueue
 
 /// One claimed job while it is in the pipeline: its lease, what was parsed from it, where it goes and its

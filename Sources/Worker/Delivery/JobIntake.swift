@@ -1,4 +1,6 @@
 import APNs
+import FCM
+import PushCore
 import RedisQueue
 
 /// Turns a claimed lease into a job ready to send, or the reason it is rejected: parse, find the app, pick

@@ -1,6 +1,8 @@
 import APNs
 import CurlHTTP
+import FCM
 import Foundation
+import PushCore
 import Reactor
 
 /// One service account's OAuth access token: signed assertion in, bearer token out, cached until shortly

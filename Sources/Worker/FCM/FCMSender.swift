@@ -1,7 +1,8 @@
 import APNs
-import APNsHTTP2
 import CurlHTTP
+import FCM
 import HTTP2
+import PushCore
 import Reactor
 
 /// `PushSender` over FCM HTTP v1: per FCM app its service account's access tokens and one HTTP/2 pool to the
@@ -18,6 +19,8 @@ public final class FCMSender: PushSender {
         let settings: Configuration.AppSettings
         let tokens: FCMAccessTokens
         var pool: HTTP2ConnectionPool?
+        /// Made with the pool, so a scrape lists only pools that exist.
+        var poolEvents: PoolEventCounts?
         var path: String
         init(_ settings: Configuration.AppSettings, tokens: FCMAccessTokens) {
             self.settings = settings
@@ -114,7 +117,12 @@ public final class FCMSender: PushSender {
                                            options: options)
         let name = app.settings.name
         let logger = self.logger
-        pool.onEvent = { event in Self.log(event, app: name, logger: logger) }
+        let counts = PoolEventCounts()
+        app.poolEvents = counts
+        pool.onEvent = { event in
+            counts.count(event)
+            Self.log(event, app: name, logger: logger)
+        }
         pool.start()
         app.pool = pool
         return pool
@@ -143,6 +151,17 @@ public final class FCMSender: PushSender {
         for app in apps.values { app.pool?.close(graceful: false) }
     }
 
+    /// Each FCM app's pool (environment `production`, FCM's only one) and its OAuth assertions signed (one per
+    /// access token fetched).
+    public func addMetrics(to snapshot: inout MetricsSnapshot) {
+        for (index, app) in apps.sorted(by: { $0.key < $1.key }) {
+            if index < snapshot.tokensSigned.count { snapshot.tokensSigned[index] = app.tokens.exchanges }
+            guard let events = app.poolEvents else { continue }
+            snapshot.pools.append(events.snapshot(app.pool, app: app.settings.name, environment: APNsEnvironment.production.rawValue,
+                                                  connectionsPerPool: settings.connectionsPerPool))
+        }
+    }
+
     private static func log(_ event: HTTP2PoolEvent, app: String, logger: Logger) {
         let where_: [String: LogValue] = ["app": .string(app), "platform": .string("fcm")]
         switch event {
@@ -157,36 +176,5 @@ public final class FCMSender: PushSender {
         default:
             break
         }
-    }
-}
-
-/// The worker's one sender: APNs jobs to `APNsSender`, FCM jobs to `FCMSender`, by the destination's platform.
-public final class RoutingSender: PushSender {
-    private let apns: PushSender
-    private let fcm: PushSender
-    private let platforms: [Platform]
-
-    public init(apns: PushSender, fcm: PushSender, platforms: [Platform]) {
-        self.apns = apns
-        self.fcm = fcm
-        self.platforms = platforms
-    }
-
-    public func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
-                     completion: @escaping (PushOutcome) -> Void) -> SendAdmission {
-        (destination.platform == .fcm ? fcm : apns).send(notification, to: destination, afterConnection: afterConnection, completion: completion)
-    }
-
-    public func reloadCredentials(app: Int) -> String? {
-        (platforms[app] == .fcm ? fcm : apns).reloadCredentials(app: app)
-    }
-
-    public func connectNow(to destination: Destination) {
-        (destination.platform == .fcm ? fcm : apns).connectNow(to: destination)
-    }
-
-    public func closeAll() {
-        apns.closeAll()
-        fcm.closeAll()
     }
 }

@@ -1,18 +1,6 @@
 import APNs
+import PushCore
 import RedisQueue
-
-/// The push service a job goes to is the `platform` label on every per-job metric (its raw value); adding a
-/// platform is adding a case to `Platform` and its slot here.
-extension Platform {
-    /// Its index in the per-platform counter arrays.
-    @inline(__always)
-    var metricsSlot: Int {
-        switch self {
-        case .apns: 0
-        case .fcm: 1
-        }
-    }
-}
 
 /// Why a job was sent again at once (`herald_push_resends_total{cause}`).
 public enum ResendCause: Int, CaseIterable, Sendable {
@@ -66,11 +54,9 @@ public final class DeliveryMetrics {
     static let statuses = [200, 400, 403, 404, 405, 410, 413, 429, 500, 503]
     /// Reason slots: 0 is "no reason" (a 200), then every reason Apple documents, then `other`.
     static let reasonNames: [String] = [""] + uniqueReasonNames() + ["other"]
-    private static let reasonSlots: [APNsReason: Int] = {
-        var slots: [APNsReason: Int] = [:]
-        for known in APNsReason.allKnown where slots[known.reason] == nil {
-            slots[known.reason] = reasonNames.firstIndex(of: known.reason.rawValue) ?? reasonNames.count - 1
-        }
+    private static let reasonSlots: [String: Int] = {
+        var slots: [String: Int] = [:]
+        for (slot, name) in reasonNames.enumerated().dropFirst().dropLast() { slots[name] = slot }
         return slots
     }()
 
@@ -96,7 +82,7 @@ public final class DeliveryMetrics {
     /// A job reached a terminal outcome `nanoseconds` after its claim.
     @inline(__always)
     func jobFinished(_ platform: Platform, afterNanoseconds nanoseconds: UInt64) {
-        values.jobLatency[platform.metricsSlot].observe(nanoseconds)
+        values.jobLatency[platform.slot].observe(nanoseconds)
     }
 
     func scheduled() { values.scheduled &+= 1 }
@@ -105,25 +91,21 @@ public final class DeliveryMetrics {
     /// One answer (or transport failure) to one request sent `nanoseconds` ago.
     @inline(__always)
     func answer(_ platform: Platform, _ result: DeliveryResult, afterNanoseconds nanoseconds: UInt64) {
-        values.requestLatency[platform.metricsSlot].observe(nanoseconds)
+        values.requestLatency[platform.slot].observe(nanoseconds)
         switch result {
-        case .response(let response):
-            let status = Self.statuses.firstIndex(of: response.status) ?? Self.statuses.count
-            var reason = 0
-            if let r = response.reason { reason = Self.reasonSlots[r] ?? Self.reasonNames.count - 1 }
+        case .answer(let answer):
+            let status = Self.statuses.firstIndex(of: answer.status) ?? Self.statuses.count
+            let name = answer.metricsReason
+            let reason = name.isEmpty ? 0 : Self.reasonSlots[name] ?? Self.reasonNames.count - 1
             values.responses[values.responseIndex(platform, status: status, reason: reason)] &+= 1
-        case .fcm(let response):
-            // FCM's error codes are not APNs reasons: counted by status, under the catch-all reason slot.
-            let status = Self.statuses.firstIndex(of: response.status) ?? Self.statuses.count
-            values.responses[values.responseIndex(platform, status: status, reason: response.status == 200 ? 0 : Self.reasonNames.count - 1)] &+= 1
         case .transport(let failure):
-            values.transport[platform.metricsSlot * TransportFailureKind.allCases.count + TransportFailureKind(failure).rawValue] &+= 1
+            values.transport[platform.slot * TransportFailureKind.allCases.count + TransportFailureKind(failure).rawValue] &+= 1
         }
     }
 
     @inline(__always)
     func resend(_ platform: Platform, _ cause: ResendCause) {
-        values.resends[platform.metricsSlot * ResendCause.allCases.count + cause.rawValue] &+= 1
+        values.resends[platform.slot * ResendCause.allCases.count + cause.rawValue] &+= 1
     }
 
     /// The cause of a `.resendNow` / `.resendUnprocessed` decision on `result`.
@@ -132,9 +114,10 @@ public final class DeliveryMetrics {
         case .transport(.notProcessed): .notProcessed
         case .transport(.timedOut): .timedOut
         case .transport: .connectionLost
-        case .response(let r): r.reason == .expiredProviderToken ? .expiredProviderToken : .connectionReplaced
-        // FCM resends at once only after a 401 on a stale access token: the same cause as APNs' expired JWT.
-        case .fcm: .expiredProviderToken
+        // A resend for a new credential token (APNs' ExpiredProviderToken, FCM's 401 on a stale access token),
+        // else for a replaced connection (IdleTimeout, UnrelatedKeyIdInToken).
+        case .answer(let answer):
+            if case .resendNow(_, refreshToken: true) = answer.answerClass { .expiredProviderToken } else { .connectionReplaced }
         }
     }
 

@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 import RedisQueue
 
 /// One copy of a worker's metrics for a scrape: the counters of one or more event loops (added up) and the
@@ -51,7 +52,7 @@ public struct MetricsSnapshot: Sendable {
 
     @inline(__always)
     func jobIndex(_ platform: Platform, _ app: Int, _ outcome: JobOutcome) -> Int {
-        (platform.metricsSlot * (appNames.count + 1) + app) * Self.outcomeCount + Self.outcomeSlot(outcome)
+        (platform.slot * (appNames.count + 1) + app) * Self.outcomeCount + Self.outcomeSlot(outcome)
     }
 
     @inline(__always)
@@ -71,7 +72,7 @@ public struct MetricsSnapshot: Sendable {
 
     @inline(__always)
     func responseIndex(_ platform: Platform, status: Int, reason: Int) -> Int {
-        (platform.metricsSlot * (DeliveryMetrics.statuses.count + 1) + status) * DeliveryMetrics.reasonNames.count + reason
+        (platform.slot * (DeliveryMetrics.statuses.count + 1) + status) * DeliveryMetrics.reasonNames.count + reason
     }
 
     /// Jobs of one outcome over every app and platform (tests, the dashboard's cross-check).

@@ -1,4 +1,5 @@
 import APNs
+import PushCore
 /// A worker's `/metrics` page: every family documented in docs/observability.md, from one merged snapshot.
 public enum WorkerMetricsText {
     public static func render(_ s: MetricsSnapshot, process: ProcessStats = .read()) -> String {
@@ -36,21 +37,21 @@ public enum WorkerMetricsText {
         for platform in Platform.allCases {
             for kind in TransportFailureKind.allCases {
                 out.sample("herald_push_transport_failures_total", [("platform", platform.rawValue), ("kind", kind.label)],
-                           s.transport[platform.metricsSlot * TransportFailureKind.allCases.count + kind.rawValue])
+                           s.transport[platform.slot * TransportFailureKind.allCases.count + kind.rawValue])
             }
         }
         out.family("herald_push_resends_total", .counter, "Jobs sent again at once, by cause.")
         for platform in Platform.allCases {
             for cause in ResendCause.allCases {
                 out.sample("herald_push_resends_total", [("platform", platform.rawValue), ("cause", cause.label)],
-                           s.resends[platform.metricsSlot * ResendCause.allCases.count + cause.rawValue])
+                           s.resends[platform.slot * ResendCause.allCases.count + cause.rawValue])
             }
         }
         out.family("herald_job_latency_seconds", .histogram, "From claim to the job's terminal outcome.")
-        for platform in Platform.allCases { out.histogram("herald_job_latency_seconds", [("platform", platform.rawValue)], s.jobLatency[platform.metricsSlot]) }
+        for platform in Platform.allCases { out.histogram("herald_job_latency_seconds", [("platform", platform.rawValue)], s.jobLatency[platform.slot]) }
         out.family("herald_push_request_duration_seconds", .histogram, "From a request's send to its answer or failure.")
         for platform in Platform.allCases {
-            out.histogram("herald_push_request_duration_seconds", [("platform", platform.rawValue)], s.requestLatency[platform.metricsSlot])
+            out.histogram("herald_push_request_duration_seconds", [("platform", platform.rawValue)], s.requestLatency[platform.slot])
         }
 
         out.single("herald_jobs_in_flight", .gauge, "Jobs claimed and not yet recorded.", Double(s.inFlight))

@@ -1,5 +1,5 @@
-import APNs
 import HTTP2
+import PushCore
 import Reactor
 
 /// Creates, reads, deletes and lists broadcast channels of one app on a channel-management host

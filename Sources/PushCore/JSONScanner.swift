@@ -425,7 +425,7 @@ public struct JSONScanner {
 
 @inline(__always) func isDigit(_ b: UInt8) -> Bool { b >= UInt8(ascii: "0") && b <= UInt8(ascii: "9") }
 
-@inline(__always) func hexValue(_ b: UInt8) -> UInt8? {
+@inline(__always) public func hexValue(_ b: UInt8) -> UInt8? {
     switch b {
     case UInt8(ascii: "0")...UInt8(ascii: "9"): return b - UInt8(ascii: "0")
     case UInt8(ascii: "a")...UInt8(ascii: "f"): return b - UInt8(ascii: "a") + 10

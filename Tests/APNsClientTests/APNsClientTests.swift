@@ -3,12 +3,12 @@ import Basics
 import Foundation
 import HTTP2
 import MockAPNs
+import PushCore
 import Reactor
 import Synchronization
 import Testing
-import APNsHTTP2
 
-/// `APNsHTTP2.APNsClient` against Herald's APNs simulator: what reaches APNs, how the JWT is reused, how error
+/// `APNs.APNsClient` against Herald's APNs simulator: what reaches APNs, how the JWT is reused, how error
 /// answers decode, and how connection advice retires a connection so a resend goes out on a newer one.
 @Suite struct APNsClientTests {
     static let waitSeconds = 60.0
@@ -35,14 +35,14 @@ import APNsHTTP2
         #expect(outcomes.wait(seconds: Self.waitSeconds))
         let results = outcomes.all
         for index in notifications.indices {
-            guard case .response(let response)? = results[index]?.result else {
+            guard let response = results[index]?.result.apns else {
                 Issue.record("notification \(index): \(String(describing: results[index]))")
                 continue
             }
             #expect(response.status == 200)
             #expect(response.reason == nil)
         }
-        if case .response(let response)? = results[0]?.result { #expect(response.apnsID == upperID.lowercased()) }
+        if let response = results[0]?.result.apns { #expect(response.apnsID == upperID.lowercased()) }
 
         let accepted = sim.server.acceptedNotifications()
         #expect(accepted.count == 3)
@@ -64,7 +64,7 @@ import APNsHTTP2
         #expect(voip.priority == 1)
         #expect(voip.payload == #"{ "call" : "x" }"#)  // the producer's bytes, never re-encoded
         // Without an apns-id of its own, the notification gets the simulator's (lowercase) one.
-        if case .response(let response)? = results[1]?.result { #expect(response.apnsID == background.apnsID) }
+        if let response = results[1]?.result.apns { #expect(response.apnsID == background.apnsID) }
     }
 
     @Test func oneTokenServesManyRequests() throws {
@@ -88,7 +88,7 @@ import APNsHTTP2
         }
         #expect(outcomes.wait(seconds: Self.waitSeconds))
         let all = outcomes.all.values
-        #expect(all.allSatisfy { if case .response(let r) = $0.result { r.status == 200 } else { false } })
+        #expect(all.allSatisfy { $0.result.apns?.status == 200 })
         let connections = Set(all.map(\.connectionID))
         let tokens = Set(all.map(\.token))
         #expect(tokens.count == 1)
@@ -110,7 +110,7 @@ import APNsHTTP2
         let client = try sim.makeClient(tokenCache: cache)
         let outcome = try sim.sendOne(client, PushNotification(deviceToken: clientToken(7), topic: "com.example.app", environment: .production,
                                                                payload: Array(#"{"aps":{}}"#.utf8)))
-        guard case .response(let response) = outcome.result else {
+        guard let response = outcome.result.apns else {
             Issue.record("expected an answer, got \(outcome.result)")
             return
         }
@@ -127,7 +127,7 @@ import APNsHTTP2
         let token = "dead" + String(repeating: "0", count: 60)
         let outcome = try sim.sendOne(client, PushNotification(deviceToken: token, topic: "com.example.app", environment: .production,
                                                                payload: Array(#"{"aps":{}}"#.utf8)))
-        guard case .response(let response) = outcome.result else {
+        guard let response = outcome.result.apns else {
             Issue.record("expected an answer, got \(outcome.result)")
             return
         }
@@ -151,7 +151,7 @@ import APNsHTTP2
         let n = PushNotification(deviceToken: clientToken(9), topic: "com.example.app", environment: .production,
                                  apnsID: UUID().uuidString, payload: Array(#"{"aps":{"alert":"again"}}"#.utf8))
         let first = try sim.sendOne(client, n)
-        guard case .response(let refused) = first.result else {
+        guard let refused = first.result.apns else {
             Issue.record("expected an answer, got \(first.result)")
             return
         }
@@ -166,7 +166,7 @@ import APNsHTTP2
         try sim.loop.submit { client.value.handleConnectionAdvice(first, advice: policy.connectionAdvice(first.result)) }
         #expect(try sim.loop.submit { client.value.pool.connectionIDs.contains(first.connectionID) } == false)
         let second = try sim.sendOne(client, n, afterConnection: first.connectionID)
-        guard case .response(let delivered) = second.result else {
+        guard let delivered = second.result.apns else {
             Issue.record("expected an answer, got \(second.result)")
             return
         }
@@ -191,13 +191,13 @@ import APNsHTTP2
             PushNotification(deviceToken: clientToken(i), topic: "com.example.app", environment: .production, payload: Array(#"{"aps":{}}"#.utf8))
         }
         let bound = try sim.sendOne(first, push(1))
-        guard case .response(let ok) = bound.result else {
+        guard let ok = bound.result.apns else {
             Issue.record("expected an answer, got \(bound.result)")
             return
         }
         #expect(ok.status == 200)
         let rejected = try sim.sendOne(second, push(2))
-        guard case .response(let unrelated) = rejected.result else {
+        guard let unrelated = rejected.result.apns else {
             Issue.record("expected an answer, got \(rejected.result)")
             return
         }
@@ -207,7 +207,7 @@ import APNsHTTP2
         let policy = OutcomePolicy()
         try sim.loop.submit { second.value.handleConnectionAdvice(rejected, advice: policy.connectionAdvice(rejected.result)) }
         let resent = try sim.sendOne(second, push(2), afterConnection: rejected.connectionID)
-        guard case .response(let delivered) = resent.result else {
+        guard let delivered = resent.result.apns else {
             Issue.record("expected an answer, got \(resent.result)")
             return
         }

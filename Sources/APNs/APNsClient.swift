@@ -1,5 +1,5 @@
-import APNs
 import HTTP2
+import PushCore
 import Reactor
 
 /// Sends notifications for one credential to one APNs host, over a pool of HTTP/2 connections.
@@ -145,7 +145,7 @@ public final class APNsClient {
     /// ExpiredProviderToken / UnrelatedKeyIdInToken / IdleTimeout / Shutdown, and mark an expired token stale.
     public func handleConnectionAdvice(_ outcome: Outcome, advice: ConnectionAdvice) {
         guard advice == .replace, outcome.connectionID != 0 else { return }
-        if case .response(let r) = outcome.result, r.reason == .expiredProviderToken, let tokenCache {
+        if let r = outcome.result.apns, r.reason == .expiredProviderToken, let tokenCache {
             if tokenCache.serverSaidExpired(token: outcome.token) { bearer = nil }
         }
         pool.retire(connectionID: outcome.connectionID)

@@ -1,4 +1,5 @@
 import Basics
+import PushCore
 
 /// One answer from FCM HTTP v1, decoded. Never fails: a body that is not FCM's JSON (the legacy endpoint's
 /// HTML 404, a proxy's page) just has no error fields, and the status decides.

@@ -1,3 +1,5 @@
+import PushCore
+
 /// The OAuth 2.0 JWT-bearer grant (RFC 7523) a service account exchanges for an FCM access token: an RS256 JWT
 /// with `iss` = the account, `scope` = FCM's, `aud` = the token endpoint, one hour of validity. Pure.
 public enum OAuthAssertion {

@@ -1,4 +1,5 @@
 import Foundation
+import PushCore
 
 /// A Google service account as its JSON key file holds it: what Herald needs to sign the OAuth assertion
 /// and where to exchange it. `private_key` is parsed at load, so a broken file fails at start, never per job.

@@ -1,21 +1,18 @@
 /// Turns one attempt's result into the next step for the job. Pure: time and randomness are passed in,
 /// so every rule is testable.
 ///
-/// Choices beyond Apple's table (see docs/job-format.md):
+/// The neutral part: transport failures, attempts, expiry, give-up and the back-offs. Each provider's table
+/// from its answers to an `AnswerClass` sits with its response type (`APNsResponse`, `FCMResponse`).
+///
+/// Choices beyond the providers' tables (see docs/job-format.md):
 /// - Resends count as attempts, so a job that keeps meeting dying connections ends after `maxAttempts`
 ///   (`MaxAttempts:<reason>`) instead of looping.
 /// - `timedOut` is treated like a connection lost with the stream open: resent on a fresh connection.
 ///   It may duplicate a notification; losing one silently is judged worse, and a producer that cares sets
 ///   `collapse_id`, which makes the device show only one.
-/// - TooManyProviderTokenUpdates defers (no new token, no attempt counted), as issue 2 lists it with the
-///   credential errors; `ProviderTokenCache` already refuses to refresh within 20 minutes.
 /// - Outages are never the job's fault: `connectionFailed` (nothing sent) is `unavailable` and a certainly
 ///   unprocessed send (`notProcessed`) is resent without counting an attempt, so a firewall change or a server
 ///   that processes nothing never turns good jobs into failures (the worker pauses the destination instead).
-/// - Broadcasts: ChannelNotRegistered drops the channel (like a dropped token, on its own stream).
-///   FeatureNotEnabled and CannotCreateChannelConfig are the app's configuration, yet they fail the job rather than
-///   pause the destination: a pause would hold the app's device pushes too, which Apple still accepts, and the fix
-///   (enable broadcast for the App ID, delete unused channels) is a person's, not a retry's.
 /// - A retry or resend whose due time is past a nonzero `apns-expiration` fails with `Expired`; 0 means
 ///   "send once, do not store" at Apple, not "expired", so it does not block retries.
 public struct OutcomePolicy: Sendable {
@@ -84,13 +81,10 @@ public struct OutcomePolicy: Sendable {
         return false
     }
 
-    /// Whether the connection should be replaced after this result.
+    /// Whether the connection should be replaced after this result (the provider's word).
     public func connectionAdvice(_ result: DeliveryResult) -> ConnectionAdvice {
-        guard case .response(let r) = result, let reason = r.reason else { return .keep }
-        switch reason {
-        case .shutdown, .idleTimeout, .expiredProviderToken, .unrelatedKeyIdInToken: return .replace
-        default: return .keep
-        }
+        guard case .answer(let answer) = result else { return .keep }
+        return answer.connectionAdvice
     }
 
     /// 5xx delay for a 1-based attempt before jitter: base * 2^(attempt-1), capped.
@@ -116,93 +110,33 @@ public struct OutcomePolicy: Sendable {
             return .resendNow(freshConnection: true, refreshToken: false)
         case .transport(.connectionFailed(let detail)):
             return .unavailable(reason: "ConnectionFailed: " + detail)
-        case .fcm(let r):
-            return fcmDecision(r, attempt: attempt)
-        case .response(let r):
-            if r.status == 200 { return .delivered }
-            let name = r.reason?.rawValue ?? "HTTP \(r.status)"
-            switch r.reason {
-            case .badDeviceToken?:
-                return .dropToken(invalidSince: nil, reason: name)
-            case .unregistered?, .expiredToken?:
-                return .dropToken(invalidSince: r.timestamp, reason: name)
-            case .channelNotRegistered?:
-                return .dropChannel(reason: name)
-            case .expiredProviderToken?:
-                return .resendNow(freshConnection: true, refreshToken: true)
-            case .unrelatedKeyIdInToken?, .idleTimeout?:
-                return .resendNow(freshConnection: true, refreshToken: false)
-            case .invalidProviderToken?, .missingProviderToken?, .badCertificate?, .badCertificateEnvironment?,
-                .badEnvironmentKeyIdInToken?, .topicMismatch?, .tooManyProviderTokenUpdates?:
-                return .deferForConfiguration(reason: name)
-            case .tooManyRequests?:
-                return .retry(afterMilliseconds: jittered(throttleDelaySeconds(attempt: attempt)), reason: name)
-            default:
-                if r.status == 410 { return .dropToken(invalidSince: r.timestamp, reason: name) }
-                if r.status >= 500 {
-                    return .retry(afterMilliseconds: jittered(serverErrorDelaySeconds(attempt: attempt)), reason: name)
-                }
-                if r.status == 429 {
-                    return .retry(afterMilliseconds: jittered(throttleDelaySeconds(attempt: attempt)), reason: name)
-                }
-                return .fail(reason: name)
-            }
+        case .answer(let answer):
+            return decision(answer.answerClass, attempt: attempt)
         }
     }
 
-    /// FCM HTTP v1's answers in the same classes as Apple's (docs/results.md has the table):
-    /// - 5xx (INTERNAL, UNAVAILABLE): retry with the APNs 5xx back-off, or `Retry-After` when longer.
-    /// - 429 (QUOTA_EXCEEDED / RESOURCE_EXHAUSTED): retry after `Retry-After` or the 429 back-off, whichever is
-    ///   longer; the core also slows the whole project down (`slowDownMilliseconds`).
-    /// - UNREGISTERED, SENDER_ID_MISMATCH, and INVALID_ARGUMENT naming the token: drop the token.
-    /// - THIRD_PARTY_AUTH_ERROR (the APNs key or web-push key in Firebase): a configuration error, park the app.
-    /// - 401 without an FCM code: the access token was refused. Resend once with a fresh token; a 401 on a token
-    ///   fetched after a 401 parks the app.
-    /// - A refused OAuth grant (no request sent): park the app like a broken APNs key.
-    /// - Anything else: fail with FCM's error code (else the RPC status, else `HTTP <status>`).
-    private func fcmDecision(_ r: FCMResponse, attempt: Int) -> Decision {
-        if let refusal = r.grantRefused { return .deferForConfiguration(reason: "TokenRefused: " + refusal) }
-        if r.status == 200 { return .delivered }
-        let name = r.reasonName
-        let retryAfter = (r.retryAfterSeconds ?? 0) * 1000
-        switch r.errorCode {
-        case "UNREGISTERED"?, "SENDER_ID_MISMATCH"?:
-            return .dropToken(invalidSince: nil, reason: name)
-        case "INVALID_ARGUMENT"? where isTokenViolation(r), nil where r.status == 400 && isTokenViolation(r):
-            return .dropToken(invalidSince: nil, reason: "INVALID_ARGUMENT")
-        case "THIRD_PARTY_AUTH_ERROR"?:
-            return .deferForConfiguration(reason: name)
-        case "QUOTA_EXCEEDED"?:
-            return .retry(afterMilliseconds: max(retryAfter, jittered(throttleDelaySeconds(attempt: attempt))), reason: name)
-        case "UNAVAILABLE"?, "INTERNAL"?:
-            return .retry(afterMilliseconds: max(retryAfter, jittered(serverErrorDelaySeconds(attempt: attempt))), reason: name)
-        default:
-            if r.status == 401 && r.errorCode == nil {
-                return r.afterTokenRefresh ? .deferForConfiguration(reason: "UNAUTHENTICATED: access token refused after a refresh")
-                                           : .resendNow(freshConnection: false, refreshToken: true)
-            }
-            if r.status == 429 {
-                return .retry(afterMilliseconds: max(retryAfter, jittered(throttleDelaySeconds(attempt: attempt))), reason: name)
-            }
-            if r.status >= 500 {
-                return .retry(afterMilliseconds: max(retryAfter, jittered(serverErrorDelaySeconds(attempt: attempt))), reason: name)
-            }
-            return .fail(reason: name)
+    /// A provider's class of answer as the next step, with the shared back-offs (a `Retry-After` longer than
+    /// the back-off wins).
+    private func decision(_ answerClass: AnswerClass, attempt: Int) -> Decision {
+        switch answerClass {
+        case .delivered: .delivered
+        case .dropToken(let invalidSince, let reason): .dropToken(invalidSince: invalidSince, reason: reason)
+        case .dropChannel(let reason): .dropChannel(reason: reason)
+        case .resendNow(let fresh, let refresh): .resendNow(freshConnection: fresh, refreshToken: refresh)
+        case .deferForConfiguration(let reason): .deferForConfiguration(reason: reason)
+        case .throttled(let reason, let retryAfter, _):
+            .retry(afterMilliseconds: max(retryAfter, jittered(throttleDelaySeconds(attempt: attempt))), reason: reason)
+        case .serverError(let reason, let retryAfter):
+            .retry(afterMilliseconds: max(retryAfter, jittered(serverErrorDelaySeconds(attempt: attempt))), reason: reason)
+        case .fail(let reason): .fail(reason: reason)
         }
-    }
-
-    /// FCM answers INVALID_ARGUMENT for a bad payload too: only a violation of `message.token` (or FCM's
-    /// "not a valid FCM registration token" text) says the token is at fault.
-    private func isTokenViolation(_ r: FCMResponse) -> Bool {
-        if r.fieldViolations.contains("message.token") { return true }
-        return r.fieldViolations.isEmpty && (r.message ?? "").contains("registration token")
     }
 
     /// How long to hold back the whole destination after this answer (FCM's 429: slow the project down rather
-    /// than let every waiting job meet the same quota); nil for every other answer.
+    /// than let every waiting job meet the same quota); nil for every answer whose class does not slow it.
     public func slowDownMilliseconds(_ result: DeliveryResult) -> Int64? {
-        guard case .fcm(let r) = result, r.status == 429 || r.errorCode == "QUOTA_EXCEEDED" else { return nil }
-        return max((r.retryAfterSeconds ?? 0) * 1000, settings.throttleBaseSeconds * 1000)
+        guard case .answer(let answer) = result, case .throttled(_, let retryAfter, true) = answer.answerClass else { return nil }
+        return max(retryAfter, settings.throttleBaseSeconds * 1000)
     }
 
     /// The short name of a result, as reasons name it (`TimedOut`, `NotProcessed`, `BadDeviceToken`, ...).
@@ -212,8 +146,7 @@ public struct OutcomePolicy: Sendable {
         case .transport(.outcomeUnknown): "ConnectionLost"
         case .transport(.timedOut): "TimedOut"
         case .transport(.connectionFailed(let d)): "ConnectionFailed: " + d
-        case .response(let r): r.reason?.rawValue ?? "HTTP \(r.status)"
-        case .fcm(let r): r.reasonName
+        case .answer(let answer): answer.reasonName
         }
     }
 

@@ -1,3 +1,5 @@
+import PushCore
+
 /// Where an FCM message goes: exactly one of the targets FCM HTTP v1 knows (`fid`, an installation ID, counts
 /// as a token).
 public enum FCMTarget: Sendable, Equatable {
@@ -133,5 +135,20 @@ public enum FCMMessageValidator {
             (b >= 0x30 && b <= 0x39) || (b >= 0x41 && b <= 0x5A) || (b >= 0x61 && b <= 0x7A)
                 || b == UInt8(ascii: "-") || b == UInt8(ascii: "_") || b == UInt8(ascii: ".") || b == UInt8(ascii: "~") || b == UInt8(ascii: "%")
         }
+    }
+}
+
+extension JobSpec {
+    /// An FCM job's notification: the message bytes as the payload, its target as token or topic.
+    public func fcmNotification(target: FCMTarget) -> PushNotification {
+        var token = ""
+        var topic = ""
+        switch target {
+        case .token(let t): token = t
+        case .topic(let t): topic = t
+        case .condition(let c): topic = c
+        }
+        return PushNotification(deviceToken: token, topic: topic, environment: .production, expiration: expiration,
+                                payload: message, platform: .fcm)
     }
 }

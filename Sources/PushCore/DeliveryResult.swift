@@ -11,18 +11,31 @@ public enum TransportFailure: Sendable, Equatable {
     case connectionFailed(String)
 }
 
-/// What one attempt produced.
+/// What one attempt produced: a provider's HTTP answer, or no answer at all. The core reads an answer only
+/// through `ProviderAnswer` (its class, status and names), so a new provider adds a type, not a case here.
 public enum DeliveryResult: Sendable, Equatable {
-    case response(APNsResponse)
-    /// An HTTP answer from FCM (HTTP v1); the transport failures are the same for both services.
-    case fcm(FCMResponse)
+    case answer(any ProviderAnswer)
     case transport(TransportFailure)
 
     /// The server answered (any status): proof that the destination is reachable.
     public var isAnswer: Bool {
         switch self {
-        case .response, .fcm: true
+        case .answer: true
         case .transport: false
+        }
+    }
+
+    /// The provider's answer as its own type (`APNsResponse`, `FCMResponse`), nil for another or none.
+    public func answer<Answer: ProviderAnswer>(as type: Answer.Type) -> Answer? {
+        if case .answer(let a) = self { return a as? Answer }
+        return nil
+    }
+
+    public static func == (a: DeliveryResult, b: DeliveryResult) -> Bool {
+        switch (a, b) {
+        case (.answer(let x), .answer(let y)): x.isEqual(to: y)
+        case (.transport(let x), .transport(let y)): x == y
+        default: false
         }
     }
 }

@@ -1,4 +1,5 @@
 import COpenSSL
+import PushCore
 
 /// An RSA private key (a Google service account's `private_key`), owning its OpenSSL `EVP_PKEY`, freed in deinit.
 /// @unchecked: never modified after init, and each `signRS256` call uses its own `EVP_MD_CTX` (OpenSSL 3
@@ -38,5 +39,5 @@ public final class RSASigningKey: @unchecked Sendable {
     }
 
     /// The public half as SubjectPublicKeyInfo PEM, for verifiers (tests, the simulator's account list).
-    public func publicKeyPEM() -> String? { APNs.publicKeyPEM(of: pkey) }
+    public func publicKeyPEM() -> String? { PushCore.publicKeyPEM(of: pkey) }
 }

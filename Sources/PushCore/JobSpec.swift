@@ -71,19 +71,6 @@ public struct JobSpec: Sendable, Equatable {
         return before..<member.upperBound
     }
 
-    /// An FCM job's notification: the message bytes as the payload, its target as token or topic.
-    public func fcmNotification(target: FCMTarget) -> PushNotification {
-        var token = ""
-        var topic = ""
-        switch target {
-        case .token(let t): token = t
-        case .topic(let t): topic = t
-        case .condition(let c): topic = c
-        }
-        return PushNotification(deviceToken: token, topic: topic, environment: .production, expiration: expiration,
-                                payload: message, platform: .fcm)
-    }
-
     /// The notification once the worker has resolved topic and environment (job value or app default); a job
     /// naming a `channel` becomes a broadcast to the app's `bundleID`.
     public func notification(topic: String, environment: APNsEnvironment, bundleID: String = "") -> PushNotification {

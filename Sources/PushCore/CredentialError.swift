@@ -28,7 +28,7 @@ public enum CredentialError: Error, Equatable, Sendable, CustomStringConvertible
 }
 
 /// OpenSSL's queued errors as one line (see `copenssl_drain_errors`).
-func openSSLErrorText() -> String {
+public func openSSLErrorText() -> String {
     var buffer = [CChar](repeating: 0, count: 1024)
     let count = copenssl_drain_errors(&buffer, buffer.count)
     return count == 0 ? "no OpenSSL detail" : String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

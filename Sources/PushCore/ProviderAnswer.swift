@@ -1,0 +1,57 @@
+/// One provider's HTTP answer, as the neutral core reads it. Each provider's response type conforms in its own
+/// module and holds its table from answers to `AnswerClass` (APNs: `APNsResponse`, FCM: `FCMResponse`); the core
+/// turns a class into a `Decision` with the shared back-offs, attempt limits and expiry (`OutcomePolicy`).
+public protocol ProviderAnswer: Sendable {
+    /// The HTTP status; 0 when no request went out (a refused OAuth grant).
+    var status: Int { get }
+    /// The most specific name of the answer for results and logs: the provider's reason or error code, else
+    /// `HTTP <status>`.
+    var reasonName: String { get }
+    /// The provider's table: which outcome class this answer falls in.
+    var answerClass: AnswerClass { get }
+    /// What the connection that carried it should do (retire it after APNs' ExpiredProviderToken...).
+    var connectionAdvice: ConnectionAdvice { get }
+    /// The label of `herald_push_responses_total`'s `reason`: "" for none; an unknown one counts as `other`.
+    var metricsReason: String { get }
+    /// What the result entry carries from the answer (the provider's ids).
+    var resultFields: AnswerFields { get }
+    func isEqual(to other: any ProviderAnswer) -> Bool
+}
+
+extension ProviderAnswer where Self: Equatable {
+    public func isEqual(to other: any ProviderAnswer) -> Bool { (other as? Self) == self }
+}
+
+/// The classes every provider's answers fall into (docs/results.md has each provider's table). Delays that
+/// depend on the attempt are the core's (`OutcomePolicy`), so every provider backs off alike.
+public enum AnswerClass: Sendable, Equatable {
+    case delivered
+    /// The token is gone (`invalidSince`: ms since 1970, when the provider says).
+    case dropToken(invalidSince: Int64?, reason: String)
+    case dropChannel(reason: String)
+    /// Send again at once (counts as an attempt): on a new connection, with a new credential token.
+    case resendNow(freshConnection: Bool, refreshToken: Bool)
+    /// The credential or the app's configuration is at fault: park the destination's jobs.
+    case deferForConfiguration(reason: String)
+    /// Throttled: retry after the 429 back-off or `retryAfterMilliseconds`, whichever is longer; with
+    /// `slowsDestination` the whole destination is held back too (FCM's per-project quota).
+    case throttled(reason: String, retryAfterMilliseconds: Int64, slowsDestination: Bool)
+    /// The server failed: retry after the 5xx back-off or `retryAfterMilliseconds`, whichever is longer.
+    case serverError(reason: String, retryAfterMilliseconds: Int64)
+    case fail(reason: String)
+}
+
+/// The fields of a result entry that come from the provider's answer.
+public struct AnswerFields: Sendable, Equatable {
+    /// APNs' `apns-id` and `apns-unique-id`.
+    public var apnsID: String?
+    public var apnsUniqueID: String?
+    /// FCM's message name, written on delivery.
+    public var messageName: String?
+
+    public init(apnsID: String? = nil, apnsUniqueID: String? = nil, messageName: String? = nil) {
+        self.apnsID = apnsID
+        self.apnsUniqueID = apnsUniqueID
+        self.messageName = messageName
+    }
+}

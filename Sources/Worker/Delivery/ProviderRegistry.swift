@@ -1,0 +1,46 @@
+import PushCore
+import Reactor
+
+/// Every push provider the worker speaks, keyed by platform, as the one `PushSender` the pipeline sees: a send
+/// goes to its app's provider, and a scrape asks every provider for its pools and tokens. The one place a
+/// provider registers (`sender(for:)`, whose switch the compiler keeps complete) and, with the providers
+/// themselves, the only code that branches on the platform (`ProviderSeamTests` greps for others).
+public final class ProviderRegistry: PushSender {
+    /// One sender per platform, at its `slot`.
+    private let senders: [PushSender]
+    /// Each app's sender, by app index (the destinations' `app`): a send looks up no platform.
+    private let appSenders: [PushSender]
+
+    /// `credentials`: every app of the configuration, in order (its indexes are the destinations').
+    public init(credentials: [AppCredentials], loop: EventLoop, configuration: Configuration, logger: Logger) {
+        let senders = Platform.allCases.map { Self.sender(for: $0, credentials: credentials, loop: loop, configuration: configuration, logger: logger) }
+        self.senders = senders
+        appSenders = credentials.map { senders[$0.app.platform.slot] }
+    }
+
+    /// The providers. A new one is a new `Platform` case and its line here.
+    static func sender(for platform: Platform, credentials: [AppCredentials], loop: EventLoop, configuration: Configuration,
+                       logger: Logger) -> PushSender {
+        switch platform {
+        case .apns: APNsSender(credentials: credentials, loop: loop, apns: configuration.apns, logger: logger)
+        case .fcm: FCMSender(credentials: credentials, loop: loop, fcm: configuration.fcm, logger: logger)
+        }
+    }
+
+    public func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
+                     completion: @escaping (PushOutcome) -> Void) -> SendAdmission {
+        appSenders[destination.app].send(notification, to: destination, afterConnection: afterConnection, completion: completion)
+    }
+
+    public func reloadCredentials(app: Int) -> String? { appSenders[app].reloadCredentials(app: app) }
+
+    public func connectNow(to destination: Destination) { appSenders[destination.app].connectNow(to: destination) }
+
+    public func closeAll() {
+        for sender in senders { sender.closeAll() }
+    }
+
+    public func addMetrics(to snapshot: inout MetricsSnapshot) {
+        for sender in senders { sender.addMetrics(to: &snapshot) }
+    }
+}

@@ -1,0 +1,131 @@
+import Foundation
+import Glibc
+import HeraldTestSupport
+import MockAPNs
+import Testing
+
+extension EndToEnd {
+    /// Every metric family docs/observability.md documents has samples after a mixed APNs + FCM run, and
+    /// every family the worker writes is documented: the doc's tables are the list, so a family that a seam
+    /// forgets to fill (the pools, once) or one added without its row fails here.
+    @Suite struct MetricsFamilies {
+        /// The families of one section's table (first column, every backquoted name), up to the next heading.
+        static func documentedFamilies(section: String) throws -> Set<String> {
+            let doc = try String(contentsOfFile: DeployFiles.path("docs/observability.md"), encoding: .utf8)
+            let lines = doc.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let start = try #require(lines.firstIndex(of: section), "docs/observability.md has no '\(section)'")
+            var names: Set<String> = []
+            for line in lines[(start + 1)...] {
+                if line.hasPrefix("## ") { break }
+                guard line.hasPrefix("| `") else { continue }
+                let cell = line.dropFirst(2).prefix { $0 != "|" }
+                let parts = cell.split(separator: "`", omittingEmptySubsequences: false)
+                for (index, part) in parts.enumerated() where index % 2 == 1 { names.insert(String(part)) }
+            }
+            return names
+        }
+
+        /// The families with at least one sample on a page (a histogram's `_bucket`/`_sum`/`_count` count for
+        /// it), and the families the page declares with `# TYPE`.
+        static func families(_ page: String) -> (sampled: Set<String>, declared: Set<String>) {
+            var declared: Set<String> = []
+            var samples: Set<String> = []
+            for line in page.split(separator: "\n") {
+                if line.hasPrefix("# TYPE ") {
+                    let fields = line.split(separator: " ")
+                    if fields.count >= 3 { declared.insert(String(fields[2])) }
+                } else if !line.hasPrefix("#") {
+                    samples.insert(String(line.prefix { $0 != "{" && $0 != " " }))
+                }
+            }
+            var sampled: Set<String> = []
+            for name in samples {
+                if declared.contains(name) { sampled.insert(name); continue }
+                for suffix in ["_bucket", "_sum", "_count"] where name.hasSuffix(suffix) {
+                    let base = String(name.dropLast(suffix.count))
+                    if declared.contains(base) { sampled.insert(base) }
+                }
+            }
+            return (sampled, declared)
+        }
+
+        @Test(.timeLimit(.minutes(3)))
+        func everyDocumentedFamilyHasSamplesAfterAMixedAPNsAndFCMRun() throws {
+            let workerFamilies = try Self.documentedFamilies(section: "## Worker metrics")
+            let dashboardFamilies = try Self.documentedFamilies(section: "## Dashboard (queue-wide) metrics")
+            #expect(workerFamilies.contains("herald_pool_connections") && dashboardFamilies.contains("herald_queue_length"),
+                    "the doc's tables did not parse: \(workerFamilies) \(dashboardFamilies)")
+
+            let world = try EndToEndWorld(
+                faults: MockFaultScript(seed: 22, latencyMs: MockLatency(min: 0, max: 5), rules: [
+                    MockFaultRule(fate: .unregistered, tokenPrefix: "dead"),
+                    MockFaultRule(fate: .failFirst, tokenPrefix: "e5", status: 500, reason: "InternalServerError", count: 1),
+                ]),
+                fcmFaults: MockFCMFaultScript(seed: 22, latencyMs: MockLatency(min: 0, max: 5), rules: [
+                    MockFCMRule(fate: .unregistered, tokenPrefix: "unreg-"),
+                    MockFCMRule(fate: .failFirst, tokenPrefix: "busy-", status: 503, errorCode: "UNAVAILABLE", count: 1),
+                ]))
+            defer { world.shutdown(); world.removeFiles() }
+            var jobs: [[UInt8]] = []
+            for i in 0..<300 {
+                jobs.append(jobBytes(id: "apns-\(i)", token: deviceToken(prefix: ["00", "dead", "e5"][i % 3], index: i)))
+                jobs.append(fcmJobBytes(id: "fcm-\(i)", token: "\(["ok", "unreg", "busy"][i % 3])-\(i)-dGVzdA:APA91bHerald_e2e"))
+            }
+            // Due in 3 s: the retry set holds them meanwhile (scheduled jobs, the next-due gauge).
+            let due = Int64(Date().timeIntervalSince1970 * 1000) + 3_000
+            for i in 0..<20 {
+                jobs.append(Array(#"{"id":"later-\#(i)","token":"\#(deviceToken(prefix: "00", index: 1_000 + i))","deliver_at":\#(due),"payload":{"aps":{"alert":"later"}}}"#.utf8))
+            }
+            for i in 0..<5 { jobs.append(Array("not json \(i)".utf8)) }  // rejected: a dead letter each
+            try world.push(jobs)
+            let total = jobs.count
+
+            let workerPort = freeLoopbackPort()
+            let worker = try world.startWorker(id: "families-1", config: try world.writeConfig(metricsListen: "127.0.0.1:\(workerPort)"))
+            let dashboardPort = freeLoopbackPort()
+            let dashboard = try ChildProcess(name: "dashboard", executable: world.herald,
+                                             arguments: ["dashboard", "--redis", world.redisURL, "--listen", "127.0.0.1:\(dashboardPort)"])
+            defer { dashboard.stop() }
+
+            // Scraped as the run goes: some gauges have samples only while there is something to show (the next
+            // retry's due time while the retry set holds one), so a family counts once any scrape had it.
+            var workerSeen: Set<String> = []
+            var workerDeclared: Set<String> = []
+            var dashboardSeen: Set<String> = []
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            let finished = try ledger.waitForTerminal(total, seconds: 90) {
+                if !worker.isRunning { throw TestSupportError("worker exited:\n\(world.workerLogs())") }
+                if let page = try? httpGet(port: workerPort, "/metrics", timeoutSeconds: 5), page.status == 200 {
+                    let families = Self.families(page.body)
+                    workerSeen.formUnion(families.sampled)
+                    workerDeclared.formUnion(families.declared)
+                }
+                if let page = try? httpGet(port: dashboardPort, "/metrics", timeoutSeconds: 5), page.status == 200 {
+                    dashboardSeen.formUnion(Self.families(page.body).sampled)
+                }
+            }
+            #expect(finished, "\(ledger.terminalCount) of \(total) finished:\n\(world.workerLogs(lastLines: 20))")
+            // One last look at each once everything is recorded.
+            let last = try httpGet(port: workerPort, "/metrics", timeoutSeconds: 10)
+            #expect(last.status == 200)
+            workerSeen.formUnion(Self.families(last.body).sampled)
+            workerDeclared.formUnion(Self.families(last.body).declared)
+            if let page = try? httpGet(port: dashboardPort, "/metrics", timeoutSeconds: 10), page.status == 200 {
+                dashboardSeen.formUnion(Self.families(page.body).sampled)
+            }
+
+            let workerMissing = workerFamilies.subtracting(workerSeen).sorted()
+            #expect(workerMissing.isEmpty, "documented worker families without a sample: \(workerMissing)\n\(last.body)")
+            let dashboardMissing = dashboardFamilies.subtracting(dashboardSeen).sorted()
+            #expect(dashboardMissing.isEmpty, "documented dashboard families without a sample: \(dashboardMissing)")
+            // Written for every app whether or not its sender reported: each app signed at least its first token.
+            for app in ["main", "android"] {
+                let line = last.body.split(separator: "\n").first { $0.hasPrefix("herald_provider_tokens_signed_total{app=\"\(app)\"}") }
+                let value = line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0
+                #expect(value >= 1, "app \(app) signed no token: \(line.map(String.init) ?? "no line")")
+            }
+            let undocumented = workerDeclared.subtracting(workerFamilies).sorted()
+            #expect(undocumented.isEmpty, "the worker writes families docs/observability.md does not list: \(undocumented)")
+        }
+    }
+}
