@@ -1,5 +1,6 @@
 import APNs
 import Basics
+import PushCore
 import Foundation
 import RedisQueue
 

@@ -1,4 +1,5 @@
-@testable import APNs
+@testable import FCM
+import PushCore
 import FuzzSupport
 
 /// FCM's answers come from the network (or a proxy in between): decoding never fails and never traps, and
@@ -27,7 +28,7 @@ public func fuzzFCMResponse(_ data: UnsafePointer<UInt8>?, _ size: Int) -> CInt 
     fuzzCheck(!response.reasonName.isEmpty, "an empty reason name")
     // What the worker decides from it must not trap either, whatever the attempt count.
     let attempt = input.isEmpty ? 1 : Int(input[input.count - 1])
-    let decision = OutcomePolicy(random: { 0.5 }).decide(.fcm(response), attempt: attempt, expiration: nil, nowSeconds: 1_700_000_000)
+    let decision = OutcomePolicy(random: { 0.5 }).decide(.answer(response), attempt: attempt, expiration: nil, nowSeconds: 1_700_000_000)
     if status == 200 { fuzzCheck(decision == .delivered, "a 200 was not delivered: \(decision)") }
     return 0
 }
