@@ -36,7 +36,11 @@ let package = Package(
         /// non-blocking handshake, read and write steps, and the error texts.
         .target(name: "TLS", dependencies: ["Reactor", "COpenSSL"]),
         .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
-        .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
+        /// The Redis client: RESP, the pipelined loop connection, the blocking client, cluster routing, Sentinel,
+        /// the TLS transport. Knows nothing of Herald's queue.
+        .target(name: "RedisClient", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
+        /// Herald's queue on Redis: scripts, leases, results, archive. Re-exports RedisClient.
+        .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "RedisClient"]),
         .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
         /// APNs over HTTP/2: the client that turns a notification into a request on a pool and the answer back.
         .target(name: "APNsHTTP2", dependencies: ["APNs", "HTTP2", "Reactor"]),
@@ -56,7 +60,7 @@ let package = Package(
         .testTarget(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "MockAPNs", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
-        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "RedisClient", "Reactor", "TLS", "HeraldTestSupport"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "APNs", "APNsHTTP2", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsHTTP2Tests", dependencies: ["Basics", "APNsHTTP2", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
@@ -73,7 +77,7 @@ if Context.environment["HERALD_FUZZ"] == "1" {
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzz/Support"))
     for name in names {
         package.targets.append(.executableTarget(
-            name: name, dependencies: ["FuzzSupport", "APNs", "RedisQueue", "MockAPNs", "Worker"], path: "Fuzz/Targets/" + name))
+            name: name, dependencies: ["FuzzSupport", "APNs", "RedisClient", "RedisQueue", "MockAPNs", "Worker"], path: "Fuzz/Targets/" + name))
         package.products.append(.executable(name: name, targets: [name]))
     }
 }
