@@ -56,6 +56,7 @@ let package = Package(
         .target(name: "HeraldTestSupport", dependencies: ["RedisQueue"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "Basics", "COpenSSL"]),
         .testTarget(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "MockAPNs", "APNs", "HeraldTestSupport"],

@@ -1,5 +1,4 @@
 import CNghttp2
-import COpenSSL
 import Reactor
 import TLS
 
