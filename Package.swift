@@ -48,7 +48,11 @@ let package = Package(
         /// non-blocking handshake, read and write steps, and the error texts.
         .target(name: "TLS", dependencies: ["Reactor", "COpenSSL"]),
         .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
-        .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
+        /// The Redis client: RESP, the pipelined loop connection, the blocking client, cluster routing, Sentinel,
+        /// the TLS transport. Knows nothing of Herald's queue.
+        .target(name: "RedisClient", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
+        /// Herald's queue on Redis: scripts, leases, results, archive. Re-exports RedisClient.
+        .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "RedisClient"]),
         .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
@@ -62,11 +66,12 @@ let package = Package(
         .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "APNs", "FCM", "Worker"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "APNsTests", dependencies: ["PushCore", "APNs", "FCM", "Basics", "COpenSSL"]),
         .testTarget(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "MockAPNs", "PushCore", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
-        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "RedisClient", "Reactor", "TLS", "HeraldTestSupport"]),
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
@@ -83,7 +88,7 @@ if Context.environment["HERALD_FUZZ"] == "1" {
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzz/Support"))
     for name in names {
         package.targets.append(.executableTarget(
-            name: name, dependencies: ["FuzzSupport", "PushCore", "APNs", "FCM", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
+            name: name, dependencies: ["FuzzSupport", "PushCore", "APNs", "FCM", "RedisClient", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
         package.products.append(.executable(name: name, targets: [name]))
     }
 }

@@ -1,5 +1,4 @@
 import CNghttp2
-import COpenSSL
 import Foundation
 import Glibc
 import Reactor
@@ -125,11 +124,7 @@ extension HTTP2ClientConnection {
     }
 
     func handshakeDone(_ handshake: TLSHandshake) {
-        let ssl = handshake.ssl.pointer
-        var protocolName: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &protocolName, &length)
-        let selected = protocolName.map { String(decoding: UnsafeBufferPointer(start: $0, count: Int(length)), as: UTF8.self) } ?? ""
+        let selected = handshake.ssl.alpnSelected
         guard selected == "h2" else {
             return failTLS("server did not select HTTP/2 via ALPN (got \(selected.isEmpty ? "nothing" : selected))")
         }

@@ -1,6 +1,5 @@
 import Basics
 import CNghttp2
-import COpenSSL
 import Foundation
 import Glibc
 import Reactor
@@ -200,43 +199,45 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
 
     // MARK: I/O
 
+    /// Reads through `SSLHandle.read` (record after record into the read buffer) and feeds nghttp2; a short read
+    /// means nothing more is waiting.
     func readAvailable(_ live: LiveSession, hangup: Bool) {
-        let ssl = live.ssl.pointer
         live.readWantsWrite = false
         while !phase.isClosed {
-            ERR_clear_error()
-            let count = SSL_read(ssl, live.readBuffer, Int32(LiveSession.readSize))
-            if count > 0 {
+            let progress: IOProgress
+            do { progress = try live.ssl.read(into: live.readBuffer, count: LiveSession.readSize) } catch {
+                if case .awaitingSettings = phase {
+                    return failTLS("rejected after the handshake: \(error.message)")  // TLS 1.3: e.g. a missing client certificate
+                }
+                return lose("read failed: \(error.message)")
+            }
+            switch progress {
+            case .bytes(let count):
                 live.liveness.received(at: monotonicNanos())
-                let used = nghttp2_session_mem_recv(live.session.pointer, live.readBuffer.assumingMemoryBound(to: UInt8.self), Int(count))
+                let used = nghttp2_session_mem_recv(live.session.pointer, live.readBuffer.assumingMemoryBound(to: UInt8.self), count)
                 if used < 0 { return lose("HTTP/2 protocol error: \(String(cString: nghttp2_strerror(Int32(used))))") }
                 output.needsFlush = true
-                continue
-            }
-            switch SSL_get_error(ssl, count) {
-            case SSL_ERROR_WANT_READ:
-                if hangup { lose("server closed the connection") }
-                return
-            case SSL_ERROR_WANT_WRITE:
-                live.readWantsWrite = true
-                setInterest(writable: true)
-                return
-            case SSL_ERROR_ZERO_RETURN:
+                if count < LiveSession.readSize && !hangup { return waitForReadable(live) }
+            case .wouldBlock:
+                if hangup && !live.ssl.wantsWritable { lose("server closed the connection") }
+                return waitForReadable(live)
+            case .endOfFile:
                 return lose("server closed the connection")
-            default:
-                let detail = openSSLErrors()
-                if case .awaitingSettings = phase, detail != noErrorDetail {
-                    return failTLS("rejected after the handshake: \(detail)")  // TLS 1.3: e.g. a missing client certificate
-                }
-                return lose(detail == noErrorDetail ? "server closed the connection" : "read failed: \(detail)")
             }
         }
+    }
+
+    /// After a read that stopped: when TLS must write first (a key update), the read is retried once writable.
+    private func waitForReadable(_ live: LiveSession) {
+        guard live.ssl.wantsWritable else { return }
+        live.readWantsWrite = true
+        setInterest(writable: true)
     }
 
     func flush() {
         output.needsFlush = false
         guard let live = phase.session else { return }
-        let ssl = live.ssl.pointer
+        let ssl = live.ssl
         let session = live.session.pointer
         while true {
             if output.isDrained {
@@ -250,24 +251,18 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 }
                 if output.bytes.isEmpty { break }
             }
-            ERR_clear_error()
             let offset = output.offset
-            let written = output.bytes.withUnsafeBytes { bytes in
-                SSL_write(ssl, bytes.baseAddress! + offset, Int32(bytes.count - offset))
+            let result = output.bytes.withUnsafeBytes { bytes in
+                Result { () throws(TLSError) in try ssl.write(from: bytes.baseAddress! + offset, count: bytes.count - offset) }
             }
-            if written > 0 {
-                output.wrote(Int(written))
-                continue
-            }
-            switch SSL_get_error(ssl, written) {
-            case SSL_ERROR_WANT_WRITE:
-                setInterest(writable: true)
+            switch result {
+            case .success(.bytes(let written)):
+                output.wrote(written)
+            case .success:
+                if ssl.wantsWritable { setInterest(writable: true) }  // else TLS waits to read first: the next read flushes
                 return
-            case SSL_ERROR_WANT_READ:
-                return
-            default:
-                let detail = openSSLErrors()
-                return lose(detail == noErrorDetail ? "write failed: \(String(cString: strerror(errno)))" : "write failed: \(detail)")
+            case .failure(let error):
+                return lose("write failed: \(error.message)")
             }
         }
         setInterest(writable: live.readWantsWrite)
@@ -320,7 +315,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         }
         streams.removeAll()
         failQueued(queued)
-        if let ssl, error == nil { ERR_clear_error(); SSL_shutdown(ssl.pointer) }
+        if let ssl, error == nil { ssl.shutdown() }
         socket?.close()
         output.release()
         batch.events.append(.closed(connectionID: id, error: error))

@@ -2,14 +2,19 @@ import COpenSSL
 import Glibc
 import Reactor
 
-/// One client `SSL*` on a non-blocking socket, with SNI and host-name (or IP) verification set for `serverName`.
-/// Freed in `deinit`; freeing it leaves the socket open (the socket BIO does not own the fd, its owner closes it).
-/// Used on one thread at a time (the connection's loop, or the blocking client's caller).
+/// One `SSL*` on a non-blocking socket: the one TLS record path (handshake, read, write, close_notify) and the
+/// one reading of OpenSSL's errors for every TLS user: the HTTP/2 client, Redis, and (server side) the simulators.
+/// A client checks `serverName` (SNI and host-name or IP verification). Freed in `deinit`; freeing it leaves the
+/// socket open (the socket BIO does not own the fd, its owner closes it). Used on one thread at a time (the
+/// connection's loop, or the blocking client's caller).
 public final class SSLHandle {
     public let pointer: OpaquePointer
     /// The handshake finished and no fatal error followed: only then does `shutdown()` send a close_notify
     /// (OpenSSL forbids `SSL_shutdown` after `SSL_ERROR_SSL`/`SSL_ERROR_SYSCALL`).
     public private(set) var established = false
+    /// The last step returned `.wouldBlock` (or `.wantWrite`) because TLS must write first (a key update, a
+    /// handshake message): wait for writability, not readability, before the next step.
+    public private(set) var wantsWritable = false
 
     public init(context: TLSContext, fd: Int32, serverName: String) throws(TLSError) {
         ignoreBrokenPipesOnce()  // OpenSSL writes with write(2): a reset peer must give EPIPE, not SIGPIPE
@@ -27,7 +32,27 @@ public final class SSLHandle {
         }
     }
 
+    /// The server side of an accepted socket, under the caller's server `SSL_CTX` (certificate, ALPN choice),
+    /// which must outlive this handle.
+    public init(accepting fd: Int32, serverContext: OpaquePointer) throws(TLSError) {
+        ignoreBrokenPipesOnce()
+        ERR_clear_error()
+        guard let ssl = SSL_new(serverContext) else { throw TLSError("SSL_new: \(openSSLErrors())") }
+        pointer = ssl
+        SSL_set_fd(ssl, fd)
+        SSL_set_accept_state(ssl)
+    }
+
     deinit { SSL_free(pointer) }
+
+    /// The protocol ALPN agreed on ("h2"), or "" when none was.
+    public var alpnSelected: String {
+        var name: UnsafePointer<UInt8>?
+        var length: UInt32 = 0
+        SSL_get0_alpn_selected(pointer, &name, &length)
+        guard let name, length > 0 else { return "" }
+        return String(decoding: UnsafeBufferPointer(start: name, count: Int(length)), as: UTF8.self)
+    }
 
     /// Where a non-blocking handshake stands: finished, or waiting for the socket to turn readable or writable.
     public enum HandshakeStep: Equatable, Sendable {
@@ -44,30 +69,47 @@ public final class SSLHandle {
             established = true
             return .done
         }
-        switch SSL_get_error(pointer, rc) {
-        case SSL_ERROR_WANT_READ: return .wantRead
-        case SSL_ERROR_WANT_WRITE: return .wantWrite
-        default:
+        guard waits(SSL_get_error(pointer, rc)) else {
             established = false
             throw TLSError(handshakeFailure())
         }
+        return wantsWritable ? .wantWrite : .wantRead
     }
 
-    /// Decrypted bytes into `buffer`. WANT_READ/WANT_WRITE (a TLS 1.3 key update) read as `.wouldBlock`; a peer
-    /// that closes, with or without close_notify, as `.endOfFile`.
+    /// WANT_READ or WANT_WRITE: the step waits for the socket, and `wantsWritable` says which way.
+    private func waits(_ error: Int32) -> Bool {
+        guard error == SSL_ERROR_WANT_READ || error == SSL_ERROR_WANT_WRITE else { return false }
+        wantsWritable = error == SSL_ERROR_WANT_WRITE
+        return true
+    }
+
+    /// Decrypted bytes into `buffer`, record after record until it is full or the socket has nothing more, so
+    /// nothing decrypted waits inside OpenSSL while epoll reports the socket idle: fewer bytes than `count`
+    /// means the next call would block (or find the end). WANT_READ/WANT_WRITE (a TLS 1.3 key update) read as
+    /// `.wouldBlock` (see `wantsWritable`); a peer that closes, with or without close_notify, as `.endOfFile`.
+    /// A close or failure after some bytes is met by the next call.
     public func read(into buffer: UnsafeMutableRawPointer, count: Int) throws(TLSError) -> IOProgress {
-        ERR_clear_error()
-        let n = SSL_read(pointer, buffer, Int32(min(count, 1 << 30)))
-        if n > 0 { return .bytes(Int(n)) }
-        switch SSL_get_error(pointer, n) {
-        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .wouldBlock
-        case SSL_ERROR_ZERO_RETURN: return .endOfFile
-        default:
+        var total = 0
+        while total < count {
+            ERR_clear_error()
+            let n = SSL_read(pointer, buffer + total, Int32(min(count - total, 1 << 30)))
+            if n > 0 {
+                total += Int(n)
+                continue
+            }
+            if total > 0 {
+                wantsWritable = SSL_get_error(pointer, n) == SSL_ERROR_WANT_WRITE
+                return .bytes(total)
+            }
+            let error = SSL_get_error(pointer, n)
+            if waits(error) { return .wouldBlock }
+            if error == SSL_ERROR_ZERO_RETURN { return .endOfFile }
             established = false
             let detail = openSSLErrors()
             if detail == noErrorDetail || detail.contains("unexpected eof") { return .endOfFile }
             throw TLSError(Self.refusal(detail))
         }
+        return .bytes(total)
     }
 
     /// Encrypts and sends from `buffer`. After `.wouldBlock` the caller retries with the same bytes (or more:
@@ -77,13 +119,11 @@ public final class SSLHandle {
         ERR_clear_error()
         let n = SSL_write(pointer, buffer, Int32(min(count, 1 << 30)))
         if n > 0 { return .bytes(Int(n)) }
-        switch SSL_get_error(pointer, n) {
-        case SSL_ERROR_WANT_READ, SSL_ERROR_WANT_WRITE: return .wouldBlock
-        default:
-            established = false
-            let detail = openSSLErrors()
-            throw TLSError(detail == noErrorDetail ? "TLS write failed: \(String(cString: strerror(errno)))" : Self.refusal(detail))
-        }
+        let savedErrno = errno
+        if waits(SSL_get_error(pointer, n)) { return .wouldBlock }
+        established = false
+        let detail = openSSLErrors()
+        throw TLSError(detail == noErrorDetail ? String(cString: strerror(savedErrno)) : Self.refusal(detail))
     }
 
     /// Sends a close_notify (once, and only after a finished handshake) so the peer sees a clean close.

@@ -3,6 +3,7 @@ import Glibc
 import HeraldTestSupport
 import Reactor
 import Testing
+@testable import RedisClient
 @testable import RedisQueue
 
 /// One 3-master, 3-replica cluster for the tests that do not kill nodes (started on first use, stopped by pid at exit).

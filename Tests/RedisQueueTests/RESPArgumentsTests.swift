@@ -1,4 +1,5 @@
 import Testing
+@testable import RedisClient
 @testable import RedisQueue
 
 @Suite struct RESPArgumentsTests {

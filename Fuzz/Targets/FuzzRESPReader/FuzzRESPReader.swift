@@ -1,5 +1,5 @@
 import FuzzSupport
-@testable import RedisQueue
+@testable import RedisClient
 
 /// Redis replies as hiredis reads them: bytes fed in random pieces give the same replies as fed whole.
 @_cdecl("LLVMFuzzerTestOneInput")

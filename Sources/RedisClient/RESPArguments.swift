@@ -3,57 +3,64 @@ import Basics
 /// Command arguments encoded as RESP bulk strings straight into one buffer as they are appended.
 /// The completion script takes ~35 arguments per job; building them as one array per argument cost more than
 /// everything else the worker does per job, so the hot path writes them here instead.
+///
+/// The appends are `@inlinable`: the queue (another module) calls them ~35 times per job, and a call across the
+/// module boundary each time measured +0.8 % instructions on the queue bench.
 public struct RESPArguments: Sendable {
-    public private(set) var bytes: [UInt8] = []
-    public private(set) var count = 0
+    /// The arguments encoded so far (`$<length>\r\n<bytes>\r\n` each).
+    public var bytes: [UInt8] { encoded }
+    /// How many arguments `bytes` holds.
+    public var count: Int { arguments }
+    @usableFromInline var encoded: [UInt8] = []
+    @usableFromInline var arguments = 0
 
-    public init(capacity: Int = 0) { bytes.reserveCapacity(capacity) }
+    public init(capacity: Int = 0) { encoded.reserveCapacity(capacity) }
 
-    public mutating func append(_ value: [UInt8]) {
+    @inlinable public mutating func append(_ value: [UInt8]) {
         header(value.count)
-        bytes.append(contentsOf: value)
-        bytes.append(13)
-        bytes.append(10)
+        encoded.append(contentsOf: value)
+        encoded.append(13)
+        encoded.append(10)
     }
 
-    public mutating func append(_ value: String) {
+    @inlinable public mutating func append(_ value: String) {
         var value = value
         value.withUTF8 { utf8 in
             header(utf8.count)
-            bytes.append(contentsOf: utf8)
+            encoded.append(contentsOf: utf8)
         }
-        bytes.append(13)
-        bytes.append(10)
+        encoded.append(13)
+        encoded.append(10)
     }
 
-    public mutating func append(_ value: Int64) {
+    @inlinable public mutating func append(_ value: Int64) {
         header(decimalLength(value))
-        appendDecimal(value, to: &bytes)
-        bytes.append(13)
-        bytes.append(10)
+        appendDecimal(value, to: &encoded)
+        encoded.append(13)
+        encoded.append(10)
     }
 
-    public mutating func append(_ value: Int) { append(Int64(value)) }
+    @inlinable public mutating func append(_ value: Int) { append(Int64(value)) }
 
     /// Appends the arguments of `other` after these.
     public mutating func append(contentsOf other: RESPArguments) {
-        bytes.append(contentsOf: other.bytes)
-        count += other.count
+        encoded.append(contentsOf: other.encoded)
+        arguments += other.arguments
     }
 
-    private mutating func header(_ length: Int) {
-        count += 1
-        bytes.append(UInt8(ascii: "$"))
+    @inlinable mutating func header(_ length: Int) {
+        arguments += 1
+        encoded.append(UInt8(ascii: "$"))
         if length < 10 {
-            bytes.append(UInt8(48 + length))
+            encoded.append(UInt8(48 + length))
         } else if length < 100 {
-            bytes.append(UInt8(48 + length / 10))
-            bytes.append(UInt8(48 + length % 10))
+            encoded.append(UInt8(48 + length / 10))
+            encoded.append(UInt8(48 + length % 10))
         } else {
-            appendDecimal(length, to: &bytes)
+            appendDecimal(length, to: &encoded)
         }
-        bytes.append(13)
-        bytes.append(10)
+        encoded.append(13)
+        encoded.append(10)
     }
 
     /// A whole command: `*N` then `prefix` arguments, then these.

@@ -6,8 +6,9 @@ import TLS
 /// A pipelined Redis client on a Reactor event loop: its own non-blocking socket, hiredis's reader for replies.
 ///
 /// Loop-confined, not Sendable: create it anywhere, then call every method (and read every property) on
-/// `loop`'s thread; completions run there too, in the order the commands were sent. It owns its socket and
-/// `RESPReader` (closed/freed on `close()` and in `deinit`).
+/// `loop`'s thread; completions run there too, in the order the commands were sent. Its state is one
+/// `RedisConnectionPhase` whose cases own what only that stage has (socket, transport, reader, replies awaited):
+/// leaving a stage, or `close()`, frees them.
 ///
 /// Reconnects by itself with back-off (100 ms doubling to 5 s, with jitter) and runs AUTH and SELECT on every
 /// (re)connect. Commands in flight when the connection drops fail with `.connectionLost` (outcome unknown);
@@ -39,11 +40,6 @@ public final class RedisConnection: FileDescriptorHandler {
 
     public typealias Completion = (Result<RESPValue, RedisError>) -> Void
 
-    private struct Pending {
-        let completion: Completion
-        let deadline: UInt64
-    }
-
     private struct Waiting {
         /// The command already encoded as RESP.
         let command: [UInt8]
@@ -56,7 +52,7 @@ public final class RedisConnection: FileDescriptorHandler {
     public let options: Options
     /// Called on the loop on every state change, for logs and metrics.
     public var onStateChange: ((State) -> Void)?
-    public private(set) var state: State = .disconnected(reason: "not started", retryInMilliseconds: 0)
+    public private(set) var state: State = RedisConnectionPhase.idle.state
     /// Round trips, failures and connects so far, for metrics.
     public private(set) var stats = RedisConnectionStats()
     /// Where to connect instead of `url`'s host and port (Sentinel), asked before every (re)connect; set before
@@ -65,39 +61,24 @@ public final class RedisConnection: FileDescriptorHandler {
         didSet { addressSource?.attach(to: self) }
     }
 
-    private var fd: Int32 = -1
-    /// The bytes' way across `fd`: plain or TLS, set once TCP connects (`RedisTransport`).
-    private var transport = RedisTransport.pending
-    private var reader = RESPReader()
-    private var output: [UInt8] = []
-    private var outputOffset = 0
-    private var writeInterest = false
-    private var flushScheduled = false
-    private var inFlight = FIFO<Pending>()
+    /// The stage of the connection's life and what only that stage has (socket, transport, replies awaited).
+    private(set) var phase = RedisConnectionPhase.idle
+    /// Commands sent while no link carries commands; they go out once one does.
     private var waiting = FIFO<Waiting>()
-    private var handshaking = false
-    /// The socket finished connecting (handshake may still be running).
-    private var socketReady = false
-    private var connectDeadline: UInt64 = 0
-    /// The endpoint `addresses` came from: `url`'s, or the address source's answer.
-    private var connectingTo: RedisURL.Endpoint
-    private var addresses: [SocketAddress] = []
+    private var flushScheduled = false
+    /// Connects that failed in a row, for the back-off.
     private var failures = 0
-    private var reconnectTimer: LoopTimer?
     private var tickTimer: LoopTimer?
     private var started = false
     private var readBuffer = [UInt8](repeating: 0, count: 65_536)
 
     public init(url: RedisURL, loop: EventLoop, options: Options = Options()) {
         self.url = url
-        connectingTo = url.endpoint
         self.loop = loop
         self.options = options
     }
 
-    deinit {
-        if fd >= 0 { Glibc.close(fd) }
-    }
+    // The socket closes itself with the phase that holds it.
 
     /// Starts connecting (idempotent). Commands sent before this wait for the connection.
     public func start() {
@@ -111,16 +92,14 @@ public final class RedisConnection: FileDescriptorHandler {
     public var isConnected: Bool { state == .connected }
 
     /// Commands sent and not yet answered, plus those waiting for a connection.
-    public var pendingCount: Int { inFlight.count + waiting.count }
+    public var pendingCount: Int { (phase.link?.inFlight.count ?? 0) + waiting.count }
 
     /// Closes for good: everything pending fails with `.closed`.
     public func close() {
-        guard state != .closed else { return }
-        reconnectTimer?.cancel()
+        guard !phase.isClosed else { return }
         tickTimer?.cancel()
-        dropSocket()
-        let lost = inFlight.removeAll().map(\.completion) + waiting.removeAll().map(\.completion)
-        setState(.closed)
+        let lost = dropLink().map(\.completion) + waiting.removeAll().map(\.completion)
+        transition(to: .closed)
         addressSource?.detach()
         for completion in lost { completion(.failure(.closed)) }
     }
@@ -135,11 +114,11 @@ public final class RedisConnection: FileDescriptorHandler {
     /// Sends a command already encoded as RESP (see `RESPArguments`).
     func send(encoded command: [UInt8], completion: @escaping Completion) {
         let deadline = monotonicNanos() &+ UInt64(options.commandTimeoutMilliseconds) * 1_000_000
-        switch state {
-        case .connected where !handshaking && fd >= 0:
-            output.append(contentsOf: command)
-            inFlight.append(Pending(completion: completion, deadline: deadline))
-            scheduleFlush()
+        switch phase {
+        case .connected(let link):
+            link.output.append(contentsOf: command)
+            link.inFlight.append(PendingReply(completion: completion, deadline: deadline))
+            scheduleFlush(link)
         case .closed:
             completion(.failure(.closed))
         default:
@@ -180,22 +159,22 @@ public final class RedisConnection: FileDescriptorHandler {
         }
     }
 
-    private func scheduleFlush() {
-        guard !flushScheduled, !writeInterest else { return }
+    /// One write per loop iteration for a burst of sends; none while writability is awaited (it flushes then).
+    private func scheduleFlush(_ link: RedisLink) {
+        guard !flushScheduled, !link.socket.watchingWritable else { return }
         flushScheduled = true
         loop.schedule(afterNanoseconds: 0) { [weak self] in
             guard let self else { return }
             self.flushScheduled = false
-            self.flush()
+            if let link = self.phase.commandLink { self.flush(link) }
         }
     }
 
-    private func flush() {
-        guard fd >= 0, socketReady else { return }
-        write: while outputOffset < output.count {
+    private func flush(_ link: RedisLink) {
+        write: while link.outputOffset < link.output.count {
             do {
-                switch try transport.write(fd, output, from: outputOffset) {
-                case .bytes(let written): outputOffset += written
+                switch try link.transport.write(link.socket.fd, link.output, from: link.outputOffset) {
+                case .bytes(let written): link.outputOffset += written
                 case .wouldBlock, .endOfFile: break write
                 }
             } catch {
@@ -203,130 +182,149 @@ public final class RedisConnection: FileDescriptorHandler {
                 return
             }
         }
-        if outputOffset == output.count {
-            output.removeAll(keepingCapacity: output.count < 1 << 20)
-            outputOffset = 0
-            if writeInterest { setWriteInterest(false) }
-        } else if !writeInterest {
-            setWriteInterest(true)
+        if link.outputOffset == link.output.count {
+            link.output.removeAll(keepingCapacity: link.output.count < 1 << 20)
+            link.outputOffset = 0
+            try? link.socket.watchWritable(false)
+        } else {
+            try? link.socket.watchWritable(true)
         }
-    }
-
-    private func setWriteInterest(_ on: Bool) {
-        writeInterest = on
-        try? loop.setInterest(fd: fd, readable: true, writable: on)
     }
 
     // MARK: connecting
 
+    /// Asks the address source (or takes `url`'s endpoint) and tries its addresses in turn.
     private func connect() {
-        reconnectTimer = nil
-        guard state != .closed else { return }
-        setState(.connecting)
-        if addresses.isEmpty, let source = addressSource {
+        guard !phase.isClosed else { return }
+        transition(to: .resolving)
+        if let source = addressSource {
             source.resolve { [weak self] result in self?.resolved(result) }
-            return
+        } else {
+            connect(to: url.endpoint)
         }
-        connectNext()
     }
 
     /// The address source answered: connect there, or back off and ask again.
     private func resolved(_ result: Result<RedisURL.Endpoint, RedisError>) {
-        guard state == .connecting, fd < 0 else { return }
+        guard case .resolving = phase else { return }
         switch result {
-        case .success(let endpoint): connectNext(endpoint)
+        case .success(let endpoint): connect(to: endpoint)
         case .failure(let error): connectFailed(error.description)
         }
     }
 
-    private func connectNext(_ resolvedEndpoint: RedisURL.Endpoint? = nil) {
-        if addresses.isEmpty {
-            connectingTo = resolvedEndpoint ?? url.endpoint
-            switch connectingTo {
-            case .unix(let path):
-                addresses = [SocketAddress(unixPath: path)]
-            case .tcp(let host, let port):
-                do {
-                    addresses = try Sockets.resolve(host: host, port: port)
-                } catch {
-                    connectFailed(error.description)
-                    return
-                }
+    private func connect(to endpoint: RedisURL.Endpoint) {
+        let addresses: [SocketAddress]
+        switch endpoint {
+        case .unix(let path):
+            addresses = [SocketAddress(unixPath: path)]
+        case .tcp(let host, let port):
+            do { addresses = try Sockets.resolve(host: host, port: port) } catch {
+                connectFailed(error.description)
+                return
             }
         }
-        let address = addresses.removeFirst()
-        do {
-            fd = try Sockets.startConnect(to: address)
-            try loop.register(fd: fd, handler: self, readable: false, writable: true)
-            writeInterest = true
-        } catch {
-            if fd >= 0 { Glibc.close(fd); fd = -1 }
-            connectFailed("\(address): \(error)")
-            return
-        }
-        connectDeadline = monotonicNanos() &+ UInt64(options.connectTimeoutMilliseconds) * 1_000_000
-        handshaking = true
+        guard let first = addresses.first else { return connectFailed("\(endpoint): no address") }
+        tryAddress(first, then: Array(addresses.dropFirst()), of: endpoint)
     }
 
-    private func connectFailed(_ reason: String) {
-        dropSocket()
-        // State first: completions that re-send must find the connection down, not write into a dead socket.
-        if !addresses.isEmpty {
-            failInFlight(reason)
-            connect()
+    private func tryAddress(_ address: SocketAddress, then remaining: [SocketAddress], of endpoint: RedisURL.Endpoint) {
+        let deadline = monotonicNanos() &+ UInt64(options.connectTimeoutMilliseconds) * 1_000_000
+        let attempt = ConnectAttempt(endpoint: endpoint, address: address, remaining: remaining, deadline: deadline)
+        let socket: SocketHandle
+        do { socket = SocketHandle(fd: try Sockets.startConnect(to: address), loop: loop) } catch {
+            return connectFailed("\(address): \(error)", after: attempt)
+        }
+        do { try socket.register(self) } catch {
+            socket.close()
+            return connectFailed("\(address): \(error)", after: attempt)
+        }
+        transition(to: .connecting(attempt, socket))
+    }
+
+    /// A connect failed before `connected`: the attempt's next address, or back-off when none is left.
+    private func connectFailed(_ reason: String, after failed: ConnectAttempt? = nil) {
+        let attempt = failed ?? phase.attempt
+        let lost = dropLink()
+        // Phase first: completions that re-send must find the connection down, not write into a dead socket.
+        if let attempt, let next = attempt.remaining.first {
+            transition(to: .resolving)
+            fail(lost)
+            if case .resolving = phase { tryAddress(next, then: Array(attempt.remaining.dropFirst()), of: attempt.endpoint) }
             return
         }
         scheduleReconnect(reason)
-        failInFlight(reason)
+        fail(lost)
     }
 
     private func scheduleReconnect(_ reason: String) {
-        guard state != .closed else { return }
+        guard !phase.isClosed else { return }
         let base = min(options.reconnectMaxMilliseconds, options.reconnectInitialMilliseconds << min(failures, 16))
         failures += 1
         let delay = max(1, Int(Double(base) * Double.random(in: 0.5...1.0)))
-        setState(.disconnected(reason: reason, retryInMilliseconds: delay))
-        reconnectTimer = loop.schedule(afterMilliseconds: delay) { [weak self] in self?.connect() }
+        let timer = loop.schedule(afterMilliseconds: delay) { [weak self] in
+            guard let self, case .backingOff = self.phase else { return }
+            self.connect()
+        }
+        transition(to: .backingOff(reason: reason, retryInMilliseconds: delay, timer: timer))
     }
 
-    private func connected() {
-        socketReady = true
-        setWriteInterest(false)
-        reader = RESPReader()
-        var handshake: [(command: [[UInt8]], check: ((RESPValue) -> String?)?)] = url.handshake.map { ($0, nil) }
-        if let check = addressSource?.handshakeCheck { handshake.append(check) }
-        if handshake.isEmpty {
-            handshakeDone()
-            return
+    /// TCP is up: the transport (TLS named for the host actually reached, a sentinel's answer, unless
+    /// server_name is set), then its handshake.
+    private func tcpConnected(_ attempt: ConnectAttempt, _ socket: SocketHandle) {
+        if let error = Sockets.connectError(socket.fd) { return connectFailed(error.description) }
+        var reached = url
+        reached.endpoint = attempt.endpoint
+        let link: RedisLink
+        do { link = RedisLink(socket: socket, transport: try RedisTransport.start(for: reached, tls: options.tls, fd: socket.fd)) } catch {
+            return connectFailed(error.description)
         }
-        var remaining = handshake.count
-        for (command, check) in handshake {
-            RESPEncoder.append(command, to: &output)
+        transition(to: .securing(attempt, link))
+        secure(attempt, link)
+    }
+
+    private func secure(_ attempt: ConnectAttempt, _ link: RedisLink) {
+        do {
+            switch try link.transport.handshake() {
+            case .done: handshake(attempt, link)
+            case .wantRead: try? link.socket.watchWritable(false)
+            case .wantWrite: try? link.socket.watchWritable(true)
+            }
+        } catch {
+            connectFailed(error.description)
+        }
+    }
+
+    /// AUTH, SELECT and the address source's check, pipelined ahead of every waiting command.
+    private func handshake(_ attempt: ConnectAttempt, _ link: RedisLink) {
+        try? link.socket.watchWritable(false)
+        var commands: [(command: [[UInt8]], check: ((RESPValue) -> String?)?)] = url.handshake.map { ($0, nil) }
+        if let check = addressSource?.handshakeCheck { commands.append(check) }
+        if commands.isEmpty { return handshakeDone(link) }
+        transition(to: .handshaking(attempt, link))
+        var remaining = commands.count
+        for (command, check) in commands {
+            RESPEncoder.append(command, to: &link.output)
             let name = String(decoding: command[0], as: UTF8.self)
-            inFlight.append(Pending(completion: { [weak self] result in
-                guard let self else { return }
+            link.inFlight.append(PendingReply(completion: { [weak self] result in
+                guard let self, case .handshaking(_, let current) = self.phase, current === link else { return }
                 switch result {
                 case .success(let reply):
-                    if let problem = check?(reply) {
-                        self.connectionLost(problem)
-                        return
-                    }
+                    if let problem = check?(reply) { return self.connectionLost(problem) }
                     remaining -= 1
-                    if remaining == 0 { self.handshakeDone() }
+                    if remaining == 0 { self.handshakeDone(link) }
                 case .failure(let error):
                     if case .server(let message) = error { self.connectionLost("\(name) refused: \(message)") }
                 }
-            }, deadline: connectDeadline))
+            }, deadline: attempt.deadline))
         }
-        flush()
+        flush(link)
     }
 
-    private func handshakeDone() {
-        handshaking = false
+    private func handshakeDone(_ link: RedisLink) {
         failures = 0
-        addresses = []
         stats.connects &+= 1
-        setState(.connected)
+        transition(to: .connected(link))
         let now = monotonicNanos()
         var expired: [Completion] = []
         while let item = waiting.popFirst() {
@@ -334,52 +332,34 @@ public final class RedisConnection: FileDescriptorHandler {
                 expired.append(item.completion)
                 continue
             }
-            output.append(contentsOf: item.command)
-            inFlight.append(Pending(completion: item.completion, deadline: item.deadline))
+            link.output.append(contentsOf: item.command)
+            link.inFlight.append(PendingReply(completion: item.completion, deadline: item.deadline))
         }
-        flush()
+        flush(link)
         for completion in expired { completion(.failure(.notConnected)) }
     }
 
     // MARK: I/O
 
     public func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
-        guard fd >= 0 else { return }
-        if !socketReady {
-            guard readable || writable || hangup else { return }
-            if case .pending = transport {
-                if let error = Sockets.connectError(fd) {
-                    connectFailed(error.description)
-                    return
-                }
-                // TLS names the host actually reached (a sentinel's answer), as the tools do, unless server_name is set.
-                var reached = url
-                reached.endpoint = connectingTo
-                do { transport = try RedisTransport.start(for: reached, tls: options.tls, fd: fd) } catch {
-                    connectFailed(error.description)
-                    return
-                }
-            }
-            do {
-                switch try transport.handshake() {
-                case .done: connected()
-                case .wantRead: setWriteInterest(false)
-                case .wantWrite: setWriteInterest(true)
-                }
-            } catch {
-                connectFailed(error.description)
-            }
-            return
+        switch phase {
+        case let .connecting(attempt, socket):
+            if readable || writable || hangup { tcpConnected(attempt, socket) }
+        case let .securing(attempt, link):
+            secure(attempt, link)
+        case let .handshaking(_, link), let .connected(link):
+            if readable || hangup { readAvailable(link) }
+            if writable, phase.commandLink === link { flush(link) }
+        case .idle, .resolving, .backingOff, .closed:
+            break
         }
-        if readable || hangup { readAvailable() }
-        if writable, fd >= 0 { flush() }
     }
 
-    private func readAvailable() {
-        while fd >= 0 {
+    private func readAvailable(_ link: RedisLink) {
+        while phase.commandLink === link {
             let count: Int
             do {
-                switch try transport.read(fd, into: &readBuffer) {
+                switch try link.transport.read(link.socket.fd, into: &readBuffer) {
                 case .bytes(let n): count = n
                 case .wouldBlock: return
                 case .endOfFile:
@@ -391,9 +371,9 @@ public final class RedisConnection: FileDescriptorHandler {
                 return
             }
             do {
-                try reader.feed(readBuffer, count: count)
-                while let reply = try reader.next() {
-                    guard let pending = inFlight.popFirst() else {
+                try link.reader.feed(readBuffer, count: count)
+                while let reply = try link.reader.next() {
+                    guard let pending = link.inFlight.popFirst() else {
                         connectionLost("reply without a command")
                         return
                     }
@@ -410,7 +390,7 @@ public final class RedisConnection: FileDescriptorHandler {
                     } else {
                         pending.completion(.success(reply))
                     }
-                    if fd < 0 { return }
+                    if phase.commandLink !== link { return }
                 }
             } catch {
                 connectionLost("\(error)")
@@ -426,38 +406,33 @@ public final class RedisConnection: FileDescriptorHandler {
         connectionLost(reason)
     }
 
+    /// A socket that was up (or trying) is gone: back off, then connect afresh (the address source asked again,
+    /// no other address of this attempt tried).
     private func connectionLost(_ reason: String) {
-        guard fd >= 0 else { return }
-        let wasConnected = state == .connected
-        dropSocket()
-        if wasConnected { failures = 0 }
-        addresses = []
+        guard phase.socket != nil else { return }
+        if case .connected = phase { failures = 0 }
+        let lost = dropLink()
         scheduleReconnect(reason)
-        failInFlight(reason)
+        fail(lost)
     }
 
-    private func failInFlight(_ reason: String) {
-        let lost = inFlight.removeAll()
+    private func fail(_ lost: [PendingReply]) {
         stats.errors &+= UInt64(lost.count)
         for pending in lost { pending.completion(.failure(.connectionLost)) }
     }
 
-    private func dropSocket() {
-        transport.shutdown()
-        transport = .pending
-        if fd >= 0 {
-            loop.unregister(fd: fd)
-            Glibc.close(fd)
-            fd = -1
-        }
-        output.removeAll()
-        outputOffset = 0
-        writeInterest = false
-        handshaking = false
-        socketReady = false
+    /// Closes the socket (after a close_notify when TLS is up) and hands back what was in flight on it; the
+    /// caller moves to the next phase, which frees the rest.
+    private func dropLink() -> [PendingReply] {
+        if case let .backingOff(_, _, timer) = phase { timer.cancel() }
+        if let link = phase.link { return link.close() }
+        phase.socket?.close()
+        return []
     }
 
-    private func setState(_ new: State) {
+    private func transition(to next: RedisConnectionPhase) {
+        phase = next
+        let new = next.state
         guard new != state else { return }
         state = new
         onStateChange?(new)
@@ -468,7 +443,7 @@ public final class RedisConnection: FileDescriptorHandler {
     private func scheduleTick() {
         let interval = max(10, min(250, options.commandTimeoutMilliseconds / 4))
         tickTimer = loop.schedule(afterMilliseconds: interval) { [weak self] in
-            guard let self, self.state != .closed else { return }
+            guard let self, !self.phase.isClosed else { return }
             self.checkDeadlines()
             self.scheduleTick()
         }
@@ -476,10 +451,11 @@ public final class RedisConnection: FileDescriptorHandler {
 
     private func checkDeadlines() {
         let now = monotonicNanos()
-        if state == .connecting, fd >= 0, now > connectDeadline {
-            connectFailed("connect timed out after \(options.connectTimeoutMilliseconds) ms\(transport.timeoutHint)")
-        } else if let head = inFlight.first, head.deadline < now, fd >= 0 {
-            let timedOut = inFlight.popFirst()!
+        if let attempt = phase.attempt, now > attempt.deadline {
+            let hint = phase.link?.transport.timeoutHint ?? ""
+            connectFailed("connect timed out after \(options.connectTimeoutMilliseconds) ms\(hint)")
+        } else if let link = phase.commandLink, let head = link.inFlight.first, head.deadline < now {
+            let timedOut = link.inFlight.popFirst()!
             stats.errors &+= 1
             connectionLost("no reply within \(options.commandTimeoutMilliseconds) ms")
             timedOut.completion(.failure(.timeout))

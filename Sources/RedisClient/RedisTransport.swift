@@ -39,8 +39,8 @@ enum RedisTransport {
         do { return try ssl.handshake() } catch { throw Failure(description: "TLS handshake: \(error.message)") }
     }
 
-    /// Reads into `buffer` from its start. Through TLS it reads record after record until the buffer is full or
-    /// the socket has nothing more, so nothing decrypted waits inside OpenSSL while epoll reports the socket idle.
+    /// Reads into `buffer` from its start (through TLS, `SSLHandle.read`: record after record, so fewer bytes
+    /// than the buffer holds means nothing more is waiting).
     mutating func read(_ fd: Int32, into buffer: inout [UInt8]) throws(Failure) -> IOProgress {
         let progress: IOProgress
         switch self {
@@ -53,16 +53,8 @@ enum RedisTransport {
             }
         case .tls(let ssl, _):
             let capacity = buffer.count
-            let result = buffer.withUnsafeMutableBytes { raw -> Result<IOProgress, TLSError> in
-                var total = 0
-                while total < capacity {
-                    switch Result(catching: { () throws(TLSError) in try ssl.read(into: raw.baseAddress! + total, count: capacity - total) }) {
-                    case .success(.bytes(let count)): total += count
-                    case .success(let other): return .success(total > 0 ? .bytes(total) : other)
-                    case .failure(let error): return total > 0 ? .success(.bytes(total)) : .failure(error)
-                    }
-                }
-                return .success(.bytes(total))
+            let result = buffer.withUnsafeMutableBytes { raw in
+                Result { () throws(TLSError) in try ssl.read(into: raw.baseAddress!, count: capacity) }
             }
             do { progress = try result.get() } catch { throw failure("TLS: \(error.message)") }
         }
