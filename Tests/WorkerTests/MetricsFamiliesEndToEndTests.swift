@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import HeraldTestSupport
 import MockAPNs
+import RedisQueue
 import Testing
 
 extension EndToEnd {
@@ -113,6 +114,23 @@ extension EndToEnd {
             if let page = try? httpGet(port: dashboardPort, "/metrics", timeoutSeconds: 10), page.status == 200 {
                 dashboardSeen.formUnion(Self.families(page.body).sampled)
             }
+
+            // A family that has samples only when something is wrong: a stray key of another type where the queue
+            // should be, once every job is recorded (the worker skips it and logs it; the dashboard names it).
+            let admin = try BlockingRedis(url: try RedisURL(parsing: world.redisURL))
+            _ = try admin.command(["SET", "herald:queue", "stray"])
+            let strayNamed = #"herald_redis_key_errors{key="herald:queue"} 1"#
+            var strayPage = ""
+            let deadline = Date().addingTimeInterval(10)
+            while !strayPage.contains(strayNamed) && Date() < deadline {  // the dashboard reads Redis on its own schedule
+                if let page = try? httpGet(port: dashboardPort, "/metrics", timeoutSeconds: 5), page.status == 200 {
+                    strayPage = page.body
+                    dashboardSeen.formUnion(Self.families(page.body).sampled)
+                }
+                if !strayPage.contains(strayNamed) { usleep(200_000) }
+            }
+            #expect(strayPage.contains(strayNamed), "\(strayPage)")
+            _ = try admin.command(["DEL", "herald:queue"])
 
             let workerMissing = workerFamilies.subtracting(workerSeen).sorted()
             #expect(workerMissing.isEmpty, "documented worker families without a sample: \(workerMissing)\n\(last.body)")
