@@ -32,6 +32,9 @@ enum BenchJobs {
         "{\"token\":\"\(fcmToken(index))\",\"notification\":{\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\"},\"data\":{\"order\":\"\(index)\"},\"android\":{\"priority\":\"HIGH\"}}"
     }
 
+    /// Each platform's job line, by its `platform` name (`fill --platform`).
+    static let byPlatform: [String: @Sendable (Int) -> String] = ["apns": job, "fcm": fcmJob]
+
     /// One FCM job line.
     static func fcmJob(_ index: Int) -> String {
         "{\"id\":\"b\(index)\",\"platform\":\"fcm\",\"message\":\(fcmMessage(index))}"

@@ -24,7 +24,7 @@ enum FillCommand {
         let count = try flags.int("count", default: 0)
         let first = try flags.int("first", default: 0)
         let rate = try flags.double("rate", default: 0)
-        let fcm = flags.value("platform") == "fcm"
+        let makeJob = BenchJobs.byPlatform[flags.value("platform") ?? "apns"] ?? BenchJobs.job
         let redis = try BlockingRedis(url: url)
         defer { redis.close() }
         let key = Array(queue.utf8)
@@ -35,7 +35,7 @@ enum FillCommand {
         func command(_ n: Int) -> [[UInt8]] {
             var args: [[UInt8]] = [Array("LPUSH".utf8), key]
             args.reserveCapacity(n + 2)
-            for i in 0..<n { args.append(Array((fcm ? BenchJobs.fcmJob(first + pushed + i) : BenchJobs.job(first + pushed + i)).utf8)) }
+            for i in 0..<n { args.append(Array(makeJob(first + pushed + i).utf8)) }
             pushed += n
             return args
         }

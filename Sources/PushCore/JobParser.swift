@@ -113,7 +113,7 @@ public enum JobParser {
             preconditionFailure("unexpected error \(error)")
         }
         if let tokensValue {
-            if platformText.flatMap(Platform.init(rawValue:)) == .fcm {
+            if platformText.flatMap(Platform.init(rawValue:))?.carriesMessage == true {
                 throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; an FCM job names one target (token, topic or condition) in its \"message\"")
             }
             job.tokens = try tokens(tokensValue, scanner)
@@ -129,7 +129,7 @@ public enum JobParser {
         }
         // No `platform`: a message without payload, token(s) or channel is an FCM job by its shape.
         if !job.platformGiven && messageSeen && !payloadSeen && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .fcm }
-        if job.platform == .fcm {
+        if job.platform.carriesMessage {
             guard messageSeen else { throw JobError.missingMessage }
             guard messageIsObject else { throw JobError.messageNotAnObject }
             return job

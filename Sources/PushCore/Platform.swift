@@ -13,3 +13,43 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         }
     }
 }
+
+/// What the code outside the providers needs to know of a platform, as data: the one table it reads instead of
+/// branching on the platform (`ProviderSeamTests`). Each is a switch the compiler keeps complete, so a new
+/// platform answers every question here.
+extension Platform {
+    /// Its name in messages ("no FCM app is configured for this job").
+    public var displayName: String {
+        switch self {
+        case .apns: "APNs"
+        case .fcm: "FCM"
+        }
+    }
+
+    /// Its jobs go to one of several environments (APNs' sandbox and production); without, a job's results and
+    /// dropped tokens name no environment, its token and topic are optional, and its destination is its platform.
+    @inline(__always)
+    public var hasEnvironments: Bool {
+        switch self {
+        case .apns: true
+        case .fcm: false
+        }
+    }
+
+    /// A job without an app name finds its app by its topic (APNs' bundle ID), not only as its platform's one app.
+    public var findsAppByTopic: Bool {
+        switch self {
+        case .apns: true
+        case .fcm: false
+        }
+    }
+
+    /// Its jobs carry the provider's own message object (`message`, FCM v1) instead of a payload and a token:
+    /// one target each, so no `tokens` multicast.
+    public var carriesMessage: Bool {
+        switch self {
+        case .apns: false
+        case .fcm: true
+        }
+    }
+}

@@ -174,8 +174,13 @@ public struct DroppedToken: Sendable, Equatable {
     /// token for one project only).
     public var app: String?
 
+    /// The token's platform has environments (APNs): its entry always names a topic and an environment, empty
+    /// or not; without (FCM), only those given. The platform's own answer (`Platform.hasEnvironments`), as data.
+    public var hasEnvironments: Bool
+
     public init(token: String, topic: String, environment: String, reason: String, invalidSince: Int64? = nil,
-                platform: String? = nil, app: String? = nil) {
+                platform: String? = nil, app: String? = nil, hasEnvironments: Bool = true) {
+        self.hasEnvironments = hasEnvironments
         self.token = token
         self.topic = topic
         self.environment = environment
@@ -188,8 +193,8 @@ public struct DroppedToken: Sendable, Equatable {
     /// Capped like `ResultEntry`'s fields; FCM tokens have no environment, and usually no topic.
     var fields: [(String, String)] {
         var out = [("token", ResultEntry.text(token))]
-        if !topic.isEmpty || platform != "fcm" { out.append(("topic", ResultEntry.text(topic))) }
-        if !environment.isEmpty || platform != "fcm" { out.append(("environment", ResultEntry.text(environment))) }
+        if !topic.isEmpty || hasEnvironments { out.append(("topic", ResultEntry.text(topic))) }
+        if !environment.isEmpty || hasEnvironments { out.append(("environment", ResultEntry.text(environment))) }
         out.append(("reason", ResultEntry.reason(reason)))
         if let invalidSince { out.append(("invalid_since", String(invalidSince))) }
         if let platform { out.append(("platform", ResultEntry.text(platform))) }

@@ -73,7 +73,7 @@ public struct AppDirectory: Sendable {
         var bundles: [String: Int] = [:]
         for (index, app) in apps.enumerated() {
             names[app.name] = index
-            if app.platform == .apns { bundles[app.bundleID] = bundles[app.bundleID] ?? index }
+            if app.platform.findsAppByTopic { bundles[app.bundleID] = bundles[app.bundleID] ?? index }
         }
         byName = names
         byBundle = bundles
@@ -87,7 +87,7 @@ public struct AppDirectory: Sendable {
 
         public var description: String {
             switch self {
-            case .noAppFor(let platform): "no \(platform == .fcm ? "FCM" : "APNs") app is configured for this job"
+            case .noAppFor(let platform): "no \(platform.displayName) app is configured for this job"
 
             case .unknownApp(let name): "unknown app '\(name)'"
             case .unknownTopic(let topic): "no configured app has a bundle ID matching topic '\(topic)'"
@@ -102,10 +102,10 @@ public struct AppDirectory: Sendable {
             guard let index = byName[app] else { throw .unknownApp(app) }
             return index
         }
-        if let topic, platform == .apns {
+        if let topic, platform.findsAppByTopic {
             if let index = byBundle[topic] { return index }
             var best: (Int, Int)? = nil
-            for (index, app) in apps.enumerated() where app.platform == .apns && topic.hasPrefix(app.bundleID + ".") {
+            for (index, app) in apps.enumerated() where app.platform == platform && topic.hasPrefix(app.bundleID + ".") {
                 if best == nil || app.bundleID.count > best!.1 { best = (index, app.bundleID.count) }
             }
             if let best { return best.0 }

@@ -152,7 +152,7 @@ public struct Configuration: Sendable {
         }
 
         /// The service the app's jobs go to.
-        public var platform: Platform { fcm == nil ? .apns : .fcm }
+        public var platform: Platform { ProviderRegistry.platform(of: self) }
 
         public struct FCMAuth: Sendable, Equatable {
             /// The service account's JSON key file (`project_id`, `client_email`, `private_key`, `token_uri`).

@@ -27,7 +27,8 @@ enum DemoCommand {
         let prefix: String
         let share: Double
         let expected: String
-        var platform = "apns"
+        /// The fate's job with its prefix, as job `index`: an APNs job unless the fate names another platform's.
+        var job: @Sendable (_ prefix: String, _ index: Int) -> [UInt8] = DemoCommand.apnsJob
     }
 
     static let fates: [Fate] = [
@@ -37,11 +38,11 @@ enum DemoCommand {
         Fate(name: "throttled (429), then delivered", prefix: "77", share: 0.04, expected: "delivered"),
         Fate(name: "server error (500), retried, delivered", prefix: "e5", share: 0.04, expected: "delivered"),
         Fate(name: "malformed job", prefix: "", share: 0.01, expected: "rejected"),
-        Fate(name: "FCM delivered", prefix: "fcm-ok", share: 0.25, expected: "delivered", platform: "fcm"),
-        Fate(name: "FCM unregistered (404 UNREGISTERED)", prefix: "fcm-gone", share: 0.03, expected: "token_dropped", platform: "fcm"),
+        Fate(name: "FCM delivered", prefix: "fcm-ok", share: 0.25, expected: "delivered", job: DemoCommand.fcmJob),
+        Fate(name: "FCM unregistered (404 UNREGISTERED)", prefix: "fcm-gone", share: 0.03, expected: "token_dropped", job: DemoCommand.fcmJob),
         Fate(name: "FCM token of another project (403 SENDER_ID_MISMATCH)", prefix: "fcm-other", share: 0.01, expected: "token_dropped",
-             platform: "fcm"),
-        Fate(name: "FCM unavailable (503), retried, delivered", prefix: "fcm-busy", share: 0.03, expected: "delivered", platform: "fcm"),
+             job: DemoCommand.fcmJob),
+        Fate(name: "FCM unavailable (503), retried, delivered", prefix: "fcm-busy", share: 0.03, expected: "delivered", job: DemoCommand.fcmJob),
     ]
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
@@ -220,10 +221,8 @@ enum DemoCommand {
                     let malformed = ["this is not JSON \(i)", "{\"token\":\"not-hex-\(i)\",\"payload\":{\"aps\":{}}}",
                                      "{\"token\":\"00aa\(String(format: "%04x", i))\",\"payload\":\"a string, not an object\"}"]
                     jobs.append(Array(malformed[i % 3].utf8))
-                } else if fate.platform == "fcm" {
-                    jobs.append(fcmJob(token: "\(fate.prefix)-\(assigned + i):APA91bDemo", index: assigned + i))
                 } else {
-                    jobs.append(job(token: token(prefix: fate.prefix, index: assigned + i), index: assigned + i))
+                    jobs.append(fate.job(fate.prefix, assigned + i))
                 }
             }
             expected[fate.expected, default: 0] += n
@@ -248,9 +247,13 @@ enum DemoCommand {
         Array("{\"id\":\"demo-\(index)\",\"token\":\"\(token)\",\"payload\":{\"aps\":{\"alert\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"sound\":\"default\"},\"order\":\(index)}}".utf8)
     }
 
-    /// An FCM job: the FCM v1 message object, sent to Google as written.
-    private static func fcmJob(token: String, index: Int) -> [UInt8] {
-        Array("{\"id\":\"demo-\(index)\",\"platform\":\"fcm\",\"message\":{\"token\":\"\(token)\",\"notification\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"data\":{\"order\":\"\(index)\"},\"android\":{\"priority\":\"HIGH\"}}}".utf8)
+    /// An APNs job to a token of `prefix` (its fate at the simulator).
+    private static func apnsJob(prefix: String, index: Int) -> [UInt8] { job(token: token(prefix: prefix, index: index), index: index) }
+
+    /// An FCM job to a registration token of `prefix`: the FCM v1 message object, sent to Google as written.
+    private static func fcmJob(prefix: String, index: Int) -> [UInt8] {
+        let token = "\(prefix)-\(index):APA91bDemo"
+        return Array("{\"id\":\"demo-\(index)\",\"platform\":\"fcm\",\"message\":{\"token\":\"\(token)\",\"notification\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"data\":{\"order\":\"\(index)\"},\"android\":{\"priority\":\"HIGH\"}}}".utf8)
     }
 
     private static func progressBar(done: Int, total: Int, tally: Tally) -> String {

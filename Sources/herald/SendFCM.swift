@@ -17,7 +17,8 @@ enum SendFCM {
             fcm = configuration.fcm
             let index = try AppDirectory(configuration.apps).index(app: args.value("app"), topic: nil, platform: .fcm)
             app = configuration.apps[index]
-            guard app.platform == .fcm else { throw UsageError("app '\(app.name)' is not an FCM app") }
+            // The command needs the app's service account (its FCM settings), whatever the app is named.
+            guard app.fcm != nil else { throw UsageError("app '\(app.name)' is not an FCM app") }
         } else if let file = args.value("service-account") {
             app = Configuration.AppSettings(name: "send", bundleID: "", fcm: .init(serviceAccountFile: file))
         } else {

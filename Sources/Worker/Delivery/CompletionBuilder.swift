@@ -10,12 +10,14 @@ struct CompletionBuilder {
 
     private func entry(_ job: JobAttempt, _ outcome: ResultEntry.Outcome, now: UInt64, answer: (any ProviderAnswer)? = nil, reason: String? = nil) -> ResultEntry {
         let n = job.notification
-        let isFCM = n.platform == .fcm
+        // Without environments (FCM) the entry names none, and its token and topic only when given.
+        let environmentless = !n.platform.hasEnvironments
         let fields = answer?.resultFields
         var result = ResultEntry(
             id: job.id, outcome: outcome, status: answer?.status ?? 0, reason: reason,
-            token: (isFCM && n.deviceToken.isEmpty) || n.isBroadcast ? nil : n.deviceToken, topic: isFCM && n.topic.isEmpty ? nil : n.topic,
-            environment: isFCM ? nil : n.environment.rawValue, app: job.appName,
+            token: (environmentless && n.deviceToken.isEmpty) || n.isBroadcast ? nil : n.deviceToken,
+            topic: environmentless && n.topic.isEmpty ? nil : n.topic,
+            environment: environmentless ? nil : n.environment.rawValue, app: job.appName,
             apnsID: fields?.apnsID, apnsUniqueID: fields?.apnsUniqueID, attempt: job.attempt,
             latencyMilliseconds: job.latencyMilliseconds(now: now), worker: workerID)
         result.fallbackFrom = job.fallbackFrom?.rawValue
@@ -45,8 +47,8 @@ struct CompletionBuilder {
             result.invalidSince = invalidSince
             let n = job.notification
             completion.droppedToken = DroppedToken(
-                token: n.deviceToken, topic: n.topic, environment: n.platform == .fcm ? "" : n.environment.rawValue, reason: reason,
-                invalidSince: invalidSince, platform: n.platform.rawValue, app: job.appName)
+                token: n.deviceToken, topic: n.topic, environment: n.platform.hasEnvironments ? n.environment.rawValue : "", reason: reason,
+                invalidSince: invalidSince, platform: n.platform.rawValue, app: job.appName, hasEnvironments: n.platform.hasEnvironments)
         case .dropChannel(let reason):
             result = entry(job, .channelDropped, now: now, answer: answer, reason: reason)
             if case .channel(let id, let bundleID) = job.notification.target {

@@ -500,12 +500,10 @@ public final class DeliveryCore {
         case .deferForConfiguration(let reason):
             let started = pause(gate, .credential, reason: reason, milliseconds: settings.retry.configurationPauseSeconds * 1000)
             if started {
-                let fcmApp = job.destination.platform == .fcm
                 log(.error, "app paused: credential rejected", [
-                    "app": .string(job.appName), "environment": .string(fcmApp ? "fcm" : job.destination.environment.rawValue),
+                    "app": .string(job.appName), "environment": .string(job.destination.environmentLabel),
                     "reason": .string(reason), "pause_s": .int(Int(settings.retry.configurationPauseSeconds)),
-                    "hint": .string(fcmApp ? Self.fcmCredentialHint(reason)
-                                           : "check key_id, team_id, key_file, bundle_id and environment (herald check-config)"),
+                    "hint": .string(ProviderRegistry.credentialHint(for: job.destination.platform, reason: reason)),
                 ])
             }
             park(job, gate, after: started || gate.pause?.kind == .credential ? nil : reason)
@@ -519,12 +517,6 @@ public final class DeliveryCore {
     /// The retry policy of the job's origin queue.
     private func policy(for job: JobAttempt) -> OutcomePolicy { queuePolicies[job.lease.queueKey] ?? policy }
 
-    static func fcmCredentialHint(_ reason: String) -> String {
-        if reason.hasPrefix("THIRD_PARTY_AUTH_ERROR") {
-            return "the APNs key (or web push key) in the Firebase console is missing or invalid: Project settings, Cloud Messaging"
-        }
-        return "check the service account file (herald check-config); it needs the Firebase Cloud Messaging API Admin role"
-    }
 
     /// Environment fallback is opt-in per app, needs both environments, and happens once per job.
     private func mayFallBack(_ job: JobAttempt) -> Bool {

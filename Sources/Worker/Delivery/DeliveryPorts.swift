@@ -16,7 +16,10 @@ public struct Destination: Hashable, Sendable, CustomStringConvertible {
         self.platform = platform
     }
 
-    public var description: String { platform == .fcm ? "\(app)/fcm" : "\(app)/\(environment.rawValue)" }
+    public var description: String { "\(app)/\(environmentLabel)" }
+
+    /// Its environment, or for a platform without environments its platform (logs, descriptions).
+    public var environmentLabel: String { platform.hasEnvironments ? environment.rawValue : platform.rawValue }
 }
 
 /// The answer to one send, as the core needs it.

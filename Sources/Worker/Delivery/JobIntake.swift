@@ -38,7 +38,12 @@ struct JobIntake {
             return .rejected(id: id, reason: "UnknownApp: \(error.description)", spec: spec, app: spec.app)
         }
         let app = directory.apps[index]
-        if app.platform == .fcm || spec.platform == .fcm { return admitFCM(lease, id: id, spec: spec, index: index, claimedAt: claimedAt) }
+        guard app.platform == spec.platform else {
+            return .rejected(id: id, reason: "WrongPlatform: app '\(app.name)' is an \(app.platform.displayName) app; "
+                             + ProviderRegistry.wrongPlatformDetail(app: app.platform, job: spec.platform, given: spec.platformGiven),
+                             spec: spec, app: app.name)
+        }
+        if spec.platform.carriesMessage { return admitFCM(lease, id: id, spec: spec, index: index, claimedAt: claimedAt) }
         let environment = spec.environment ?? APNsEnvironment(rawValue: app.defaultEnvironment) ?? .production
         guard app.environments.contains(environment.rawValue) else {
             return .rejected(id: id, reason: "BadEnvironment: app '\(app.name)' is not configured for \(environment.rawValue)", spec: spec, app: app.name)
@@ -68,16 +73,9 @@ struct JobIntake {
                                     claimedAt: claimedAt, deliverAt: spec.deliverAt, multicast: multicast, hasProducerID: spec.id != nil))
     }
 
-    /// An FCM job, or a job whose shape and app disagree: the app's kind decides what the job must be.
+    /// An FCM job for an FCM app (the only platform whose jobs carry a message object).
     private func admitFCM(_ lease: Lease, id: String, spec: JobSpec, index: Int, claimedAt: UInt64) -> Verdict {
         let app = directory.apps[index]
-        guard app.platform == .fcm else {
-            return .rejected(id: id, reason: "WrongPlatform: app '\(app.name)' is an APNs app; an FCM job needs an FCM app", spec: spec, app: app.name)
-        }
-        guard spec.platform == .fcm else {
-            let detail = spec.platformGiven ? "the job says platform apns" : "the job has no \"message\" (the FCM v1 message object)"
-            return .rejected(id: id, reason: "WrongPlatform: app '\(app.name)' is an FCM app; \(detail)", spec: spec, app: app.name)
-        }
         let target: FCMTarget
         switch FCMMessageValidator.validate(spec.message) {
         case .success(let t): target = t

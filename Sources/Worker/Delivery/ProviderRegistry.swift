@@ -27,6 +27,27 @@ public final class ProviderRegistry: PushSender {
         }
     }
 
+    /// The provider whose settings an app has: FCM's service account, else APNs' key or certificate.
+    @inline(__always)
+    static func platform(of app: Configuration.AppSettings) -> Platform { app.fcm == nil ? .apns : .fcm }
+
+    /// What to check when the platform's provider refused an app's credential (the log of the pause it starts).
+    static func credentialHint(for platform: Platform, reason: String) -> String {
+        switch platform {
+        case .apns: "check key_id, team_id, key_file, bundle_id and environment (herald check-config)"
+        case .fcm: FCMSender.credentialHint(reason)
+        }
+    }
+
+    /// Why a job of platform `job` does not fit an app of platform `app` (after "app 'x' is an <app> app; "):
+    /// the app's platform says what its jobs look like. `given`: the job named its platform.
+    static func wrongPlatformDetail(app: Platform, job: Platform, given: Bool) -> String {
+        switch app {
+        case .apns: "an \(job.displayName) job needs an \(job.displayName) app"
+        case .fcm: given ? "the job says platform \(job.rawValue)" : "the job has no \"message\" (the FCM v1 message object)"
+        }
+    }
+
     public func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
                      completion: @escaping (PushOutcome) -> Void) -> SendAdmission {
         appSenders[destination.app].send(notification, to: destination, afterConnection: afterConnection, completion: completion)

@@ -130,6 +130,15 @@ public final class FCMSender: PushSender {
 
     /// Reads the service account file again, so a fixed file takes effect without a restart, and forgets the
     /// old access token. The pool stays: FCM binds nothing to a connection.
+    /// What to check when FCM refused an app's credential: the Firebase console's APNs key when FCM says the
+    /// third party (Apple) refused, else the service account.
+    static func credentialHint(_ reason: String) -> String {
+        if reason.hasPrefix("THIRD_PARTY_AUTH_ERROR") {
+            return "the APNs key (or web push key) in the Firebase console is missing or invalid: Project settings, Cloud Messaging"
+        }
+        return "check the service account file (herald check-config); it needs the Firebase Cloud Messaging API Admin role"
+    }
+
     public func reloadCredentials(app index: Int) -> String? {
         guard let app = apps[index], let fcm = app.settings.fcm else { return "app \(index) is not an FCM app" }
         do {
