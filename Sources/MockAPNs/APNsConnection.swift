@@ -82,15 +82,21 @@ final class APNsConnection: MockConnectionHandler {
         }
         let effectiveTopic = topic ?? ""
         if let rejection = topicRefusal(key, topic: effectiveTopic) { return reject(request, rejection) }
-        applyFaults(request, token: token, topic: effectiveTopic) { [unowned self] in
-            self.accept(request, token: token, topic: effectiveTopic)
+        var recordedID: String?
+        applyFaults(request, token: token, topic: effectiveTopic, received: { [unowned self] in
+            recordedID = self.record(request, token: token, topic: effectiveTopic)
+        }) { [unowned self] in
+            self.accept(request, token: token, topic: effectiveTopic, recordedID: recordedID)
         }
     }
 
     /// The fault script's verdict for a request that passed Apple's checks (`token`: the device token or channel ID),
-    /// after its latency; `accept` answers it when the verdict is to accept.
-    func applyFaults(_ request: IncomingRequest, token: String, topic: String, accept: @escaping () -> Void) {
+    /// after its latency; `accept` answers it when the verdict is to accept. `received` runs at once for a request
+    /// that will be accepted when the script says `recordOnReceipt` (processed on arrival, answered or not).
+    func applyFaults(_ request: IncomingRequest, token: String, topic: String, received: (() -> Void)? = nil,
+                     accept: @escaping () -> Void) {
         let (verdict, delay) = core.faults.decide(token: token, topic: topic)
+        if case .accept = verdict, core.faults.script.recordOnReceipt == true { received?() }
         connection.after(milliseconds: delay) { [unowned self] in self.apply(verdict, to: request, accept: accept) }
     }
 
@@ -173,11 +179,18 @@ final class APNsConnection: MockConnectionHandler {
 
     // MARK: answers
 
-    private func accept(_ request: IncomingRequest, token: String, topic: String) {
+    /// Logs `request` as accepted and returns the apns-id it is answered with.
+    private func record(_ request: IncomingRequest, token: String, topic: String) -> String {
         let apnsID = request.apnsID ?? core.makeUUID()
+        core.recordAccepted(request, token: token, topic: topic, apnsID: apnsID, connection: id)
+        return apnsID
+    }
+
+    /// `recordedID`: the apns-id it was logged with on receipt (`recordOnReceipt`), so it is not logged twice.
+    private func accept(_ request: IncomingRequest, token: String, topic: String, recordedID: String?) {
+        let apnsID = recordedID ?? record(request, token: token, topic: topic)
         var headers = [("apns-id", apnsID)]
         if core.configuration.environment == .sandbox { headers.append(("apns-unique-id", core.makeUUID())) }
-        core.recordAccepted(request, token: token, topic: topic, apnsID: apnsID, connection: id)
         respond(request, status: 200, headers: headers, body: nil)
         core.answered(status: 200, reason: nil)
         if core.faults.script.dropStreamsAfterRejection == true && !streamsRaised && (currentToken != nil || certificateTopics != nil) { raiseStreams() }

@@ -123,12 +123,16 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
     public var idleTimeoutSeconds: Double?
     /// Drop SETTINGS_MAX_CONCURRENT_STREAMS to 1 after a rejected push, back up after the next accepted one.
     public var dropStreamsAfterRejection: Bool?
+    /// Record a push that will be accepted when it arrives, before its latency, as a real provider has processed
+    /// a request it received even if the client cancels the stream before the answer (the accepted log then
+    /// counts it; without this a push cancelled during its latency is never seen).
+    public var recordOnReceipt: Bool?
     /// Rules, first match wins (except `delay`, which adds latency and goes on).
     public var rules: [MockFaultRule]
 
     public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, goawayAfterRequests: Int? = nil, goawayReason: String? = nil,
                 dropAfterRequests: Int? = nil, silenceAfterRequests: Int? = nil, idleTimeoutSeconds: Double? = nil,
-                dropStreamsAfterRejection: Bool? = nil,
+                dropStreamsAfterRejection: Bool? = nil, recordOnReceipt: Bool? = nil,
                 rules: [MockFaultRule] = []) {
         self.seed = seed
         self.latencyMs = latencyMs
@@ -138,6 +142,7 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
         self.silenceAfterRequests = silenceAfterRequests
         self.idleTimeoutSeconds = idleTimeoutSeconds
         self.dropStreamsAfterRejection = dropStreamsAfterRejection
+        self.recordOnReceipt = recordOnReceipt
         self.rules = rules
     }
 
@@ -151,6 +156,7 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
         silenceAfterRequests = try c.decodeIfPresent(Int.self, forKey: .silenceAfterRequests)
         idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds)
         dropStreamsAfterRejection = try c.decodeIfPresent(Bool.self, forKey: .dropStreamsAfterRejection)
+        recordOnReceipt = try c.decodeIfPresent(Bool.self, forKey: .recordOnReceipt)
         rules = try c.decodeIfPresent([MockFaultRule].self, forKey: .rules) ?? []
     }
 

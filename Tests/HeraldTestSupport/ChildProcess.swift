@@ -116,8 +116,13 @@ public func currentExecutable() -> String? {
     return String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
-/// The `herald` executable built beside the test bundle (swift build puts products in one folder).
+/// The `herald` executable built beside the test bundle (swift build puts products in one folder), or the one
+/// `HERALD_TEST_EXECUTABLE` names: to run the end-to-end tests against another build (an older release, to show
+/// a test fails on the behaviour it guards against).
 public func heraldExecutable() -> String? {
+    if let given = ProcessInfo.processInfo.environment["HERALD_TEST_EXECUTABLE"], !given.isEmpty {
+        return FileManager.default.isExecutableFile(atPath: given) ? given : nil
+    }
     guard let executable = currentExecutable() else { return nil }
     var directory = URL(fileURLWithPath: executable).deletingLastPathComponent()
     for _ in 0..<4 {

@@ -6,7 +6,7 @@ import RedisQueue
 import Testing
 
 extension EndToEnd {
-    /// Issue 30's fault run (items 12-14): two workers, a tight request timeout, and a simulator that sends
+    /// Issue 30's fault run (items 12-14): two workers, a tight request timeout, few streams, and a simulator that sends
     /// GOAWAYs, refuses streams and drops connections (which makes the pools reconnect and back off). Counted
     /// from the simulator's own record of accepted requests, no job is delivered twice unless its answer was
     /// lost on a connection that ended right then (a drop, or a GOAWAY's close); and after an outage the first
@@ -14,13 +14,19 @@ extension EndToEnd {
     @Suite struct FaultRun {
         @Test(.timeLimit(.minutes(3)))
         func aFaultRunSendsNoJobTwiceUnlessItsConnectionEndedWithItsAnswer() throws {
-            let faults = MockFaultScript(seed: 30, latencyMs: MockLatency(min: 1, max: 5), goawayAfterRequests: 500, rules: [
+            // recordOnReceipt: a push counts as delivered when it reaches the simulator, as at a real provider, so a
+            // request written with its deadline nearly over and then cancelled by the client (item 12) counts too.
+            let faults = MockFaultScript(seed: 30, latencyMs: MockLatency(min: 20, max: 40), goawayAfterRequests: 500, recordOnReceipt: true, rules: [
                 MockFaultRule(fate: .refuseStream, rate: 0.02),
                 MockFaultRule(fate: .drop, rate: 0.004),
             ])
-            let world = try EndToEndWorld(faults: faults)
+            // 20 streams a connection at 20-40 ms each: with 300 jobs in flight per worker, requests wait in the pool
+            // for a stream about as long as their 400 ms timeout, so some are written with their deadline nearly
+            // over. Herald before issue 30's fix wrote them, cancelled them at the deadline and sent them again
+            // (60 of 284 duplicates on connections that lived on, against e06c362's release build).
+            let world = try EndToEndWorld(faults: faults) { $0.maxConcurrentStreams = 20 }
             defer { world.shutdown(); world.removeFiles() }
-            let total = 5_000
+            let total = 3_000
             var jobs: [[UInt8]] = []
             var expected: [String: String] = [:]
             for i in 0..<total {
@@ -28,12 +34,12 @@ extension EndToEnd {
                 expected["fr-\(i)"] = "delivered"
             }
             try world.push(jobs)
-            // The FCM stand-in's run had a 3 s request timeout. One connection per pool: a drop leaves the pool with
-            // none, so requests wait for the reconnect (and its back-off), as they did there.
+            // One connection per pool: a drop leaves the pool with none, so requests wait for the reconnect (and its
+            // back-off) too.
             let config = try world.writeConfig(
                 worker: ["max_in_flight": 300, "claim_batch": 100],
                 retry: ["outage_pause_seconds": 1, "outage_pause_cap_seconds": 3],
-                apns: ["request_timeout_ms": 3_000, "connect_timeout_ms": 1_000, "connections_per_pool": 1])
+                apns: ["request_timeout_ms": 400, "connect_timeout_ms": 1_000, "connections_per_pool": 1])
             try world.startWorker(id: "fault-run-1", config: config)
             try world.startWorker(id: "fault-run-2", config: config)
             let ledger = ResultsLedger(redisURL: world.redisURL)
