@@ -20,6 +20,7 @@ let herald = CommandGroup(
         StatsCommand.command,
         ReplayCommand.command,
         DeadCommand.command,
+        ScheduledCommand.command,
         ForwardCommand.command,
         MockAPNsCommand.command,
         MockFCMCommand.command,
