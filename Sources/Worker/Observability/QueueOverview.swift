@@ -124,8 +124,8 @@ public struct QueueOverview: Sendable {
         out.single("herald_retry_set_size", .gauge, "Jobs in the retry set (retries, parked jobs, scheduled jobs).", Double(retrySize))
         out.single("herald_retry_due", .gauge, "Jobs in the retry set whose due time has passed.", Double(retryDue))
         if let next = retryNextDueMilliseconds {
-            out.single("herald_retry_next_due_seconds", .gauge, "Seconds until the earliest retry falls due (negative: overdue).",
-                       Double(next - nowMilliseconds) / 1000)
+            out.single("herald_retry_next_due_timestamp_seconds", .gauge, "When the earliest job of the retry set falls due, in seconds since the epoch (Redis's clock).",
+                       Double(next) / 1000)
         }
         out.single("herald_dead_letters", .gauge, "Jobs in the dead-letter list.", Double(deadLetters))
         out.single("herald_results_stream_length", .gauge, "Entries in the results stream.", Double(resultsLength))
