@@ -127,9 +127,10 @@ public enum QueueScripts {
 
     """#
 
-    /// KEYS: workers, leases hash, epoch, queue keys in priority order. ARGV: worker id, lease ttl ms, max jobs,
-    /// lease id prefix (ids are prefix..1, prefix..2, ...), a random epoch candidate. Refreshes the heartbeat,
-    /// pops up to max jobs (oldest first) from the queue keys that are lists, leases each. Returns
+    /// KEYS: workers, leases hash, epoch, paused set, queue keys in priority order. ARGV: worker id, lease ttl ms,
+    /// max jobs, lease id prefix (ids are prefix..1, prefix..2, ...), a random epoch candidate. Refreshes the
+    /// heartbeat, pops up to max jobs (oldest first) from the queue keys that are lists and not in the paused set
+    /// (one of another type pauses nothing and is reported), leases each. Returns
     /// {epoch, {lease id, queue key, job, ...}, {problem key, found, expected, ...}}.
     public static let claim = RedisScript(prelude + #"""
     local bad = refusal(KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'string')
@@ -137,12 +138,19 @@ public enum QueueScripts {
     redis.call('ZADD', KEYS[1], nowMs() + tonumber(ARGV[2]), ARGV[1])
     local epoch = epochOf(KEYS[3], ARGV[5])
     local want = tonumber(ARGV[3])
+    local paused = {}
+    local pausedType = redis.call('TYPE', KEYS[4]).ok
+    if pausedType == 'set' then
+      for _, q in ipairs(redis.call('SMEMBERS', KEYS[4])) do paused[q] = true end
+    elseif pausedType ~= 'none' then
+      report(KEYS[4], pausedType, 'set')
+    end
     local n = 0
     local out = {}
     local fields = {}
-    for i = 4, #KEYS do
+    for i = 5, #KEYS do
       if want <= 0 then break end
-      local jobs = usableList(KEYS[i]) and redis.call('RPOP', KEYS[i], want)
+      local jobs = not paused[KEYS[i]] and usableList(KEYS[i]) and redis.call('RPOP', KEYS[i], want)
       if jobs then
         for _, job in ipairs(jobs) do
           n = n + 1
@@ -695,5 +703,15 @@ public enum QueueScripts {
     end
     if wrote then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', ARGV[1]) end
     return {codes, problems}
+    """#)
+
+    /// KEYS: a queue. Removes every job waiting in it (`herald queue purge`); returns how many. Refused (nothing
+    /// removed) when the key holds another type.
+    public static let purgeQueue = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'list')
+    if bad then return bad end
+    local n = redis.call('LLEN', KEYS[1])
+    redis.call('DEL', KEYS[1])
+    return n
     """#)
 }

@@ -138,7 +138,9 @@ final class DashboardSource {
         var object: [String: Any] = [
             "now_ms": now,
             "redis": lastError ?? "ok",
-            "queues": overview.queueLengths.map { ["name": $0.0, "length": $0.1] },
+            "queues": overview.queueLengths.enumerated().map { index, queue in
+                ["name": queue.0, "length": queue.1, "paused": index < overview.queuePaused.count && overview.queuePaused[index]]
+            },
             "queue_total": overview.queueLengths.reduce(0) { $0 + $1.1 },
             "retry": ["size": overview.retrySize, "due": overview.retryDue,
                       "next_due_in_s": nullable(overview.retryNextDueMilliseconds.map { Double($0 - now) / 1000 })],

@@ -21,6 +21,7 @@ let herald = CommandGroup(
         ReplayCommand.command,
         DeadCommand.command,
         ScheduledCommand.command,
+        QueueCommand.command,
         ForwardCommand.command,
         MockAPNsCommand.command,
         MockFCMCommand.command,
