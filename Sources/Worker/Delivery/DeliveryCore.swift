@@ -539,6 +539,7 @@ public final class DeliveryCore {
         }
         metrics.job(job.platform, app: job.destination.app, outcome)
         if outcome != .retrying { metrics.jobFinished(job.platform, afterNanoseconds: clock.monotonicNanos &- job.claimedAt) }
+        if job.fallbackFrom != nil && outcome != .retrying { metrics.fallbackEnded(app: job.destination.app, resolved: outcome == .delivered) }
         record(builder.decided(job, decision, answer: answer, now: clock.monotonicNanos, wallMillis: clock.wallMillis))
     }
 

@@ -104,6 +104,11 @@ public final class DeliveryMetrics {
     }
 
     @inline(__always)
+    /// A job that went to its app's other environment after BadDeviceToken ended: `resolved` when delivered there.
+    func fallbackEnded(app: Int, resolved: Bool) {
+        values.fallbacks[app * 2 + (resolved ? 0 : 1)] &+= 1
+    }
+
     func resend(_ platform: Platform, _ cause: ResendCause) {
         values.resends[platform.slot * ResendCause.allCases.count + cause.rawValue] &+= 1
     }

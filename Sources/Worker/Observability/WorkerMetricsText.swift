@@ -81,6 +81,11 @@ public enum WorkerMetricsText {
                 }
             }
         }
+        out.family("herald_environment_fallbacks_total", .counter, "Jobs sent to the app's other environment after BadDeviceToken, by how they ended (resolved: delivered there).")
+        for (index, name) in s.appNames.enumerated() {
+            out.sample("herald_environment_fallbacks_total", [("app", name), ("result", "resolved")], s.fallbacks[index * 2])
+            out.sample("herald_environment_fallbacks_total", [("app", name), ("result", "not_resolved")], s.fallbacks[index * 2 + 1])
+        }
         out.single("herald_destination_pauses_total", .counter, "Pauses started (each once, however many jobs it parked).", Double(s.pauses))
         out.family("herald_provider_tokens_signed_total", .counter, "APNs provider tokens signed, by app (the first and every refresh).")
         for (index, name) in s.appNames.enumerated() { out.sample("herald_provider_tokens_signed_total", [("app", name)], s.tokensSigned[index]) }
