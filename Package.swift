@@ -62,8 +62,8 @@ let package = Package(
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
-        .target(name: "Worker", dependencies: ["Basics", "PushCore", "ProviderKit", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "CBuildInfo", "Worker", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 

@@ -316,8 +316,11 @@ public final class DeliveryCore {
         case .rejected(let id, let reason, let spec, let app):
             counters.rejected += 1
             metrics.job(.apns, app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
-            log(.info, "job rejected", ["id": .string(id), "reason": .string(reason)])
-            record(builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, wallMillis: clock.wallMillis))
+            var fields: [String: LogValue] = ["id": .string(id), "reason": .string(reason)]
+            let trace = spec?.traceparent ?? JobParser.readableTraceparent(lease.job)
+            if let trace { fields["traceparent"] = .string(trace) }
+            log(.info, "job rejected", fields)
+            record(builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, traceparent: trace, wallMillis: clock.wallMillis))
         case .accepted(let job):
             if settings.idempotencyWindowMilliseconds > 0 && job.hasProducerID {
                 // The producer's own copy: Redis decides which copy of the id sends. A job back from the retry

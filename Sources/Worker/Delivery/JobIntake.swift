@@ -23,6 +23,12 @@ struct JobIntake {
             let id = lease.jobID ?? JobParser.readableID(lease.job) ?? makeID()
             return .rejected(id: id, reason: "\(error.code): \(error.description)", spec: nil, app: nil)
         }
+        let verdict = admit(spec, lease, claimedAt: claimedAt, wallMillis: wallMillis, makeID: makeID)
+        if case .accepted(let job) = verdict { job.traceparent = spec.traceparent }
+        return verdict
+    }
+
+    private func admit(_ spec: JobSpec, _ lease: Lease, claimedAt: UInt64, wallMillis: Int64, makeID: () -> String) -> Verdict {
         let id = spec.id ?? lease.jobID ?? makeID()
         if let at = spec.deliverAt, at - wallMillis > maxScheduleMilliseconds {
             let days = (at - wallMillis) / 86_400_000

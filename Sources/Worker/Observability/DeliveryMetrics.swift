@@ -41,7 +41,7 @@ public enum TransportFailureKind: Int, CaseIterable, Sendable {
     }
 }
 
-/// The outcome label of `herald_jobs_total`: one per result entry written, so the counter agrees with the
+/// The outcome label of `herald_results_total`: one per result entry written, so the counter agrees with the
 /// results stream (`retrying` included; a scheduled job writes no entry and is counted apart).
 public typealias JobOutcome = ResultEntry.Outcome
 

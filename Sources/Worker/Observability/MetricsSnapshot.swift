@@ -75,6 +75,8 @@ public struct MetricsSnapshot: Sendable {
         case .duplicate: 6
         // Written by `herald replay`, never by a worker: its count stays 0 here.
         case .replayed: 7
+        // Written by `herald scheduled cancel`, never by a worker.
+        case .cancelled: 8
         }
     }
 
