@@ -48,7 +48,7 @@ let package = Package(
         /// FCM HTTP v1: the message validator, the answers and their classes, the service account and its RS256
         /// OAuth assertion, its settings, its access-token grant and its sender.
         .target(name: "FCM", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "CurlHTTP", "COpenSSL", "Basics"]),
-        /// Client TLS over OpenSSL shared by the APNs/FCM connections and Redis: the `SSL_CTX`, one `SSL*` per socket,
+        /// TLS over OpenSSL shared by the APNs/FCM connections, Redis and (server side) the simulators: the `SSL_CTX`, one `SSL*` per socket,
         /// non-blocking handshake, read and write steps, and the error texts.
         .target(name: "TLS", dependencies: ["Reactor", "COpenSSL"]),
         .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
@@ -57,7 +57,7 @@ let package = Package(
         .target(name: "RedisClient", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
         /// Herald's queue on Redis: scripts, leases, results, archive. Re-exports RedisClient.
         .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "RedisClient"]),
-        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
+        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),

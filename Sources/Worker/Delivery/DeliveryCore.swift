@@ -506,7 +506,7 @@ public final class DeliveryCore {
                 log(.error, "app paused: credential rejected", [
                     "app": .string(job.appName), "environment": .string(job.destination.environmentLabel),
                     "reason": .string(reason), "pause_s": .int(Int(settings.retry.configurationPauseSeconds)),
-                    "hint": .string(ProviderRegistry.credentialHint(for: job.destination.platform, reason: reason)),
+                    "hint": .string(ProviderRegistry.provider(for: job.destination.platform).credentialHint(reason: reason)),
                 ])
             }
             park(job, gate, after: started || gate.pause?.kind == .credential ? nil : reason)
