@@ -50,9 +50,10 @@ public typealias JobOutcome = ResultEntry.Outcome
 /// hashing of strings and no allocation. Loop-confined like the core that owns it; `snapshot()` copies
 /// it (on the loop) for a scrape, which merges the copies of every loop.
 public final class DeliveryMetrics {
-    /// Known APNs statuses; anything else counts under `other`.
-    static let statuses = [200, 400, 403, 404, 405, 410, 413, 429, 500, 503]
-    /// Reason slots: 0 is "no reason" (a 200), then every reason Apple documents, then `other`.
+    /// The statuses the providers document; anything else counts under `other`.
+    static let statuses = [200, 201, 400, 401, 403, 404, 405, 410, 413, 429, 500, 502, 503]
+    /// Reason slots: 0 is "no reason" (a success), then every reason a provider documents (each once, in the
+    /// registry's order), then `other`.
     static let reasonNames: [String] = [""] + uniqueReasonNames() + ["other"]
     private static let reasonSlots: [String: Int] = {
         var slots: [String: Int] = [:]
@@ -61,8 +62,8 @@ public final class DeliveryMetrics {
     }()
 
     private static func uniqueReasonNames() -> [String] {
-        var seen = Set<APNsReason>()
-        return APNsReason.allKnown.compactMap { seen.insert($0.reason).inserted ? $0.reason.rawValue : nil }
+        var seen = Set<String>()
+        return Platform.allCases.flatMap { ProviderRegistry.provider(for: $0).metricsReasons }.filter { seen.insert($0).inserted }
     }
 
     let appNames: [String]

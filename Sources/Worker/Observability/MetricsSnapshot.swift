@@ -110,6 +110,10 @@ public struct MetricsSnapshot: Sendable {
         for i in c.jobLatency.indices { c.jobLatency[i] = c.jobLatency[i] + b.jobLatency[i] }
         for i in c.requestLatency.indices { c.requestLatency[i] = c.requestLatency[i] + b.requestLatency[i] }
         for i in c.tokensSigned.indices where i < b.tokensSigned.count { c.tokensSigned[i] = max(c.tokensSigned[i], b.tokensSigned[i]) }
+        // Like tokens signed: one cache per app whichever loop reports it, so the larger count is the true one.
+        for i in c.provider.tokenExchanges.indices where i < b.provider.tokenExchanges.count && b.provider.tokenExchanges[i].answered > c.provider.tokenExchanges[i].answered {
+            c.provider.tokenExchanges[i] = b.provider.tokenExchanges[i]
+        }
         c.scheduled &+= b.scheduled
         c.unguarded &+= b.unguarded
         c.pauses &+= b.pauses

@@ -89,6 +89,18 @@ public enum WorkerMetricsText {
         out.single("herald_destination_pauses_total", .counter, "Pauses started (each once, however many jobs it parked).", Double(s.pauses))
         out.family("herald_provider_tokens_signed_total", .counter, "APNs provider tokens signed, by app (the first and every refresh).")
         for (index, name) in s.appNames.enumerated() { out.sample("herald_provider_tokens_signed_total", [("app", name)], s.tokensSigned[index]) }
+        out.family("herald_provider_token_exchange_failures_total", .counter, "Access-token exchanges (FCM's OAuth grant) that brought no token: refused (the credential) or unavailable (the endpoint).")
+        for (index, name) in s.appNames.enumerated() {
+            let stats = s.provider.tokenExchanges[index]
+            out.sample("herald_provider_token_exchange_failures_total", [("app", name), ("kind", "refused")], stats.refused)
+            out.sample("herald_provider_token_exchange_failures_total", [("app", name), ("kind", "unavailable")], stats.unavailable)
+        }
+        out.family("herald_provider_token_exchange_seconds", .summary, "Time the access-token exchanges took (answered ones, with a token or not).")
+        for (index, name) in s.appNames.enumerated() {
+            let stats = s.provider.tokenExchanges[index]
+            out.sample("herald_provider_token_exchange_seconds_sum", [("app", name)], Double(stats.nanoseconds) / 1e9)
+            out.sample("herald_provider_token_exchange_seconds_count", [("app", name)], stats.answered)
+        }
 
         out.single("herald_redis_round_trips_total", .counter, "Redis commands answered.", Double(s.redis.roundTrips))
         out.single("herald_redis_errors_total", .counter, "Redis commands failed (error replies, timeouts, lost with the connection).", Double(s.redis.errors))

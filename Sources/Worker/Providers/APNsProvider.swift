@@ -91,6 +91,12 @@ enum APNsProvider: PushProvider {
         "check key_id, team_id, key_file, bundle_id and environment (herald check-config)"
     }
 
+    /// Every reason Apple documents, each once.
+    static let metricsReasons: [String] = {
+        var seen = Set<APNsReason>()
+        return APNsReason.allKnown.compactMap { seen.insert($0.reason).inserted ? $0.reason.rawValue : nil }
+    }()
+
     static func wrongPlatformDetail(job: Platform, given: Bool) -> String {
         "an \(job.displayName) job needs an \(job.displayName) app"
     }

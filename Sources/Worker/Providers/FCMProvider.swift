@@ -54,6 +54,8 @@ enum FCMProvider: PushProvider {
 
     static func credentialHint(reason: String) -> String { FCMSender.credentialHint(reason) }
 
+    static var metricsReasons: [String] { FCMResponse.metricsReasons }
+
     static func wrongPlatformDetail(job: Platform, given: Bool) -> String {
         given ? "the job says platform \(job.rawValue)" : "the job has no \"message\" (the FCM v1 message object)"
     }

@@ -36,6 +36,9 @@ protocol PushProvider {
     /// What to check when the provider refused an app's credential (the log of the pause it starts).
     static func credentialHint(reason: String) -> String
 
+    /// The `reason` label values its answers' `metricsReason` can take (besides "" for success and `other`).
+    static var metricsReasons: [String] { get }
+
     /// Why a job of platform `job` does not fit one of its apps (after "app 'x' is an <app> app; "). `given`: the
     /// job named its platform.
     static func wrongPlatformDetail(job: Platform, given: Bool) -> String
