@@ -1,6 +1,7 @@
 import Basics
 import Foundation
 import Reactor
+import TLS
 import RedisQueue
 import Worker
 
@@ -99,6 +100,7 @@ final class DashboardSource {
                        lastError == nil ? 1 : 0)
             if lastError == nil { overview.write(to: &out) }
             ProcessStats.read().write(to: &out)
+            CertificateExpiry.shared.write(to: &out)
             BuildInfo.write(to: &out)
             return .init(status: 200, contentType: PrometheusText.contentType, body: out.text)
         default: return .init(status: 404, body: "not found: try /, /api/status, /metrics or /healthz\n")

@@ -1,5 +1,6 @@
 import APNs
 import PushCore
+import TLS
 /// A worker's `/metrics` page: every family documented in docs/observability.md, from one merged snapshot.
 public enum WorkerMetricsText {
     public static func render(_ s: MetricsSnapshot, process: ProcessStats = .read()) -> String {
@@ -110,6 +111,7 @@ public enum WorkerMetricsText {
         out.single("herald_event_loops", .gauge, "Event loops running a delivery pipeline.", Double(s.loops))
         out.single("herald_worker_claiming", .gauge, "Event loops claiming jobs (0 while draining on SIGTERM).", Double(s.claimingLoops))
         process.write(to: &out)
+        CertificateExpiry.shared.write(to: &out)
         BuildInfo.write(to: &out)
         return out.text
     }
