@@ -83,6 +83,19 @@ struct CompletionBuilder {
         return completion
     }
 
+    /// A job this worker cannot send now and has spent nothing on (its destination's outage pause holds it): back
+    /// to the head of its queue as claimed, for another worker to take at once. Its `retrying` entry says why and
+    /// that it is due now. The idempotency key is left as it is: a `<worker>\n<lease>` holder whose lease is gone
+    /// lets the copy claimed next send, and `pending` stays pending for the envelope.
+    func handedBack(_ job: JobAttempt, reason: String, now: UInt64, wallMillis: Int64) -> JobCompletion {
+        var completion = JobCompletion(lease: job.lease)
+        var result = entry(job, .retrying, now: now, reason: reason)
+        result.retryAt = wallMillis
+        completion.result = result
+        completion.handBack(id: job.id, since: job.firstAttemptAt)
+        return completion
+    }
+
     /// A job whose `deliver_at` lies ahead: into the retry set until then, attempt unchanged, and no result entry
     /// (nothing happened to it yet; its one terminal entry comes when it is sent).
     func scheduled(_ job: JobAttempt, at dueAt: Int64) -> JobCompletion {
