@@ -55,6 +55,23 @@ import Testing
         #expect(again.attempt == 3 && again.jobID == "r-id" && again.firstAttemptAt == 1_000, "no attempt spent, none lost")
     }
 
+    /// Idempotency: the key names the lease that handed the job back, which is gone, so the worker that takes the
+    /// job next sends it; a producer's second copy claimed after that is still a duplicate.
+    @Test func aHandedBackJobWithAnIDIsSentByTheWorkerThatTakesItAndItsCopyIsADuplicate() throws {
+        let keys = TestRedis.keys()
+        let redis: KeyCheckedRedis = try TestRedis.blocking()
+        let a = try BlockingJobQueue(redis: redis, keys: keys, workerID: "a")
+        let b = try BlockingJobQueue(redis: redis, keys: keys, workerID: "b")
+        try push(redis, key: keys.queue, jobs: ["o"])
+        let window: Int64 = 60_000
+        let mine = try a.claim(max: 1)
+        #expect(try a.claimOnce([(mine[0], "o1")], windowMilliseconds: window) == [.claimed])
+        #expect(try a.complete([handedBack(mine[0], id: "o1")]).applied == 1)
+        try push(redis, key: keys.queue, jobs: ["o"])  // the producer's second copy, behind the first
+        let taken = try b.claim(max: 2)
+        #expect(try b.claimOnce(taken.map { ($0, "o1") }, windowMilliseconds: window) == [.claimed, .duplicate])
+    }
+
     @Test func aJobHandedBackToAQueueKeyOfAnotherTypeGoesToTheRetrySetDueAtOnce() throws {
         let keys = TestRedis.keys()
         let redis: KeyCheckedRedis = try TestRedis.blocking()
