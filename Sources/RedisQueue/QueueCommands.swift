@@ -61,14 +61,15 @@ struct QueueCommands: Sendable {
         for item in batch {
             args.append(item.lease.id)
             args.append(item.lease.epoch)
-            // A fan-out needs the queue its children go to, a hand-back the queue and the job bytes; otherwise the
-            // job bytes travel only for the recovery. The queue goes in KEYS (once per batch), ARGV says where.
+            // A fan-out needs the queue its children go to, a hand-back the queue (and the job bytes when it goes
+            // as claimed); otherwise the job bytes travel only for the recovery. The queue goes in KEYS (once per
+            // batch), ARGV says where.
             if withJobs || item.expansion != nil || item.handedBack {
                 args.append(declared.index(of: item.lease.queueKey))
             } else {
                 args.append([])
             }
-            args.append(withJobs || item.handedBack ? item.lease.raw : [])
+            args.append(withJobs || item.handedBackAsClaimed ? item.lease.raw : [])
             if let result = item.result {
                 args.append(result.fieldCount * 2)
                 result.appendFields(to: &args)

@@ -322,13 +322,13 @@ public enum QueueScripts {
     /// token count) and, when e > 0, a multicast fan-out: envelope header up to the child index, child job
     /// prefix, child job suffix, e tokens (see `Expansion`), then k and k dropped-channel field/value args.
     /// The queue key goes with every fan-out (its children go there; to the retry set, due at once, while that
-    /// key holds another type), with every hand-back, and with the lease-lost recovery (the job bytes go with those
-    /// two only).
+    /// key holds another type), with every hand-back, and with the lease-lost recovery (the job bytes go with the
+    /// recovery and with a hand-back as claimed only).
     /// After every completion, the archive section: archive max length, a count, and per archived job the 1-based
     /// index of its completion, k, k archive field/value args (written only when that completion applies).
-    /// A retry due time of `head` hands the job back: its bytes as claimed (sent, with its queue key, for every
-    /// such completion) are pushed to the head of its queue, or the retry member goes to the retry set due at once
-    /// while that key holds another type.
+    /// A retry due time of `head` hands the job back to the head of its queue (its queue key goes with it): its
+    /// bytes as claimed when they are sent, else the retry member with the epoch mark; the retry member goes to the
+    /// retry set due at once instead while that key holds another type.
     /// Per completion returns 1 (applied), 2 (lease had been reaped, job taken back from the queue and applied),
     /// 0 (lease lost: another worker holds the job, or this batch was already applied; nothing written),
     /// 3 (lease gone and no job bytes were sent: call again with them for this completion; nothing written) or
@@ -500,14 +500,20 @@ public enum QueueScripts {
       end
       codes[#codes + 1] = code
     end
-    -- Hand-backs, last first: RPUSH puts each at the head, so the one claimed first is taken first again. While a
-    -- queue key holds another type its jobs go to the retry set due at once instead (under Herald's envelope).
+    -- Hand-backs, last first: RPUSH puts each at the head, so the one claimed first is taken first again: the job
+    -- as claimed when its bytes came, else its envelope with the epoch mark (so its attempt is believed). While a
+    -- queue key holds another type (or no epoch is known for an envelope) it goes to the retry set due at once.
     for _, q in ipairs(backQueues) do
       local list = backs[q]
       local toQueue = usableList(q)
-      local now = (not toQueue) and nowMs() or 0
       for b = #list, 1, -1 do
-        if toQueue then redis.call('RPUSH', q, list[b][1]) else redis.call('ZADD', KEYS[4], now, list[b][2]) end
+        local element = list[b][1]
+        if element == '' and epoch then element = markEpoch(list[b][2], function() return epoch end) end
+        if toQueue and element ~= '' then
+          redis.call('RPUSH', q, element)
+        else
+          redis.call('ZADD', KEYS[4], nowMs(), list[b][2])
+        end
       end
     end
     -- Trim once per batch rather than per entry (approximate trimming, as MAXLEN ~ on each XADD would be).

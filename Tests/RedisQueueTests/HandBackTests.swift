@@ -72,6 +72,23 @@ import Testing
         #expect(try b.claimOnce(taken.map { ($0, "o1") }, windowMilliseconds: window) == [.claimed, .duplicate])
     }
 
+    /// A job the worker spent an attempt on (a resend after a lost answer) goes back as its envelope for that
+    /// attempt, marked with the dataset's epoch as the scheduler would, so the next claim believes the attempt.
+    @Test func aJobWithAnAttemptSpentGoesBackAsItsEnvelopeWithThatAttempt() throws {
+        let keys = TestRedis.keys()
+        let redis: KeyCheckedRedis = try TestRedis.blocking()
+        let a = try BlockingJobQueue(redis: redis, keys: keys, workerID: "a")
+        try push(redis, key: keys.queue, jobs: ["e", "next"])
+        let lease = try #require(try a.claim(max: 1).first)
+        var completion = JobCompletion(lease: lease)
+        completion.handBack(id: "e-id", since: 7_000, attempt: 2)
+        #expect(!completion.handedBackAsClaimed)
+        #expect(try a.complete([completion]).applied == 1)
+        #expect(try redis.command(["ZCARD", keys.retry]).int == 0)
+        let again = try #require(try a.claim(max: 1).first)
+        #expect(again.job == lease.job && again.attempt == 2 && again.jobID == "e-id" && again.firstAttemptAt == 7_000, "taken first, attempt believed")
+    }
+
     @Test func aJobHandedBackToAQueueKeyOfAnotherTypeGoesToTheRetrySetDueAtOnce() throws {
         let keys = TestRedis.keys()
         let redis: KeyCheckedRedis = try TestRedis.blocking()

@@ -556,9 +556,9 @@ final class CoreRig {
     }
 
     /// Issue 30, item 14: with APNs connections flapping, one worker sat in a 14 s back-off holding 1,271 claimed
-    /// jobs while another was idle. Jobs an outage pause holds, and that this worker spent nothing on, go back to
-    /// the head of their queue at once (a `retrying` entry due now, attempt as claimed), not to the retry set
-    /// until the pause ends; one it spent an attempt on (a resend after a lost answer) is parked as before.
+    /// jobs while another was idle. Jobs an outage pause holds go back to the head of their queue at once (a
+    /// `retrying` entry due now), not to the retry set until the pause ends: as claimed when this worker spent
+    /// nothing on them, as their envelope with the attempt a resend after a lost answer spent; none spends one more.
     @Test func jobsAnOutagePauseHoldsGoBackToTheirQueueAtOnceWithNoAttemptSpent() {
         let rig = CoreRig { $0.retry.outagePauseSeconds = 30; $0.retry.outagePauseCapSeconds = 60 }
         rig.start()
@@ -569,14 +569,16 @@ final class CoreRig {
         let completions = Dictionary(rig.batches.flatMap(\.completions).map { ($0.result!.id, $0) }) { _, last in last }
         for id in ["j2", "j3"] {
             let completion = completions[id]
-            #expect(completion?.handedBack == true, "\(id) goes back to its queue")
+            #expect(completion?.handedBack == true && completion?.handedBackAsClaimed == true, "\(id) goes back to its queue as claimed")
+            #expect(completion?.once == nil, "the idempotency key is left to name the lease that is gone")
             #expect(completion?.result?.outcome == .retrying && completion?.result?.attempt == 1 && completion?.result?.retryAt == wall)
             #expect(completion?.result?.reason?.hasPrefix("Unavailable: ConnectionFailed") == true)
         }
         let resent = completions["j4"]
-        #expect(resent?.handedBack == false, "an attempt was spent on it: parked with that attempt")
-        #expect(resent?.result?.attempt == 2 && resent?.result?.retryAt == wall + 30_000)
-        #expect(rig.core.counters.handedBack == 2 && rig.core.counters.outagePauses == 1)
+        #expect(resent?.handedBack == true && resent?.handedBackAsClaimed == false, "an attempt was spent on it: back as its envelope")
+        #expect(resent?.result?.attempt == 2 && resent?.result?.retryAt == wall)
+        #expect(resent?.retry.map { Lease(id: "x", queueKey: "q", raw: $0.envelope).jobID } == "j4")
+        #expect(rig.core.counters.handedBack == 3 && rig.core.counters.outagePauses == 1)
     }
 
     /// Handed-back jobs are taken by whoever claims next; a worker whose claim went back whole (its only open

@@ -83,16 +83,19 @@ struct CompletionBuilder {
         return completion
     }
 
-    /// A job this worker cannot send now and has spent nothing on (its destination's outage pause holds it): back
-    /// to the head of its queue as claimed, for another worker to take at once. Its `retrying` entry says why and
-    /// that it is due now. The idempotency key is left as it is: a `<worker>\n<lease>` holder whose lease is gone
-    /// lets the copy claimed next send, and `pending` stays pending for the envelope.
+    /// A job this worker cannot send now (its destination's outage pause holds it): back to the head of its queue,
+    /// for another worker to take at once; its `retrying` entry says why and that it is due now. One this worker
+    /// spent nothing on goes as claimed, its idempotency key left as it is (a `<worker>\n<lease>` holder whose lease
+    /// is gone lets the copy claimed next send; `pending` stays pending for an envelope). One it spent an attempt
+    /// on (a resend after a lost answer) goes as its retry envelope with that attempt, the key left `pending` as
+    /// for any retry.
     func handedBack(_ job: JobAttempt, reason: String, now: UInt64, wallMillis: Int64) -> JobCompletion {
-        var completion = JobCompletion(lease: job.lease)
+        let asClaimed = job.attempt == job.lease.attempt
+        var completion = asClaimed ? JobCompletion(lease: job.lease) : completion(job, once: .pending)
         var result = entry(job, .retrying, now: now, reason: reason)
         result.retryAt = wallMillis
         completion.result = result
-        completion.handBack(id: job.id, since: job.firstAttemptAt)
+        completion.handBack(id: job.id, since: job.firstAttemptAt, attempt: job.attempt)
         return completion
     }
 

@@ -610,12 +610,12 @@ public final class DeliveryCore {
     }
 
     /// Issue 30, item 14: an outage pause is this worker's view (its connections, its pool's back-off); another
-    /// worker may well reach the destination now. A job it has spent nothing on (its attempt as claimed, no
-    /// environment fallback) goes back to the head of its queue instead of waiting out the pause. One it spent an
-    /// attempt on (a resend after a lost answer) is parked as before, its retry envelope keeping that attempt.
+    /// worker may well reach the destination now. Its jobs go back to the head of their queue instead of waiting
+    /// out the pause, with no attempt spent on the hand-back (see `CompletionBuilder.handedBack`). A job sent to
+    /// its app's other environment is parked as before (an envelope cannot say which environment it is on).
     /// Credential, set-up and quota pauses hold for every worker alike: their jobs are parked.
     private func mayHandBack(_ job: JobAttempt, _ gate: DestinationGate) -> Bool {
-        gate.pause?.kind == .outage && job.attempt == job.lease.attempt && job.fallbackFrom == nil
+        gate.pause?.kind == .outage && job.fallbackFrom == nil
     }
 
     private func endPause(_ gate: DestinationGate, now: UInt64) {
