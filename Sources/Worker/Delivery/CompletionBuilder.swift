@@ -83,6 +83,22 @@ struct CompletionBuilder {
         return completion
     }
 
+    /// A job this worker cannot send now (its destination's outage pause holds it): back to the head of its queue,
+    /// for another worker to take at once; its `retrying` entry says why and that it is due now. One this worker
+    /// spent nothing on goes as claimed, its idempotency key left as it is (a `<worker>\n<lease>` holder whose lease
+    /// is gone lets the copy claimed next send; `pending` stays pending for an envelope). One it spent an attempt
+    /// on (a resend after a lost answer) goes as its retry envelope with that attempt, the key left `pending` as
+    /// for any retry.
+    func handedBack(_ job: JobAttempt, reason: String, now: UInt64, wallMillis: Int64) -> JobCompletion {
+        let asClaimed = job.attempt == job.lease.attempt
+        var completion = asClaimed ? JobCompletion(lease: job.lease) : completion(job, once: .pending)
+        var result = entry(job, .retrying, now: now, reason: reason)
+        result.retryAt = wallMillis
+        completion.result = result
+        completion.handBack(id: job.id, since: job.firstAttemptAt, attempt: job.attempt)
+        return completion
+    }
+
     /// A job whose `deliver_at` lies ahead: into the retry set until then, attempt unchanged, and no result entry
     /// (nothing happened to it yet; its one terminal entry comes when it is sent).
     func scheduled(_ job: JobAttempt, at dueAt: Int64) -> JobCompletion {

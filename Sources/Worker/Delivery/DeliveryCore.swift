@@ -290,12 +290,15 @@ public final class DeliveryCore {
         inFlight -= requested - leases.count
         counters.claimed += leases.count
         let now = clock.monotonicNanos
+        let handedBackBefore = counters.handedBack
         for lease in leases { admit(lease, now: now) }
         if !onceWaiting.isEmpty {
             actions.append(.claimOnce(OnceBatch(jobs: onceWaiting)))
             onceWaiting = []
         }
-        let delay = claims.backoff.next(claimed: leases.count)
+        // A claim whose every job went straight back (an outage pause here) counts as empty for the back-off: a
+        // worker with another destination still up would otherwise take the same jobs again and again.
+        let delay = claims.backoff.next(claimed: leases.count - (counters.handedBack - handedBackBefore))
         if delay > 0 { claims.notBefore = now &+ UInt64(delay) * 1_000_000 }
         settle()
     }
@@ -577,7 +580,8 @@ public final class DeliveryCore {
         park(job, gate, after: started || gate.pause?.kind == .outage ? nil : reason)
     }
 
-    /// Keeps the job in the retry set until its destination's pause ends, with its attempt count unchanged.
+    /// Keeps the job in the retry set until its destination's pause ends, with its attempt count unchanged, or
+    /// hands it back to its queue at once (`mayHandBack`).
     /// `cause`: what happened to the job's own last send when a pause it did not start holds it (a timeout met
     /// by a quota pause is recorded as both, not as a quota alone).
     private func park(_ job: JobAttempt, _ gate: DestinationGate, after cause: String? = nil) {
@@ -590,6 +594,12 @@ public final class DeliveryCore {
             reason = (pause.kind == .outage ? "Unavailable: " : pause.kind == .throttle ? "Throttled: " : "AppPaused: ") + pause.reason
         }
         if let cause { reason += " (after \(cause))" }
+        if mayHandBack(job, gate) {
+            counters.handedBack += 1
+            counters.retrying += 1
+            metrics.job(job.platform, app: job.destination.app, .retrying)
+            return record(builder.handedBack(job, reason: reason, now: now, wallMillis: wall))
+        }
         let due = wall + waitMilliseconds
         if policy.wouldExpire(job.notification.expiration, atMilliseconds: due) {
             return finishJob(job, .fail(reason: "Expired"), answer: nil)
@@ -597,6 +607,15 @@ public final class DeliveryCore {
         counters.retrying += 1
         metrics.job(job.platform, app: job.destination.app, .retrying)
         record(builder.retry(job, dueAt: due, attempt: job.attempt, reason: reason, now: now))
+    }
+
+    /// Issue 30, item 14: an outage pause is this worker's view (its connections, its pool's back-off); another
+    /// worker may well reach the destination now. Its jobs go back to the head of their queue instead of waiting
+    /// out the pause, with no attempt spent on the hand-back (see `CompletionBuilder.handedBack`). A job sent to
+    /// its app's other environment is parked as before (an envelope cannot say which environment it is on).
+    /// Credential, set-up and quota pauses hold for every worker alike: their jobs are parked.
+    private func mayHandBack(_ job: JobAttempt, _ gate: DestinationGate) -> Bool {
+        gate.pause?.kind == .outage && job.fallbackFrom == nil
     }
 
     private func endPause(_ gate: DestinationGate, now: UInt64) {
