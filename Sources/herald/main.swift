@@ -15,6 +15,7 @@ let herald = CommandGroup(
         WorkerCommand.command,
         SchedulerCommand.command,
         EnqueueCommand.command,
+        ApiCommand.command,
         SendCommand.command,
         ChannelsCommand.command,
         TailCommand.command,

@@ -1,0 +1,78 @@
+import API
+import Basics
+import Foundation
+import Reactor
+import RedisQueue
+import Worker
+
+/// `herald api`: the HTTP front door (docs/api.md). Validates jobs as the worker would and pushes the good ones
+/// onto Redis; holds no state of its own, so any number of them can run side by side.
+enum ApiCommand {
+    static let command = Command(
+        name: "api", abstract: "Serve the HTTP API: POST /v1/jobs validates jobs and queues them on Redis.",
+        discussion: """
+        Reads the same configuration as the worker (its redis and apps sections): every job is checked by the
+        worker's own intake and a refused one never reaches Redis; an accepted one is in Redis before the 202.
+        Listens on loopback unless told otherwise. Stops on SIGTERM or SIGINT (answers in flight are finished
+        for up to a second); a second signal exits at once.
+        """,
+        options: [
+            .value("config", "file", "Configuration file (or HERALD_CONFIG)."),
+            .value("listen", "addr", "Address to serve on (default 127.0.0.1:8088; :port for every interface)."),
+            .value("redis", "url", "Redis URL (overrides the configuration and HERALD_REDIS_URL)."),
+            .value("prefix", "prefix", "Key prefix (overrides the configuration and HERALD_REDIS_PREFIX)."),
+            .value("max-connections", "n", "Open connections at most (default 1024); a newcomer past that gets a 503."),
+            .value("max-body-bytes", "n", "Largest request body (default 8388608)."),
+            .value("max-jobs", "n", "Most jobs in one POST /v1/jobs (default 1000)."),
+            .value("request-timeout-ms", "ms", "A request must arrive whole, and its answer be read, within this (default 10000)."),
+            .value("idle-timeout-ms", "ms", "An idle keep-alive connection is closed after this (default 60000)."),
+        ],
+        run: run)
+
+    static func run(_ args: ParsedArguments) throws -> Int32 {
+        var environment = ProcessInfo.processInfo.environment
+        if let url = args.value("redis") { environment["HERALD_REDIS_URL"] = url }
+        if let prefix = args.value("prefix") { environment["HERALD_REDIS_PREFIX"] = prefix }
+        let configuration = try loadConfiguration(args, environment: environment)
+        let listenText = args.value("listen") ?? "127.0.0.1:8088"
+        guard let address = ListenAddress(listenText) else { throw UsageError("--listen must be host:port or :port, got '\(listenText)'") }
+        var limits = HTTP1Server.Limits()
+        limits.maxConnections = try args.integer("max-connections", as: Int.self, in: 1...1_000_000) ?? limits.maxConnections
+        limits.parser.maxBodyBytes = try args.integer("max-body-bytes", as: Int.self, in: 1...(256 << 20)) ?? limits.parser.maxBodyBytes
+        limits.requestTimeoutMilliseconds = try args.integer("request-timeout-ms", as: Int.self, in: 100...3_600_000) ?? limits.requestTimeoutMilliseconds
+        limits.idleTimeoutMilliseconds = try args.integer("idle-timeout-ms", as: Int.self, in: 100...3_600_000) ?? limits.idleTimeoutMilliseconds
+        var settings = FrontDoor.Settings()
+        settings.maxJobsPerRequest = try args.integer("max-jobs", as: Int.self, in: 1...100_000) ?? settings.maxJobsPerRequest
+        let shards = try configuration.redis.queueShards()
+        let logger = Logger(component: "api", minimumLevel: LogLevel(name: configuration.worker.logLevel) ?? .info)
+        let loop = try EventLoop.startThread(name: "herald-api")
+        let frozenLimits = limits
+        let frozenSettings = settings
+        let server = try loop.submit { () -> LoopBound<HTTP1Server> in
+            // Made on the loop and reachable only from the server's handler: it never leaves the loop's thread.
+            let client = try configuration.redis.makeClient(loop: loop)
+            client.start()
+            let door = try FrontDoor(configuration: configuration, shards: shards, redis: client, settings: frozenSettings,
+                                     readiness: { client.isConnected })
+            let server = try HTTP1Server(loop: loop, host: address.host, port: address.port, limits: frozenLimits,
+                                         errorBody: FrontDoor.protocolError) { request, respond in
+                door.handle(request, respond: respond)
+            }
+            return LoopBound(server, loop: loop)
+        }
+        let port = try loop.submit { server.value.port }
+        let shown = ListenAddress("\(address.host):\(port)")?.description ?? listenText
+        logger.info("api listening", ["url": .string("http://\(shown)/"), "redis": .string(configuration.redis.redactedURL)])
+        // Scripts and tests read the URL from this line.
+        print("api: http://\(shown)/")
+        serveUntilSignalled(loop) {
+            logger.info("shutdown requested")
+            // New connections wait in the backlog; answers waiting for Redis get a moment to go out.
+            _ = loop.schedule(afterMilliseconds: 1_000) {
+                server.value.close()
+                loop.stop()
+            }
+        }
+        return ExitCode.success
+    }
+}
