@@ -60,8 +60,8 @@ let package = Package(
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
         .target(name: "Worker", dependencies: ["Basics", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
         /// `herald api`: the HTTP/1.1 front door (its own parser on the Reactor loop), validating with the worker's intake.
-        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "CBuildInfo", "Worker", "API", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "COpenSSL"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "CBuildInfo", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 

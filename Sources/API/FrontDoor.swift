@@ -15,6 +15,7 @@ public final class FrontDoor {
     }
 
     let check: JobCheck
+    let access: APIAccess
     let redis: any RedisCommandSender
     let readiness: () -> Bool
     let settings: Settings
@@ -28,6 +29,7 @@ public final class FrontDoor {
     public init(configuration: Configuration, shards: QueueShards, redis: any RedisCommandSender, settings: Settings = Settings(),
                 readiness: @escaping () -> Bool) throws {
         check = JobCheck(configuration: configuration)
+        access = APIAccess(keys: configuration.api.keys)
         self.redis = redis
         self.settings = settings
         self.readiness = readiness
@@ -54,6 +56,8 @@ public final class FrontDoor {
         var index: Int
         var id: String?
         var queue: String?
+        /// The configured app it was matched to.
+        var app: String?
         var job: [UInt8] = []
         /// Refused by validation (never pushed).
         var refusal: String?
@@ -67,12 +71,28 @@ public final class FrontDoor {
         guard routers[queue] != nil else {
             return respond(Self.error(400, "unknown_queue", "queue \(queue.debugDescription) is not one of redis.queues"))
         }
+        let key: APIAccess.Key?
+        switch access.authenticate(request) {
+        case .open: key = nil
+        case .key(let given): key = given
+        case .refused(let code, let message): return respond(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")]))
+        }
+        if let key, !key.queues.isEmpty, !key.queues.contains(queue) {
+            return respond(Self.error(403, "forbidden", "key '\(key.name)' may not push to queue \(queue.debugDescription) (its queues: \(key.queues.joined(separator: ", ")))"))
+        }
         let jobs: [[UInt8]]
         let isBatch: Bool
         switch JobSubmission.split(request.body, maxJobs: settings.maxJobsPerRequest) {
         case .single(let job): (jobs, isBatch) = ([job], false)
         case .batch(let list): (jobs, isBatch) = (list, true)
         case .unusable(let status, let reason): return respond(Self.error(status, "bad_request", reason))
+        }
+        if let key, key.ratePerSecond > 0, jobs.count > max(key.burst, key.ratePerSecond) {
+            return respond(Self.error(413, "too_many_jobs", "key '\(key.name)' may submit at most \(max(key.burst, key.ratePerSecond)) jobs at once (its burst); send fewer per request"))
+        }
+        if let key, let wait = access.take(jobs.count, for: key) {
+            return respond(Self.error(429, "rate_limited", "key '\(key.name)' may submit \(key.ratePerSecond) jobs a second (burst \(max(key.burst, key.ratePerSecond))); "
+                                      + "these \(jobs.count) fit in \(wait) s", headers: [("Retry-After", String(wait))]))
         }
         let idempotencyKey = request.header("idempotency-key").flatMap { $0.isEmpty ? nil : $0 }
         let now = wallClockMillis()
@@ -94,10 +114,19 @@ public final class FrontDoor {
                 entry.refusal = refusal
             } else {
                 entry.id = verdict.producerID
+                entry.app = verdict.app
                 entry.queue = routers[queue]!.queueKey(forJobID: verdict.producerID)
                 entry.job = bytes
             }
             entries.append(entry)
+        }
+        if let key, !key.apps.isEmpty {
+            // A key that may not send for an app gets nothing queued: an access error is the request's, not a job's.
+            let forbidden = entries.filter { $0.refusal == nil && !key.apps.contains($0.app ?? "") }
+            if !forbidden.isEmpty {
+                let list = forbidden.map { "job \($0.index) (app '\($0.app ?? "")')" }.joined(separator: ", ")
+                return respond(Self.error(403, "forbidden", "key '\(key.name)' may not send for \(list); nothing was queued"))
+            }
         }
         push(entries, respond: respond)
     }

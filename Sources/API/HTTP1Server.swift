@@ -1,6 +1,7 @@
 import Basics
 import Glibc
 import Reactor
+import TLS
 
 /// An HTTP/1.1 server on a Reactor event loop for `herald api`: keep-alive, pipelined requests answered in
 /// order (one at a time per connection), `100 Continue`, everything non-blocking.
@@ -40,16 +41,19 @@ public final class HTTP1Server: FileDescriptorHandler {
     public private(set) var port: Int
     public let limits: Limits
     private let handler: Handler
+    /// HTTPS when set.
+    private let tls: TLSServerContext?
     /// Turns a refusal of the parser (or of the server) into the body the API answers with.
     private let errorBody: (Int, String) -> Response
     private var fd: Int32
     private var connections: [Int32: Connection] = [:]
     private var sweepTimer: LoopTimer?
 
-    public init(loop: EventLoop, host: String, port: Int, limits: Limits = Limits(),
+    public init(loop: EventLoop, host: String, port: Int, limits: Limits = Limits(), tls: TLSServerContext? = nil,
                 errorBody: @escaping (Int, String) -> Response, handler: @escaping Handler) throws(SystemError) {
         loop.preconditionInLoop()
         self.loop = loop
+        self.tls = tls
         self.limits = limits
         self.handler = handler
         self.errorBody = errorBody
@@ -83,13 +87,17 @@ public final class HTTP1Server: FileDescriptorHandler {
             guard let client = accepted else { return }
             if connections.count >= limits.maxConnections {
                 // Best effort, the socket's buffer takes it whole; then the slot stays free for the others.
-                let answer = HTTP1Server.serialize(errorBody(503, "too many open connections (\(limits.maxConnections))"), keepAlive: false)
-                _ = try? SocketIO.write(client, answer)
+                // (Over TLS the refusal would need a handshake first: such a newcomer is just closed.)
+                if tls == nil {
+                    let answer = HTTP1Server.serialize(errorBody(503, "too many open connections (\(limits.maxConnections))"), keepAlive: false)
+                    _ = try? SocketIO.write(client, answer)
+                }
                 Glibc.close(client)
                 continue
             }
-            let connection = Connection(fd: client, server: self)
+            let connection: Connection
             do {
+                connection = try Connection(fd: client, server: self, tls: tls)
                 try loop.register(fd: client, handler: connection)
             } catch {
                 Glibc.close(client)
@@ -138,23 +146,62 @@ public final class HTTP1Server: FileDescriptorHandler {
         private var isOpen = true
         private var chunk = [UInt8](repeating: 0, count: 16 * 1024)
 
-        init(fd: Int32, server: HTTP1Server) {
+        /// The TLS session over `fd` (HTTPS), and whether its handshake is still going.
+        private let ssl: SSLHandle?
+        private var handshaking: Bool
+
+        init(fd: Int32, server: HTTP1Server, tls: TLSServerContext?) throws {
             self.fd = fd
             self.server = server
+            ssl = try tls.map { tls throws(TLSError) in try SSLHandle(accepting: fd, serverContext: tls.context) }
+            handshaking = ssl != nil
+            // The handshake counts as the start of the first request: a silent TLS client meets the request timeout.
+            if handshaking { requestStartedAt = monotonicNanos() }
             refreshDeadline()
         }
 
         func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
+            if handshaking { return handshake() }
             if readable && !busy && !closeAfterWrite { read() }
             if isOpen && writable && written < output.count { flush() }
             if isOpen && hangup && !busy && written >= output.count { close() }
+        }
+
+        private func handshake() {
+            guard let ssl else { return }
+            do {
+                switch try ssl.handshake() {
+                case .done:
+                    handshaking = false
+                    requestStartedAt = nil
+                    refreshDeadline()
+                    try? server.loop.setInterest(fd: fd, readable: true, writable: false)
+                    read()
+                case .wantRead: try? server.loop.setInterest(fd: fd, readable: true, writable: false)
+                case .wantWrite: try? server.loop.setInterest(fd: fd, readable: false, writable: true)
+                }
+            } catch {
+                close()
+            }
+        }
+
+        private func receive() throws -> IOProgress {
+            guard let ssl else { return try SocketIO.read(fd, into: &chunk) }
+            let count = chunk.count
+            return try chunk.withUnsafeMutableBytes { buffer throws(TLSError) in try ssl.read(into: buffer.baseAddress!, count: count) }
+        }
+
+        private func send() throws -> IOProgress {
+            guard let ssl else { return try SocketIO.write(fd, output, from: written) }
+            let offset = written
+            return try output.withUnsafeBytes { buffer throws(TLSError) in try ssl.write(from: buffer.baseAddress! + offset, count: buffer.count - offset) }
         }
 
         private func read() {
             let bound = server.limits.parser.maxHeadBytes + server.limits.parser.maxBodyBytes + 64 * 1024
             while isOpen && input.count - consumed < bound {
                 do {
-                    switch try SocketIO.read(fd, into: &chunk) {
+                    switch try receive() {
                     case .bytes(let n):
                         if requestStartedAt == nil { requestStartedAt = monotonicNanos() }
                         input.append(contentsOf: chunk[0..<n])
@@ -226,7 +273,7 @@ public final class HTTP1Server: FileDescriptorHandler {
         private func flush() {
             while isOpen && written < output.count {
                 do {
-                    switch try SocketIO.write(fd, output, from: written) {
+                    switch try send() {
                     case .bytes(let n): written += n
                     case .wouldBlock:
                         refreshDeadline()
@@ -263,6 +310,7 @@ public final class HTTP1Server: FileDescriptorHandler {
         func close() {
             guard isOpen else { return }
             isOpen = false
+            ssl?.shutdown()
             server.loop.unregister(fd: fd)
             Glibc.close(fd)
             server.closed(fd)

@@ -3,6 +3,7 @@ import Basics
 import Foundation
 import Reactor
 import RedisQueue
+import TLS
 import Worker
 
 /// `herald api`: the HTTP front door (docs/api.md). Validates jobs as the worker would and pushes the good ones
@@ -18,14 +19,9 @@ enum ApiCommand {
         """,
         options: [
             .value("config", "file", "Configuration file (or HERALD_CONFIG)."),
-            .value("listen", "addr", "Address to serve on (default 127.0.0.1:8088; :port for every interface)."),
+            .value("listen", "addr", "Address to serve on (default api.listen, 127.0.0.1:8088; :port for every interface)."),
             .value("redis", "url", "Redis URL (overrides the configuration and HERALD_REDIS_URL)."),
             .value("prefix", "prefix", "Key prefix (overrides the configuration and HERALD_REDIS_PREFIX)."),
-            .value("max-connections", "n", "Open connections at most (default 1024); a newcomer past that gets a 503."),
-            .value("max-body-bytes", "n", "Largest request body (default 8388608)."),
-            .value("max-jobs", "n", "Most jobs in one POST /v1/jobs (default 1000)."),
-            .value("request-timeout-ms", "ms", "A request must arrive whole, and its answer be read, within this (default 10000)."),
-            .value("idle-timeout-ms", "ms", "An idle keep-alive connection is closed after this (default 60000)."),
         ],
         run: run)
 
@@ -34,15 +30,28 @@ enum ApiCommand {
         if let url = args.value("redis") { environment["HERALD_REDIS_URL"] = url }
         if let prefix = args.value("prefix") { environment["HERALD_REDIS_PREFIX"] = prefix }
         let configuration = try loadConfiguration(args, environment: environment)
-        let listenText = args.value("listen") ?? "127.0.0.1:8088"
+        let listenText = args.value("listen") ?? configuration.api.listen
         guard let address = ListenAddress(listenText) else { throw UsageError("--listen must be host:port or :port, got '\(listenText)'") }
+        let api = configuration.api
         var limits = HTTP1Server.Limits()
-        limits.maxConnections = try args.integer("max-connections", as: Int.self, in: 1...1_000_000) ?? limits.maxConnections
-        limits.parser.maxBodyBytes = try args.integer("max-body-bytes", as: Int.self, in: 1...(256 << 20)) ?? limits.parser.maxBodyBytes
-        limits.requestTimeoutMilliseconds = try args.integer("request-timeout-ms", as: Int.self, in: 100...3_600_000) ?? limits.requestTimeoutMilliseconds
-        limits.idleTimeoutMilliseconds = try args.integer("idle-timeout-ms", as: Int.self, in: 100...3_600_000) ?? limits.idleTimeoutMilliseconds
+        limits.maxConnections = api.maxConnections
+        limits.parser.maxBodyBytes = api.maxBodyBytes
+        limits.parser.maxHeadBytes = api.maxHeadBytes
+        limits.requestTimeoutMilliseconds = api.requestTimeoutMs
+        limits.idleTimeoutMilliseconds = api.idleTimeoutMs
         var settings = FrontDoor.Settings()
-        settings.maxJobsPerRequest = try args.integer("max-jobs", as: Int.self, in: 1...100_000) ?? settings.maxJobsPerRequest
+        settings.maxJobsPerRequest = api.maxJobsPerRequest
+        var tls: TLSServerContext?
+        if !api.tlsCertificateFile.isEmpty {
+            do {
+                tls = try TLSServerContext(certificateFile: api.tlsCertificateFile, keyFile: api.tlsKeyFile,
+                                           clientCAFile: api.tlsClientCAFile.isEmpty ? nil : api.tlsClientCAFile)
+            } catch {
+                throw ConfigurationError(["api.tls: \(error.message)"])
+            }
+        }
+        let scheme = tls == nil ? "http" : "https"
+        let serverTLS = tls
         let shards = try configuration.redis.queueShards()
         let logger = Logger(component: "api", minimumLevel: LogLevel(name: configuration.worker.logLevel) ?? .info)
         let loop = try EventLoop.startThread(name: "herald-api")
@@ -54,7 +63,7 @@ enum ApiCommand {
             client.start()
             let door = try FrontDoor(configuration: configuration, shards: shards, redis: client, settings: frozenSettings,
                                      readiness: { client.isConnected })
-            let server = try HTTP1Server(loop: loop, host: address.host, port: address.port, limits: frozenLimits,
+            let server = try HTTP1Server(loop: loop, host: address.host, port: address.port, limits: frozenLimits, tls: serverTLS,
                                          errorBody: FrontDoor.protocolError) { request, respond in
                 door.handle(request, respond: respond)
             }
@@ -62,9 +71,9 @@ enum ApiCommand {
         }
         let port = try loop.submit { server.value.port }
         let shown = ListenAddress("\(address.host):\(port)")?.description ?? listenText
-        logger.info("api listening", ["url": .string("http://\(shown)/"), "redis": .string(configuration.redis.redactedURL)])
+        logger.info("api listening", ["url": .string("\(scheme)://\(shown)/"), "redis": .string(configuration.redis.redactedURL)])
         // Scripts and tests read the URL from this line.
-        print("api: http://\(shown)/")
+        print("api: \(scheme)://\(shown)/")
         serveUntilSignalled(loop) {
             logger.info("shutdown requested")
             // New connections wait in the backlog; answers waiting for Redis get a moment to go out.

@@ -88,7 +88,7 @@ import Testing
 
     @Test func oversizedBodiesTooManyJobsAndUnknownRoutesGetClearJSONErrors() throws {
         let redis = try RedisServer()
-        let api = try APIProcess(redisURL: redis.url, arguments: ["--max-body-bytes", "2000", "--max-jobs", "2"])
+        let api = try APIProcess(redisURL: redis.url, api: #"{"max_body_bytes": 2000, "max_jobs_per_request": 2}"#)
         let big = "{\"jobs\":[" + Array(repeating: APIProcess.job(), count: 30).joined(separator: ",") + "]}"
         let (tooBig, bigText) = try curl(["--data-binary", big, api.url + "v1/jobs"])
         #expect(tooBig == 413)
@@ -106,7 +106,7 @@ import Testing
 
     @Test func connectionsPastTheLimitGet503AndSilentOnesAreClosedAtTheirTimeout() throws {
         let redis = try RedisServer()
-        let api = try APIProcess(redisURL: redis.url, arguments: ["--max-connections", "2", "--request-timeout-ms", "500", "--idle-timeout-ms", "1000"])
+        let api = try APIProcess(redisURL: redis.url, api: #"{"max_connections": 2, "request_timeout_ms": 500, "idle_timeout_ms": 1000}"#)
         let port = UInt16(api.url.split(separator: ":").last!.filter(\.isNumber))!
         let first = connectLoopback(port)
         let second = connectLoopback(port)

@@ -16,12 +16,15 @@ final class APIProcess {
         return "{\(idMember)\"app\":\"shop\",\"token\":\"\(token)\",\"payload\":{\"aps\":{\"alert\":\"\(alert)\"}}}"
     }
 
-    init(redisURL: String, redisExtra: String = "", arguments: [String] = []) throws {
+    static let shopApp = #"{"name": "shop", "bundle_id": "com.example.shop", "token": {"team_id": "ABCDE12345", "key_id": "KEY1234567", "key_file": "/nonexistent/AuthKey.p8"}}"#
+    static func app(_ name: String) -> String {
+        #"{"name": "\#(name)", "bundle_id": "com.example.\#(name)", "token": {"team_id": "ABCDE12345", "key_id": "KEY1234567", "key_file": "/nonexistent/AuthKey.p8"}}"#
+    }
+
+    init(redisURL: String, redisExtra: String = "", api: String = "{}", apps: String = APIProcess.shopApp, arguments: [String] = []) throws {
         guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is not beside the test bundle: run `swift build` first") }
         configPath = try writeConfigurationFile("""
-            {"redis": {"url": "\(redisURL)"\(redisExtra)},
-             "apps": [{"name": "shop", "bundle_id": "com.example.shop",
-                       "token": {"team_id": "ABCDE12345", "key_id": "KEY1234567", "key_file": "/nonexistent/AuthKey.p8"}}]}
+            {"redis": {"url": "\(redisURL)"\(redisExtra)}, "api": \(api), "apps": [\(apps)]}
             """)
         let child = try ChildProcess(name: "api", executable: herald, arguments: ["api", "--config", configPath, "--listen", "127.0.0.1:0"] + arguments)
         self.child = child
