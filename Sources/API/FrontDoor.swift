@@ -20,8 +20,10 @@ public final class FrontDoor {
     let readiness: () -> Bool
     let settings: Settings
     /// One router per configured queue, each keeping its own turn for jobs without an id.
-    private var routers: [String: ShardRouter]
-    private let defaultQueue: String
+    var routers: [String: ShardRouter]
+    let defaultQueue: String
+    /// What this process accepted and refused by gorush platform name, for `GET /api/stat/app`.
+    var gorushCounts: [String: (accepted: Int, refused: Int)] = [:]
     /// A process-unique prefix for the ids given to jobs without one: random, so API processes never collide.
     private let idPrefix = "api-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
     private var idCounter: UInt64 = 0
@@ -42,10 +44,12 @@ public final class FrontDoor {
     public func handle(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
         switch (request.method, request.path) {
         case ("POST", "/v1/jobs"): submit(request, respond: respond)
+        case ("POST", "/api/push"): gorushPush(request, respond: respond)
+        case ("GET", "/api/stat/app"): gorushStat(respond: respond)
         case ("GET", "/healthz"), ("HEAD", "/healthz"): respond(Self.json(200, #"{"status":"ok"}"#))
         case ("GET", "/readyz"), ("HEAD", "/readyz"):
             respond(readiness() ? Self.json(200, #"{"status":"ready"}"#) : Self.json(503, #"{"status":"redis unreachable"}"#))
-        case (_, "/v1/jobs"): respond(Self.error(405, "method_not_allowed", "use POST", headers: [("Allow", "POST")]))
+        case (_, "/v1/jobs"), (_, "/api/push"): respond(Self.error(405, "method_not_allowed", "use POST", headers: [("Allow", "POST")]))
         case (_, "/healthz"), (_, "/readyz"): respond(Self.error(405, "method_not_allowed", "use GET", headers: [("Allow", "GET, HEAD")]))
         default: respond(Self.error(404, "not_found", "no route \(request.method) \(request.path)"))
         }
@@ -65,20 +69,33 @@ public final class FrontDoor {
         var failure: String?
     }
 
-    private func submit(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
-        let query = Self.queryItems(request.query)
-        let queue = query["queue"] ?? defaultQueue
+    /// What every job-taking route does first: the queue, the key, and whether it may push there.
+    func authorize(_ request: HTTP1Parser.Request) -> Result<(queue: String, key: APIAccess.Key?), Refusal> {
+        let queue = Self.queryItems(request.query)["queue"] ?? defaultQueue
         guard routers[queue] != nil else {
-            return respond(Self.error(400, "unknown_queue", "queue \(queue.debugDescription) is not one of redis.queues"))
+            return .failure(Refusal(Self.error(400, "unknown_queue", "queue \(queue.debugDescription) is not one of redis.queues")))
         }
-        let key: APIAccess.Key?
         switch access.authenticate(request) {
-        case .open: key = nil
-        case .key(let given): key = given
-        case .refused(let code, let message): return respond(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")]))
+        case .open: return .success((queue, nil))
+        case .refused(let code, let message): return .failure(Refusal(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")])))
+        case .key(let key):
+            if !key.queues.isEmpty, !key.queues.contains(queue) {
+                return .failure(Refusal(Self.error(403, "forbidden", "key '\(key.name)' may not push to queue \(queue.debugDescription) (its queues: \(key.queues.joined(separator: ", ")))")))
+            }
+            return .success((queue, key))
         }
-        if let key, !key.queues.isEmpty, !key.queues.contains(queue) {
-            return respond(Self.error(403, "forbidden", "key '\(key.name)' may not push to queue \(queue.debugDescription) (its queues: \(key.queues.joined(separator: ", ")))"))
+    }
+
+    struct Refusal: Error {
+        let response: HTTP1Server.Response
+        init(_ response: HTTP1Server.Response) { self.response = response }
+    }
+
+    private func submit(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
+        let (queue, key): (String, APIAccess.Key?)
+        switch authorize(request) {
+        case .success(let allowed): (queue, key) = allowed
+        case .failure(let refusal): return respond(refusal.response)
         }
         let jobs: [[UInt8]]
         let isBatch: Bool
@@ -87,12 +104,21 @@ public final class FrontDoor {
         case .batch(let list): (jobs, isBatch) = (list, true)
         case .unusable(let status, let reason): return respond(Self.error(status, "bad_request", reason))
         }
+        switch admit(jobs, isBatch: isBatch, request: request, queue: queue, key: key) {
+        case .failure(let refusal): respond(refusal.response)
+        case .success(let entries): push(entries) { respond(Self.answer($0)) }
+        }
+    }
+
+    /// The rate, the worker's checks, the ids and the shard of every job, and the key's apps: the entries to push,
+    /// or why the whole request is refused.
+    func admit(_ jobs: [[UInt8]], isBatch: Bool, request: HTTP1Parser.Request, queue: String, key: APIAccess.Key?) -> Result<[Entry], Refusal> {
         if let key, key.ratePerSecond > 0, jobs.count > max(key.burst, key.ratePerSecond) {
-            return respond(Self.error(413, "too_many_jobs", "key '\(key.name)' may submit at most \(max(key.burst, key.ratePerSecond)) jobs at once (its burst); send fewer per request"))
+            return .failure(Refusal(Self.error(413, "too_many_jobs", "key '\(key.name)' may submit at most \(max(key.burst, key.ratePerSecond)) jobs at once (its burst); send fewer per request")))
         }
         if let key, let wait = access.take(jobs.count, for: key) {
-            return respond(Self.error(429, "rate_limited", "key '\(key.name)' may submit \(key.ratePerSecond) jobs a second (burst \(max(key.burst, key.ratePerSecond))); "
-                                      + "these \(jobs.count) fit in \(wait) s", headers: [("Retry-After", String(wait))]))
+            return .failure(Refusal(Self.error(429, "rate_limited", "key '\(key.name)' may submit \(key.ratePerSecond) jobs a second (burst \(max(key.burst, key.ratePerSecond))); "
+                                               + "these \(jobs.count) fit in \(wait) s", headers: [("Retry-After", String(wait))])))
         }
         let idempotencyKey = request.header("idempotency-key").flatMap { $0.isEmpty ? nil : $0 }
         let now = wallClockMillis()
@@ -103,8 +129,8 @@ public final class FrontDoor {
             var verdict = check.check(job, wallMillis: now)
             var bytes = job
             if verdict.refusal == nil && verdict.producerID == nil {
-                // Every accepted job is answered with its id (for `GET /v1/jobs/<id>` and the results stream): the
-                // Idempotency-Key when given (one per job of a batch), else a fresh one.
+                // Every accepted job is answered with its id (for the results stream): the Idempotency-Key when
+                // given (one per job of a batch), else a fresh one.
                 let id = idempotencyKey.map { isBatch ? "\($0).\(index)" : $0 } ?? nextID()
                 bytes = JobSubmission.withID(job, id: id)
                 // Checked again as it will be queued (an `"id": null` member, say, makes the id a duplicate field).
@@ -125,16 +151,16 @@ public final class FrontDoor {
             let forbidden = entries.filter { $0.refusal == nil && !key.apps.contains($0.app ?? "") }
             if !forbidden.isEmpty {
                 let list = forbidden.map { "job \($0.index) (app '\($0.app ?? "")')" }.joined(separator: ", ")
-                return respond(Self.error(403, "forbidden", "key '\(key.name)' may not send for \(list); nothing was queued"))
+                return .failure(Refusal(Self.error(403, "forbidden", "key '\(key.name)' may not send for \(list); nothing was queued")))
             }
         }
-        push(entries, respond: respond)
+        return .success(entries)
     }
 
-    /// LPUSHes every accepted job (pipelined on the loop) and answers when Redis has replied to all of them.
-    private func push(_ entries: [Entry], respond: @escaping (HTTP1Server.Response) -> Void) {
+    /// LPUSHes every accepted job (pipelined on the loop); `done` gets the entries once Redis has replied to all.
+    func push(_ entries: [Entry], done: @escaping ([Entry]) -> Void) {
         let toPush = entries.indices.filter { entries[$0].refusal == nil }
-        guard !toPush.isEmpty else { return respond(Self.answer(entries)) }
+        guard !toPush.isEmpty else { return done(entries) }
         let box = PendingPush(entries: entries, remaining: toPush.count)
         let lpush = Array("LPUSH".utf8)
         for index in toPush {
@@ -145,7 +171,7 @@ public final class FrontDoor {
                 }
                 box.entries[index].job = []
                 box.remaining -= 1
-                if box.remaining == 0 { respond(Self.answer(box.entries)) }
+                if box.remaining == 0 { done(box.entries) }
             }
         }
     }
@@ -181,7 +207,7 @@ public final class FrontDoor {
         return json(status, body)
     }
 
-    private func nextID() -> String {
+    func nextID() -> String {
         idCounter &+= 1
         return "\(idPrefix)-\(idCounter)"
     }
