@@ -41,11 +41,29 @@ public final class FrontDoor {
         defaultQueue = shards.configuredQueues[0]
     }
 
+    let metrics = APIMetrics()
+    /// The server's open connections, for `/metrics` (set once the server exists).
+    public var openConnections: () -> Int = { 0 }
+
+    /// Answers one request and counts it (route, status, time to the answer).
     public func handle(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
+        let started = monotonicNanos()
+        let label = APIMetrics.route(request.path)
+        let metrics = self.metrics
+        route(request) { response in
+            metrics.request(route: label, status: response.status, nanoseconds: monotonicNanos() &- started)
+            respond(response)
+        }
+    }
+
+    private func route(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
         switch (request.method, request.path) {
         case ("POST", "/v1/jobs"): submit(request, respond: respond)
         case ("POST", "/api/push"): gorushPush(request, respond: respond)
         case ("GET", "/api/stat/app"): gorushStat(respond: respond)
+        case ("GET", "/metrics"):
+            respond(HTTP1Server.Response(status: 200, contentType: PrometheusText.contentType,
+                                         body: Array(metrics.text(openConnections: openConnections(), redisUp: readiness()).utf8)))
         case ("GET", "/healthz"), ("HEAD", "/healthz"): respond(Self.json(200, #"{"status":"ok"}"#))
         case ("GET", "/readyz"), ("HEAD", "/readyz"):
             respond(readiness() ? Self.json(200, #"{"status":"ready"}"#) : Self.json(503, #"{"status":"redis unreachable"}"#))
@@ -160,7 +178,10 @@ public final class FrontDoor {
     /// LPUSHes every accepted job (pipelined on the loop); `done` gets the entries once Redis has replied to all.
     func push(_ entries: [Entry], done: @escaping ([Entry]) -> Void) {
         let toPush = entries.indices.filter { entries[$0].refusal == nil }
-        guard !toPush.isEmpty else { return done(entries) }
+        guard !toPush.isEmpty else {
+            count(entries)
+            return done(entries)
+        }
         let box = PendingPush(entries: entries, remaining: toPush.count)
         let lpush = Array("LPUSH".utf8)
         for index in toPush {
@@ -171,9 +192,13 @@ public final class FrontDoor {
                 }
                 box.entries[index].job = []
                 box.remaining -= 1
-                if box.remaining == 0 { done(box.entries) }
+                if box.remaining == 0 { self.count(box.entries); done(box.entries) }
             }
         }
+    }
+
+    private func count(_ entries: [Entry]) {
+        for entry in entries { metrics.job(refusal: entry.refusal, failed: entry.failure != nil) }
     }
 
     private final class PendingPush {

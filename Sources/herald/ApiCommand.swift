@@ -67,6 +67,7 @@ enum ApiCommand {
                                          errorBody: FrontDoor.protocolError) { request, respond in
                 door.handle(request, respond: respond)
             }
+            door.openConnections = { [weak server] in server?.openConnections ?? 0 }
             return LoopBound(server, loop: loop)
         }
         let port = try loop.submit { server.value.port }

@@ -123,6 +123,25 @@ import Testing
         #expect(ok == 200)
     }
 
+    @Test func metricsCountRequestsByRouteAndStatusAndJobsByOutcomeAndReason() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url)
+        _ = try curl(["--data-binary", "{\"jobs\":[\(APIProcess.job()), {\"token\":\"zz\"}]}", api.url + "v1/jobs"])
+        _ = try curl(["--data-binary", "{\"token\":\"zz\"}", api.url + "v1/jobs"])
+        _ = try curl([api.url + "nowhere"])
+        let (status, text) = try curl([api.url + "metrics"])
+        #expect(status == 200)
+        let lines = Set(text.split(separator: "\n").map(String.init))
+        #expect(lines.contains(#"herald_api_requests_total{route="/v1/jobs",status="202"} 1"#))
+        #expect(lines.contains(#"herald_api_requests_total{route="/v1/jobs",status="422"} 1"#))
+        #expect(lines.contains(#"herald_api_requests_total{route="other",status="404"} 1"#))
+        #expect(lines.contains(#"herald_api_jobs_total{outcome="accepted"} 1"#))
+        #expect(lines.contains(#"herald_api_jobs_total{outcome="refused",reason="bad_token"} 2"#))
+        #expect(lines.contains(#"herald_api_request_duration_seconds_count{route="/v1/jobs"} 2"#))
+        #expect(lines.contains("herald_api_redis_up 1"))
+        #expect(lines.contains("herald_api_open_connections 1"))
+    }
+
     /// The guarantee: SIGKILL under load loses no job answered 202 and lets no refused job into Redis.
     @Test func aSIGKILLUnderLoadLosesNoAcknowledgedJobAndQueuesNoRefusedOne() throws {
         let redis = try RedisServer(appendOnly: true)
