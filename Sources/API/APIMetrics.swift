@@ -11,6 +11,7 @@ final class APIMetrics {
     private(set) var accepted: UInt64 = 0
     private(set) var refusedByReason: [String: UInt64] = [:]
     private(set) var failed: UInt64 = 0
+    private(set) var validated: UInt64 = 0
 
     static func route(_ path: String) -> String { routes.contains(path) ? path : "other" }
 
@@ -20,8 +21,10 @@ final class APIMetrics {
     }
 
     /// A job's fate; `reason` is the refusal text, whose code (before the first `:`) is the label.
-    func job(refusal: String?, failed didFail: Bool) {
-        if didFail {
+    func job(refusal: String?, failed didFail: Bool, validated isValidation: Bool = false) {
+        if isValidation && refusal == nil {
+            validated += 1
+        } else if didFail {
             failed += 1
         } else if let refusal {
             let code = refusal.prefix { $0 != ":" }.prefix(64)
@@ -41,9 +44,10 @@ final class APIMetrics {
         }
         out.family("herald_api_request_duration_seconds", .histogram, "From a whole request to its answer, by route (Redis round trips included).")
         for route in latency.keys.sorted() { out.histogram("herald_api_request_duration_seconds", [("route", route)], latency[route]!) }
-        out.family("herald_api_jobs_total", .counter, "Jobs by outcome: accepted (in Redis), refused (by the reason's code, never queued), failed (Redis did not take them).")
+        out.family("herald_api_jobs_total", .counter, "Jobs by outcome: accepted (in Redis), refused (by the reason's code, never queued), failed (Redis did not take them), validated (validate_only: checked, not queued).")
         out.sample("herald_api_jobs_total", [("outcome", "accepted")], accepted)
         out.sample("herald_api_jobs_total", [("outcome", "failed")], failed)
+        out.sample("herald_api_jobs_total", [("outcome", "validated")], validated)
         for (reason, count) in refusedByReason.sorted(by: { $0.key < $1.key }) {
             out.sample("herald_api_jobs_total", [("outcome", "refused"), ("reason", reason)], count)
         }

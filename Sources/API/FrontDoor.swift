@@ -122,8 +122,13 @@ public final class FrontDoor {
         case .batch(let list): (jobs, isBatch) = (list, true)
         case .unusable(let status, let reason): return respond(Self.error(status, "bad_request", reason))
         }
+        let validateOnly = ["true", "1"].contains(Self.queryItems(request.query)["validate_only"] ?? "")
         switch admit(jobs, isBatch: isBatch, request: request, queue: queue, key: key) {
         case .failure(let refusal): respond(refusal.response)
+        case .success(let entries) where validateOnly:
+            // Every check a worker makes before sending, and nothing queued.
+            count(entries.map { var e = $0; e.failure = nil; return e }, validated: true)
+            respond(Self.answer(entries, validated: true))
         case .success(let entries): push(entries) { respond(Self.answer($0)) }
         }
     }
@@ -197,8 +202,8 @@ public final class FrontDoor {
         }
     }
 
-    private func count(_ entries: [Entry]) {
-        for entry in entries { metrics.job(refusal: entry.refusal, failed: entry.failure != nil) }
+    private func count(_ entries: [Entry], validated: Bool = false) {
+        for entry in entries { metrics.job(refusal: entry.refusal, failed: entry.failure != nil, validated: validated) }
     }
 
     private final class PendingPush {
@@ -212,7 +217,8 @@ public final class FrontDoor {
 
     /// 202 when a job was accepted and Redis took every accepted one; 422 when every job was refused; 503 when
     /// Redis failed some (those named under `failed`, with why: a failed LPUSH may or may not have landed).
-    static func answer(_ entries: [Entry]) -> HTTP1Server.Response {
+    /// `validated`: a `validate_only` request, whose good jobs are listed under `valid` (200) and not queued.
+    static func answer(_ entries: [Entry], validated: Bool = false) -> HTTP1Server.Response {
         var accepted: [String] = []
         var refused: [String] = []
         var failed: [String] = []
@@ -225,10 +231,10 @@ public final class FrontDoor {
                 accepted.append("{\"index\":\(entry.index),\"id\":\(jsonEscaped(entry.id ?? "")),\"queue\":\(jsonEscaped(entry.queue ?? ""))}")
             }
         }
-        var body = "{\"accepted\":[" + accepted.joined(separator: ",") + "],\"refused\":[" + refused.joined(separator: ",") + "]"
+        var body = (validated ? "{\"valid\":[" : "{\"accepted\":[") + accepted.joined(separator: ",") + "],\"refused\":[" + refused.joined(separator: ",") + "]"
         if !failed.isEmpty { body += ",\"failed\":[" + failed.joined(separator: ",") + "]" }
         body += "}"
-        let status = !failed.isEmpty ? 503 : accepted.isEmpty ? 422 : 202
+        let status = !failed.isEmpty ? 503 : accepted.isEmpty ? 422 : validated ? 200 : 202
         return json(status, body)
     }
 

@@ -27,6 +27,19 @@ import Testing
         #expect(queued.count == 2)
     }
 
+    @Test func validateOnlyRunsEveryCheckAndQueuesNothing() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url)
+        let body = "{\"jobs\":[\(APIProcess.job(id: "v-1")), {\"app\":\"nope\",\"token\":\"\(APIProcess.token)\",\"payload\":{}}]}"
+        let (status, text) = try curl(["--data-binary", body, api.url + "v1/jobs?validate_only=true"])
+        #expect(status == 200)
+        let answer = jsonObject(text)
+        #expect((answer["valid"] as? [[String: Any]])?.map { $0["id"] as? String } == ["v-1"])
+        #expect((answer["refused"] as? [[String: Any]])?.first?["reason"] as? String == "UnknownApp: unknown app 'nope'")
+        #expect(answer["accepted"] == nil)
+        #expect(try listElements(redis.url, "herald:queue").isEmpty)
+    }
+
     @Test func aRequestWhoseJobsAreAllRefusedIs422AndQueuesNothing() throws {
         let redis = try RedisServer()
         let api = try APIProcess(redisURL: redis.url)
