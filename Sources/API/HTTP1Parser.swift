@@ -186,9 +186,15 @@ public enum HTTP1Parser {
         case body([UInt8], end: Int)
     }
 
-    /// A chunked body: `size[;ext] CRLF data CRLF` ... `0 CRLF [trailer fields CRLF] CRLF`; trailers are read and dropped.
+    /// The most chunks one body may have: a connection re-reads an incomplete body's chunk headers on every
+    /// read, so their number (not their bytes) bounds that work.
+    static let maxChunks = 4096
+
+    /// A chunked body: `size[;ext] CRLF data CRLF` ... `0 CRLF [trailer fields CRLF] CRLF`; trailers are read and
+    /// dropped. The data is copied only once the body is complete.
     static func dechunk(_ bytes: ArraySlice<UInt8>, limits: Limits) -> Dechunked {
-        var body: [UInt8] = []
+        var pieces: [Range<Int>] = []
+        var total = 0
         var i = bytes.startIndex
         while true {
             guard let lineEnd = crlf(bytes, from: i, within: 1024) else {
@@ -204,7 +210,7 @@ public enum HTTP1Parser {
                 j += 1
             }
             guard digits > 0, j == lineEnd || bytes[j] == 59 || bytes[j] == 32 || bytes[j] == 9 else { return .failure(bad("a bad chunk size")) }
-            guard body.count + size <= limits.maxBodyBytes else { return .failure(tooLarge(limits)) }
+            guard total + size <= limits.maxBodyBytes else { return .failure(tooLarge(limits)) }
             i = lineEnd + 2
             if size == 0 {
                 // Trailer fields until an empty line.
@@ -213,15 +219,22 @@ public enum HTTP1Parser {
                     guard let end = crlf(bytes, from: i, within: limits.maxHeadBytes) else {
                         return bytes.endIndex - i > limits.maxHeadBytes ? .failure(bad("chunked trailer too large")) : .incomplete
                     }
-                    if end == i { return .body(body, end: end + 2) }
+                    if end == i {
+                        var body: [UInt8] = []
+                        body.reserveCapacity(total)
+                        for piece in pieces { body.append(contentsOf: bytes[piece]) }
+                        return .body(body, end: end + 2)
+                    }
                     fields += 1
                     guard fields <= limits.maxHeaderFields else { return .failure(bad("too many trailer fields")) }
                     i = end + 2
                 }
             }
+            guard pieces.count < maxChunks else { return .failure(Failure(status: 413, message: "a chunked body of more than \(maxChunks) chunks")) }
             guard bytes.endIndex - i >= size + 2 else { return .incomplete }
-            body.append(contentsOf: bytes[i..<(i + size)])
             guard bytes[i + size] == 13, bytes[i + size + 1] == 10 else { return .failure(bad("chunk data not followed by CRLF")) }
+            pieces.append(i..<(i + size))
+            total += size
             i += size + 2
         }
     }

@@ -63,6 +63,10 @@ import Testing
         #expect(status("GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n") == 431)
         #expect(status("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n") == 413)
         #expect(status("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n") == 413)
+        // The number of chunks is bounded too (each read walks them again while the body is incomplete).
+        let many = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + String(repeating: "1\r\na\r\n", count: HTTP1Parser.maxChunks + 1)
+        guard case .failure(let failure) = parse(many) else { Issue.record("4097 chunks were not refused"); return }
+        #expect(failure.status == 413)
     }
 
     @Test func keepsHTTP11ConnectionsUnlessToldToCloseAndHTTP10OnlyWhenAsked() {
