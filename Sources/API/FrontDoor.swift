@@ -156,8 +156,12 @@ public final class FrontDoor {
                 // given (one per job of a batch), else a fresh one.
                 let id = idempotencyKey.map { isBatch ? "\($0).\(index)" : $0 } ?? nextID()
                 bytes = JobSubmission.withID(job, id: id)
-                // Checked again as it will be queued (an `"id": null` member, say, makes the id a duplicate field).
-                verdict = check.check(bytes, wallMillis: now)
+                if JobSubmission.mayNameID(job) {
+                    // Checked again as it will be queued (an `"id": null` member, say, makes the id a duplicate field).
+                    verdict = check.check(bytes, wallMillis: now)
+                } else {
+                    verdict.producerID = id
+                }
             }
             if let refusal = verdict.refusal {
                 entry.refusal = refusal

@@ -162,9 +162,29 @@ public final class HTTP1Server: FileDescriptorHandler {
 
         func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
             if handshaking { return handshake() }
-            if readable && !busy && !closeAfterWrite { read() }
+            // Read while the handler has a request too (pipelined bytes wait in `input`): keeping the interest
+            // as it is saves two epoll_ctl calls per request; `read` stops at the buffer's bound.
+            if readable && !closeAfterWrite { read() }
             if isOpen && writable && written < output.count { flush() }
             if isOpen && hangup && !busy && written >= output.count { close() }
+            // The peer half-closed while the handler has its request: epoll would report that on every round
+            // until the answer is ready, so the socket leaves the loop until then (`unpark`).
+            if isOpen && hangup && busy && !parked {
+                parked = true
+                server.loop.unregister(fd: fd)
+            }
+        }
+
+        private var parked = false
+        /// The peer sent its end of file: the requests already in are answered, in order, then it is closed.
+        private var peerClosed = false
+
+        /// Back on the loop to write the answer.
+        private func unpark() {
+            guard parked else { return }
+            parked = false
+            interested = (false, true)
+            do { try server.loop.register(fd: fd, handler: self, readable: false, writable: true) } catch { close() }
         }
 
         private func handshake() {
@@ -175,10 +195,10 @@ public final class HTTP1Server: FileDescriptorHandler {
                     handshaking = false
                     requestStartedAt = nil
                     refreshDeadline()
-                    try? server.loop.setInterest(fd: fd, readable: true, writable: false)
+                    interest(readable: true, writable: false)
                     read()
-                case .wantRead: try? server.loop.setInterest(fd: fd, readable: true, writable: false)
-                case .wantWrite: try? server.loop.setInterest(fd: fd, readable: false, writable: true)
+                case .wantRead: interest(readable: true, writable: false)
+                case .wantWrite: interest(readable: false, writable: true)
                 }
             } catch {
                 close()
@@ -197,8 +217,21 @@ public final class HTTP1Server: FileDescriptorHandler {
             return try output.withUnsafeBytes { buffer throws(TLSError) in try ssl.write(from: buffer.baseAddress! + offset, count: buffer.count - offset) }
         }
 
+        /// The epoll interest, changed only when it differs (each change is a system call).
+        private var interested = (readable: true, writable: false)
+
+        private func interest(readable: Bool, writable: Bool) {
+            guard interested != (readable, writable) else { return }
+            interested = (readable, writable)
+            try? server.loop.setInterest(fd: fd, readable: readable, writable: writable)
+        }
+
         private func read() {
             let bound = server.limits.parser.maxHeadBytes + server.limits.parser.maxBodyBytes + 64 * 1024
+            defer {
+                // A full buffer: no more reads until the handler is done (the level-triggered loop must not spin).
+                if isOpen && input.count - consumed >= bound { interest(readable: false, writable: interested.writable) }
+            }
             while isOpen && input.count - consumed < bound {
                 do {
                     switch try receive() {
@@ -209,8 +242,10 @@ public final class HTTP1Server: FileDescriptorHandler {
                     case .wouldBlock: return process()
                     case .endOfFile:
                         // A half-close after a whole request still gets its answer.
+                        peerClosed = true
                         process()
-                        if isOpen && !busy && written >= output.count { close() } else { closeAfterWrite = true }
+                        if isOpen && !busy && written >= output.count { return close() }
+                        if isOpen && !parked { interest(readable: false, writable: interested.writable) }
                         return
                     }
                 } catch {
@@ -242,10 +277,10 @@ public final class HTTP1Server: FileDescriptorHandler {
                 let keepAlive = request.keepAlive
                 let head = request.method == "HEAD"
                 refreshDeadline()
-                // No reads while the handler has it: the level-triggered loop must not spin on pipelined bytes.
-                try? server.loop.setInterest(fd: fd, readable: false, writable: written < output.count)
                 server.handler(request) { [weak self] response in
                     guard let self, self.isOpen, self.busy else { return }
+                    self.unpark()
+                    guard self.isOpen else { return }
                     self.busy = false
                     if !keepAlive { self.closeAfterWrite = true }
                     self.queue(HTTP1Server.serialize(response, keepAlive: keepAlive, omitBody: head))
@@ -256,6 +291,7 @@ public final class HTTP1Server: FileDescriptorHandler {
                         }
                         self.process()
                     }
+                    if self.isOpen && self.peerClosed && !self.busy && self.written >= self.output.count { self.close() }
                 }
             }
         }
@@ -277,7 +313,7 @@ public final class HTTP1Server: FileDescriptorHandler {
                     case .bytes(let n): written += n
                     case .wouldBlock:
                         refreshDeadline()
-                        try? server.loop.setInterest(fd: fd, readable: false, writable: true)
+                        interest(readable: false, writable: true)
                         return
                     case .endOfFile: return close()
                     }
@@ -289,7 +325,7 @@ public final class HTTP1Server: FileDescriptorHandler {
             output.removeAll(keepingCapacity: true)
             written = 0
             refreshDeadline()
-            try? server.loop.setInterest(fd: fd, readable: !busy, writable: false)
+            interest(readable: true, writable: false)
         }
 
         /// A partial request or an unwritten answer: the request timeout; idle: the idle timeout; with the

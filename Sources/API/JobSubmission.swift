@@ -53,6 +53,18 @@ public enum JobSubmission {
         }
     }
 
+    /// False when no member of `job` can be an `id` (no `"id"` and no escape anywhere in its bytes): then an id
+    /// put in front cannot collide with one, and the job need not be checked again.
+    public static func mayNameID(_ job: [UInt8]) -> Bool {
+        let needle: [UInt8] = [34, 105, 100, 34]  // "id"
+        guard job.count >= needle.count else { return false }
+        for i in 0...(job.count - needle.count) {
+            if job[i] == 92 { return true }  // a backslash: a key spelled with escapes
+            if job[i] == 34 && job[i + 1] == 105 && job[i + 2] == 100 && job[i + 3] == 34 { return true }
+        }
+        return job.suffix(3).contains(92)
+    }
+
     /// `job` with `"id":"<id>"` as its first member (`job` is an object without an `id`).
     public static func withID(_ job: [UInt8], id: String) -> [UInt8] {
         guard let open = job.firstIndex(of: UInt8(ascii: "{")) else { return job }

@@ -155,6 +155,30 @@ import Testing
         #expect(lines.contains("herald_api_open_connections 1"))
     }
 
+    @Test func aClientThatHalfClosesAfterItsRequestStillGetsItsAnswerAndPipelinedOnesComeInOrder() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url)
+        let script = """
+            import socket, sys
+            host, port = sys.argv[1].split("//")[1].rstrip("/").split(":")
+            body = sys.argv[2].encode()
+            one = b"POST /v1/jobs HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n%s" % (len(body), body)
+            s = socket.create_connection((host, int(port)), timeout=10)
+            s.sendall(one.replace(b"ID", b"p1") + one.replace(b"ID", b"p2") + b"GET /healthz HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n")
+            s.shutdown(socket.SHUT_WR)
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk: break
+                data += chunk
+            print(data.count(b"HTTP/1.1 202"), data.count(b"HTTP/1.1 200"), data.index(b'"p1"') < data.index(b'"p2"'))
+            """
+        let (output, status) = try run("python3", ["-c", script, api.url, APIProcess.job(id: "ID")])
+        #expect(status == 0)
+        #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "2 1 True")
+        #expect(Set(try listElements(redis.url, "herald:queue").compactMap(jobID)) == ["p1", "p2"])
+    }
+
     /// The guarantee: SIGKILL under load loses no job answered 202 and lets no refused job into Redis.
     @Test func aSIGKILLUnderLoadLosesNoAcknowledgedJobAndQueuesNoRefusedOne() throws {
         let redis = try RedisServer(appendOnly: true)

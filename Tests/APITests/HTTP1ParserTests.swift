@@ -79,3 +79,22 @@ import Testing
         #expect(keepAlive("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n") == true)
     }
 }
+
+@Suite struct JobSubmissionTests {
+    @Test func splitsABatchIntoEachJobsBytesAsSentAndLeavesAnythingElseOneJob() {
+        #expect(JobSubmission.split(Array(#"{"jobs": [ {"a":1} , 5,{"b":[2]} ]}"#.utf8), maxJobs: 3)
+            == .batch([Array(#"{"a":1}"#.utf8), Array("5".utf8), Array(#"{"b":[2]}"#.utf8)]))
+        #expect(JobSubmission.split(Array(#"{"token":"ab"}"#.utf8), maxJobs: 3) == .single(Array(#"{"token":"ab"}"#.utf8)))
+        #expect(JobSubmission.split(Array("not json".utf8), maxJobs: 3) == .single(Array("not json".utf8)))
+        #expect(JobSubmission.split(Array(#"{"jobs":[1,2,3,4]}"#.utf8), maxJobs: 3) == .unusable(status: 413, reason: "more than 3 jobs in one request (api.max_jobs_per_request)"))
+        #expect(JobSubmission.split(Array(#"{"jobs":{}}"#.utf8), maxJobs: 3) == .unusable(status: 400, reason: "\"jobs\" must be an array of job objects"))
+    }
+
+    @Test func putsTheIDFirstAndKnowsWhenAJobCannotNameOne() {
+        #expect(JobSubmission.withID(Array(#" { "a":1}"#.utf8), id: "x\"y") == Array(#" {"id":"x\"y", "a":1}"#.utf8))
+        #expect(JobSubmission.withID(Array("{ }".utf8), id: "x") == Array(#"{"id":"x" }"#.utf8))
+        #expect(!JobSubmission.mayNameID(Array(#"{"token":"ab","payload":{"grid":1}}"#.utf8)))
+        #expect(JobSubmission.mayNameID(Array(#"{"id":null}"#.utf8)))
+        #expect(JobSubmission.mayNameID(Array(#"{"\u0069d":null}"#.utf8)))
+    }
+}
