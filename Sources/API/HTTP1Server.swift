@@ -48,6 +48,9 @@ public final class HTTP1Server: FileDescriptorHandler {
     private var fd: Int32
     private var connections: [Int32: Connection] = [:]
     private var sweepTimer: LoopTimer?
+    /// One read buffer for every connection (they take turns on the loop): 10,000 idle connections cost no
+    /// 16 KiB each.
+    fileprivate var readBuffer = [UInt8](repeating: 0, count: 16 * 1024)
 
     public init(loop: EventLoop, host: String, port: Int, limits: Limits = Limits(), tls: TLSServerContext? = nil,
                 errorBody: @escaping (Int, String) -> Response, handler: @escaping Handler) throws(SystemError) {
@@ -144,7 +147,6 @@ public final class HTTP1Server: FileDescriptorHandler {
         private var sentContinue = false
         private var requestStartedAt: UInt64?
         private var isOpen = true
-        private var chunk = [UInt8](repeating: 0, count: 16 * 1024)
 
         /// The TLS session over `fd` (HTTPS), and whether its handshake is still going.
         private let ssl: SSLHandle?
@@ -206,9 +208,9 @@ public final class HTTP1Server: FileDescriptorHandler {
         }
 
         private func receive() throws -> IOProgress {
-            guard let ssl else { return try SocketIO.read(fd, into: &chunk) }
-            let count = chunk.count
-            return try chunk.withUnsafeMutableBytes { buffer throws(TLSError) in try ssl.read(into: buffer.baseAddress!, count: count) }
+            guard let ssl else { return try SocketIO.read(fd, into: &server.readBuffer) }
+            let count = server.readBuffer.count
+            return try server.readBuffer.withUnsafeMutableBytes { buffer throws(TLSError) in try ssl.read(into: buffer.baseAddress!, count: count) }
         }
 
         private func send() throws -> IOProgress {
@@ -237,8 +239,8 @@ public final class HTTP1Server: FileDescriptorHandler {
                     switch try receive() {
                     case .bytes(let n):
                         if requestStartedAt == nil { requestStartedAt = monotonicNanos() }
-                        input.append(contentsOf: chunk[0..<n])
-                        if n < chunk.count { return process() }
+                        input.append(contentsOf: server.readBuffer[0..<n])
+                        if n < server.readBuffer.count { return process() }
                     case .wouldBlock: return process()
                     case .endOfFile:
                         // A half-close after a whole request still gets its answer.
@@ -286,7 +288,7 @@ public final class HTTP1Server: FileDescriptorHandler {
                     self.queue(HTTP1Server.serialize(response, keepAlive: keepAlive, omitBody: head))
                     if self.isOpen && !self.closeAfterWrite {
                         if self.consumed > 0 {
-                            self.input.removeFirst(self.consumed)
+                            if self.consumed == self.input.count { self.input = [] } else { self.input.removeFirst(self.consumed) }
                             self.consumed = 0
                         }
                         self.process()
@@ -322,7 +324,8 @@ public final class HTTP1Server: FileDescriptorHandler {
                 }
             }
             if closeAfterWrite && !busy { return close() }
-            output.removeAll(keepingCapacity: true)
+            // Released, not kept: an idle keep-alive connection should hold no buffer.
+            output = []
             written = 0
             refreshDeadline()
             interest(readable: true, writable: false)
