@@ -60,6 +60,18 @@ enum ApiCommand {
         let server = try loop.submit { () -> LoopBound<HTTP1Server> in
             // Made on the loop and reachable only from the server's handler: it never leaves the loop's thread.
             let client = try configuration.redis.makeClient(loop: loop)
+            // Only the changes: a Redis that keeps refusing is one warning per state change, not per retry.
+            var last: [String: Bool] = [:]
+            client.observeConnections { endpoint, state in
+                let up = state == .connected
+                guard last[endpoint] != up else { return }
+                last[endpoint] = up
+                if up {
+                    logger.info("redis connected", ["url": .string(endpoint)])
+                } else if case .disconnected(let reason, _) = state {
+                    logger.warning("redis unreachable; requests get 503 until it is back", ["url": .string(endpoint), "reason": .string(reason)])
+                }
+            }
             client.start()
             let door = try FrontDoor(configuration: configuration, shards: shards, redis: client, settings: frozenSettings,
                                      readiness: { client.isConnected })

@@ -179,6 +179,25 @@ import Testing
         #expect(Set(try listElements(redis.url, "herald:queue").compactMap(jobID)) == ["p1", "p2"])
     }
 
+    @Test func withRedisDownAPostIs503NamingTheJobsNotQueuedAndReadyzSaysSo() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, redisExtra: #", "command_timeout_ms": 500, "connect_timeout_ms": 200"#)
+        #expect(try curl([api.url + "readyz"]).status == 200)
+        redis.crash()
+        let (status, text) = try curl(["--data-binary", "{\"jobs\":[\(APIProcess.job(id: "lost-1")), {\"token\":\"zz\"}]}", api.url + "v1/jobs"])
+        #expect(status == 503)
+        let answer = jsonObject(text)
+        #expect((answer["failed"] as? [[String: Any]])?.map { $0["id"] as? String } == ["lost-1"])
+        #expect((answer["refused"] as? [[String: Any]])?.count == 1)
+        #expect((answer["accepted"] as? [Any])?.isEmpty == true)
+        #expect(waitUntil(seconds: 10) { (try? curl([api.url + "readyz"]).status) == 503 })
+        #expect(api.child.output.contains("redis unreachable"))
+        // Back: the same request goes through.
+        try redis.start()
+        #expect(waitUntil(seconds: 15) { (try? curl([api.url + "readyz"]).status) == 200 })
+        #expect(try curl(["--data-binary", APIProcess.job(id: "lost-1"), api.url + "v1/jobs"]).status == 202)
+    }
+
     /// The guarantee: SIGKILL under load loses no job answered 202 and lets no refused job into Redis.
     @Test func aSIGKILLUnderLoadLosesNoAcknowledgedJobAndQueuesNoRefusedOne() throws {
         let redis = try RedisServer(appendOnly: true)
