@@ -12,7 +12,7 @@ enum ApiCommand {
     static let command = Command(
         name: "api", abstract: "Serve the HTTP API: POST /v1/jobs validates jobs and queues them on Redis.",
         discussion: """
-        Reads the same configuration as the worker (its redis and apps sections): every job is checked by the
+        Reads the same configuration as the worker (its redis, apps and api sections): every job is checked by the
         worker's own intake and a refused one never reaches Redis; an accepted one is in Redis before the 202.
         Listens on loopback unless told otherwise. Stops on SIGTERM or SIGINT (answers in flight are finished
         for up to a second); a second signal exits at once.
