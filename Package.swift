@@ -38,13 +38,17 @@ let package = Package(
         /// writer, retry settings, `DeliveryResult` and the neutral `OutcomePolicy`, and `ProviderAnswer` (a provider's
         /// answer as the core reads it).
         .target(name: "PushCore", dependencies: ["COpenSSL", "Basics"]),
+        /// What a provider's sender stands on, below the worker and above the HTTP/2 pool: the `PushSender` port and
+        /// its types, `Logger`, the pools' metric lines, `ConfigurationError`, and the shared OAuth access-token cache.
+        /// Apart from PushCore so the job model stays pure (no pools, threads or libcurl).
+        .target(name: "ProviderKit", dependencies: ["PushCore", "HTTP2", "Reactor", "TLS", "CurlHTTP", "Basics"]),
         /// APNs: Apple's protocol (reasons, validation, ES256 provider tokens, broadcast channels), its answers'
-        /// classes, and its HTTP/2 clients (`APNsClient`, `APNsChannelClient`).
-        .target(name: "APNs", dependencies: ["PushCore", "HTTP2", "Reactor", "COpenSSL", "Basics"]),
+        /// classes, its settings and credential, its HTTP/2 clients (`APNsClient`, `APNsChannelClient`) and its sender.
+        .target(name: "APNs", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "COpenSSL", "Basics"]),
         /// FCM HTTP v1: the message validator, the answers and their classes, the service account and its RS256
-        /// OAuth assertion.
-        .target(name: "FCM", dependencies: ["PushCore", "COpenSSL", "Basics"]),
-        /// Client TLS over OpenSSL shared by the APNs/FCM connections and Redis: the `SSL_CTX`, one `SSL*` per socket,
+        /// OAuth assertion, its settings, its access-token grant and its sender.
+        .target(name: "FCM", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "CurlHTTP", "COpenSSL", "Basics"]),
+        /// TLS over OpenSSL shared by the APNs/FCM connections, Redis and (server side) the simulators: the `SSL_CTX`, one `SSL*` per socket,
         /// non-blocking handshake, read and write steps, and the error texts.
         .target(name: "TLS", dependencies: ["Reactor", "COpenSSL"]),
         .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
@@ -53,23 +57,23 @@ let package = Package(
         .target(name: "RedisClient", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
         /// Herald's queue on Redis: scripts, leases, results, archive. Re-exports RedisClient.
         .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "RedisClient"]),
-        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
+        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
-        .target(name: "Worker", dependencies: ["Basics", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
+        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
         /// `herald api`: the HTTP/1.1 front door (its own parser on the Reactor loop), validating with the worker's intake.
         .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "COpenSSL"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "CBuildInfo", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
-        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
+        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 
-        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "APNs", "FCM", "Worker"], path: "Tests/HeraldTestSupport"),
+        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "ProviderKit", "APNs", "FCM", "Worker"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL", "Reactor", "HeraldTestSupport"]),
-        .testTarget(name: "APNsTests", dependencies: ["PushCore", "APNs", "FCM", "Basics", "COpenSSL"]),
+        .testTarget(name: "APNsTests", dependencies: ["PushCore", "ProviderKit", "APNs", "FCM", "Basics", "COpenSSL"]),
         .testTarget(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "MockAPNs", "PushCore", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
@@ -78,7 +82,7 @@ let package = Package(
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

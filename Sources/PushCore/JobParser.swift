@@ -16,7 +16,7 @@ public enum JobParser {
     public static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JobError) -> JobSpec {
         var scanner = JSONScanner(buffer)
         var job = JobSpec()
-        var seen: UInt16 = 0
+        var seen: UInt32 = 0
         var tokenSeen = false
         var payloadSeen = false
         var messageSeen = false
@@ -38,7 +38,7 @@ public enum JobParser {
             var first = true
             while let (key, value) = try scanner.nextMember(first: &first) {
                 guard let field = Field(key, in: scanner) else { continue }
-                let bit = UInt16(1) << field.rawValue
+                let bit = UInt32(1) << field.rawValue
                 if seen & bit != 0 { throw JobError.duplicateField(field.name) }
                 seen |= bit
                 if value.kind == .null {
@@ -89,6 +89,10 @@ public enum JobParser {
                     }
                 case .collapseID: job.collapseID = try string(value, field, scanner)
                 case .apnsID: job.apnsID = try string(value, field, scanner)
+                case .traceparent:
+                    // W3C Trace Context: a malformed value is ignored (as its spec asks), never a reason to refuse the job.
+                    let text = try string(value, field, scanner)
+                    job.traceparent = TraceParent.isValid(text) ? text : nil
                 case .tokens:
                     tokensValue = value
                     job.tokensMember = key.range.lowerBound..<value.range.upperBound
@@ -138,7 +142,7 @@ public enum JobParser {
             // A broadcast: one target only, and a Live Activity update unless the job says otherwise (which the
             // validator then refuses with Apple's InvalidPushType).
             if tokenSeen || job.tokens != nil { throw JobError.tokenAndChannel }
-            if seen & (UInt16(1) << Field.pushType.rawValue) == 0 { job.pushType = .liveactivity }
+            if seen & (UInt32(1) << Field.pushType.rawValue) == 0 { job.pushType = .liveactivity }
         } else {
             if tokenSeen && job.tokens != nil { throw JobError.badTokens("give either \"token\" or \"tokens\", not both") }
             guard tokenSeen || job.tokens != nil else { throw JobError.missingToken }
@@ -151,7 +155,15 @@ public enum JobParser {
     /// The job's `id` (a string or a number) when it can be read, even from a job `parse` rejects for another
     /// field or for JSON that breaks after the id: the producer can then match the rejection to its job. Reads
     /// the top-level members in order and stops at the first `id` or the first error.
-    public static func readableID(_ bytes: [UInt8]) -> String? {
+    public static func readableID(_ bytes: [UInt8]) -> String? { readable(.id, in: bytes) }
+
+    /// The job's valid `traceparent` when a job that does not parse still has one readable (for its rejection).
+    public static func readableTraceparent(_ bytes: [UInt8]) -> String? {
+        readable(.traceparent, in: bytes).flatMap { TraceParent.isValid($0) ? $0 : nil }
+    }
+
+    /// The first member `field` of a top-level object, as text, whatever the rest of the job holds.
+    private static func readable(_ field: Field, in bytes: [UInt8]) -> String? {
         bytes.withUnsafeBufferPointer { buffer -> String? in
             var scanner = JSONScanner(buffer)
             do throws(JSONScanError) {
@@ -160,7 +172,7 @@ public enum JobParser {
                 try scanner.beginObject()
                 var first = true
                 while let (key, value) = try scanner.nextMember(first: &first) {
-                    guard case .id? = Field(key, in: scanner) else { continue }
+                    guard Field(key, in: scanner) == field else { continue }
                     switch value.kind {
                     case .string: return scanner.stringValue(value)
                     case .number: return scanner.text(value)
@@ -223,7 +235,7 @@ public enum JobParser {
 
     private enum Field: UInt16 {
         case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
-        case channel, platform, message
+        case channel, platform, message, traceparent
 
         var name: String {
             switch self {
@@ -243,6 +255,7 @@ public enum JobParser {
             case .channel: "channel"
             case .platform: "platform"
             case .message: "message"
+            case .traceparent: "traceparent"
             }
         }
 
@@ -266,6 +279,7 @@ public enum JobParser {
             case 10 where s.stringEquals(key, "deliver_at"): self = .deliverAt
             case 11 where s.stringEquals(key, "environment"): self = .environment
             case 11 where s.stringEquals(key, "collapse_id"): self = .collapseID
+            case 11 where s.stringEquals(key, "traceparent"): self = .traceparent
             case -1:
                 let name = s.stringValue(key)
                 guard let f = Field.allByName[name] else { return nil }

@@ -28,7 +28,7 @@ struct QueueCommands: Sendable {
 
     /// `order`: the queue keys in the order this claim visits them (fair share); nil is `queueKeys` (priority).
     func claim(max: Int, leasePrefix: String, order: [String]? = nil) -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        (QueueScripts.claim, [b(keys.workers), b(keys.leases(worker: workerID)), b(keys.epoch)] + (order ?? queueKeys).map(b),
+        (QueueScripts.claim, [b(keys.workers), b(keys.leases(worker: workerID)), b(keys.epoch), b(keys.paused)] + (order ?? queueKeys).map(b),
          [b(workerID), b(String(options.leaseMilliseconds)), b(String(max)), b(leasePrefix), epochCandidate()])
     }
 

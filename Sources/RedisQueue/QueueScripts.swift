@@ -127,9 +127,10 @@ public enum QueueScripts {
 
     """#
 
-    /// KEYS: workers, leases hash, epoch, queue keys in priority order. ARGV: worker id, lease ttl ms, max jobs,
-    /// lease id prefix (ids are prefix..1, prefix..2, ...), a random epoch candidate. Refreshes the heartbeat,
-    /// pops up to max jobs (oldest first) from the queue keys that are lists, leases each. Returns
+    /// KEYS: workers, leases hash, epoch, paused set, queue keys in priority order. ARGV: worker id, lease ttl ms,
+    /// max jobs, lease id prefix (ids are prefix..1, prefix..2, ...), a random epoch candidate. Refreshes the
+    /// heartbeat, pops up to max jobs (oldest first) from the queue keys that are lists and not in the paused set
+    /// (one of another type pauses nothing and is reported), leases each. Returns
     /// {epoch, {lease id, queue key, job, ...}, {problem key, found, expected, ...}}.
     public static let claim = RedisScript(prelude + #"""
     local bad = refusal(KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'string')
@@ -137,12 +138,19 @@ public enum QueueScripts {
     redis.call('ZADD', KEYS[1], nowMs() + tonumber(ARGV[2]), ARGV[1])
     local epoch = epochOf(KEYS[3], ARGV[5])
     local want = tonumber(ARGV[3])
+    local paused = {}
+    local pausedType = redis.call('TYPE', KEYS[4]).ok
+    if pausedType == 'set' then
+      for _, q in ipairs(redis.call('SMEMBERS', KEYS[4])) do paused[q] = true end
+    elseif pausedType ~= 'none' then
+      report(KEYS[4], pausedType, 'set')
+    end
     local n = 0
     local out = {}
     local fields = {}
-    for i = 4, #KEYS do
+    for i = 5, #KEYS do
       if want <= 0 then break end
-      local jobs = usableList(KEYS[i]) and redis.call('RPOP', KEYS[i], want)
+      local jobs = not paused[KEYS[i]] and usableList(KEYS[i]) and redis.call('RPOP', KEYS[i], want)
       if jobs then
         for _, job in ipairs(jobs) do
           n = n + 1
@@ -662,5 +670,48 @@ public enum QueueScripts {
       codes[c] = redis.call('LREM', KEYS[1], 1, ARGV[c + 1])
     end
     return {codes, problems}
+    """#)
+
+    /// KEYS: retry, results, then the batch's `<p>:once:<id>` keys, each once. ARGV: results max length, count, then
+    /// per job: its retry-set member (exact bytes), the KEYS index of its once key or 0, n, n result field/value args
+    /// (the `cancelled` entry). Per job, atomically: if the member is still in the retry set it is removed, the
+    /// entry written, and a once key that says `pending` (the job waited there under idempotency) becomes `done`
+    /// (keeping its expiry), so a later copy of the id is a duplicate as after any terminal outcome. Returns per
+    /// job 1 (cancelled) or 0 (no longer in the retry set: moved to its queue meanwhile, or cancelled already), then
+    /// problems.
+    public static let cancelScheduled = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'zset', KEYS[2], 'stream')
+    if bad then return bad end
+    local codes = {}
+    local wrote = false
+    local i = 3
+    for c = 1, tonumber(ARGV[2]) do
+      local member, once, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+      local code = 0
+      if redis.call('ZREM', KEYS[1], member) == 1 then
+        if n > 0 then
+          redis.call('XADD', KEYS[2], '*', unpack(ARGV, i + 3, i + 2 + n))
+          wrote = true
+        end
+        if once > 0 and redis.call('TYPE', KEYS[once]).ok == 'string' and redis.call('GET', KEYS[once]) == 'pending' then
+          redis.call('SET', KEYS[once], 'done', 'KEEPTTL')
+        end
+        code = 1
+      end
+      codes[c] = code
+      i = i + 3 + n
+    end
+    if wrote then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', ARGV[1]) end
+    return {codes, problems}
+    """#)
+
+    /// KEYS: a queue. Removes every job waiting in it (`herald queue purge`); returns how many. Refused (nothing
+    /// removed) when the key holds another type.
+    public static let purgeQueue = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'list')
+    if bad then return bad end
+    local n = redis.call('LLEN', KEYS[1])
+    redis.call('DEL', KEYS[1])
+    return n
     """#)
 }

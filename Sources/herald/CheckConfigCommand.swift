@@ -30,14 +30,8 @@ enum CheckConfigCommand {
         if let configuration {
             for app in configuration.apps {
                 do {
-                    let credentials = try AppCredentials.load(app, apns: configuration.apns)
-                    if let cache = credentials.tokenCache { _ = try cache.token() }
-                    if let account = credentials.serviceAccount {
-                        // Loading signed an RS256 assertion with the key; the key itself is never printed.
-                        print("ok   app '\(app.name)' (fcm, project \(account.projectID)): signed a test assertion as \(account.clientEmail)")
-                    } else {
-                        print("ok   app '\(app.name)' (\(app.bundleID)): " + (app.token != nil ? "signed a test token with key \(app.token!.keyID)" : "client certificate loaded"))
-                    }
+                    let credentials = try AppCredentials.load(app, configuration: configuration)
+                    print("ok   app '\(app.name)' " + credentials.checkedLine)
                 } catch {
                     problems.append("app '\(app.name)': \(error)")
                 }

@@ -759,6 +759,11 @@ final class CoreRig {
         #expect(dropped?.result?.environment == "sandbox")
         #expect(dropped?.result?.fallbackFrom == "production")
         #expect(dropped?.droppedToken?.environment == "sandbox")
+        // Token hygiene: one fallback resolved (j2), one not (j5), for "both" only.
+        let text = WorkerMetricsText.render(rig.core.metrics.values)
+        #expect(text.contains(#"herald_environment_fallbacks_total{app="both",result="resolved"} 1"#), "\(text)")
+        #expect(text.contains(#"herald_environment_fallbacks_total{app="both",result="not_resolved"} 1"#))
+        #expect(text.contains(#"herald_environment_fallbacks_total{app="shop",result="not_resolved"} 0"#))
     }
 
     @Test func noFallbackForAnAppWithOneEnvironment() {

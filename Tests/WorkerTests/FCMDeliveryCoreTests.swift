@@ -172,8 +172,8 @@ extension CoreRig {
     }
 
     /// Asks for `count` tokens at once and waits for every answer.
-    static func ask(_ tokens: LoopBound<FCMAccessTokens>, count: Int) throws -> [Result<FCMAccessTokens.Token, FCMAccessTokens.Failure>] {
-        let results = LockedValue<[Result<FCMAccessTokens.Token, FCMAccessTokens.Failure>]>([])
+    static func ask(_ tokens: LoopBound<AccessTokenCache>, count: Int) throws -> [Result<AccessTokenCache.Token, AccessTokenCache.Failure>] {
+        let results = LockedValue<[Result<AccessTokenCache.Token, AccessTokenCache.Failure>]>([])
         try tokens.loop.submit { for _ in 0..<count { tokens.value.withToken { r in results.withLock { $0.append(r) } } } }
         return results.wait(until: { $0.count >= count }, timeoutSeconds: 20, then: { $0 }) ?? []
     }
@@ -184,11 +184,11 @@ extension CoreRig {
         let exchanges = Exchanges(Self.tokenAnswer("ya29.first", expiresIn: 3600))
         let account = try Self.account()
         let tokens = try loop.submit {
-            LoopBound(FCMAccessTokens(account: account, loop: loop, options: .init()) { _, body, _ in
+            LoopBound(AccessTokenCache(loop: loop, exchange: FCMTokenGrant.exchange(account, options: .init()) { _, body, _ in
                 #expect(String(decoding: body, as: UTF8.self).hasPrefix("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=ey"))
                 usleep(50_000)
                 return exchanges.next()
-            }, loop: loop)
+            }), loop: loop)
         }
         let first = try Self.ask(tokens, count: 20)
         #expect(first.count == 20)
@@ -212,9 +212,9 @@ extension CoreRig {
         let exchanges = Exchanges(.success(CurlPost.Answer(status: 400, body: Array(#"{"error":"invalid_grant","error_description":"Invalid grant: account not found"}"#.utf8))))
         let account = try Self.account()
         let tokens = try loop.submit {
-            LoopBound(FCMAccessTokens(account: account, loop: loop, options: .init()) { _, _, _ in
+            LoopBound(AccessTokenCache(loop: loop, exchange: FCMTokenGrant.exchange(account, options: .init()) { _, _, _ in
                 exchanges.next()
-            }, loop: loop)
+            }), loop: loop)
         }
         let refused = try Self.ask(tokens, count: 2)
         #expect(refused.count == 2)
@@ -227,5 +227,39 @@ extension CoreRig {
         guard case .failure(.unavailable(let detail))? = unreachable.first else { Issue.record("expected unavailable"); return }
         #expect(detail.contains("Couldn't connect"))
         #expect(exchanges.count == 2, "a failed exchange is not cached, and each failure is one exchange")
+    }
+
+    /// The cache knows no FCM: a client-credentials grant (Huawei's shape: a form POST with id and secret, no
+    /// signed assertion) goes through `OAuthTokenEndpoint` into the same cache, and a reloaded credential's
+    /// exchange replaces the old one, whose late answer is dropped.
+    @Test func aClientCredentialsExchangeSharesTheCacheAndAReloadDropsTheOldAnswer() throws {
+        let loop = try EventLoop.startThread(name: "tokens")
+        defer { loop.stop(); loop.waitUntilStopped() }
+        let forms = LockedValue<[String]>([])
+        // Each secret's token is its own; "bad" is refused as the endpoint would refuse a wrong secret.
+        let grant: @Sendable (String) -> AccessTokenCache.Exchange = { secret in
+            { OAuthTokenEndpoint.exchange(url: "https://127.0.0.1:1/oauth2/v3/token",
+                                          form: Array("grant_type=client_credentials&client_id=1&client_secret=\(secret)".utf8),
+                                          options: .init()) { _, body, _ in
+                forms.withLock { $0.append(String(decoding: body, as: UTF8.self)) }
+                usleep(100_000)
+                if secret == "bad" { return .success(CurlPost.Answer(status: 401, body: Array(#"{"error":"invalid_client"}"#.utf8))) }
+                return Self.tokenAnswer("tok-\(secret)", expiresIn: 3600)
+            } }
+        }
+        let tokens = try loop.submit { LoopBound(AccessTokenCache(loop: loop, exchange: grant("s1")), loop: loop) }
+        // The first exchange is in flight when the credential is replaced: its answer must not be used.
+        let answers = LockedValue<[Result<AccessTokenCache.Token, AccessTokenCache.Failure>]>([])
+        try loop.submit {
+            for _ in 0..<3 { tokens.value.withToken { r in answers.withLock { $0.append(r) } } }
+            tokens.value.replace(exchange: grant("s2"))
+        }
+        let got = answers.wait(until: { $0.count >= 3 }, timeoutSeconds: 20, then: { $0 }) ?? []
+        #expect(got.count == 3)
+        #expect(got.allSatisfy { if case .success(let t) = $0 { t.header == "Bearer tok-s2" } else { false } }, "\(got)")
+        #expect(forms.withLock { $0 }.count == 2, "one exchange per credential, however many waited")
+        try loop.submit { tokens.value.replace(exchange: grant("bad")) }
+        guard case .failure(.refused(let detail))? = try Self.ask(tokens, count: 1).first else { Issue.record("expected a refusal"); return }
+        #expect(detail.contains("invalid_client"))
     }
 }

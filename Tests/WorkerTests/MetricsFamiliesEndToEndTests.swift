@@ -142,6 +142,11 @@ extension EndToEnd {
                 let value = line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0
                 #expect(value >= 1, "app \(app) signed no token: \(line.map(String.init) ?? "no line")")
             }
+            // FCM's answers carry its own reasons as labels, like Apple's (once they were all "other").
+            #expect(last.body.contains(#"herald_push_responses_total{platform="fcm",status="404",reason="UNREGISTERED"}"#), "\(last.body)")
+            #expect(last.body.contains(#"herald_push_responses_total{platform="fcm",status="503",reason="UNAVAILABLE"}"#), "\(last.body)")
+            let exchanges = last.body.split(separator: "\n").first { $0.hasPrefix(#"herald_provider_token_exchange_seconds_count{app="android"}"#) }
+            #expect((exchanges.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0) >= 1, "\(exchanges.map(String.init) ?? "no line")")
             let undocumented = workerDeclared.subtracting(workerFamilies).sorted()
             #expect(undocumented.isEmpty, "the worker writes families docs/observability.md does not list: \(undocumented)")
         }

@@ -1,6 +1,7 @@
 import Foundation
 import PushCore
 import Testing
+@testable import Worker
 
 /// The provider seam: code outside the registry and the providers does not branch on the platform, so a new
 /// provider is its module and one line in `ProviderRegistry`, not edits across the worker (docs/adding-a-provider.md).
@@ -12,11 +13,11 @@ import Testing
     static let branch = try! NSRegularExpression(
         pattern: #"(==|!=) *\.(apns|fcm)\b|(==|!=) *"(apns|fcm)"|case \.(apns|fcm|response)\b|\? *\.(apns|fcm) *:"#)
 
-    /// Where branching on the platform is the point: the providers' modules and worker sides, their simulators,
-    /// the platforms' declaration and the registry.
+    /// Where branching on the platform is the point: the providers' modules (senders included), their worker sides
+    /// (`Worker/Providers/`), their simulators, the platforms' declaration and the registry.
     static let providerPlaces = [
-        "Sources/APNs/", "Sources/FCM/", "Sources/Worker/FCM/", "Sources/MockAPNs/", "Sources/Worker/Delivery/APNsSender.swift",
-        "Sources/Worker/Delivery/ProviderRegistry.swift", "Sources/PushCore/Platform.swift",
+        "Sources/APNs/", "Sources/FCM/", "Sources/MockAPNs/", "Sources/Worker/Providers/", "Sources/Worker/Delivery/ProviderRegistry.swift",
+        "Sources/PushCore/Platform.swift",
     ]
 
     static func platformBranches() throws -> [String: [String]] {
@@ -48,5 +49,21 @@ import Testing
     /// The registry finds each platform's sender at its `slot`, in `allCases` order.
     @Test func eachPlatformsSlotIsItsIndexAmongAllCases() {
         for (index, platform) in Platform.allCases.enumerated() { #expect(platform.slot == index, "\(platform)") }
+    }
+
+    /// An app is its credential's provider's, and only that provider's sender is handed it.
+    @Test func anAppBelongsToTheProviderWhoseCredentialItNames() {
+        let apns = Configuration.AppSettings(name: "shop", bundleID: "com.example.shop",
+                                             token: .init(teamID: "T", keyID: "K", keyFile: "/k.p8"))
+        let fcm = Configuration.AppSettings(name: "android", bundleID: "", fcm: .init(serviceAccountFile: "/sa.json"))
+        let bare = Configuration.AppSettings(name: "bare", bundleID: "com.example.bare")
+        #expect([apns, fcm, bare].map(\.platform) == [Platform.apns, .fcm, .apns])
+        for platform in Platform.allCases {
+            let owned = [apns, fcm].filter { ProviderRegistry.provider(for: platform).owns($0) }.map(\.name)
+            #expect(owned == [platform == .apns ? "shop" : "android"], "\(platform)")
+        }
+        let loaded = [AppCredentials(app: apns, credential: 1), AppCredentials(app: fcm, credential: "account")]
+        let apps: [ProviderApp<String, String>] = FCMProvider.apps(loaded) { $0.fcm?.serviceAccountFile }
+        #expect(apps.map(\.index) == [1] && apps.first?.auth == "/sa.json" && apps.first?.credential == "account")
     }
 }

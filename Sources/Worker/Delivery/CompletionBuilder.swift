@@ -24,6 +24,7 @@ struct CompletionBuilder {
         result.platform = n.platform.rawValue
         if outcome == .delivered { result.fcmName = fields?.messageName }
         result.channel = n.channelID
+        result.traceparent = job.traceparent
         return result
     }
 
@@ -108,7 +109,7 @@ struct CompletionBuilder {
     }
 
     /// A job that cannot be sent as written: a `rejected` result and a dead letter with its bytes and reason.
-    func rejected(_ lease: Lease, id: String, reason: String, spec: JobSpec?, app: String?, wallMillis: Int64) -> JobCompletion {
+    func rejected(_ lease: Lease, id: String, reason: String, spec: JobSpec?, app: String?, traceparent: String? = nil, wallMillis: Int64) -> JobCompletion {
         var completion = JobCompletion(lease: lease)
         completion.deadLetter(reason: reason, at: wallMillis, id: id)
         completion.result = ResultEntry(
@@ -116,6 +117,7 @@ struct CompletionBuilder {
             environment: spec?.environment?.rawValue, app: app, attempt: lease.attempt, latencyMilliseconds: 0, worker: workerID)
         completion.result?.platform = spec?.platform.rawValue
         completion.result?.channel = spec?.channel
+        completion.result?.traceparent = traceparent
         return completion
     }
 }

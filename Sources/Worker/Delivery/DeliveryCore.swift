@@ -316,8 +316,11 @@ public final class DeliveryCore {
         case .rejected(let id, let reason, let spec, let app):
             counters.rejected += 1
             metrics.job(.apns, app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
-            log(.info, "job rejected", ["id": .string(id), "reason": .string(reason)])
-            record(builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, wallMillis: clock.wallMillis))
+            var fields: [String: LogValue] = ["id": .string(id), "reason": .string(reason)]
+            let trace = spec?.traceparent ?? JobParser.readableTraceparent(lease.job)
+            if let trace { fields["traceparent"] = .string(trace) }
+            log(.info, "job rejected", fields)
+            record(builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, traceparent: trace, wallMillis: clock.wallMillis))
         case .accepted(let job):
             if settings.idempotencyWindowMilliseconds > 0 && job.hasProducerID {
                 // The producer's own copy: Redis decides which copy of the id sends. A job back from the retry
@@ -503,7 +506,7 @@ public final class DeliveryCore {
                 log(.error, "app paused: credential rejected", [
                     "app": .string(job.appName), "environment": .string(job.destination.environmentLabel),
                     "reason": .string(reason), "pause_s": .int(Int(settings.retry.configurationPauseSeconds)),
-                    "hint": .string(ProviderRegistry.credentialHint(for: job.destination.platform, reason: reason)),
+                    "hint": .string(ProviderRegistry.provider(for: job.destination.platform).credentialHint(reason: reason)),
                 ])
             }
             park(job, gate, after: started || gate.pause?.kind == .credential ? nil : reason)
@@ -536,6 +539,7 @@ public final class DeliveryCore {
         }
         metrics.job(job.platform, app: job.destination.app, outcome)
         if outcome != .retrying { metrics.jobFinished(job.platform, afterNanoseconds: clock.monotonicNanos &- job.claimedAt) }
+        if job.fallbackFrom != nil && outcome != .retrying { metrics.fallbackEnded(app: job.destination.app, resolved: outcome == .delivered) }
         record(builder.decided(job, decision, answer: answer, now: clock.monotonicNanos, wallMillis: clock.wallMillis))
     }
 

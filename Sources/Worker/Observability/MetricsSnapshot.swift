@@ -1,4 +1,5 @@
 import APNs
+import ProviderKit
 import PushCore
 import RedisQueue
 
@@ -25,16 +26,26 @@ public struct MetricsSnapshot: Sendable {
     // Gauges and counters read from their owners when the copy is taken.
     public var inFlight = 0
     public var backlog = 0
-    public var pools: [PoolSnapshot] = []
+    /// What the providers' senders add: their pools and tokens signed.
+    public var provider: ProviderMetrics
+    public var pools: [PoolSnapshot] {
+        get { provider.pools }
+        set { provider.pools = newValue }
+    }
     public var paused: [PausedDestination] = []
-    /// Provider tokens signed, per app (the first and every refresh).
-    public var tokensSigned: [Int]
+    public var tokensSigned: [Int] {
+        get { provider.tokensSigned }
+        set { provider.tokensSigned = newValue }
+    }
     public var redis = RedisConnectionStats()
     public var redisConnected = 0
     /// Event loops whose pipeline is running and claiming (not idle, draining or stopped).
     public var claimingLoops = 0
     public var drainingLoops = 0
     public var loops = 1
+    /// Environment fallbacks by app, each ended `resolved` (delivered on the other environment) or not (dropped
+    /// or failed there too): [app * 2 + (resolved ? 0 : 1)].
+    public var fallbacks: [UInt64]
 
     static let outcomeCount = JobOutcome.allCases.count
 
@@ -42,12 +53,13 @@ public struct MetricsSnapshot: Sendable {
         self.appNames = appNames
         let platforms = Platform.allCases.count
         jobs = [UInt64](repeating: 0, count: platforms * (appNames.count + 1) * Self.outcomeCount)
+        fallbacks = [UInt64](repeating: 0, count: appNames.count * 2)
         responses = [UInt64](repeating: 0, count: platforms * (DeliveryMetrics.statuses.count + 1) * DeliveryMetrics.reasonNames.count)
         transport = [UInt64](repeating: 0, count: platforms * TransportFailureKind.allCases.count)
         resends = [UInt64](repeating: 0, count: platforms * ResendCause.allCases.count)
         jobLatency = [LatencyHistogram](repeating: LatencyHistogram(), count: platforms)
         requestLatency = jobLatency
-        tokensSigned = [Int](repeating: 0, count: appNames.count)
+        provider = ProviderMetrics(apps: appNames.count)
     }
 
     @inline(__always)
@@ -67,6 +79,8 @@ public struct MetricsSnapshot: Sendable {
         case .duplicate: 6
         // Written by `herald replay`, never by a worker: its count stays 0 here.
         case .replayed: 7
+        // Written by `herald scheduled cancel`, never by a worker.
+        case .cancelled: 8
         }
     }
 
@@ -92,9 +106,14 @@ public struct MetricsSnapshot: Sendable {
         add(&c.responses, b.responses)
         add(&c.transport, b.transport)
         add(&c.resends, b.resends)
+        add(&c.fallbacks, b.fallbacks)
         for i in c.jobLatency.indices { c.jobLatency[i] = c.jobLatency[i] + b.jobLatency[i] }
         for i in c.requestLatency.indices { c.requestLatency[i] = c.requestLatency[i] + b.requestLatency[i] }
         for i in c.tokensSigned.indices where i < b.tokensSigned.count { c.tokensSigned[i] = max(c.tokensSigned[i], b.tokensSigned[i]) }
+        // Like tokens signed: one cache per app whichever loop reports it, so the larger count is the true one.
+        for i in c.provider.tokenExchanges.indices where i < b.provider.tokenExchanges.count && b.provider.tokenExchanges[i].answered > c.provider.tokenExchanges[i].answered {
+            c.provider.tokenExchanges[i] = b.provider.tokenExchanges[i]
+        }
         c.scheduled &+= b.scheduled
         c.unguarded &+= b.unguarded
         c.pauses &+= b.pauses
@@ -113,36 +132,6 @@ public struct MetricsSnapshot: Sendable {
         c.claimingLoops += b.claimingLoops
         c.drainingLoops += b.drainingLoops
         c.loops += b.loops
-        return c
-    }
-}
-
-/// One HTTP/2 pool (an app's credential in one environment) as a scrape sees it.
-public struct PoolSnapshot: Sendable, Equatable {
-    public var app: String
-    public var environment: String
-    public var connections = 0
-    public var openStreams = 0
-    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS on the best usable connection (0 without one).
-    public var streamLimit = 0
-    public var queued = 0
-    /// Connections opened after the pool's first set (replacements for ones that closed or failed).
-    public var reconnects = 0
-    public var goaways = 0
-
-    public init(app: String, environment: String) {
-        self.app = app
-        self.environment = environment
-    }
-
-    static func + (a: PoolSnapshot, b: PoolSnapshot) -> PoolSnapshot {
-        var c = a
-        c.connections += b.connections
-        c.openStreams += b.openStreams
-        c.streamLimit = max(c.streamLimit, b.streamLimit)
-        c.queued += b.queued
-        c.reconnects += b.reconnects
-        c.goaways += b.goaways
         return c
     }
 }
