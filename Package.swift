@@ -63,7 +63,9 @@ let package = Package(
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
         .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS", "CLinux"]),
+        /// `herald api`: the HTTP/1.1 front door (its own parser on the Reactor loop), validating with the worker's intake.
+        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "COpenSSL"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 
@@ -79,6 +81,7 @@ let package = Package(
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
+        .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
@@ -92,7 +95,7 @@ if Context.environment["HERALD_FUZZ"] == "1" {
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzz/Support"))
     for name in names {
         package.targets.append(.executableTarget(
-            name: name, dependencies: ["FuzzSupport", "PushCore", "APNs", "FCM", "RedisClient", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
+            name: name, dependencies: ["FuzzSupport", "API", "PushCore", "APNs", "FCM", "RedisClient", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
         package.products.append(.executable(name: name, targets: [name]))
     }
 }

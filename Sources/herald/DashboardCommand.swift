@@ -47,14 +47,10 @@ enum DashboardCommand {
         logger.info("dashboard listening", ["url": .string("http://\(shown)/"), "redis": .string(settings.description)])
         // Scripts (scripts/demo, the tests) read the URL from this line.
         print("dashboard: http://\(shown)/")
-        let watcher = SignalWatcher(onFirst: {
-            loop.execute {
-                server.value.close()
-                loop.stop()
-            }
-        }, onSecond: { exitAtOnce() })
-        while !loop.waitUntilStopped(timeoutSeconds: 3600) {}
-        withExtendedLifetime(watcher) {}
+        serveUntilSignalled(loop) {
+            server.value.close()
+            loop.stop()
+        }
         return ExitCode.success
     }
 }

@@ -58,25 +58,13 @@ enum EnqueueCommand {
         let settings = try redisSettings(args)
         let shards = settings.shards
         let queueKey = args.value("queue") ?? shards.configuredQueues[0]
-        // Every shard's copy of the queue: a job goes to the one its id hashes to (`crc32(id) % shards`, so the
-        // copies of one id share a shard and its idempotency key), a job without an id to the next in turn.
-        var shardQueues: [String] = []
-        for index in 0..<shards.count {
-            guard let key = shards.key(queueKey, inShard: index) else {
-                throw UsageError("--queue \(queueKey) is not under the prefix \(shards.basePrefix): with shards, name the queue as <prefix>:<name>")
-            }
-            shardQueues.append(key)
-        }
-        var turn = 0
+        var router: ShardRouter
+        do { router = try ShardRouter(shards: shards, queue: queueKey) } catch { throw UsageError("--\(error.description)") }
+        let shardQueues = router.shardQueues
         let admit: ([UInt8]) -> Enqueuer.Admission = { line in
             let (problem, id) = check(line)
             if let problem { return .refuse(problem) }
-            let shard: Int
-            if let id { shard = shards.shard(forJobID: id) } else {
-                shard = turn
-                turn = (turn + 1) % shardQueues.count
-            }
-            return .push(queueKey: shardQueues[shard])
+            return .push(queueKey: router.queueKey(forJobID: id))
         }
         let batch = try args.integer("batch", as: Int.self, in: 1...1_000_000) ?? 1000
         let fd: Int32

@@ -14,6 +14,7 @@ let herald = CommandGroup(
         WorkerCommand.command,
         SchedulerCommand.command,
         EnqueueCommand.command,
+        ApiCommand.command,
         SendCommand.command,
         ChannelsCommand.command,
         TailCommand.command,

@@ -140,8 +140,10 @@ public struct LatencyHistogram: Sendable, Equatable {
     public var sumNanos: UInt64 = 0
     public var count: UInt64 = 0
 
+    public init() {}
+
     @inline(__always)
-    mutating func observe(_ nanoseconds: UInt64) {
+    public mutating func observe(_ nanoseconds: UInt64) {
         var index = 0
         let bounds = Self.boundsNanos
         while index < bounds.count && nanoseconds > bounds[index] { index += 1 }
