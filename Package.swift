@@ -32,7 +32,9 @@ let package = Package(
         /// Small pure helpers with no dependencies, one home each: FIFO, JSON escaping, decimal writing, locks, argument parsing.
         .target(name: "Basics"),
         /// The commit and build date `herald --version` prints, stamped into the linked binary (scripts/lib.sh).
-        .target(name: "CBuildInfo"),
+        /// DWARF 4: clang's default DWARF 5 (.debug_str_offsets, .debug_addr) makes valgrind 3.19's debuginfo reader
+        /// give up on the whole binary, and scripts/callgrind-worker counts instructions under valgrind.
+        .target(name: "CBuildInfo", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
         .target(name: "Reactor", dependencies: ["CLinux", "Basics"]),
         /// What every push provider shares, with no provider in it: the job model and its parser, the JSON scanner and
         /// writer, retry settings, `DeliveryResult` and the neutral `OutcomePolicy`, and `ProviderAnswer` (a provider's
