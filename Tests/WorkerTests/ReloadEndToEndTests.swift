@@ -131,6 +131,42 @@ extension EndToEnd {
             process.signal(SIGTERM)
             #expect(process.waitForExit(seconds: 15) == 0)
         }
+
+        @Test(.timeLimit(.minutes(2)))
+        func aSigtermDuringAReloadDrainsAndExitsWithNothingLost() throws {
+            // Slow answers keep the reload's drain going long enough for the SIGTERM to land in it.
+            let world = try EndToEndWorld(faults: MockFaultScript(seed: 3, latencyMs: MockLatency(min: 400, max: 800)))
+            defer { world.shutdown(); world.removeFiles() }
+            let total = 600
+            var expected: [String: String] = [:]
+            try world.push((0..<total).map { i in
+                expected["t-\(i)"] = "delivered"
+                return jobBytes(id: "t-\(i)", token: deviceToken(prefix: "00", index: i))
+            })
+            let config = try world.writeConfig(worker: ["max_in_flight": 100, "claim_batch": 50, "lease_seconds": 30])
+            let first = try world.startWorker(id: "reload-3", config: config)
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            #expect(try world.waitForTerminal(50, in: ledger, seconds: 30), "\(world.workerLogs(lastLines: 30))")
+            first.signal(SIGHUP)
+            #expect(waitUntil(seconds: 10) { first.output.contains("\"msg\":\"draining\"") }, "\(first.output.suffix(2000))")
+            first.signal(SIGTERM)
+            #expect(first.waitForExit(seconds: 20) == 0, "\(first.output.suffix(3000))")
+            #expect(!first.output.contains("configuration reloaded"))
+            #expect(first.output.contains("shutdown requested"))
+
+            let second = try world.startWorker(id: "reload-3b", config: config)
+            let finished = try ledger.waitForTerminal(total, seconds: 60) {
+                if !second.isRunning { throw TestSupportError("the second worker exited:\n\(second.output.suffix(2000))") }
+            }
+            usleep(300_000)
+            ledger.poll()
+            #expect(finished, "\(ledger.terminalCount) of \(total):\n\(world.workerLogs(lastLines: 30))")
+            let problems = ledger.contractProblems(expected: expected)
+            #expect(problems.isEmpty, "\(problems.count) problems: \(problems.prefix(10))")
+            #expect(duplicateDeliveries(world.simulator.acceptedNotifications()).duplicates == 0)
+            second.signal(SIGTERM)
+            #expect(second.waitForExit(seconds: 15) == 0)
+        }
     }
 }
 
