@@ -41,7 +41,8 @@ let herald = CommandGroup(
 clinux_line_buffer_stdout()
 signal(SIGPIPE, SIG_IGN)
 // A known signal mask whatever the parent left (a test runner's thread, a supervisor): SIGTERM, SIGINT and
-// SIGHUP blocked in every thread, everything else unblocked. The commands take those three through
+// SIGHUP blocked in every thread, everything else unblocked (`herald worker` reloads on SIGHUP; the other
+// commands never read it, so it changes nothing). The commands take those three through
 // DispatchSource, which on Linux reads a signalfd: a signal only reaches it while blocked everywhere. With
 // them unblocked, libdispatch's fallback handler catches the first one but a second SIGTERM is lost (the
 // "second signal exits at once" rule then fails). This runs before any thread exists, so all inherit it;

@@ -84,9 +84,10 @@ final class EndToEndWorld: @unchecked Sendable {
 
     /// Writes a worker configuration; `worker` and `retry` settings are merged over short test defaults, `app`
     /// settings (e.g. `environment_fallback`) into every app. `metrics.listen` is off unless a test asks for it
-    /// (workers of one test would share the default port).
-    func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:],
-                     apns: [String: Any] = [:], keyFiles: [String: String] = [:], app appSettings: [String: Any] = [:],
+    /// (workers of one test would share the default port). `only`: these apps of the world's (default all);
+    /// `keyIDs` and `keyFiles` replace an app's key (a rotated one).
+    func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:], only: Set<String>? = nil,
+                     apns: [String: Any] = [:], keyFiles: [String: String] = [:], keyIDs: [String: String] = [:], app appSettings: [String: Any] = [:],
                      fcmSettings: [String: Any] = [:], serviceAccountFile: String? = nil, redis: [String: Any] = [:],
                      metricsListen: String = "") throws -> String {
         var workerSettings: [String: Any] = ["lease_seconds": 3, "max_in_flight": 500, "claim_batch": 100,
@@ -95,9 +96,9 @@ final class EndToEndWorld: @unchecked Sendable {
         var retrySettings: [String: Any] = ["server_error_base_seconds": 1, "throttle_base_seconds": 1, "jitter_fraction": 0.2,
                                             "configuration_pause_seconds": 2]
         retrySettings.merge(retry) { _, new in new }
-        var appList: [[String: Any]] = apps.map { app -> [String: Any] in
+        var appList: [[String: Any]] = apps.filter { only?.contains($0.name) ?? true }.map { app -> [String: Any] in
             ["name": app.name, "bundle_id": app.bundleID,
-             "token": ["team_id": app.teamID, "key_id": app.keyID, "key_file": keyFiles[app.name] ?? keys[app.name]!.privateKeyFile!]]
+             "token": ["team_id": app.teamID, "key_id": keyIDs[app.name] ?? app.keyID, "key_file": keyFiles[app.name] ?? keys[app.name]!.privateKeyFile!]]
                 .merging(appSettings) { _, new in new }
         }
         var config: [String: Any] = [

@@ -8,13 +8,16 @@ import Reactor
 /// Loop-confined to `home` (checked by the listener and the `LoopBound`s).
 public final class WorkerEndpoint {
     public let home: EventLoop
-    private let pipelines: [LoopBound<DeliveryPipeline>]
+    private var pipelines: [LoopBound<DeliveryPipeline>]
+    private let reloads: ConfigReloads
     private var listener: HTTPListener?
     private let gatherMilliseconds: Int
 
-    public init(address: ListenAddress, home: EventLoop, pipelines: [LoopBound<DeliveryPipeline>], gatherMilliseconds: Int = 2000) throws(SystemError) {
+    public init(address: ListenAddress, home: EventLoop, pipelines: [LoopBound<DeliveryPipeline>], reloads: ConfigReloads = ConfigReloads(),
+                gatherMilliseconds: Int = 2000) throws(SystemError) {
         self.home = home
         self.pipelines = pipelines
+        self.reloads = reloads
         self.gatherMilliseconds = gatherMilliseconds
         listener = nil
         listener = try HTTPListener(loop: home, host: address.host, port: address.port) { [weak self] request, respond in
@@ -24,6 +27,12 @@ public final class WorkerEndpoint {
     }
 
     public var port: Int { listener?.port ?? 0 }
+
+    /// A reload replaced loop `index`'s pipeline: scrapes ask the new one (whose counters start at 0, as at a restart).
+    public func replace(_ index: Int, with pipeline: LoopBound<DeliveryPipeline>) {
+        home.preconditionInLoop()
+        pipelines[index] = pipeline
+    }
 
     public func close() {
         listener?.close()
@@ -35,7 +44,7 @@ public final class WorkerEndpoint {
         case "/metrics":
             gather { snapshot in
                 guard let snapshot else { return respond(.init(status: 503, body: "no event loop answered\n")) }
-                respond(.init(status: 200, contentType: PrometheusText.contentType, body: WorkerMetricsText.render(snapshot)))
+                respond(.init(status: 200, contentType: PrometheusText.contentType, body: WorkerMetricsText.render(snapshot, reloads: self.reloads)))
             }
         case "/healthz":
             // Answered on the loop that also runs delivery: a stuck loop answers nothing, which is the point.

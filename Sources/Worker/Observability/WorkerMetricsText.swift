@@ -3,7 +3,7 @@ import PushCore
 import TLS
 /// A worker's `/metrics` page: every family documented in docs/observability.md, from one merged snapshot.
 public enum WorkerMetricsText {
-    public static func render(_ s: MetricsSnapshot, process: ProcessStats = .read()) -> String {
+    public static func render(_ s: MetricsSnapshot, process: ProcessStats = .read(), reloads: ConfigReloads? = nil) -> String {
         var out = PrometheusText()
         let apps = s.appNames + ["unknown"]
 
@@ -110,6 +110,7 @@ public enum WorkerMetricsText {
         out.single("herald_redis_connected_loops", .gauge, "Event loops whose Redis connection is up.", Double(s.redisConnected))
         out.single("herald_event_loops", .gauge, "Event loops running a delivery pipeline.", Double(s.loops))
         out.single("herald_worker_claiming", .gauge, "Event loops claiming jobs (0 while draining on SIGTERM).", Double(s.claimingLoops))
+        reloads?.write(to: &out)
         process.write(to: &out)
         CertificateExpiry.shared.write(to: &out)
         BuildInfo.write(to: &out)
