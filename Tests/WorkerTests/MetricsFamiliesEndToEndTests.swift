@@ -165,6 +165,9 @@ extension EndToEnd {
                 let value = line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0
                 #expect(value >= 1, "app \(app) signed no token: \(line.map(String.init) ?? "no line")")
             }
+            // An FCM app has no sandbox: no series says it has one.
+            #expect(last.body.contains(#"herald_app_paused{app="android",environment="production",kind="outage"} 0"#), "\(last.body)")
+            #expect(!last.body.contains(#"herald_app_paused{app="android",environment="sandbox""#), "\(last.body)")
             // FCM's answers carry its own reasons as labels, like Apple's (once they were all "other").
             #expect(last.body.contains(#"herald_push_responses_total{platform="fcm",status="404",reason="UNREGISTERED"}"#), "\(last.body)")
             #expect(last.body.contains(#"herald_push_responses_total{platform="fcm",status="503",reason="UNAVAILABLE"}"#), "\(last.body)")

@@ -148,7 +148,8 @@ public final class DeliveryCore {
         intake = JobIntake(directory: AppDirectory(apps), maxScheduleMilliseconds: settings.maxScheduleMilliseconds)
         builder = CompletionBuilder(workerID: settings.workerID)
         claims = ClaimState(backoff: settings.emptyClaimBackoff)
-        metrics = DeliveryMetrics(appNames: apps.map(\.name))
+        metrics = DeliveryMetrics(appNames: apps.map(\.name),
+                                  appEnvironments: apps.map { $0.platform.hasEnvironments ? $0.environments : [APNsEnvironment.production.rawValue] })
     }
 
     /// Destinations paused now, for `/metrics` and the dashboard.

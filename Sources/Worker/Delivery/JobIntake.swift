@@ -24,7 +24,8 @@ struct JobIntake {
             return .rejected(id: id, reason: "\(error.code): \(error.description)", spec: nil, app: nil)
         }
         let verdict = admit(spec, lease, claimedAt: claimedAt, wallMillis: wallMillis, makeID: makeID)
-        if case .accepted(let job) = verdict { job.traceparent = spec.traceparent }
+        // Only a job with a trace pays for the look at the verdict.
+        if let trace = spec.traceparent, case .accepted(let job) = verdict { job.traceparent = trace }
         return verdict
     }
 

@@ -69,9 +69,9 @@ public final class DeliveryMetrics {
     let appNames: [String]
     private(set) var values: MetricsSnapshot
 
-    public init(appNames: [String]) {
+    public init(appNames: [String], appEnvironments: [[String]]? = nil) {
         self.appNames = appNames
-        values = MetricsSnapshot(appNames: appNames)
+        values = MetricsSnapshot(appNames: appNames, appEnvironments: appEnvironments)
     }
 
     /// A result entry was built for a job of app `app` (nil: the job named no known app).

@@ -7,6 +7,9 @@ import RedisQueue
 /// gauges read when the copy was taken. Sendable, so each loop hands its copy to the loop that answers.
 public struct MetricsSnapshot: Sendable {
     public var appNames: [String]
+    /// The environments each app has (an APNs app its configured ones, the others only `production`): the
+    /// per-environment families list no series an app cannot have.
+    public var appEnvironments: [[String]]
     /// [platform][app, then "unknown"][outcome]
     public var jobs: [UInt64]
     /// [platform][status slot][reason slot]
@@ -49,8 +52,9 @@ public struct MetricsSnapshot: Sendable {
 
     static let outcomeCount = JobOutcome.allCases.count
 
-    init(appNames: [String]) {
+    init(appNames: [String], appEnvironments: [[String]]? = nil) {
         self.appNames = appNames
+        self.appEnvironments = appEnvironments ?? appNames.map { _ in ["production", "sandbox"] }
         let platforms = Platform.allCases.count
         jobs = [UInt64](repeating: 0, count: platforms * (appNames.count + 1) * Self.outcomeCount)
         fallbacks = [UInt64](repeating: 0, count: appNames.count * 2)

@@ -74,8 +74,8 @@ public enum WorkerMetricsText {
 
         // One series per kind, each 0 or 1: a pause that changes kind moves no series between label values.
         out.family("herald_app_paused", .gauge, "1 while the app's destination is paused for this kind of cause (outage, credential, setup, throttle).")
-        for name in s.appNames {
-            for environment in ["production", "sandbox"] {
+        for (index, name) in s.appNames.enumerated() {
+            for environment in s.appEnvironments[index] {
                 let pause = s.paused.first { $0.app == name && $0.environment == environment }
                 for kind in DestinationGate.PauseKind.allCases.map({ "\($0)" }) {
                     out.sample("herald_app_paused", [("app", name), ("environment", environment), ("kind", kind)], pause?.kind == kind ? 1 : 0)
