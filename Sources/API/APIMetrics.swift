@@ -1,3 +1,4 @@
+import TLS
 import Worker
 
 /// `herald api`'s own figures for `/metrics` (docs/api.md, "Metrics"): requests by route and status, their
@@ -53,6 +54,10 @@ final class APIMetrics {
         }
         out.single("herald_api_open_connections", .gauge, "Client connections open now.", Double(openConnections))
         out.single("herald_api_redis_up", .gauge, "1 while the Redis connection is up.", redisUp ? 1 : 0)
+        // Like the worker and the dashboard: the standard process families, certificates and the build.
+        ProcessStats.read().write(to: &out)
+        CertificateExpiry.shared.write(to: &out)
+        BuildInfo.write(to: &out)
         return out.text
     }
 }

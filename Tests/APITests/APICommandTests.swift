@@ -153,6 +153,7 @@ import Testing
         #expect(lines.contains(#"herald_api_request_duration_seconds_count{route="/v1/jobs"} 2"#))
         #expect(lines.contains("herald_api_redis_up 1"))
         #expect(lines.contains("herald_api_open_connections 1"))
+        #expect(lines.contains { $0.hasPrefix("process_resident_memory_bytes ") } && lines.contains { $0.hasPrefix("herald_build_info{version=") })
     }
 
     @Test func aClientThatHalfClosesAfterItsRequestStillGetsItsAnswerAndPipelinedOnesComeInOrder() throws {
