@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Web Push checked by code nobody at Herald wrote (PyPI: http_ece, py_vapid, cryptography, pywebpush).
+
+Subcommands, each printing one JSON object on stdout:
+  subscriber                      a fresh subscriber: private key (PEM), p256dh and auth as a browser gives them
+  decrypt PEM AUTH BODY_FILE      http_ece decrypts an aes128gcm body with the subscriber's private key
+  verify-vapid HEADER AUDIENCE    py_vapid checks an Authorization header's signature; the claims come back
+  vapid-key                       a VAPID key as py_vapid makes it: PEM and the raw base64url private scalar
+"""
+import base64
+import json
+import os
+import sys
+
+import http_ece
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from py_vapid import Vapid02, b64urlencode
+from py_vapid import jwt as vapid_jwt
+
+
+def b64url(data):
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def b64url_decode(text):
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def subscriber():
+    key = ec.generate_private_key(ec.SECP256R1())
+    point = key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return {"private_pem": pem.decode(), "p256dh": b64url(point), "auth": b64url(os.urandom(16))}
+
+
+def decrypt(pem, auth, body_file):
+    key = serialization.load_pem_private_key(pem.encode(), password=None)
+    with open(body_file, "rb") as f:
+        body = f.read()
+    plain = http_ece.decrypt(body, private_key=key, auth_secret=b64url_decode(auth), version="aes128gcm")
+    return {"plaintext": b64url(plain), "record_size": int.from_bytes(body[16:20], "big"), "length": len(body)}
+
+
+def verify_vapid(header, audience):
+    ok = Vapid02.verify(header)
+    parts = dict(tok.split("=", 1) for tok in header.split(" ", 1)[1].split(","))
+    claims = vapid_jwt.decode(parts["t"], parts["k"])
+    header_json = json.loads(b64url_decode(parts["t"].split(".")[0]))
+    return {"verified": bool(ok), "claims": claims, "jwt_header": header_json, "k": parts["k"], "audience_matches": claims.get("aud") == audience}
+
+
+def vapid_key():
+    v = Vapid02()
+    v.generate_keys()
+    raw = v.private_key.private_numbers().private_value.to_bytes(32, "big")
+    point = v.public_key.public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
+    return {"private_pem": v.private_pem().decode(), "private_raw": b64url(raw), "public": b64urlencode(point)}
+
+
+def main():
+    command = sys.argv[1]
+    if command == "subscriber":
+        result = subscriber()
+    elif command == "decrypt":
+        result = decrypt(sys.argv[2], sys.argv[3], sys.argv[4])
+    elif command == "verify-vapid":
+        result = verify_vapid(sys.argv[2], sys.argv[3])
+    elif command == "vapid-key":
+        result = vapid_key()
+    else:
+        raise SystemExit("unknown command " + command)
+    print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
