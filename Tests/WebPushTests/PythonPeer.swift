@@ -24,9 +24,9 @@ enum PythonPeer {
 
     struct Failure: Error, CustomStringConvertible { let description: String }
 
-    static func run(_ arguments: [String]) throws -> [String: Any] {
+    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> [String: Any] {
         guard let python else { throw Failure(description: "no python3 with http_ece, py_vapid and pywebpush: run scripts/setup") }
-        let child = try ChildProcess(name: "webpush-peer", executable: python, arguments: [script] + arguments)
+        let child = try ChildProcess(name: "webpush-peer", executable: python, arguments: [script] + arguments, environment: environment)
         guard let status = child.waitForExit(seconds: 60) else { throw Failure(description: "peer timed out") }
         let output = child.output
         guard status == 0, let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any] else {

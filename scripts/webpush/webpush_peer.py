@@ -6,6 +6,8 @@ Subcommands, each printing one JSON object on stdout:
   decrypt PEM AUTH BODY_FILE      http_ece decrypts an aes128gcm body with the subscriber's private key
   verify-vapid HEADER AUDIENCE    py_vapid checks an Authorization header's signature; the claims come back
   vapid-key                       a VAPID key as py_vapid makes it: PEM and the raw base64url private scalar
+  send SUBSCRIPTION PAYLOAD KEY SUB   pywebpush sends a message (TLS checked against REQUESTS_CA_BUNDLE)
+  post URL HEADERS_JSON BODY_FILE     requests posts bytes Herald prepared: status, headers and body back
 """
 import base64
 import json
@@ -58,6 +60,23 @@ def vapid_key():
     return {"private_pem": v.private_pem().decode(), "private_raw": b64url(raw), "public": b64urlencode(point)}
 
 
+def send(subscription, payload, key, sub):
+    from pywebpush import WebPushException, webpush
+    try:
+        response = webpush(json.loads(subscription), data=payload, vapid_private_key=key, vapid_claims={"sub": sub}, ttl=30)
+    except WebPushException as error:
+        response = error.response
+    return {"status": response.status_code, "location": response.headers.get("location"), "body": response.text}
+
+
+def post(url, headers, body_file):
+    import requests
+    with open(body_file, "rb") as f:
+        body = f.read()
+    response = requests.post(url, data=body, headers=json.loads(headers), timeout=30)
+    return {"status": response.status_code, "location": response.headers.get("location"), "body": response.text}
+
+
 def main():
     command = sys.argv[1]
     if command == "subscriber":
@@ -68,6 +87,10 @@ def main():
         result = verify_vapid(sys.argv[2], sys.argv[3])
     elif command == "vapid-key":
         result = vapid_key()
+    elif command == "send":
+        result = send(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+    elif command == "post":
+        result = post(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
         raise SystemExit("unknown command " + command)
     print(json.dumps(result))
