@@ -38,12 +38,16 @@ let package = Package(
         /// writer, retry settings, `DeliveryResult` and the neutral `OutcomePolicy`, and `ProviderAnswer` (a provider's
         /// answer as the core reads it).
         .target(name: "PushCore", dependencies: ["COpenSSL", "Basics"]),
+        /// What a provider's sender stands on, below the worker and above the HTTP/2 pool: the `PushSender` port and
+        /// its types, `Logger`, the pools' metric lines, `ConfigurationError`, and the shared OAuth access-token cache.
+        /// Apart from PushCore so the job model stays pure (no pools, threads or libcurl).
+        .target(name: "ProviderKit", dependencies: ["PushCore", "HTTP2", "Reactor", "TLS", "CurlHTTP", "Basics"]),
         /// APNs: Apple's protocol (reasons, validation, ES256 provider tokens, broadcast channels), its answers'
-        /// classes, and its HTTP/2 clients (`APNsClient`, `APNsChannelClient`).
-        .target(name: "APNs", dependencies: ["PushCore", "HTTP2", "Reactor", "COpenSSL", "Basics"]),
+        /// classes, its settings and credential, its HTTP/2 clients (`APNsClient`, `APNsChannelClient`) and its sender.
+        .target(name: "APNs", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "COpenSSL", "Basics"]),
         /// FCM HTTP v1: the message validator, the answers and their classes, the service account and its RS256
-        /// OAuth assertion.
-        .target(name: "FCM", dependencies: ["PushCore", "COpenSSL", "Basics"]),
+        /// OAuth assertion, its settings, its access-token grant and its sender.
+        .target(name: "FCM", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "CurlHTTP", "COpenSSL", "Basics"]),
         /// Web Push (RFC 8030/8291/8292): subscriptions, aes128gcm message encryption, VAPID tokens; pure, OpenSSL only.
         .target(name: "WebPush", dependencies: ["PushCore", "COpenSSL", "Basics"]),
         /// Client TLS over OpenSSL shared by the APNs/FCM connections and Redis: the `SSL_CTX`, one `SSL*` per socket,
@@ -60,16 +64,16 @@ let package = Package(
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
-        .target(name: "Worker", dependencies: ["Basics", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "CBuildInfo", "Worker", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
-        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
+        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 
-        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "APNs", "FCM", "Worker"], path: "Tests/HeraldTestSupport"),
+        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "ProviderKit", "APNs", "FCM", "Worker"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL", "Reactor", "HeraldTestSupport"]),
-        .testTarget(name: "APNsTests", dependencies: ["PushCore", "APNs", "FCM", "Basics", "COpenSSL"]),
+        .testTarget(name: "APNsTests", dependencies: ["PushCore", "ProviderKit", "APNs", "FCM", "Basics", "COpenSSL"]),
         .testTarget(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "MockAPNs", "PushCore", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
@@ -78,7 +82,7 @@ let package = Package(
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush", "PushCore", "MockAPNs", "HeraldTestSupport"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

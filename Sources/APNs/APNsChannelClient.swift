@@ -1,4 +1,5 @@
 import HTTP2
+import ProviderKit
 import PushCore
 import Reactor
 
@@ -89,7 +90,7 @@ public final class APNsChannelClient {
                     operation, status: response.status, channelIDHeader: response.header("apns-channel-id"), body: response.body)
                 completion(.success(Reply(answer: answer, requestID: response.header("apns-request-id"))))
             case .failure(let error):
-                completion(.failure(.transport(APNsClient.transportFailure(error))))
+                completion(.failure(.transport(TransportFailure(error))))
             }
         }
         if !accepted { completion(.failure(.transport(.notProcessed))) }

@@ -1,4 +1,5 @@
 import HTTP2
+import ProviderKit
 import PushCore
 import Reactor
 
@@ -121,23 +122,8 @@ public final class APNsClient {
                     apnsUniqueID: response.header("apns-unique-id"), body: response.body)
                 completion(Outcome(result: .response(decoded), connectionID: response.connectionID, token: token))
             case .failure(let error):
-                completion(Outcome(result: .transport(Self.transportFailure(error)), connectionID: 0, token: token))
+                completion(Outcome(result: .transport(TransportFailure(error)), connectionID: 0, token: token))
             }
-        }
-    }
-
-    /// What the transport's error means for the job: not processed (resend freely), outcome unknown, or
-    /// never connected.
-    public static func transportFailure(_ error: HTTP2ClientError) -> TransportFailure {
-        switch error {
-        case .refusedStream, .goawayUnprocessed, .notSent, .queueTimedOut, .closed, .queueFull:
-            return .notProcessed
-        case .connectionLost, .streamReset:
-            return .outcomeUnknown
-        case .timedOut:
-            return .timedOut
-        case .connectFailed(let detail), .tlsFailed(let detail):
-            return .connectionFailed(detail)
         }
     }
 

@@ -1,5 +1,6 @@
 import APNs
 import Basics
+import FCM
 import Foundation
 import PushCore
 import Reactor
@@ -31,8 +32,8 @@ enum FCMSendBenchCommand {
         let count = try flags.int("count", default: 100_000)
         let concurrency = max(1, try flags.int("concurrency", default: 1000))
         fcm.maxQueuedPerPool = max(20_000, concurrency)
-        let app = Configuration.AppSettings(name: "bench", bundleID: "", fcm: .init(serviceAccountFile: try flags.required("service-account")))
-        let credentials = try AppCredentials.load(app, apns: Configuration.APNsSettings())
+        let auth = FCMAuth(serviceAccountFile: try flags.required("service-account"))
+        let account = try auth.load()
         let notifications = (0..<4096).map { i -> PushNotification in
             var spec = JobSpec()
             spec.message = Array(BenchJobs.fcmMessage(i).utf8)
@@ -43,7 +44,7 @@ enum FCMSendBenchCommand {
         let done = DispatchSemaphore(value: 0)
         let settings = fcm
         let run = try loop.submit {
-            let sender = FCMSender(credentials: [credentials], loop: loop, fcm: settings, logger: Logger(component: "bench", minimumLevel: .warning))
+            let sender = FCMSender(apps: [ProviderApp(index: 0, name: "bench", auth: auth, credential: account)], loop: loop, fcm: settings, logger: Logger(component: "bench", minimumLevel: .warning))
             let destination = Destination(app: 0, environment: .production, platform: .fcm)
             let send: SendRun.Send = { index, completion in
                 sender.send(notifications[index % notifications.count], to: destination, afterConnection: 0) { completion($0.result) } == .accepted

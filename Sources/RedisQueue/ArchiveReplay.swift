@@ -60,10 +60,7 @@ public enum ArchiveReplay {
     public static func replay(_ jobs: [(streamID: String, job: ArchivedJob)], redis: any BlockingRedisCommands, keys: QueueKeys,
                               worker: String, resultsMaxLength: Int = 1_000_000) throws(RedisError) -> ReplayReport {
         var report = ReplayReport()
-        var start = 0
-        while start < jobs.count {
-            let batch = jobs[start..<min(jobs.count, start + 200)]
-            start += batch.count
+        let problems = try BatchedScript.run(QueueScripts.replay, jobs, redis: redis, what: "replay", build: { batch in
             var args: [[UInt8]] = [Array(String(resultsMaxLength).utf8), Array(String(UInt64.random(in: 0...UInt64.max), radix: 36).utf8),
                                    Array(String(batch.count).utf8)]
             // Each job's queue goes in KEYS once per batch; ARGV says where.
@@ -76,24 +73,15 @@ public enum ArchiveReplay {
                 args += [Array(streamID.utf8), Array(String(declared.index(of: job.queue)).utf8), envelope, Array(String(fields.count * 2).utf8)]
                 for (field, value) in fields { args += [Array(field.utf8), Array(value.utf8)] }
             }
-            let reply: RESPValue
-            do {
-                reply = try redis.evalScript(QueueScripts.replay, keys: declared.keys, args: args)
-            } catch {
-                throw error.refined()
+            return (declared.keys, args)
+        }, count: { code in
+            switch code {
+            case 1: report.replayed += 1
+            case -1: report.stuck += 1
+            default: report.gone += 1
             }
-            guard let parts = reply.array, parts.count == 2, let codes = parts[0].array, codes.count == batch.count else {
-                throw .protocolError("replay reply: \(reply)")
-            }
-            for code in codes {
-                switch code.int {
-                case 1: report.replayed += 1
-                case -1: report.stuck += 1
-                default: report.gone += 1
-                }
-            }
-            report.problems += try QueueKeyProblem.parse(parts[1])
-        }
+        })
+        report.problems = problems
         return report
     }
 }

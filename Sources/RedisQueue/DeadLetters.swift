@@ -88,35 +88,22 @@ public enum DeadLetters {
         try run(QueueScripts.deadPurge, letters, redis: redis, keys: [keys.dead]) { [$0.element] }
     }
 
-    /// Runs `script` over `letters` in batches of 200, each letter giving `arguments`; its reply is
-    /// `{codes, problems}` with code 1 done, 0 gone, -1 kept (a queue key of another type).
+    /// Runs `script` over `letters`, each giving `arguments`; code 1 done, 0 gone, -1 kept (a queue key of another type).
     private static func run(_ script: RedisScript, _ letters: [DeadLetter], redis: any BlockingRedisCommands, keys: [String],
                             arguments: (DeadLetter) -> [[UInt8]]) throws(RedisError) -> DeadLetterReport {
         var report = DeadLetterReport()
-        var start = 0
-        while start < letters.count {
-            let batch = letters[start..<min(letters.count, start + 200)]
-            start += batch.count
+        let problems = try BatchedScript.run(script, letters, redis: redis, what: "dead-letter", build: { batch in
             var args: [[UInt8]] = [Array(String(batch.count).utf8)]
             for letter in batch { args += arguments(letter) }
-            let reply: RESPValue
-            do {
-                reply = try redis.evalScript(script, keys: keys.map { Array($0.utf8) }, args: args)
-            } catch {
-                throw error.refined()
+            return (keys.map { Array($0.utf8) }, args)
+        }, count: { code in
+            switch code {
+            case 1: report.done += 1
+            case 0: report.gone += 1
+            default: report.kept += 1
             }
-            guard let parts = reply.array, parts.count == 2, let codes = parts[0].array, codes.count == batch.count else {
-                throw .protocolError("dead-letter script reply: \(reply)")
-            }
-            for code in codes {
-                switch code.int {
-                case 1: report.done += 1
-                case 0: report.gone += 1
-                default: report.kept += 1
-                }
-            }
-            report.problems += try QueueKeyProblem.parse(parts[1])
-        }
+        })
+        report.problems = problems
         return report
     }
 }

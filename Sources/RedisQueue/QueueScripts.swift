@@ -663,4 +663,37 @@ public enum QueueScripts {
     end
     return {codes, problems}
     """#)
+
+    /// KEYS: retry, results, then the batch's `<p>:once:<id>` keys, each once. ARGV: results max length, count, then
+    /// per job: its retry-set member (exact bytes), the KEYS index of its once key or 0, n, n result field/value args
+    /// (the `cancelled` entry). Per job, atomically: if the member is still in the retry set it is removed, the
+    /// entry written, and a once key that says `pending` (the job waited there under idempotency) becomes `done`
+    /// (keeping its expiry), so a later copy of the id is a duplicate as after any terminal outcome. Returns per
+    /// job 1 (cancelled) or 0 (no longer in the retry set: moved to its queue meanwhile, or cancelled already), then
+    /// problems.
+    public static let cancelScheduled = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'zset', KEYS[2], 'stream')
+    if bad then return bad end
+    local codes = {}
+    local wrote = false
+    local i = 3
+    for c = 1, tonumber(ARGV[2]) do
+      local member, once, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+      local code = 0
+      if redis.call('ZREM', KEYS[1], member) == 1 then
+        if n > 0 then
+          redis.call('XADD', KEYS[2], '*', unpack(ARGV, i + 3, i + 2 + n))
+          wrote = true
+        end
+        if once > 0 and redis.call('TYPE', KEYS[once]).ok == 'string' and redis.call('GET', KEYS[once]) == 'pending' then
+          redis.call('SET', KEYS[once], 'done', 'KEEPTTL')
+        end
+        code = 1
+      end
+      codes[c] = code
+      i = i + 3 + n
+    end
+    if wrote then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', ARGV[1]) end
+    return {codes, problems}
+    """#)
 }

@@ -19,6 +19,9 @@ public struct ResultEntry: Sendable, Equatable {
         case duplicate
         /// `herald replay` put an archived job back on its queue: its new outcomes follow (a replay is a new run).
         case replayed
+        /// `herald scheduled cancel` took the job out of the retry set before it was sent again (a `deliver_at`
+        /// job before its time, a retry before its next attempt): terminal.
+        case cancelled
 
         /// Every job ends with exactly one terminal outcome per run; `retrying` entries come before it, and a
         /// `replayed` entry starts another run.

@@ -1,54 +1,29 @@
 import APNs
 import FCM
 import Foundation
-import HTTP2
 import PushCore
-import Reactor
 
-/// An app's loaded credential: the token cache (token auth) or the client-certificate TLS settings
-/// (certificate auth). Loading reads the key files, so `herald check-config` and the worker fail the same way.
+/// An app's settings and the credential its provider loaded (APNs' `APNsCredential`, FCM's `ServiceAccount`),
+/// which only that provider's sender reads. Loading reads the key files and proves them, so `herald check-config`
+/// and the worker fail the same way.
 public struct AppCredentials: Sendable {
     public let app: Configuration.AppSettings
-    public let tokenCache: ProviderTokenCache?
-    public let tls: TLSConfiguration
-    /// An FCM app's service account (its RSA key parsed and proven by signing one assertion).
-    public var serviceAccount: ServiceAccount? = nil
+    public let credential: any Sendable
 
-    public static func load(_ app: Configuration.AppSettings, apns: Configuration.APNsSettings) throws -> AppCredentials {
-        var tls = TLSConfiguration(caFile: apns.caFile)
-        var cache: ProviderTokenCache? = nil
-        if let fcm = app.fcm {
-            let account = try ServiceAccount.load(file: fcm.serviceAccountFile)
-            _ = try OAuthAssertion.sign(account, issuedAt: wallClockMillis() / 1000)
-            var credentials = AppCredentials(app: app, tokenCache: nil, tls: tls)
-            credentials.serviceAccount = account
-            return credentials
-        }
-        if let token = app.token {
-            let key = try SigningKey(p8File: token.keyFile)
-            cache = try ProviderTokenCache(
-                keyID: token.keyID, teamID: token.teamID, key: key, refreshAfterSeconds: Int64(token.refreshMinutes) * 60)
-            _ = try cache?.token()
-        } else if let certificate = app.certificate {
-            tls.clientCertificateFile = certificate.pemFile
-            tls.clientKeyFile = certificate.keyFile ?? certificate.pemFile
-            tls.pkcs12File = certificate.pkcs12File
-            tls.pkcs12Password = certificate.resolvedPassword
-            if certificate.pkcs12File != nil {
-                tls.clientCertificateFile = nil
-                tls.clientKeyFile = nil
-            }
-            _ = try TLSContext(tls)
-        }
-        return AppCredentials(app: app, tokenCache: cache, tls: tls)
+    public init(app: Configuration.AppSettings, credential: any Sendable) {
+        self.app = app
+        self.credential = credential
     }
 
-    /// Warnings that do not stop a worker: a `.p8` that other users can read.
+    public static func load(_ app: Configuration.AppSettings, apns: Configuration.APNsSettings) throws -> AppCredentials {
+        if let fcm = app.fcm { return AppCredentials(app: app, credential: try fcm.load()) }
+        return AppCredentials(app: app, credential: try APNsCredential.load(app.apnsAuth, caFile: apns.caFile))
+    }
+
+    /// Warnings that do not stop a worker: a key file that other users can read.
     public static func warnings(_ app: Configuration.AppSettings) -> [String] {
-        var files: [String] = []
-        if let token = app.token { files.append(token.keyFile) }
+        var files = app.apnsAuth.files
         if let fcm = app.fcm { files.append(fcm.serviceAccountFile) }
-        if let certificate = app.certificate { files += [certificate.pemFile, certificate.keyFile, certificate.pkcs12File].compactMap { $0 } }
         var warnings: [String] = []
         for file in files {
             if let attributes = try? FileManager.default.attributesOfItem(atPath: file),

@@ -14,7 +14,7 @@ public enum ChannelManager {
         _ operation: ChannelManagement.Operation, app: Configuration.AppSettings, environment: APNsEnvironment,
         apns: Configuration.APNsSettings, url: String? = nil, requestID: String? = nil, timeoutMilliseconds: Int? = nil
     ) throws -> Result<APNsChannelClient.Reply, APNsChannelClient.Failure> {
-        let credentials = try AppCredentials.load(app, apns: apns)
+        let credentials = try APNsCredential.load(app.apnsAuth, caFile: apns.caFile)
         let urlText = url ?? apns.channelsURL(environment)
         guard let endpoint = APNsURL(urlText) else { throw ConfigurationError(["channel-management URL must look like https://host[:port], got '\(urlText)'"]) }
         let timeout = timeoutMilliseconds ?? apns.requestTimeoutMs

@@ -1,4 +1,5 @@
 import APNs
+import FCM
 import Foundation
 import PushCore
 
@@ -86,48 +87,9 @@ public struct Configuration: Sendable {
         case weighted
     }
 
-    public struct APNsSettings: Sendable, Equatable {
-        public init() {}
-        public var productionURL = "https://api.push.apple.com:443"
-        public var sandboxURL = "https://api.sandbox.push.apple.com:443"
-        /// Channel management (broadcast channels) has its own hosts and ports.
-        public var channelsProductionURL = ChannelManagement.defaultURL(.production)
-        public var channelsSandboxURL = ChannelManagement.defaultURL(.sandbox)
-
-        /// The push host of an environment.
-        public func url(_ environment: APNsEnvironment) -> String { environment == .production ? productionURL : sandboxURL }
-        /// The channel-management host of an environment.
-        public func channelsURL(_ environment: APNsEnvironment) -> String {
-            environment == .production ? channelsProductionURL : channelsSandboxURL
-        }
-        public var connectionsPerPool = 4
-        public var requestTimeoutMs = 15000
-        public var connectTimeoutMs = 10000
-        public var pingIdleSeconds = 3600
-        public var pingTimeoutSeconds = 10
-        public var caFile: String? = nil
-        public var proxy: String? = nil
-        /// Requests waiting for a stream, per pool, before the worker is pushed back.
-        public var maxQueuedPerPool = 20000
-    }
-
-    /// FCM HTTP v1: where messages and token requests go (tests point `url` at the simulator; each service
-    /// account's `token_uri` names its token endpoint) and how the connections to it behave.
-    public struct FCMSettings: Sendable, Equatable {
-        public init() {}
-        public var url = "https://fcm.googleapis.com:443"
-        /// HTTP/2 connections per project.
-        public var connectionsPerPool = 2
-        public var requestTimeoutMs = 15000
-        public var connectTimeoutMs = 10000
-        /// The whole token exchange (connect, TLS, answer), done with libcurl off the event loop.
-        public var tokenTimeoutMs = 10000
-        /// CA bundle for both the FCM host and the token endpoint; nil uses the system's.
-        public var caFile: String? = nil
-        /// An HTTP CONNECT proxy for both, `http://host:port`.
-        public var proxy: String? = nil
-        public var maxQueuedPerPool = 20000
-    }
+    /// Each provider's settings live in its module; the configuration holds them under these names.
+    public typealias APNsSettings = APNs.APNsSettings
+    public typealias FCMSettings = FCM.FCMSettings
 
     /// One app: a bundle ID and how it authenticates. Each distinct credential gets its own connections.
     public struct AppSettings: Sendable, Equatable {
@@ -151,35 +113,16 @@ public struct Configuration: Sendable {
             self.fcm = fcm
         }
 
+        /// Its APNs credential settings (`token` or `certificate`).
+        public var apnsAuth: APNsAuth { APNsAuth(token: token, certificate: certificate) }
+
         /// The service the app's jobs go to.
         public var platform: Platform { ProviderRegistry.platform(of: self) }
 
-        public struct FCMAuth: Sendable, Equatable {
-            /// The service account's JSON key file (`project_id`, `client_email`, `private_key`, `token_uri`).
-            public var serviceAccountFile: String
-            public init(serviceAccountFile: String) { self.serviceAccountFile = serviceAccountFile }
-        }
-
-        public struct TokenAuth: Sendable, Equatable {
-            public var teamID: String
-            public var keyID: String
-            public var keyFile: String
-            public var refreshMinutes = 50
-        }
-
-        public struct CertificateAuth: Sendable, Equatable {
-            public var pemFile: String? = nil
-            public var keyFile: String? = nil
-            public var pkcs12File: String? = nil
-            /// Never logged. `passwordEnv` names an environment variable that holds it instead.
-            public var password: String? = nil
-            public var passwordEnv: String? = nil
-
-            public var resolvedPassword: String? {
-                if let passwordEnv, let value = ProcessInfo.processInfo.environment[passwordEnv] { return value }
-                return password
-            }
-        }
+        /// Each provider's per-app credential settings live in its module.
+        public typealias FCMAuth = FCM.FCMAuth
+        public typealias TokenAuth = APNsTokenAuth
+        public typealias CertificateAuth = APNsCertificateAuth
     }
 
     public struct WorkerSettings: Sendable, Equatable {
@@ -204,11 +147,4 @@ public struct Configuration: Sendable {
         /// How far ahead `deliver_at` may lie; a job beyond it is rejected (`bad_deliver_at`), not parked for ever.
         public var maxScheduleDays = 365
     }
-}
-
-/// A problem found while loading or checking the configuration; `check-config` lists them all.
-public struct ConfigurationError: Error, CustomStringConvertible, Sendable {
-    public let problems: [String]
-    public init(_ problems: [String]) { self.problems = problems }
-    public var description: String { problems.joined(separator: "\n") }
 }

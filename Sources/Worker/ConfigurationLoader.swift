@@ -144,21 +144,6 @@ public enum ConfigurationLoader {
     }
 }
 
-/// `https://host[:port]` split into its parts; port defaults to 443.
-public struct APNsURL: Sendable, Equatable {
-    public let host: String
-    public let port: Int
-
-    public init?(_ text: String) {
-        guard let components = URLComponents(string: text), components.scheme == "https",
-              let host = components.host, !host.isEmpty else { return nil }
-        let port = components.port ?? 443
-        guard (1...65535).contains(port) else { return nil }
-        self.host = host
-        self.port = port
-    }
-}
-
 /// Reads declared settings out of a parsed JSON object: each value at its dotted key, wrong types and bounds as
 /// problems naming the key, and every key no declaration names as an unknown setting.
 enum SettingsReader {

@@ -1,5 +1,6 @@
 import APNs
 import Basics
+import FCM
 import Foundation
 import PushCore
 import RedisQueue
@@ -31,8 +32,7 @@ enum CheckConfigCommand {
             for app in configuration.apps {
                 do {
                     let credentials = try AppCredentials.load(app, apns: configuration.apns)
-                    if let cache = credentials.tokenCache { _ = try cache.token() }
-                    if let account = credentials.serviceAccount {
+                    if let account = credentials.credential as? ServiceAccount {
                         // Loading signed an RS256 assertion with the key; the key itself is never printed.
                         print("ok   app '\(app.name)' (fcm, project \(account.projectID)): signed a test assertion as \(account.clientEmail)")
                     } else {

@@ -91,10 +91,15 @@ final class DashboardSource {
             return .init(status: lastError == nil ? 200 : 503, contentType: "application/json", body: statusJSON())
         case "/metrics":
             // The queue-wide state only: a scrape never pays for reading the results stream.
+            // 200 whether or not Redis answers: `herald_redis_up` tells "Redis down" from "dashboard down" (no
+            // scrape at all), and the process and build families stay. The queue families need a fresh read.
             refresh(withResults: false)
-            guard lastError == nil else { return .init(status: 503, body: "redis: \(lastError ?? "")\n") }
             var out = PrometheusText()
-            overview.write(to: &out)
+            out.single("herald_redis_up", .gauge, "1 when the dashboard's last read of Redis succeeded, 0 when it failed (the queue families are then absent).",
+                       lastError == nil ? 1 : 0)
+            if lastError == nil { overview.write(to: &out) }
+            ProcessStats.read().write(to: &out)
+            BuildInfo.write(to: &out)
             return .init(status: 200, contentType: PrometheusText.contentType, body: out.text)
         default: return .init(status: 404, body: "not found: try /, /api/status, /metrics or /healthz\n")
         }

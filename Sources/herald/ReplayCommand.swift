@@ -117,6 +117,16 @@ enum ReplayCommand {
         return ms
     }
 
+    /// A duration (`90s`, `30m`, `2h`, `1d`) in milliseconds.
+    static func parseDuration(_ text: String, option: String) throws -> Int64 {
+        guard let unit = text.last.flatMap(ageUnitMilliseconds), let amount = Int64(text.dropLast()), amount >= 0 else {
+            throw UsageError("--\(option): '\(text)' is not a duration such as 90s, 30m, 2h or 1d")
+        }
+        let (ms, overflow) = amount.multipliedReportingOverflow(by: unit)
+        guard !overflow else { throw UsageError("--\(option): '\(text)' is too long") }
+        return ms
+    }
+
     private static func ageUnitMilliseconds(_ unit: Character) -> Int64? {
         switch unit { case "s": 1000; case "m": 60_000; case "h": 3_600_000; case "d": 86_400_000; default: nil }
     }

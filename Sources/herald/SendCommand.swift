@@ -83,9 +83,9 @@ enum SendCommand {
             let directory = AppDirectory(configuration.apps)
             let index = try directory.index(app: args.value("app"), topic: topic)
             let app = configuration.apps[index]
-            let credentials = try AppCredentials.load(app, apns: apns)
-            tls = credentials.tls
-            tokenCache = credentials.tokenCache
+            let credential = try APNsCredential.load(app.apnsAuth, caFile: apns.caFile)
+            tls = credential.tls
+            tokenCache = credential.tokenCache
             if topic == nil { topic = pushType.topic(forBundleID: app.bundleID) }
         } else if let keyFile = args.value("key-file") {
             guard let keyID = args.value("key-id"), let teamID = args.value("team-id") else {

@@ -30,7 +30,9 @@ enum SendFCM {
         let timeout = try args.int(renamedFlag(args, "timeout-ms", deprecated: "timeout")) ?? fcm.requestTimeoutMs
         guard (100...3_600_000).contains(timeout) else { throw UsageError("--timeout-ms must be 100...3600000") }
         fcm.requestTimeoutMs = timeout
-        let credentials = try AppCredentials.load(app, apns: Configuration.APNsSettings())
+        guard let auth = app.fcm else { throw UsageError("app '\(app.name)' is not an FCM app") }
+        let account = try auth.load()
+        let name = app.name
         let messageText = args.value("message") ?? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
         let message = Array(messageText.trimmingCharacters(in: .whitespacesAndNewlines).utf8)
         let target: FCMTarget
@@ -49,7 +51,7 @@ enum SendFCM {
         let answer = LockedValue<DeliveryResult?>(nil)
         let settings = fcm
         try loop.submit {
-            let sender = FCMSender(credentials: [credentials], loop: loop, fcm: settings, logger: Logger(component: "send", minimumLevel: .warning))
+            let sender = FCMSender(apps: [ProviderApp(index: 0, name: name, auth: auth, credential: account)], loop: loop, fcm: settings, logger: Logger(component: "send", minimumLevel: .warning))
             let admission = sender.send(notification, to: Destination(app: 0, environment: .production, platform: .fcm), afterConnection: 0) { outcome in
                 answer.withLock { $0 = outcome.result }
                 sender.closeAll()

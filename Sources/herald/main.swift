@@ -1,12 +1,11 @@
 import Basics
-import CBuildInfo
 import CLinux
 import Foundation
 import MockAPNs
 import Worker
 
 /// `herald 0.1.0 (commit 1a2b3c4d5e6f, built 2026-12-01T20:00:00Z)`: the version first, which scripts/package reads.
-let heraldVersion = "herald 0.1.0 (\(String(cString: herald_build_info())))"
+let heraldVersion = "herald \(BuildInfo.version) (\(BuildInfo.stamp))"
 
 /// `herald <command>`: the command tree. Usage errors exit 64, configuration errors 78.
 let herald = CommandGroup(
@@ -21,6 +20,7 @@ let herald = CommandGroup(
         StatsCommand.command,
         ReplayCommand.command,
         DeadCommand.command,
+        ScheduledCommand.command,
         ForwardCommand.command,
         MockAPNsCommand.command,
         MockFCMCommand.command,

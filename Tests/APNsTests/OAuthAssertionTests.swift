@@ -2,6 +2,7 @@ import APNs
 import COpenSSL
 import FCM
 import Foundation
+import ProviderKit
 import PushCore
 import Testing
 

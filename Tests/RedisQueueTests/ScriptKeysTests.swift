@@ -238,6 +238,34 @@ import Testing
         for key in queues { #expect(try redis.command(["LLEN", key]).int == 1) }
     }
 
+    /// `herald scheduled cancel`: the retry set, the results and each cancelled job's once key, declared; a pending
+    /// once key becomes done, another copy's key and a job moved meanwhile are left alone.
+    @Test func cancellingScheduledJobsDeclaresEachOnceKeyAndWritesOneCancelledEntryEach() throws {
+        let keys = TestRedis.keys()
+        let redis = try checked()
+        for (n, id) in ["a", "b", "c"].enumerated() {
+            let member = JobEnvelope.wrap(job: bytes(#"{"id":"\#(id)","app":"shop","token":"t\#(n)","payload":{}}"#), attempt: n + 1, id: id, queue: keys.queue)
+            _ = try redis.command([bytes("ZADD"), bytes(keys.retry), bytes(String(4_000_000_000_000 + n)), member])
+        }
+        _ = try redis.command(["SET", keys.once(jobID: "a"), "pending"])
+        _ = try redis.command(["SET", keys.once(jobID: "b"), "w\n1.1"])
+        var filter = ScheduledFilter()
+        filter.ids = ["a", "b"]
+        let chosen = try ScheduledJobs.select(redis: redis, keys: keys, filter: filter)
+        #expect(chosen.map(\.id) == ["a", "b"] && chosen.map(\.attempt) == [1, 2] && chosen.allSatisfy { $0.app == "shop" && $0.queue == keys.queue })
+        #expect(try ScheduledJobs.cancel(chosen, redis: redis, keys: keys, worker: "tool") == { var r = CancelReport(); r.cancelled = 2; return r }())
+        #expect(try ScheduledJobs.cancel(chosen, redis: redis, keys: keys, worker: "tool").gone == 2, "cancelled once")
+        #expect(try redis.command(["ZCARD", keys.retry]).int == 1)
+        #expect(try redis.command(["GET", keys.once(jobID: "a")]).string == "done")
+        #expect(try redis.command(["GET", keys.once(jobID: "b")]).string == "w\n1.1", "a key held by a sender is not touched")
+        let entries = try redis.command(["XRANGE", keys.results, "-", "+"]).array ?? []
+        let outcomes = entries.compactMap { $0.array?.last?.array?.compactMap(\.string) }.map { fields in
+            Dictionary(uniqueKeysWithValues: stride(from: 0, to: fields.count - 1, by: 2).map { (fields[$0], fields[$0 + 1]) })
+        }
+        #expect(outcomes.map { $0["id"] } == ["a", "b"] && outcomes.allSatisfy { $0["outcome"] == "cancelled" && $0["app"] == "shop" }, "\(outcomes)")
+        #expect(outcomes.map { $0["token"] } == ["t0", "t1"])
+    }
+
     /// The loop front end: claim, heartbeat, complete, claimOnce, reap, the scheduler, release, retire, all checked.
     @Test func theLoopFrontEndRunsEveryScriptWithItsKeysDeclared() throws {
         let keys = TestRedis.keys()

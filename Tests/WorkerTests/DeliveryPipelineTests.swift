@@ -82,7 +82,7 @@ final class ScriptedSender: PushSender {
     init(loop: EventLoop) { self.loop = loop }
 
     /// No pools to report.
-    func addMetrics(to snapshot: inout MetricsSnapshot) {}
+    func addMetrics(to metrics: inout ProviderMetrics) {}
 
     func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
               completion: @escaping (PushOutcome) -> Void) -> SendAdmission {

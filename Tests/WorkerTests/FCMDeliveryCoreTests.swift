@@ -172,8 +172,8 @@ extension CoreRig {
     }
 
     /// Asks for `count` tokens at once and waits for every answer.
-    static func ask(_ tokens: LoopBound<FCMAccessTokens>, count: Int) throws -> [Result<FCMAccessTokens.Token, FCMAccessTokens.Failure>] {
-        let results = LockedValue<[Result<FCMAccessTokens.Token, FCMAccessTokens.Failure>]>([])
+    static func ask(_ tokens: LoopBound<AccessTokenCache>, count: Int) throws -> [Result<AccessTokenCache.Token, AccessTokenCache.Failure>] {
+        let results = LockedValue<[Result<AccessTokenCache.Token, AccessTokenCache.Failure>]>([])
         try tokens.loop.submit { for _ in 0..<count { tokens.value.withToken { r in results.withLock { $0.append(r) } } } }
         return results.wait(until: { $0.count >= count }, timeoutSeconds: 20, then: { $0 }) ?? []
     }
@@ -184,11 +184,11 @@ extension CoreRig {
         let exchanges = Exchanges(Self.tokenAnswer("ya29.first", expiresIn: 3600))
         let account = try Self.account()
         let tokens = try loop.submit {
-            LoopBound(FCMAccessTokens(account: account, loop: loop, options: .init()) { _, body, _ in
+            LoopBound(AccessTokenCache(loop: loop, exchange: FCMTokenGrant.exchange(account, options: .init()) { _, body, _ in
                 #expect(String(decoding: body, as: UTF8.self).hasPrefix("grant_type=urn%3Aietf%3Aparams%3Aoauth%3Agrant-type%3Ajwt-bearer&assertion=ey"))
                 usleep(50_000)
                 return exchanges.next()
-            }, loop: loop)
+            }), loop: loop)
         }
         let first = try Self.ask(tokens, count: 20)
         #expect(first.count == 20)
@@ -212,9 +212,9 @@ extension CoreRig {
         let exchanges = Exchanges(.success(CurlPost.Answer(status: 400, body: Array(#"{"error":"invalid_grant","error_description":"Invalid grant: account not found"}"#.utf8))))
         let account = try Self.account()
         let tokens = try loop.submit {
-            LoopBound(FCMAccessTokens(account: account, loop: loop, options: .init()) { _, _, _ in
+            LoopBound(AccessTokenCache(loop: loop, exchange: FCMTokenGrant.exchange(account, options: .init()) { _, _, _ in
                 exchanges.next()
-            }, loop: loop)
+            }), loop: loop)
         }
         let refused = try Self.ask(tokens, count: 2)
         #expect(refused.count == 2)

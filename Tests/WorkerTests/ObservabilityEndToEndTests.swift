@@ -3,6 +3,7 @@ import Glibc
 import HeraldTestSupport
 import MockAPNs
 import Testing
+import Worker
 
 extension EndToEnd {
     /// The observability surface with the real consumers: Debian's Prometheus scraping a worker and the
@@ -47,8 +48,36 @@ extension EndToEnd {
             return values
         }
 
+        /// Every target of deploy/grafana/herald.json as Prometheus would get it from Grafana: the template
+        /// variables at "All" (`.*`) and `$__rate_interval` at a window a few 1 s scrapes fill.
+        static func grafanaQueries() throws -> [(panel: String, query: String)] {
+            let data = try Data(contentsOf: URL(fileURLWithPath: DeployFiles.path("deploy/grafana/herald.json")))
+            let dashboard = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+            let panels = try #require(dashboard["panels"] as? [[String: Any]])
+            var queries: [(panel: String, query: String)] = []
+            for panel in panels where panel["type"] as? String != "row" {
+                for target in panel["targets"] as? [[String: Any]] ?? [] {
+                    guard let expr = target["expr"] as? String else { continue }
+                    let query = expr.replacingOccurrences(of: "$__rate_interval", with: "30s")
+                        .replacingOccurrences(of: "$app", with: ".*").replacingOccurrences(of: "$platform", with: ".*")
+                    queries.append((panel["title"] as? String ?? "?", query))
+                }
+            }
+            return queries
+        }
+
+        /// The number of series an instant query returns; throws when Prometheus refuses it (a syntax error).
+        static func seriesCount(_ port: Int, _ promql: String) throws -> Int {
+            let encoded = promql.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? promql
+            let answer = try httpGet(port: port, "/api/v1/query?query=\(encoded)")
+            guard answer.status == 200, let object = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any],
+                  object["status"] as? String == "success", let data = object["data"] as? [String: Any],
+                  let result = data["result"] as? [[String: Any]] else { throw TestSupportError("prometheus refused \(promql): \(answer.body)") }
+            return result.count
+        }
+
         @Test(.timeLimit(.minutes(3)))
-        func prometheusScrapesWorkerAndDashboardAndJobsTotalAgreesWithTheResultsStream() throws {
+        func prometheusScrapesWorkerAndDashboardAgreesWithRedisAndAnswersEveryGrafanaPanel() throws {
             let prometheus = try #require(which("prometheus"), "Debian's prometheus is not installed (run scripts/setup)")
             let world = try EndToEndWorld(faults: Self.fates)
             defer { world.shutdown(); world.removeFiles() }
@@ -124,6 +153,16 @@ extension EndToEnd {
                 (try? Self.query(prometheusPort, "herald_workers_live", by: "job"))?["herald-dashboard"] == 1
             })
 
+            // Every query of the Grafana dashboard answers, with at least one series, against what this run scraped.
+            let panels = try Self.grafanaQueries()
+            #expect(panels.count >= 20, "the dashboard's queries did not parse: \(panels)")
+            var silent: [String] = []
+            let allAnswer = waitUntil(seconds: 30, interval: 1) {
+                silent = panels.filter { (try? Self.seriesCount(prometheusPort, $0.query)).map { $0 == 0 } ?? true }.map { "\($0.panel): \($0.query)" }
+                return silent.isEmpty
+            }
+            #expect(allAnswer, "Grafana panels whose query errs or returns nothing:\n\(silent.joined(separator: "\n"))")
+
             // Ready while claiming; 503 while draining on SIGTERM (jobs still in flight at the simulator).
             #expect(try httpGet(port: workerPort, "/readyz").status == 200)
             #expect(try httpGet(port: workerPort, "/healthz").status == 200)
@@ -140,6 +179,32 @@ extension EndToEnd {
             }
             #expect(sawDraining, "readyz answered \(Set(statuses)) while the worker drained\n\(world.workerLogs())")
             #expect(worker.waitForExit(seconds: 20) == 0)
+        }
+
+        /// "Redis down" and "dashboard down" differ: the dashboard's /metrics answers 200 either way, with
+        /// `herald_redis_up` saying which, its process and build families kept and the queue families only with Redis.
+        @Test(.timeLimit(.minutes(2)))
+        func theDashboardStillAnswersMetricsWhenRedisGoesAwayAndSaysSo() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is not built") }
+            let redis = try RedisServer()
+            var redisStopped = false
+            defer { if !redisStopped { redis.stop() } }
+            let port = freeLoopbackPort()
+            let dashboard = try ChildProcess(name: "dashboard", executable: herald, arguments: ["dashboard", "--redis", redis.url, "--listen", "127.0.0.1:\(port)"])
+            defer { dashboard.stop() }
+            var page: (status: Int, body: String)? = nil
+            #expect(waitUntil(seconds: 20) { page = try? httpGet(port: port, "/metrics", timeoutSeconds: 2); return page?.body.contains("\nherald_redis_up 1\n") == true },
+                    "\(page?.body ?? "no answer")\n\(dashboard.output)")
+            #expect(page?.body.contains("herald_queue_length{") == true)
+            redis.stop()
+            redisStopped = true
+            #expect(waitUntil(seconds: 20) { page = try? httpGet(port: port, "/metrics", timeoutSeconds: 4); return page?.body.contains("\nherald_redis_up 0\n") == true },
+                    "\(page?.body ?? "no answer")")
+            #expect(page?.status == 200)
+            #expect(page?.body.contains("herald_queue_length") == false, "no queue families without Redis: \(page?.body ?? "")")
+            for family in ["process_resident_memory_bytes ", "process_cpu_seconds_total ", "herald_build_info{version=\"\(BuildInfo.version)\""] {
+                #expect(page?.body.contains(family) == true, "\(family) missing: \(page?.body ?? "")")
+            }
         }
 
         @Test(.timeLimit(.minutes(3)))

@@ -12,11 +12,10 @@ import Testing
     static let branch = try! NSRegularExpression(
         pattern: #"(==|!=) *\.(apns|fcm)\b|(==|!=) *"(apns|fcm)"|case \.(apns|fcm|response)\b|\? *\.(apns|fcm) *:"#)
 
-    /// Where branching on the platform is the point: the providers' modules and worker sides, their simulators,
+    /// Where branching on the platform is the point: the providers' modules (senders included), their simulators,
     /// the platforms' declaration and the registry.
     static let providerPlaces = [
-        "Sources/APNs/", "Sources/FCM/", "Sources/Worker/FCM/", "Sources/MockAPNs/", "Sources/Worker/Delivery/APNsSender.swift",
-        "Sources/Worker/Delivery/ProviderRegistry.swift", "Sources/PushCore/Platform.swift",
+        "Sources/APNs/", "Sources/FCM/", "Sources/MockAPNs/", "Sources/Worker/Delivery/ProviderRegistry.swift", "Sources/PushCore/Platform.swift",
     ]
 
     static func platformBranches() throws -> [String: [String]] {

@@ -1,4 +1,5 @@
 import APNs
+import ProviderKit
 import PushCore
 import Reactor
 import RedisQueue
@@ -53,7 +54,7 @@ public final class DeliveryPipeline {
         snapshot.inFlight = core.inFlight
         snapshot.backlog = core.backlogCount
         snapshot.paused = core.pausedDestinations
-        sender.addMetrics(to: &snapshot)
+        sender.addMetrics(to: &snapshot.provider)
         if let redisSource {
             snapshot.redis = redisSource.redisStats
             snapshot.redisConnected = redisSource.isConnected ? 1 : 0

@@ -1,3 +1,6 @@
+import APNs
+import FCM
+import ProviderKit
 import PushCore
 import Reactor
 
@@ -22,8 +25,16 @@ public final class ProviderRegistry: PushSender {
     static func sender(for platform: Platform, credentials: [AppCredentials], loop: EventLoop, configuration: Configuration,
                        logger: Logger) -> PushSender {
         switch platform {
-        case .apns: APNsSender(credentials: credentials, loop: loop, apns: configuration.apns, logger: logger)
-        case .fcm: FCMSender(credentials: credentials, loop: loop, fcm: configuration.fcm, logger: logger)
+        case .apns: APNsSender(apps: apps(credentials) { $0.apnsAuth }, loop: loop, apns: configuration.apns, logger: logger)
+        case .fcm: FCMSender(apps: apps(credentials) { $0.fcm }, loop: loop, fcm: configuration.fcm, logger: logger)
+        }
+    }
+
+    /// The apps whose loaded credential is `Credential`, with their `auth` settings.
+    static func apps<Auth, Credential>(_ credentials: [AppCredentials], _ auth: (Configuration.AppSettings) -> Auth?) -> [ProviderApp<Auth, Credential>] {
+        credentials.enumerated().compactMap { index, loaded in
+            guard let credential = loaded.credential as? Credential, let settings = auth(loaded.app) else { return nil }
+            return ProviderApp(index: index, name: loaded.app.name, auth: settings, credential: credential)
         }
     }
 
@@ -61,7 +72,7 @@ public final class ProviderRegistry: PushSender {
         for sender in senders { sender.closeAll() }
     }
 
-    public func addMetrics(to snapshot: inout MetricsSnapshot) {
-        for sender in senders { sender.addMetrics(to: &snapshot) }
+    public func addMetrics(to metrics: inout ProviderMetrics) {
+        for sender in senders { sender.addMetrics(to: &metrics) }
     }
 }

@@ -1,4 +1,5 @@
 import APNs
+import ProviderKit
 import PushCore
 import RedisQueue
 
@@ -25,10 +26,17 @@ public struct MetricsSnapshot: Sendable {
     // Gauges and counters read from their owners when the copy is taken.
     public var inFlight = 0
     public var backlog = 0
-    public var pools: [PoolSnapshot] = []
+    /// What the providers' senders add: their pools and tokens signed.
+    public var provider: ProviderMetrics
+    public var pools: [PoolSnapshot] {
+        get { provider.pools }
+        set { provider.pools = newValue }
+    }
     public var paused: [PausedDestination] = []
-    /// Provider tokens signed, per app (the first and every refresh).
-    public var tokensSigned: [Int]
+    public var tokensSigned: [Int] {
+        get { provider.tokensSigned }
+        set { provider.tokensSigned = newValue }
+    }
     public var redis = RedisConnectionStats()
     public var redisConnected = 0
     /// Event loops whose pipeline is running and claiming (not idle, draining or stopped).
@@ -47,7 +55,7 @@ public struct MetricsSnapshot: Sendable {
         resends = [UInt64](repeating: 0, count: platforms * ResendCause.allCases.count)
         jobLatency = [LatencyHistogram](repeating: LatencyHistogram(), count: platforms)
         requestLatency = jobLatency
-        tokensSigned = [Int](repeating: 0, count: appNames.count)
+        provider = ProviderMetrics(apps: appNames.count)
     }
 
     @inline(__always)
@@ -67,6 +75,8 @@ public struct MetricsSnapshot: Sendable {
         case .duplicate: 6
         // Written by `herald replay`, never by a worker: its count stays 0 here.
         case .replayed: 7
+        // Written by `herald scheduled cancel`, never by a worker.
+        case .cancelled: 8
         }
     }
 
@@ -113,36 +123,6 @@ public struct MetricsSnapshot: Sendable {
         c.claimingLoops += b.claimingLoops
         c.drainingLoops += b.drainingLoops
         c.loops += b.loops
-        return c
-    }
-}
-
-/// One HTTP/2 pool (an app's credential in one environment) as a scrape sees it.
-public struct PoolSnapshot: Sendable, Equatable {
-    public var app: String
-    public var environment: String
-    public var connections = 0
-    public var openStreams = 0
-    /// The server's SETTINGS_MAX_CONCURRENT_STREAMS on the best usable connection (0 without one).
-    public var streamLimit = 0
-    public var queued = 0
-    /// Connections opened after the pool's first set (replacements for ones that closed or failed).
-    public var reconnects = 0
-    public var goaways = 0
-
-    public init(app: String, environment: String) {
-        self.app = app
-        self.environment = environment
-    }
-
-    static func + (a: PoolSnapshot, b: PoolSnapshot) -> PoolSnapshot {
-        var c = a
-        c.connections += b.connections
-        c.openStreams += b.openStreams
-        c.streamLimit = max(c.streamLimit, b.streamLimit)
-        c.queued += b.queued
-        c.reconnects += b.reconnects
-        c.goaways += b.goaways
         return c
     }
 }

@@ -90,6 +90,7 @@ public enum WorkerMetricsText {
         out.single("herald_event_loops", .gauge, "Event loops running a delivery pipeline.", Double(s.loops))
         out.single("herald_worker_claiming", .gauge, "Event loops claiming jobs (0 while draining on SIGTERM).", Double(s.claimingLoops))
         process.write(to: &out)
+        BuildInfo.write(to: &out)
         return out.text
     }
 }

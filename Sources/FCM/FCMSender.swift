@@ -1,7 +1,6 @@
-import APNs
 import CurlHTTP
-import FCM
 import HTTP2
+import ProviderKit
 import PushCore
 import Reactor
 
@@ -11,39 +10,43 @@ import Reactor
 /// core hears them: the refused access token is dropped, so the core's resend carries a new one. Loop-confined.
 public final class FCMSender: PushSender {
     private let loop: EventLoop
-    private let settings: Configuration.FCMSettings
+    private let settings: FCMSettings
     private let logger: Logger
     private var apps: [Int: App] = [:]
+    private let post: OAuthTokenEndpoint.Post
 
     private final class App {
-        let settings: Configuration.AppSettings
-        let tokens: FCMAccessTokens
+        let name: String
+        let auth: FCMAuth
+        let tokens: AccessTokenCache
         var pool: HTTP2ConnectionPool?
         /// Made with the pool, so a scrape lists only pools that exist.
         var poolEvents: PoolEventCounts?
         var path: String
-        init(_ settings: Configuration.AppSettings, tokens: FCMAccessTokens) {
-            self.settings = settings
+        init(_ app: ProviderApp<FCMAuth, ServiceAccount>, tokens: AccessTokenCache) {
+            name = app.name
+            auth = app.auth
             self.tokens = tokens
-            path = Self.path(tokens.account)
+            path = Self.path(app.credential)
         }
         static func path(_ account: ServiceAccount) -> String { "/v1/projects/\(account.projectID)/messages:send" }
     }
 
-    /// `credentials` is every app of the configuration, in order (its indexes are the destinations'); only the
-    /// FCM ones are used.
-    public init(credentials: [AppCredentials], loop: EventLoop, fcm: Configuration.FCMSettings, logger: Logger) {
+    /// `apps`: the configuration's FCM apps; `post` makes the token exchanges' POSTs (tests hold or count them).
+    public init(apps: [ProviderApp<FCMAuth, ServiceAccount>], loop: EventLoop, fcm: FCMSettings, logger: Logger,
+                post: @escaping OAuthTokenEndpoint.Post = OAuthTokenEndpoint.curlPost) {
         self.loop = loop
         settings = fcm
         self.logger = logger
+        self.post = post
         let options = Self.tokenOptions(fcm)
-        for (index, credential) in credentials.enumerated() {
-            guard let account = credential.serviceAccount else { continue }
-            apps[index] = App(credential.app, tokens: FCMAccessTokens(account: account, loop: loop, options: options))
+        for app in apps {
+            let tokens = AccessTokenCache(loop: loop, exchange: FCMTokenGrant.exchange(app.credential, options: options, post: post))
+            self.apps[app.index] = App(app, tokens: tokens)
         }
     }
 
-    static func tokenOptions(_ fcm: Configuration.FCMSettings) -> CurlPost.Options {
+    static func tokenOptions(_ fcm: FCMSettings) -> CurlPost.Options {
         CurlPost.Options(timeoutMilliseconds: fcm.tokenTimeoutMs, connectTimeoutMilliseconds: min(fcm.connectTimeoutMs, fcm.tokenTimeoutMs),
                          caFile: fcm.caFile, proxy: fcm.proxy)
     }
@@ -66,7 +69,7 @@ public final class FCMSender: PushSender {
         var admission = SendAdmission.accepted
         var synchronous = true
         app.tokens.withToken { [weak self] result in
-            let token: FCMAccessTokens.Token
+            let token: AccessTokenCache.Token
             switch result {
             case .failure(.refused(let detail)):
                 return completion(PushOutcome(result: .fcm(FCMResponse(status: 0, grantRefused: detail)), connectionID: 0))
@@ -93,7 +96,7 @@ public final class FCMSender: PushSender {
                     }
                     completion(PushOutcome(result: .fcm(answer), connectionID: response.connectionID))
                 case .failure(let error):
-                    completion(PushOutcome(result: .transport(APNsClient.transportFailure(error)), connectionID: 0))
+                    completion(PushOutcome(result: .transport(TransportFailure(error)), connectionID: 0))
                 }
             }
             if !taken {
@@ -107,7 +110,7 @@ public final class FCMSender: PushSender {
 
     private func pool(_ app: App) throws -> HTTP2ConnectionPool {
         if let pool = app.pool { return pool }
-        guard let url = APNsURL(settings.url) else { throw ConfigurationError(["bad FCM URL \(settings.url)"]) }
+        guard let url = HTTPSURL(settings.url) else { throw ConfigurationError(["bad FCM URL \(settings.url)"]) }
         let endpoint = HTTP2Endpoint(host: url.host, port: url.port, proxy: settings.proxy)
         try endpoint.validate()
         let options = HTTP2PoolOptions(
@@ -115,7 +118,7 @@ public final class FCMSender: PushSender {
             connection: HTTP2ConnectionOptions(connectTimeoutMilliseconds: settings.connectTimeoutMs))
         let pool = try HTTP2ConnectionPool(loop: loop, endpoint: endpoint, tlsConfiguration: TLSConfiguration(caFile: settings.caFile),
                                            options: options)
-        let name = app.settings.name
+        let name = app.name
         let logger = self.logger
         let counts = PoolEventCounts()
         app.poolEvents = counts
@@ -128,23 +131,22 @@ public final class FCMSender: PushSender {
         return pool
     }
 
-    /// Reads the service account file again, so a fixed file takes effect without a restart, and forgets the
-    /// old access token. The pool stays: FCM binds nothing to a connection.
     /// What to check when FCM refused an app's credential: the Firebase console's APNs key when FCM says the
     /// third party (Apple) refused, else the service account.
-    static func credentialHint(_ reason: String) -> String {
+    public static func credentialHint(_ reason: String) -> String {
         if reason.hasPrefix("THIRD_PARTY_AUTH_ERROR") {
             return "the APNs key (or web push key) in the Firebase console is missing or invalid: Project settings, Cloud Messaging"
         }
         return "check the service account file (herald check-config); it needs the Firebase Cloud Messaging API Admin role"
     }
 
+    /// Reads the service account file again, so a fixed file takes effect without a restart, and forgets the
+    /// old access token. The pool stays: FCM binds nothing to a connection.
     public func reloadCredentials(app index: Int) -> String? {
-        guard let app = apps[index], let fcm = app.settings.fcm else { return "app \(index) is not an FCM app" }
+        guard let app = apps[index] else { return "app \(index) is not an FCM app" }
         do {
-            let account = try ServiceAccount.load(file: fcm.serviceAccountFile)
-            _ = try OAuthAssertion.sign(account, issuedAt: wallClockMillis() / 1000)
-            app.tokens.replace(account)
+            let account = try app.auth.load()
+            app.tokens.replace(exchange: FCMTokenGrant.exchange(account, options: Self.tokenOptions(settings), post: post))
             app.path = App.path(account)
         } catch {
             return "\(error)"
@@ -162,11 +164,11 @@ public final class FCMSender: PushSender {
 
     /// Each FCM app's pool (environment `production`, FCM's only one) and its OAuth assertions signed (one per
     /// access token fetched).
-    public func addMetrics(to snapshot: inout MetricsSnapshot) {
+    public func addMetrics(to metrics: inout ProviderMetrics) {
         for (index, app) in apps.sorted(by: { $0.key < $1.key }) {
-            if index < snapshot.tokensSigned.count { snapshot.tokensSigned[index] = app.tokens.exchanges }
+            if index < metrics.tokensSigned.count { metrics.tokensSigned[index] = app.tokens.exchanges }
             guard let events = app.poolEvents else { continue }
-            snapshot.pools.append(events.snapshot(app.pool, app: app.settings.name, environment: APNsEnvironment.production.rawValue,
+            metrics.pools.append(events.snapshot(app.pool, app: app.name, environment: APNsEnvironment.production.rawValue,
                                                   connectionsPerPool: settings.connectionsPerPool))
         }
     }

@@ -1,5 +1,5 @@
-import APNs
 import HTTP2
+import ProviderKit
 import PushCore
 import Reactor
 
@@ -8,35 +8,42 @@ import Reactor
 /// after ExpiredProviderToken and the like) before the core hears the answer. Loop-confined.
 public final class APNsSender: PushSender {
     private let loop: EventLoop
-    private let apns: Configuration.APNsSettings
+    private let apns: APNsSettings
     private let logger: Logger
     private let policy = OutcomePolicy()
-    private var apps: [App]
+    /// By app index (the destinations' `app`); nil for another provider's app.
+    private var apps: [App?]
 
     private final class App {
-        let settings: Configuration.AppSettings
-        var credentials: AppCredentials
+        let name: String
+        let auth: APNsAuth
+        var credential: APNsCredential
         var clients: [APNsEnvironment: APNsClient] = [:]
         /// Kept across credential reloads, which replace the pools.
         var poolEvents: [APNsEnvironment: PoolEventCounts] = [:]
-        init(_ credentials: AppCredentials) {
-            settings = credentials.app
-            self.credentials = credentials
+        init(_ app: ProviderApp<APNsAuth, APNsCredential>) {
+            name = app.name
+            auth = app.auth
+            credential = app.credential
         }
     }
 
-    public init(credentials: [AppCredentials], loop: EventLoop, apns: Configuration.APNsSettings, logger: Logger) {
+    /// `apps`: the configuration's APNs apps.
+    public init(apps: [ProviderApp<APNsAuth, APNsCredential>], loop: EventLoop, apns: APNsSettings, logger: Logger) {
         self.loop = loop
         self.apns = apns
         self.logger = logger
-        apps = credentials.map(App.init)
+        var byIndex = [App?](repeating: nil, count: (apps.map(\.index).max() ?? -1) + 1)
+        for app in apps { byIndex[app.index] = App(app) }
+        self.apps = byIndex
     }
 
     public func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
                      completion: @escaping (PushOutcome) -> Void) -> SendAdmission {
         let client: APNsClient
         do {
-            client = try self.client(apps[destination.app], destination.environment)
+            guard destination.app < apps.count, let app = apps[destination.app] else { return .unavailable("app \(destination.app) is not an APNs app") }
+            client = try self.client(app, destination.environment)
         } catch {
             return .unavailable("\(error)")
         }
@@ -48,12 +55,13 @@ public final class APNsSender: PushSender {
         return accepted ? .accepted : .refused
     }
 
-    public func addMetrics(to snapshot: inout MetricsSnapshot) {
+    public func addMetrics(to metrics: inout ProviderMetrics) {
         for (index, app) in apps.enumerated() {
-            if index < snapshot.tokensSigned.count { snapshot.tokensSigned[index] = app.credentials.tokenCache?.tokensMade ?? 0 }
+            guard let app else { continue }
+            if index < metrics.tokensSigned.count { metrics.tokensSigned[index] = app.credential.tokenCache?.tokensMade ?? 0 }
             for environment in [APNsEnvironment.production, .sandbox] {
                 guard let events = app.poolEvents[environment] else { continue }
-                snapshot.pools.append(events.snapshot(app.clients[environment]?.pool, app: app.settings.name,
+                metrics.pools.append(events.snapshot(app.clients[environment]?.pool, app: app.name,
                                                       environment: environment.rawValue, connectionsPerPool: apns.connectionsPerPool))
             }
         }
@@ -62,15 +70,15 @@ public final class APNsSender: PushSender {
     private func client(_ app: App, _ environment: APNsEnvironment) throws -> APNsClient {
         if let client = app.clients[environment] { return client }
         let urlText = environment == .production ? apns.productionURL : apns.sandboxURL
-        guard let url = APNsURL(urlText) else { throw ConfigurationError(["bad APNs URL \(urlText)"]) }
+        guard let url = HTTPSURL(urlText) else { throw ConfigurationError(["bad APNs URL \(urlText)"]) }
         let options = HTTP2ConnectionOptions(
             connectTimeoutMilliseconds: apns.connectTimeoutMs, pingIdleMilliseconds: apns.pingIdleSeconds * 1000,
             pingTimeoutMilliseconds: apns.pingTimeoutSeconds * 1000)
         let client = try APNsClient(
-            loop: loop, host: url.host, port: url.port, tls: app.credentials.tls, tokenCache: app.credentials.tokenCache,
+            loop: loop, host: url.host, port: url.port, tls: app.credential.tls, tokenCache: app.credential.tokenCache,
             connections: apns.connectionsPerPool, requestTimeoutMilliseconds: apns.requestTimeoutMs, proxy: apns.proxy,
             connectionOptions: options, maxQueued: apns.maxQueuedPerPool)
-        let name = app.settings.name
+        let name = app.name
         let logger = self.logger
         let counts = app.poolEvents[environment] ?? PoolEventCounts()
         app.poolEvents[environment] = counts
@@ -86,9 +94,9 @@ public final class APNsSender: PushSender {
     /// Re-reads the key or certificate, so a fixed file takes effect without a restart, and drops the old
     /// connections (APNs binds a connection to the first key it saw).
     public func reloadCredentials(app index: Int) -> String? {
-        let app = apps[index]
+        guard index < apps.count, let app = apps[index] else { return "app \(index) is not an APNs app" }
         do {
-            app.credentials = try AppCredentials.load(app.settings, apns: apns)
+            app.credential = try APNsCredential.load(app.auth, caFile: apns.caFile)
         } catch {
             return "\(error)"
         }
@@ -100,11 +108,12 @@ public final class APNsSender: PushSender {
     }
 
     public func connectNow(to destination: Destination) {
-        apps[destination.app].clients[destination.environment]?.pool.connectNow()
+        guard destination.app < apps.count else { return }
+        apps[destination.app]?.clients[destination.environment]?.pool.connectNow()
     }
 
     public func closeAll() {
-        for app in apps {
+        for case let app? in apps {
             for client in app.clients.values { client.close(graceful: false) }
         }
     }

@@ -2,11 +2,13 @@ import HTTP2
 
 /// Connections opened and GOAWAYs met by one destination's pools, counted from their events; kept by a sender
 /// across credential reloads, which replace the pools. Loop-confined, like the pools.
-final class PoolEventCounts {
-    private(set) var connected = 0
-    private(set) var goaways = 0
+public final class PoolEventCounts {
+    public private(set) var connected = 0
+    public private(set) var goaways = 0
 
-    func count(_ event: HTTP2PoolEvent) {
+    public init() {}
+
+    public func count(_ event: HTTP2PoolEvent) {
         switch event {
         case .connection(.connected): connected += 1
         case .connection(.goaway): goaways += 1
@@ -15,7 +17,7 @@ final class PoolEventCounts {
     }
 
     /// The pool's line of a scrape: `pool` nil once it was closed (a reload), with the events counted so far.
-    func snapshot(_ pool: HTTP2ConnectionPool?, app: String, environment: String, connectionsPerPool: Int) -> PoolSnapshot {
+    public func snapshot(_ pool: HTTP2ConnectionPool?, app: String, environment: String, connectionsPerPool: Int) -> PoolSnapshot {
         var snapshot = PoolSnapshot(app: app, environment: environment)
         if let pool {
             snapshot.connections = pool.liveConnections

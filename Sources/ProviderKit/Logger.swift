@@ -24,7 +24,7 @@ public enum LogLevel: Int, Comparable, Sendable, CaseIterable {
         self = level
     }
 
-    public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
+    @inlinable public static func < (a: LogLevel, b: LogLevel) -> Bool { a.rawValue < b.rawValue }
 }
 
 /// Writes one JSON object per line to stderr, so log shippers need no parsing rules.
@@ -45,17 +45,17 @@ public struct Logger: Sendable {
         Logger(component: component, minimumLevel: minimumLevel, fd: fd)
     }
 
-    public func debug(_ message: @autoclosure () -> String, _ fields: @autoclosure () -> [String: LogValue] = [:]) {
-        log(.debug, message(), fields())
+    @inlinable public func debug(_ message: @autoclosure () -> String, _ fields: @autoclosure () -> [String: LogValue] = [:]) {
+        if .debug >= minimumLevel { log(.debug, message(), fields()) }
     }
-    public func info(_ message: @autoclosure () -> String, _ fields: @autoclosure () -> [String: LogValue] = [:]) {
-        log(.info, message(), fields())
+    @inlinable public func info(_ message: @autoclosure () -> String, _ fields: @autoclosure () -> [String: LogValue] = [:]) {
+        if .info >= minimumLevel { log(.info, message(), fields()) }
     }
-    public func warning(_ message: @autoclosure () -> String, _ fields: @autoclosure () -> [String: LogValue] = [:]) {
-        log(.warning, message(), fields())
+    @inlinable public func warning(_ message: @autoclosure () -> String, _ fields: @autoclosure () -> [String: LogValue] = [:]) {
+        if .warning >= minimumLevel { log(.warning, message(), fields()) }
     }
-    public func error(_ message: @autoclosure () -> String, _ fields: @autoclosure () -> [String: LogValue] = [:]) {
-        log(.error, message(), fields())
+    @inlinable public func error(_ message: @autoclosure () -> String, _ fields: @autoclosure () -> [String: LogValue] = [:]) {
+        if .error >= minimumLevel { log(.error, message(), fields()) }
     }
 
     public func log(_ level: LogLevel, _ message: String, _ fields: [String: LogValue]) {
