@@ -48,8 +48,9 @@ let package = Package(
         /// FCM HTTP v1: the message validator, the answers and their classes, the service account and its RS256
         /// OAuth assertion, its settings, its access-token grant and its sender.
         .target(name: "FCM", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "CurlHTTP", "COpenSSL", "Basics"]),
-        /// Web Push (RFC 8030/8291/8292): subscriptions, aes128gcm message encryption, VAPID tokens; pure, OpenSSL only.
-        .target(name: "WebPush", dependencies: ["PushCore", "COpenSSL", "Basics"]),
+        /// Web Push (RFC 8030/8291/8292): subscriptions, aes128gcm message encryption, VAPID tokens (pure, OpenSSL only),
+        /// its answers' classes and its sender (a pool per push-service origin).
+        .target(name: "WebPush", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "COpenSSL", "Basics"]),
         /// Client TLS over OpenSSL shared by the APNs/FCM connections and Redis: the `SSL_CTX`, one `SSL*` per socket,
         /// non-blocking handshake, read and write steps, and the error texts.
         .target(name: "TLS", dependencies: ["Reactor", "COpenSSL"]),
@@ -81,7 +82,7 @@ let package = Package(
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
-        .testTarget(name: "WebPushTests", dependencies: ["WebPush", "PushCore", "MockAPNs", "HeraldTestSupport"]),
+        .testTarget(name: "WebPushTests", dependencies: ["WebPush", "PushCore", "ProviderKit", "Reactor", "MockAPNs", "HeraldTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
