@@ -65,8 +65,8 @@ let package = Package(
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
-        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 
@@ -82,7 +82,7 @@ let package = Package(
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
-        .testTarget(name: "WebPushTests", dependencies: ["WebPush", "PushCore", "ProviderKit", "Reactor", "MockAPNs", "HeraldTestSupport"]),
+        .testTarget(name: "WebPushTests", dependencies: ["WebPush", "PushCore", "ProviderKit", "Reactor", "MockAPNs", "RedisQueue", "Worker", "HeraldTestSupport"]),
         .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

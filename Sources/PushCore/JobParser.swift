@@ -16,7 +16,7 @@ public enum JobParser {
     public static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JobError) -> JobSpec {
         var scanner = JSONScanner(buffer)
         var job = JobSpec()
-        var seen: UInt16 = 0
+        var seen: UInt32 = 0
         var tokenSeen = false
         var payloadSeen = false
         var messageSeen = false
@@ -24,6 +24,10 @@ public enum JobParser {
         // producer's own `platform` or `message` field says (fields Herald did not know before FCM).
         var platformText: String? = nil
         var messageIsObject = true
+        var subscriptionSeen = false
+        var subscriptionIsObject = true
+        // Judged once the platform is known: APNs payloads are objects, Web Push ones any value.
+        var payloadValue: JSONToken? = nil
         // Read once the platform is known: `tokens` is an APNs multicast, and an FCM job's tokens are not hexadecimal.
         var tokensValue: JSONToken? = nil
         do {
@@ -38,7 +42,7 @@ public enum JobParser {
             var first = true
             while let (key, value) = try scanner.nextMember(first: &first) {
                 guard let field = Field(key, in: scanner) else { continue }
-                let bit = UInt16(1) << field.rawValue
+                let bit = UInt32(1) << field.rawValue
                 if seen & bit != 0 { throw JobError.duplicateField(field.name) }
                 seen |= bit
                 if value.kind == .null {
@@ -93,9 +97,18 @@ public enum JobParser {
                     tokensValue = value
                     job.tokensMember = key.range.lowerBound..<value.range.upperBound
                 case .payload:
-                    guard value.kind == .object else { throw JobError.payloadNotAnObject }
+                    payloadValue = value
                     job.payload = Array(UnsafeBufferPointer(rebasing: buffer[value.range]))
                     payloadSeen = true
+                case .subscription:
+                    subscriptionSeen = true
+                    subscriptionIsObject = value.kind == .object
+                    if subscriptionIsObject { job.subscription = Array(UnsafeBufferPointer(rebasing: buffer[value.range])) }
+                case .ttl:
+                    let v = try integer(value, field, scanner)
+                    guard v >= 0 else { throw JobError.outOfRange(field: field.name) }
+                    job.ttl = v
+                case .urgency: job.urgency = try string(value, field, scanner)
                 case .platform:
                     platformText = value.kind == .string ? scanner.stringValue(value) : scanner.text(value)
                 case .message:
@@ -113,6 +126,9 @@ public enum JobParser {
             preconditionFailure("unexpected error \(error)")
         }
         if let tokensValue {
+            if platformText.flatMap(Platform.init(rawValue:))?.carriesSubscription == true || (platformText == nil && subscriptionSeen) {
+                throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; a Web Push job names its \"subscription\"")
+            }
             if platformText.flatMap(Platform.init(rawValue:))?.carriesMessage == true {
                 throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; an FCM job names one target (token, topic or condition) in its \"message\"")
             }
@@ -129,6 +145,17 @@ public enum JobParser {
         }
         // No `platform`: a message without payload, token(s) or channel is an FCM job by its shape.
         if !job.platformGiven && messageSeen && !payloadSeen && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .fcm }
+        // No `platform`: a subscription without token(s) or channel is a Web Push job by its shape.
+        if !job.platformGiven && subscriptionSeen && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .webpush }
+        if job.platform.carriesSubscription {
+            guard subscriptionSeen else { throw JobError.missingSubscription }
+            guard subscriptionIsObject else { throw JobError.subscriptionNotAnObject }
+            guard let payloadValue else { throw JobError.missingPayload }
+            // A string payload is sent as its text; any other value as its JSON bytes.
+            if payloadValue.kind == .string { job.payload = Array(scanner.stringValue(payloadValue).utf8) }
+            return job
+        }
+        if payloadSeen, payloadValue?.kind != .object { throw JobError.payloadNotAnObject }
         if job.platform.carriesMessage {
             guard messageSeen else { throw JobError.missingMessage }
             guard messageIsObject else { throw JobError.messageNotAnObject }
@@ -138,7 +165,7 @@ public enum JobParser {
             // A broadcast: one target only, and a Live Activity update unless the job says otherwise (which the
             // validator then refuses with Apple's InvalidPushType).
             if tokenSeen || job.tokens != nil { throw JobError.tokenAndChannel }
-            if seen & (UInt16(1) << Field.pushType.rawValue) == 0 { job.pushType = .liveactivity }
+            if seen & (UInt32(1) << Field.pushType.rawValue) == 0 { job.pushType = .liveactivity }
         } else {
             if tokenSeen && job.tokens != nil { throw JobError.badTokens("give either \"token\" or \"tokens\", not both") }
             guard tokenSeen || job.tokens != nil else { throw JobError.missingToken }
@@ -221,9 +248,9 @@ public enum JobParser {
         return v
     }
 
-    private enum Field: UInt16 {
+    private enum Field: UInt32 {
         case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
-        case channel, platform, message
+        case channel, platform, message, subscription, ttl, urgency
 
         var name: String {
             switch self {
@@ -243,6 +270,9 @@ public enum JobParser {
             case .channel: "channel"
             case .platform: "platform"
             case .message: "message"
+            case .subscription: "subscription"
+            case .ttl: "ttl"
+            case .urgency: "urgency"
             }
         }
 
@@ -252,6 +282,7 @@ public enum JobParser {
             switch length {
             case 2 where s.stringEquals(key, "id"): self = .id
             case 3 where s.stringEquals(key, "app"): self = .app
+            case 3 where s.stringEquals(key, "ttl"): self = .ttl
             case 5 where s.stringEquals(key, "token"): self = .token
             case 5 where s.stringEquals(key, "topic"): self = .topic
             case 6 where s.stringEquals(key, "tokens"): self = .tokens
@@ -259,6 +290,7 @@ public enum JobParser {
             case 7 where s.stringEquals(key, "apns_id"): self = .apnsID
             case 7 where s.stringEquals(key, "channel"): self = .channel
             case 7 where s.stringEquals(key, "message"): self = .message
+            case 7 where s.stringEquals(key, "urgency"): self = .urgency
             case 8 where s.stringEquals(key, "platform"): self = .platform
             case 8 where s.stringEquals(key, "priority"): self = .priority
             case 9 where s.stringEquals(key, "push_type"): self = .pushType
@@ -266,6 +298,7 @@ public enum JobParser {
             case 10 where s.stringEquals(key, "deliver_at"): self = .deliverAt
             case 11 where s.stringEquals(key, "environment"): self = .environment
             case 11 where s.stringEquals(key, "collapse_id"): self = .collapseID
+            case 12 where s.stringEquals(key, "subscription"): self = .subscription
             case -1:
                 let name = s.stringValue(key)
                 guard let f = Field.allByName[name] else { return nil }
@@ -276,7 +309,7 @@ public enum JobParser {
 
         static let allByName: [String: Field] = {
             var d: [String: Field] = [:]
-            var raw: UInt16 = 0
+            var raw: UInt32 = 0
             while let f = Field(rawValue: raw) { d[f.name] = f; raw += 1 }
             return d
         }()

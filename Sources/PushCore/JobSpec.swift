@@ -30,6 +30,10 @@ public struct JobSpec: Sendable, Equatable {
     public var platformGiven = false
     /// The exact bytes of an FCM job's `"message"` object.
     public var message: [UInt8] = []
+    /// A Web Push job's `subscription` object, its bytes as given; `ttl` (seconds) and `urgency` as given.
+    public var subscription: [UInt8] = []
+    public var ttl: Int64?
+    public var urgency: String?
 
     public init() {}
 
@@ -102,6 +106,8 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
     case badPlatform(String)
     case missingMessage
     case messageNotAnObject
+    case missingSubscription
+    case subscriptionNotAnObject
 
     /// A short stable code for machines (dead-letter entries, metrics).
     public var code: String {
@@ -125,6 +131,8 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badPlatform: "bad_platform"
         case .missingMessage: "missing_message"
         case .messageNotAnObject: "message_not_object"
+        case .missingSubscription: "missing_subscription"
+        case .subscriptionNotAnObject: "subscription_not_object"
         }
     }
 
@@ -148,9 +156,11 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badChannel:
             return "\"channel\" is not a channel ID as APNs sends it (base64, at most \(Broadcast.maxChannelIDBytes) characters)"
         case .tokenAndChannel: return "job names \"channel\" and a device token (\"token\" or \"tokens\"); a broadcast has none"
-        case .badPlatform(let v): return "\"platform\" is \"\(v.prefix(64))\"; expected apns or fcm"
+        case .badPlatform(let v): return "\"platform\" is \"\(v.prefix(64))\"; expected apns, fcm or webpush"
         case .missingMessage: return "an FCM job needs a \"message\" (the FCM v1 message object)"
         case .messageNotAnObject: return "\"message\" is not a JSON object"
+        case .missingSubscription: return "a Web Push job needs a \"subscription\" (the browser's PushSubscription.toJSON())"
+        case .subscriptionNotAnObject: return "\"subscription\" is not a JSON object"
         case .badDeliverAt: return "\"deliver_at\" must be milliseconds since the epoch or an RFC 3339 time such as 2026-12-24T18:00:00Z"
         }
     }

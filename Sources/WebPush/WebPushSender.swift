@@ -1,3 +1,4 @@
+import Foundation
 import HTTP2
 import ProviderKit
 import PushCore
@@ -7,10 +8,7 @@ import Reactor
 /// key, sent as `POST <endpoint path>` on a pool to the endpoint's origin. Subscriptions name many push services,
 /// so pools are made per origin on first use, at most `maxPools` of them, and closed once idle. Each pool has its
 /// `PoolEventCounts`, one pool line per origin in the metrics. Loop-confined.
-///
-/// Not registered in `ProviderRegistry` yet: that waits for the `Platform` case and the job fields (see the
-/// branch's report); `send(_:app:...)` is the whole send path.
-public final class WebPushSender {
+public final class WebPushSender: PushSender {
     private let loop: EventLoop
     private let settings: WebPushSettings
     private let logger: Logger
@@ -22,9 +20,11 @@ public final class WebPushSender {
     /// One app's VAPID cache and allow-list.
     final class App {
         let name: String
+        let auth: WebPushAuth
         var credential: WebPushCredential
-        init(name: String, credential: WebPushCredential) {
+        init(name: String, auth: WebPushAuth, credential: WebPushCredential) {
             self.name = name
+            self.auth = auth
             self.credential = credential
         }
     }
@@ -48,11 +48,27 @@ public final class WebPushSender {
         self.settings = settings
         self.logger = logger
         self.now = now
-        for app in apps { self.apps[app.index] = App(name: app.name, credential: app.credential) }
+        for app in apps { self.apps[app.index] = App(name: app.name, auth: app.auth, credential: app.credential) }
     }
 
     /// How many pools are open now (tests, metrics).
     public var poolCount: Int { pools.count }
+
+    /// A job's notification (made by `JobSpec.webPushNotification` after intake checked it).
+    public func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
+                     completion: @escaping (PushOutcome) -> Void) -> SendAdmission {
+        let message: WebPushMessage
+        do { message = try notification.webPushMessage() } catch {
+            completion(PushOutcome(result: .answer(WebPushResponse(status: 0, serviceReason: "\(error)")), connectionID: 0))
+            return .accepted
+        }
+        return send(message, app: destination.app, afterConnection: afterConnection, completion: completion)
+    }
+
+    /// What to check when a push service refused an app's VAPID credential.
+    public static func credentialHint(_ reason: String) -> String {
+        "check the app's webpush.vapid_key and subject (herald check-config); subscriptions made with another key are refused by their push service (docs/webpush.md)"
+    }
 
     /// Encrypts, signs and sends one message; the answer (or transport failure) comes back on the loop.
     /// A subscription outside the app's allow-list is refused unsent, as the producer's error.
@@ -141,9 +157,9 @@ public final class WebPushSender {
     }
 
     /// Reads the app's VAPID key again (a rotated key takes effect without a restart, its tokens signed afresh).
-    public func reloadCredentials(app index: Int, auth: WebPushAuth) -> String? {
+    public func reloadCredentials(app index: Int) -> String? {
         guard let app = apps[index] else { return "app \(index) is not a Web Push app" }
-        do { app.credential = try auth.load() } catch { return "\(error)" }
+        do { app.credential = try app.auth.load() } catch { return "\(error)" }
         return nil
     }
 
@@ -177,19 +193,27 @@ public struct WebPushSettings: Sendable, Equatable {
 
 /// An app's Web Push settings: its VAPID key (PEM or base64url text, or a file), its contact and its allow-list.
 public struct WebPushAuth: Sendable, Equatable {
+    /// The key's text (PEM or base64url), or empty when `vapidKeyFile` holds it.
     public var vapidKey: String
+    public var vapidKeyFile: String?
     public var subject: String
     public var policy: PushServicePolicy
 
-    public init(vapidKey: String, subject: String, policy: PushServicePolicy = PushServicePolicy()) {
+    public init(vapidKey: String = "", vapidKeyFile: String? = nil, subject: String, policy: PushServicePolicy = PushServicePolicy()) {
         self.vapidKey = vapidKey
+        self.vapidKeyFile = vapidKeyFile
         self.subject = subject
         self.policy = policy
     }
 
     /// The key proven (parsed, its public point read) and the subject checked.
     public func load() throws -> WebPushCredential {
-        let key = try VAPIDKey(text: vapidKey)
+        var text = vapidKey
+        if let file = vapidKeyFile {
+            guard let data = FileManager.default.contents(atPath: file) else { throw CredentialError.fileNotFound(path: file) }
+            text = String(decoding: data, as: UTF8.self)
+        }
+        let key = try VAPIDKey(text: text)
         return WebPushCredential(tokens: VAPIDTokenCache(signer: try VAPIDSigner(key: key, subject: subject)), policy: policy)
     }
 }

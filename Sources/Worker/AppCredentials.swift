@@ -16,6 +16,7 @@ public struct AppCredentials: Sendable {
     }
 
     public static func load(_ app: Configuration.AppSettings, apns: Configuration.APNsSettings) throws -> AppCredentials {
+        if let webpush = app.webpush { return AppCredentials(app: app, credential: try webpush.load()) }
         if let fcm = app.fcm { return AppCredentials(app: app, credential: try fcm.load()) }
         return AppCredentials(app: app, credential: try APNsCredential.load(app.apnsAuth, caFile: apns.caFile))
     }
@@ -24,6 +25,7 @@ public struct AppCredentials: Sendable {
     public static func warnings(_ app: Configuration.AppSettings) -> [String] {
         var files = app.apnsAuth.files
         if let fcm = app.fcm { files.append(fcm.serviceAccountFile) }
+        if let file = app.webpush?.vapidKeyFile { files.append(file) }
         var warnings: [String] = []
         for file in files {
             if let attributes = try? FileManager.default.attributesOfItem(atPath: file),

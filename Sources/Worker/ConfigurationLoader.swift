@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import WebPush
 import PushCore
 import RedisQueue
 
@@ -108,6 +109,15 @@ public enum ConfigurationLoader {
             let label = app.name.isEmpty ? "apps[\(index)]" : "app '\(app.name)'"
             if app.name.isEmpty { problems.append("\(label): name is required") }
             if !seen.insert(app.name).inserted { problems.append("\(label): the name is used twice") }
+            if let webpush = app.webpush {
+                if app.token != nil || app.certificate != nil || app.fcm != nil {
+                    problems.append("\(label): a Web Push app (\"webpush\") takes no \"token\", \"certificate\" or \"fcm\"; make another app for those")
+                }
+                if webpush.vapidKey.isEmpty && webpush.vapidKeyFile == nil { problems.append("\(label): webpush.vapid_key or webpush.vapid_key_file is required") }
+                if webpush.subject.isEmpty { problems.append("\(label): webpush.subject is required (mailto:<address> or an https: URL)") }
+                if webpush.policy.hosts.isEmpty { problems.append("\(label): webpush.push_service_hosts must not be empty") }
+                continue
+            }
             if let fcm = app.fcm {
                 if app.token != nil || app.certificate != nil {
                     problems.append("\(label): an FCM app (\"fcm\") takes no APNs \"token\" or \"certificate\"; make a second app for APNs")
@@ -200,7 +210,7 @@ struct AppReader {
 
     mutating func readApp(_ app: [String: Any], index: Int) -> Configuration.AppSettings {
         let at = "apps[\(index)]."
-        check(app, known: ["name", "bundle_id", "environments", "default_environment", "environment_fallback", "token", "certificate", "fcm"], at: at)
+        check(app, known: ["name", "bundle_id", "environments", "default_environment", "environment_fallback", "token", "certificate", "fcm", "webpush"], at: at)
         var settings = Configuration.AppSettings(name: "", bundleID: "")
         string(app, "name", at, &settings.name)
         string(app, "bundle_id", at, &settings.bundleID)
@@ -232,6 +242,21 @@ struct AppReader {
             var auth = Configuration.AppSettings.FCMAuth(serviceAccountFile: "")
             string(fcm, "service_account_file", at + "fcm.", &auth.serviceAccountFile)
             settings.fcm = auth
+        }
+        if let webpush = object(app["webpush"], at + "webpush") {
+            let path = at + "webpush."
+            check(webpush, known: ["vapid_key", "vapid_key_file", "subject", "push_service_hosts", "allow_ip_literals", "allow_private_addresses"], at: path)
+            var auth = Configuration.AppSettings.WebPushAuth(subject: "")
+            string(webpush, "vapid_key", path, &auth.vapidKey)
+            optionalString(webpush, "vapid_key_file", path, &auth.vapidKeyFile)
+            string(webpush, "subject", path, &auth.subject)
+            var hosts = auth.policy.hosts
+            strings(webpush, "push_service_hosts", path, &hosts)
+            var allowIP = false, allowPrivate = false
+            bool(webpush, "allow_ip_literals", path, &allowIP)
+            bool(webpush, "allow_private_addresses", path, &allowPrivate)
+            auth.policy = PushServicePolicy(hosts: hosts, allowsIPLiterals: allowIP, allowsPrivateAddresses: allowPrivate)
+            settings.webpush = auth
         }
         return settings
     }

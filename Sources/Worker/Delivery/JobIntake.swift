@@ -1,6 +1,7 @@
 import APNs
 import FCM
 import PushCore
+import WebPush
 import RedisQueue
 
 /// Turns a claimed lease into a job ready to send, or the reason it is rejected: parse, find the app, pick
@@ -44,6 +45,7 @@ struct JobIntake {
                              spec: spec, app: app.name)
         }
         if spec.platform.carriesMessage { return admitFCM(lease, id: id, spec: spec, index: index, claimedAt: claimedAt) }
+        if spec.platform.carriesSubscription { return admitWebPush(lease, id: id, spec: spec, index: index, claimedAt: claimedAt) }
         let environment = spec.environment ?? APNsEnvironment(rawValue: app.defaultEnvironment) ?? .production
         guard app.environments.contains(environment.rawValue) else {
             return .rejected(id: id, reason: "BadEnvironment: app '\(app.name)' is not configured for \(environment.rawValue)", spec: spec, app: app.name)
@@ -71,6 +73,20 @@ struct JobIntake {
         let destination = Destination(app: index, environment: environment)
         return .accepted(JobAttempt(lease: lease, id: id, destination: destination, appName: app.name, notification: notification,
                                     claimedAt: claimedAt, deliverAt: spec.deliverAt, multicast: multicast, hasProducerID: spec.id != nil))
+    }
+
+    /// A Web Push job for a Web Push app: the subscription, payload size, headers and endpoint checked here.
+    private func admitWebPush(_ lease: Lease, id: String, spec: JobSpec, index: Int, claimedAt: UInt64) -> Verdict {
+        let app = directory.apps[index]
+        let message: WebPushMessage
+        switch WebPushJob.message(spec, policy: app.webpush?.policy ?? PushServicePolicy()) {
+        case .success(let m): message = m
+        case .failure(let failure): return .rejected(id: id, reason: failure.description, spec: spec, app: app.name)
+        }
+        let destination = Destination(app: index, environment: .production, platform: .webpush)
+        return .accepted(JobAttempt(lease: lease, id: id, destination: destination, appName: app.name,
+                                    notification: spec.webPushNotification(message), claimedAt: claimedAt, deliverAt: spec.deliverAt,
+                                    hasProducerID: spec.id != nil))
     }
 
     /// An FCM job for an FCM app (the only platform whose jobs carry a message object).

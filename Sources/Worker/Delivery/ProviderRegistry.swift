@@ -1,5 +1,6 @@
 import APNs
 import FCM
+import WebPush
 import ProviderKit
 import PushCore
 import Reactor
@@ -27,6 +28,7 @@ public final class ProviderRegistry: PushSender {
         switch platform {
         case .apns: APNsSender(apps: apps(credentials) { $0.apnsAuth }, loop: loop, apns: configuration.apns, logger: logger)
         case .fcm: FCMSender(apps: apps(credentials) { $0.fcm }, loop: loop, fcm: configuration.fcm, logger: logger)
+        case .webpush: WebPushSender(apps: apps(credentials) { $0.webpush }, loop: loop, settings: configuration.webPush, logger: logger)
         }
     }
 
@@ -38,15 +40,17 @@ public final class ProviderRegistry: PushSender {
         }
     }
 
-    /// The provider whose settings an app has: FCM's service account, else APNs' key or certificate.
+    /// The provider whose settings an app has: Web Push's VAPID key, FCM's service account, else APNs' key or
+    /// certificate.
     @inline(__always)
-    static func platform(of app: Configuration.AppSettings) -> Platform { app.fcm == nil ? .apns : .fcm }
+    static func platform(of app: Configuration.AppSettings) -> Platform { app.webpush != nil ? .webpush : app.fcm == nil ? .apns : .fcm }
 
     /// What to check when the platform's provider refused an app's credential (the log of the pause it starts).
     static func credentialHint(for platform: Platform, reason: String) -> String {
         switch platform {
         case .apns: "check key_id, team_id, key_file, bundle_id and environment (herald check-config)"
         case .fcm: FCMSender.credentialHint(reason)
+        case .webpush: WebPushSender.credentialHint(reason)
         }
     }
 
@@ -56,6 +60,7 @@ public final class ProviderRegistry: PushSender {
         switch app {
         case .apns: "an \(job.displayName) job needs an \(job.displayName) app"
         case .fcm: given ? "the job says platform \(job.rawValue)" : "the job has no \"message\" (the FCM v1 message object)"
+        case .webpush: given ? "the job says platform \(job.rawValue)" : "the job has no \"subscription\" (the browser's PushSubscription)"
         }
     }
 
