@@ -100,6 +100,10 @@ public enum JobParser {
                     payloadValue = value
                     job.payload = Array(UnsafeBufferPointer(rebasing: buffer[value.range]))
                     payloadSeen = true
+                case .subscriptions:
+                    guard value.kind == .array else { throw JobError.badTokens("\"subscriptions\" must be a list of push subscriptions") }
+                    job.subscriptions = try objects(value, scanner, name: "subscriptions")
+                    job.subscriptionsMember = key.range.lowerBound..<value.range.upperBound
                 case .subscription:
                     subscriptionSeen = true
                     subscriptionIsObject = value.kind == .object
@@ -126,7 +130,7 @@ public enum JobParser {
             preconditionFailure("unexpected error \(error)")
         }
         if let tokensValue {
-            if platformText.flatMap(Platform.init(rawValue:))?.carriesSubscription == true || (platformText == nil && subscriptionSeen) {
+            if platformText.flatMap(Platform.init(rawValue:))?.carriesSubscription == true || (platformText == nil && (subscriptionSeen || job.subscriptions != nil)) {
                 throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; a Web Push job names its \"subscription\"")
             }
             if platformText.flatMap(Platform.init(rawValue:))?.carriesMessage == true {
@@ -146,9 +150,10 @@ public enum JobParser {
         // No `platform`: a message without payload, token(s) or channel is an FCM job by its shape.
         if !job.platformGiven && messageSeen && !payloadSeen && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .fcm }
         // No `platform`: a subscription without token(s) or channel is a Web Push job by its shape.
-        if !job.platformGiven && subscriptionSeen && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .webpush }
+        if subscriptionSeen && job.subscriptions != nil { throw JobError.badTokens("give either \"subscription\" or \"subscriptions\", not both") }
+        if !job.platformGiven && (subscriptionSeen || job.subscriptions != nil) && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .webpush }
         if job.platform.carriesSubscription {
-            guard subscriptionSeen else { throw JobError.missingSubscription }
+            guard subscriptionSeen || job.subscriptions != nil else { throw JobError.missingSubscription }
             guard subscriptionIsObject else { throw JobError.subscriptionNotAnObject }
             guard let payloadValue else { throw JobError.missingPayload }
             // A string payload is sent as its text; any other value as its JSON bytes.
@@ -235,6 +240,27 @@ public enum JobParser {
         return out
     }
 
+    /// The elements of a list of objects (Web Push's `subscriptions`): 1...maxTokens, each object's bytes.
+    private static func objects(_ value: JSONToken, _ scanner: JSONScanner, name: String) throws(JobError) -> [[UInt8]] {
+        var s = scanner
+        s.position = value.range.lowerBound + 1
+        var out: [[UInt8]] = []
+        while true {
+            s.skipWhitespace()
+            if s.bytes[s.position] == UInt8(ascii: "]") { break }
+            if s.bytes[s.position] == UInt8(ascii: ",") {
+                s.position += 1
+                s.skipWhitespace()
+            }
+            guard let element = try? s.scanValue(depth: 1) else { throw JobError.badTokens("\"\(name)\" is not a valid list") }
+            guard out.count < maxTokens else { throw JobError.tooManyTokens(limit: maxTokens) }
+            guard element.kind == .object else { throw JobError.badTokens("\(name)[\(out.count)] is not a JSON object") }
+            out.append(Array(UnsafeBufferPointer(rebasing: s.bytes[element.range])))
+        }
+        guard !out.isEmpty else { throw JobError.badTokens("\"\(name)\" is empty") }
+        return out
+    }
+
     private static func string(_ value: JSONToken, _ field: Field, _ scanner: JSONScanner) throws(JobError) -> String {
         guard value.kind == .string else { throw JobError.wrongType(field: field.name, expected: "a string") }
         return scanner.stringValue(value)
@@ -250,7 +276,7 @@ public enum JobParser {
 
     private enum Field: UInt32 {
         case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
-        case channel, platform, message, subscription, ttl, urgency
+        case channel, platform, message, subscription, ttl, urgency, subscriptions
 
         var name: String {
             switch self {
@@ -273,6 +299,7 @@ public enum JobParser {
             case .subscription: "subscription"
             case .ttl: "ttl"
             case .urgency: "urgency"
+            case .subscriptions: "subscriptions"
             }
         }
 
@@ -299,6 +326,7 @@ public enum JobParser {
             case 11 where s.stringEquals(key, "environment"): self = .environment
             case 11 where s.stringEquals(key, "collapse_id"): self = .collapseID
             case 12 where s.stringEquals(key, "subscription"): self = .subscription
+            case 13 where s.stringEquals(key, "subscriptions"): self = .subscriptions
             case -1:
                 let name = s.stringValue(key)
                 guard let f = Field.allByName[name] else { return nil }

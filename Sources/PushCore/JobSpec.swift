@@ -32,6 +32,11 @@ public struct JobSpec: Sendable, Equatable {
     public var message: [UInt8] = []
     /// A Web Push job's `subscription` object, its bytes as given; `ttl` (seconds) and `urgency` as given.
     public var subscription: [UInt8] = []
+    /// `subscriptions`: a Web Push multicast, each object's bytes as given.
+    public var subscriptions: [[UInt8]]?
+    /// The bytes of the `"subscriptions": [...]` member, key to closing bracket: replaced by
+    /// `"subscription":<s>` to make each subscription's own job.
+    public var subscriptionsMember: Range<Int>?
     public var ttl: Int64?
     public var urgency: String?
 
@@ -44,6 +49,20 @@ public struct JobSpec: Sendable, Equatable {
         var seen = Set<String>()
         seen.reserveCapacity(tokens.count)
         return tokens.filter { seen.insert($0.lowercased()).inserted }
+    }
+
+    /// A Web Push multicast's subscriptions, each once (byte for byte), in the producer's order.
+    public var uniqueSubscriptions: [String]? {
+        guard let subscriptions else { return nil }
+        var seen = Set<[UInt8]>()
+        return subscriptions.filter { seen.insert($0).inserted }.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// A Web Push multicast's bytes before and after its `"subscriptions":[...]` member, with `"subscription":`
+    /// added: each subscription's own job is prefix + the subscription's bytes + suffix.
+    public func subscriptionJobParts(of job: [UInt8]) -> (prefix: [UInt8], suffix: [UInt8])? {
+        guard let member = subscriptionsMember else { return nil }
+        return (Array(job[..<member.lowerBound]) + Array(#""subscription":"#.utf8), Array(job[member.upperBound...]))
     }
 
     /// A multicast job's bytes (`job`, the ones this spec was parsed from) before and after its `"tokens":[...]`

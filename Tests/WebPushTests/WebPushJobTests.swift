@@ -29,6 +29,24 @@ struct WebPushJobTests {
         #expect(spec.payload == Array(#"{"title":"x", "n":[1,2]}"#.utf8))
     }
 
+    @Test func subscriptionsFanOutIntoOneJobEachWithTheirBytes() throws {
+        let other = Self.subscription.replacingOccurrences(of: "/abc", with: "/def")
+        let bytes = Array(#"{"id":"m","subscriptions":[\#(Self.subscription), \#(other),\#(Self.subscription)],"payload":"x"}"#.utf8)
+        let spec = try JobParser.parse(bytes)
+        #expect(spec.platform == .webpush)
+        #expect(spec.uniqueSubscriptions == [Self.subscription, other], "a subscription listed twice is sent once")
+        let parts = try #require(spec.subscriptionJobParts(of: bytes))
+        let child = parts.prefix + Array(other.utf8) + parts.suffix
+        let childSpec = try JobParser.parse(child)
+        #expect(childSpec.subscription == Array(other.utf8))
+        #expect(childSpec.subscriptions == nil && childSpec.id == "m" && childSpec.payload == Array("x".utf8))
+        #expect(throws: JobError.badTokens("give either \"subscription\" or \"subscriptions\", not both")) {
+            try Self.job(#""subscription":\#(Self.subscription),"subscriptions":[\#(Self.subscription)],"payload":"x""#)
+        }
+        #expect(throws: JobError.badTokens("subscriptions[0] is not a JSON object")) { try Self.job(#""subscriptions":["x"],"payload":"x""#) }
+        #expect(throws: JobError.badTokens("\"subscriptions\" is empty")) { try Self.job(#""subscriptions":[],"payload":"x""#) }
+    }
+
     @Test func badWebPushJobsAreRefusedWithTheirReason() throws {
         #expect(throws: JobError.missingSubscription) { try Self.job(#""platform":"webpush","payload":"x""#) }
         #expect(throws: JobError.subscriptionNotAnObject) { try Self.job(#""platform":"webpush","subscription":"https://x","payload":"x""#) }

@@ -95,3 +95,25 @@ struct WebPushSimulatorTests {
         #expect(decoded.answerClass == .deferForConfiguration(reason: "VAPIDRefused: BadJwtToken"))
     }
 }
+
+/// `herald send --platform webpush` as an operator runs it, against the simulator.
+@Suite("herald send --platform webpush")
+struct SendWebPushCommandTests {
+    @Test func oneMessageIsDeliveredAndDecryptedAndABadOneRefusedLocally() throws {
+        let herald = try #require(heraldExecutable(), "the herald executable is built beside the tests")
+        let fixture = try WebPushSimulatorTests.Fixture()
+        let subscription = try fixture.server.subscribe()
+        let base = ["send", "--platform", "webpush", "--vapid-key", base64URLEncoded([UInt8](repeating: 3, count: 32)), "--subject", "mailto:cli@example.com",
+                    "--push-service-hosts", "127.0.0.1", "--allow-local", "--ca-file", fixture.server.caFile ?? "", "--subscription", subscription.json]
+        let sent = try ChildProcess(name: "send-webpush", executable: herald, arguments: base + ["--payload", "from the cli", "--urgency", "low"])
+        #expect(sent.waitForExit(seconds: 30) == 0, "\(sent.output)")
+        let answer = try #require(try JSONSerialization.jsonObject(with: Data(sent.output.utf8)) as? [String: Any], "\(sent.output)")
+        #expect(answer["outcome"] as? String == "delivered" && answer["status"] as? Int == 201)
+        #expect(answer["message_id"] as? String == "1")
+        #expect(fixture.server.messages().map(\.plaintext) == [Array("from the cli".utf8)])
+        #expect(fixture.server.messages().first?.urgency == "low")
+        let refused = try ChildProcess(name: "send-webpush-bad", executable: herald, arguments: base + ["--payload", "x", "--urgency", "asap"])
+        #expect(refused.waitForExit(seconds: 30) == 65, "\(refused.output)")
+        #expect(refused.output.contains("BadUrgency"))
+    }
+}

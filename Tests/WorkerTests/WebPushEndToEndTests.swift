@@ -52,6 +52,15 @@ extension EndToEnd {
                 jobs.append(fcmJobBytes(id: fid, token: "\(i % 10 == 0 ? "unreg" : "ok")-\(i)-dGVzdA:APA91bHerald_e2e", body: "job \(i)"))
                 expected[fid] = i % 10 == 0 ? "token_dropped" : "delivered"
             }
+            // A multicast: one job, 20 subscriptions, fanned out in Redis into one job each.
+            var multicastEndpoints: [String] = []
+            var multicastJSON: [String] = []
+            for _ in 0..<20 {
+                let subscription = try push.subscribe(prefix: "multi-")
+                multicastEndpoints.append(subscription.endpoint)
+                multicastJSON.append(subscription.json)
+            }
+            jobs.append(Array(#"{"id":"web-multi","subscriptions":[\#(multicastJSON.joined(separator: ","))],"payload":{"to":"many"}}"#.utf8))
             // Refused locally, never sent: a key of the wrong length, an endpoint off the allow-list, a payload
             // too large once encrypted.
             let sample = try push.subscribe(prefix: "never-")
@@ -89,7 +98,7 @@ extension EndToEnd {
             let victim = try world.startWorker(id: "web-a", config: path)
             try world.startWorker(id: "web-b", config: path)
             let ledger = ResultsLedger(redisURL: world.redisURL)
-            let total = expected.count
+            let total = expected.count + multicastEndpoints.count
             #expect(try ledger.waitForTerminal(total / 4, seconds: 60), "only \(ledger.terminalCount) finished before the kill:\n\(world.workerLogs())")
             victim.signal(SIGKILL)
             _ = victim.waitForExit(seconds: 10)
@@ -113,6 +122,10 @@ extension EndToEnd {
                 details.append("\(id): rejected as \(grouped[id]?.last?.fields["reason"] ?? "-"), expected \(reason)")
             }
             #expect(details.isEmpty, "\(details.prefix(20))")
+            let multicastExpected = Dictionary(uniqueKeysWithValues: multicastEndpoints.map { ("web-multi " + $0, "delivered") })
+            let multicastProblems = ledger.contractProblems(expected: multicastExpected) { $0.id + " " + ($0.fields["token"] ?? "") }
+            #expect(multicastProblems.isEmpty, "\(multicastProblems.prefix(5))")
+            #expect(push.messages().filter { $0.subscription.hasPrefix("multi-") }.count >= 20)
             // Every delivered Web Push job's payload reached the push service, decrypted.
             let received = Set(push.messages().map { String(decoding: $0.plaintext, as: UTF8.self) })
             let deliveredWeb = webFates.filter { $0.value.outcome == "delivered" }.map { id, _ in "job " + id.dropFirst(4) }

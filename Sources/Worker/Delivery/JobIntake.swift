@@ -78,15 +78,29 @@ struct JobIntake {
     /// A Web Push job for a Web Push app: the subscription, payload size, headers and endpoint checked here.
     private func admitWebPush(_ lease: Lease, id: String, spec: JobSpec, index: Int, claimedAt: UInt64) -> Verdict {
         let app = directory.apps[index]
+        let policy = app.webpush?.policy ?? PushServicePolicy()
+        var multicast: JobAttempt.Multicast?
+        var single = spec
+        if let subscriptions = spec.uniqueSubscriptions, let parts = spec.subscriptionJobParts(of: lease.job) {
+            // A multicast is checked whole, every subscription, before it fans out (as `tokens` is).
+            for subscription in subscriptions.dropFirst() {
+                single.subscription = Array(subscription.utf8)
+                if case .failure(let failure) = WebPushJob.message(single, policy: policy) {
+                    return .rejected(id: id, reason: failure.description, spec: spec, app: app.name)
+                }
+            }
+            single.subscription = Array(subscriptions[0].utf8)
+            multicast = JobAttempt.Multicast(tokens: subscriptions, jobPrefix: parts.prefix, jobSuffix: parts.suffix)
+        }
         let message: WebPushMessage
-        switch WebPushJob.message(spec, policy: app.webpush?.policy ?? PushServicePolicy()) {
+        switch WebPushJob.message(single, policy: policy) {
         case .success(let m): message = m
         case .failure(let failure): return .rejected(id: id, reason: failure.description, spec: spec, app: app.name)
         }
         let destination = Destination(app: index, environment: .production, platform: .webpush)
         return .accepted(JobAttempt(lease: lease, id: id, destination: destination, appName: app.name,
-                                    notification: spec.webPushNotification(message), claimedAt: claimedAt, deliverAt: spec.deliverAt,
-                                    hasProducerID: spec.id != nil))
+                                    notification: single.webPushNotification(message), claimedAt: claimedAt, deliverAt: spec.deliverAt,
+                                    multicast: multicast, hasProducerID: spec.id != nil))
     }
 
     /// An FCM job for an FCM app (the only platform whose jobs carry a message object).
