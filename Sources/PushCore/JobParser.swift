@@ -215,36 +215,32 @@ public enum JobParser {
         return true
     }
 
-    /// The elements of `tokens`: 1...maxTokens hexadecimal strings. The array was validated when it was scanned,
-    /// so walking it again cannot meet bad JSON.
+    /// The elements of `tokens`: 1...maxTokens hexadecimal strings.
     private static func tokens(_ value: JSONToken, _ scanner: JSONScanner) throws(JobError) -> [String] {
         guard value.kind == .array else { throw JobError.badTokens("\"tokens\" must be a list of device tokens") }
-        var s = scanner
-        s.position = value.range.lowerBound + 1
-        var out: [String] = []
-        while true {
-            s.skipWhitespace()
-            if s.bytes[s.position] == UInt8(ascii: "]") { break }
-            if s.bytes[s.position] == UInt8(ascii: ",") {
-                s.position += 1
-                s.skipWhitespace()
-            }
-            guard let element = try? s.scanValue(depth: 1) else { throw JobError.badTokens("\"tokens\" is not a valid list") }
-            guard out.count < maxTokens else { throw JobError.tooManyTokens(limit: maxTokens) }
+        return try elements(value, scanner, name: "tokens") { (s, element, index) throws(JobError) in
             guard element.kind == .string, case let token = s.stringValue(element), isHexToken(token) else {
-                throw JobError.badTokens("tokens[\(out.count)] is not a non-empty, even-length hexadecimal string")
+                throw JobError.badTokens("tokens[\(index)] is not a non-empty, even-length hexadecimal string")
             }
-            out.append(token)
+            return token
         }
-        guard !out.isEmpty else { throw JobError.badTokens("\"tokens\" is empty") }
-        return out
     }
 
     /// The elements of a list of objects (Web Push's `subscriptions`): 1...maxTokens, each object's bytes.
     private static func objects(_ value: JSONToken, _ scanner: JSONScanner, name: String) throws(JobError) -> [[UInt8]] {
+        try elements(value, scanner, name: name) { (s, element, index) throws(JobError) in
+            guard element.kind == .object else { throw JobError.badTokens("\(name)[\(index)] is not a JSON object") }
+            return Array(UnsafeBufferPointer(rebasing: s.bytes[element.range]))
+        }
+    }
+
+    /// A multicast list's 1...maxTokens elements, each read by `read`. The array was validated when it was
+    /// scanned, so walking it again cannot meet bad JSON.
+    private static func elements<T>(_ value: JSONToken, _ scanner: JSONScanner, name: String,
+                                    _ read: (JSONScanner, JSONToken, Int) throws(JobError) -> T) throws(JobError) -> [T] {
         var s = scanner
         s.position = value.range.lowerBound + 1
-        var out: [[UInt8]] = []
+        var out: [T] = []
         while true {
             s.skipWhitespace()
             if s.bytes[s.position] == UInt8(ascii: "]") { break }
@@ -254,8 +250,7 @@ public enum JobParser {
             }
             guard let element = try? s.scanValue(depth: 1) else { throw JobError.badTokens("\"\(name)\" is not a valid list") }
             guard out.count < maxTokens else { throw JobError.tooManyTokens(limit: maxTokens) }
-            guard element.kind == .object else { throw JobError.badTokens("\(name)[\(out.count)] is not a JSON object") }
-            out.append(Array(UnsafeBufferPointer(rebasing: s.bytes[element.range])))
+            out.append(try read(s, element, out.count))
         }
         guard !out.isEmpty else { throw JobError.badTokens("\"\(name)\" is empty") }
         return out
