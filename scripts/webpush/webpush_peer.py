@@ -8,6 +8,7 @@ Subcommands, each printing one JSON object on stdout:
   vapid-key                       a VAPID key as py_vapid makes it: PEM and the raw base64url private scalar
   send SUBSCRIPTION PAYLOAD KEY SUB   pywebpush sends a message (TLS checked against REQUESTS_CA_BUNDLE)
   post URL HEADERS_JSON BODY_FILE     requests posts bytes Herald prepared: status, headers and body back
+  bench SUBSCRIPTION KEY SUB N        pywebpush sends N messages one after another on one session: the rate
 """
 import base64
 import json
@@ -77,6 +78,27 @@ def post(url, headers, body_file):
     return {"status": response.status_code, "location": response.headers.get("location"), "body": response.text}
 
 
+def bench(subscription, key, sub, count):
+    import time
+
+    import requests
+    from pywebpush import WebPusher
+    from py_vapid import Vapid02
+
+    info = json.loads(subscription)
+    vapid = Vapid02.from_string(key)
+    session = requests.Session()
+    started = time.monotonic()
+    ok = 0
+    for i in range(count):
+        # What webpush() does per message: a VAPID header and a fresh encryption, on a kept session.
+        headers = vapid.sign({"sub": sub, "aud": info["endpoint"].split("/push/")[0], "exp": int(time.time()) + 3600})
+        response = WebPusher(info, requests_session=session).send(data="bench %d" % i, headers=headers, ttl=60)
+        ok += response.status_code == 201
+    seconds = time.monotonic() - started
+    return {"sent": count, "ok": ok, "seconds": seconds, "per_second": count / seconds}
+
+
 def main():
     command = sys.argv[1]
     if command == "subscriber":
@@ -89,6 +111,8 @@ def main():
         result = vapid_key()
     elif command == "send":
         result = send(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
+    elif command == "bench":
+        result = bench(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
     elif command == "post":
         result = post(sys.argv[2], sys.argv[3], sys.argv[4])
     else:
