@@ -96,7 +96,7 @@ if Context.environment["HERALD_FUZZ"] == "1" {
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzz/Support"))
     for name in names {
         package.targets.append(.executableTarget(
-            name: name, dependencies: ["FuzzSupport", "PushCore", "APNs", "FCM", "RedisClient", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
+            name: name, dependencies: ["FuzzSupport", "PushCore", "APNs", "FCM", "WebPush", "RedisClient", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
         package.products.append(.executable(name: name, targets: [name]))
     }
 }
