@@ -32,7 +32,9 @@ let package = Package(
         /// Small pure helpers with no dependencies, one home each: FIFO, JSON escaping, decimal writing, locks, argument parsing.
         .target(name: "Basics"),
         /// The commit and build date `herald --version` prints, stamped into the linked binary (scripts/lib.sh).
-        .target(name: "CBuildInfo"),
+        /// DWARF 4: clang's default DWARF 5 (.debug_str_offsets, .debug_addr) makes valgrind 3.19's debuginfo reader
+        /// give up on the whole binary, and scripts/callgrind-worker counts instructions under valgrind.
+        .target(name: "CBuildInfo", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
         .target(name: "Reactor", dependencies: ["CLinux", "Basics"]),
         /// What every push provider shares, with no provider in it: the job model and its parser, the JSON scanner and
         /// writer, retry settings, `DeliveryResult` and the neutral `OutcomePolicy`, and `ProviderAnswer` (a provider's
@@ -51,22 +53,24 @@ let package = Package(
         /// Web Push (RFC 8030/8291/8292): subscriptions, aes128gcm message encryption, VAPID tokens (pure, OpenSSL only),
         /// its answers' classes and its sender (a pool per push-service origin).
         .target(name: "WebPush", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "COpenSSL", "Basics"]),
-        /// Client TLS over OpenSSL shared by the APNs/FCM connections and Redis: the `SSL_CTX`, one `SSL*` per socket,
+        /// TLS over OpenSSL shared by the APNs/FCM connections, Redis and (server side) the simulators: the `SSL_CTX`, one `SSL*` per socket,
         /// non-blocking handshake, read and write steps, and the error texts.
-        .target(name: "TLS", dependencies: ["Reactor", "COpenSSL"]),
+        .target(name: "TLS", dependencies: ["Basics", "Reactor", "COpenSSL"]),
         .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
         /// The Redis client: RESP, the pipelined loop connection, the blocking client, cluster routing, Sentinel,
         /// the TLS transport. Knows nothing of Herald's queue.
         .target(name: "RedisClient", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
         /// Herald's queue on Redis: scripts, leases, results, archive. Re-exports RedisClient.
         .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "RedisClient"]),
-        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "CNghttp2", "COpenSSL"]),
+        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
         .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        /// `herald api`: the HTTP/1.1 front door (its own parser on the Reactor loop), validating with the worker's intake.
+        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "COpenSSL"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 
@@ -83,7 +87,8 @@ let package = Package(
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush", "PushCore", "ProviderKit", "Reactor", "MockAPNs", "RedisQueue", "Worker", "HeraldTestSupport"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -96,7 +101,7 @@ if Context.environment["HERALD_FUZZ"] == "1" {
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzz/Support"))
     for name in names {
         package.targets.append(.executableTarget(
-            name: name, dependencies: ["FuzzSupport", "PushCore", "APNs", "FCM", "WebPush", "RedisClient", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
+            name: name, dependencies: ["FuzzSupport", "API", "PushCore", "APNs", "FCM", "WebPush", "RedisClient", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
         package.products.append(.executable(name: name, targets: [name]))
     }
 }

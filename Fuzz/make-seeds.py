@@ -112,6 +112,19 @@ def main():
     heads += [s + "\r\n\r\n" for s in raw_literals("Tests/WorkerTests/MetricsListenerTests.swift") if "HTTP/" in s]
     write("FuzzHTTPRequestHead", heads)
 
+    # Requests as `herald api` meets them, behind the byte that picks the limits: bodies by length and chunked,
+    # pipelined pairs, the smuggling shapes the parser refuses, oversized heads.
+    job = json.dumps({"token": "ab" * 32, "payload": {"aps": {"alert": "hi"}}})
+    api = ["POST /v1/jobs HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(job), job),
+           "POST /v1/jobs HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5;e=1\r\n{\"a\":\r\n2\r\n1}\r\n0\r\nT: 1\r\n\r\n",
+           "GET /healthz HTTP/1.1\r\n\r\nGET /readyz HTTP/1.0\r\nConnection: keep-alive\r\n\r\n",
+           "POST /v1/jobs HTTP/1.1\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n{}",
+           "POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n{}",
+           "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n",
+           "GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n", "GET / HTTP/2.0\r\n\r\n",
+           "GET / HTTP/1.1\r\nX: " + "a" * 600 + "\r\n\r\n"]
+    write("FuzzHTTP1Parser", [bytes([c]) + r.encode() for c in (0x20, 0x7F, 0xFF) for r in api])
+
 
 if __name__ == "__main__":
     main()

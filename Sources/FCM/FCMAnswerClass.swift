@@ -48,8 +48,14 @@ extension FCMResponse: ProviderAnswer {
     /// FCM binds nothing to a connection.
     public var connectionAdvice: ConnectionAdvice { .keep }
 
-    /// FCM's error codes are not APNs reasons: counted by status, under the catch-all reason.
-    public var metricsReason: String { status == 200 ? "" : "other" }
+    /// FCM's error code (else the RPC status) as the `reason` label; one outside `metricsReasons` counts as `other`.
+    public var metricsReason: String { status == 200 ? "" : errorCode ?? rpcStatus ?? "other" }
+
+    /// The reasons FCM documents (its v1 `ErrorCode`s, then the RPC statuses it answers without one): the
+    /// `reason` label values its answers can have besides `other`.
+    public static let metricsReasons = ["UNSPECIFIED_ERROR", "INVALID_ARGUMENT", "UNREGISTERED", "SENDER_ID_MISMATCH", "QUOTA_EXCEEDED",
+                                        "UNAVAILABLE", "INTERNAL", "THIRD_PARTY_AUTH_ERROR", "UNAUTHENTICATED", "PERMISSION_DENIED",
+                                        "NOT_FOUND", "RESOURCE_EXHAUSTED"]
 
     public var resultFields: AnswerFields { AnswerFields(messageName: name) }
 }

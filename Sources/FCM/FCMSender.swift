@@ -166,7 +166,10 @@ public final class FCMSender: PushSender {
     /// access token fetched).
     public func addMetrics(to metrics: inout ProviderMetrics) {
         for (index, app) in apps.sorted(by: { $0.key < $1.key }) {
-            if index < metrics.tokensSigned.count { metrics.tokensSigned[index] = app.tokens.exchanges }
+            if index < metrics.tokensSigned.count {
+                metrics.tokensSigned[index] = app.tokens.exchanges
+                metrics.tokenExchanges[index] = app.tokens.stats
+            }
             guard let events = app.poolEvents else { continue }
             metrics.pools.append(events.snapshot(app.pool, app: app.name, environment: APNsEnvironment.production.rawValue,
                                                   connectionsPerPool: settings.connectionsPerPool))

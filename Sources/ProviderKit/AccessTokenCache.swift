@@ -38,6 +38,8 @@ public final class AccessTokenCache {
     private var nextIsAfterRefusal = false
     /// Exchanges made, for tests and the metrics (a provider's tokens signed).
     public private(set) var exchanges = 0
+    /// Exchanges that ended without a token, and the time all answered exchanges took (the metrics).
+    public private(set) var stats = TokenExchangeStats()
 
     public init(loop: EventLoop, exchange: @escaping Exchange) {
         self.loop = loop
@@ -94,14 +96,24 @@ public final class AccessTokenCache {
         let afterRefusal = nextIsAfterRefusal
         let bound = LoopBound(self, loop: loop)
         let thread = Thread {
+            let begun = monotonicNanos()
             let answer = exchange()
-            bound.loop.execute { bound.value.finish(answer, generation: started, afterRefusal: afterRefusal) }
+            let took = monotonicNanos() &- begun
+            bound.loop.execute { bound.value.finish(answer, generation: started, afterRefusal: afterRefusal, took: took) }
         }
         thread.name = "herald-token"
         thread.start()
     }
 
-    private func finish(_ result: Result<(token: String, lifetimeSeconds: Int64), Failure>, generation started: Int, afterRefusal: Bool) {
+    private func finish(_ result: Result<(token: String, lifetimeSeconds: Int64), Failure>, generation started: Int, afterRefusal: Bool,
+                        took: UInt64) {
+        stats.answered += 1
+        stats.nanoseconds &+= took
+        switch result {
+        case .success: break
+        case .failure(.refused): stats.refused += 1
+        case .failure(.unavailable): stats.unavailable += 1
+        }
         guard started == generation else { return }
         fetching = false
         let outcome: Result<Token, Failure>

@@ -8,13 +8,13 @@ public struct Destination: Hashable, Sendable, CustomStringConvertible {
     public let environment: APNsEnvironment
     public let platform: Platform
 
-    public init(app: Int, environment: APNsEnvironment, platform: Platform = .apns) {
+    @inlinable public init(app: Int, environment: APNsEnvironment, platform: Platform = .apns) {
         self.app = app
         self.environment = environment
         self.platform = platform
     }
 
-    // Spelled out and inlinable: the core hashes a destination per job from another module than this one.
+    // Inlinable, like the initializer: the core makes and hashes destinations per job from another module.
     @inlinable public static func == (a: Destination, b: Destination) -> Bool {
         a.app == b.app && a.environment == b.environment && a.platform == b.platform
     }

@@ -4,8 +4,23 @@ public struct ProviderMetrics: Sendable {
     public var pools: [PoolSnapshot] = []
     /// Provider tokens signed, per app by its index (the first and every refresh).
     public var tokensSigned: [Int]
+    /// Per app by its index, for providers whose token comes from an exchange (FCM's OAuth grant).
+    public var tokenExchanges: [TokenExchangeStats]
 
-    public init(apps: Int) { tokensSigned = [Int](repeating: 0, count: apps) }
+    public init(apps: Int) {
+        tokensSigned = [Int](repeating: 0, count: apps)
+        tokenExchanges = [TokenExchangeStats](repeating: TokenExchangeStats(), count: apps)
+    }
+}
+
+/// One credential's token exchanges so far: answered (with a token or not), refused (the credential is bad),
+/// unavailable (the endpoint could not answer), and the time the answered ones took.
+public struct TokenExchangeStats: Sendable, Equatable {
+    public var answered = 0
+    public var refused = 0
+    public var unavailable = 0
+    public var nanoseconds: UInt64 = 0
+    public init() {}
 }
 
 /// One HTTP/2 pool (an app's credential in one environment) as a scrape sees it.

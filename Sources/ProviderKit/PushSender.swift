@@ -6,7 +6,7 @@ public struct PushOutcome: Sendable, Equatable {
     /// The connection that answered, 0 when none did.
     public let connectionID: Int
 
-    public init(result: DeliveryResult, connectionID: Int) {
+    @inlinable public init(result: DeliveryResult, connectionID: Int) {
         self.result = result
         self.connectionID = connectionID
     }

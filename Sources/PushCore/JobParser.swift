@@ -93,6 +93,10 @@ public enum JobParser {
                     }
                 case .collapseID: job.collapseID = try string(value, field, scanner)
                 case .apnsID: job.apnsID = try string(value, field, scanner)
+                case .traceparent:
+                    // W3C Trace Context: a malformed value is ignored (as its spec asks), never a reason to refuse the job.
+                    let text = try string(value, field, scanner)
+                    job.traceparent = TraceParent.isValid(text) ? text : nil
                 case .tokens:
                     tokensValue = value
                     job.tokensMember = key.range.lowerBound..<value.range.upperBound
@@ -183,7 +187,15 @@ public enum JobParser {
     /// The job's `id` (a string or a number) when it can be read, even from a job `parse` rejects for another
     /// field or for JSON that breaks after the id: the producer can then match the rejection to its job. Reads
     /// the top-level members in order and stops at the first `id` or the first error.
-    public static func readableID(_ bytes: [UInt8]) -> String? {
+    public static func readableID(_ bytes: [UInt8]) -> String? { readable(.id, in: bytes) }
+
+    /// The job's valid `traceparent` when a job that does not parse still has one readable (for its rejection).
+    public static func readableTraceparent(_ bytes: [UInt8]) -> String? {
+        readable(.traceparent, in: bytes).flatMap { TraceParent.isValid($0) ? $0 : nil }
+    }
+
+    /// The first member `field` of a top-level object, as text, whatever the rest of the job holds.
+    private static func readable(_ field: Field, in bytes: [UInt8]) -> String? {
         bytes.withUnsafeBufferPointer { buffer -> String? in
             var scanner = JSONScanner(buffer)
             do throws(JSONScanError) {
@@ -192,7 +204,7 @@ public enum JobParser {
                 try scanner.beginObject()
                 var first = true
                 while let (key, value) = try scanner.nextMember(first: &first) {
-                    guard case .id? = Field(key, in: scanner) else { continue }
+                    guard Field(key, in: scanner) == field else { continue }
                     switch value.kind {
                     case .string: return scanner.stringValue(value)
                     case .number: return scanner.text(value)
@@ -271,7 +283,7 @@ public enum JobParser {
 
     private enum Field: UInt32 {
         case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
-        case channel, platform, message, subscription, ttl, urgency, subscriptions
+        case channel, platform, message, subscription, ttl, urgency, subscriptions, traceparent
 
         var name: String {
             switch self {
@@ -295,6 +307,7 @@ public enum JobParser {
             case .ttl: "ttl"
             case .urgency: "urgency"
             case .subscriptions: "subscriptions"
+            case .traceparent: "traceparent"
             }
         }
 
@@ -320,6 +333,7 @@ public enum JobParser {
             case 10 where s.stringEquals(key, "deliver_at"): self = .deliverAt
             case 11 where s.stringEquals(key, "environment"): self = .environment
             case 11 where s.stringEquals(key, "collapse_id"): self = .collapseID
+            case 11 where s.stringEquals(key, "traceparent"): self = .traceparent
             case 12 where s.stringEquals(key, "subscription"): self = .subscription
             case 13 where s.stringEquals(key, "subscriptions"): self = .subscriptions
             case -1:

@@ -23,6 +23,8 @@ public struct JobSpec: Sendable, Equatable {
     public var deliverAt: Int64?
     public var collapseID: String?
     public var apnsID: String?
+    /// A W3C `traceparent` the producer gave (valid ones only): carried into the job's result entries and log lines.
+    public var traceparent: String?
     public var payload: [UInt8] = []
     /// `platform` as the job gave it, else its shape: a `message` and no `payload` make an FCM job.
     public var platform: Platform = .apns

@@ -16,6 +16,29 @@ public enum Enqueuer {
         public var blank = 0
         /// Pushed jobs by queue key.
         public var pushedByQueue: [String: Int] = [:]
+        /// The pushed lines (1-based numbers), as ranges in input order.
+        public var pushedLines: [ClosedRange<Int>] = []
+        /// Set when the connection to Redis was lost part way: the run stopped there.
+        public var interruption: Interruption?
+
+        mutating func pushed(line: Int) {
+            if let last = pushedLines.last, last.upperBound == line - 1 {
+                pushedLines[pushedLines.count - 1] = last.lowerBound...line
+            } else {
+                pushedLines.append(line...line)
+            }
+        }
+    }
+
+    /// Where a run that lost Redis stopped: a re-run of the input from `notPushedFrom` on sends nothing twice.
+    public struct Interruption: Sendable, Equatable {
+        public var error: RedisError
+        /// The lines whose LPUSH was on its way when the connection went: each may or may not be in its queue
+        /// (Redis applies a pipeline in order, but its replies were lost). Their ids tell (`herald stats`,
+        /// the idempotency window).
+        public var inDoubt: ClosedRange<Int>
+        /// No line from this one on was pushed (nor read: the run stopped).
+        public var notPushedFrom: Int
     }
 
     /// What to do with one line: push it onto a queue key, or refuse it with a reason.
@@ -26,15 +49,15 @@ public enum Enqueuer {
 
     /// `validate` returns nil for a good job, else why it is refused. Lines may end with "\n" or "\r\n" (stripped).
     /// An error reply to a line's LPUSH lists it in `notPushed` and the run goes on; a lost connection stops the
-    /// run (throws), and lines already pushed stay pushed.
+    /// run, and the report's `interruption` says which lines were in doubt and from which line on none was pushed.
     public static func enqueue(lines: some Sequence<[UInt8]>, redis: any BlockingRedisCommands, queueKey: String,
-                               validate: ([UInt8]) -> String?, batchSize: Int = 1000) throws(RedisError) -> EnqueueReport {
-        try enqueue(lines: lines, redis: redis, batchSize: batchSize) { line in validate(line).map { .refuse($0) } ?? .push(queueKey: queueKey) }
+                               validate: ([UInt8]) -> String?, batchSize: Int = 1000) -> EnqueueReport {
+        enqueue(lines: lines, redis: redis, batchSize: batchSize) { line in validate(line).map { .refuse($0) } ?? .push(queueKey: queueKey) }
     }
 
     /// Each good line goes to the queue key `admit` names (a shard's queue, say); `pushedByQueue` counts them.
     public static func enqueue(lines: some Sequence<[UInt8]>, redis: any BlockingRedisCommands, batchSize: Int = 1000,
-                               admit: ([UInt8]) -> Admission) throws(RedisError) -> EnqueueReport {
+                               admit: ([UInt8]) -> Admission) -> EnqueueReport {
         var report = EnqueueReport()
         var batch: [[[UInt8]]] = []
         var batchKeys: [String] = []
@@ -53,11 +76,23 @@ public enum Enqueuer {
                 } else {
                     report.pushed += 1
                     report.pushedByQueue[key, default: 0] += 1
+                    report.pushed(line: batchLines[index])
                 }
             }
             batch.removeAll(keepingCapacity: true)
             batchKeys.removeAll(keepingCapacity: true)
             batchLines.removeAll(keepingCapacity: true)
+        }
+        /// Pushes the batch; false (the run stops) when the connection was lost with it.
+        func pushBatch() -> Bool {
+            do throws(RedisError) {
+                try flush()
+                return true
+            } catch {
+                let lines = (batchLines.first ?? number)...(batchLines.last ?? number)
+                report.interruption = Interruption(error: error, inDoubt: lines, notPushedFrom: lines.upperBound + 1)
+                return false
+            }
         }
         var number = 0
         for var line in lines {
@@ -76,9 +111,9 @@ public enum Enqueuer {
                 batchKeys.append(key)
                 batchLines.append(number)
             }
-            if batch.count >= size { try flush() }
+            if batch.count >= size, !pushBatch() { return report }
         }
-        try flush()
+        _ = pushBatch()
         return report
     }
 }

@@ -61,6 +61,10 @@ public struct JobCompletion: Sendable {
     public var once: OnceUpdate?
     /// A copy for the failed-job archive (`<prefix>:archive`), written with the result when archiving is on.
     public var archived: ArchivedJob?
+    /// The job goes back to the head of its queue (`handBack`), not to the retry set.
+    public private(set) var handedBack = false
+    /// It goes back byte for byte as claimed (no attempt spent since); else as its retry envelope.
+    public private(set) var handedBackAsClaimed = false
 
     public init(lease: Lease, result: ResultEntry? = nil, droppedToken: DroppedToken? = nil) {
         self.lease = lease
@@ -73,6 +77,18 @@ public struct JobCompletion: Sendable {
     /// `since`: the first attempt's time (ms), kept for the queue's give-up limit.
     public mutating func scheduleRetry(at dueAt: Int64, attempt: Int? = nil, id: String, since: Int64? = nil) {
         retry = (dueAt, JobEnvelope.wrap(job: lease.job, attempt: attempt ?? lease.attempt + 1, id: id, queue: lease.queueKey, since: since))
+    }
+
+    /// Returns the job to the head of the queue it came from in the script that releases the lease, for another
+    /// worker to take at once (issue 30, item 14). With `attempt` nil or the claimed one it goes byte for byte as
+    /// claimed (its attempt, id and first-attempt time those it had); with a later attempt (one was spent on it
+    /// since) as its retry envelope for that attempt, marked with the dataset's epoch as the scheduler marks it.
+    /// Should the queue key hold another type by then, the envelope goes to the retry set due at once instead.
+    public mutating func handBack(id: String, since: Int64? = nil, attempt: Int? = nil) {
+        let attempt = attempt ?? lease.attempt
+        scheduleRetry(at: 0, attempt: attempt, id: id, since: since)
+        handedBack = true
+        handedBackAsClaimed = attempt == lease.attempt
     }
 
     /// Sends the job's raw bytes to the dead-letter list with `reason` and the job's `id` (as its result gives it).
@@ -109,6 +125,7 @@ public struct CompletionReport: Sendable, Equatable {
     public var leasesLost: [String] = []
     /// A repeated batch (its first reply was lost) whose leases were already gone: most likely applied by the
     /// first call; not recovered, so nothing is recorded twice. See `JobQueue.complete(_:isRepeat:completion:)`.
+    /// Also a hand-back whose lease was gone (the job is queued or taken already: nothing to hand back).
     public var unconfirmed = 0
     /// Leases gone because Redis lost its data since they were claimed (restarted without persistence,
     /// FLUSHALL: the dataset epoch changed); nothing written. Not another worker's doing and not a repeat:

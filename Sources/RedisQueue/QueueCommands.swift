@@ -28,7 +28,7 @@ struct QueueCommands: Sendable {
 
     /// `order`: the queue keys in the order this claim visits them (fair share); nil is `queueKeys` (priority).
     func claim(max: Int, leasePrefix: String, order: [String]? = nil) -> (RedisScript, [[UInt8]], [[UInt8]]) {
-        (QueueScripts.claim, [b(keys.workers), b(keys.leases(worker: workerID)), b(keys.epoch)] + (order ?? queueKeys).map(b),
+        (QueueScripts.claim, [b(keys.workers), b(keys.leases(worker: workerID)), b(keys.epoch), b(keys.paused)] + (order ?? queueKeys).map(b),
          [b(workerID), b(String(options.leaseMilliseconds)), b(String(max)), b(leasePrefix), epochCandidate()])
     }
 
@@ -61,14 +61,15 @@ struct QueueCommands: Sendable {
         for item in batch {
             args.append(item.lease.id)
             args.append(item.lease.epoch)
-            // A fan-out needs the queue its children go to; the job bytes travel only for the recovery. The queue
-            // goes in KEYS (once per batch), ARGV says where.
-            if withJobs || item.expansion != nil {
+            // A fan-out needs the queue its children go to, a hand-back the queue (and the job bytes when it goes
+            // as claimed); otherwise the job bytes travel only for the recovery. The queue goes in KEYS (once per
+            // batch), ARGV says where.
+            if withJobs || item.expansion != nil || item.handedBack {
                 args.append(declared.index(of: item.lease.queueKey))
             } else {
                 args.append([])
             }
-            args.append(withJobs ? item.lease.raw : [])
+            args.append(withJobs || item.handedBackAsClaimed ? item.lease.raw : [])
             if let result = item.result {
                 args.append(result.fieldCount * 2)
                 result.appendFields(to: &args)
@@ -76,7 +77,7 @@ struct QueueCommands: Sendable {
                 args.append(0)
             }
             if let retry = item.retry {
-                args.append(retry.dueAt)
+                if item.handedBack { args.append(QueueCommands.handBackDue) } else { args.append(retry.dueAt) }
                 args.append(retry.envelope)
             } else {
                 args.append([])
@@ -117,6 +118,9 @@ struct QueueCommands: Sendable {
         return (QueueScripts.complete, declared.keys, args)
     }
 
+    /// The retry due time that says "back to the head of the queue" (`JobCompletion.handBack`).
+    static let handBackDue = Array("head".utf8)
+
     /// The archive section after the completions: its length cap, the count, then per archived completion its
     /// 1-based index in the batch, 2n and n field/value pairs. Nothing when archiving is off (length 0).
     private func appendArchive(_ batch: [JobCompletion], to args: inout RESPArguments) {
@@ -146,6 +150,9 @@ struct QueueCommands: Sendable {
             case 2: report.recovered += 1
             case 3: again.append(item)
             case 4: report.forgotten += 1
+            // A hand-back whose lease was gone: a repeat, or the reaper returned the job; either way it is queued
+            // or taken, once.
+            case 5: report.unconfirmed += 1
             default: report.leasesLost.append(item.lease.id)
             }
         }

@@ -26,6 +26,8 @@ public struct QueueKeys: Sendable, Equatable {
     /// STREAM of broadcast channels APNs answered ChannelNotRegistered for.
     public var droppedChannels: String { "\(prefix):dropped-channels" }
     public var dead: String { "\(prefix):dead" }
+    /// SET of queue keys an operator paused (`herald queue pause`): the claim script takes nothing from them.
+    public var paused: String { "\(prefix):paused" }
     /// STREAM of jobs that ended `failed` or `token_dropped`, bytes and reason, for `herald replay`.
     public var archive: String { "\(prefix):archive" }
     public var workers: String { "\(prefix):workers" }

@@ -127,9 +127,10 @@ public enum QueueScripts {
 
     """#
 
-    /// KEYS: workers, leases hash, epoch, queue keys in priority order. ARGV: worker id, lease ttl ms, max jobs,
-    /// lease id prefix (ids are prefix..1, prefix..2, ...), a random epoch candidate. Refreshes the heartbeat,
-    /// pops up to max jobs (oldest first) from the queue keys that are lists, leases each. Returns
+    /// KEYS: workers, leases hash, epoch, paused set, queue keys in priority order. ARGV: worker id, lease ttl ms,
+    /// max jobs, lease id prefix (ids are prefix..1, prefix..2, ...), a random epoch candidate. Refreshes the
+    /// heartbeat, pops up to max jobs (oldest first) from the queue keys that are lists and not in the paused set
+    /// (one of another type pauses nothing and is reported), leases each. Returns
     /// {epoch, {lease id, queue key, job, ...}, {problem key, found, expected, ...}}.
     public static let claim = RedisScript(prelude + #"""
     local bad = refusal(KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'string')
@@ -137,12 +138,19 @@ public enum QueueScripts {
     redis.call('ZADD', KEYS[1], nowMs() + tonumber(ARGV[2]), ARGV[1])
     local epoch = epochOf(KEYS[3], ARGV[5])
     local want = tonumber(ARGV[3])
+    local paused = {}
+    local pausedType = redis.call('TYPE', KEYS[4]).ok
+    if pausedType == 'set' then
+      for _, q in ipairs(redis.call('SMEMBERS', KEYS[4])) do paused[q] = true end
+    elseif pausedType ~= 'none' then
+      report(KEYS[4], pausedType, 'set')
+    end
     local n = 0
     local out = {}
     local fields = {}
-    for i = 4, #KEYS do
+    for i = 5, #KEYS do
       if want <= 0 then break end
-      local jobs = usableList(KEYS[i]) and redis.call('RPOP', KEYS[i], want)
+      local jobs = not paused[KEYS[i]] and usableList(KEYS[i]) and redis.call('RPOP', KEYS[i], want)
       if jobs then
         for _, job in ipairs(jobs) do
           n = n + 1
@@ -314,14 +322,19 @@ public enum QueueScripts {
     /// token count) and, when e > 0, a multicast fan-out: envelope header up to the child index, child job
     /// prefix, child job suffix, e tokens (see `Expansion`), then k and k dropped-channel field/value args.
     /// The queue key goes with every fan-out (its children go there; to the retry set, due at once, while that
-    /// key holds another type) and with the lease-lost recovery (the only time the job bytes are sent).
+    /// key holds another type), with every hand-back, and with the lease-lost recovery (the job bytes go with the
+    /// recovery and with a hand-back as claimed only).
     /// After every completion, the archive section: archive max length, a count, and per archived job the 1-based
     /// index of its completion, k, k archive field/value args (written only when that completion applies).
+    /// A retry due time of `head` hands the job back to the head of its queue (its queue key goes with it): its
+    /// bytes as claimed when they are sent, else the retry member with the epoch mark; the retry member goes to the
+    /// retry set due at once instead while that key holds another type.
     /// Per completion returns 1 (applied), 2 (lease had been reaped, job taken back from the queue and applied),
     /// 0 (lease lost: another worker holds the job, or this batch was already applied; nothing written),
     /// 3 (lease gone and no job bytes were sent: call again with them for this completion; nothing written) or
     /// 4 (forgotten: lease gone and the dataset's epoch is not the one it was claimed in, so Redis lost its data
-    /// since, e.g. a restart without persistence; nothing written).
+    /// since, e.g. a restart without persistence; nothing written) or 5 (a hand-back whose lease was gone: the job
+    /// is in its queue already or with the worker that took it from there; nothing written).
     /// Before anything is written, every key the batch would write is checked: one of the wrong type refuses the
     /// whole batch (`HERALD_WRONGTYPE`), so the caller keeps its leases and sends the same batch again later.
     public static let complete = RedisScript(prelude + #"""
@@ -393,6 +406,7 @@ public enum QueueScripts {
       if #present > 0 then redis.call('HDEL', KEYS[1], unpack(present)) end
     end
     local codes = {}
+    local backs, backQueues = {}, {}
     local wroteResults = false
     local wroteTokens = false
     local wroteChannels = false
@@ -411,6 +425,8 @@ public enum QueueScripts {
       if not held[c] then
         if claimedIn ~= '' and epochKnown and claimedIn ~= epoch then
           code = 4
+        elseif retryDue == 'head' then
+          code = 5
         elseif job == '' then
           -- The job bytes travel only when the caller asks for this recovery (code 3): leases are rarely lost.
           code = 3
@@ -426,7 +442,14 @@ public enum QueueScripts {
           redis.call('XADD', KEYS[2], '*', unpack(ARGV, rs, rs + nr - 1))
           wroteResults = true
         end
-        if retryDue ~= '' then redis.call('ZADD', KEYS[4], retryDue, retryMember) end
+        if retryDue == 'head' then
+          -- Handed back: pushed to the head of its queue after the loop, in claim order.
+          if not backs[queue] then backs[queue] = {}; backQueues[#backQueues + 1] = queue end
+          local list = backs[queue]
+          list[#list + 1] = {job, retryMember}
+        elseif retryDue ~= '' then
+          redis.call('ZADD', KEYS[4], retryDue, retryMember)
+        end
         if deadEntry ~= '' then
           redis.call('LPUSH', KEYS[5], deadEntry)
           redis.call('LTRIM', KEYS[5], 0, deadMax - 1)
@@ -476,6 +499,22 @@ public enum QueueScripts {
         end
       end
       codes[#codes + 1] = code
+    end
+    -- Hand-backs, last first: RPUSH puts each at the head, so the one claimed first is taken first again: the job
+    -- as claimed when its bytes came, else its envelope with the epoch mark (so its attempt is believed). While a
+    -- queue key holds another type (or no epoch is known for an envelope) it goes to the retry set due at once.
+    for _, q in ipairs(backQueues) do
+      local list = backs[q]
+      local toQueue = usableList(q)
+      for b = #list, 1, -1 do
+        local element = list[b][1]
+        if element == '' and epoch then element = markEpoch(list[b][2], function() return epoch end) end
+        if toQueue and element ~= '' then
+          redis.call('RPUSH', q, element)
+        else
+          redis.call('ZADD', KEYS[4], nowMs(), list[b][2])
+        end
+      end
     end
     -- Trim once per batch rather than per entry (approximate trimming, as MAXLEN ~ on each XADD would be).
     if wroteResults then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', resultsMax) end
@@ -695,5 +734,15 @@ public enum QueueScripts {
     end
     if wrote then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', ARGV[1]) end
     return {codes, problems}
+    """#)
+
+    /// KEYS: a queue. Removes every job waiting in it (`herald queue purge`); returns how many. Refused (nothing
+    /// removed) when the key holds another type.
+    public static let purgeQueue = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'list')
+    if bad then return bad end
+    local n = redis.call('LLEN', KEYS[1])
+    redis.call('DEL', KEYS[1])
+    return n
     """#)
 }

@@ -56,6 +56,8 @@ public struct ResultEntry: Sendable, Equatable {
     public var platform: String?
     /// FCM's message name (`projects/<project>/messages/<id>`) of a delivered FCM job.
     public var fcmName: String?
+    /// The producer's W3C `traceparent`, when its job carried a valid one.
+    public var traceparent: String?
 
     public init(id: String, outcome: Outcome, status: Int = 0, reason: String? = nil, token: String? = nil,
                 topic: String? = nil, environment: String? = nil, app: String? = nil, apnsID: String? = nil,
@@ -100,6 +102,7 @@ public struct ResultEntry: Sendable, Equatable {
         out.append(("worker", Self.text(worker)))
         if let platform { out.append(("platform", Self.text(platform))) }
         if let fcmName { out.append(("fcm_name", Self.text(fcmName))) }
+        if let traceparent { out.append(("traceparent", Self.text(traceparent))) }
         return out
     }
 
@@ -120,6 +123,7 @@ public struct ResultEntry: Sendable, Equatable {
         if latencyMilliseconds != nil { n += 1 }
         if platform != nil { n += 1 }
         if fcmName != nil { n += 1 }
+        if traceparent != nil { n += 1 }
         return n
     }
 
@@ -144,6 +148,7 @@ public struct ResultEntry: Sendable, Equatable {
         args.append("worker"); args.append(Self.text(worker))
         if let platform { args.append("platform"); args.append(Self.text(platform)) }
         if let fcmName { args.append("fcm_name"); args.append(Self.text(fcmName)) }
+        if let traceparent { args.append("traceparent"); args.append(Self.text(traceparent)) }
     }
 
     /// Reads an entry back from a stream's field map (for tools and tests).
@@ -159,6 +164,7 @@ public struct ResultEntry: Sendable, Equatable {
         channel = map["channel"]
         platform = map["platform"]
         fcmName = map["fcm_name"]
+        traceparent = map["traceparent"]
     }
 
     public static func == (a: ResultEntry, b: ResultEntry) -> Bool { a.fields.elementsEqual(b.fields, by: ==) }

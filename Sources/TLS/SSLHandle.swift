@@ -15,12 +15,15 @@ public final class SSLHandle {
     /// The last step returned `.wouldBlock` (or `.wantWrite`) because TLS must write first (a key update, a
     /// handshake message): wait for writability, not readability, before the next step.
     public private(set) var wantsWritable = false
+    /// The host a client asked for (nil on the server side): its certificate's expiry is recorded by it.
+    private let serverName: String?
 
     public init(context: TLSContext, fd: Int32, serverName: String) throws(TLSError) {
         ignoreBrokenPipesOnce()  // OpenSSL writes with write(2): a reset peer must give EPIPE, not SIGPIPE
         ERR_clear_error()
         guard let ssl = SSL_new(context.context) else { throw TLSError("SSL_new: \(openSSLErrors())") }
         pointer = ssl
+        self.serverName = serverName
         SSL_set_fd(ssl, fd)
         SSL_set_connect_state(ssl)
         let verify = context.configuration.verifyPeer
@@ -39,6 +42,7 @@ public final class SSLHandle {
         ERR_clear_error()
         guard let ssl = SSL_new(serverContext) else { throw TLSError("SSL_new: \(openSSLErrors())") }
         pointer = ssl
+        serverName = nil
         SSL_set_fd(ssl, fd)
         SSL_set_accept_state(ssl)
     }
@@ -67,6 +71,9 @@ public final class SSLHandle {
         let rc = SSL_do_handshake(pointer)
         if rc == 1 {
             established = true
+            if let serverName, let leaf = SSL_get0_peer_certificate(pointer) {
+                CertificateExpiry.shared.record(.peer, name: serverName, certificate: leaf)
+            }
             return .done
         }
         guard waits(SSL_get_error(pointer, rc)) else {

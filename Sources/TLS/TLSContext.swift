@@ -51,6 +51,9 @@ public final class TLSContext: @unchecked Sendable {
             guard SSL_CTX_check_private_key(ctx) == 1 else { throw TLSError("client key does not match certificate: \(openSSLErrors())") }
         }
         if let p12File = configuration.pkcs12File { try loadPKCS12(p12File, password: configuration.pkcs12Password) }
+        if let held = configuration.pkcs12File ?? configuration.clientCertificateFile, let leaf = SSL_CTX_get0_certificate(ctx) {
+            CertificateExpiry.shared.record(.held, name: held, certificate: leaf)
+        }
     }
 
     private func loadPKCS12(_ path: String, password: String?) throws(TLSError) {

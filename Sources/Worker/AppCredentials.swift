@@ -1,5 +1,3 @@
-import APNs
-import FCM
 import Foundation
 import PushCore
 
@@ -15,17 +13,16 @@ public struct AppCredentials: Sendable {
         self.credential = credential
     }
 
-    public static func load(_ app: Configuration.AppSettings, apns: Configuration.APNsSettings) throws -> AppCredentials {
-        if let webpush = app.webpush { return AppCredentials(app: app, credential: try webpush.load()) }
-        if let fcm = app.fcm { return AppCredentials(app: app, credential: try fcm.load()) }
-        return AppCredentials(app: app, credential: try APNsCredential.load(app.apnsAuth, caFile: apns.caFile))
+    public static func load(_ app: Configuration.AppSettings, configuration: Configuration) throws -> AppCredentials {
+        AppCredentials(app: app, credential: try ProviderRegistry.provider(for: app.platform).loadCredential(app, configuration: configuration))
     }
+
+    /// `herald check-config`'s word on a loaded credential (after "ok   app 'x' "): what was proven with it.
+    public var checkedLine: String { ProviderRegistry.provider(for: app.platform).checkedLine(app, credential: credential) }
 
     /// Warnings that do not stop a worker: a key file that other users can read.
     public static func warnings(_ app: Configuration.AppSettings) -> [String] {
-        var files = app.apnsAuth.files
-        if let fcm = app.fcm { files.append(fcm.serviceAccountFile) }
-        if let file = app.webpush?.vapidKeyFile { files.append(file) }
+        let files = ProviderRegistry.provider(for: app.platform).credentialFiles(app)
         var warnings: [String] = []
         for file in files {
             if let attributes = try? FileManager.default.attributesOfItem(atPath: file),
@@ -41,16 +38,19 @@ public struct AppCredentials: Sendable {
 /// else the only app when just one is configured.
 public struct AppDirectory: Sendable {
     public let apps: [Configuration.AppSettings]
+    /// Each app's platform, worked out once: intake asks it for every job.
+    public let platforms: [Platform]
     private let byName: [String: Int]
     private let byBundle: [String: Int]
 
     public init(_ apps: [Configuration.AppSettings]) {
         self.apps = apps
+        platforms = apps.map(\.platform)
         var names: [String: Int] = [:]
         var bundles: [String: Int] = [:]
         for (index, app) in apps.enumerated() {
             names[app.name] = index
-            if app.platform.findsAppByTopic { bundles[app.bundleID] = bundles[app.bundleID] ?? index }
+            if platforms[index].findsAppByTopic { bundles[app.bundleID] = bundles[app.bundleID] ?? index }
         }
         byName = names
         byBundle = bundles
@@ -82,13 +82,13 @@ public struct AppDirectory: Sendable {
         if let topic, platform.findsAppByTopic {
             if let index = byBundle[topic] { return index }
             var best: (Int, Int)? = nil
-            for (index, app) in apps.enumerated() where app.platform == platform && topic.hasPrefix(app.bundleID + ".") {
+            for (index, app) in apps.enumerated() where platforms[index] == platform && topic.hasPrefix(app.bundleID + ".") {
                 if best == nil || app.bundleID.count > best!.1 { best = (index, app.bundleID.count) }
             }
             if let best { return best.0 }
             throw .unknownTopic(topic)
         }
-        let candidates = apps.indices.filter { apps[$0].platform == platform }
+        let candidates = apps.indices.filter { platforms[$0] == platform }
         guard candidates.count == 1 else { throw candidates.isEmpty ? .noAppFor(platform) : .ambiguous }
         return candidates[0]
     }

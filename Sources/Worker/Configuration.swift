@@ -19,6 +19,7 @@ public struct Configuration: Sendable {
     public var queueRetry: [String: RetrySettings] = [:]
     public var worker = WorkerSettings()
     public var metrics = MetricsSettings()
+    public var api = APISettings()
 
     /// The retry policy of jobs from `queueKey`.
     public func retry(forQueue queueKey: String) -> RetrySettings { queueRetry[queueKey] ?? retry }

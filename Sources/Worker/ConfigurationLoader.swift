@@ -96,12 +96,7 @@ public enum ConfigurationLoader {
         }
         problems += c.redis.shardProblems()
         problems += c.redis.topologyProblems()
-        for (name, url) in [("apns.production_url", c.apns.productionURL), ("apns.sandbox_url", c.apns.sandboxURL),
-                            ("apns.channels_production_url", c.apns.channelsProductionURL),
-                            ("apns.channels_sandbox_url", c.apns.channelsSandboxURL)] {
-            if APNsURL(url) == nil { problems.append("\(name) must look like https://host[:port], got '\(url)'") }
-        }
-        if APNsURL(c.fcm.url) == nil { problems.append("fcm.url must look like https://host[:port], got '\(c.fcm.url)'") }
+        for platform in Platform.allCases { problems += ProviderRegistry.provider(for: platform).problems(c) }
         if LogLevel(name: c.worker.logLevel) == nil { problems.append("worker.log_level must be debug, info, warning or error") }
         if c.apps.isEmpty { problems.append("no apps configured: add at least one entry to \"apps\"") }
         var seen = Set<String>()
@@ -109,44 +104,7 @@ public enum ConfigurationLoader {
             let label = app.name.isEmpty ? "apps[\(index)]" : "app '\(app.name)'"
             if app.name.isEmpty { problems.append("\(label): name is required") }
             if !seen.insert(app.name).inserted { problems.append("\(label): the name is used twice") }
-            if let webpush = app.webpush {
-                if app.token != nil || app.certificate != nil || app.fcm != nil {
-                    problems.append("\(label): a Web Push app (\"webpush\") takes no \"token\", \"certificate\" or \"fcm\"; make another app for those")
-                }
-                if webpush.vapidKey.isEmpty && webpush.vapidKeyFile == nil { problems.append("\(label): webpush.vapid_key or webpush.vapid_key_file is required") }
-                if webpush.subject.isEmpty { problems.append("\(label): webpush.subject is required (mailto:<address> or an https: URL)") }
-                if webpush.policy.hosts.isEmpty { problems.append("\(label): webpush.push_service_hosts must not be empty") }
-                continue
-            }
-            if let fcm = app.fcm {
-                if app.token != nil || app.certificate != nil {
-                    problems.append("\(label): an FCM app (\"fcm\") takes no APNs \"token\" or \"certificate\"; make a second app for APNs")
-                }
-                if fcm.serviceAccountFile.isEmpty { problems.append("\(label): fcm.service_account_file is required") }
-                if app.environmentFallback { problems.append("\(label): environment_fallback is for APNs apps") }
-                continue
-            }
-            if app.bundleID.isEmpty { problems.append("\(label): bundle_id is required") }
-            for environment in app.environments where environment != "production" && environment != "sandbox" {
-                problems.append("\(label): environment '\(environment)' is not production or sandbox")
-            }
-            if app.environmentFallback && !(app.environments.contains("production") && app.environments.contains("sandbox")) {
-                problems.append("\(label): environment_fallback needs both production and sandbox in its environments")
-            }
-            if !app.environments.contains(app.defaultEnvironment) {
-                problems.append("\(label): default_environment '\(app.defaultEnvironment)' is not among its environments")
-            }
-            switch (app.token, app.certificate) {
-            case (nil, nil): problems.append("\(label): needs \"token\" (team_id, key_id, key_file), \"certificate\" or \"fcm\" (service_account_file) credentials")
-            case (.some, .some): problems.append("\(label): give either \"token\" or \"certificate\", not both")
-            case (let token?, nil):
-                if token.teamID.count != 10 { problems.append("\(label): token.team_id must be 10 characters") }
-                if token.keyID.count != 10 { problems.append("\(label): token.key_id must be 10 characters") }
-                if token.keyFile.isEmpty { problems.append("\(label): token.key_file is required") }
-                if token.refreshMinutes < 20 || token.refreshMinutes > 60 { problems.append("\(label): token.refresh_minutes must be 20...60 (Apple's window)") }
-            case (nil, let cert?):
-                if cert.pkcs12File == nil && cert.pemFile == nil { problems.append("\(label): certificate needs pem_file (+ key_file) or pkcs12_file") }
-            }
+            problems += ProviderRegistry.provider(for: app.platform).problems(app, label: label)
         }
         // A rule checked twice (the shard count is also checked alone, for the tools) is reported once.
         var reported = Set<String>()

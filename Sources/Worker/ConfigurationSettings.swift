@@ -9,10 +9,10 @@ import PushCore
 /// back-offs, due times in ms since the epoch) far from Int64's limit: what `check-config` accepts, the worker runs.
 extension Configuration {
     public static let settings: [Setting<Configuration>] = redisSettings + apnsSettings + fcmSettings + webPushSettings + appsSettings
-        + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + metricsSettings
+        + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + metricsSettings + apiSettings
 
     /// The sections, in file order (the top-level keys).
-    public static let sections = ["redis", "apns", "fcm", "web_push", "apps", "retry", "worker", "metrics"]
+    public static let sections = ["redis", "apns", "fcm", "web_push", "apps", "retry", "worker", "metrics", "api"]
 
     /// The longest timeout a setting in milliseconds takes: an hour.
     static let maxTimeoutMs = 3_600_000
@@ -239,6 +239,74 @@ extension Configuration {
     static let metricsSettings: [Setting<Configuration>] = [
         .text("metrics.listen", \.metrics.listen, environment: "HERALD_METRICS_LISTEN", emptyFromEnvironment: true,
               "Where the worker serves `/metrics`, `/healthz` and `/readyz` (docs/observability.md): `host:port`, `[v6]:port`, or `:port` for every interface. Empty turns the listener off (also when `HERALD_METRICS_LISTEN` is set but empty). A port that cannot be bound is logged (`metrics listener not started`) and the worker runs without it."),
+    ]
+
+    static let apiSettings: [Setting<Configuration>] = [
+        .text("api.listen", \.api.listen, environment: "HERALD_API_LISTEN",
+              "Where `herald api` serves (docs/api.md): `host:port`, `[v6]:port`, or `:port` for every interface. `--listen` wins."),
+        .integer("api.max_connections", \.api.maxConnections, 1...1_000_000, "Open connections at most; a newcomer past that is answered 503 and closed."),
+        .integer("api.max_body_bytes", \.api.maxBodyBytes, 1...(256 << 20), "The largest request body (413 past it)."),
+        .integer("api.max_head_bytes", \.api.maxHeadBytes, 256...(1 << 20), "The largest request line and header fields together (431 past it)."),
+        .integer("api.max_jobs_per_request", \.api.maxJobsPerRequest, 1...100_000, "The most jobs in one `POST /v1/jobs` (413 past it)."),
+        .integer("api.request_timeout_ms", \.api.requestTimeoutMs, 100...maxTimeoutMs,
+                 "A request must arrive whole within this of its first byte, and its answer be read within as long; else the connection is closed."),
+        .integer("api.idle_timeout_ms", \.api.idleTimeoutMs, 100...maxTimeoutMs, "An idle keep-alive connection is closed after this."),
+        .custom("api.keys", default: "none (every request is served)",
+                "API keys: a list of `{\"name\", \"sha256\", \"apps\", \"queues\", \"rate_per_second\", \"burst\"}`. `sha256` is the lower-case hex SHA-256 of the key (`printf %s \"$KEY\" | sha256sum`); the key itself is never stored. `apps` and `queues` (configured queue keys) limit what it may send (empty or absent: all); `rate_per_second` limits the jobs it submits to one API process (0 or absent: none), `burst` how many at once (at least one second's worth; a request with more jobs is answered 413). With any key, every `/v1` and `/api` request needs `Authorization: Bearer <key>` (or `X-API-Key`).",
+                read: { value, c, name, problems in
+                    guard let list = value as? [Any] else { return problems.append("\(name) must be a list") }
+                    for (index, item) in list.enumerated() {
+                        let at = "\(name)[\(index)]"
+                        guard let object = item as? [String: Any] else { problems.append("\(at) must be an object"); continue }
+                        let keyName = object["name"] as? String ?? ""
+                        let hash = (object["sha256"] as? String ?? "").lowercased()
+                        var key = APISettings.Key(name: keyName, sha256: hash)
+                        if keyName.isEmpty { problems.append("\(at).name must be a non-empty string") }
+                        if hash.count != 64 || !hash.allSatisfy(\.isHexDigit) {
+                            problems.append("\(at).sha256 must be 64 hex digits: the SHA-256 of the key, not the key")
+                        }
+                        for field in ["apps", "queues"] where object[field] != nil && !(object[field] is [String]) {
+                            problems.append("\(at).\(field) must be a list of strings")
+                        }
+                        key.apps = object["apps"] as? [String] ?? []
+                        key.queues = object["queues"] as? [String] ?? []
+                        for field in ["rate_per_second", "burst"] {
+                            guard let raw = object[field] else { continue }
+                            guard let n = raw as? NSNumber, !isBoolean(n), n.doubleValue == n.doubleValue.rounded(), (0...1_000_000).contains(n.doubleValue) else {
+                                problems.append("\(at).\(field) must be a whole number 0...1000000")
+                                continue
+                            }
+                            if field == "burst" { key.burst = n.intValue } else { key.ratePerSecond = n.intValue }
+                        }
+                        c.api.keys.append(key)
+                    }
+                },
+                check: { c in
+                    var problems: [String] = []
+                    var names = Set<String>()
+                    for key in c.api.keys {
+                        if !names.insert(key.name).inserted { problems.append("api.keys: the name '\(key.name)' is given twice") }
+                        for app in key.apps where !c.apps.contains(where: { $0.name == app }) {
+                            problems.append("api.keys: key '\(key.name)' names app '\(app)', which is not configured")
+                        }
+                        for queue in key.queues where !c.redis.queueKeys.contains(queue) {
+                            problems.append("api.keys: key '\(key.name)' names queue '\(queue)', which is not one of redis.queues")
+                        }
+                    }
+                    // The TLS files go together (checked here, the one api setting with a check).
+                    if c.api.tlsCertificateFile.isEmpty != c.api.tlsKeyFile.isEmpty {
+                        problems.append("api.tls: cert_file and key_file go together (give both, or neither for plain HTTP)")
+                    }
+                    if !c.api.tlsClientCAFile.isEmpty && c.api.tlsCertificateFile.isEmpty {
+                        problems.append("api.tls.client_ca_file needs cert_file and key_file: client certificates are asked for over TLS only")
+                    }
+                    return problems
+                }),
+        .text("api.tls.cert_file", \.api.tlsCertificateFile,
+              "PEM certificate (chain) to serve HTTPS with; with `key_file`. Unset: plain HTTP."),
+        .text("api.tls.key_file", \.api.tlsKeyFile, "PEM private key of `cert_file`."),
+        .text("api.tls.client_ca_file", \.api.tlsClientCAFile,
+              "PEM CA bundle: when set, every client must present a certificate it signed (mutual TLS)."),
     ]
 
     /// The settings an environment variable overrides, in declaration order.

@@ -13,6 +13,8 @@ public struct PipelineCounters: Sendable, Equatable {
     public var recovered = 0
     /// Destinations paused because nothing reached APNs (each pause once, however many jobs it parked).
     public var outagePauses = 0
+    /// Jobs an outage pause held that went back to the head of their queue for other workers (no attempt spent).
+    public var handedBack = 0
     /// Jobs whose `deliver_at` lay ahead, put in the retry set until then.
     public var scheduled = 0
     /// Outcomes Redis could not record because it had lost its data (a restart without persistence).
@@ -44,6 +46,7 @@ public struct PipelineCounters: Sendable, Equatable {
         c.leasesLost += b.leasesLost
         c.recovered += b.recovered
         c.outagePauses += b.outagePauses
+        c.handedBack += b.handedBack
         c.scheduled += b.scheduled
         c.forgotten += b.forgotten
         c.fallbacks += b.fallbacks
@@ -58,7 +61,7 @@ public struct PipelineCounters: Sendable, Equatable {
         ["claimed": .int(claimed), "delivered": .int(delivered), "retrying": .int(retrying), "token_dropped": .int(tokensDropped),
          "channel_dropped": .int(channelsDropped),
          "failed": .int(failed), "rejected": .int(rejected), "resent": .int(resent), "leases_lost": .int(leasesLost),
-         "outage_pauses": .int(outagePauses), "scheduled": .int(scheduled),
+         "outage_pauses": .int(outagePauses), "handed_back": .int(handedBack), "scheduled": .int(scheduled),
          "forgotten": .int(forgotten), "fallbacks": .int(fallbacks), "multicast": .int(multicast), "fanned_out": .int(fannedOut),
          "duplicates": .int(duplicates), "throttle_pauses": .int(throttlePauses)]
     }

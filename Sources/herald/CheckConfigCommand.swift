@@ -1,7 +1,5 @@
 import APNs
 import Basics
-import FCM
-import WebPush
 import Foundation
 import PushCore
 import RedisQueue
@@ -32,17 +30,8 @@ enum CheckConfigCommand {
         if let configuration {
             for app in configuration.apps {
                 do {
-                    let credentials = try AppCredentials.load(app, apns: configuration.apns)
-                    if let webpush = credentials.credential as? WebPushCredential {
-                        // Loading read the key and its public point; a test token proves it signs.
-                        _ = try webpush.tokens.signer.token(audience: "https://check-config.invalid", expiresAt: Int64(Date().timeIntervalSince1970) + 60)
-                        print("ok   app '\(app.name)' (webpush, \(webpush.tokens.signer.subject)): signed a test VAPID token; applicationServerKey \(webpush.tokens.signer.key.applicationServerKey)")
-                    } else if let account = credentials.credential as? ServiceAccount {
-                        // Loading signed an RS256 assertion with the key; the key itself is never printed.
-                        print("ok   app '\(app.name)' (fcm, project \(account.projectID)): signed a test assertion as \(account.clientEmail)")
-                    } else {
-                        print("ok   app '\(app.name)' (\(app.bundleID)): " + (app.token != nil ? "signed a test token with key \(app.token!.keyID)" : "client certificate loaded"))
-                    }
+                    let credentials = try AppCredentials.load(app, configuration: configuration)
+                    print("ok   app '\(app.name)' " + credentials.checkedLine)
                 } catch {
                     problems.append("app '\(app.name)': \(error)")
                 }

@@ -3,6 +3,7 @@ import Basics
 import Foundation
 import Glibc
 import PushCore
+import Reactor
 import RedisQueue
 import Worker
 
@@ -82,6 +83,14 @@ func exitAtOnce() -> Never {
 }
 
 /// Delivers SIGTERM/SIGINT as calls on a dispatch queue; the first asks for a graceful stop, the second exits.
+/// Serves until SIGTERM or SIGINT: then `stop` runs on `loop` and must end by stopping it; a second signal exits
+/// at once. The main thread of `herald api` and `herald dashboard`.
+func serveUntilSignalled(_ loop: EventLoop, stop: @escaping @Sendable () -> Void) {
+    let watcher = SignalWatcher(onFirst: { loop.execute(stop) }, onSecond: { exitAtOnce() })
+    while !loop.waitUntilStopped(timeoutSeconds: 3600) {}
+    withExtendedLifetime(watcher) {}
+}
+
 final class SignalWatcher {
     private var sources: [DispatchSourceSignal] = []
 

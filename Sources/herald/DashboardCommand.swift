@@ -1,6 +1,7 @@
 import Basics
 import Foundation
 import Reactor
+import TLS
 import RedisQueue
 import Worker
 
@@ -46,14 +47,10 @@ enum DashboardCommand {
         logger.info("dashboard listening", ["url": .string("http://\(shown)/"), "redis": .string(settings.description)])
         // Scripts (scripts/demo, the tests) read the URL from this line.
         print("dashboard: http://\(shown)/")
-        let watcher = SignalWatcher(onFirst: {
-            loop.execute {
-                server.value.close()
-                loop.stop()
-            }
-        }, onSecond: { exitAtOnce() })
-        while !loop.waitUntilStopped(timeoutSeconds: 3600) {}
-        withExtendedLifetime(watcher) {}
+        serveUntilSignalled(loop) {
+            server.value.close()
+            loop.stop()
+        }
         return ExitCode.success
     }
 }
@@ -99,6 +96,7 @@ final class DashboardSource {
                        lastError == nil ? 1 : 0)
             if lastError == nil { overview.write(to: &out) }
             ProcessStats.read().write(to: &out)
+            CertificateExpiry.shared.write(to: &out)
             BuildInfo.write(to: &out)
             return .init(status: 200, contentType: PrometheusText.contentType, body: out.text)
         default: return .init(status: 404, body: "not found: try /, /api/status, /metrics or /healthz\n")
@@ -138,7 +136,9 @@ final class DashboardSource {
         var object: [String: Any] = [
             "now_ms": now,
             "redis": lastError ?? "ok",
-            "queues": overview.queueLengths.map { ["name": $0.0, "length": $0.1] },
+            "queues": overview.queueLengths.enumerated().map { index, queue in
+                ["name": queue.0, "length": queue.1, "paused": index < overview.queuePaused.count && overview.queuePaused[index]]
+            },
             "queue_total": overview.queueLengths.reduce(0) { $0 + $1.1 },
             "retry": ["size": overview.retrySize, "due": overview.retryDue,
                       "next_due_in_s": nullable(overview.retryNextDueMilliseconds.map { Double($0 - now) / 1000 })],

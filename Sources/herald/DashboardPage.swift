@@ -64,7 +64,7 @@ function render(s){
   $("state").textContent=s.redis==="ok"?"live · "+new Date(s.now_ms).toLocaleTimeString():"redis: "+s.redis;
   $("state").className=s.redis==="ok"?"":"bad";
   $("queue-total").textContent=num(s.queue_total);
-  $("queues").innerHTML=s.queues.map(q=>`<div class="kv"><span>${esc(q.name)}</span><span>${num(q.length)}</span></div>`).join("");
+  $("queues").innerHTML=s.queues.map(q=>`<div class="kv"><span>${esc(q.name)}${q.paused?" <b>(paused)</b>":""}</span><span>${num(q.length)}</span></div>`).join("");
   $("p50").textContent=s.latency_ms.p50==null?"–":s.latency_ms.p50+" ms";
   $("p99").textContent=s.latency_ms.p99==null?"–":s.latency_ms.p99+" ms";
   $("in-flight").textContent=num(s.in_flight);$("dropped-rate").textContent=num(s.dropped_tokens_per_minute);

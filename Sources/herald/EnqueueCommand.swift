@@ -9,7 +9,7 @@ import RedisQueue
 enum EnqueueCommand {
     static let command = Command(
         name: "enqueue", abstract: "Validate JSON-lines jobs and push them onto the queue.",
-        discussion: "Reads one job per line from --file or standard input. Refused lines (invalid, or longer than 16 MiB) are listed with their line number and reason on stderr; the rest are pushed. SIGINT or SIGTERM stops reading: the batch in progress is pushed, the summary printed, and the exit status is 130 or 143. Exits 0 when every line was pushed, 65 when some were refused, 1 when Redis refused some (each listed with its line number and the key; every other valid line was pushed), 66 when --file cannot be read (missing, unreadable, a directory), 74 when reading failed part way.",
+        discussion: "Reads one job per line from --file or standard input. Refused lines (invalid, or longer than 16 MiB) are listed with their line number and reason on stderr; the rest are pushed. SIGINT or SIGTERM stops reading: the batch in progress is pushed, the summary printed, and the exit status is 130 or 143. Exits 0 when every line was pushed, 65 when some were refused, 1 when Redis refused some (each listed with its line number and the key; every other valid line was pushed), 69 when the connection to Redis was lost part way (the lines pushed, those in doubt and the first line not pushed are named; the input after that is not read), 66 when --file cannot be read (missing, unreadable, a directory), 74 when reading failed part way.",
         options: redisOptions + [
             .value("file", "path", "Read jobs from this file instead of standard input."),
             .value("queue", "key", "Queue key (default: the first configured queue, <prefix>:queue)."),
@@ -58,25 +58,13 @@ enum EnqueueCommand {
         let settings = try redisSettings(args)
         let shards = settings.shards
         let queueKey = args.value("queue") ?? shards.configuredQueues[0]
-        // Every shard's copy of the queue: a job goes to the one its id hashes to (`crc32(id) % shards`, so the
-        // copies of one id share a shard and its idempotency key), a job without an id to the next in turn.
-        var shardQueues: [String] = []
-        for index in 0..<shards.count {
-            guard let key = shards.key(queueKey, inShard: index) else {
-                throw UsageError("--queue \(queueKey) is not under the prefix \(shards.basePrefix): with shards, name the queue as <prefix>:<name>")
-            }
-            shardQueues.append(key)
-        }
-        var turn = 0
+        var router: ShardRouter
+        do { router = try ShardRouter(shards: shards, queue: queueKey) } catch { throw UsageError("--\(error.description)") }
+        let shardQueues = router.shardQueues
         let admit: ([UInt8]) -> Enqueuer.Admission = { line in
             let (problem, id) = check(line)
             if let problem { return .refuse(problem) }
-            let shard: Int
-            if let id { shard = shards.shard(forJobID: id) } else {
-                shard = turn
-                turn = (turn + 1) % shardQueues.count
-            }
-            return .push(queueKey: shardQueues[shard])
+            return .push(queueKey: router.queueKey(forJobID: id))
         }
         let batch = try args.integer("batch", as: Int.self, in: 1...1_000_000) ?? 1000
         let fd: Int32
@@ -96,7 +84,7 @@ enum EnqueueCommand {
         let stop = StopRequest()
         let watcher = SignalWatcher(onSignal: { stop.request(signal: $0) }, onSecond: { exit(128 + $0) })
         let reader = LineReader(fd: fd, maxLineBytes: maxLineBytes, stop: stop)
-        let report = try Enqueuer.enqueue(lines: reader, redis: redis, batchSize: batch, admit: admit)
+        let report = Enqueuer.enqueue(lines: reader, redis: redis, batchSize: batch, admit: admit)
         withExtendedLifetime(watcher) {}
         let refusals = (report.refused.map { ($0.line, $0.reason) } + report.notPushed.map { ($0.line, $0.reason) }
             + reader.overlong.map { ($0.line, "line is \($0.bytes) bytes, longer than the \(maxLineBytes)-byte maximum for a job; not pushed") })
@@ -108,7 +96,19 @@ enum EnqueueCommand {
         if !report.notPushed.isEmpty { summary += ",\"not_pushed\":\(report.notPushed.count)" }
         if shardQueues.count > 1 { summary += ",\"shards\":[" + shardQueues.map { String(report.pushedByQueue[$0] ?? 0) }.joined(separator: ",") + "]" }
         if let signal = stop.signal { summary += ",\"stopped_by\":\(jsonEscaped(signal == SIGINT ? "SIGINT" : "SIGTERM"))" }
+        if let lost = report.interruption {
+            summary += ",\"pushed_lines\":\(jsonEscaped(lineRanges(report.pushedLines)))"
+            summary += ",\"in_doubt_lines\":\(jsonEscaped(lineRanges([lost.inDoubt]))),\"not_pushed_from_line\":\(lost.notPushedFrom)"
+            summary += ",\"redis_error\":\(jsonEscaped(lost.error.description))"
+        }
         print(summary + "}")
+        if let lost = report.interruption {
+            printError("herald enqueue: lost Redis part way (\(lost.error)): lines pushed: \(lineRanges(report.pushedLines)); "
+                       + "in doubt (sent as Redis went, each may or may not be queued): \(lineRanges([lost.inDoubt])); "
+                       + "not pushed: line \(lost.notPushedFrom) to the end of the input. A re-run from line \(lost.notPushedFrom) "
+                       + "(tail -n +\(lost.notPushedFrom)) sends nothing twice; check the lines in doubt by their ids before pushing them again")
+            return ExitCode.unavailable
+        }
         if let signal = stop.signal {
             printError("herald enqueue: stopped by \(signal == SIGINT ? "SIGINT" : "SIGTERM") after pushing \(report.pushed) jobs; the rest of the input was not read")
             return 128 + signal
@@ -123,6 +123,11 @@ enum EnqueueCommand {
             return ExitCode.ioError
         }
         return refusals.isEmpty ? ExitCode.success : ExitCode.dataError
+    }
+
+    /// "1-4000,4002-5000", or "none".
+    static func lineRanges(_ ranges: [ClosedRange<Int>]) -> String {
+        ranges.isEmpty ? "none" : ranges.map { $0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound)-\($0.upperBound)" }.joined(separator: ",")
     }
 
     struct OpenProblem: Error { let message: String }

@@ -49,7 +49,7 @@ enum WorkerCommand {
         var problems: [String] = []
         for app in configuration.apps {
             do {
-                credentials.append(try AppCredentials.load(app, apns: configuration.apns))
+                credentials.append(try AppCredentials.load(app, configuration: configuration))
             } catch {
                 problems.append("app '\(app.name)': \(error)")
             }

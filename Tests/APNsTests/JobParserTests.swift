@@ -306,4 +306,18 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
         #expect(try parse(job(JobParser.maxTokens)).tokens?.count == 10_000)
         #expect(parseError(job(JobParser.maxTokens + 1)) == .tooManyTokens(limit: 10_000))
     }
+
+    /// W3C trace context: a valid `traceparent` is kept for the result entries; a malformed one is ignored (as the
+    /// spec asks), never a reason to refuse the job; given twice it is refused like any field.
+    @Test func aValidTraceparentIsKeptAndAMalformedOneIgnored() throws {
+        let valid = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+        #expect(try parse(#"{"token":"\#(token)","traceparent":"\#(valid)","payload":{}}"#).traceparent == valid)
+        for bad in ["00-4BF92F3577B34DA6A3CE929D0E0E4736-00f067aa0ba902b7-01", "00-00000000000000000000000000000000-00f067aa0ba902b7-01",
+                    "00-4bf92f3577b34da6a3ce929d0e0e4736-0000000000000000-01", "ff-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                    valid + "-extra", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", "trace", ""] {
+            #expect(try parse(#"{"token":"\#(token)","traceparent":"\#(bad)","payload":{}}"#).traceparent == nil, "\(bad)")
+        }
+        #expect(TraceParent.isValid("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future"), "a later version may add fields")
+        #expect(parseError(#"{"token":"\#(token)","traceparent":"\#(valid)","traceparent":"\#(valid)","payload":{}}"#) == .duplicateField("traceparent"))
+    }
 }

@@ -14,9 +14,9 @@ import Testing
         guard case .tcp(let host, let port) = TestRedis.url.endpoint else { Issue.record("needs TCP"); return }
         let child = Process()
         child.executableURL = URL(fileURLWithPath: "/bin/sh")
-        child.arguments = ["-c", #"redis-cli -h "$1" -p "$2" -n "$3" EVAL "$0" 4 "$4" "$5" "$6" "$7" killed 400 120 1. e1 >/dev/null; exec sleep 30"#,
+        child.arguments = ["-c", #"redis-cli -h "$1" -p "$2" -n "$3" EVAL "$0" 5 "$4" "$5" "$6" "$7" "$8" killed 400 120 1. e1 >/dev/null; exec sleep 30"#,
                            QueueScripts.claim.source, host, "\(port)", "\(TestRedis.url.database)",
-                           keys.workers, keys.leases(worker: "killed"), keys.epoch, keys.queue]
+                           keys.workers, keys.leases(worker: "killed"), keys.epoch, keys.paused, keys.queue]
         try child.run()
         defer { if child.isRunning { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() } }
         #expect(try waitUntil { try redis.command(["HLEN", keys.leases(worker: "killed")]).int == 120 })

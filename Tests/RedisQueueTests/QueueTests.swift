@@ -310,11 +310,12 @@ func push(_ redis: any BlockingRedisCommands, key: String, jobs: [String]) throw
         let keys = TestRedis.keys()
         let redis = try TestRedis.blocking()
         let lines: [[UInt8]] = [bytes("{\"token\":\"aa\"}\n"), bytes("not json\r\n"), bytes("   "), bytes("{\"token\":\"bb\"}"), bytes("[]")]
-        let report = try Enqueuer.enqueue(lines: lines, redis: redis, queueKey: keys.queue, validate: { line in
+        let report = Enqueuer.enqueue(lines: lines, redis: redis, queueKey: keys.queue, validate: { line in
             guard line.first == UInt8(ascii: "{") else { return "not a JSON object" }
             return nil
         }, batchSize: 1)
         #expect(report.pushed == 2 && report.blank == 1)
+        #expect(report.pushedLines == [1...1, 4...4] && report.interruption == nil)
         #expect(report.refused == [Enqueuer.Refusal(line: 2, reason: "not a JSON object"), Enqueuer.Refusal(line: 5, reason: "not a JSON object")])
         let queue = try BlockingJobQueue(redis: redis, keys: keys, workerID: "w")
         #expect(try queue.claim(max: 5).map { String(decoding: $0.job, as: UTF8.self) } == [#"{"token":"aa"}"#, #"{"token":"bb"}"#])

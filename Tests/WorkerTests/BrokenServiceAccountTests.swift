@@ -32,7 +32,9 @@ extension EndToEnd {
                 expected["fcm-\(i)"] = "delivered"
             }
             try world.push(jobs)
-            let config = try world.writeConfig(retry: ["configuration_pause_seconds": 2], serviceAccountFile: brokenFile)
+            let metricsPort = freeLoopbackPort()
+            let config = try world.writeConfig(retry: ["configuration_pause_seconds": 2], serviceAccountFile: brokenFile,
+                                               metricsListen: "127.0.0.1:\(metricsPort)")
             // check-config names the account, proves the key signs, and prints no key material; the refusal
             // itself only the token endpoint can give.
             let check = try world.runHerald(["check-config", "--config", config, "--skip-redis"])
@@ -58,6 +60,11 @@ extension EndToEnd {
             #expect(pauseLines.allSatisfy { $0.contains("invalid_grant") && $0.contains("account not found") && $0.contains("android") },
                     "pause log lines: \(pauseLines.prefix(3))")
             #expect(fcm.stats().requests == 0, "nothing reached messages:send without a token")
+            // The refusals are counted for the app, apart from an unreachable endpoint.
+            let page = try httpGet(port: metricsPort, "/metrics", timeoutSeconds: 5).body
+            let refusals = page.split(separator: "\n").first { $0.hasPrefix(#"herald_provider_token_exchange_failures_total{app="android",kind="refused"}"#) }
+            #expect((refusals.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0) >= 1, "\(refusals.map(String.init) ?? page)")
+            #expect(page.contains(#"herald_provider_token_exchange_failures_total{app="android",kind="unavailable"} 0"#))
 
             try rightFile.write(to: URL(fileURLWithPath: brokenFile), options: .atomic)
             let finished = try ledger.waitForTerminal(2 * perPlatform, seconds: 40) {

@@ -103,6 +103,32 @@ final class CoreRig {
         drain()
     }
 
+    /// A started rig that sent one job to each environment of "shop": `down`'s failed to connect (that destination
+    /// is paused now), the other's was delivered; results recorded, one claim outstanding.
+    static func withOneEnvironmentDown(_ down: APNsEnvironment) -> CoreRig {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1), rig.job(2, environment: "sandbox")])
+        let sends = rig.takeSends()
+        rig.fail(sends.first { $0.destination.environment == down }!, .connectionFailed("refused"))
+        rig.answer(sends.first { $0.destination.environment != down }!, status: 200)
+        rig.recordAll()
+        return rig
+    }
+
+    /// A proven destination, then three sends to it: two fail to connect (the first pauses the destination), the
+    /// third's connection is lost (a resend, one attempt spent, which meets the pause).
+    func threeSendsMeetAnOutage() {
+        answerClaim([job(1)])
+        answer(takeSends()[0], status: 200)
+        answerClaim([job(2), job(3), job(4)])
+        let sends = takeSends()
+        #expect(sends.count == 3)
+        fail(sends[0], .connectionFailed("connect: Connection refused"))
+        fail(sends[1], .connectionFailed("connect: Connection refused"))
+        fail(sends[2], .outcomeUnknown)
+    }
+
     /// A started rig whose first job was delivered and flushed: its one results batch, taken, not yet answered.
     static func withOneDeliveredBatch() -> (CoreRig, RecordBatch) {
         let rig = CoreRig()
@@ -522,28 +548,56 @@ final class CoreRig {
     @Test func aParkedJobsReasonNamesItsOwnFailureOnlyWhenThePauseSaysSomethingElse() {
         let rig = CoreRig()
         rig.start()
-        rig.answerClaim([rig.job(1)])
-        rig.answer(rig.takeSends()[0], status: 200)
-        rig.answerClaim([rig.job(2), rig.job(3), rig.job(4)])
-        let sends = rig.takeSends()
-        #expect(sends.count == 3)
-        rig.fail(sends[0], .connectionFailed("connect: Connection refused"))
-        rig.fail(sends[1], .connectionFailed("connect: Connection refused"))
-        rig.fail(sends[2], .outcomeUnknown)
+        rig.threeSendsMeetAnOutage()
         let reasons = Dictionary(rig.flushResults().map { ($0.id, $0.reason ?? "") }) { _, last in last }
         #expect(reasons["j2"] == "Unavailable: ConnectionFailed: connect: Connection refused")
         #expect(reasons["j3"] == "Unavailable: ConnectionFailed: connect: Connection refused")
         #expect(reasons["j4"] == "Unavailable: ConnectionFailed: connect: Connection refused (after ConnectionLost)")
     }
 
-    @Test func claimsGoOnForOtherDestinationsWhileOneIsDown() {
-        let rig = CoreRig()
+    /// Issue 30, item 14: with APNs connections flapping, one worker sat in a 14 s back-off holding 1,271 claimed
+    /// jobs while another was idle. Jobs an outage pause holds go back to the head of their queue at once (a
+    /// `retrying` entry due now), not to the retry set until the pause ends: as claimed when this worker spent
+    /// nothing on them, as their envelope with the attempt a resend after a lost answer spent; none spends one more.
+    @Test func jobsAnOutagePauseHoldsGoBackToTheirQueueAtOnceWithNoAttemptSpent() {
+        let rig = CoreRig { $0.retry.outagePauseSeconds = 30; $0.retry.outagePauseCapSeconds = 60 }
         rig.start()
-        rig.answerClaim([rig.job(1), rig.job(2, environment: "sandbox")])
-        let sends = rig.takeSends()
-        rig.fail(sends.first { $0.destination.environment == .sandbox }!, .connectionFailed("refused"))
-        rig.answer(sends.first { $0.destination.environment == .production }!, status: 200)
-        rig.recordAll()
+        rig.threeSendsMeetAnOutage()
+        #expect(rig.takeSends().isEmpty, "nothing sent while the pause lasts")
+        let wall = rig.clock.wallMillis
+        rig.advance(milliseconds: 10)
+        let completions = Dictionary(rig.batches.flatMap(\.completions).map { ($0.result!.id, $0) }) { _, last in last }
+        for id in ["j2", "j3"] {
+            let completion = completions[id]
+            #expect(completion?.handedBack == true && completion?.handedBackAsClaimed == true, "\(id) goes back to its queue as claimed")
+            #expect(completion?.once == nil, "the idempotency key is left to name the lease that is gone")
+            #expect(completion?.result?.outcome == .retrying && completion?.result?.attempt == 1 && completion?.result?.retryAt == wall)
+            #expect(completion?.result?.reason?.hasPrefix("Unavailable: ConnectionFailed") == true)
+        }
+        let resent = completions["j4"]
+        #expect(resent?.handedBack == true && resent?.handedBackAsClaimed == false, "an attempt was spent on it: back as its envelope")
+        #expect(resent?.result?.attempt == 2 && resent?.result?.retryAt == wall)
+        #expect(resent?.retry.map { Lease(id: "x", queueKey: "q", raw: $0.envelope).jobID } == "j4")
+        #expect(rig.core.counters.handedBack == 3 && rig.core.counters.outagePauses == 1)
+    }
+
+    /// Handed-back jobs are taken by whoever claims next; a worker whose claim went back whole (its only open
+    /// destination is another) backs off like after an empty claim instead of taking them again at once.
+    @Test func aClaimThatWentBackWholeBacksOffTheNextClaim() {
+        let rig = CoreRig.withOneEnvironmentDown(.production)
+        #expect(rig.claims == [10], "sandbox still works, so claiming goes on")
+        rig.answerClaim([rig.job(3), rig.job(4)])
+        #expect(rig.takeSends().isEmpty && rig.core.counters.handedBack == 3)
+        #expect(rig.claims.isEmpty, "no claim straight after one that went back whole")
+        rig.advance(milliseconds: 2)
+        #expect(rig.claims == [10], "the empty-claim back-off: 2 ms")
+        rig.answerClaim([rig.job(5), rig.job(6, environment: "sandbox")])
+        #expect(rig.takeSends().map(\.id) == ["j6"])
+        #expect(rig.claims == [10], "a claim with a job sent claims again at once")
+    }
+
+    @Test func claimsGoOnForOtherDestinationsWhileOneIsDown() {
+        let rig = CoreRig.withOneEnvironmentDown(.sandbox)
         #expect(rig.claims == [10], "production still works, so claiming goes on")
         rig.answerClaim([rig.job(3, environment: "sandbox"), rig.job(4)])
         #expect(rig.takeSends().map(\.id) == ["j4"])
@@ -759,6 +813,11 @@ final class CoreRig {
         #expect(dropped?.result?.environment == "sandbox")
         #expect(dropped?.result?.fallbackFrom == "production")
         #expect(dropped?.droppedToken?.environment == "sandbox")
+        // Token hygiene: one fallback resolved (j2), one not (j5), for "both" only.
+        let text = WorkerMetricsText.render(rig.core.metrics.values)
+        #expect(text.contains(#"herald_environment_fallbacks_total{app="both",result="resolved"} 1"#), "\(text)")
+        #expect(text.contains(#"herald_environment_fallbacks_total{app="both",result="not_resolved"} 1"#))
+        #expect(text.contains(#"herald_environment_fallbacks_total{app="shop",result="not_resolved"} 0"#))
     }
 
     @Test func noFallbackForAnAppWithOneEnvironment() {

@@ -4,7 +4,7 @@ import RedisQueue
 import Testing
 @testable import Worker
 
-/// The core's metrics agree with what it writes: one `herald_jobs_total` per result entry, by app and outcome,
+/// The core's metrics agree with what it writes: one `herald_results_total` per result entry, by app and outcome,
 /// answers by status and reason, resends by cause, latencies from the injected clock, pauses as gauges.
 @Suite struct DeliveryMetricsTests {
     @Test func everyResultEntryIsCountedOnceByAppAndOutcomeWithAnswersResendsAndLatencies() throws {

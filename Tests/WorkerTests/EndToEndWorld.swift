@@ -142,6 +142,20 @@ final class EndToEndWorld: @unchecked Sendable {
         if !batch.isEmpty { try checkReplies(try redis.pipeline(rawCommands: batch)) }
     }
 
+    /// Pushes `count` well-formed jobs (ids `<idPrefix>-<n>`, tokens of `tokenPrefix`) and returns each id with
+    /// the outcome `expected` for the ledger's contract check.
+    @discardableResult
+    func pushJobs(_ count: Int, idPrefix: String, tokenPrefix: String, expected outcome: String = "delivered") throws -> [String: String] {
+        var jobs: [[UInt8]] = []
+        var expected: [String: String] = [:]
+        for i in 0..<count {
+            jobs.append(jobBytes(id: "\(idPrefix)-\(i)", token: deviceToken(prefix: tokenPrefix, index: i)))
+            expected["\(idPrefix)-\(i)"] = outcome
+        }
+        try push(jobs)
+        return expected
+    }
+
     private func checkReplies(_ replies: [RESPValue]) throws {
         if let error = replies.first(where: { $0.errorMessage != nil }) { throw TestSupportError("LPUSH failed: \(error)") }
     }
@@ -161,6 +175,16 @@ final class EndToEndWorld: @unchecked Sendable {
                 throw TestSupportError("worker \(id) exited:\n\(workerLogs())")
             }
         }
+    }
+
+    /// Waits for `total` terminal outcomes, then `linger` seconds more so that anything extra (a second terminal
+    /// entry) shows up, and checks the contract against `expected`: whether all finished, and the problems.
+    func finish(_ total: Int, in ledger: ResultsLedger, seconds: Double, linger: Double = 1.5,
+                expected: [String: String]) throws -> (finished: Bool, problems: [String]) {
+        let finished = try waitForTerminal(total, in: ledger, seconds: seconds)
+        usleep(UInt32(linger * 1_000_000))
+        ledger.poll()
+        return (finished, ledger.contractProblems(expected: expected))
     }
 
     /// The workers' logs, for failure messages.

@@ -228,4 +228,38 @@ extension CoreRig {
         #expect(detail.contains("Couldn't connect"))
         #expect(exchanges.count == 2, "a failed exchange is not cached, and each failure is one exchange")
     }
+
+    /// The cache knows no FCM: a client-credentials grant (Huawei's shape: a form POST with id and secret, no
+    /// signed assertion) goes through `OAuthTokenEndpoint` into the same cache, and a reloaded credential's
+    /// exchange replaces the old one, whose late answer is dropped.
+    @Test func aClientCredentialsExchangeSharesTheCacheAndAReloadDropsTheOldAnswer() throws {
+        let loop = try EventLoop.startThread(name: "tokens")
+        defer { loop.stop(); loop.waitUntilStopped() }
+        let forms = LockedValue<[String]>([])
+        // Each secret's token is its own; "bad" is refused as the endpoint would refuse a wrong secret.
+        let grant: @Sendable (String) -> AccessTokenCache.Exchange = { secret in
+            { OAuthTokenEndpoint.exchange(url: "https://127.0.0.1:1/oauth2/v3/token",
+                                          form: Array("grant_type=client_credentials&client_id=1&client_secret=\(secret)".utf8),
+                                          options: .init()) { _, body, _ in
+                forms.withLock { $0.append(String(decoding: body, as: UTF8.self)) }
+                usleep(100_000)
+                if secret == "bad" { return .success(CurlPost.Answer(status: 401, body: Array(#"{"error":"invalid_client"}"#.utf8))) }
+                return Self.tokenAnswer("tok-\(secret)", expiresIn: 3600)
+            } }
+        }
+        let tokens = try loop.submit { LoopBound(AccessTokenCache(loop: loop, exchange: grant("s1")), loop: loop) }
+        // The first exchange is in flight when the credential is replaced: its answer must not be used.
+        let answers = LockedValue<[Result<AccessTokenCache.Token, AccessTokenCache.Failure>]>([])
+        try loop.submit {
+            for _ in 0..<3 { tokens.value.withToken { r in answers.withLock { $0.append(r) } } }
+            tokens.value.replace(exchange: grant("s2"))
+        }
+        let got = answers.wait(until: { $0.count >= 3 }, timeoutSeconds: 20, then: { $0 }) ?? []
+        #expect(got.count == 3)
+        #expect(got.allSatisfy { if case .success(let t) = $0 { t.header == "Bearer tok-s2" } else { false } }, "\(got)")
+        #expect(forms.withLock { $0 }.count == 2, "one exchange per credential, however many waited")
+        try loop.submit { tokens.value.replace(exchange: grant("bad")) }
+        guard case .failure(.refused(let detail))? = try Self.ask(tokens, count: 1).first else { Issue.record("expected a refusal"); return }
+        #expect(detail.contains("invalid_client"))
+    }
 }

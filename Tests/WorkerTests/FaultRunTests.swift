@@ -26,14 +26,8 @@ extension EndToEnd {
             // (60 of 284 duplicates on connections that lived on, against e06c362's release build).
             let world = try EndToEndWorld(faults: faults) { $0.maxConcurrentStreams = 20 }
             defer { world.shutdown(); world.removeFiles() }
-            let total = 3_000
-            var jobs: [[UInt8]] = []
-            var expected: [String: String] = [:]
-            for i in 0..<total {
-                jobs.append(jobBytes(id: "fr-\(i)", token: deviceToken(prefix: "30", index: i)))
-                expected["fr-\(i)"] = "delivered"
-            }
-            try world.push(jobs)
+            let total = 5_000
+            let expected = try world.pushJobs(total, idPrefix: "fr", tokenPrefix: "30")
             // One connection per pool: a drop leaves the pool with none, so requests wait for the reconnect (and its
             // back-off) too.
             let config = try world.writeConfig(
@@ -43,11 +37,8 @@ extension EndToEnd {
             try world.startWorker(id: "fault-run-1", config: config)
             try world.startWorker(id: "fault-run-2", config: config)
             let ledger = ResultsLedger(redisURL: world.redisURL)
-            let finished = try world.waitForTerminal(total, in: ledger, seconds: 150)
-            usleep(1_500_000)
-            ledger.poll()
+            let (finished, problems) = try world.finish(total, in: ledger, seconds: 150, expected: expected)
             #expect(finished, "\(ledger.terminalCount) of \(total) finished:\n\(world.workerLogs(lastLines: 30))")
-            let problems = ledger.contractProblems(expected: expected)
             #expect(problems.isEmpty, "\(summarize(problems))")
 
             let accepted = world.simulator.acceptedNotifications()
@@ -97,13 +88,7 @@ extension EndToEnd {
             defer { world.shutdown(); world.removeFiles() }
             let port = try world.unusedPort()
             let count = 200
-            var expected: [String: String] = [:]
-            var jobs: [[UInt8]] = []
-            for i in 0..<count {
-                jobs.append(jobBytes(id: "back-\(i)", token: deviceToken(prefix: "31", index: i)))
-                expected["back-\(i)"] = "delivered"
-            }
-            try world.push(jobs)
+            let expected = try world.pushJobs(count, idPrefix: "back", tokenPrefix: "31")
             let cap = 3
             let config = try world.writeConfig(
                 retry: ["outage_pause_seconds": 1, "outage_pause_cap_seconds": cap],

@@ -50,6 +50,18 @@ extension EndToEnd {
             return (sampled, declared)
         }
 
+        /// A PEM certificate's notAfter in seconds since the epoch, as `openssl x509 -enddate` (Debian's openssl) prints it.
+        static func notAfter(ofPEM file: String) throws -> Int? {
+            let openssl = try #require(which("openssl"), "openssl is not installed")
+            let run = try HeraldRun.run(herald: openssl, ["x509", "-noout", "-enddate", "-dateopt", "iso_8601", "-in", file])
+            guard run.status == 0, let text = run.output.split(separator: "=").last?.trimmingCharacters(in: .whitespacesAndNewlines) else { return nil }
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            formatter.dateFormat = "yyyy-MM-dd HH:mm:ssX"
+            return formatter.date(from: text).map { Int($0.timeIntervalSince1970) }
+        }
+
         @Test(.timeLimit(.minutes(3)))
         func everyDocumentedFamilyHasSamplesAfterAMixedAPNsAndFCMRun() throws {
             let workerFamilies = try Self.documentedFamilies(section: "## Worker metrics")
@@ -65,7 +77,7 @@ extension EndToEnd {
                 fcmFaults: MockFCMFaultScript(seed: 22, latencyMs: MockLatency(min: 0, max: 5), rules: [
                     MockFCMRule(fate: .unregistered, tokenPrefix: "unreg-"),
                     MockFCMRule(fate: .failFirst, tokenPrefix: "busy-", status: 503, errorCode: "UNAVAILABLE", count: 1),
-                ]))
+                ]), configure: { $0.clientCAFile = $0.tls?.caFile })
             defer { world.shutdown(); world.removeFiles() }
             var jobs: [[UInt8]] = []
             for i in 0..<300 {
@@ -79,10 +91,21 @@ extension EndToEnd {
             }
             for i in 0..<5 { jobs.append(Array("not json \(i)".utf8)) }  // rejected: a dead letter each
             try world.push(jobs)
-            let total = jobs.count
 
+            // A third app with certificate auth: the certificate it holds has its expiry on the page too.
+            let client = try world.tls.issueClientCertificate(bundleID: "com.example.cert", name: "cert-app", in: world.directory)
+            for i in 0..<20 {
+                jobs.append(Array(#"{"id":"cert-\#(i)","app":"certs","token":"\#(deviceToken(prefix: "00", index: 2_000 + i))","payload":{"aps":{}}}"#.utf8))
+            }
+            try world.push(Array(jobs.suffix(20)))
+            let total = jobs.count
             let workerPort = freeLoopbackPort()
-            let worker = try world.startWorker(id: "families-1", config: try world.writeConfig(metricsListen: "127.0.0.1:\(workerPort)"))
+            let configPath = try world.writeConfig(metricsListen: "127.0.0.1:\(workerPort)")
+            var config = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: configPath))) as? [String: Any])
+            config["apps"] = (config["apps"] as? [[String: Any]] ?? []) + [["name": "certs", "bundle_id": "com.example.cert",
+                                                                              "certificate": ["pem_file": client.certificateFile, "key_file": client.keyFile]]]
+            try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: configPath))
+            let worker = try world.startWorker(id: "families-1", config: configPath)
             let dashboardPort = freeLoopbackPort()
             let dashboard = try ChildProcess(name: "dashboard", executable: world.herald,
                                              arguments: ["dashboard", "--redis", world.redisURL, "--listen", "127.0.0.1:\(dashboardPort)"])
@@ -142,6 +165,16 @@ extension EndToEnd {
                 let value = line.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0
                 #expect(value >= 1, "app \(app) signed no token: \(line.map(String.init) ?? "no line")")
             }
+            // FCM's answers carry its own reasons as labels, like Apple's (once they were all "other").
+            #expect(last.body.contains(#"herald_push_responses_total{platform="fcm",status="404",reason="UNREGISTERED"}"#), "\(last.body)")
+            #expect(last.body.contains(#"herald_push_responses_total{platform="fcm",status="503",reason="UNAVAILABLE"}"#), "\(last.body)")
+            let exchanges = last.body.split(separator: "\n").first { $0.hasPrefix(#"herald_provider_token_exchange_seconds_count{app="android"}"#) }
+            #expect((exchanges.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0) >= 1, "\(exchanges.map(String.init) ?? "no line")")
+            // The certificate the "certs" app holds and the simulator's, shown at each handshake, by their own dates.
+            let notAfter = try #require(try Self.notAfter(ofPEM: client.certificateFile))
+            #expect(last.body.contains(#"herald_tls_certificate_not_after_timestamp_seconds{role="held",name="\#(client.certificateFile)"} \#(notAfter)"#), "\(last.body)")
+            let serverNotAfter = try #require(try Self.notAfter(ofPEM: world.tls.certificateFile))
+            #expect(last.body.contains(#"herald_tls_certificate_not_after_timestamp_seconds{role="peer",name="127.0.0.1"} \#(serverNotAfter)"#), "\(last.body)")
             let undocumented = workerDeclared.subtracting(workerFamilies).sorted()
             #expect(undocumented.isEmpty, "the worker writes families docs/observability.md does not list: \(undocumented)")
         }

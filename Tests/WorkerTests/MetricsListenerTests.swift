@@ -169,8 +169,8 @@ import Testing
         #expect(buckets.last == 6)
         #expect(lines.contains("herald_job_latency_seconds_bucket{platform=\"apns\",le=\"0.01\"} 2"))
         #expect(lines.contains("herald_job_latency_seconds_count{platform=\"apns\"} 6"))
-        #expect(lines.contains("herald_jobs_total{app=\"a\\\"pp\",platform=\"apns\",outcome=\"delivered\"} 1"))
-        #expect(lines.contains("herald_jobs_total{app=\"unknown\",platform=\"apns\",outcome=\"rejected\"} 1"))
+        #expect(lines.contains("herald_results_total{app=\"a\\\"pp\",platform=\"apns\",outcome=\"delivered\"} 1"))
+        #expect(lines.contains("herald_results_total{app=\"unknown\",platform=\"apns\",outcome=\"rejected\"} 1"))
     }
 
     @Test func quantilesInterpolateWithinTheirBucket() {

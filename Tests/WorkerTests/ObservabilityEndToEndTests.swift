@@ -125,7 +125,7 @@ extension EndToEnd {
             var scraped: [String: Double] = [:]
             let agreed = waitUntil(seconds: 60, interval: 0.5) {
                 #expect(server.isRunning, "prometheus exited: \(server.output)")
-                scraped = (try? Self.query(prometheusPort, "sum by (outcome) (herald_jobs_total{job=\"herald-worker\"})", by: "outcome"))?
+                scraped = (try? Self.query(prometheusPort, "sum by (outcome) (herald_results_total{job=\"herald-worker\"})", by: "outcome"))?
                     .filter { $0.value > 0 } ?? [:]
                 return scraped == expected
             }

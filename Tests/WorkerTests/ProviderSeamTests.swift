@@ -1,6 +1,8 @@
 import Foundation
 import PushCore
 import Testing
+import WebPush
+@testable import Worker
 
 /// The provider seam: code outside the registry and the providers does not branch on the platform, so a new
 /// provider is its module and one line in `ProviderRegistry`, not edits across the worker (docs/adding-a-provider.md).
@@ -10,12 +12,13 @@ import Testing
     /// A comparison with a platform (`== .fcm`, `!= "apns"`), a `case .apns`/`.fcm` pattern, a ternary picking a
     /// platform, or a match on a provider's own case of an answer (`case .response`).
     static let branch = try! NSRegularExpression(
-        pattern: #"(==|!=) *\.(apns|fcm)\b|(==|!=) *"(apns|fcm)"|case \.(apns|fcm|response)\b|\? *\.(apns|fcm) *:"#)
+        pattern: #"(==|!=) *\.(apns|fcm|webpush)\b|(==|!=) *"(apns|fcm|webpush)"|case \.(apns|fcm|webpush|response)\b|\? *\.(apns|fcm|webpush) *:"#)
 
-    /// Where branching on the platform is the point: the providers' modules (senders included), their simulators,
-    /// the platforms' declaration and the registry.
+    /// Where branching on the platform is the point: the providers' modules (senders included), their worker sides
+    /// (`Worker/Providers/`), their simulators, the platforms' declaration and the registry.
     static let providerPlaces = [
-        "Sources/APNs/", "Sources/FCM/", "Sources/MockAPNs/", "Sources/Worker/Delivery/ProviderRegistry.swift", "Sources/PushCore/Platform.swift",
+        "Sources/APNs/", "Sources/FCM/", "Sources/WebPush/", "Sources/MockAPNs/", "Sources/Worker/Providers/", "Sources/Worker/Delivery/ProviderRegistry.swift",
+        "Sources/PushCore/Platform.swift",
     ]
 
     static func platformBranches() throws -> [String: [String]] {
@@ -47,5 +50,24 @@ import Testing
     /// The registry finds each platform's sender at its `slot`, in `allCases` order.
     @Test func eachPlatformsSlotIsItsIndexAmongAllCases() {
         for (index, platform) in Platform.allCases.enumerated() { #expect(platform.slot == index, "\(platform)") }
+    }
+
+    /// An app is its credential's provider's, and only that provider's sender is handed it.
+    @Test func anAppBelongsToTheProviderWhoseCredentialItNames() {
+        let apns = Configuration.AppSettings(name: "shop", bundleID: "com.example.shop",
+                                             token: .init(teamID: "T", keyID: "K", keyFile: "/k.p8"))
+        let fcm = Configuration.AppSettings(name: "android", bundleID: "", fcm: .init(serviceAccountFile: "/sa.json"))
+        var web = Configuration.AppSettings(name: "web", bundleID: "")
+        web.webpush = .init(vapidKey: "k", subject: "mailto:ops@example.com")
+        let bare = Configuration.AppSettings(name: "bare", bundleID: "com.example.bare")
+        #expect([apns, fcm, web, bare].map(\.platform) == [Platform.apns, .fcm, .webpush, .apns])
+        let owners: [Platform: String] = [.apns: "shop", .fcm: "android", .webpush: "web"]
+        for platform in Platform.allCases {
+            let owned = [apns, fcm, web].filter { ProviderRegistry.provider(for: platform).owns($0) }.map(\.name)
+            #expect(owned == owners[platform].map { [$0] }, "\(platform)")
+        }
+        let loaded = [AppCredentials(app: apns, credential: 1), AppCredentials(app: fcm, credential: "account")]
+        let apps: [ProviderApp<String, String>] = FCMProvider.apps(loaded) { $0.fcm?.serviceAccountFile }
+        #expect(apps.map(\.index) == [1] && apps.first?.auth == "/sa.json" && apps.first?.credential == "account")
     }
 }

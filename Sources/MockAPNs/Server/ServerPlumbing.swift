@@ -2,64 +2,57 @@ import CNghttp2
 import COpenSSL
 import Glibc
 import Reactor
+import TLS
 
-/// The byte stream under one simulator connection: TLS through OpenSSL, or the plain socket.
+/// The byte stream under one simulator connection: TLS through the shared `SSLHandle` record path (the same
+/// handshake, read and write steps and error reading as the worker's connections), or the plain socket.
 ///
-/// Owns the descriptor and the `SSL*`, freed in `close()` (or `deinit`). Confined to its connection's loop.
+/// Owns the descriptor and the `SSLHandle`, released in `close()` (or `deinit`). Confined to its connection's loop.
 final class ServerTransport {
     let fd: Int32
-    private(set) var ssl: OpaquePointer?
+    private(set) var tls: SSLHandle?
     private var isClosed = false
 
     /// `context` nil: cleartext. A failure leaves `fd` to the caller.
     init(fd: Int32, context: OpaquePointer?) throws {
         self.fd = fd
-        if let context {
-            guard let ssl = SSL_new(context) else { throw OpenSSLSupport.lastError("SSL_new") }
-            SSL_set_fd(ssl, fd)
-            SSL_set_accept_state(ssl)
-            self.ssl = ssl
-        }
+        if let context { tls = try SSLHandle(accepting: fd, serverContext: context) }
     }
 
     deinit { close() }
+
+    /// The TLS session (for a client certificate), nil on cleartext.
+    var ssl: OpaquePointer? { tls?.pointer }
 
     enum Handshake { case done, wantRead, wantWrite, failed }
 
     /// One step of the TLS accept.
     func handshake() -> Handshake {
-        guard let ssl else { return .done }
-        let rc = SSL_accept(ssl)
-        if rc == 1 { return .done }
-        let error = SSL_get_error(ssl, rc)
-        if error == SSL_ERROR_WANT_READ { return .wantRead }
-        if error == SSL_ERROR_WANT_WRITE { return .wantWrite }
-        OpenSSLSupport.clearErrors()
-        return .failed
+        guard let tls else { return .done }
+        do {
+            switch try tls.handshake() {
+            case .done: return .done
+            case .wantRead: return .wantRead
+            case .wantWrite: return .wantWrite
+            }
+        } catch {
+            return .failed
+        }
     }
 
     /// The protocol ALPN chose ("h2", "http/1.1"), or "" when none was.
-    var selectedProtocol: String {
-        guard let ssl else { return "" }
-        var name: UnsafePointer<UInt8>?
-        var length: UInt32 = 0
-        SSL_get0_alpn_selected(ssl, &name, &length)
-        guard let name, length > 0 else { return "" }
-        return String(decoding: UnsafeBufferPointer(start: name, count: Int(length)), as: UTF8.self)
-    }
+    var selectedProtocol: String { tls?.alpnSelected ?? "" }
 
     /// >0 bytes read, 0 would block, <0 closed or failed. `wantsWrite` turns true when TLS must write first.
     func read(_ pointer: UnsafeMutablePointer<UInt8>, _ capacity: Int, wantsWrite: inout Bool) -> Int {
-        if let ssl {
-            let n = SSL_read(ssl, pointer, Int32(capacity))
-            if n > 0 { return Int(n) }
-            let error = SSL_get_error(ssl, n)
-            if error == SSL_ERROR_WANT_READ { return 0 }
-            if error == SSL_ERROR_WANT_WRITE { wantsWrite = true; return 0 }
-            OpenSSLSupport.clearErrors()
-            return -1
+        let progress: IOProgress?
+        if let tls {
+            progress = try? tls.read(into: pointer, count: capacity)
+            if tls.wantsWritable { wantsWrite = true }
+        } else {
+            progress = try? SocketIO.read(fd, into: pointer, count: capacity)
         }
-        switch try? SocketIO.read(fd, into: pointer, count: capacity) {
+        switch progress {
         case let .bytes(count)?: return count
         case .wouldBlock?: return 0
         case .endOfFile?, nil: return -1
@@ -68,15 +61,8 @@ final class ServerTransport {
 
     /// >0 bytes written, 0 would block, <0 failed.
     func write(_ pointer: UnsafeRawPointer, _ count: Int) -> Int {
-        if let ssl {
-            let n = SSL_write(ssl, pointer, Int32(count))
-            if n > 0 { return Int(n) }
-            let error = SSL_get_error(ssl, n)
-            if error == SSL_ERROR_WANT_WRITE || error == SSL_ERROR_WANT_READ { return 0 }
-            OpenSSLSupport.clearErrors()
-            return -1
-        }
-        switch try? SocketIO.write(fd, from: pointer, count: count) {
+        let progress: IOProgress? = if let tls { try? tls.write(from: pointer, count: count) } else { try? SocketIO.write(fd, from: pointer, count: count) }
+        switch progress {
         case let .bytes(written)?: return written
         case .wouldBlock?: return 0
         case .endOfFile?, nil: return -1
@@ -85,10 +71,7 @@ final class ServerTransport {
 
     /// Our side is done: close_notify and FIN; the client may still send.
     func shutdownWrite() {
-        if let ssl {
-            _ = SSL_shutdown(ssl)
-            OpenSSLSupport.clearErrors()
-        }
+        tls?.shutdown()
         _ = Glibc.shutdown(fd, Int32(SHUT_WR))
     }
 
@@ -107,8 +90,7 @@ final class ServerTransport {
         guard !isClosed else { return }
         isClosed = true
         Glibc.close(fd)
-        if let ssl { SSL_free(ssl) }
-        ssl = nil
+        tls = nil  // frees the SSL*; the socket is closed above, as before
     }
 }
 

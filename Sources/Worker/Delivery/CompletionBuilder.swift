@@ -24,6 +24,7 @@ struct CompletionBuilder {
         result.platform = n.platform.rawValue
         if outcome == .delivered { result.fcmName = fields?.messageName }
         result.channel = n.channelID
+        result.traceparent = job.traceparent
         return result
     }
 
@@ -82,6 +83,22 @@ struct CompletionBuilder {
         return completion
     }
 
+    /// A job this worker cannot send now (its destination's outage pause holds it): back to the head of its queue,
+    /// for another worker to take at once; its `retrying` entry says why and that it is due now. One this worker
+    /// spent nothing on goes as claimed, its idempotency key left as it is (a `<worker>\n<lease>` holder whose lease
+    /// is gone lets the copy claimed next send; `pending` stays pending for an envelope). One it spent an attempt
+    /// on (a resend after a lost answer) goes as its retry envelope with that attempt, the key left `pending` as
+    /// for any retry.
+    func handedBack(_ job: JobAttempt, reason: String, now: UInt64, wallMillis: Int64) -> JobCompletion {
+        let asClaimed = job.attempt == job.lease.attempt
+        var completion = asClaimed ? JobCompletion(lease: job.lease) : completion(job, once: .pending)
+        var result = entry(job, .retrying, now: now, reason: reason)
+        result.retryAt = wallMillis
+        completion.result = result
+        completion.handBack(id: job.id, since: job.firstAttemptAt, attempt: job.attempt)
+        return completion
+    }
+
     /// A job whose `deliver_at` lies ahead: into the retry set until then, attempt unchanged, and no result entry
     /// (nothing happened to it yet; its one terminal entry comes when it is sent).
     func scheduled(_ job: JobAttempt, at dueAt: Int64) -> JobCompletion {
@@ -108,7 +125,7 @@ struct CompletionBuilder {
     }
 
     /// A job that cannot be sent as written: a `rejected` result and a dead letter with its bytes and reason.
-    func rejected(_ lease: Lease, id: String, reason: String, spec: JobSpec?, app: String?, wallMillis: Int64) -> JobCompletion {
+    func rejected(_ lease: Lease, id: String, reason: String, spec: JobSpec?, app: String?, traceparent: String? = nil, wallMillis: Int64) -> JobCompletion {
         var completion = JobCompletion(lease: lease)
         completion.deadLetter(reason: reason, at: wallMillis, id: id)
         completion.result = ResultEntry(
@@ -116,6 +133,7 @@ struct CompletionBuilder {
             environment: spec?.environment?.rawValue, app: app, attempt: lease.attempt, latencyMilliseconds: 0, worker: workerID)
         completion.result?.platform = spec?.platform.rawValue
         completion.result?.channel = spec?.channel
+        completion.result?.traceparent = traceparent
         return completion
     }
 }

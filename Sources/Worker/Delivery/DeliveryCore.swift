@@ -290,12 +290,15 @@ public final class DeliveryCore {
         inFlight -= requested - leases.count
         counters.claimed += leases.count
         let now = clock.monotonicNanos
+        let handedBackBefore = counters.handedBack
         for lease in leases { admit(lease, now: now) }
         if !onceWaiting.isEmpty {
             actions.append(.claimOnce(OnceBatch(jobs: onceWaiting)))
             onceWaiting = []
         }
-        let delay = claims.backoff.next(claimed: leases.count)
+        // A claim whose every job went straight back (an outage pause here) counts as empty for the back-off: a
+        // worker with another destination still up would otherwise take the same jobs again and again.
+        let delay = claims.backoff.next(claimed: leases.count - (counters.handedBack - handedBackBefore))
         if delay > 0 { claims.notBefore = now &+ UInt64(delay) * 1_000_000 }
         settle()
     }
@@ -316,8 +319,11 @@ public final class DeliveryCore {
         case .rejected(let id, let reason, let spec, let app):
             counters.rejected += 1
             metrics.job(.apns, app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
-            log(.info, "job rejected", ["id": .string(id), "reason": .string(reason)])
-            record(builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, wallMillis: clock.wallMillis))
+            var fields: [String: LogValue] = ["id": .string(id), "reason": .string(reason)]
+            let trace = spec?.traceparent ?? JobParser.readableTraceparent(lease.job)
+            if let trace { fields["traceparent"] = .string(trace) }
+            log(.info, "job rejected", fields)
+            record(builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, traceparent: trace, wallMillis: clock.wallMillis))
         case .accepted(let job):
             if settings.idempotencyWindowMilliseconds > 0 && job.hasProducerID {
                 // The producer's own copy: Redis decides which copy of the id sends. A job back from the retry
@@ -503,7 +509,7 @@ public final class DeliveryCore {
                 log(.error, "app paused: credential rejected", [
                     "app": .string(job.appName), "environment": .string(job.destination.environmentLabel),
                     "reason": .string(reason), "pause_s": .int(Int(settings.retry.configurationPauseSeconds)),
-                    "hint": .string(ProviderRegistry.credentialHint(for: job.destination.platform, reason: reason)),
+                    "hint": .string(ProviderRegistry.provider(for: job.destination.platform).credentialHint(reason: reason)),
                 ])
             }
             park(job, gate, after: started || gate.pause?.kind == .credential ? nil : reason)
@@ -536,6 +542,7 @@ public final class DeliveryCore {
         }
         metrics.job(job.platform, app: job.destination.app, outcome)
         if outcome != .retrying { metrics.jobFinished(job.platform, afterNanoseconds: clock.monotonicNanos &- job.claimedAt) }
+        if job.fallbackFrom != nil && outcome != .retrying { metrics.fallbackEnded(app: job.destination.app, resolved: outcome == .delivered) }
         record(builder.decided(job, decision, answer: answer, now: clock.monotonicNanos, wallMillis: clock.wallMillis))
     }
 
@@ -573,7 +580,8 @@ public final class DeliveryCore {
         park(job, gate, after: started || gate.pause?.kind == .outage ? nil : reason)
     }
 
-    /// Keeps the job in the retry set until its destination's pause ends, with its attempt count unchanged.
+    /// Keeps the job in the retry set until its destination's pause ends, with its attempt count unchanged, or
+    /// hands it back to its queue at once (`mayHandBack`).
     /// `cause`: what happened to the job's own last send when a pause it did not start holds it (a timeout met
     /// by a quota pause is recorded as both, not as a quota alone).
     private func park(_ job: JobAttempt, _ gate: DestinationGate, after cause: String? = nil) {
@@ -586,6 +594,12 @@ public final class DeliveryCore {
             reason = (pause.kind == .outage ? "Unavailable: " : pause.kind == .throttle ? "Throttled: " : "AppPaused: ") + pause.reason
         }
         if let cause { reason += " (after \(cause))" }
+        if mayHandBack(job, gate) {
+            counters.handedBack += 1
+            counters.retrying += 1
+            metrics.job(job.platform, app: job.destination.app, .retrying)
+            return record(builder.handedBack(job, reason: reason, now: now, wallMillis: wall))
+        }
         let due = wall + waitMilliseconds
         if policy.wouldExpire(job.notification.expiration, atMilliseconds: due) {
             return finishJob(job, .fail(reason: "Expired"), answer: nil)
@@ -593,6 +607,15 @@ public final class DeliveryCore {
         counters.retrying += 1
         metrics.job(job.platform, app: job.destination.app, .retrying)
         record(builder.retry(job, dueAt: due, attempt: job.attempt, reason: reason, now: now))
+    }
+
+    /// Issue 30, item 14: an outage pause is this worker's view (its connections, its pool's back-off); another
+    /// worker may well reach the destination now. Its jobs go back to the head of their queue instead of waiting
+    /// out the pause, with no attempt spent on the hand-back (see `CompletionBuilder.handedBack`). A job sent to
+    /// its app's other environment is parked as before (an envelope cannot say which environment it is on).
+    /// Credential, set-up and quota pauses hold for every worker alike: their jobs are parked.
+    private func mayHandBack(_ job: JobAttempt, _ gate: DestinationGate) -> Bool {
+        gate.pause?.kind == .outage && job.fallbackFrom == nil
     }
 
     private func endPause(_ gate: DestinationGate, now: UInt64) {

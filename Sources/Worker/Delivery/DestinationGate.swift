@@ -5,7 +5,7 @@
 /// cannot be set up, or an outage (nothing reaches APNs) pauses it; when the pause ends it is unproven again.
 /// Loop-confined, owned by the core.
 final class DestinationGate {
-    enum PauseKind {
+    enum PauseKind: CaseIterable {
         /// APNs refused the credential: reload the key or certificate when the pause ends.
         case credential
         /// No client could be set up (CA file, certificate): reload too.

@@ -38,6 +38,8 @@ public final class JobAttempt {
     let multicast: Multicast?
     /// The `id` came from the producer (idempotency applies only to such ids).
     let hasProducerID: Bool
+    /// The producer's W3C `traceparent`, carried into every result entry and log line of the job.
+    var traceparent: String?
     /// Idempotency: what this job's `<p>:once:<id>` key holds for it, once it took part (nil: it does not).
     var onceExpect: OnceUpdate.Expect?
 

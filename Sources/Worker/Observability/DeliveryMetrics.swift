@@ -41,7 +41,7 @@ public enum TransportFailureKind: Int, CaseIterable, Sendable {
     }
 }
 
-/// The outcome label of `herald_jobs_total`: one per result entry written, so the counter agrees with the
+/// The outcome label of `herald_results_total`: one per result entry written, so the counter agrees with the
 /// results stream (`retrying` included; a scheduled job writes no entry and is counted apart).
 public typealias JobOutcome = ResultEntry.Outcome
 
@@ -50,9 +50,10 @@ public typealias JobOutcome = ResultEntry.Outcome
 /// hashing of strings and no allocation. Loop-confined like the core that owns it; `snapshot()` copies
 /// it (on the loop) for a scrape, which merges the copies of every loop.
 public final class DeliveryMetrics {
-    /// Known APNs statuses; anything else counts under `other`.
-    static let statuses = [200, 400, 403, 404, 405, 410, 413, 429, 500, 503]
-    /// Reason slots: 0 is "no reason" (a 200), then every reason Apple documents, then `other`.
+    /// The statuses the providers document; anything else counts under `other`.
+    static let statuses = [200, 201, 400, 401, 403, 404, 405, 410, 413, 429, 500, 502, 503]
+    /// Reason slots: 0 is "no reason" (a success), then every reason a provider documents (each once, in the
+    /// registry's order), then `other`.
     static let reasonNames: [String] = [""] + uniqueReasonNames() + ["other"]
     private static let reasonSlots: [String: Int] = {
         var slots: [String: Int] = [:]
@@ -61,8 +62,8 @@ public final class DeliveryMetrics {
     }()
 
     private static func uniqueReasonNames() -> [String] {
-        var seen = Set<APNsReason>()
-        return APNsReason.allKnown.compactMap { seen.insert($0.reason).inserted ? $0.reason.rawValue : nil }
+        var seen = Set<String>()
+        return Platform.allCases.flatMap { ProviderRegistry.provider(for: $0).metricsReasons }.filter { seen.insert($0).inserted }
     }
 
     let appNames: [String]
@@ -104,6 +105,11 @@ public final class DeliveryMetrics {
     }
 
     @inline(__always)
+    /// A job that went to its app's other environment after BadDeviceToken ended: `resolved` when delivered there.
+    func fallbackEnded(app: Int, resolved: Bool) {
+        values.fallbacks[app * 2 + (resolved ? 0 : 1)] &+= 1
+    }
+
     func resend(_ platform: Platform, _ cause: ResendCause) {
         values.resends[platform.slot * ResendCause.allCases.count + cause.rawValue] &+= 1
     }
@@ -134,8 +140,10 @@ public struct LatencyHistogram: Sendable, Equatable {
     public var sumNanos: UInt64 = 0
     public var count: UInt64 = 0
 
+    public init() {}
+
     @inline(__always)
-    mutating func observe(_ nanoseconds: UInt64) {
+    public mutating func observe(_ nanoseconds: UInt64) {
         var index = 0
         let bounds = Self.boundsNanos
         while index < bounds.count && nanoseconds > bounds[index] { index += 1 }

@@ -44,7 +44,7 @@ public final class HTTPListener: FileDescriptorHandler {
     }
 
     public let loop: EventLoop
-    public let port: Int
+    public private(set) var port: Int
     private let limits: Limits
     private let handler: Handler
     private var fd: Int32
@@ -55,14 +55,9 @@ public final class HTTPListener: FileDescriptorHandler {
         self.loop = loop
         self.limits = limits
         self.handler = handler
-        fd = try Sockets.listen(host: host, port: port, backlog: 128)
-        self.port = Sockets.localPort(fd)
-        do {
-            try loop.register(fd: fd, handler: self)
-        } catch {
-            Glibc.close(fd)
-            throw error
-        }
+        fd = -1
+        self.port = 0
+        (fd, self.port) = try loop.listen(host: host, port: port, backlog: 128, handler: self)
     }
 
     deinit { close() }

@@ -1,3 +1,5 @@
+import Basics
+
 /// Parsing and writing HTTP/1.1 heads, pure so tests feed it garbage directly.
 enum HTTPRequestHead {
     /// The index just past the blank line ending the head, if it has arrived.
@@ -37,26 +39,10 @@ enum HTTPRequestHead {
     }
 
     static func serialize(_ response: HTTPListener.Response, omitBody: Bool) -> [UInt8] {
-        var head = "HTTP/1.1 \(response.status) \(reason(response.status))\r\n"
-        head += "Content-Type: \(response.contentType)\r\nContent-Length: \(response.body.count)\r\n"
-        head += "Cache-Control: no-store\r\nConnection: close\r\n"
-        for (name, value) in response.headers { head += "\(name): \(value)\r\n" }
-        head += "\r\n"
+        let head = HTTPResponseHead.text(status: response.status, contentType: response.contentType, contentLength: response.body.count,
+                                         keepAlive: false, extra: [("Cache-Control", "no-store")] + response.headers)
         var bytes = Array(head.utf8)
         if !omitBody { bytes += response.body }
         return bytes
-    }
-
-    static func reason(_ status: Int) -> String {
-        switch status {
-        case 200: "OK"
-        case 400: "Bad Request"
-        case 404: "Not Found"
-        case 405: "Method Not Allowed"
-        case 431: "Request Header Fields Too Large"
-        case 500: "Internal Server Error"
-        case 503: "Service Unavailable"
-        default: "Status"
-        }
     }
 }

@@ -43,6 +43,9 @@ public struct MetricsSnapshot: Sendable {
     public var claimingLoops = 0
     public var drainingLoops = 0
     public var loops = 1
+    /// Environment fallbacks by app, each ended `resolved` (delivered on the other environment) or not (dropped
+    /// or failed there too): [app * 2 + (resolved ? 0 : 1)].
+    public var fallbacks: [UInt64]
 
     static let outcomeCount = JobOutcome.allCases.count
 
@@ -50,6 +53,7 @@ public struct MetricsSnapshot: Sendable {
         self.appNames = appNames
         let platforms = Platform.allCases.count
         jobs = [UInt64](repeating: 0, count: platforms * (appNames.count + 1) * Self.outcomeCount)
+        fallbacks = [UInt64](repeating: 0, count: appNames.count * 2)
         responses = [UInt64](repeating: 0, count: platforms * (DeliveryMetrics.statuses.count + 1) * DeliveryMetrics.reasonNames.count)
         transport = [UInt64](repeating: 0, count: platforms * TransportFailureKind.allCases.count)
         resends = [UInt64](repeating: 0, count: platforms * ResendCause.allCases.count)
@@ -102,9 +106,14 @@ public struct MetricsSnapshot: Sendable {
         add(&c.responses, b.responses)
         add(&c.transport, b.transport)
         add(&c.resends, b.resends)
+        add(&c.fallbacks, b.fallbacks)
         for i in c.jobLatency.indices { c.jobLatency[i] = c.jobLatency[i] + b.jobLatency[i] }
         for i in c.requestLatency.indices { c.requestLatency[i] = c.requestLatency[i] + b.requestLatency[i] }
         for i in c.tokensSigned.indices where i < b.tokensSigned.count { c.tokensSigned[i] = max(c.tokensSigned[i], b.tokensSigned[i]) }
+        // Like tokens signed: one cache per app whichever loop reports it, so the larger count is the true one.
+        for i in c.provider.tokenExchanges.indices where i < b.provider.tokenExchanges.count && b.provider.tokenExchanges[i].answered > c.provider.tokenExchanges[i].answered {
+            c.provider.tokenExchanges[i] = b.provider.tokenExchanges[i]
+        }
         c.scheduled &+= b.scheduled
         c.unguarded &+= b.unguarded
         c.pauses &+= b.pauses

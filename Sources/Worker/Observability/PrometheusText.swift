@@ -6,7 +6,7 @@ public struct PrometheusText {
 
     public init() { text.reserveCapacity(16_384) }
 
-    public enum Kind: String { case counter, gauge, histogram }
+    public enum Kind: String { case counter, gauge, histogram, summary }
 
     public mutating func family(_ name: String, _ kind: Kind, _ help: String) {
         text += "# HELP \(name) \(help.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n"))\n"

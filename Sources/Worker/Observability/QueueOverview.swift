@@ -16,6 +16,8 @@ public struct QueueOverview: Sendable {
 
     public var nowMilliseconds: Int64 = 0
     public var queueLengths: [(String, Int)] = []
+    /// Whether each queue of `queueLengths` is paused (`herald queue pause`; in any shard).
+    public var queuePaused: [Bool] = []
     public var retrySize = 0
     public var retryDue = 0
     /// When the earliest retry falls due (ms since the epoch); nil when the set is empty.
@@ -42,6 +44,7 @@ public struct QueueOverview: Sendable {
         commands += [
             ["ZCARD", keys.retry], ["ZCOUNT", keys.retry, "-inf", "\(now)"], ["ZRANGE", keys.retry, "0", "0", "WITHSCORES"],
             ["LLEN", keys.dead], ["XLEN", keys.results], ["XLEN", keys.droppedTokens], ["ZRANGE", keys.workers, "0", "-1", "WITHSCORES"],
+            ["SMEMBERS", keys.paused],
         ]
         let replies = try redis.pipeline(commands)
         // A wrong-typed key answers an error: shown as 0 and named rather than failing the whole page.
@@ -76,6 +79,9 @@ public struct QueueOverview: Sendable {
             for (n, reply) in lengths.enumerated() { workers[n].inFlight = int(reply) }
         }
         overview.workers = workers
+        i += 1
+        let paused = Set((replies[i].array ?? []).compactMap(\.string))
+        overview.queuePaused = queues.map(paused.contains)
         return overview
     }
 
@@ -87,11 +93,13 @@ public struct QueueOverview: Sendable {
         }
         var total = QueueOverview()
         total.queueLengths = shards.configuredQueues.map { ($0, 0) }
+        total.queuePaused = shards.configuredQueues.map { _ in false }
         var workers: [String: WorkerState] = [:]
         for shard in shards.shards {
             let part = try read(redis: redis, keys: shard.keys, queues: shard.queues, leaseMilliseconds: leaseMilliseconds)
             total.nowMilliseconds = max(total.nowMilliseconds, part.nowMilliseconds)
             for (index, (_, length)) in part.queueLengths.enumerated() { total.queueLengths[index].1 += length }
+            for (index, paused) in part.queuePaused.enumerated() where paused { total.queuePaused[index] = true }
             total.retrySize += part.retrySize
             total.retryDue += part.retryDue
             if let due = part.retryNextDueMilliseconds { total.retryNextDueMilliseconds = min(total.retryNextDueMilliseconds ?? due, due) }
@@ -121,11 +129,13 @@ public struct QueueOverview: Sendable {
     public func write(to out: inout PrometheusText) {
         out.family("herald_queue_length", .gauge, "Jobs waiting in each queue list.")
         for (queue, length) in queueLengths { out.sample("herald_queue_length", [("queue", queue)], length) }
+        out.family("herald_queue_paused", .gauge, "1 while an operator has the queue paused (herald queue pause): no worker claims from it.")
+        for (index, (queue, _)) in queueLengths.enumerated() { out.sample("herald_queue_paused", [("queue", queue)], index < queuePaused.count && queuePaused[index] ? 1 : 0) }
         out.single("herald_retry_set_size", .gauge, "Jobs in the retry set (retries, parked jobs, scheduled jobs).", Double(retrySize))
         out.single("herald_retry_due", .gauge, "Jobs in the retry set whose due time has passed.", Double(retryDue))
         if let next = retryNextDueMilliseconds {
-            out.single("herald_retry_next_due_seconds", .gauge, "Seconds until the earliest retry falls due (negative: overdue).",
-                       Double(next - nowMilliseconds) / 1000)
+            out.single("herald_retry_next_due_timestamp_seconds", .gauge, "When the earliest job of the retry set falls due, in seconds since the epoch (Redis's clock).",
+                       Double(next) / 1000)
         }
         out.single("herald_dead_letters", .gauge, "Jobs in the dead-letter list.", Double(deadLetters))
         out.single("herald_results_stream_length", .gauge, "Entries in the results stream.", Double(resultsLength))

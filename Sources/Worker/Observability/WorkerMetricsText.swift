@@ -1,19 +1,20 @@
 import APNs
 import PushCore
+import TLS
 /// A worker's `/metrics` page: every family documented in docs/observability.md, from one merged snapshot.
 public enum WorkerMetricsText {
     public static func render(_ s: MetricsSnapshot, process: ProcessStats = .read()) -> String {
         var out = PrometheusText()
         let apps = s.appNames + ["unknown"]
 
-        out.family("herald_jobs_total", .counter, "Result entries written, by app, platform and outcome (agrees with the results stream).")
+        out.family("herald_results_total", .counter, "Result entries written, by app, platform and outcome (retrying included; agrees with the results stream).")
         for platform in Platform.allCases {
             for (app, name) in apps.enumerated() {
                 for outcome in JobOutcome.allCases {
                     let value = s.jobs[s.jobIndex(platform, app, outcome)]
                     // The "unknown" app (rejected jobs naming no configured app) only once it has happened.
                     if app == s.appNames.count && value == 0 { continue }
-                    out.sample("herald_jobs_total", [("app", name), ("platform", platform.rawValue), ("outcome", outcome.rawValue)], value)
+                    out.sample("herald_results_total", [("app", name), ("platform", platform.rawValue), ("outcome", outcome.rawValue)], value)
                 }
             }
         }
@@ -71,25 +72,46 @@ public enum WorkerMetricsText {
             for pool in s.pools { out.sample(name, poolLabels(pool), value(pool)) }
         }
 
-        out.family("herald_app_paused", .gauge, "1 while the app's destination is paused (outage, refused credential, set-up failure).")
+        // One series per kind, each 0 or 1: a pause that changes kind moves no series between label values.
+        out.family("herald_app_paused", .gauge, "1 while the app's destination is paused for this kind of cause (outage, credential, setup, throttle).")
         for name in s.appNames {
             for environment in ["production", "sandbox"] {
                 let pause = s.paused.first { $0.app == name && $0.environment == environment }
-                out.sample("herald_app_paused", [("app", name), ("environment", environment), ("kind", pause?.kind ?? "none")], pause == nil ? 0 : 1)
+                for kind in DestinationGate.PauseKind.allCases.map({ "\($0)" }) {
+                    out.sample("herald_app_paused", [("app", name), ("environment", environment), ("kind", kind)], pause?.kind == kind ? 1 : 0)
+                }
             }
+        }
+        out.family("herald_environment_fallbacks_total", .counter, "Jobs sent to the app's other environment after BadDeviceToken, by how they ended (resolved: delivered there).")
+        for (index, name) in s.appNames.enumerated() {
+            out.sample("herald_environment_fallbacks_total", [("app", name), ("result", "resolved")], s.fallbacks[index * 2])
+            out.sample("herald_environment_fallbacks_total", [("app", name), ("result", "not_resolved")], s.fallbacks[index * 2 + 1])
         }
         out.single("herald_destination_pauses_total", .counter, "Pauses started (each once, however many jobs it parked).", Double(s.pauses))
         out.family("herald_provider_tokens_signed_total", .counter, "APNs provider tokens signed, by app (the first and every refresh).")
         for (index, name) in s.appNames.enumerated() { out.sample("herald_provider_tokens_signed_total", [("app", name)], s.tokensSigned[index]) }
+        out.family("herald_provider_token_exchange_failures_total", .counter, "Access-token exchanges (FCM's OAuth grant) that brought no token: refused (the credential) or unavailable (the endpoint).")
+        for (index, name) in s.appNames.enumerated() {
+            let stats = s.provider.tokenExchanges[index]
+            out.sample("herald_provider_token_exchange_failures_total", [("app", name), ("kind", "refused")], stats.refused)
+            out.sample("herald_provider_token_exchange_failures_total", [("app", name), ("kind", "unavailable")], stats.unavailable)
+        }
+        out.family("herald_provider_token_exchange_seconds", .summary, "Time the access-token exchanges took (answered ones, with a token or not).")
+        for (index, name) in s.appNames.enumerated() {
+            let stats = s.provider.tokenExchanges[index]
+            out.sample("herald_provider_token_exchange_seconds_sum", [("app", name)], Double(stats.nanoseconds) / 1e9)
+            out.sample("herald_provider_token_exchange_seconds_count", [("app", name)], stats.answered)
+        }
 
         out.single("herald_redis_round_trips_total", .counter, "Redis commands answered.", Double(s.redis.roundTrips))
         out.single("herald_redis_errors_total", .counter, "Redis commands failed (error replies, timeouts, lost with the connection).", Double(s.redis.errors))
         out.single("herald_redis_connects_total", .counter, "Redis connections established (the first and every reconnect).", Double(s.redis.connects))
         out.single("herald_redis_not_replicated_total", .counter, "Script calls fewer replicas than redis.wait_replicas confirmed in time (each retried or put back).", Double(s.redis.notReplicated))
-        out.single("herald_redis_connected", .gauge, "Event loops whose Redis connection is up.", Double(s.redisConnected))
+        out.single("herald_redis_connected_loops", .gauge, "Event loops whose Redis connection is up.", Double(s.redisConnected))
         out.single("herald_event_loops", .gauge, "Event loops running a delivery pipeline.", Double(s.loops))
         out.single("herald_worker_claiming", .gauge, "Event loops claiming jobs (0 while draining on SIGTERM).", Double(s.claimingLoops))
         process.write(to: &out)
+        CertificateExpiry.shared.write(to: &out)
         BuildInfo.write(to: &out)
         return out.text
     }

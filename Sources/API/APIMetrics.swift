@@ -1,0 +1,58 @@
+import Worker
+
+/// `herald api`'s own figures for `/metrics` (docs/api.md, "Metrics"): requests by route and status, their
+/// latency, jobs accepted, refused (by the reason's code) and failed, open connections and Redis. Loop-confined.
+final class APIMetrics {
+    /// The routes as labels: anything else counts as `other`, so a scanner cannot grow the label set.
+    static let routes: Set<String> = ["/v1/jobs", "/api/push", "/api/stat/app", "/healthz", "/readyz", "/metrics"]
+
+    private var requests: [String: [Int: UInt64]] = [:]
+    private var latency: [String: LatencyHistogram] = [:]
+    private(set) var accepted: UInt64 = 0
+    private(set) var refusedByReason: [String: UInt64] = [:]
+    private(set) var failed: UInt64 = 0
+    private(set) var validated: UInt64 = 0
+
+    static func route(_ path: String) -> String { routes.contains(path) ? path : "other" }
+
+    func request(route: String, status: Int, nanoseconds: UInt64) {
+        requests[route, default: [:]][status, default: 0] += 1
+        latency[route, default: LatencyHistogram()].observe(nanoseconds)
+    }
+
+    /// A job's fate; `reason` is the refusal text, whose code (before the first `:`) is the label.
+    func job(refusal: String?, failed didFail: Bool, validated isValidation: Bool = false) {
+        if isValidation && refusal == nil {
+            validated += 1
+        } else if didFail {
+            failed += 1
+        } else if let refusal {
+            let code = refusal.prefix { $0 != ":" }.prefix(64)
+            refusedByReason[String(code), default: 0] += 1
+        } else {
+            accepted += 1
+        }
+    }
+
+    func text(openConnections: Int, redisUp: Bool) -> String {
+        var out = PrometheusText()
+        out.family("herald_api_requests_total", .counter, "HTTP requests answered, by route and status.")
+        for route in requests.keys.sorted() {
+            for (status, count) in requests[route]!.sorted(by: { $0.key < $1.key }) {
+                out.sample("herald_api_requests_total", [("route", route), ("status", String(status))], count)
+            }
+        }
+        out.family("herald_api_request_duration_seconds", .histogram, "From a whole request to its answer, by route (Redis round trips included).")
+        for route in latency.keys.sorted() { out.histogram("herald_api_request_duration_seconds", [("route", route)], latency[route]!) }
+        out.family("herald_api_jobs_total", .counter, "Jobs by outcome: accepted (in Redis), refused (by the reason's code, never queued), failed (Redis did not take them), validated (validate_only: checked, not queued).")
+        out.sample("herald_api_jobs_total", [("outcome", "accepted")], accepted)
+        out.sample("herald_api_jobs_total", [("outcome", "failed")], failed)
+        out.sample("herald_api_jobs_total", [("outcome", "validated")], validated)
+        for (reason, count) in refusedByReason.sorted(by: { $0.key < $1.key }) {
+            out.sample("herald_api_jobs_total", [("outcome", "refused"), ("reason", reason)], count)
+        }
+        out.single("herald_api_open_connections", .gauge, "Client connections open now.", Double(openConnections))
+        out.single("herald_api_redis_up", .gauge, "1 while the Redis connection is up.", redisUp ? 1 : 0)
+        return out.text
+    }
+}

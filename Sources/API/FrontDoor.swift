@@ -1,0 +1,290 @@
+import Basics
+import PushCore
+import Reactor
+import RedisQueue
+import Worker
+
+/// `herald api`'s requests: validate each job with the worker's own intake (`JobCheck`), give it an id when it
+/// has none, push the good ones onto their shard's queue (`ShardRouter`, as `herald enqueue` does) and answer once
+/// Redis has them. A refused job is never sent to Redis. Stateless: every API process can take any request.
+/// Loop-confined (the Redis client's loop).
+public final class FrontDoor {
+    public struct Settings: Sendable {
+        public var maxJobsPerRequest = 1000
+        public init() {}
+    }
+
+    let check: JobCheck
+    let access: APIAccess
+    let redis: any RedisCommandSender
+    let readiness: () -> Bool
+    let settings: Settings
+    /// One router per configured queue, each keeping its own turn for jobs without an id.
+    var routers: [String: ShardRouter]
+    let defaultQueue: String
+    /// What this process accepted and refused by gorush platform name, for `GET /api/stat/app`.
+    var gorushCounts: [String: (accepted: Int, refused: Int)] = [:]
+    /// A process-unique prefix for the ids given to jobs without one: random, so API processes never collide.
+    private let idPrefix = "api-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
+    private var idCounter: UInt64 = 0
+
+    public init(configuration: Configuration, shards: QueueShards, redis: any RedisCommandSender, settings: Settings = Settings(),
+                readiness: @escaping () -> Bool) throws {
+        check = JobCheck(configuration: configuration)
+        access = APIAccess(keys: configuration.api.keys)
+        self.redis = redis
+        self.settings = settings
+        self.readiness = readiness
+        var routers: [String: ShardRouter] = [:]
+        for queue in shards.configuredQueues { routers[queue] = try ShardRouter(shards: shards, queue: queue) }
+        self.routers = routers
+        defaultQueue = shards.configuredQueues[0]
+    }
+
+    let metrics = APIMetrics()
+    /// The server's open connections, for `/metrics` (set once the server exists).
+    public var openConnections: () -> Int = { 0 }
+
+    /// Answers one request and counts it (route, status, time to the answer).
+    public func handle(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
+        let started = monotonicNanos()
+        let label = APIMetrics.route(request.path)
+        let metrics = self.metrics
+        route(request) { response in
+            metrics.request(route: label, status: response.status, nanoseconds: monotonicNanos() &- started)
+            respond(response)
+        }
+    }
+
+    private func route(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
+        switch (request.method, request.path) {
+        case ("POST", "/v1/jobs"): submit(request, respond: respond)
+        case ("POST", "/api/push"): gorushPush(request, respond: respond)
+        case ("GET", "/api/stat/app"): gorushStat(respond: respond)
+        case ("GET", "/metrics"):
+            respond(HTTP1Server.Response(status: 200, contentType: PrometheusText.contentType,
+                                         body: Array(metrics.text(openConnections: openConnections(), redisUp: readiness()).utf8)))
+        case ("GET", "/healthz"), ("HEAD", "/healthz"): respond(Self.json(200, #"{"status":"ok"}"#))
+        case ("GET", "/readyz"), ("HEAD", "/readyz"):
+            respond(readiness() ? Self.json(200, #"{"status":"ready"}"#) : Self.json(503, #"{"status":"redis unreachable"}"#))
+        case (_, "/v1/jobs"), (_, "/api/push"): respond(Self.error(405, "method_not_allowed", "use POST", headers: [("Allow", "POST")]))
+        case (_, "/healthz"), (_, "/readyz"): respond(Self.error(405, "method_not_allowed", "use GET", headers: [("Allow", "GET, HEAD")]))
+        default: respond(Self.error(404, "not_found", "no route \(request.method) \(request.path)"))
+        }
+    }
+
+    /// One job's fate within a request.
+    struct Entry {
+        var index: Int
+        var id: String?
+        var queue: String?
+        /// The configured app it was matched to.
+        var app: String?
+        var job: [UInt8] = []
+        /// Refused by validation (never pushed).
+        var refusal: String?
+        /// Redis did not take it.
+        var failure: String?
+    }
+
+    /// What every job-taking route does first: the queue, the key, and whether it may push there.
+    func authorize(_ request: HTTP1Parser.Request) -> Result<(queue: String, key: APIAccess.Key?), Refusal> {
+        let queue = Self.queryItems(request.query)["queue"] ?? defaultQueue
+        guard routers[queue] != nil else {
+            return .failure(Refusal(Self.error(400, "unknown_queue", "queue \(queue.debugDescription) is not one of redis.queues")))
+        }
+        switch access.authenticate(request) {
+        case .open: return .success((queue, nil))
+        case .refused(let code, let message): return .failure(Refusal(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")])))
+        case .key(let key):
+            if !key.queues.isEmpty, !key.queues.contains(queue) {
+                return .failure(Refusal(Self.error(403, "forbidden", "key '\(key.name)' may not push to queue \(queue.debugDescription) (its queues: \(key.queues.joined(separator: ", ")))")))
+            }
+            return .success((queue, key))
+        }
+    }
+
+    struct Refusal: Error {
+        let response: HTTP1Server.Response
+        init(_ response: HTTP1Server.Response) { self.response = response }
+    }
+
+    private func submit(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
+        let (queue, key): (String, APIAccess.Key?)
+        switch authorize(request) {
+        case .success(let allowed): (queue, key) = allowed
+        case .failure(let refusal): return respond(refusal.response)
+        }
+        let jobs: [[UInt8]]
+        let isBatch: Bool
+        switch JobSubmission.split(request.body, maxJobs: settings.maxJobsPerRequest) {
+        case .single(let job): (jobs, isBatch) = ([job], false)
+        case .batch(let list): (jobs, isBatch) = (list, true)
+        case .unusable(let status, let reason): return respond(Self.error(status, "bad_request", reason))
+        }
+        let validateOnly = ["true", "1"].contains(Self.queryItems(request.query)["validate_only"] ?? "")
+        switch admit(jobs, isBatch: isBatch, request: request, queue: queue, key: key) {
+        case .failure(let refusal): respond(refusal.response)
+        case .success(let entries) where validateOnly:
+            // Every check a worker makes before sending, and nothing queued.
+            count(entries.map { var e = $0; e.failure = nil; return e }, validated: true)
+            respond(Self.answer(entries, validated: true))
+        case .success(let entries): push(entries) { respond(Self.answer($0)) }
+        }
+    }
+
+    /// The rate, the worker's checks, the ids and the shard of every job, and the key's apps: the entries to push,
+    /// or why the whole request is refused.
+    func admit(_ jobs: [[UInt8]], isBatch: Bool, request: HTTP1Parser.Request, queue: String, key: APIAccess.Key?) -> Result<[Entry], Refusal> {
+        if let key, key.ratePerSecond > 0, jobs.count > max(key.burst, key.ratePerSecond) {
+            return .failure(Refusal(Self.error(413, "too_many_jobs", "key '\(key.name)' may submit at most \(max(key.burst, key.ratePerSecond)) jobs at once (its burst); send fewer per request")))
+        }
+        if let key, let wait = access.take(jobs.count, for: key) {
+            return .failure(Refusal(Self.error(429, "rate_limited", "key '\(key.name)' may submit \(key.ratePerSecond) jobs a second (burst \(max(key.burst, key.ratePerSecond))); "
+                                               + "these \(jobs.count) fit in \(wait) s", headers: [("Retry-After", String(wait))])))
+        }
+        let idempotencyKey = request.header("idempotency-key").flatMap { $0.isEmpty ? nil : $0 }
+        let now = wallClockMillis()
+        var entries: [Entry] = []
+        entries.reserveCapacity(jobs.count)
+        for (index, job) in jobs.enumerated() {
+            var entry = Entry(index: index)
+            var verdict = check.check(job, wallMillis: now)
+            var bytes = job
+            if verdict.refusal == nil && verdict.producerID == nil {
+                // Every accepted job is answered with its id (for the results stream): the Idempotency-Key when
+                // given (one per job of a batch), else a fresh one.
+                let id = idempotencyKey.map { isBatch ? "\($0).\(index)" : $0 } ?? nextID()
+                bytes = JobSubmission.withID(job, id: id)
+                if JobSubmission.mayNameID(job) {
+                    // Checked again as it will be queued (an `"id": null` member, say, makes the id a duplicate field).
+                    verdict = check.check(bytes, wallMillis: now)
+                } else {
+                    verdict.producerID = id
+                }
+            }
+            if let refusal = verdict.refusal {
+                entry.refusal = refusal
+            } else {
+                entry.id = verdict.producerID
+                entry.app = verdict.app
+                entry.queue = routers[queue]!.queueKey(forJobID: verdict.producerID)
+                entry.job = bytes
+            }
+            entries.append(entry)
+        }
+        if let key, !key.apps.isEmpty {
+            // A key that may not send for an app gets nothing queued: an access error is the request's, not a job's.
+            let forbidden = entries.filter { $0.refusal == nil && !key.apps.contains($0.app ?? "") }
+            if !forbidden.isEmpty {
+                let list = forbidden.map { "job \($0.index) (app '\($0.app ?? "")')" }.joined(separator: ", ")
+                return .failure(Refusal(Self.error(403, "forbidden", "key '\(key.name)' may not send for \(list); nothing was queued")))
+            }
+        }
+        return .success(entries)
+    }
+
+    /// LPUSHes every accepted job (pipelined on the loop); `done` gets the entries once Redis has replied to all.
+    func push(_ entries: [Entry], done: @escaping ([Entry]) -> Void) {
+        let toPush = entries.indices.filter { entries[$0].refusal == nil }
+        guard !toPush.isEmpty else {
+            count(entries)
+            return done(entries)
+        }
+        let box = PendingPush(entries: entries, remaining: toPush.count)
+        let lpush = Array("LPUSH".utf8)
+        for index in toPush {
+            let entry = entries[index]
+            redis.send([lpush, Array(entry.queue!.utf8), entry.job]) { result in
+                if case .failure(let error) = result {
+                    box.entries[index].failure = "not pushed: Redis refused or did not answer LPUSH to \(entry.queue!.debugDescription): \(error)"
+                }
+                box.entries[index].job = []
+                box.remaining -= 1
+                if box.remaining == 0 { self.count(box.entries); done(box.entries) }
+            }
+        }
+    }
+
+    private func count(_ entries: [Entry], validated: Bool = false) {
+        for entry in entries { metrics.job(refusal: entry.refusal, failed: entry.failure != nil, validated: validated) }
+    }
+
+    private final class PendingPush {
+        var entries: [Entry]
+        var remaining: Int
+        init(entries: [Entry], remaining: Int) {
+            self.entries = entries
+            self.remaining = remaining
+        }
+    }
+
+    /// 202 when a job was accepted and Redis took every accepted one; 422 when every job was refused; 503 when
+    /// Redis failed some (those named under `failed`, with why: a failed LPUSH may or may not have landed).
+    /// `validated`: a `validate_only` request, whose good jobs are listed under `valid` (200) and not queued.
+    static func answer(_ entries: [Entry], validated: Bool = false) -> HTTP1Server.Response {
+        var accepted: [String] = []
+        var refused: [String] = []
+        var failed: [String] = []
+        for entry in entries {
+            if let refusal = entry.refusal {
+                refused.append("{\"index\":\(entry.index),\"reason\":\(jsonEscaped(refusal))}")
+            } else if let failure = entry.failure {
+                failed.append("{\"index\":\(entry.index),\"id\":\(jsonEscaped(entry.id ?? "")),\"reason\":\(jsonEscaped(failure))}")
+            } else {
+                accepted.append("{\"index\":\(entry.index),\"id\":\(jsonEscaped(entry.id ?? "")),\"queue\":\(jsonEscaped(entry.queue ?? ""))}")
+            }
+        }
+        var body = (validated ? "{\"valid\":[" : "{\"accepted\":[") + accepted.joined(separator: ",") + "],\"refused\":[" + refused.joined(separator: ",") + "]"
+        if !failed.isEmpty { body += ",\"failed\":[" + failed.joined(separator: ",") + "]" }
+        body += "}"
+        let status = !failed.isEmpty ? 503 : accepted.isEmpty ? 422 : validated ? 200 : 202
+        return json(status, body)
+    }
+
+    func nextID() -> String {
+        idCounter &+= 1
+        return "\(idPrefix)-\(idCounter)"
+    }
+
+    static func json(_ status: Int, _ body: String, headers: [(String, String)] = []) -> HTTP1Server.Response {
+        HTTP1Server.Response(status: status, body: Array(body.utf8), headers: headers)
+    }
+
+    /// `{"error":{"code":..,"message":..}}`, the shape of every error answer.
+    public static func error(_ status: Int, _ code: String, _ message: String, headers: [(String, String)] = []) -> HTTP1Server.Response {
+        json(status, "{\"error\":{\"code\":\(jsonEscaped(code)),\"message\":\(jsonEscaped(message))}}", headers: headers)
+    }
+
+    /// The parser's and the server's own refusals, in the same shape.
+    public static func protocolError(_ status: Int, _ message: String) -> HTTP1Server.Response {
+        error(status, status == 503 ? "unavailable" : "bad_request", message)
+    }
+
+    /// `a=1&b=%2F` as a dictionary (percent-decoded; `+` is a space); the first of a repeated name wins.
+    static func queryItems(_ query: String) -> [String: String] {
+        var items: [String: String] = [:]
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = percentDecoded(parts[0])
+            if items[name] == nil { items[name] = parts.count > 1 ? percentDecoded(parts[1]) : "" }
+        }
+        return items
+    }
+
+    static func percentDecoded(_ text: Substring) -> String {
+        var out: [UInt8] = []
+        var bytes = Array(text.utf8)[...]
+        while let b = bytes.first {
+            bytes = bytes.dropFirst()
+            if b == UInt8(ascii: "+") { out.append(32); continue }
+            if b == UInt8(ascii: "%"), bytes.count >= 2, let hi = hexValue(bytes[bytes.startIndex]), let lo = hexValue(bytes[bytes.startIndex + 1]) {
+                out.append(hi << 4 | lo)
+                bytes = bytes.dropFirst(2)
+                continue
+            }
+            out.append(b)
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+}

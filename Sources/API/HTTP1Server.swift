@@ -1,0 +1,358 @@
+import Basics
+import Glibc
+import Reactor
+import TLS
+
+/// An HTTP/1.1 server on a Reactor event loop for `herald api`: keep-alive, pipelined requests answered in
+/// order (one at a time per connection), `100 Continue`, everything non-blocking.
+///
+/// It faces producers over the network, so nothing a client sends can hurt the loop: the request head and body
+/// are bounded (`HTTP1Parser.Limits`), at most `maxConnections` are open (a newcomer past that gets a 503 and is
+/// closed), a request must arrive whole within `requestTimeoutMilliseconds` of its first byte and an answer be
+/// taken within as long, and an idle keep-alive connection is closed after `idleTimeoutMilliseconds`.
+/// Loop-confined.
+public final class HTTP1Server: FileDescriptorHandler {
+    public struct Response: Sendable {
+        public var status: Int
+        public var contentType: String
+        public var body: [UInt8]
+        public var headers: [(String, String)]
+
+        public init(status: Int, contentType: String = "application/json", body: [UInt8], headers: [(String, String)] = []) {
+            self.status = status
+            self.contentType = contentType
+            self.body = body
+            self.headers = headers
+        }
+    }
+
+    /// Answers one request; call `respond` exactly once, on the loop, now or later.
+    public typealias Handler = (HTTP1Parser.Request, @escaping (Response) -> Void) -> Void
+
+    public struct Limits: Sendable {
+        public var parser = HTTP1Parser.Limits()
+        public var maxConnections = 1024
+        public var requestTimeoutMilliseconds = 10_000
+        public var idleTimeoutMilliseconds = 60_000
+        public init() {}
+    }
+
+    public let loop: EventLoop
+    public private(set) var port: Int
+    public let limits: Limits
+    private let handler: Handler
+    /// HTTPS when set.
+    private let tls: TLSServerContext?
+    /// Turns a refusal of the parser (or of the server) into the body the API answers with.
+    private let errorBody: (Int, String) -> Response
+    private var fd: Int32
+    private var connections: [Int32: Connection] = [:]
+    private var sweepTimer: LoopTimer?
+    /// One read buffer for every connection (they take turns on the loop): 10,000 idle connections cost no
+    /// 16 KiB each.
+    fileprivate var readBuffer = [UInt8](repeating: 0, count: 16 * 1024)
+
+    public init(loop: EventLoop, host: String, port: Int, limits: Limits = Limits(), tls: TLSServerContext? = nil,
+                errorBody: @escaping (Int, String) -> Response, handler: @escaping Handler) throws(SystemError) {
+        loop.preconditionInLoop()
+        self.loop = loop
+        self.tls = tls
+        self.limits = limits
+        self.handler = handler
+        self.errorBody = errorBody
+        fd = -1
+        self.port = 0
+        (fd, self.port) = try loop.listen(host: host, port: port, backlog: 1024, handler: self)
+        scheduleSweep()
+    }
+
+    deinit { close() }
+
+    public var openConnections: Int { connections.count }
+
+    /// Stops listening and drops every open connection.
+    public func close() {
+        guard fd >= 0 else { return }
+        loop.preconditionInLoop()
+        sweepTimer?.cancel()
+        loop.unregister(fd: fd)
+        Glibc.close(fd)
+        fd = -1
+        for connection in Array(connections.values) { connection.close() }
+    }
+
+    public func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
+        var round = 64
+        while fd >= 0 && round > 0 {
+            round -= 1
+            let accepted: Int32?
+            do { accepted = try Sockets.accept(fd) } catch { return }
+            guard let client = accepted else { return }
+            if connections.count >= limits.maxConnections {
+                // Best effort, the socket's buffer takes it whole; then the slot stays free for the others.
+                // (Over TLS the refusal would need a handshake first: such a newcomer is just closed.)
+                if tls == nil {
+                    let answer = HTTP1Server.serialize(errorBody(503, "too many open connections (\(limits.maxConnections))"), keepAlive: false)
+                    _ = try? SocketIO.write(client, answer)
+                }
+                Glibc.close(client)
+                continue
+            }
+            let connection: Connection
+            do {
+                connection = try Connection(fd: client, server: self, tls: tls)
+                try loop.register(fd: client, handler: connection)
+            } catch {
+                Glibc.close(client)
+                continue
+            }
+            connections[client] = connection
+        }
+    }
+
+    fileprivate func closed(_ fd: Int32) { connections[fd] = nil }
+
+    /// Closes connections past their deadline, once a quarter second: one timer for all of them.
+    private func scheduleSweep() {
+        sweepTimer = loop.schedule(afterMilliseconds: 250) { [weak self] in
+            guard let self, self.fd >= 0 else { return }
+            let now = monotonicNanos()
+            for connection in Array(self.connections.values) where connection.deadline < now { connection.close() }
+            self.scheduleSweep()
+        }
+    }
+
+    static func serialize(_ response: Response, keepAlive: Bool, omitBody: Bool = false) -> [UInt8] {
+        let head = HTTPResponseHead.text(status: response.status, contentType: response.contentType, contentLength: response.body.count,
+                                         keepAlive: keepAlive, extra: response.headers)
+        var bytes = Array(head.utf8)
+        if !omitBody { bytes += response.body }
+        return bytes
+    }
+
+    /// One client connection: parse, answer, keep alive.
+    private final class Connection: FileDescriptorHandler {
+        let fd: Int32
+        unowned let server: HTTP1Server
+        /// Monotonic nanoseconds after which the sweep closes it.
+        var deadline: UInt64 = 0
+        private var input: [UInt8] = []
+        /// Bytes of `input` already taken by answered requests.
+        private var consumed = 0
+        private var output: [UInt8] = []
+        private var written = 0
+        /// A request is with the handler.
+        private var busy = false
+        private var closeAfterWrite = false
+        private var sentContinue = false
+        private var requestStartedAt: UInt64?
+        private var isOpen = true
+
+        /// The TLS session over `fd` (HTTPS), and whether its handshake is still going.
+        private let ssl: SSLHandle?
+        private var handshaking: Bool
+
+        init(fd: Int32, server: HTTP1Server, tls: TLSServerContext?) throws {
+            self.fd = fd
+            self.server = server
+            ssl = try tls.map { tls throws(TLSError) in try SSLHandle(accepting: fd, serverContext: tls.context) }
+            handshaking = ssl != nil
+            // The handshake counts as the start of the first request: a silent TLS client meets the request timeout.
+            if handshaking { requestStartedAt = monotonicNanos() }
+            refreshDeadline()
+        }
+
+        func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
+            if handshaking { return handshake() }
+            // Read while the handler has a request too (pipelined bytes wait in `input`): keeping the interest
+            // as it is saves two epoll_ctl calls per request; `read` stops at the buffer's bound.
+            if readable && !closeAfterWrite { read() }
+            if isOpen && writable && written < output.count { flush() }
+            if isOpen && hangup && !busy && written >= output.count { close() }
+            // The peer half-closed while the handler has its request: epoll would report that on every round
+            // until the answer is ready, so the socket leaves the loop until then (`unpark`).
+            if isOpen && hangup && busy && !parked {
+                parked = true
+                server.loop.unregister(fd: fd)
+            }
+        }
+
+        private var parked = false
+        /// The peer sent its end of file: the requests already in are answered, in order, then it is closed.
+        private var peerClosed = false
+
+        /// Back on the loop to write the answer.
+        private func unpark() {
+            guard parked else { return }
+            parked = false
+            interested = (false, true)
+            do { try server.loop.register(fd: fd, handler: self, readable: false, writable: true) } catch { close() }
+        }
+
+        private func handshake() {
+            guard let ssl else { return }
+            do {
+                switch try ssl.handshake() {
+                case .done:
+                    handshaking = false
+                    requestStartedAt = nil
+                    refreshDeadline()
+                    interest(readable: true, writable: false)
+                    read()
+                case .wantRead: interest(readable: true, writable: false)
+                case .wantWrite: interest(readable: false, writable: true)
+                }
+            } catch {
+                close()
+            }
+        }
+
+        private func receive() throws -> IOProgress {
+            guard let ssl else { return try SocketIO.read(fd, into: &server.readBuffer) }
+            let count = server.readBuffer.count
+            return try server.readBuffer.withUnsafeMutableBytes { buffer throws(TLSError) in try ssl.read(into: buffer.baseAddress!, count: count) }
+        }
+
+        private func send() throws -> IOProgress {
+            guard let ssl else { return try SocketIO.write(fd, output, from: written) }
+            let offset = written
+            return try output.withUnsafeBytes { buffer throws(TLSError) in try ssl.write(from: buffer.baseAddress! + offset, count: buffer.count - offset) }
+        }
+
+        /// The epoll interest, changed only when it differs (each change is a system call).
+        private var interested = (readable: true, writable: false)
+
+        private func interest(readable: Bool, writable: Bool) {
+            guard interested != (readable, writable) else { return }
+            interested = (readable, writable)
+            try? server.loop.setInterest(fd: fd, readable: readable, writable: writable)
+        }
+
+        private func read() {
+            let bound = server.limits.parser.maxHeadBytes + server.limits.parser.maxBodyBytes + 64 * 1024
+            defer {
+                // A full buffer: no more reads until the handler is done (the level-triggered loop must not spin).
+                if isOpen && input.count - consumed >= bound { interest(readable: false, writable: interested.writable) }
+            }
+            while isOpen && input.count - consumed < bound {
+                do {
+                    switch try receive() {
+                    case .bytes(let n):
+                        if requestStartedAt == nil { requestStartedAt = monotonicNanos() }
+                        input.append(contentsOf: server.readBuffer[0..<n])
+                        if n < server.readBuffer.count { return process() }
+                    case .wouldBlock: return process()
+                    case .endOfFile:
+                        // A half-close after a whole request still gets its answer.
+                        peerClosed = true
+                        process()
+                        if isOpen && !busy && written >= output.count { return close() }
+                        if isOpen && !parked { interest(readable: false, writable: interested.writable) }
+                        return
+                    }
+                } catch {
+                    return close()
+                }
+            }
+            process()
+        }
+
+        /// Takes the next whole request from the input, if any, while none is with the handler.
+        private func process() {
+            guard isOpen, !busy, !closeAfterWrite else { return }
+            switch HTTP1Parser.parse(input[consumed...], limits: server.limits.parser) {
+            case .incomplete(let expectsContinue):
+                if input.count == consumed { requestStartedAt = nil }
+                if expectsContinue && !sentContinue {
+                    sentContinue = true
+                    queue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
+                }
+                refreshDeadline()
+            case .failure(let failure):
+                closeAfterWrite = true
+                queue(HTTP1Server.serialize(server.errorBody(failure.status, failure.message), keepAlive: false))
+            case .request(let request, let end):
+                consumed = end
+                sentContinue = false
+                busy = true
+                requestStartedAt = nil
+                let keepAlive = request.keepAlive
+                let head = request.method == "HEAD"
+                refreshDeadline()
+                server.handler(request) { [weak self] response in
+                    guard let self, self.isOpen, self.busy else { return }
+                    self.unpark()
+                    guard self.isOpen else { return }
+                    self.busy = false
+                    if !keepAlive { self.closeAfterWrite = true }
+                    self.queue(HTTP1Server.serialize(response, keepAlive: keepAlive, omitBody: head))
+                    if self.isOpen && !self.closeAfterWrite {
+                        if self.consumed > 0 {
+                            if self.consumed == self.input.count { self.input = [] } else { self.input.removeFirst(self.consumed) }
+                            self.consumed = 0
+                        }
+                        self.process()
+                    }
+                    if self.isOpen && self.peerClosed && !self.busy && self.written >= self.output.count { self.close() }
+                }
+            }
+        }
+
+        private func queue(_ bytes: [UInt8]) {
+            if written >= output.count {
+                output = bytes
+                written = 0
+            } else {
+                output += bytes
+            }
+            flush()
+        }
+
+        private func flush() {
+            while isOpen && written < output.count {
+                do {
+                    switch try send() {
+                    case .bytes(let n): written += n
+                    case .wouldBlock:
+                        refreshDeadline()
+                        interest(readable: false, writable: true)
+                        return
+                    case .endOfFile: return close()
+                    }
+                } catch {
+                    return close()
+                }
+            }
+            if closeAfterWrite && !busy { return close() }
+            // Released, not kept: an idle keep-alive connection should hold no buffer.
+            output = []
+            written = 0
+            refreshDeadline()
+            interest(readable: true, writable: false)
+        }
+
+        /// A partial request or an unwritten answer: the request timeout; idle: the idle timeout; with the
+        /// handler: the handler answers (its Redis calls have their own timeouts).
+        private func refreshDeadline() {
+            let now = monotonicNanos()
+            if busy {
+                deadline = UInt64.max
+            } else if written < output.count {
+                deadline = now &+ UInt64(server.limits.requestTimeoutMilliseconds) * 1_000_000
+            } else if let started = requestStartedAt {
+                deadline = started &+ UInt64(server.limits.requestTimeoutMilliseconds) * 1_000_000
+            } else {
+                deadline = now &+ UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
+            }
+        }
+
+        func close() {
+            guard isOpen else { return }
+            isOpen = false
+            ssl?.shutdown()
+            server.loop.unregister(fd: fd)
+            Glibc.close(fd)
+            server.closed(fd)
+        }
+    }
+}

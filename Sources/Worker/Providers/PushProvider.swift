@@ -1,0 +1,57 @@
+import PushCore
+import Reactor
+import RedisQueue
+
+/// What a push provider brings to the worker, besides its module: which apps are its own, how their credential is
+/// loaded and proven, its sender, its own job rules, and the words of its logs and rejections. Static: a provider is
+/// a type the registry lists (`ProviderRegistry.provider(for:)`), never an object on the send path.
+protocol PushProvider {
+    /// Whether an app's settings name this provider's credential (`fcm` for FCM, `token`/`certificate` for APNs).
+    static func owns(_ app: Configuration.AppSettings) -> Bool
+
+    /// What is wrong with its own settings (`apns.*`, `fcm.*`), each problem naming its key.
+    static func problems(_ configuration: Configuration) -> [String]
+
+    /// What is wrong with one of its apps' settings, each problem after `label` ("app 'x'"); nothing is read yet.
+    static func problems(_ app: Configuration.AppSettings, label: String) -> [String]
+
+    /// Reads and proves an app's credential (a token signed, a TLS context made), so `herald check-config` and the
+    /// worker's start fail the same way. What it returns only this provider's sender reads.
+    static func loadCredential(_ app: Configuration.AppSettings, configuration: Configuration) throws -> any Sendable
+
+    /// The files an app's credential reads (the permission warnings).
+    static func credentialFiles(_ app: Configuration.AppSettings) -> [String]
+
+    /// `herald check-config`'s line for an app whose credential loaded (after "ok   app 'x' ").
+    static func checkedLine(_ app: Configuration.AppSettings, credential: any Sendable) -> String
+
+    /// Its sender for the apps of `credentials` that are its own (every app of the configuration, in order).
+    static func makeSender(credentials: [AppCredentials], loop: EventLoop, configuration: Configuration, logger: Logger) -> PushSender
+
+    /// The provider's own rules for a job already parsed and matched to one of its apps (`index` among the
+    /// configuration's): its destination and notification, or why it is rejected.
+    static func admit(_ lease: Lease, id: String, spec: JobSpec, app: Configuration.AppSettings, index: Int,
+                      claimedAt: UInt64) -> JobIntake.Verdict
+
+    /// What to check when the provider refused an app's credential (the log of the pause it starts).
+    static func credentialHint(reason: String) -> String
+
+    /// The `reason` label values its answers' `metricsReason` can take (besides "" for success and `other`).
+    static var metricsReasons: [String] { get }
+
+    /// Why a job of platform `job` does not fit one of its apps (after "app 'x' is an <app> app; "). `given`: the
+    /// job named its platform.
+    static func wrongPlatformDetail(job: Platform, given: Bool) -> String
+}
+
+extension PushProvider {
+    /// The apps of `credentials` whose loaded credential is `Credential`, with their `auth` settings, as a sender
+    /// takes them.
+    static func apps<Auth, Credential>(_ credentials: [AppCredentials], auth: (Configuration.AppSettings) -> Auth?)
+        -> [ProviderApp<Auth, Credential>] {
+        credentials.enumerated().compactMap { index, loaded in
+            guard let credential = loaded.credential as? Credential, let settings = auth(loaded.app) else { return nil }
+            return ProviderApp(index: index, name: loaded.app.name, auth: settings, credential: credential)
+        }
+    }
+}

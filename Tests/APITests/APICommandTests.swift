@@ -1,0 +1,261 @@
+import Foundation
+import Glibc
+import HeraldTestSupport
+import Testing
+
+/// `herald api` as producers see it: a real redis-server, the herald binary, curl and Python `requests`.
+@Suite(.serialized) struct APICommandTests {
+    @Test func acceptedJobsAreQueuedBeforeThe202AndRefusedOnesNeverReachRedis() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url)
+        let body = "{\"jobs\":[\(APIProcess.job(id: "good-1")), {\"token\":\"zz\"}, 5, \(APIProcess.job())]}"
+        let (status, text) = try curl(["-H", "Content-Type: application/json", "--data-binary", body, api.url + "v1/jobs"])
+        #expect(status == 202)
+        let answer = jsonObject(text)
+        let accepted = answer["accepted"] as? [[String: Any]] ?? []
+        let refused = answer["refused"] as? [[String: Any]] ?? []
+        #expect(accepted.map { $0["index"] as? Int } == [0, 3])
+        #expect(accepted.first?["id"] as? String == "good-1")
+        let givenID = accepted.last?["id"] as? String ?? ""
+        #expect(givenID.hasPrefix("api-"))
+        #expect(refused.map { $0["index"] as? Int } == [1, 2])
+        // The reasons a worker's `rejected` result would carry.
+        #expect(refused.first?["reason"] as? String == "bad_token: \"token\" is not a non-empty, even-length hexadecimal string")
+        #expect(refused.last?["reason"] as? String == "not_object: job is not a JSON object")
+        let queued = try listElements(redis.url, "herald:queue")
+        #expect(Set(queued.compactMap(jobID)) == ["good-1", givenID])
+        #expect(queued.count == 2)
+    }
+
+    @Test func validateOnlyRunsEveryCheckAndQueuesNothing() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url)
+        let body = "{\"jobs\":[\(APIProcess.job(id: "v-1")), {\"app\":\"nope\",\"token\":\"\(APIProcess.token)\",\"payload\":{}}]}"
+        let (status, text) = try curl(["--data-binary", body, api.url + "v1/jobs?validate_only=true"])
+        #expect(status == 200)
+        let answer = jsonObject(text)
+        #expect((answer["valid"] as? [[String: Any]])?.map { $0["id"] as? String } == ["v-1"])
+        #expect((answer["refused"] as? [[String: Any]])?.first?["reason"] as? String == "UnknownApp: unknown app 'nope'")
+        #expect(answer["accepted"] == nil)
+        #expect(try listElements(redis.url, "herald:queue").isEmpty)
+    }
+
+    @Test func aRequestWhoseJobsAreAllRefusedIs422AndQueuesNothing() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url)
+        let (status, text) = try curl(["--data-binary", "{\"app\":\"nope\",\"token\":\"\(APIProcess.token)\",\"payload\":{}}", api.url + "v1/jobs"])
+        #expect(status == 422)
+        let refused = jsonObject(text)["refused"] as? [[String: Any]] ?? []
+        #expect(refused.first?["reason"] as? String == "UnknownApp: unknown app 'nope'")
+        #expect(try listElements(redis.url, "herald:queue").isEmpty)
+    }
+
+    @Test func anIdempotencyKeyBecomesTheJobIdAndTheShardFollowsCRC32OfIt() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, redisExtra: ",\"shards\": 3")
+        var expected: [String: Int] = [:]
+        for n in 0..<12 {
+            let key = "order-\(n)"
+            let (status, text) = try curl(["-H", "Idempotency-Key: \(key)", "--data-binary", APIProcess.job(), api.url + "v1/jobs"])
+            #expect(status == 202)
+            let accepted = jsonObject(text)["accepted"] as? [[String: Any]] ?? []
+            #expect(accepted.first?["id"] as? String == key)
+            // The documented producer recipe, computed by someone else's CRC-32.
+            let (shard, _) = try run("python3", ["-c", "import zlib,sys; print(zlib.crc32(sys.argv[1].encode()) % 3)", key])
+            expected[key] = Int(shard.trimmingCharacters(in: .whitespacesAndNewlines))
+            #expect(accepted.first?["queue"] as? String == "{herald:\(expected[key]!)}:queue")
+        }
+        for shard in 0..<3 {
+            let ids = try listElements(redis.url, "{herald:\(shard)}:queue").compactMap(jobID)
+            #expect(Set(ids) == Set(expected.filter { $0.value == shard }.keys))
+        }
+        // In a batch each job gets the key with its index.
+        let (_, text) = try curl(["-H", "Idempotency-Key: batch", "--data-binary", "{\"jobs\":[\(APIProcess.job()),\(APIProcess.job())]}", api.url + "v1/jobs"])
+        #expect((jsonObject(text)["accepted"] as? [[String: Any]] ?? []).map { $0["id"] as? String } == ["batch.0", "batch.1"])
+    }
+
+    @Test func oneKeepAliveConnectionCarriesManyRequestsFromPythonRequests() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url)
+        let script = """
+            import requests, sys, logging
+            # urllib3 logs each new connection it opens: count them.
+            opened = []
+            class Count(logging.Handler):
+                def emit(self, record):
+                    if record.getMessage().startswith("Starting new HTTP connection"): opened.append(1)
+            log = logging.getLogger("urllib3.connectionpool")
+            log.setLevel(logging.DEBUG)
+            log.addHandler(Count())
+            s = requests.Session()
+            for i in range(50):
+                r = s.post(sys.argv[1] + "v1/jobs", data=sys.argv[2].replace("ID", "k%d" % i), headers={"Content-Type": "application/json"})
+                assert r.status_code == 202, (r.status_code, r.text)
+            print(len(opened))
+            """
+        let (output, status) = try run("python3", ["-c", script, api.url, APIProcess.job(id: "ID")])
+        #expect(status == 0)
+        #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "1")
+        #expect(try listElements(redis.url, "herald:queue").count == 50)
+    }
+
+    @Test func oversizedBodiesTooManyJobsAndUnknownRoutesGetClearJSONErrors() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, api: #"{"max_body_bytes": 2000, "max_jobs_per_request": 2}"#)
+        let big = "{\"jobs\":[" + Array(repeating: APIProcess.job(), count: 30).joined(separator: ",") + "]}"
+        let (tooBig, bigText) = try curl(["--data-binary", big, api.url + "v1/jobs"])
+        #expect(tooBig == 413)
+        #expect((jsonObject(bigText)["error"] as? [String: Any])?["message"] as? String == "request body larger than 2000 bytes")
+        let three = "{\"jobs\":[" + Array(repeating: APIProcess.job(), count: 3).joined(separator: ",") + "]}"
+        let (tooMany, manyText) = try curl(["--data-binary", three, api.url + "v1/jobs"])
+        #expect(tooMany == 413)
+        #expect(manyText.contains("more than 2 jobs"))
+        let (missing, _) = try curl([api.url + "v2/nothing"])
+        #expect(missing == 404)
+        let (wrongMethod, _) = try curl([api.url + "v1/jobs"])
+        #expect(wrongMethod == 405)
+        #expect(try listElements(redis.url, "herald:queue").isEmpty)
+    }
+
+    @Test func connectionsPastTheLimitGet503AndSilentOnesAreClosedAtTheirTimeout() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, api: #"{"max_connections": 2, "request_timeout_ms": 500, "idle_timeout_ms": 1000}"#)
+        let port = UInt16(api.url.split(separator: ":").last!.filter(\.isNumber))!
+        let first = connectLoopback(port)
+        let second = connectLoopback(port)
+        defer { close(first); close(second) }
+        // Both slots held by silent sockets: a third client is answered 503 at once.
+        Thread.sleep(forTimeInterval: 0.2)
+        let (refused, _) = try curl([api.url + "healthz"])
+        #expect(refused == 503)
+        // Half a request is closed after the request timeout, the idle one after the idle timeout: then curl gets in.
+        _ = write(first, "POST /v1/jobs HTTP/1.1\r\nContent-", 32)
+        #expect(waitUntil(seconds: 5) { isClosedByPeer(first) })
+        #expect(waitUntil(seconds: 5) { isClosedByPeer(second) })
+        let (ok, _) = try curl([api.url + "healthz"])
+        #expect(ok == 200)
+    }
+
+    @Test func metricsCountRequestsByRouteAndStatusAndJobsByOutcomeAndReason() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url)
+        _ = try curl(["--data-binary", "{\"jobs\":[\(APIProcess.job()), {\"token\":\"zz\"}]}", api.url + "v1/jobs"])
+        _ = try curl(["--data-binary", "{\"token\":\"zz\"}", api.url + "v1/jobs"])
+        _ = try curl([api.url + "nowhere"])
+        let (status, text) = try curl([api.url + "metrics"])
+        #expect(status == 200)
+        let lines = Set(text.split(separator: "\n").map(String.init))
+        #expect(lines.contains(#"herald_api_requests_total{route="/v1/jobs",status="202"} 1"#))
+        #expect(lines.contains(#"herald_api_requests_total{route="/v1/jobs",status="422"} 1"#))
+        #expect(lines.contains(#"herald_api_requests_total{route="other",status="404"} 1"#))
+        #expect(lines.contains(#"herald_api_jobs_total{outcome="accepted"} 1"#))
+        #expect(lines.contains(#"herald_api_jobs_total{outcome="refused",reason="bad_token"} 2"#))
+        #expect(lines.contains(#"herald_api_request_duration_seconds_count{route="/v1/jobs"} 2"#))
+        #expect(lines.contains("herald_api_redis_up 1"))
+        #expect(lines.contains("herald_api_open_connections 1"))
+    }
+
+    @Test func aClientThatHalfClosesAfterItsRequestStillGetsItsAnswerAndPipelinedOnesComeInOrder() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url)
+        let script = """
+            import socket, sys
+            host, port = sys.argv[1].split("//")[1].rstrip("/").split(":")
+            body = sys.argv[2].encode()
+            one = b"POST /v1/jobs HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n%s" % (len(body), body)
+            s = socket.create_connection((host, int(port)), timeout=10)
+            s.sendall(one.replace(b"ID", b"p1") + one.replace(b"ID", b"p2") + b"GET /healthz HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n")
+            s.shutdown(socket.SHUT_WR)
+            data = b""
+            while True:
+                chunk = s.recv(65536)
+                if not chunk: break
+                data += chunk
+            print(data.count(b"HTTP/1.1 202"), data.count(b"HTTP/1.1 200"), data.index(b'"p1"') < data.index(b'"p2"'))
+            """
+        let (output, status) = try run("python3", ["-c", script, api.url, APIProcess.job(id: "ID")])
+        #expect(status == 0)
+        #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "2 1 True")
+        #expect(Set(try listElements(redis.url, "herald:queue").compactMap(jobID)) == ["p1", "p2"])
+    }
+
+    @Test func withRedisDownAPostIs503NamingTheJobsNotQueuedAndReadyzSaysSo() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, redisExtra: #", "command_timeout_ms": 500, "connect_timeout_ms": 200"#)
+        #expect(try curl([api.url + "readyz"]).status == 200)
+        redis.crash()
+        let (status, text) = try curl(["--data-binary", "{\"jobs\":[\(APIProcess.job(id: "lost-1")), {\"token\":\"zz\"}]}", api.url + "v1/jobs"])
+        #expect(status == 503)
+        let answer = jsonObject(text)
+        #expect((answer["failed"] as? [[String: Any]])?.map { $0["id"] as? String } == ["lost-1"])
+        #expect((answer["refused"] as? [[String: Any]])?.count == 1)
+        #expect((answer["accepted"] as? [Any])?.isEmpty == true)
+        #expect(waitUntil(seconds: 10) { (try? curl([api.url + "readyz"]).status) == 503 })
+        #expect(api.child.output.contains("redis unreachable"))
+        // Back: the same request goes through.
+        try redis.start()
+        #expect(waitUntil(seconds: 15) { (try? curl([api.url + "readyz"]).status) == 200 })
+        #expect(try curl(["--data-binary", APIProcess.job(id: "lost-1"), api.url + "v1/jobs"]).status == 202)
+    }
+
+    /// The guarantee: SIGKILL under load loses no job answered 202 and lets no refused job into Redis.
+    @Test func aSIGKILLUnderLoadLosesNoAcknowledgedJobAndQueuesNoRefusedOne() throws {
+        let redis = try RedisServer(appendOnly: true)
+        let api = try APIProcess(redisURL: redis.url)
+        let acknowledged = makeTemporaryDirectory("herald-api-load") + "/acked.txt"
+        let script = """
+            import requests, sys, threading, json
+            url, token, out = sys.argv[1], sys.argv[2], open(sys.argv[3], "a", buffering=1)
+            lock = threading.Lock()
+            def load(t):
+                s = requests.Session()
+                failures = 0
+                for n in range(100000):
+                    good = {"id": "t%d-%d" % (t, n), "app": "shop", "token": token, "payload": {"aps": {"alert": "x"}}}
+                    bad = {"id": "bad-%d-%d" % (t, n), "app": "shop", "token": "nothex", "payload": {}}
+                    try:
+                        r = s.post(url + "v1/jobs", data=json.dumps({"jobs": [good, bad]}), timeout=5)
+                    except Exception:
+                        failures += 1
+                        if failures > 3: return
+                        continue
+                    if r.status_code == 202:
+                        for a in r.json()["accepted"]:
+                            with lock: out.write(a["id"] + "\\n")
+            threads = [threading.Thread(target=load, args=(t,)) for t in range(4)]
+            for th in threads: th.start()
+            for th in threads: th.join()
+            """
+        let load = try ChildProcess(name: "api-load", executable: which("python3")!, arguments: ["-c", script, api.url, APIProcess.token, acknowledged])
+        defer { _ = load.stop(grace: 2) }
+        func acked() -> [String] {
+            ((try? String(contentsOfFile: acknowledged, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init)
+        }
+        #expect(waitUntil(seconds: 30) { acked().count >= 1000 })
+        api.child.signal(SIGKILL)
+        #expect(waitUntil(seconds: 30) { !load.isRunning }, "the load stops once the API is gone: \(load.output)")
+        let ids = try listElements(redis.url, "herald:queue").compactMap(jobID)
+        let answered = acked()
+        #expect(answered.count >= 1000)
+        #expect(Set(answered).subtracting(ids).isEmpty, "acknowledged but not in Redis: \(Set(answered).subtracting(ids).prefix(5))")
+        #expect(!ids.contains { $0.hasPrefix("bad-") })
+        #expect(answered.allSatisfy { $0.hasPrefix("t") })
+    }
+}
+
+func connectLoopback(_ port: UInt16) -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) } }
+    return fd
+}
+
+/// True once the peer closed: a read returns 0 (or a reset) without waiting.
+func isClosedByPeer(_ fd: Int32) -> Bool {
+    var byte: UInt8 = 0
+    let n = recv(fd, &byte, 1, Int32(MSG_DONTWAIT))
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+}

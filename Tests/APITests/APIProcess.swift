@@ -1,0 +1,100 @@
+import Foundation
+import Glibc
+import HeraldTestSupport
+import RedisQueue
+
+/// A `herald api` process of the test's own against a Redis, with the URL it printed.
+final class APIProcess {
+    let child: ChildProcess
+    let url: String
+    let configPath: String
+
+    static let token = String(repeating: "ab", count: 32)
+    /// A job every configured app accepts, with `id` when given.
+    static func job(id: String? = nil, alert: String = "hi") -> String {
+        let idMember = id.map { "\"id\":\"\($0)\"," } ?? ""
+        return "{\(idMember)\"app\":\"shop\",\"token\":\"\(token)\",\"payload\":{\"aps\":{\"alert\":\"\(alert)\"}}}"
+    }
+
+    static let shopApp = #"{"name": "shop", "bundle_id": "com.example.shop", "token": {"team_id": "ABCDE12345", "key_id": "KEY1234567", "key_file": "/nonexistent/AuthKey.p8"}}"#
+    static func app(_ name: String) -> String {
+        #"{"name": "\#(name)", "bundle_id": "com.example.\#(name)", "token": {"team_id": "ABCDE12345", "key_id": "KEY1234567", "key_file": "/nonexistent/AuthKey.p8"}}"#
+    }
+
+    init(redisURL: String, redisExtra: String = "", api: String = "{}", apps: String = APIProcess.shopApp, arguments: [String] = []) throws {
+        guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is not beside the test bundle: run `swift build` first") }
+        configPath = try writeConfigurationFile("""
+            {"redis": {"url": "\(redisURL)"\(redisExtra)}, "api": \(api), "apps": [\(apps)]}
+            """)
+        let child = try ChildProcess(name: "api", executable: herald, arguments: ["api", "--config", configPath, "--listen", "127.0.0.1:0"] + arguments)
+        self.child = child
+        var found: String?
+        _ = waitUntil(seconds: 20) {
+            found = child.output.split(separator: "\n").first { $0.hasPrefix("api: ") }.map { String($0.dropFirst(5)) }
+            return found != nil || !child.isRunning
+        }
+        guard let found else { throw TestSupportError("herald api did not start: \(child.output)") }
+        url = found
+    }
+
+    deinit { _ = child.stop(grace: 5) }
+}
+
+/// Runs a program to its end (with a deadline) and returns what it printed on stdout and its exit status.
+func run(_ program: String, _ arguments: [String], input: String? = nil, seconds: Double = 30) throws -> (output: String, status: Int32) {
+    guard let path = which(program) else { throw TestSupportError("\(program) is not installed (run scripts/setup)") }
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments
+    let out = Pipe()
+    process.standardOutput = out
+    process.standardError = FileHandle.nullDevice
+    let inPipe = Pipe()
+    process.standardInput = input == nil ? FileHandle.nullDevice : inPipe
+    try process.run()
+    if let input {
+        inPipe.fileHandleForWriting.write(Data(input.utf8))
+        try? inPipe.fileHandleForWriting.close()
+    }
+    let collected = LockedData()
+    let reader = Thread {
+        collected.set(out.fileHandleForReading.readDataToEndOfFile())
+    }
+    reader.start()
+    let done = waitUntil(seconds: seconds) { !process.isRunning }
+    if !done {
+        kill(process.processIdentifier, SIGKILL)
+        throw TestSupportError("\(program) \(arguments) did not finish in \(seconds) s")
+    }
+    _ = waitUntil(seconds: 5) { collected.get() != nil }
+    return (String(decoding: collected.get() ?? Data(), as: UTF8.self), process.terminationStatus)
+}
+
+final class LockedData: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data: Data?
+    func set(_ value: Data) { lock.lock(); data = value; lock.unlock() }
+    func get() -> Data? { lock.lock(); defer { lock.unlock() }; return data }
+}
+
+/// `curl` with the status code on the last line: (status, body).
+func curl(_ arguments: [String]) throws -> (status: Int, body: String) {
+    let (output, _) = try run("curl", ["-s", "-w", "\n%{http_code}"] + arguments)
+    var lines = output.split(separator: "\n", omittingEmptySubsequences: false)
+    let status = Int(lines.popLast() ?? "") ?? 0
+    return (status, lines.joined(separator: "\n"))
+}
+
+func jsonObject(_ text: String) -> [String: Any] {
+    (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
+}
+
+/// Every element of a Redis list.
+func listElements(_ redisURL: String, _ key: String) throws -> [String] {
+    let redis = try BlockingRedis(url: try RedisURL(parsing: redisURL))
+    defer { redis.close() }
+    return try redis.command(["LRANGE", key, "0", "-1"]).array?.compactMap(\.string) ?? []
+}
+
+/// The `id` of a queued job.
+func jobID(_ job: String) -> String? { jsonObject(job)["id"] as? String }

@@ -1,0 +1,100 @@
+import Testing
+@testable import API
+
+@Suite struct HTTP1ParserTests {
+    private func parse(_ text: String, limits: HTTP1Parser.Limits = HTTP1Parser.Limits()) -> HTTP1Parser.Outcome {
+        HTTP1Parser.parse(Array(text.utf8)[...], limits: limits)
+    }
+
+    @Test func readsARequestWithAContentLengthBodyAndWhereTheNextOneStarts() {
+        let text = "POST /v1/jobs?validate_only=true HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}GET /healthz HTTP/1.1\r\n\r\n"
+        guard case .request(let request, let end) = parse(text) else { Issue.record("no request"); return }
+        #expect(request.method == "POST")
+        #expect(request.path == "/v1/jobs")
+        #expect(request.query == "validate_only=true")
+        #expect(request.body == Array("{}".utf8))
+        #expect(request.header("host") == "x")
+        #expect(request.keepAlive)
+        let bytes = Array(text.utf8)
+        guard case .request(let next, _) = HTTP1Parser.parse(bytes[end...]) else { Issue.record("no second request"); return }
+        #expect(next.path == "/healthz")
+    }
+
+    @Test func waitsForTheRestOfAHeadOrBodyAndAsksForContinueOnlyWhenTold() {
+        #expect(parse("POST /v1/jobs HTTP/1.1\r\nContent-Le") == .incomplete(expectsContinue: false))
+        #expect(parse("POST /v1/jobs HTTP/1.1\r\nContent-Length: 5\r\n\r\n{}") == .incomplete(expectsContinue: false))
+        #expect(parse("POST /v1/jobs HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 5\r\n\r\n") == .incomplete(expectsContinue: true))
+    }
+
+    @Test func decodesAChunkedBodyWithExtensionsAndTrailers() {
+        let text = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3;x=y\r\nabc\r\n2\r\nde\r\n0\r\nX-T: 1\r\n\r\n"
+        guard case .request(let request, let end) = parse(text) else { Issue.record("no request"); return }
+        #expect(request.body == Array("abcde".utf8))
+        #expect(end == text.utf8.count)
+        #expect(parse("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nab") == .incomplete(expectsContinue: false))
+    }
+
+    @Test func refusesWhatInvitesRequestSmuggling() {
+        func status(_ text: String) -> Int? {
+            if case .failure(let failure) = parse(text) { return failure.status }
+            return nil
+        }
+        #expect(status("POST / HTTP/1.1\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\r\nContent-Length: 2\r\nContent-Length: 3\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\r\nContent-Length : 2\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\nHost: x\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\r\nContent-Length: -1\r\n\r\n") == 400)
+        #expect(status("POST / HTTP/1.1\r\nTransfer-Encoding: gzip, chunked\r\n\r\n") == 501)
+        #expect(status("GET / HTTP/2.0\r\n\r\n") == 505)
+        #expect(status("GET http://x/ HTTP/1.1\r\n\r\n") == 400)
+    }
+
+    @Test func boundsTheHeadTheFieldCountAndTheBody() {
+        var limits = HTTP1Parser.Limits()
+        limits.maxHeadBytes = 64
+        limits.maxHeaderFields = 2
+        limits.maxBodyBytes = 4
+        func status(_ text: String) -> Int? {
+            if case .failure(let failure) = parse(text, limits: limits) { return failure.status }
+            return nil
+        }
+        #expect(status("GET / HTTP/1.1\r\nX: " + String(repeating: "a", count: 80)) == 431)
+        #expect(status("GET / HTTP/1.1\r\nA: 1\r\nB: 2\r\nC: 3\r\n\r\n") == 431)
+        #expect(status("POST / HTTP/1.1\r\nContent-Length: 5\r\n\r\n") == 413)
+        #expect(status("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nabcde\r\n0\r\n\r\n") == 413)
+        // The number of chunks is bounded too (each read walks them again while the body is incomplete).
+        let many = "POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n" + String(repeating: "1\r\na\r\n", count: HTTP1Parser.maxChunks + 1)
+        guard case .failure(let failure) = parse(many) else { Issue.record("4097 chunks were not refused"); return }
+        #expect(failure.status == 413)
+    }
+
+    @Test func keepsHTTP11ConnectionsUnlessToldToCloseAndHTTP10OnlyWhenAsked() {
+        func keepAlive(_ text: String) -> Bool? {
+            if case .request(let request, _) = parse(text) { return request.keepAlive }
+            return nil
+        }
+        #expect(keepAlive("GET / HTTP/1.1\r\nConnection: close\r\n\r\n") == false)
+        #expect(keepAlive("GET / HTTP/1.0\r\n\r\n") == false)
+        #expect(keepAlive("GET / HTTP/1.0\r\nConnection: Keep-Alive\r\n\r\n") == true)
+    }
+}
+
+@Suite struct JobSubmissionTests {
+    @Test func splitsABatchIntoEachJobsBytesAsSentAndLeavesAnythingElseOneJob() {
+        #expect(JobSubmission.split(Array(#"{"jobs": [ {"a":1} , 5,{"b":[2]} ]}"#.utf8), maxJobs: 3)
+            == .batch([Array(#"{"a":1}"#.utf8), Array("5".utf8), Array(#"{"b":[2]}"#.utf8)]))
+        #expect(JobSubmission.split(Array(#"{"token":"ab"}"#.utf8), maxJobs: 3) == .single(Array(#"{"token":"ab"}"#.utf8)))
+        #expect(JobSubmission.split(Array("not json".utf8), maxJobs: 3) == .single(Array("not json".utf8)))
+        #expect(JobSubmission.split(Array(#"{"jobs":[1,2,3,4]}"#.utf8), maxJobs: 3) == .unusable(status: 413, reason: "more than 3 jobs in one request (api.max_jobs_per_request)"))
+        #expect(JobSubmission.split(Array(#"{"jobs":{}}"#.utf8), maxJobs: 3) == .unusable(status: 400, reason: "\"jobs\" must be an array of job objects"))
+    }
+
+    @Test func putsTheIDFirstAndKnowsWhenAJobCannotNameOne() {
+        #expect(JobSubmission.withID(Array(#" { "a":1}"#.utf8), id: "x\"y") == Array(#" {"id":"x\"y", "a":1}"#.utf8))
+        #expect(JobSubmission.withID(Array("{ }".utf8), id: "x") == Array(#"{"id":"x" }"#.utf8))
+        #expect(!JobSubmission.mayNameID(Array(#"{"token":"ab","payload":{"grid":1}}"#.utf8)))
+        #expect(JobSubmission.mayNameID(Array(#"{"id":null}"#.utf8)))
+        #expect(JobSubmission.mayNameID(Array(#"{"\u0069d":null}"#.utf8)))
+    }
+}

@@ -1,0 +1,50 @@
+import Foundation
+import Glibc
+import HeraldTestSupport
+import MockAPNs
+import Testing
+
+extension EndToEnd {
+    /// Issue 30, item 14: with APNs connections flapping, one worker sat in a reconnect back-off holding 1,271
+    /// claimed jobs while the other was idle with an empty queue. Here worker A's APNs endpoint is a closed port
+    /// (so every send fails to connect and its outage pause is a minute), worker B's a healthy simulator, one
+    /// Redis queue: the jobs A claimed go back at once and B delivers every job promptly, each once. Before the
+    /// fix A's jobs waited in the retry set until A's pause ended.
+    @Suite struct HandBack {
+        @Test(.timeLimit(.minutes(2)))
+        func jobsClaimedByAWorkerThatCannotReachAPNsAreDeliveredByAnotherPromptly() throws {
+            let world = try EndToEndWorld()
+            defer { world.shutdown(); world.removeFiles() }
+            let deadPort = try world.unusedPort()
+            let total = 2_000
+            let expected = try world.pushJobs(total, idPrefix: "hb", tokenPrefix: "14")
+            let pause: [String: Any] = ["outage_pause_seconds": 60, "outage_pause_cap_seconds": 60]
+            let unlucky = try world.writeConfig(name: "unlucky", worker: ["max_in_flight": 500, "claim_batch": 100], retry: pause,
+                                                apns: ["production_url": "https://127.0.0.1:\(deadPort)", "connect_timeout_ms": 500])
+            let a = try world.startWorker(id: "hand-back-a", config: unlucky)
+            #expect(waitUntil(seconds: 20, interval: 0.05) { a.output.contains("apns unreachable") }, "\(world.workerLogs(lastLines: 30))")
+
+            let healthy = try world.writeConfig(name: "healthy", worker: ["max_in_flight": 500, "claim_batch": 100], retry: pause)
+            let started = Date()
+            try world.startWorker(id: "hand-back-b", config: healthy)
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            let (finished, problems) = try world.finish(total, in: ledger, seconds: 20, linger: 0.5, expected: expected)
+            let elapsed = Date().timeIntervalSince(started) - 0.5
+            #expect(finished, "\(ledger.terminalCount) of \(total) finished within 20 s of B's start (A's pause is 60 s):\n\(world.workerLogs(lastLines: 30))")
+            let contractHeld = problems.isEmpty
+            #expect(contractHeld, "\(summarize(problems))")
+            #expect(duplicateDeliveries(world.simulator.acceptedNotifications()).duplicates == 0)
+            #expect(world.simulator.acceptedNotifications().count == total)
+            // A did hold jobs (and said why), and spent no attempt on them.
+            let handedBack = ledger.entries.filter { !$0.isTerminal }
+            #expect(!handedBack.isEmpty, "worker A claimed nothing: the test proves nothing")
+            #expect(handedBack.allSatisfy { ($0.fields["reason"] ?? "").hasPrefix("Unavailable: ConnectionFailed") })
+            #expect(ledger.entries.filter(\.isTerminal).allSatisfy { $0.fields["attempt"] == "1" })
+            print("e2e hand-back: \(handedBack.count) jobs handed back by the worker that could not reach APNs; \(ledger.terminalCount) of \(total) delivered \(String(format: "%.1f", elapsed)) s after the other worker started")
+            for (id, worker) in world.workers {
+                worker.signal(SIGTERM)
+                #expect(worker.waitForExit(seconds: 10) == 0, "worker \(id) did not exit 0")
+            }
+        }
+    }
+}
