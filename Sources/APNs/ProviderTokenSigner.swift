@@ -36,3 +36,10 @@ public struct ProviderTokenSigner: Sendable {
         return n == 10
     }
 }
+
+extension SigningKey {
+    /// A provider token in one call (prefer `ProviderTokenCache`: one token per ~50 minutes, not per request).
+    public func sign(keyID: String, teamID: String, issuedAt: Int64) throws(CredentialError) -> String {
+        try ProviderTokenSigner(keyID: keyID, teamID: teamID, key: self).sign(issuedAt: issuedAt)
+    }
+}

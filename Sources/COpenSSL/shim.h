@@ -15,6 +15,7 @@
 #include <openssl/bio.h>
 #include <openssl/bn.h>
 #include <openssl/core_names.h>
+#include <openssl/kdf.h>  // HKDF for Web Push message encryption (RFC 8291)
 
 static inline long copenssl_set_min_proto_version(SSL_CTX *ctx, int version) {
     return SSL_CTX_set_min_proto_version(ctx, version);

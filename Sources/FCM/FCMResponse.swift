@@ -46,7 +46,7 @@ public struct FCMResponse: Sendable, Equatable {
 
     public static func decode(status: Int, body: [UInt8], retryAfter: String?) -> FCMResponse {
         var response = FCMResponse(status: status)
-        response.retryAfterSeconds = retryAfter.flatMap(parseRetryAfter)
+        response.retryAfterSeconds = retryAfter.flatMap(parseRetryAfterSeconds)
         body.withUnsafeBufferPointer { buffer in
             guard (try? JSONScanner.validate(buffer))?.kind == .object else { return }
             let scanner = JSONScanner(buffer)
@@ -109,21 +109,5 @@ public struct FCMResponse: Sendable, Equatable {
 
     private static func text(_ scanner: JSONScanner, _ token: JSONToken) -> String {
         BoundedText.truncate(scanner.stringValue(token), maxBytes: maxTextBytes)
-    }
-
-    /// `Retry-After` as delta-seconds; an HTTP-date is not read (FCM sends seconds).
-    static func parseRetryAfter(_ value: String) -> Int64? {
-        let trimmed = value.trimmingSpaces()
-        guard !trimmed.isEmpty, trimmed.utf8.count <= 9, trimmed.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else { return nil }
-        return Int64(trimmed)
-    }
-}
-
-extension String {
-    fileprivate func trimmingSpaces() -> String {
-        var s = Substring(self)
-        while s.first == " " || s.first == "\t" { s = s.dropFirst() }
-        while s.last == " " || s.last == "\t" { s = s.dropLast() }
-        return String(s)
     }
 }

@@ -24,6 +24,10 @@ public enum JobParser {
         // producer's own `platform` or `message` field says (fields Herald did not know before FCM).
         var platformText: String? = nil
         var messageIsObject = true
+        var subscriptionSeen = false
+        var subscriptionIsObject = true
+        // Judged once the platform is known: APNs payloads are objects, Web Push ones any value.
+        var payloadValue: JSONToken? = nil
         // Read once the platform is known: `tokens` is an APNs multicast, and an FCM job's tokens are not hexadecimal.
         var tokensValue: JSONToken? = nil
         do {
@@ -97,9 +101,22 @@ public enum JobParser {
                     tokensValue = value
                     job.tokensMember = key.range.lowerBound..<value.range.upperBound
                 case .payload:
-                    guard value.kind == .object else { throw JobError.payloadNotAnObject }
+                    payloadValue = value
                     job.payload = Array(UnsafeBufferPointer(rebasing: buffer[value.range]))
                     payloadSeen = true
+                case .subscriptions:
+                    guard value.kind == .array else { throw JobError.badTokens("\"subscriptions\" must be a list of push subscriptions") }
+                    job.subscriptions = try objects(value, scanner, name: "subscriptions")
+                    job.subscriptionsMember = key.range.lowerBound..<value.range.upperBound
+                case .subscription:
+                    subscriptionSeen = true
+                    subscriptionIsObject = value.kind == .object
+                    if subscriptionIsObject { job.subscription = Array(UnsafeBufferPointer(rebasing: buffer[value.range])) }
+                case .ttl:
+                    let v = try integer(value, field, scanner)
+                    guard v >= 0 else { throw JobError.outOfRange(field: field.name) }
+                    job.ttl = v
+                case .urgency: job.urgency = try string(value, field, scanner)
                 case .platform:
                     platformText = value.kind == .string ? scanner.stringValue(value) : scanner.text(value)
                 case .message:
@@ -117,6 +134,9 @@ public enum JobParser {
             preconditionFailure("unexpected error \(error)")
         }
         if let tokensValue {
+            if platformText.flatMap(Platform.init(rawValue:))?.carriesSubscription == true || (platformText == nil && (subscriptionSeen || job.subscriptions != nil)) {
+                throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; a Web Push job names its \"subscription\"")
+            }
             if platformText.flatMap(Platform.init(rawValue:))?.carriesMessage == true {
                 throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; an FCM job names one target (token, topic or condition) in its \"message\"")
             }
@@ -133,6 +153,18 @@ public enum JobParser {
         }
         // No `platform`: a message without payload, token(s) or channel is an FCM job by its shape.
         if !job.platformGiven && messageSeen && !payloadSeen && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .fcm }
+        // No `platform`: a subscription without token(s) or channel is a Web Push job by its shape.
+        if subscriptionSeen && job.subscriptions != nil { throw JobError.badTokens("give either \"subscription\" or \"subscriptions\", not both") }
+        if !job.platformGiven && (subscriptionSeen || job.subscriptions != nil) && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .webpush }
+        if job.platform.carriesSubscription {
+            guard subscriptionSeen || job.subscriptions != nil else { throw JobError.missingSubscription }
+            guard subscriptionIsObject else { throw JobError.subscriptionNotAnObject }
+            guard let payloadValue else { throw JobError.missingPayload }
+            // A string payload is sent as its text; any other value as its JSON bytes.
+            if payloadValue.kind == .string { job.payload = Array(scanner.stringValue(payloadValue).utf8) }
+            return job
+        }
+        if payloadSeen, payloadValue?.kind != .object { throw JobError.payloadNotAnObject }
         if job.platform.carriesMessage {
             guard messageSeen else { throw JobError.missingMessage }
             guard messageIsObject else { throw JobError.messageNotAnObject }
@@ -195,13 +227,32 @@ public enum JobParser {
         return true
     }
 
-    /// The elements of `tokens`: 1...maxTokens hexadecimal strings. The array was validated when it was scanned,
-    /// so walking it again cannot meet bad JSON.
+    /// The elements of `tokens`: 1...maxTokens hexadecimal strings.
     private static func tokens(_ value: JSONToken, _ scanner: JSONScanner) throws(JobError) -> [String] {
         guard value.kind == .array else { throw JobError.badTokens("\"tokens\" must be a list of device tokens") }
+        return try elements(value, scanner, name: "tokens") { (s, element, index) throws(JobError) in
+            guard element.kind == .string, case let token = s.stringValue(element), isHexToken(token) else {
+                throw JobError.badTokens("tokens[\(index)] is not a non-empty, even-length hexadecimal string")
+            }
+            return token
+        }
+    }
+
+    /// The elements of a list of objects (Web Push's `subscriptions`): 1...maxTokens, each object's bytes.
+    private static func objects(_ value: JSONToken, _ scanner: JSONScanner, name: String) throws(JobError) -> [[UInt8]] {
+        try elements(value, scanner, name: name) { (s, element, index) throws(JobError) in
+            guard element.kind == .object else { throw JobError.badTokens("\(name)[\(index)] is not a JSON object") }
+            return Array(UnsafeBufferPointer(rebasing: s.bytes[element.range]))
+        }
+    }
+
+    /// A multicast list's 1...maxTokens elements, each read by `read`. The array was validated when it was
+    /// scanned, so walking it again cannot meet bad JSON.
+    private static func elements<T>(_ value: JSONToken, _ scanner: JSONScanner, name: String,
+                                    _ read: (JSONScanner, JSONToken, Int) throws(JobError) -> T) throws(JobError) -> [T] {
         var s = scanner
         s.position = value.range.lowerBound + 1
-        var out: [String] = []
+        var out: [T] = []
         while true {
             s.skipWhitespace()
             if s.bytes[s.position] == UInt8(ascii: "]") { break }
@@ -209,14 +260,11 @@ public enum JobParser {
                 s.position += 1
                 s.skipWhitespace()
             }
-            guard let element = try? s.scanValue(depth: 1) else { throw JobError.badTokens("\"tokens\" is not a valid list") }
+            guard let element = try? s.scanValue(depth: 1) else { throw JobError.badTokens("\"\(name)\" is not a valid list") }
             guard out.count < maxTokens else { throw JobError.tooManyTokens(limit: maxTokens) }
-            guard element.kind == .string, case let token = s.stringValue(element), isHexToken(token) else {
-                throw JobError.badTokens("tokens[\(out.count)] is not a non-empty, even-length hexadecimal string")
-            }
-            out.append(token)
+            out.append(try read(s, element, out.count))
         }
-        guard !out.isEmpty else { throw JobError.badTokens("\"tokens\" is empty") }
+        guard !out.isEmpty else { throw JobError.badTokens("\"\(name)\" is empty") }
         return out
     }
 
@@ -233,9 +281,9 @@ public enum JobParser {
         return v
     }
 
-    private enum Field: UInt16 {
+    private enum Field: UInt32 {
         case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
-        case channel, platform, message, traceparent
+        case channel, platform, message, subscription, ttl, urgency, subscriptions, traceparent
 
         var name: String {
             switch self {
@@ -255,6 +303,10 @@ public enum JobParser {
             case .channel: "channel"
             case .platform: "platform"
             case .message: "message"
+            case .subscription: "subscription"
+            case .ttl: "ttl"
+            case .urgency: "urgency"
+            case .subscriptions: "subscriptions"
             case .traceparent: "traceparent"
             }
         }
@@ -265,6 +317,7 @@ public enum JobParser {
             switch length {
             case 2 where s.stringEquals(key, "id"): self = .id
             case 3 where s.stringEquals(key, "app"): self = .app
+            case 3 where s.stringEquals(key, "ttl"): self = .ttl
             case 5 where s.stringEquals(key, "token"): self = .token
             case 5 where s.stringEquals(key, "topic"): self = .topic
             case 6 where s.stringEquals(key, "tokens"): self = .tokens
@@ -272,6 +325,7 @@ public enum JobParser {
             case 7 where s.stringEquals(key, "apns_id"): self = .apnsID
             case 7 where s.stringEquals(key, "channel"): self = .channel
             case 7 where s.stringEquals(key, "message"): self = .message
+            case 7 where s.stringEquals(key, "urgency"): self = .urgency
             case 8 where s.stringEquals(key, "platform"): self = .platform
             case 8 where s.stringEquals(key, "priority"): self = .priority
             case 9 where s.stringEquals(key, "push_type"): self = .pushType
@@ -280,6 +334,8 @@ public enum JobParser {
             case 11 where s.stringEquals(key, "environment"): self = .environment
             case 11 where s.stringEquals(key, "collapse_id"): self = .collapseID
             case 11 where s.stringEquals(key, "traceparent"): self = .traceparent
+            case 12 where s.stringEquals(key, "subscription"): self = .subscription
+            case 13 where s.stringEquals(key, "subscriptions"): self = .subscriptions
             case -1:
                 let name = s.stringValue(key)
                 guard let f = Field.allByName[name] else { return nil }
@@ -290,7 +346,7 @@ public enum JobParser {
 
         static let allByName: [String: Field] = {
             var d: [String: Field] = [:]
-            var raw: UInt16 = 0
+            var raw: UInt32 = 0
             while let f = Field(rawValue: raw) { d[f.name] = f; raw += 1 }
             return d
         }()

@@ -32,6 +32,15 @@ public struct JobSpec: Sendable, Equatable {
     public var platformGiven = false
     /// The exact bytes of an FCM job's `"message"` object.
     public var message: [UInt8] = []
+    /// A Web Push job's `subscription` object, its bytes as given; `ttl` (seconds) and `urgency` as given.
+    public var subscription: [UInt8] = []
+    /// `subscriptions`: a Web Push multicast, each object's bytes as given.
+    public var subscriptions: [[UInt8]]?
+    /// The bytes of the `"subscriptions": [...]` member, key to closing bracket: replaced by
+    /// `"subscription":<s>` to make each subscription's own job.
+    public var subscriptionsMember: Range<Int>?
+    public var ttl: Int64?
+    public var urgency: String?
 
     public init() {}
 
@@ -42,6 +51,20 @@ public struct JobSpec: Sendable, Equatable {
         var seen = Set<String>()
         seen.reserveCapacity(tokens.count)
         return tokens.filter { seen.insert($0.lowercased()).inserted }
+    }
+
+    /// A Web Push multicast's subscriptions, each once (byte for byte), in the producer's order.
+    public var uniqueSubscriptions: [String]? {
+        guard let subscriptions else { return nil }
+        var seen = Set<[UInt8]>()
+        return subscriptions.filter { seen.insert($0).inserted }.map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    /// A Web Push multicast's bytes before and after its `"subscriptions":[...]` member, with `"subscription":`
+    /// added: each subscription's own job is prefix + the subscription's bytes + suffix.
+    public func subscriptionJobParts(of job: [UInt8]) -> (prefix: [UInt8], suffix: [UInt8])? {
+        guard let member = subscriptionsMember else { return nil }
+        return (Array(job[..<member.lowerBound]) + Array(#""subscription":"#.utf8), Array(job[member.upperBound...]))
     }
 
     /// A multicast job's bytes (`job`, the ones this spec was parsed from) before and after its `"tokens":[...]`
@@ -104,6 +127,8 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
     case badPlatform(String)
     case missingMessage
     case messageNotAnObject
+    case missingSubscription
+    case subscriptionNotAnObject
 
     /// A short stable code for machines (dead-letter entries, metrics).
     public var code: String {
@@ -127,6 +152,8 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badPlatform: "bad_platform"
         case .missingMessage: "missing_message"
         case .messageNotAnObject: "message_not_object"
+        case .missingSubscription: "missing_subscription"
+        case .subscriptionNotAnObject: "subscription_not_object"
         }
     }
 
@@ -150,9 +177,11 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badChannel:
             return "\"channel\" is not a channel ID as APNs sends it (base64, at most \(Broadcast.maxChannelIDBytes) characters)"
         case .tokenAndChannel: return "job names \"channel\" and a device token (\"token\" or \"tokens\"); a broadcast has none"
-        case .badPlatform(let v): return "\"platform\" is \"\(v.prefix(64))\"; expected apns or fcm"
+        case .badPlatform(let v): return "\"platform\" is \"\(v.prefix(64))\"; expected apns, fcm or webpush"
         case .missingMessage: return "an FCM job needs a \"message\" (the FCM v1 message object)"
         case .messageNotAnObject: return "\"message\" is not a JSON object"
+        case .missingSubscription: return "a Web Push job needs a \"subscription\" (the browser's PushSubscription.toJSON())"
+        case .subscriptionNotAnObject: return "\"subscription\" is not a JSON object"
         case .badDeliverAt: return "\"deliver_at\" must be milliseconds since the epoch or an RFC 3339 time such as 2026-12-24T18:00:00Z"
         }
     }

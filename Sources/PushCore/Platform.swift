@@ -1,7 +1,7 @@
 /// The push service a job goes to. APNs is the default so every producer written before FCM keeps working.
 /// A new provider is a new case here, its sender in `ProviderRegistry` (Worker) and its module (docs/adding-a-provider.md).
 public enum Platform: String, Sendable, Hashable, CaseIterable {
-    case apns, fcm
+    case apns, fcm, webpush
 
     /// Its index among `allCases`: the slot of its counters (the `platform` label of every per-job metric), its
     /// sender in the registry.
@@ -10,6 +10,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         switch self {
         case .apns: 0
         case .fcm: 1
+        case .webpush: 2
         }
     }
 }
@@ -23,6 +24,7 @@ extension Platform {
         switch self {
         case .apns: "APNs"
         case .fcm: "FCM"
+        case .webpush: "Web Push"
         }
     }
 
@@ -32,7 +34,7 @@ extension Platform {
     public var hasEnvironments: Bool {
         switch self {
         case .apns: true
-        case .fcm: false
+        case .fcm, .webpush: false
         }
     }
 
@@ -40,7 +42,7 @@ extension Platform {
     public var findsAppByTopic: Bool {
         switch self {
         case .apns: true
-        case .fcm: false
+        case .fcm, .webpush: false
         }
     }
 
@@ -48,8 +50,17 @@ extension Platform {
     /// one target each, so no `tokens` multicast.
     public var carriesMessage: Bool {
         switch self {
-        case .apns: false
+        case .apns, .webpush: false
         case .fcm: true
+        }
+    }
+
+    /// Its jobs carry a browser's push subscription (`subscription`, Web Push) instead of a device token, and a
+    /// payload of any JSON value (a string's text, or the value's bytes).
+    public var carriesSubscription: Bool {
+        switch self {
+        case .apns, .fcm: false
+        case .webpush: true
         }
     }
 }

@@ -25,6 +25,8 @@ public struct PushNotification: Sendable, Equatable {
     /// `.fcm`: `payload` is the job's FCM `message` object (sent as `{"message":<payload>}`), `deviceToken` its
     /// token target and `topic` its topic or condition; the APNs-only fields are unused.
     public var platform: Platform = .apns
+    /// A Web Push job's subscription and headers (nil for other platforms).
+    public var webPush: WebPushFields? = nil
 
     public init(
         deviceToken: String, topic: String, environment: APNsEnvironment, pushType: PushType = .alert,
@@ -82,4 +84,18 @@ public struct PushNotification: Sendable, Equatable {
 
     /// APNs refuses larger bodies with 413 PayloadTooLarge (broadcasts allow 5120 bytes).
     public var maxPayloadBytes: Int { isBroadcast ? Broadcast.maxPayloadBytes : pushType.maxPayloadBytes }
+}
+
+/// What a Web Push job carries besides its payload: the subscription object's bytes as the producer wrote them
+/// (the provider parses and checks it), and RFC 8030's `TTL` and `Urgency` (its `Topic` is the job's `topic`).
+public struct WebPushFields: Sendable, Equatable {
+    public var subscription: [UInt8]
+    public var ttl: Int64?
+    public var urgency: String?
+
+    public init(subscription: [UInt8], ttl: Int64? = nil, urgency: String? = nil) {
+        self.subscription = subscription
+        self.ttl = ttl
+        self.urgency = urgency
+    }
 }

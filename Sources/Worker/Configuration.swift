@@ -1,5 +1,6 @@
 import APNs
 import FCM
+import WebPush
 import Foundation
 import PushCore
 
@@ -10,6 +11,7 @@ public struct Configuration: Sendable {
     public var redis = RedisSettings()
     public var apns = APNsSettings()
     public var fcm = FCMSettings()
+    public var webPush = WebPushSettings()
     public var apps: [AppSettings] = []
     public var retry = RetrySettings()
     /// Per-queue retry policies (`retry.queues`): queue key -> the global `retry` with that queue's overrides.
@@ -105,6 +107,8 @@ public struct Configuration: Sendable {
         public var certificate: CertificateAuth? = nil
         /// An app of kind FCM: its service account; it takes FCM jobs only, and needs no bundle ID.
         public var fcm: FCMAuth? = nil
+        /// An app of kind Web Push: its VAPID key, subject and allowed push services; it takes Web Push jobs only.
+        public var webpush: WebPushAuth? = nil
 
         public init(name: String, bundleID: String, token: TokenAuth? = nil, certificate: CertificateAuth? = nil, fcm: FCMAuth? = nil) {
             self.name = name
@@ -122,6 +126,7 @@ public struct Configuration: Sendable {
 
         /// Each provider's per-app credential settings live in its module.
         public typealias FCMAuth = FCM.FCMAuth
+        public typealias WebPushAuth = WebPush.WebPushAuth
         public typealias TokenAuth = APNsTokenAuth
         public typealias CertificateAuth = APNsCertificateAuth
     }

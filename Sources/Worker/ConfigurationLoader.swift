@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import WebPush
 import PushCore
 import RedisQueue
 
@@ -167,7 +168,7 @@ struct AppReader {
 
     mutating func readApp(_ app: [String: Any], index: Int) -> Configuration.AppSettings {
         let at = "apps[\(index)]."
-        check(app, known: ["name", "bundle_id", "environments", "default_environment", "environment_fallback", "token", "certificate", "fcm"], at: at)
+        check(app, known: ["name", "bundle_id", "environments", "default_environment", "environment_fallback", "token", "certificate", "fcm", "webpush"], at: at)
         var settings = Configuration.AppSettings(name: "", bundleID: "")
         string(app, "name", at, &settings.name)
         string(app, "bundle_id", at, &settings.bundleID)
@@ -199,6 +200,21 @@ struct AppReader {
             var auth = Configuration.AppSettings.FCMAuth(serviceAccountFile: "")
             string(fcm, "service_account_file", at + "fcm.", &auth.serviceAccountFile)
             settings.fcm = auth
+        }
+        if let webpush = object(app["webpush"], at + "webpush") {
+            let path = at + "webpush."
+            check(webpush, known: ["vapid_key", "vapid_key_file", "subject", "push_service_hosts", "allow_ip_literals", "allow_private_addresses"], at: path)
+            var auth = Configuration.AppSettings.WebPushAuth(subject: "")
+            string(webpush, "vapid_key", path, &auth.vapidKey)
+            optionalString(webpush, "vapid_key_file", path, &auth.vapidKeyFile)
+            string(webpush, "subject", path, &auth.subject)
+            var hosts = auth.policy.hosts
+            strings(webpush, "push_service_hosts", path, &hosts)
+            var allowIP = false, allowPrivate = false
+            bool(webpush, "allow_ip_literals", path, &allowIP)
+            bool(webpush, "allow_private_addresses", path, &allowPrivate)
+            auth.policy = PushServicePolicy(hosts: hosts, allowsIPLiterals: allowIP, allowsPrivateAddresses: allowPrivate)
+            settings.webpush = auth
         }
         return settings
     }

@@ -8,11 +8,11 @@ import PushCore
 /// in step). Upper bounds are generous but keep every derived value (milliseconds, nanoseconds, doubled
 /// back-offs, due times in ms since the epoch) far from Int64's limit: what `check-config` accepts, the worker runs.
 extension Configuration {
-    public static let settings: [Setting<Configuration>] = redisSettings + apnsSettings + fcmSettings + appsSettings
+    public static let settings: [Setting<Configuration>] = redisSettings + apnsSettings + fcmSettings + webPushSettings + appsSettings
         + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + metricsSettings + apiSettings
 
     /// The sections, in file order (the top-level keys).
-    public static let sections = ["redis", "apns", "fcm", "apps", "retry", "worker", "metrics", "api"]
+    public static let sections = ["redis", "apns", "fcm", "web_push", "apps", "retry", "worker", "metrics", "api"]
 
     /// The longest timeout a setting in milliseconds takes: an hour.
     static let maxTimeoutMs = 3_600_000
@@ -117,6 +117,19 @@ extension Configuration {
         .optionalText("fcm.proxy", \.fcm.proxy, environment: "HERALD_FCM_PROXY",
                       "`http://host:port`: HTTP CONNECT proxy for both. Without it libcurl honours `https_proxy` for the token exchange."),
         .integer("fcm.max_queued_per_pool", \.fcm.maxQueuedPerPool, 1...1_000_000, "As for `apns`."),
+    ]
+
+    /// Web Push: one pool per push-service origin, shared by every Web Push app (docs/webpush.md).
+    static let webPushSettings: [Setting<Configuration>] = [
+        .integer("web_push.connections_per_pool", \.webPush.connectionsPerPool, 1...64, "HTTP/2 connections to each push service."),
+        .integer("web_push.max_pools", \.webPush.maxPools, 1...10_000,
+                 "Push-service origins with a pool open at once; past it idle pools close first, then a send waits."),
+        .integer("web_push.idle_pool_ms", \.webPush.idlePoolMs, 100...maxTimeoutMs, "A push service's pool that carried nothing this long is closed."),
+        .integer("web_push.request_timeout_ms", \.webPush.requestTimeoutMs, 100...maxTimeoutMs, "As for `fcm`."),
+        .integer("web_push.connect_timeout_ms", \.webPush.connectTimeoutMs, 100...maxTimeoutMs, "For the pools' connections."),
+        .integer("web_push.max_queued_per_pool", \.webPush.maxQueuedPerPool, 1...1_000_000, "As for `apns`."),
+        .optionalText("web_push.ca_file", \.webPush.caFile, environment: "HERALD_WEB_PUSH_CA_FILE",
+                      "CA bundle to trust for push services besides the system's (the simulator's, in tests)."),
     ]
 
     /// The apps have their own table in the docs (each app is an object of its own); here only their reader.

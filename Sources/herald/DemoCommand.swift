@@ -4,13 +4,13 @@ import Glibc
 import MockAPNs
 import RedisQueue
 
-/// `herald demo`: the whole product on one machine in a minute. Starts a private redis-server, the APNs and
-/// FCM simulators with a generated key and service account and scripted device fates, and a real worker
-/// process; pushes sample APNs and FCM jobs of mixed fate; shows progress; prints a summary; stops everything
+/// `herald demo`: the whole product on one machine in a minute. Starts a private redis-server, the APNs, FCM
+/// and Web Push simulators with a generated key, service account and subscriptions and scripted device fates,
+/// and a real worker process; pushes sample APNs, FCM and Web Push jobs of mixed fate; shows progress; prints a summary; stops everything
 /// it started.
 enum DemoCommand {
     static let command = Command(
-        name: "demo", abstract: "Run the demo: local Redis, the APNs and FCM simulators, a worker and sample jobs, then a summary.",
+        name: "demo", abstract: "Run the demo: local Redis, the APNs, FCM and Web Push simulators, a worker and sample jobs, then a summary.",
         discussion: "Everything runs on 127.0.0.1 and is stopped at the end (by pid). Retries use short demo delays (1 s) instead of 15 minutes.",
         options: [
             .value("jobs", "n", "How many sample jobs (default 3000)."),
@@ -29,6 +29,8 @@ enum DemoCommand {
         let expected: String
         /// The fate's job with its prefix, as job `index`: an APNs job unless the fate names another platform's.
         var job: @Sendable (_ prefix: String, _ index: Int) -> [UInt8] = DemoCommand.apnsJob
+        /// A Web Push fate: its job needs a subscription the push-service simulator mints (`sampleJobs`' `webPush`).
+        var webPush = false
     }
 
     static let fates: [Fate] = [
@@ -43,6 +45,9 @@ enum DemoCommand {
         Fate(name: "FCM token of another project (403 SENDER_ID_MISMATCH)", prefix: "fcm-other", share: 0.01, expected: "token_dropped",
              job: DemoCommand.fcmJob),
         Fate(name: "FCM unavailable (503), retried, delivered", prefix: "fcm-busy", share: 0.03, expected: "delivered", job: DemoCommand.fcmJob),
+        Fate(name: "Web Push delivered (201)", prefix: "web-ok-", share: 0.10, expected: "delivered", webPush: true),
+        Fate(name: "Web Push subscription gone (410)", prefix: "web-gone-", share: 0.02, expected: "token_dropped", webPush: true),
+        Fate(name: "Web Push unavailable (503), retried, delivered", prefix: "web-busy-", share: 0.02, expected: "delivered", webPush: true),
     ]
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
@@ -60,10 +65,12 @@ enum DemoCommand {
         var started: [DemoProcess] = []
         var server: MockAPNsServer? = nil
         var fcmServer: MockFCMServer? = nil
+        var pushServer: MockWebPushServer? = nil
         defer {
             for process in started.reversed() { process.stop(grace: 10) }
             server?.stop()
             fcmServer?.stop()
+            pushServer?.stop()
             try? FileManager.default.removeItem(atPath: directory)
         }
 
@@ -105,6 +112,15 @@ enum DemoCommand {
         ])
         let fcmSimulator = try MockFCMServer(configuration: fcmMock)
         fcmServer = fcmSimulator
+        step("starting the Web Push simulator")
+        let pushSimulator = try MockWebPushServer(tls: mock.tls!, faults: MockWebPushFaultScript(rules: [
+            MockWebPushRule(subscriptionPrefix: "web-gone-", fate: .gone),
+            MockWebPushRule(subscriptionPrefix: "web-busy-", fate: .unavailable, failFirst: 1),
+        ], seed: 7, latencyMs: MockLatency(min: 1, max: 4)))
+        pushServer = pushSimulator
+        // The demo's VAPID key: a fixed private scalar, as web-push libraries print one (base64url).
+        let vapidKey = Data((1...32).map { UInt8($0) }).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
 
         // 3. The worker's configuration
         let configPath = directory + "/herald.json"
@@ -114,9 +130,12 @@ enum DemoCommand {
             "apns": ["production_url": "https://127.0.0.1:\(simulator.port)", "sandbox_url": "https://127.0.0.1:\(simulator.port)",
                      "ca_file": mock.tls!.caFile ?? ""],
             "fcm": ["url": fcmSimulator.baseURL, "ca_file": fcmSimulator.caFile ?? ""],
+            "web_push": ["ca_file": pushSimulator.caFile ?? ""],
             "apps": [["name": "demo", "bundle_id": "com.example.demo",
                       "token": ["team_id": "DEMOTEAM12", "key_id": "DEMOKEY123", "key_file": key.privateKeyFile ?? ""]],
-                     ["name": "demo-android", "fcm": ["service_account_file": fcmSimulator.serviceAccountFile]]],
+                     ["name": "demo-android", "fcm": ["service_account_file": fcmSimulator.serviceAccountFile]],
+                     ["name": "demo-web", "webpush": ["vapid_key": vapidKey, "subject": "mailto:demo@example.com", "push_service_hosts": ["127.0.0.1"],
+                                                      "allow_ip_literals": true, "allow_private_addresses": true]]],
             "retry": ["server_error_base_seconds": 1, "throttle_base_seconds": 1, "jitter_fraction": 0.2],
             "worker": ["lease_seconds": 10, "log_level": "warning"],
             "metrics": ["listen": "127.0.0.1:\(metricsPort)"],
@@ -125,7 +144,9 @@ enum DemoCommand {
 
         // 4. Sample jobs
         step("pushing \(jobCount) sample jobs onto herald:queue")
-        let (jobs, expected) = sampleJobs(count: jobCount)
+        let (jobs, expected) = try sampleJobs(count: jobCount) { prefix, index in
+            try webPushJob(subscription: pushSimulator.subscribe(prefix: prefix), index: index)
+        }
         var batch: [[[UInt8]]] = []
         for job in jobs {
             batch.append([Array("LPUSH".utf8), Array("herald:queue".utf8), job])
@@ -175,9 +196,11 @@ enum DemoCommand {
         // 7. Summary
         let simulatorStats = simulator.stats()
         let fcmStats = fcmSimulator.stats()
+        let pushStats = pushSimulator.stats()
         print(summary(tally: tally, expected: expected, jobCount: jobCount, elapsed: elapsed,
                       firstPass: firstPassAt.map { $0.timeIntervalSince(startedAt) }, accepted: simulatorStats.accepted,
-                      requests: simulatorStats.requests, fcm: (fcmStats.requests, fcmStats.accepted, fcmStats.tokensIssued), redisURL: redisURL))
+                      requests: simulatorStats.requests, fcm: (fcmStats.requests, fcmStats.accepted, fcmStats.tokensIssued),
+                      webPush: (pushStats.requests, pushStats.delivered), redisURL: redisURL))
         let complete = tally.terminal == jobCount && expected == tally.terminalByOutcome
         if args.flag("keep-running") {
             print("\nStill running (Ctrl-C to stop):\n  herald tail --redis \(redisURL)\n  herald stats --redis \(redisURL)")
@@ -210,7 +233,7 @@ enum DemoCommand {
     }
 
     /// Jobs whose token prefixes pick their fate at the simulator, and the terminal outcomes to expect.
-    static func sampleJobs(count: Int) -> ([[UInt8]], [String: Int]) {
+    static func sampleJobs(count: Int, webPush: (_ prefix: String, _ index: Int) throws -> [UInt8]) rethrows -> ([[UInt8]], [String: Int]) {
         var jobs: [[UInt8]] = []
         var expected: [String: Int] = [:]
         var assigned = 0
@@ -222,7 +245,7 @@ enum DemoCommand {
                                      "{\"token\":\"00aa\(String(format: "%04x", i))\",\"payload\":\"a string, not an object\"}"]
                     jobs.append(Array(malformed[i % 3].utf8))
                 } else {
-                    jobs.append(fate.job(fate.prefix, assigned + i))
+                    jobs.append(fate.webPush ? try webPush(fate.prefix, assigned + i) : fate.job(fate.prefix, assigned + i))
                 }
             }
             expected[fate.expected, default: 0] += n
@@ -256,6 +279,11 @@ enum DemoCommand {
         return Array("{\"id\":\"demo-\(index)\",\"platform\":\"fcm\",\"message\":{\"token\":\"\(token)\",\"notification\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"data\":{\"order\":\"\(index)\"},\"android\":{\"priority\":\"HIGH\"}}}".utf8)
     }
 
+    /// A Web Push job to a subscription the simulator minted (its id's prefix is its fate there).
+    private static func webPushJob(subscription: MockWebPushSubscription, index: Int) -> [UInt8] {
+        Array("{\"id\":\"demo-\(index)\",\"platform\":\"webpush\",\"subscription\":\(subscription.json),\"payload\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"ttl\":3600,\"urgency\":\"normal\"}".utf8)
+    }
+
     private static func progressBar(done: Int, total: Int, tally: Tally) -> String {
         let width = 30
         let filled = total == 0 ? width : min(width, done * width / total)
@@ -264,7 +292,8 @@ enum DemoCommand {
     }
 
     private static func summary(tally: Tally, expected: [String: Int], jobCount: Int, elapsed: Double, firstPass: Double?,
-                                accepted: Int, requests: Int, fcm: (requests: Int, accepted: Int, tokens: Int), redisURL: String) -> String {
+                                accepted: Int, requests: Int, fcm: (requests: Int, accepted: Int, tokens: Int),
+                                webPush: (requests: Int, delivered: Int), redisURL: String) -> String {
         var lines = ["", "Herald demo: \(jobCount) jobs", ""]
         lines.append("outcome".padding(toLength: 16, withPad: " ", startingAt: 0) + "expected".leftPad(10) + "got".leftPad(10))
         for outcome in ["delivered", "token_dropped", "failed", "rejected"] {
@@ -283,6 +312,7 @@ enum DemoCommand {
         lines.append("claim-to-result latency:    p50 \(tally.percentile(0.5)) ms, p99 \(tally.percentile(0.99)) ms")
         lines.append("APNs simulator:             \(requests) requests, \(accepted) accepted")
         lines.append("FCM simulator:              \(fcm.requests) requests, \(fcm.accepted) accepted, \(fcm.tokens) access token\(fcm.tokens == 1 ? "" : "s") issued")
+        lines.append("Web Push simulator:         \(webPush.requests) requests, \(webPush.delivered) delivered (VAPID checked, payload decrypted)")
         lines.append("")
         let herald = currentExecutable()
         lines.append("Where to look next (herald is \(herald)):")

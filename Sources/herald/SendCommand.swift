@@ -20,6 +20,9 @@ enum SendCommand {
         FCM: --platform fcm with --service-account FILE (or --config and an FCM --app) and --message, the FCM v1
         message object (or standard input); --url and --ca-file point it at another host (the simulator). Exits
         0 when FCM answered 200 (the message name is printed), 1 otherwise, 65 when refused locally.
+        Web Push: --platform webpush with --subscription (the PushSubscription's JSON), --payload (a string) and
+        --config with a Web Push app (or --vapid-key and --subject); --topic, --ttl and --urgency set its headers.
+        Exits 0 when the push service answered 201 (its message id is printed), 1 otherwise, 65 when refused.
         Example: herald send --platform fcm --service-account sa.json \\
                    --message '{"token":"<fcm token>","notification":{"title":"hi","body":"there"}}'
         """,
@@ -45,18 +48,26 @@ enum SendCommand {
             .value("ca-file", "pem", "Extra trusted CA (e.g. the simulator's)."),
             .value("timeout-ms", "ms", "Request timeout (default 15000)."),
             .value("timeout", "ms", "Deprecated name of --timeout-ms."),
-            .value("platform", "apns|fcm", "apns (default), or fcm (also implied by --message or --service-account)."),
+            .value("platform", "apns|fcm|webpush", "apns (default), fcm (also implied by --message or --service-account), or webpush."),
             .value("service-account", "json", "FCM: the service account's JSON key file."),
             .value("message", "json", "FCM: the v1 message object (default: read standard input)."),
+            .value("subscription", "json", "Web Push: the browser's PushSubscription.toJSON()."),
+            .value("vapid-key", "key", "Web Push: the VAPID private key, PEM or base64url (else the --config app's)."),
+            .value("subject", "uri", "Web Push: the VAPID sub, mailto:... or https://..."),
+            .value("ttl", "seconds", "Web Push: TTL (default four weeks)."),
+            .value("urgency", "level", "Web Push: very-low, low, normal or high."),
+            .value("push-service-hosts", "hosts", "Web Push with --vapid-key: allowed push-service hosts, comma-separated."),
+            .flag("allow-local", "Web Push with --push-service-hosts: allow IP literals and local addresses (the simulator)."),
         ],
         run: run)
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
         switch args.value("platform") {
         case "fcm"?: return try SendFCM.run(args)
+        case "webpush"?: return try SendWebPush.run(args)
         case nil where args.value("message") != nil || args.value("service-account") != nil: return try SendFCM.run(args)
         case "apns"?, nil: break
-        case let other?: throw UsageError("--platform must be apns or fcm, got '\(other)'")
+        case let other?: throw UsageError("--platform must be apns, fcm or webpush, got '\(other)'")
         }
         guard let tokenHex = args.value("token") else { throw UsageError("missing --token") }
         let environment: APNsEnvironment

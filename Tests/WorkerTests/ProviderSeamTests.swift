@@ -1,6 +1,7 @@
 import Foundation
 import PushCore
 import Testing
+import WebPush
 @testable import Worker
 
 /// The provider seam: code outside the registry and the providers does not branch on the platform, so a new
@@ -11,12 +12,12 @@ import Testing
     /// A comparison with a platform (`== .fcm`, `!= "apns"`), a `case .apns`/`.fcm` pattern, a ternary picking a
     /// platform, or a match on a provider's own case of an answer (`case .response`).
     static let branch = try! NSRegularExpression(
-        pattern: #"(==|!=) *\.(apns|fcm)\b|(==|!=) *"(apns|fcm)"|case \.(apns|fcm|response)\b|\? *\.(apns|fcm) *:"#)
+        pattern: #"(==|!=) *\.(apns|fcm|webpush)\b|(==|!=) *"(apns|fcm|webpush)"|case \.(apns|fcm|webpush|response)\b|\? *\.(apns|fcm|webpush) *:"#)
 
     /// Where branching on the platform is the point: the providers' modules (senders included), their worker sides
     /// (`Worker/Providers/`), their simulators, the platforms' declaration and the registry.
     static let providerPlaces = [
-        "Sources/APNs/", "Sources/FCM/", "Sources/MockAPNs/", "Sources/Worker/Providers/", "Sources/Worker/Delivery/ProviderRegistry.swift",
+        "Sources/APNs/", "Sources/FCM/", "Sources/WebPush/", "Sources/MockAPNs/", "Sources/Worker/Providers/", "Sources/Worker/Delivery/ProviderRegistry.swift",
         "Sources/PushCore/Platform.swift",
     ]
 
@@ -56,11 +57,14 @@ import Testing
         let apns = Configuration.AppSettings(name: "shop", bundleID: "com.example.shop",
                                              token: .init(teamID: "T", keyID: "K", keyFile: "/k.p8"))
         let fcm = Configuration.AppSettings(name: "android", bundleID: "", fcm: .init(serviceAccountFile: "/sa.json"))
+        var web = Configuration.AppSettings(name: "web", bundleID: "")
+        web.webpush = .init(vapidKey: "k", subject: "mailto:ops@example.com")
         let bare = Configuration.AppSettings(name: "bare", bundleID: "com.example.bare")
-        #expect([apns, fcm, bare].map(\.platform) == [Platform.apns, .fcm, .apns])
+        #expect([apns, fcm, web, bare].map(\.platform) == [Platform.apns, .fcm, .webpush, .apns])
+        let owners: [Platform: String] = [.apns: "shop", .fcm: "android", .webpush: "web"]
         for platform in Platform.allCases {
-            let owned = [apns, fcm].filter { ProviderRegistry.provider(for: platform).owns($0) }.map(\.name)
-            #expect(owned == [platform == .apns ? "shop" : "android"], "\(platform)")
+            let owned = [apns, fcm, web].filter { ProviderRegistry.provider(for: platform).owns($0) }.map(\.name)
+            #expect(owned == owners[platform].map { [$0] }, "\(platform)")
         }
         let loaded = [AppCredentials(app: apns, credential: 1), AppCredentials(app: fcm, credential: "account")]
         let apps: [ProviderApp<String, String>] = FCMProvider.apps(loaded) { $0.fcm?.serviceAccountFile }

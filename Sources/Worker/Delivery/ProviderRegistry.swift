@@ -27,6 +27,7 @@ public final class ProviderRegistry: PushSender {
         switch platform {
         case .apns: APNsProvider.self
         case .fcm: FCMProvider.self
+        case .webpush: WebPushProvider.self
         }
     }
 

@@ -1,8 +1,8 @@
 import COpenSSL
 import Foundation
-import PushCore
 
-/// An APNs token-signing key (EC P-256 from a `.p8` file), owning its OpenSSL `EVP_PKEY`, freed in deinit.
+/// An ES256 signing key (EC P-256), owning its OpenSSL `EVP_PKEY`, freed in deinit: APNs' provider-token key
+/// (a `.p8` file) and Web Push's VAPID key share it.
 ///
 /// OpenSSL 3 allows concurrent read-only use of one `EVP_PKEY` from many threads (openssl-threads(7)); the
 /// token cache signs under its lock anyway, roughly once every 50 minutes.
@@ -70,13 +70,12 @@ public final class SigningKey: @unchecked Sendable {
         return rs
     }
 
-    /// A provider token in one call (prefer `ProviderTokenCache`: one token per ~50 minutes, not per request).
-    public func sign(keyID: String, teamID: String, issuedAt: Int64) throws(CredentialError) -> String {
-        try ProviderTokenSigner(keyID: keyID, teamID: teamID, key: self).sign(issuedAt: issuedAt)
-    }
-
     /// The public half as SubjectPublicKeyInfo PEM, for verifiers (a test server, the demo).
     public func publicKeyPEM() -> String? { PushCore.publicKeyPEM(of: pkey) }
+
+    /// The public point uncompressed (0x04 || x || y, 65 bytes): VAPID's `k` and a web page's
+    /// applicationServerKey.
+    public func publicPointBytes() -> [UInt8]? { uncompressedPublicPoint(of: pkey) }
 }
 
 /// DER `ECDSA-Sig-Value` to r||s, each big-endian and left-padded to `width` bytes.
@@ -94,4 +93,15 @@ func derToRawECDSA(_ der: [UInt8], width: Int) -> [UInt8]? {
         let okS = out.withUnsafeMutableBufferPointer { BN_bn2binpad(s, $0.baseAddress! + width, Int32(width)) }
         return okR == width && okS == width ? out : nil
     }
+}
+
+/// An EC key's public point as SEC1 uncompressed bytes (65 for P-256); nil when OpenSSL cannot give it.
+public func uncompressedPublicPoint(of pkey: OpaquePointer) -> [UInt8]? {
+    var out = [UInt8](repeating: 0, count: 133)
+    var length = 0
+    guard EVP_PKEY_get_octet_string_param(pkey, OSSL_PKEY_PARAM_ENCODED_PUBLIC_KEY, &out, out.count, &length) == 1 else {
+        ERR_clear_error()
+        return nil
+    }
+    return Array(out.prefix(length))
 }

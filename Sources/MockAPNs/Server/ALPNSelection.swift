@@ -1,0 +1,29 @@
+import COpenSSL
+import Glibc
+
+/// ALPN: `h2` when the client offers it, else `http/1.1`; a client offering neither gets no protocol (HTTP/1.1 then).
+let selectH2OrHTTP1: @convention(c) (OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+                                             UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?) -> Int32 = { _, out, outLength, input, inputLength, _ in
+    guard let out, let outLength, let input else { return SSL_TLSEXT_ERR_NOACK }
+    var http1: (UnsafePointer<UInt8>, UInt8)?
+    var index = 0
+    let count = Int(inputLength)
+    while index < count {
+        let length = Int(input[index])
+        guard index + 1 + length <= count else { break }
+        let name = input + index + 1
+        if length == 2 && name[0] == UInt8(ascii: "h") && name[1] == UInt8(ascii: "2") {
+            out.pointee = name
+            outLength.pointee = 2
+            return SSL_TLSEXT_ERR_OK
+        }
+        if length == 8 && memcmp(name, "http/1.1", 8) == 0 { http1 = (name, 8) }
+        index += 1 + length
+    }
+    if let http1 {
+        out.pointee = http1.0
+        outLength.pointee = http1.1
+        return SSL_TLSEXT_ERR_OK
+    }
+    return SSL_TLSEXT_ERR_NOACK
+}
