@@ -261,7 +261,12 @@ public final class WebPushSender: PushSender {
                 snapshot.openStreams = http1.inFlight
                 snapshot.queued = http1.queued
             }
-            metrics.pools.append(snapshot)
+            // Two pools of one origin (apps with and without allow_private_addresses) are one metrics line.
+            if let i = metrics.pools.firstIndex(where: { $0.app == app && $0.environment == entry.origin }) {
+                metrics.pools[i] = metrics.pools[i] + snapshot
+            } else {
+                metrics.pools.append(snapshot)
+            }
         }
     }
 }
