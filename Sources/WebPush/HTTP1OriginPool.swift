@@ -19,6 +19,8 @@ final class HTTP1OriginPool: @unchecked Sendable {
         let url: String
         let headers: [String]
         let body: [UInt8]
+        /// Past this (monotonic nanoseconds) it is never sent: `.queueTimedOut`, as the HTTP/2 pool's queue does.
+        let deadline: UInt64
         let completion: HTTP2Completion
     }
 
@@ -33,8 +35,11 @@ final class HTTP1OriginPool: @unchecked Sendable {
     private let maxQueued: Int
     private let state = LockedValue(State())
 
+    private let queueTimeoutNanos: UInt64
+
     init(loop: EventLoop, connections: Int, maxQueued: Int, options: CurlPost.Options) {
         self.loop = loop
+        queueTimeoutNanos = UInt64(max(1, options.timeoutMilliseconds)) * 1_000_000
         self.connections = max(1, connections)
         self.maxQueued = maxQueued
         for index in 0..<self.connections {
@@ -51,7 +56,8 @@ final class HTTP1OriginPool: @unchecked Sendable {
     /// Queues a POST; false (the completion never runs) when closed or the queue is full. The completion runs
     /// once, on the loop.
     func send(url: String, headers: [(String, String)], body: [UInt8], completion: @escaping HTTP2Completion) -> Bool {
-        let job = Job(url: url, headers: headers.map { "\($0.0): \($0.1)" }, body: body, completion: completion)
+        let job = Job(url: url, headers: headers.map { "\($0.0): \($0.1)" }, body: body, deadline: monotonicNanos() &+ queueTimeoutNanos,
+                      completion: completion)
         return state.withLock { state in
             guard !state.closed, state.queue.count < maxQueued else { return false }
             state.queue.append(job)
@@ -76,7 +82,9 @@ final class HTTP1OriginPool: @unchecked Sendable {
             return job
         }) ?? nil {
             let result: Result<HTTP2Response, HTTP2ClientError>
-            if let session {
+            if monotonicNanos() >= job.deadline {
+                result = .failure(.queueTimedOut)
+            } else if let session {
                 result = Self.response(session.post(url: job.url, headers: job.headers, body: job.body))
             } else {
                 result = .failure(.notSent("curl_easy_init failed"))
