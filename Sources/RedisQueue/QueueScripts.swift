@@ -326,6 +326,9 @@ public enum QueueScripts {
     /// recovery and with a hand-back as claimed only).
     /// After every completion, the archive section: archive max length, a count, and per archived job the 1-based
     /// index of its completion, k, k archive field/value args (written only when that completion applies).
+    /// Then the result index section: its TTL in seconds, a count, and per indexed job the 1-based index of its
+    /// completion, the KEYS index of its `<p>:result:<id>` hash, the field, the entry's JSON (written only when
+    /// that completion's result entry is; see `QueueCommands.appendResultIndex`).
     /// A retry due time of `head` hands the job back to the head of its queue (its queue key goes with it): its
     /// bytes as claimed when they are sent, else the retry member with the epoch mark; the retry member goes to the
     /// retry set due at once instead while that key holds another type.
@@ -406,6 +409,7 @@ public enum QueueScripts {
       if #present > 0 then redis.call('HDEL', KEYS[1], unpack(present)) end
     end
     local codes = {}
+    local sids = {}
     local backs, backQueues = {}, {}
     local wroteResults = false
     local wroteTokens = false
@@ -439,7 +443,7 @@ public enum QueueScripts {
       if code == 1 or code == 2 then
         if nr > 0 then
           -- Straight from ARGV: building a table per entry cost more than the XADD itself.
-          redis.call('XADD', KEYS[2], '*', unpack(ARGV, rs, rs + nr - 1))
+          sids[c] = redis.call('XADD', KEYS[2], '*', unpack(ARGV, rs, rs + nr - 1))
           wroteResults = true
         end
         if retryDue == 'head' then
@@ -515,6 +519,20 @@ public enum QueueScripts {
           redis.call('ZADD', KEYS[4], nowMs(), list[b][2])
         end
       end
+    end
+    -- The result index (results.index_ttl_seconds): per job a hash, token -> its latest entry with the stream id.
+    -- A best-effort extra: an index key of another type (pcall: HSET changes nothing then) is passed over, so it
+    -- never holds up a completion.
+    local indexTTL = ARGV[a]
+    local x = a + 2
+    for _ = 1, tonumber(ARGV[a + 1] or '0') do
+      local sid = sids[tonumber(ARGV[x])]
+      if sid then
+        local k = KEYS[tonumber(ARGV[x + 1])]
+        local r = redis.pcall('HSET', k, ARGV[x + 2], '{"stream_id":"' .. sid .. '",' .. string.sub(ARGV[x + 3], 2))
+        if type(r) == 'number' then redis.call('EXPIRE', k, indexTTL) end
+      end
+      x = x + 4
     end
     -- Trim once per batch rather than per entry (approximate trimming, as MAXLEN ~ on each XADD would be).
     if wroteResults then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', resultsMax) end

@@ -151,6 +151,14 @@ public struct ResultEntry: Sendable, Equatable {
         if let traceparent { args.append("traceparent"); args.append(Self.text(traceparent)) }
     }
 
+    /// The entry as the result index keeps it (`QueueKeys.resultIndex`): a JSON object of its fields as the
+    /// stream holds them (strings), after the queue key the job was claimed from.
+    public func indexJSON(queue: String) -> String {
+        var out = "{\"queue\":" + jsonEscaped(queue)
+        for (field, value) in fields { out += ",\"" + field + "\":" + jsonEscaped(value) }
+        return out + "}"
+    }
+
     /// Reads an entry back from a stream's field map (for tools and tests).
     public init?(fields map: [String: String]) {
         guard let id = map["id"], let outcomeText = map["outcome"], let outcome = Outcome(rawValue: outcomeText),
