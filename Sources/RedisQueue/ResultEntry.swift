@@ -22,6 +22,8 @@ public struct ResultEntry: Sendable, Equatable {
         /// `herald scheduled cancel` took the job out of the retry set before it was sent again (a `deliver_at`
         /// job before its time, a retry before its next attempt): terminal.
         case cancelled
+        /// A `validate_only` job passed every check (and, for FCM, FCM's own dry run) and was not sent: terminal.
+        case validated
 
         /// Every job ends with exactly one terminal outcome per run; `retrying` entries come before it, and a
         /// `replayed` entry starts another run.
