@@ -357,9 +357,9 @@ public final class DeliveryCore {
             return record(builder.expanded(job, multicast))
         }
         if expired { return finishJob(job, .fail(reason: "Expired"), answer: nil) }
-        // Validate only: every local check has passed; only FCM has a dry run of its own to ask (no peer offers
-        // one across providers), so the others end here, never sent.
-        if job.validateOnly && job.platform != .fcm { return finishJob(job, .delivered, answer: nil) }
+        // Validate only: every local check has passed; a platform with a dry run of its own (FCM) is asked it, the
+        // others end here, never sent.
+        if job.validateOnly && !job.platform.hasDryRun { return finishJob(job, .delivered, answer: nil) }
         if job.firstAttemptAt == nil { job.firstAttemptAt = wall }
         dispatch(job)
     }
