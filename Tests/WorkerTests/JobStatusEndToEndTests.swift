@@ -125,6 +125,66 @@ extension EndToEnd {
             #expect(seen.isSuperset(of: ["delivered", "retrying", "token_dropped", "rejected", "duplicate", "validated"]), "\(check.output)")
         }
 
+        /// Issue 25's done-when: a SIGKILL of `herald api` under load loses no acknowledged job (every id answered 202
+        /// ends with a terminal outcome, through a worker and the simulator) and delivers no refused one.
+        @Test(.timeLimit(.minutes(2)))
+        func aSIGKILLOfTheAPIUnderLoadLosesNoAcknowledgedJobAndDeliversNoRefusedOne() throws {
+            let world = try EndToEndWorld()
+            defer { world.shutdown(); world.removeFiles() }
+            let path = try world.writeConfig()
+            try world.startWorker(id: "kill-api-1", config: path)
+            let port = freeLoopbackPort()
+            let api = try ChildProcess(name: "api", executable: world.herald, arguments: ["api", "--config", path, "--listen", "127.0.0.1:\(port)"])
+            defer { _ = api.stop(grace: 2) }
+            #expect(waitUntil(seconds: 20) { api.output.contains("api: ") || !api.isRunning }, "\(api.output)")
+            let acknowledged = world.directory + "/acked.txt"
+            let script = """
+                import requests, sys, threading, json
+                url, out = sys.argv[1], open(sys.argv[2], "a", buffering=1)
+                lock = threading.Lock()
+                def load(t):
+                    s = requests.Session()
+                    failures = 0
+                    for n in range(100000):
+                        good = {"id": "k%d-%d" % (t, n), "token": "%064x" % (t * 1000000 + n), "payload": {"aps": {"alert": "x"}}}
+                        bad = {"id": "bad-%d-%d" % (t, n), "token": "nothex", "payload": {}}
+                        try:
+                            r = s.post(url, data=json.dumps({"jobs": [good, bad]}), timeout=5)
+                        except Exception:
+                            failures += 1
+                            if failures > 3: return
+                            continue
+                        if r.status_code == 202:
+                            for a in r.json()["accepted"]:
+                                with lock: out.write(a["id"] + "\\n")
+                threads = [threading.Thread(target=load, args=(t,)) for t in range(4)]
+                for th in threads: th.start()
+                for th in threads: th.join()
+                """
+            let load = try ChildProcess(name: "api-load", executable: which("python3")!, arguments: ["-c", script, "http://127.0.0.1:\(port)/v1/jobs", acknowledged])
+            defer { _ = load.stop(grace: 2) }
+            func acked() -> Set<String> {
+                Set(((try? String(contentsOfFile: acknowledged, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init))
+            }
+            #expect(waitUntil(seconds: 30) { acked().count >= 500 }, "\(load.output)")
+            api.signal(SIGKILL)
+            #expect(waitUntil(seconds: 30) { !load.isRunning }, "the load stops once the API is gone: \(load.output)")
+            let answered = acked()
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            var ended: Set<String> = []
+            let finished = waitUntil(seconds: 60, interval: 0.2) {
+                ledger.poll()
+                ended = Set(ledger.entries.filter(\.isTerminal).map(\.id))
+                return answered.isSubset(of: ended)
+            }
+            #expect(finished, "acknowledged without a terminal outcome: \(answered.subtracting(ended).count), e.g. \(answered.subtracting(ended).prefix(5))\n\(world.workerLogs())")
+            #expect(answered.count >= 500)
+            #expect(!ledger.entries.contains { $0.id.hasPrefix("bad-") }, "a refused job reached the worker")
+            let delivered = ledger.entries.filter { $0.outcome == "delivered" }.count
+            #expect(delivered == Set(ledger.entries.map(\.id)).count, "every job that reached Redis was delivered once: \(ledger.terminalByOutcome)")
+            #expect(!world.simulator.acceptedNotifications().contains { $0.token == "nothex" })
+        }
+
         private func request(_ port: Int, _ method: String, _ path: String, body: String = "", key: String?) throws -> (status: Int, body: String) {
             let auth = key.map { "Authorization: Bearer \($0)\r\n" } ?? ""
             let text = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\(auth)Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
