@@ -65,6 +65,29 @@ import Testing
         #expect(try queue.redis.command(["XLEN", keys.results]).int == 2)
     }
 
+    @Test func aCancelledScheduledJobEndsInItsIndexToo() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        for id in ["c1", "c2"] {
+            let member = JobEnvelope.wrap(job: Array(#"{"id":"\#(id)","app":"shop","token":"t-\#(id)","payload":{}}"#.utf8), attempt: 1, id: id, queue: keys.queue)
+            _ = try redis.command([Array("ZADD".utf8), Array(keys.retry.utf8), Array("4000000000000".utf8), member])
+        }
+        var filter = ScheduledFilter()
+        filter.ids = ["c1"]
+        let one = try ScheduledJobs.select(redis: redis, keys: keys, filter: filter)
+        #expect(try ScheduledJobs.cancel(one, redis: redis, keys: keys, worker: "tool", indexTTLSeconds: 30).cancelled == 1)
+        filter.ids = ["c2"]
+        let other = try ScheduledJobs.select(redis: redis, keys: keys, filter: filter)
+        #expect(try ScheduledJobs.cancel(other, redis: redis, keys: keys, worker: "tool").cancelled == 1)
+        let flat = try redis.command(["HGETALL", keys.resultIndex(jobID: "c1")]).array?.compactMap(\.string) ?? []
+        #expect(flat.first == "t-c1")
+        let json = try JSONSerialization.jsonObject(with: Data((flat.last ?? "").utf8)) as? [String: String]
+        #expect(json?["outcome"] == "cancelled" && json?["queue"] == keys.queue && json?["stream_id"]?.contains("-") == true)
+        let ttl = try redis.command(["TTL", keys.resultIndex(jobID: "c1")]).int ?? -2
+        #expect(ttl > 0 && ttl <= 30)
+        #expect(try redis.command(["EXISTS", keys.resultIndex(jobID: "c2")]).int == 0, "no index without a TTL")
+    }
+
     @Test func withTheTTLAtZeroNothingIsIndexed() throws {
         let keys = TestRedis.keys()
         let (queue, leases) = try queue(keys, ttl: 0, jobs: 1)

@@ -47,6 +47,8 @@ extension EndToEnd {
                 #"{"id":"v-multi","validate_only":true,"tokens":["\#(deviceToken(prefix: "0d", index: 5))","\#(deviceToken(prefix: "0d", index: 6))"],"payload":{"aps":{"alert":"x"}}}"#,
                 // A copy of st-ok: its `duplicate` entry stays out of the index.
                 apns("st-ok", token: ok),
+                // Waits for its time, until `herald scheduled cancel` ends it.
+                apns("st-later", token: ok, extra: #","deliver_at":\#(inAnHour)"#),
             ]
             let posted = try post(port, "/v1/jobs", "{\"jobs\":[\(jobs.joined(separator: ","))]}", key: "key-all")
             #expect(posted.status == 202, "\(posted.body)")
@@ -68,12 +70,22 @@ extension EndToEnd {
             usleep(300_000)
             ledger.poll()
 
+            // The scheduled one: no entry while it waits, then cancelled by the operator's tool, into its index too.
+            let laterShard = shards.shards[shards.shard(forJobID: "st-later")]
+            let redisClient = try world.connectRedis()
+            #expect(waitUntil(seconds: 10) { ((try? redisClient.command(["ZCARD", laterShard.keys.retry]).int) ?? 0) == 1 })
+            #expect(try get(port, "/v1/jobs/st-later", key: "key-all").status == 404)
+            let cancel = try world.runHerald(["scheduled", "cancel", "--config", path, "--id", "st-later"])
+            #expect(cancel.status == 0, "\(cancel.output)")
+            #expect(try world.waitForTerminal(terminal + 1, in: ledger, seconds: 10))
+
             let outcome: (String, String?) -> String? = { id, token in
                 ledger.entries.last { $0.id == id && $0.outcome != "duplicate" && (token == nil || $0.fields["token"] == token) }?.outcome
             }
             #expect(outcome("v-fcm", nil) == "validated")
             #expect(outcome("v-apns", nil) == "validated")
             #expect(outcome("v-bad", nil) == "rejected")
+            #expect(outcome("st-later", nil) == "cancelled")
             #expect(ledger.entries.filter { $0.id == "v-multi" }.map(\.outcome) == ["validated", "validated"])
             // FCM got the dry run (and only it asked so); APNs never saw a validate-only job.
             let messages = world.fcm!.acceptedMessages()
@@ -84,7 +96,7 @@ extension EndToEnd {
             #expect(apnsTokens.contains(ok))
 
             // The status of each job: its latest entry per token, as the stream has it, in stream order.
-            for id in ["st-ok", "st-retried", "st-dead", "st-multi", "st-fcm", "v-fcm", "v-apns", "v-multi", "v-bad", "st-rejected"] {
+            for id in ["st-ok", "st-retried", "st-dead", "st-multi", "st-fcm", "v-fcm", "v-apns", "v-multi", "v-bad", "st-rejected", "st-later"] {
                 let answer = try get(port, "/v1/jobs/\(id)", key: "key-all")
                 #expect(answer.status == 200, "\(id): \(answer.body)")
                 let results = jsonObject(answer.body)["results"] as? [[String: String]] ?? []
@@ -122,7 +134,7 @@ extension EndToEnd {
                                                  directory: Self.root)
             #expect(check.status == 0, "\(check.output)")
             let seen = Set((check.output.split(separator: "\n").first?.split(separator: " ").last ?? "").split(separator: ",").map(String.init))
-            #expect(seen.isSuperset(of: ["delivered", "retrying", "token_dropped", "rejected", "duplicate", "validated"]), "\(check.output)")
+            #expect(seen.isSuperset(of: ["delivered", "retrying", "token_dropped", "rejected", "duplicate", "validated", "cancelled"]), "\(check.output)")
         }
 
         /// Issue 25's done-when: a SIGKILL of `herald api` under load loses no acknowledged job (every id answered 202
