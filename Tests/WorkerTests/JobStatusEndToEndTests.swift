@@ -150,30 +150,8 @@ extension EndToEnd {
             defer { _ = api.stop(grace: 2) }
             #expect(waitUntil(seconds: 20) { api.output.contains("api: ") || !api.isRunning }, "\(api.output)")
             let acknowledged = world.directory + "/acked.txt"
-            let script = """
-                import requests, sys, threading, json
-                url, out = sys.argv[1], open(sys.argv[2], "a", buffering=1)
-                lock = threading.Lock()
-                def load(t):
-                    s = requests.Session()
-                    failures = 0
-                    for n in range(100000):
-                        good = {"id": "k%d-%d" % (t, n), "token": "%064x" % (t * 1000000 + n), "payload": {"aps": {"alert": "x"}}}
-                        bad = {"id": "bad-%d-%d" % (t, n), "token": "nothex", "payload": {}}
-                        try:
-                            r = s.post(url, data=json.dumps({"jobs": [good, bad]}), timeout=5)
-                        except Exception:
-                            failures += 1
-                            if failures > 3: return
-                            continue
-                        if r.status_code == 202:
-                            for a in r.json()["accepted"]:
-                                with lock: out.write(a["id"] + "\\n")
-                threads = [threading.Thread(target=load, args=(t,)) for t in range(4)]
-                for th in threads: th.start()
-                for th in threads: th.join()
-                """
-            let load = try ChildProcess(name: "api-load", executable: which("python3")!, arguments: ["-c", script, "http://127.0.0.1:\(port)/v1/jobs", acknowledged])
+            let loader = Self.root + "/Tests/APITests/Fixtures/api_load.py"
+            let load = try ChildProcess(name: "api-load", executable: which("python3")!, arguments: [loader, "http://127.0.0.1:\(port)/v1/jobs", acknowledged])
             defer { _ = load.stop(grace: 2) }
             func acked() -> Set<String> {
                 Set(((try? String(contentsOfFile: acknowledged, encoding: .utf8)) ?? "").split(separator: "\n").map(String.init))
