@@ -25,10 +25,12 @@ extension FrontDoor {
         redis.send([Array("HGETALL".utf8), Array(shard.keys.resultIndex(jobID: id).utf8)]) { [shards] result in
             let items: [RESPValue]
             switch result {
+            case .failure(.server(let message)) where message.hasPrefix("WRONGTYPE"):
+                // Not an index Herald wrote (workers pass such a key over): nothing kept.
+                items = []
             case .failure(let error):
                 return respond(Self.error(503, "unavailable", "Redis did not answer HGETALL: \(error)"))
             case .success(let reply):
-                // A key of another type answers WRONGTYPE (a failure above); nil or empty: nothing kept.
                 items = reply.array ?? []
             }
             var entries: [(streamID: String, json: String)] = []
