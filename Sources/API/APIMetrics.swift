@@ -14,7 +14,9 @@ final class APIMetrics {
     private(set) var failed: UInt64 = 0
     private(set) var validated: UInt64 = 0
 
-    static func route(_ path: String) -> String { routes.contains(path) ? path : "other" }
+    static func route(_ path: String) -> String {
+        routes.contains(path) ? path : path.hasPrefix(FrontDoor.jobsPathPrefix) ? "/v1/jobs/{id}" : "other"
+    }
 
     func request(route: String, status: Int, nanoseconds: UInt64) {
         requests[route, default: [:]][status, default: 0] += 1

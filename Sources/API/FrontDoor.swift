@@ -22,6 +22,9 @@ public final class FrontDoor {
     /// One router per configured queue, each keeping its own turn for jobs without an id.
     var routers: [String: ShardRouter]
     let defaultQueue: String
+    let shards: QueueShards
+    /// `results.index_ttl_seconds`: 0 when workers keep no job status.
+    let indexTTLSeconds: Int
     /// What this process accepted and refused by gorush platform name, for `GET /api/stat/app`.
     var gorushCounts: [String: (accepted: Int, refused: Int)] = [:]
     /// A process-unique prefix for the ids given to jobs without one: random, so API processes never collide.
@@ -39,6 +42,8 @@ public final class FrontDoor {
         for queue in shards.configuredQueues { routers[queue] = try ShardRouter(shards: shards, queue: queue) }
         self.routers = routers
         defaultQueue = shards.configuredQueues[0]
+        self.shards = shards
+        indexTTLSeconds = configuration.results.indexTTLSeconds
     }
 
     let metrics = APIMetrics()
@@ -61,12 +66,15 @@ public final class FrontDoor {
         case ("POST", "/v1/jobs"): submit(request, respond: respond)
         case ("POST", "/api/push"): gorushPush(request, respond: respond)
         case ("GET", "/api/stat/app"): gorushStat(respond: respond)
+        case ("GET", let path) where path.hasPrefix(Self.jobsPathPrefix): status(request, respond: respond)
         case ("GET", "/metrics"):
             respond(HTTP1Server.Response(status: 200, contentType: PrometheusText.contentType,
                                          body: Array(metrics.text(openConnections: openConnections(), redisUp: readiness()).utf8)))
         case ("GET", "/healthz"), ("HEAD", "/healthz"): respond(Self.json(200, #"{"status":"ok"}"#))
         case ("GET", "/readyz"), ("HEAD", "/readyz"):
             respond(readiness() ? Self.json(200, #"{"status":"ready"}"#) : Self.json(503, #"{"status":"redis unreachable"}"#))
+        case (_, let path) where path.hasPrefix(Self.jobsPathPrefix):
+            respond(Self.error(405, "method_not_allowed", "use GET", headers: [("Allow", "GET")]))
         case (_, "/v1/jobs"), (_, "/api/push"): respond(Self.error(405, "method_not_allowed", "use POST", headers: [("Allow", "POST")]))
         case (_, "/healthz"), (_, "/readyz"): respond(Self.error(405, "method_not_allowed", "use GET", headers: [("Allow", "GET, HEAD")]))
         default: respond(Self.error(404, "not_found", "no route \(request.method) \(request.path)"))

@@ -51,12 +51,14 @@ public final class FCMSender: PushSender {
                          caFile: fcm.caFile, proxy: fcm.proxy)
     }
 
-    /// The body FCM expects around the producer's message bytes, which are not re-encoded.
-    public static func body(message: [UInt8]) -> [UInt8] {
+    /// The body FCM expects around the producer's message bytes, which are not re-encoded; `validateOnly` asks
+    /// FCM for its dry run (every check of a real send, nothing delivered).
+    public static func body(message: [UInt8], validateOnly: Bool = false) -> [UInt8] {
         var body: [UInt8] = []
-        body.reserveCapacity(message.count + 12)
+        body.reserveCapacity(message.count + 34)
         body.append(contentsOf: Array("{\"message\":".utf8))
         body.append(contentsOf: message)
+        if validateOnly { body.append(contentsOf: Array(",\"validate_only\":true".utf8)) }
         body.append(UInt8(ascii: "}"))
         return body
     }
@@ -83,7 +85,7 @@ public final class FCMSender: PushSender {
                 method: "POST", path: app.path,
                 headers: [HTTP2Header(name: "content-type", value: "application/json"),
                           HTTP2Header(name: "authorization", value: token.header, neverIndex: true)],
-                body: Self.body(message: notification.payload), timeoutMilliseconds: self.settings.requestTimeoutMs)
+                body: Self.body(message: notification.payload, validateOnly: notification.validateOnly), timeoutMilliseconds: self.settings.requestTimeoutMs)
             let taken = pool.send(request, onConnectionNewerThan: afterConnection) { result in
                 switch result {
                 case .success(let response):

@@ -10,7 +10,8 @@ import TLS
 /// `delivered` result and ack for each job, claim again), pipelined on one connection as the worker does.
 /// The jobs must already be queued. Against `redis-benchmark` this is the cost of the Lua scripts. With
 /// `--once-window` each claim also runs the idempotency check (`claimOnce`) and each completion ends the job's
-/// id key, as a worker with `idempotency_window_seconds` does: the difference is idempotency's cost per job.
+/// id key, as a worker with `idempotency_window_seconds` does: the difference is idempotency's cost per job. With
+/// `--index-ttl` each completion also keeps the job's result index (`results.index_ttl_seconds`).
 enum QueueBenchCommand {
     static let command = Command(
         bench: "queue", abstract: "Claim + ack + result with no APNs at all (jobs must be queued).",
@@ -23,6 +24,7 @@ enum QueueBenchCommand {
             .value("prefix", "prefix", "Key prefix (default herald)."),
             .value("timeout", "seconds", "Give up after this long (default 300)."),
             .value("once-window", "ms", "Idempotency window: check every job id and mark it done (default 0: off)."),
+            .value("index-ttl", "seconds", "Keep the per-job result index as results.index_ttl_seconds does (default 0: off)."),
             .value("wait-replicas", "n", "WAIT for n replicas after every script call, as redis.wait_replicas (default 0: off)."),
             .value("wait-timeout", "ms", "WAIT's timeout (default 1000)."),
         ],
@@ -37,6 +39,9 @@ enum QueueBenchCommand {
         let timeout = try flags.double("timeout", default: 300)
         let onceWindow = Int64(try flags.int("once-window", default: 0))
         let waitReplicas = try flags.int("wait-replicas", default: 0)
+        var queueOptions = JobQueueOptions()
+        queueOptions.resultIndexTTLSeconds = try flags.int("index-ttl", default: 0)
+        let frozenOptions = queueOptions
         let waitTimeout = try flags.int("wait-timeout", default: 1000)
         var connectionOptions = RedisConnection.Options()
         if let caFile = flags.value("tls-ca-file") {
@@ -52,7 +57,7 @@ enum QueueBenchCommand {
             connection.start()
             let sender: any RedisCommandSender = waitReplicas > 0
                 ? ReplicaWaitSender(connection, replicas: waitReplicas, timeoutMilliseconds: waitTimeout) : connection
-            let queue = try JobQueue(connection: sender, keys: try QueueKeys(prefix: prefix), workerID: "bench-\(getpid())")
+            let queue = try JobQueue(connection: sender, keys: try QueueKeys(prefix: prefix), workerID: "bench-\(getpid())", options: frozenOptions)
             let run = QueueRun(queue: queue, count: count, batch: batch, onceWindow: onceWindow, done: done)
             for _ in 0..<lanes { run.lane() }
             return LoopBound(run, loop: loop)
@@ -63,7 +68,7 @@ enum QueueBenchCommand {
         try loop.submit { run.value.queue.connection.close() }
         printJSONLine(["completed": summary.completed, "errors": summary.errors, "seconds": seconds,
                        "per_s": (Double(summary.completed) / seconds).rounded(), "batch": batch, "lanes": lanes,
-                       "once_window_ms": onceWindow, "wait_replicas": waitReplicas, "duplicates": summary.duplicates])
+                       "once_window_ms": onceWindow, "index_ttl_seconds": frozenOptions.resultIndexTTLSeconds, "wait_replicas": waitReplicas, "duplicates": summary.duplicates])
     }
 }
 

@@ -117,6 +117,9 @@ public enum JobParser {
                     guard v >= 0 else { throw JobError.outOfRange(field: field.name) }
                     job.ttl = v
                 case .urgency: job.urgency = try string(value, field, scanner)
+                case .validateOnly:
+                    guard value.kind == .bool else { throw JobError.wrongType(field: "validate_only", expected: "true or false") }
+                    job.validateOnly = scanner.text(value) == "true"
                 case .platform:
                     platformText = value.kind == .string ? scanner.stringValue(value) : scanner.text(value)
                 case .message:
@@ -283,7 +286,7 @@ public enum JobParser {
 
     private enum Field: UInt32 {
         case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
-        case channel, platform, message, subscription, ttl, urgency, subscriptions, traceparent
+        case channel, platform, message, subscription, ttl, urgency, subscriptions, traceparent, validateOnly
 
         var name: String {
             switch self {
@@ -308,6 +311,7 @@ public enum JobParser {
             case .urgency: "urgency"
             case .subscriptions: "subscriptions"
             case .traceparent: "traceparent"
+            case .validateOnly: "validate_only"
             }
         }
 
@@ -336,6 +340,7 @@ public enum JobParser {
             case 11 where s.stringEquals(key, "traceparent"): self = .traceparent
             case 12 where s.stringEquals(key, "subscription"): self = .subscription
             case 13 where s.stringEquals(key, "subscriptions"): self = .subscriptions
+            case 13 where s.stringEquals(key, "validate_only"): self = .validateOnly
             case -1:
                 let name = s.stringValue(key)
                 guard let f = Field.allByName[name] else { return nil }

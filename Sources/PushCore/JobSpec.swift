@@ -25,6 +25,8 @@ public struct JobSpec: Sendable, Equatable {
     public var apnsID: String?
     /// A W3C `traceparent` the producer gave (valid ones only): carried into the job's result entries and log lines.
     public var traceparent: String?
+    /// `"validate_only": true`: every check, FCM's own dry run, and a `validated` outcome instead of a delivery.
+    public var validateOnly = false
     public var payload: [UInt8] = []
     /// `platform` as the job gave it, else its shape: a `message` and no `payload` make an FCM job.
     public var platform: Platform = .apns

@@ -55,6 +55,15 @@ extension Platform {
         }
     }
 
+    /// The service checks a message without delivering it (FCM's `validate_only`): a `validate_only` job is sent as
+    /// that dry run; without, it gets the local checks only and is never sent.
+    public var hasDryRun: Bool {
+        switch self {
+        case .fcm: true
+        case .apns, .webpush: false
+        }
+    }
+
     /// Its jobs carry a browser's push subscription (`subscription`, Web Push) instead of a device token, and a
     /// payload of any JSON value (a string's text, or the value's bytes).
     public var carriesSubscription: Bool {

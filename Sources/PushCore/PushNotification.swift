@@ -27,6 +27,8 @@ public struct PushNotification: Sendable, Equatable {
     public var platform: Platform = .apns
     /// A Web Push job's subscription and headers (nil for other platforms).
     public var webPush: WebPushFields? = nil
+    /// The job's `validate_only`: FCM gets `"validate_only": true` (its dry run); APNs and Web Push get nothing.
+    public var validateOnly = false
 
     public init(
         deviceToken: String, topic: String, environment: APNsEnvironment, pushType: PushType = .alert,

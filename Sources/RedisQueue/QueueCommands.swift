@@ -115,7 +115,26 @@ struct QueueCommands: Sendable {
             }
         }
         appendArchive(batch, to: &args)
+        appendResultIndex(batch, declared: &declared, to: &args)
         return (QueueScripts.complete, declared.keys, args)
+    }
+
+    /// The result index section after the archive: its TTL in seconds, a count, then per indexed completion its
+    /// 1-based index in the batch, the KEYS index of `<prefix>:result:<id>`, the hash field (the token, else the
+    /// channel, else "") and the entry as a JSON object of strings with its queue key (Lua adds the stream id).
+    /// `duplicate` entries are left out: they are about another copy, and would hide the job's own outcome.
+    private func appendResultIndex(_ batch: [JobCompletion], declared: inout DeclaredKeys, to args: inout RESPArguments) {
+        args.append(options.resultIndexTTLSeconds)
+        guard options.resultIndexTTLSeconds > 0 else { return args.append(0) }
+        let indexed = batch.indices.filter { batch[$0].result.map { $0.outcome != .duplicate && !$0.id.isEmpty } ?? false }
+        args.append(indexed.count)
+        for index in indexed {
+            let result = batch[index].result!
+            args.append(index + 1)
+            args.append(declared.index(of: keys.resultIndex(jobID: result.id)))
+            args.append(result.token ?? result.channel ?? "")
+            args.append(result.indexJSON(queue: batch[index].lease.queueKey))
+        }
     }
 
     /// The retry due time that says "back to the head of the queue" (`JobCompletion.handBack`).
@@ -262,6 +281,8 @@ public struct JobQueueOptions: Sendable {
     public var deadMaxLength = 100_000
     /// Approximate length cap of the failed-job archive stream; 0 archives nothing.
     public var archiveMaxLength = 100_000
+    /// Life of the per-job result index (`QueueKeys.resultIndex`), refreshed by each entry; 0 keeps none.
+    public var resultIndexTTLSeconds = 0
     public var reapWorkersPerCall = 100
     public var retryMovesPerCall = 1_000
     /// Fair share: one weight per queue key (in `queueKeys` order); claims visit the queues in a weighted round

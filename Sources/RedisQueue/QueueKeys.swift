@@ -40,6 +40,9 @@ public struct QueueKeys: Sendable, Equatable {
     /// STRING per producer job id while idempotency is on (`QueueScripts.claimOnce`): who is sending it, or
     /// `pending`/`done`; it expires after the window. Ids may hold any bytes: the key is never parsed.
     public func once(jobID: String) -> String { "\(prefix):once:\(jobID)" }
+    /// HASH per job id while `results.index_ttl_seconds` is set: token (or channel, or "") -> that token's latest
+    /// result entry as JSON with its stream id; expires that long after the job's last entry (`GET /v1/jobs/<id>`).
+    public func resultIndex(jobID: String) -> String { "\(prefix):result:\(jobID)" }
 
     /// Queue keys and worker ids travel inside JSON headers and lease values unescaped.
     public static func isValid(_ key: String) -> Bool {

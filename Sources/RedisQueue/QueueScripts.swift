@@ -326,6 +326,9 @@ public enum QueueScripts {
     /// recovery and with a hand-back as claimed only).
     /// After every completion, the archive section: archive max length, a count, and per archived job the 1-based
     /// index of its completion, k, k archive field/value args (written only when that completion applies).
+    /// Then the result index section: its TTL in seconds, a count, and per indexed job the 1-based index of its
+    /// completion, the KEYS index of its `<p>:result:<id>` hash, the field, the entry's JSON (written only when
+    /// that completion's result entry is; see `QueueCommands.appendResultIndex`).
     /// A retry due time of `head` hands the job back to the head of its queue (its queue key goes with it): its
     /// bytes as claimed when they are sent, else the retry member with the epoch mark; the retry member goes to the
     /// retry set due at once instead while that key holds another type.
@@ -406,6 +409,7 @@ public enum QueueScripts {
       if #present > 0 then redis.call('HDEL', KEYS[1], unpack(present)) end
     end
     local codes = {}
+    local sids = {}
     local backs, backQueues = {}, {}
     local wroteResults = false
     local wroteTokens = false
@@ -439,7 +443,7 @@ public enum QueueScripts {
       if code == 1 or code == 2 then
         if nr > 0 then
           -- Straight from ARGV: building a table per entry cost more than the XADD itself.
-          redis.call('XADD', KEYS[2], '*', unpack(ARGV, rs, rs + nr - 1))
+          sids[c] = redis.call('XADD', KEYS[2], '*', unpack(ARGV, rs, rs + nr - 1))
           wroteResults = true
         end
         if retryDue == 'head' then
@@ -515,6 +519,20 @@ public enum QueueScripts {
           redis.call('ZADD', KEYS[4], nowMs(), list[b][2])
         end
       end
+    end
+    -- The result index (results.index_ttl_seconds): per job a hash, token -> its latest entry with the stream id.
+    -- A best-effort extra: an index key of another type (pcall: HSET changes nothing then) is passed over, so it
+    -- never holds up a completion.
+    local indexTTL = ARGV[a]
+    local x = a + 2
+    for _ = 1, tonumber(ARGV[a + 1] or '0') do
+      local sid = sids[tonumber(ARGV[x])]
+      if sid then
+        local k = KEYS[tonumber(ARGV[x + 1])]
+        local r = redis.pcall('HSET', k, ARGV[x + 2], '{"stream_id":"' .. sid .. '",' .. string.sub(ARGV[x + 3], 2))
+        if type(r) == 'number' then redis.call('EXPIRE', k, indexTTL) end
+      end
+      x = x + 4
     end
     -- Trim once per batch rather than per entry (approximate trimming, as MAXLEN ~ on each XADD would be).
     if wroteResults then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', resultsMax) end
@@ -703,10 +721,12 @@ public enum QueueScripts {
     return {codes, problems}
     """#)
 
-    /// KEYS: retry, results, then the batch's `<p>:once:<id>` keys, each once. ARGV: results max length, count, then
-    /// per job: its retry-set member (exact bytes), the KEYS index of its once key or 0, n, n result field/value args
-    /// (the `cancelled` entry). Per job, atomically: if the member is still in the retry set it is removed, the
-    /// entry written, and a once key that says `pending` (the job waited there under idempotency) becomes `done`
+    /// KEYS: retry, results, then the batch's `<p>:once:<id>` and `<p>:result:<id>` keys, each once. ARGV: results
+    /// max length, count, the result index TTL in seconds (0: none), then per job: its retry-set member (exact
+    /// bytes), the KEYS index of its once key or 0, n, n result field/value args (the `cancelled` entry), the KEYS
+    /// index of its result index key or 0 and, when not 0, the index field and the entry's JSON (as `complete`'s
+    /// result index). Per job, atomically: if the member is still in the retry set it is removed, the entry written
+    /// (and indexed), and a once key that says `pending` (the job waited there under idempotency) becomes `done`
     /// (keeping its expiry), so a later copy of the id is a duplicate as after any terminal outcome. Returns per
     /// job 1 (cancelled) or 0 (no longer in the retry set: moved to its queue meanwhile, or cancelled already), then
     /// problems.
@@ -715,14 +735,20 @@ public enum QueueScripts {
     if bad then return bad end
     local codes = {}
     local wrote = false
-    local i = 3
+    local i = 4
     for c = 1, tonumber(ARGV[2]) do
       local member, once, n = ARGV[i], tonumber(ARGV[i + 1]), tonumber(ARGV[i + 2])
+      local x = tonumber(ARGV[i + 3 + n])
       local code = 0
       if redis.call('ZREM', KEYS[1], member) == 1 then
         if n > 0 then
-          redis.call('XADD', KEYS[2], '*', unpack(ARGV, i + 3, i + 2 + n))
+          local sid = redis.call('XADD', KEYS[2], '*', unpack(ARGV, i + 3, i + 2 + n))
           wrote = true
+          if x > 0 then
+            -- Best effort, as in `complete`: an index key of another type is passed over.
+            local r = redis.pcall('HSET', KEYS[x], ARGV[i + 4 + n], '{"stream_id":"' .. sid .. '",' .. string.sub(ARGV[i + 5 + n], 2))
+            if type(r) == 'number' then redis.call('EXPIRE', KEYS[x], ARGV[3]) end
+          end
         end
         if once > 0 and redis.call('TYPE', KEYS[once]).ok == 'string' and redis.call('GET', KEYS[once]) == 'pending' then
           redis.call('SET', KEYS[once], 'done', 'KEEPTTL')
@@ -730,7 +756,8 @@ public enum QueueScripts {
         code = 1
       end
       codes[c] = code
-      i = i + 3 + n
+      i = i + 4 + n
+      if x > 0 then i = i + 2 end
     end
     if wrote then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', ARGV[1]) end
     return {codes, problems}

@@ -22,6 +22,8 @@ public struct ResultEntry: Sendable, Equatable {
         /// `herald scheduled cancel` took the job out of the retry set before it was sent again (a `deliver_at`
         /// job before its time, a retry before its next attempt): terminal.
         case cancelled
+        /// A `validate_only` job passed every check (and, for FCM, FCM's own dry run) and was not sent: terminal.
+        case validated
 
         /// Every job ends with exactly one terminal outcome per run; `retrying` entries come before it, and a
         /// `replayed` entry starts another run.
@@ -149,6 +151,14 @@ public struct ResultEntry: Sendable, Equatable {
         if let platform { args.append("platform"); args.append(Self.text(platform)) }
         if let fcmName { args.append("fcm_name"); args.append(Self.text(fcmName)) }
         if let traceparent { args.append("traceparent"); args.append(Self.text(traceparent)) }
+    }
+
+    /// The entry as the result index keeps it (`QueueKeys.resultIndex`): a JSON object of its fields as the
+    /// stream holds them (strings), after the queue key the job was claimed from.
+    public func indexJSON(queue: String) -> String {
+        var out = "{\"queue\":" + jsonEscaped(queue)
+        for (field, value) in fields { out += ",\"" + field + "\":" + jsonEscaped(value) }
+        return out + "}"
     }
 
     /// Reads an entry back from a stream's field map (for tools and tests).

@@ -91,12 +91,13 @@ public enum ScheduledJobs {
     }
 
     /// Takes each job out of the retry set and writes its terminal `cancelled` entry (by `worker`), in one script
-    /// per batch: a job the scheduler moves meanwhile is sent, not cancelled, and never both.
+    /// per batch: a job the scheduler moves meanwhile is sent, not cancelled, and never both. `indexTTLSeconds`
+    /// (`results.index_ttl_seconds`) > 0: the entry goes into the job's result index too, as a worker's would.
     public static func cancel(_ jobs: [ScheduledJob], redis: any BlockingRedisCommands, keys: QueueKeys, worker: String,
-                              resultsMaxLength: Int = 1_000_000) throws(RedisError) -> CancelReport {
+                              resultsMaxLength: Int = 1_000_000, indexTTLSeconds: Int = 0) throws(RedisError) -> CancelReport {
         var report = CancelReport()
         let problems = try BatchedScript.run(QueueScripts.cancelScheduled, jobs, redis: redis, what: "cancel", build: { batch in
-            var args: [[UInt8]] = [Array(String(resultsMaxLength).utf8), Array(String(batch.count).utf8)]
+            var args: [[UInt8]] = [Array(String(resultsMaxLength).utf8), Array(String(batch.count).utf8), Array(String(indexTTLSeconds).utf8)]
             var declared = DeclaredKeys([keys.retry, keys.results])
             for job in batch {
                 let entry = ResultEntry(id: job.id ?? "", outcome: .cancelled, reason: "Cancelled: herald scheduled cancel", token: job.token,
@@ -105,6 +106,12 @@ public enum ScheduledJobs {
                 let once = job.id.map { declared.index(of: keys.once(jobID: $0)) } ?? 0
                 args += [job.member, Array(String(once).utf8), Array(String(fields.count * 2).utf8)]
                 for (field, value) in fields { args += [Array(field.utf8), Array(value.utf8)] }
+                if indexTTLSeconds > 0, let id = job.id, !id.isEmpty {
+                    args += [Array(String(declared.index(of: keys.resultIndex(jobID: id))).utf8), Array((entry.token ?? "").utf8),
+                             Array(entry.indexJSON(queue: job.queue ?? "").utf8)]
+                } else {
+                    args.append(Array("0".utf8))
+                }
             }
             return (declared.keys, args)
         }, count: { code in

@@ -18,6 +18,7 @@ public struct Configuration: Sendable {
     /// A job's policy is its origin queue's, else `retry`.
     public var queueRetry: [String: RetrySettings] = [:]
     public var worker = WorkerSettings()
+    public var results = ResultsSettings()
     public var metrics = MetricsSettings()
     public var api = APISettings()
 
@@ -25,6 +26,13 @@ public struct Configuration: Sendable {
     public func retry(forQueue queueKey: String) -> RetrySettings { queueRetry[queueKey] ?? retry }
 
     public init() {}
+
+    /// What the worker keeps about results beside the results stream.
+    public struct ResultsSettings: Sendable, Equatable {
+        public init() {}
+        /// The per-job result index `<prefix>:result:<id>` (for `GET /v1/jobs/<id>`) lives this long; 0: none.
+        public var indexTTLSeconds = 0
+    }
 
     /// The worker's `/metrics`, `/healthz` and `/readyz` listener (docs/observability.md).
     public struct MetricsSettings: Sendable, Equatable {

@@ -30,14 +30,23 @@ public enum ConfigurationLoader {
 
     /// Only the `redis` section (plus environment overrides), for tools that do not send.
     public static func loadRedisOnly(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration.RedisSettings {
+        try loadSections(["redis"], path: path, environment: environment).redis
+    }
+
+    /// Only these sections of the file (the rest at their defaults, and unchecked), with the environment's
+    /// overrides: for tools that need a setting or two beside Redis (`herald scheduled cancel`: `results`).
+    public static func loadSections(_ sections: [String], path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(ConfigurationError) -> Configuration {
         let root: [String: Any]
         do { root = try readObject(path) } catch { throw ConfigurationError(["cannot read configuration file \(path) as a JSON object"]) }
         var configuration = Configuration()
-        let redis = Configuration.settings.filter { $0.key.hasPrefix("redis.") }
-        var problems = SettingsReader.apply(redis, object: ["redis": root["redis"] ?? [String: Any]()], to: &configuration, at: "")
+        let chosen = Configuration.settings.filter { setting in sections.contains { setting.key.hasPrefix($0 + ".") } }
+        var object: [String: Any] = [:]
+        for section in sections { object[section] = root[section] ?? [String: Any]() }
+        var problems = SettingsReader.apply(chosen, object: object, to: &configuration, at: "")
         problems += applyEnvironment(environment, to: &configuration)
         if !problems.isEmpty { throw ConfigurationError(problems) }
-        return configuration.redis
+        return configuration
     }
 
     /// The defaults with the environment's overrides (HERALD_REDIS_URL, HERALD_REDIS_TLS_*, ...), for tools run

@@ -9,10 +9,10 @@ import PushCore
 /// back-offs, due times in ms since the epoch) far from Int64's limit: what `check-config` accepts, the worker runs.
 extension Configuration {
     public static let settings: [Setting<Configuration>] = redisSettings + apnsSettings + fcmSettings + webPushSettings + appsSettings
-        + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + metricsSettings + apiSettings
+        + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + resultsSettings + metricsSettings + apiSettings
 
     /// The sections, in file order (the top-level keys).
-    public static let sections = ["redis", "apns", "fcm", "web_push", "apps", "retry", "worker", "metrics", "api"]
+    public static let sections = ["redis", "apns", "fcm", "web_push", "apps", "retry", "worker", "results", "metrics", "api"]
 
     /// The longest timeout a setting in milliseconds takes: an hour.
     static let maxTimeoutMs = 3_600_000
@@ -236,6 +236,11 @@ extension Configuration {
                  "A job `id` taken within this many seconds (from its first claim) is not sent again: the copy gets outcome `duplicate` (docs/job-format.md, \"Idempotency\"). E.g. `86400`; at most 30 days. Every worker sharing a Redis should use the same value."),
         .integer("worker.max_schedule_days", \.worker.maxScheduleDays, 1...3_650,
                  "How far ahead a job's `deliver_at` may lie, in days. A job scheduled further ahead is rejected with `bad_deliver_at` instead of waiting for ever: usually a time in microseconds or nanoseconds where milliseconds were meant."),
+    ]
+
+    static let resultsSettings: [Setting<Configuration>] = [
+        .integer("results.index_ttl_seconds", \.results.indexTTLSeconds, 0...2_592_000, off: true, default: "0 (off)",
+                 "Keep a small index of each job's latest result entries (one per token) at `<prefix>:result:<job id>`, expiring this many seconds after the job's last entry, for `GET /v1/jobs/<id>` (docs/api.md, \"Job status\"; its Redis cost in docs/results.md). E.g. `86400`; at most 30 days. 0 writes none. The API process reads it; workers write it."),
     ]
 
     static let metricsSettings: [Setting<Configuration>] = [

@@ -1,6 +1,7 @@
 import Basics
 import Foundation
 import RedisQueue
+import Worker
 
 /// `herald scheduled list|show|cancel`: the retry set (`<prefix>:retry` of every shard): `deliver_at` jobs
 /// waiting for their time, retries waiting for their next attempt, jobs of paused destinations.
@@ -83,9 +84,12 @@ enum ScheduledCommand {
             return ExitCode.success
         }
         let worker = "herald-scheduled@" + defaultWorkerID()
+        // The cancelled entry goes into the job's result index too while workers keep one (results.index_ttl_seconds).
+        let indexTTLSeconds = try (args.value("config") ?? ProcessInfo.processInfo.environment["HERALD_CONFIG"])
+            .map { try ConfigurationLoader.loadSections(["results"], path: $0).results.indexTTLSeconds } ?? 0
         var report = CancelReport()
         for (keys, jobs) in chosen where !jobs.isEmpty {
-            let part = try ScheduledJobs.cancel(jobs, redis: redis, keys: keys, worker: worker)
+            let part = try ScheduledJobs.cancel(jobs, redis: redis, keys: keys, worker: worker, indexTTLSeconds: indexTTLSeconds)
             report.cancelled += part.cancelled
             report.gone += part.gone
             report.problems += part.problems

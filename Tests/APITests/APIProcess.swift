@@ -21,10 +21,12 @@ final class APIProcess {
         #"{"name": "\#(name)", "bundle_id": "com.example.\#(name)", "token": {"team_id": "ABCDE12345", "key_id": "KEY1234567", "key_file": "/nonexistent/AuthKey.p8"}}"#
     }
 
-    init(redisURL: String, redisExtra: String = "", api: String = "{}", apps: String = APIProcess.shopApp, arguments: [String] = []) throws {
+    /// `sections`: more top-level members of the configuration (`"results": {...}`), after a comma.
+    init(redisURL: String, redisExtra: String = "", api: String = "{}", apps: String = APIProcess.shopApp, sections: String = "",
+         arguments: [String] = []) throws {
         guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is not beside the test bundle: run `swift build` first") }
         configPath = try writeConfigurationFile("""
-            {"redis": {"url": "\(redisURL)"\(redisExtra)}, "api": \(api), "apps": [\(apps)]}
+            {"redis": {"url": "\(redisURL)"\(redisExtra)}, "api": \(api), "apps": [\(apps)]\(sections.isEmpty ? "" : ", " + sections)}
             """)
         let child = try ChildProcess(name: "api", executable: herald, arguments: ["api", "--config", configPath, "--listen", "127.0.0.1:0"] + arguments)
         self.child = child

@@ -2,8 +2,9 @@ import Foundation
 import HeraldTestSupport
 import Testing
 
-/// schemas/job.schema.json against the documented examples and against what `herald api` queues, checked by
-/// python3-jsonschema (someone else's validator).
+/// schemas/job.schema.json against the documented examples and against what `herald api` queues, and
+/// schemas/result.schema.json against the documented result examples, checked by python3-jsonschema (someone
+/// else's validator).
 @Suite(.serialized) struct JobSchemaTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
     static let script = root + "/Tests/APITests/Fixtures/check_job_schema.py"
@@ -18,6 +19,16 @@ import Testing
         #expect(status == 0, "\(output)")
         // The 500 sample jobs and the documented examples without placeholders.
         #expect((Int(output.split(separator: " ").first ?? "") ?? 0) > 500, "\(output)")
+    }
+
+    /// schemas/result.schema.json against the result examples of README.md and docs/ (the entries a run writes are
+    /// checked by `EndToEnd/JobStatus`, which has the worker and the simulators).
+    @Test func everyResultExampleInTheREADMEAndDocsMatchesTheResultSchema() throws {
+        let quoted = [Self.root + "/Tests/APITests/Fixtures/check_result_schema.py", "schemas/result.schema.json"].map { "'\($0)'" }.joined(separator: " ")
+        let (output, status) = try run("sh", ["-c", "cd '\(Self.root)' && python3 \(quoted)"])
+        #expect(status == 0, "\(output)")
+        // The forwarder's example (docs/operations.md) and the job status answer's (docs/api.md).
+        #expect((Int(output.split(separator: " ").first ?? "") ?? 0) >= 2, "\(output)")
     }
 
     @Test func everyJobTheAPIQueuesMatchesTheSchema() throws {

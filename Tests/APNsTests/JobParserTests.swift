@@ -1,5 +1,6 @@
 import APNs
 import Basics
+import FCM
 import PushCore
 import Testing
 
@@ -319,5 +320,36 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
         }
         #expect(TraceParent.isValid("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future"), "a later version may add fields")
         #expect(parseError(#"{"token":"\#(token)","traceparent":"\#(valid)","traceparent":"\#(valid)","payload":{}}"#) == .duplicateField("traceparent"))
+    }
+}
+
+/// Issue 25, item 6: the job-level `"validate_only"` and what it turns into on the way to FCM.
+@Suite struct ValidateOnlyParsingTests {
+    @Test(arguments: [
+        (#""validate_only":true"#, true), (#""validate_only":false"#, false), (#""validate_only":null"#, false), ("", false),
+        (#""validate\u005fonly":true"#, true),
+    ])
+    func theFlagIsReadAsGiven(member: String, expected: Bool) throws {
+        let comma = member.isEmpty ? "" : ","
+        #expect(try parse(#"{"token":"\#(token)","payload":{}\#(comma)\#(member)}"#).validateOnly == expected)
+    }
+
+    @Test(arguments: [#""true""#, "1", "{}"])
+    func aFlagThatIsNotABooleanIsAWrongTypeRejection(value: String) {
+        let error = parseError(#"{"token":"\#(token)","payload":{},"validate_only":\#(value)}"#)
+        #expect(error == .wrongType(field: "validate_only", expected: "true or false"))
+        #expect(error?.code == "wrong_type")
+    }
+
+    @Test func aSecondFlagIsADuplicateField() {
+        #expect(parseError(#"{"token":"\#(token)","payload":{},"validate_only":true,"validate_only":false}"#) == .duplicateField("validate_only"))
+    }
+
+    @Test func fcmGetsItsOwnValidateOnlyBesideTheMessageBytesUntouched() throws {
+        let message = Array(#"{"token":"t","data":{"k":"v"}}"#.utf8)
+        let body = FCMSender.body(message: message, validateOnly: true)
+        #expect(String(decoding: body, as: UTF8.self) == #"{"message":{"token":"t","data":{"k":"v"}},"validate_only":true}"#)
+        #expect(validate(body) == nil)
+        #expect(String(decoding: FCMSender.body(message: message), as: UTF8.self) == #"{"message":{"token":"t","data":{"k":"v"}}}"#)
     }
 }

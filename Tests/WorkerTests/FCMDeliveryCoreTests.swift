@@ -51,6 +51,37 @@ extension CoreRig {
         #expect(apns?.platform == "apns" && apns?.fcmName == nil && apns?.environment == "production")
     }
 
+    /// Issue 25, item 6: `validate_only` ends `validated`; only FCM's is sent (as FCM's dry run), and a failed check
+    /// or FCM's refusal ends as it would have.
+    @Test func validateOnlyJobsEndValidatedAndOnlyFCMsAreSentAsADryRun() throws {
+        let rig = fcmRig()
+        rig.answerClaim([rig.job(1, extra: #","validate_only":true"#), rig.job(2, extra: #","validate_only":false"#),
+                         rig.lease(#"{"id":"f3","platform":"fcm","validate_only":true,"message":{"token":"t3"}}"#),
+                         rig.lease(#"{"id":"f4","platform":"fcm","validate_only":true,"message":{"token":"t4"}}"#),
+                         rig.job(5, app: "nope", extra: #","validate_only":true"#),
+                         rig.job(6, extra: #","validate_only":true,"expiration":1"#)])
+        // Each destination's first send goes alone (its probe); the next follows its answer.
+        var sends = rig.takeSends()
+        #expect(sends.map(\.id) == ["j2", "f3"])
+        #expect(sends.map(\.notification.validateOnly) == [false, true])
+        try #require(sends.count == 2)
+        rig.answer(sends[0], status: 200)
+        rig.answerFCM(sends[1], FCMResponse(status: 200, name: "projects/p/messages/fake_message_id"))
+        sends = rig.takeSends()
+        #expect(sends.map(\.id) == ["f4"] && sends.first?.notification.validateOnly == true)
+        try #require(sends.count == 1)
+        rig.answerFCM(sends[0], FCMResponse(status: 404, errorCode: "UNREGISTERED"))
+        let outcomes = Dictionary(rig.flushResults().map { ($0.id, $0) }, uniquingKeysWith: { a, _ in a })
+        #expect(outcomes["j1"]?.outcome == .validated && outcomes["j1"]?.status == 0 && outcomes["j1"]?.reason == nil)
+        #expect(outcomes["j2"]?.outcome == .delivered)
+        #expect(outcomes["f3"]?.outcome == .validated && outcomes["f3"]?.status == 200 && outcomes["f3"]?.fcmName == nil)
+        #expect(outcomes["f4"]?.outcome == .tokenDropped)
+        #expect(outcomes["j5"]?.outcome == .rejected)
+        #expect(outcomes["j6"]?.outcome == .failed && outcomes["j6"]?.reason == "Expired")
+        #expect(rig.core.counters.delivered == 1)
+        #expect(ResultEntry.Outcome.validated.isTerminal && ResultEntry.Outcome.validated.rawValue == "validated")
+    }
+
     @Test func droppedFCMTokensNameThePlatformAndTheApp() {
         let rig = fcmRig()
         rig.answerClaim([rig.fcmJob(1)])

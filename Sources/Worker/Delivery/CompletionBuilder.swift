@@ -42,7 +42,8 @@ struct CompletionBuilder {
         var result: ResultEntry
         switch decision {
         case .delivered:
-            result = entry(job, .delivered, now: now, answer: answer)
+            // A validate-only job's success is its check's (FCM's dry run names no real message).
+            result = entry(job, job.validateOnly ? .validated : .delivered, now: now, answer: answer)
         case .dropToken(let invalidSince, let reason):
             result = entry(job, .tokenDropped, now: now, answer: answer, reason: reason)
             result.invalidSince = invalidSince

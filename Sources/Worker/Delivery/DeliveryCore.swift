@@ -343,7 +343,8 @@ public final class DeliveryCore {
         let wall = clock.wallMillis
         let expired = policy.wouldExpire(job.notification.expiration, atMilliseconds: max(wall, job.deliverAt ?? wall))
         // Scheduled delivery: the job waits in Redis (the retry set, moved back by the scheduler) until it is due.
-        if let deliverAt = job.deliverAt, deliverAt > wall, !expired {
+        // A validate-only job is checked now, not at its time.
+        if let deliverAt = job.deliverAt, deliverAt > wall, !expired, !job.validateOnly {
             counters.scheduled += 1
             metrics.scheduled()
             return record(builder.scheduled(job, at: deliverAt))
@@ -356,6 +357,9 @@ public final class DeliveryCore {
             return record(builder.expanded(job, multicast))
         }
         if expired { return finishJob(job, .fail(reason: "Expired"), answer: nil) }
+        // Validate only: every local check has passed; a platform with a dry run of its own (FCM) is asked it, the
+        // others end here, never sent.
+        if job.validateOnly && !job.platform.hasDryRun { return finishJob(job, .delivered, answer: nil) }
         if job.firstAttemptAt == nil { job.firstAttemptAt = wall }
         dispatch(job)
     }
@@ -535,6 +539,7 @@ public final class DeliveryCore {
     private func finishJob(_ job: JobAttempt, _ decision: Decision, answer: (any ProviderAnswer)?) {
         let outcome: JobOutcome
         switch decision {
+        case .delivered where job.validateOnly: outcome = .validated
         case .delivered: counters.delivered += 1; outcome = .delivered
         case .dropToken: counters.tokensDropped += 1; outcome = .tokenDropped
         case .dropChannel: counters.channelsDropped += 1; outcome = .channelDropped

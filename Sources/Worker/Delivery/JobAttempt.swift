@@ -76,5 +76,9 @@ public final class JobAttempt {
         notification.environment = other
     }
 
+    /// `validate_only`: checked (and for FCM dry-run) instead of delivered.
+    func markValidateOnly() { notification.validateOnly = true }
+    var validateOnly: Bool { notification.validateOnly }
+
     func latencyMilliseconds(now: UInt64) -> Int { Int((now &- claimedAt) / 1_000_000) }
 }

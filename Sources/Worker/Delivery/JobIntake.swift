@@ -26,6 +26,7 @@ struct JobIntake {
         let verdict = admit(spec, lease, claimedAt: claimedAt, wallMillis: wallMillis, makeID: makeID)
         // Only a job with a trace pays for the look at the verdict.
         if let trace = spec.traceparent, case .accepted(let job) = verdict { job.traceparent = trace }
+        if spec.validateOnly, case .accepted(let job) = verdict { job.markValidateOnly() }
         return verdict
     }
 

@@ -18,6 +18,7 @@ public final class RedisJobSource: JobSource {
         queueOptions.resultsMaxLength = configuration.worker.resultsMaxLength
         queueOptions.deadMaxLength = configuration.worker.deadMaxLength
         queueOptions.archiveMaxLength = configuration.worker.archiveMaxLength
+        queueOptions.resultIndexTTLSeconds = configuration.results.indexTTLSeconds
         queueOptions.queueWeights = configuration.redis.claimWeights
         let sender = configuration.redis.durable(redis)
         waiting = sender as? ReplicaWaitSender

@@ -85,6 +85,7 @@ public struct MetricsSnapshot: Sendable {
         case .replayed: 7
         // Written by `herald scheduled cancel`, never by a worker.
         case .cancelled: 8
+        case .validated: 9
         }
     }
 
