@@ -4,8 +4,8 @@ import HeraldTestSupport
 import Testing
 
 /// `herald mock-webpush` run as its own process, as the Compose demo and scripts/bench run it: minted
-/// subscriptions on file, fates from --config, pywebpush and `herald send --platform webpush` answered, the
-/// counters at GET /_mock/stats, a subscription from POST /_mock/subscribe; stopped by its pid.
+/// subscriptions on file, fates from --config (reloaded on SIGHUP), pywebpush and `herald send --platform webpush`
+/// answered, the counters at GET /_mock/stats, a subscription from POST /_mock/subscribe; stopped by its pid.
 @Suite("herald mock-webpush")
 struct MockWebPushCommandTests {
     @Test(.timeLimit(.minutes(1)))
@@ -69,6 +69,13 @@ struct MockWebPushCommandTests {
         #expect(stats["delivered"] as? Int == 2, "\(stats)")
         #expect(stats["vapidRefused"] as? Int == 0 && stats["decryptionFailures"] as? Int == 0, "\(stats)")
         #expect(stats["subscriptionsMinted"] as? Int == 4, "\(stats)")
+
+        // SIGHUP reloads --config: without the rule the gone subscription is delivered to.
+        try #"{"rules":[]}"#.write(toFile: directory + "/faults.json", atomically: true, encoding: .utf8)
+        simulator.signal(SIGHUP)
+        #expect(waitUntil(seconds: 10) { simulator.output.contains("herald mock-webpush: reloaded") }, "\(simulator.output)")
+        let afterReload = try PythonPeer.run(["send", lines[2], "hello again", raw, "mailto:peer@example.com"], environment: environment)
+        #expect(afterReload["status"] as? Int == 201, "\(afterReload)")
 
         simulator.signal(SIGTERM)
         #expect(simulator.waitForExit(seconds: 10) == 0, "\(simulator.output)")

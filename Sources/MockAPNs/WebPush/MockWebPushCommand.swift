@@ -5,20 +5,12 @@ import Glibc
 /// `herald mock-webpush ...`: runs the push-service simulator until SIGTERM/SIGINT; SIGHUP reloads `--config`.
 public enum MockWebPushCommand {
     /// `herald mock-webpush`: parsing, `--help` and usage errors as for every herald command.
-    public static let command = Command(MockWebPushOptions.spec) { parsed in
-        run(try MockWebPushOptions(parsed), waitForStop: waitForSignals)
-    }
+    public static let command = Command(MockWebPushOptions.spec) { parsed in run(try MockWebPushOptions(parsed)) }
 
-    /// Runs the command. `arguments` are the words after `mock-webpush` (a leading "mock-webpush" is skipped too).
-    public static func main(arguments: [String]) -> Int32 {
-        CommandSupport.main(command, name: "mock-webpush", arguments: arguments)
-    }
-
-    private static func fail(_ text: String, code: Int32) -> Int32 { CommandSupport.fail("mock-webpush", text, code: code) }
-
-    /// Starts the server from `options`, mints the subscriptions asked for, prints the ready line, then blocks in
-    /// `waitForStop` and stops the server.
-    static func run(_ options: MockWebPushOptions, waitForStop: (MockWebPushServer, String?) -> Void) -> Int32 {
+    /// Starts the server from `options`, mints the subscriptions asked for, prints the ready line, then serves until
+    /// SIGTERM/SIGINT; each SIGHUP loads the fault rules again (a bad file keeps the old ones, and says why).
+    static func run(_ options: MockWebPushOptions) -> Int32 {
+        func fail(_ text: String, code: Int32) -> Int32 { CommandSupport.fail("mock-webpush", text, code: code) }
         var faults = MockWebPushFaultScript()
         if let file = options.configFile {
             do { faults = try MockWebPushFaultScript.load(file: file) } catch { return fail("\(error)", code: 78) }
@@ -56,8 +48,12 @@ public enum MockWebPushCommand {
         if let caFile { ready["ca_file"] = caFile }
         if let file = options.subscriptionsFile { ready["subscriptions_file"] = file }
         if let file = options.jobsFile { ready["jobs_file"] = file }
-        return CommandSupport.serve(ready, readyFile: options.readyFile, command: "mock-webpush",
-                                    wait: { waitForStop(server, options.configFile) }, stop: server.stop)
+        let wait = {
+            CommandSupport.waitForTermination(reloading: options.configFile) { file in
+                _ = CommandSupport.reload(command: "mock-webpush", configFile: file) { try server.replaceFaults(try MockWebPushFaultScript.load(file: file)) }
+            }
+        }
+        return CommandSupport.serve(ready, readyFile: options.readyFile, command: "mock-webpush", wait: wait, stop: server.stop)
     }
 
     /// A Herald Web Push job to `subscription` (`--jobs-file`: jobs for `herald enqueue --file`, the Compose
@@ -66,17 +62,6 @@ public enum MockWebPushCommand {
         let appField = app.map { #""app":"\#($0)","# } ?? ""
         return #"{"id":"webpush-\#(subscription.id)",\#(appField)"platform":"webpush","subscription":\#(subscription.json),"#
             + #""payload":{"title":"Herald","body":"to \#(subscription.id)"},"ttl":3600,"urgency":"normal"}"#
-    }
-
-    private static func waitForSignals(_ server: MockWebPushServer, _ configFile: String?) {
-        CommandSupport.waitForTermination(reloading: configFile) { _ = reload(server, from: $0) }
-    }
-
-    /// SIGHUP: load the fault rules again; a bad file leaves the rules in force (and says why).
-    static func reload(_ server: MockWebPushServer, from configFile: String) -> Bool {
-        CommandSupport.reload(command: "mock-webpush", configFile: configFile) {
-            try server.replaceFaults(try MockWebPushFaultScript.load(file: configFile))
-        }
     }
 }
 
@@ -130,12 +115,6 @@ struct MockWebPushOptions {
             .value("jobs-app", "name", "The app those jobs name (default: none, the configuration's Web Push app)."),
             .value("ready-file", "file", "Write the ready JSON line to this file once listening."),
         ])
-
-    static func parse(_ words: [String]) throws(UsageError) -> MockWebPushOptions {
-        try MockWebPushOptions(try ParsedArguments.parse(words, spec: spec))
-    }
-
-    init() {}
 
     init(_ args: ParsedArguments) throws(UsageError) {
         if let host = args.value("host") { self.host = host }
