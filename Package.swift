@@ -52,7 +52,7 @@ let package = Package(
         .target(name: "FCM", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "CurlHTTP", "COpenSSL", "Basics"]),
         /// Web Push (RFC 8030/8291/8292): subscriptions, aes128gcm message encryption, VAPID tokens (pure, OpenSSL only),
         /// its answers' classes and its sender (a pool per push-service origin).
-        .target(name: "WebPush", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "COpenSSL", "Basics"]),
+        .target(name: "WebPush", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "COpenSSL", "Basics", "CurlHTTP"]),
         /// TLS over OpenSSL shared by the APNs/FCM connections, Redis and (server side) the simulators: the `SSL_CTX`, one `SSL*` per socket,
         /// non-blocking handshake, read and write steps, and the error texts.
         .target(name: "TLS", dependencies: ["Basics", "Reactor", "COpenSSL"]),
@@ -86,7 +86,7 @@ let package = Package(
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
-        .testTarget(name: "WebPushTests", dependencies: ["WebPush", "PushCore", "ProviderKit", "Reactor", "MockAPNs", "RedisQueue", "Worker", "HeraldTestSupport"]),
+        .testTarget(name: "WebPushTests", dependencies: ["WebPush", "CurlHTTP", "HTTP2", "PushCore", "ProviderKit", "Reactor", "MockAPNs", "RedisQueue", "Worker", "HeraldTestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],

@@ -30,6 +30,15 @@ static inline CURLcode ccurl_setopt_write_function(CURL *handle, ccurl_write_cal
 static inline CURLcode ccurl_setopt_header_function(CURL *handle, ccurl_write_callback callback) {
     return curl_easy_setopt(handle, CURLOPT_HEADERFUNCTION, callback);
 }
+/// The socket-opening callback: Herald judges each address libcurl is about to connect to (Web Push refuses
+/// private ones), so the address checked is the address connected to.
+static inline CURLcode ccurl_setopt_opensocket_function(CURL *handle, curl_opensocket_callback callback) {
+    return curl_easy_setopt(handle, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+/// The address inside libcurl's curl_sockaddr (a flexible C layout Swift does not read safely).
+static inline const struct sockaddr *ccurl_sockaddr_address(const struct curl_sockaddr *address) { return &address->addr; }
+/// Its protocol field (a Swift keyword as a field name).
+static inline int ccurl_sockaddr_protocol(const struct curl_sockaddr *address) { return address->protocol; }
 /// A long result (CURLINFO_RESPONSE_CODE).
 static inline CURLcode ccurl_getinfo_long(CURL *handle, CURLINFO info, long *value) {
     return curl_easy_getinfo(handle, info, value);

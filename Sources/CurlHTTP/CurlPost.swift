@@ -1,4 +1,5 @@
 import CCurl
+import Glibc
 
 /// Blocking HTTPS POSTs with libcurl, for the plain calls outside the HTTP/2 pools: the OAuth token exchange
 /// (`CurlPost.post`, one call an hour per service account) and webhooks (a `CurlSession` kept for its
@@ -11,12 +12,19 @@ public enum CurlPost {
         public var caFile: String? = nil
         /// `http://host:port`; nil goes direct unless libcurl finds `https_proxy` in the environment.
         public var proxy: String? = nil
+        /// HTTP/1.1 only (Web Push to a service without HTTP/2); else libcurl's default.
+        public var http1Only = false
+        /// Judges each IP address (4 or 16 bytes) before libcurl connects to it: a reason refuses it.
+        public var addressCheck: (@Sendable ([UInt8]) -> String?)? = nil
 
-        public init(timeoutMilliseconds: Int = 10_000, connectTimeoutMilliseconds: Int = 5_000, caFile: String? = nil, proxy: String? = nil) {
+        public init(timeoutMilliseconds: Int = 10_000, connectTimeoutMilliseconds: Int = 5_000, caFile: String? = nil, proxy: String? = nil,
+                    http1Only: Bool = false, addressCheck: (@Sendable ([UInt8]) -> String?)? = nil) {
             self.timeoutMilliseconds = timeoutMilliseconds
             self.connectTimeoutMilliseconds = connectTimeoutMilliseconds
             self.caFile = caFile
             self.proxy = proxy
+            self.http1Only = http1Only
+            self.addressCheck = addressCheck
         }
     }
 
@@ -24,10 +32,13 @@ public enum CurlPost {
         public var status: Int
         /// The body's first `keepBodyBytes` bytes; the rest is read and dropped.
         public var body: [UInt8]
+        /// The final answer's headers, names lower-cased (the last of a repeated name).
+        public var headers: [String: String]
 
-        public init(status: Int, body: [UInt8]) {
+        public init(status: Int, body: [UInt8], headers: [String: String] = [:]) {
             self.status = status
             self.body = body
+            self.headers = headers
         }
     }
 
@@ -48,6 +59,8 @@ public final class CurlSession {
     private let keepBodyBytes: Int
     /// Why setting the handle up failed, reported by the first post.
     private var setupFailure: CurlFailure?
+    /// The address check's state, reached from the socket callback.
+    private let addressGuard: AddressGuard?
 
     /// libcurl's global state, set up once per process before the first handle (Swift's lazy globals are
     /// thread-safe).
@@ -57,6 +70,7 @@ public final class CurlSession {
         guard Self.globalInit == CURLE_OK, let handle = curl_easy_init() else { return nil }
         self.handle = handle
         self.keepBodyBytes = keepBodyBytes
+        addressGuard = options.addressCheck.map(AddressGuard.init)
         var code = CURLE_OK
         func set(_ result: CURLcode) { if code == CURLE_OK { code = result } }
         set(ccurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
@@ -70,6 +84,12 @@ public final class CurlSession {
         if let caFile = options.caFile { set(ccurl_setopt_string(handle, CURLOPT_CAINFO, caFile)) }
         if let proxy = options.proxy { set(ccurl_setopt_string(handle, CURLOPT_PROXY, proxy)) }
         set(ccurl_setopt_write_function(handle, collectBody))
+        set(ccurl_setopt_header_function(handle, collectHeader))
+        if options.http1Only { set(ccurl_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))) }
+        if let addressGuard {
+            set(ccurl_setopt_opensocket_function(handle, openCheckedSocket))
+            set(ccurl_setopt_pointer(handle, CURLOPT_OPENSOCKETDATA, Unmanaged.passUnretained(addressGuard).toOpaque()))
+        }
         if code != CURLE_OK { setupFailure = CurlFailure(String(cString: curl_easy_strerror(code))) }
     }
 
@@ -80,6 +100,9 @@ public final class CurlSession {
         if let setupFailure { return .failure(setupFailure) }
         var list: UnsafeMutablePointer<curl_slist>? = nil
         for header in headers { list = curl_slist_append(list, header) }
+        // No `Expect: 100-continue` round trip for bodies over 1 KB.
+        list = curl_slist_append(list, "Expect:")
+        addressGuard?.refusal = nil
         defer { curl_slist_free_all(list) }
         let sink = BodySink(keep: keepBodyBytes)
         let unmanaged = Unmanaged.passRetained(sink)
@@ -93,6 +116,7 @@ public final class CurlSession {
             set(ccurl_setopt_long(handle, CURLOPT_POST, 1))
             set(ccurl_setopt_pointer(handle, CURLOPT_HTTPHEADER, UnsafeMutableRawPointer(list)))
             set(ccurl_setopt_pointer(handle, CURLOPT_WRITEDATA, unmanaged.toOpaque()))
+            set(ccurl_setopt_pointer(handle, CURLOPT_HEADERDATA, unmanaged.toOpaque()))
             set(ccurl_setopt_offset(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(body.count)))
             // COPYPOSTFIELDS copies POSTFIELDSIZE bytes (set just above): the body is sent byte for byte and needs
             // no terminating NUL.
@@ -104,25 +128,74 @@ public final class CurlSession {
             // The header list, the sink and the error buffer die with this call: libcurl must not keep them.
             _ = ccurl_setopt_pointer(handle, CURLOPT_HTTPHEADER, nil)
             _ = ccurl_setopt_pointer(handle, CURLOPT_WRITEDATA, nil)
+            _ = ccurl_setopt_pointer(handle, CURLOPT_HEADERDATA, nil)
             _ = ccurl_setopt_pointer(handle, CURLOPT_ERRORBUFFER, nil)
         }
         guard code == CURLE_OK else {
             let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             let name = String(cString: curl_easy_strerror(code))
             let configuration = code == CURLE_UNSUPPORTED_PROTOCOL || code == CURLE_URL_MALFORMAT
-            return .failure(CurlFailure(detail.isEmpty ? name : "\(name): \(detail)", isConfiguration: configuration))
+            // Failures before a byte of the request could have left: resolving, connecting, the TLS handshake.
+            let neverSent = [CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR,
+                             CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT]
+                .contains(code)
+            var failure = CurlFailure(detail.isEmpty ? name : "\(name): \(detail)", isConfiguration: configuration)
+            failure.neverSent = neverSent || addressGuard?.refusal != nil
+            failure.timedOut = code == CURLE_OPERATION_TIMEDOUT
+            failure.refusedAddress = addressGuard?.refusal
+            return .failure(failure)
         }
         var status = 0
         _ = ccurl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
-        return .success(CurlPost.Answer(status: status, body: sink.bytes))
+        return .success(CurlPost.Answer(status: status, body: sink.bytes, headers: sink.headers))
     }
 }
 
-/// Collects the first `keep` bytes of a body inside the write callback; lives for one post.
+/// Collects the first `keep` bytes of a body inside the write callback, and the headers; lives for one post.
 private final class BodySink {
     let keep: Int
     var bytes: [UInt8] = []
+    var headers: [String: String] = [:]
     init(keep: Int) { self.keep = keep }
+}
+
+/// A session's address check and what it refused during the current post.
+private final class AddressGuard {
+    let check: @Sendable ([UInt8]) -> String?
+    var refusal: String?
+    init(_ check: @escaping @Sendable ([UInt8]) -> String?) { self.check = check }
+}
+
+/// Opens the socket for an address the check accepts; refuses (no socket, libcurl gives up on it) the others.
+private func openCheckedSocket(_ user: UnsafeMutableRawPointer?, _ purpose: curlsocktype, _ address: UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t {
+    guard let user, let address else { return -1 }
+    let addressGuard = Unmanaged<AddressGuard>.fromOpaque(user).takeUnretainedValue()
+    let family = address.pointee.family
+    let raw = UnsafeRawPointer(ccurl_sockaddr_address(address)!)
+    var ip: [UInt8]?
+    if family == AF_INET { ip = Array(UnsafeRawBufferPointer(start: raw + 4, count: 4)) }
+    if family == AF_INET6 { ip = Array(UnsafeRawBufferPointer(start: raw + 8, count: 16)) }
+    guard let ip, addressGuard.check(ip) == nil else {
+        addressGuard.refusal = ip.flatMap(addressGuard.check) ?? "not an IP address"
+        return -1
+    }
+    return socket(family, address.pointee.socktype, ccurl_sockaddr_protocol(address))
+}
+
+/// Keeps the final answer's headers: a status line (an interim 1xx's, then the final one's) starts afresh.
+private func collectHeader(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ user: UnsafeMutableRawPointer?) -> Int {
+    let total = size * count
+    guard let data, let user else { return total }
+    let sink = Unmanaged<BodySink>.fromOpaque(user).takeUnretainedValue()
+    let bytes = data.withMemoryRebound(to: UInt8.self, capacity: total) { Array(UnsafeBufferPointer(start: $0, count: total)) }
+    if bytes.starts(with: Array("HTTP/".utf8)) { sink.headers.removeAll(); return total }
+    guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), sink.headers.count < 100 else { return total }
+    let blank: (UInt8) -> Bool = { $0 == 0x20 || $0 == 0x09 || $0 == 0x0D || $0 == 0x0A }
+    var value = bytes[(colon + 1)...]
+    while let first = value.first, blank(first) { value.removeFirst() }
+    while let last = value.last, blank(last) { value.removeLast() }
+    sink.headers[String(decoding: bytes[..<colon], as: UTF8.self).lowercased()] = String(decoding: value, as: UTF8.self)
+    return total
 }
 
 private func collectBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ count: Int, _ user: UnsafeMutableRawPointer?) -> Int {
@@ -140,6 +213,12 @@ private func collectBody(_ data: UnsafeMutablePointer<CChar>?, _ size: Int, _ co
 /// Why a POST got no HTTP answer (DNS, connect, TLS, timeout), in libcurl's words.
 public struct CurlFailure: Error, Sendable, CustomStringConvertible, Equatable {
     public let description: String
+    /// Certainly not sent: DNS, connect, the TLS handshake or a refused address failed (safe to resend).
+    public var neverSent = false
+    /// The timeout passed (the request may have been processed).
+    public var timedOut = false
+    /// The address check refused the address connected to, with its reason.
+    public var refusedAddress: String?
     /// The URL itself is at fault (a scheme libcurl does not speak, a malformed URL): no retry can succeed, so
     /// the caller must treat it as a configuration error, never as an outage.
     public let isConfiguration: Bool

@@ -14,6 +14,10 @@ extension HTTP2ClientConnection {
             case let .failure(error):
                 shutdown(.connectFailed("\(error)"), inFlight: .connectFailed("\(error)"), queued: .connectFailed("\(error)"))
             case let .success(list):
+                if let check = addressCheck, let refusal = list.lazy.compactMap(check).first {
+                    let error = HTTP2ClientError.addressRefused(refusal)
+                    return shutdown(error, inFlight: error, queued: error)
+                }
                 connect(to: list, from: 0, lastError: "no address", deadline: deadline)
             }
         }
@@ -125,6 +129,11 @@ extension HTTP2ClientConnection {
 
     func handshakeDone(_ handshake: TLSHandshake) {
         let selected = handshake.ssl.alpnSelected
+        // A client that offered http/1.1 too learns the server's choice (none means HTTP/1.1, RFC 7301).
+        if selected != "h2" && tls.alpn.contains("http/1.1") && (selected == "http/1.1" || selected.isEmpty) {
+            let error = HTTP2ClientError.http1Only(selected.isEmpty ? "no ALPN protocol" : selected)
+            return shutdown(error, inFlight: error, queued: error)
+        }
         guard selected == "h2" else {
             return failTLS("server did not select HTTP/2 via ALPN (got \(selected.isEmpty ? "nothing" : selected))")
         }

@@ -26,6 +26,9 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     let options: HTTP2ConnectionOptions
     /// Receives connection events (connected, capacity, GOAWAY, closed) on the loop's thread.
     public var onEvent: ((HTTP2ConnectionEvent) -> Void)?
+    /// Judges every address the host resolved to before any connect: a reason refuses the connection
+    /// (`.addressRefused`). Checking the very addresses connected to leaves no room for DNS rebinding.
+    public var addressCheck: ((SocketAddress) -> String?)?
 
     /// The stage of the connection's life and the data only that stage has (socket, TLS, session, GOAWAY).
     var phase = ConnectionPhase.idle

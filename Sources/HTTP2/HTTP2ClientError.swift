@@ -21,6 +21,12 @@ public enum HTTP2ClientError: Error, Sendable, Equatable, CustomStringConvertibl
     case connectFailed(String)
     /// Handshake, certificate verification or ALPN (no h2) failure: never sent.
     case tlsFailed(String)
+    /// The owner's address check refused every address the host resolved to, or one of them (a push service's
+    /// name resolving to a private address): never connected, never sent, and no retry will change it.
+    case addressRefused(String)
+    /// The server chose HTTP/1.1 (or no protocol) by ALPN, for a client that offered it: never sent; its owner
+    /// speaks HTTP/1.1 to that server instead.
+    case http1Only(String)
     /// Back-pressure: the bounded queue is full. Never sent.
     case queueFull
     /// The pool or connection was closed by its owner before the request was sent.
@@ -49,6 +55,8 @@ public enum HTTP2ClientError: Error, Sendable, Equatable, CustomStringConvertibl
         case let .notSent(why): return "not sent: \(why)"
         case let .connectFailed(why): return "connect failed: \(why)"
         case let .tlsFailed(why): return "TLS failed: \(why)"
+        case let .addressRefused(why): return "address refused: \(why)"
+        case let .http1Only(selected): return "the server speaks HTTP/1.1, not HTTP/2 (ALPN: \(selected)): not sent"
         case .queueFull: return "queue full"
         case .closed: return "closed"
         }

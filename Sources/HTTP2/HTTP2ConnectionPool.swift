@@ -69,6 +69,8 @@ public final class HTTP2ConnectionPool {
     public let options: HTTP2PoolOptions
     /// Connection and reconnect events, for logging.
     public var onEvent: ((HTTP2PoolEvent) -> Void)?
+    /// Every connection's `addressCheck` (Web Push: no private addresses behind a push service's name).
+    public var addressCheck: ((SocketAddress) -> String?)?
 
     private var connections: [HTTP2ClientConnection] = []
     private var retiring: [HTTP2ClientConnection] = []
@@ -259,6 +261,7 @@ public final class HTTP2ConnectionPool {
         guard !closed, reconnectTimer == nil else { return }
         while connections.count < options.connectionCount {
             let connection = HTTP2ClientConnection(loop: loop, endpoint: endpoint, tls: tls, options: options.connection)
+            connection.addressCheck = addressCheck
             connection.onEvent = { [weak self, unowned connection] event in
                 self?.handle(event, from: connection)
             }

@@ -12,7 +12,8 @@ extension TransportFailure {
             self = .outcomeUnknown
         case .timedOut:
             self = .timedOut
-        case .connectFailed(let detail), .tlsFailed(let detail):
+        case .connectFailed(let detail), .tlsFailed(let detail), .addressRefused(let detail),
+             .http1Only(let detail):
             self = .connectionFailed(detail)
         }
     }

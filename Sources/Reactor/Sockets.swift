@@ -121,6 +121,14 @@ public struct SocketAddress: Sendable, CustomStringConvertible {
         self.family = AF_UNIX
     }
 
+    /// The IP address itself (4 bytes for IPv4, 16 for IPv6), nil for a Unix socket: what an address policy
+    /// judges before the connect.
+    public var ipBytes: [UInt8]? {
+        if family == AF_INET, bytes.count >= 8 { return Array(bytes[4..<8]) }
+        if family == AF_INET6, bytes.count >= 24 { return Array(bytes[8..<24]) }
+        return nil
+    }
+
     func withSockaddr<R>(_ body: (UnsafePointer<sockaddr>, socklen_t) -> R) -> R {
         bytes.withUnsafeBytes { buffer in
             body(buffer.baseAddress!.assumingMemoryBound(to: sockaddr.self), socklen_t(buffer.count))

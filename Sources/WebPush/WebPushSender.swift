@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import HTTP2
 import ProviderKit
@@ -7,7 +8,11 @@ import Reactor
 /// The worker's side of Web Push: each message encrypted for its subscription and signed with its app's VAPID
 /// key, sent as `POST <endpoint path>` on a pool to the endpoint's origin. Subscriptions name many push services,
 /// so pools are made per origin on first use, at most `maxPools` of them, and closed once idle. Each pool has its
-/// `PoolEventCounts`, one pool line per origin in the metrics. Loop-confined.
+/// `PoolEventCounts`, one pool line per origin in the metrics. A service whose TLS handshake picks HTTP/1.1 by
+/// ALPN (or no protocol) gets an `HTTP1OriginPool` instead, and every message to it after that goes there; the
+/// answers are classified alike. Every address a push service's name resolves to is checked against the app's
+/// policy before the connect (a name resolving to a private address is refused, the job failed unsent).
+/// Loop-confined.
 public final class WebPushSender: PushSender {
     private let loop: EventLoop
     private let settings: WebPushSettings
@@ -16,6 +21,8 @@ public final class WebPushSender: PushSender {
     private var pools: [String: OriginPool] = [:]
     private var sweep: LoopTimer?
     private let now: () -> Int64
+    /// One TLS context for every push service: it offers h2 and http/1.1, so a service without HTTP/2 says so.
+    private var tls: TLSContext?
 
     /// One app's VAPID cache and allow-list.
     final class App {
@@ -29,16 +36,35 @@ public final class WebPushSender: PushSender {
         }
     }
 
-    /// One push service's pool, with its events and when it last carried a message.
+    /// One push service's pool (HTTP/2, or HTTP/1.1 once the service chose it), with its events and when it
+    /// last carried a message.
     final class OriginPool {
         let origin: String
-        let pool: HTTP2ConnectionPool
+        let endpoint: PushEndpoint
+        let policy: PushServicePolicy
+        var pool: HTTP2ConnectionPool?
+        var http1: HTTP1OriginPool?
         let events = PoolEventCounts()
         var lastUsed: UInt64
-        init(origin: String, pool: HTTP2ConnectionPool, lastUsed: UInt64) {
+        init(origin: String, endpoint: PushEndpoint, policy: PushServicePolicy, pool: HTTP2ConnectionPool, lastUsed: UInt64) {
             self.origin = origin
+            self.endpoint = endpoint
+            self.policy = policy
             self.pool = pool
             self.lastUsed = lastUsed
+        }
+
+        var inFlight: Int { (pool?.inFlight ?? 0) + (http1?.inFlight ?? 0) }
+
+        /// Pools are per origin and per address rule: an app that may reach private addresses (a test setting)
+        /// never lends its connections to one that may not.
+        static func key(_ origin: String, _ policy: PushServicePolicy) -> String { policy.allowsPrivateAddresses ? origin + " private" : origin }
+        var key: String { Self.key(origin, policy) }
+        var queued: Int { (pool?.queued ?? 0) + (http1?.queued ?? 0) }
+
+        func close(graceful: Bool) {
+            pool?.close(graceful: graceful)
+            http1?.close()
         }
     }
 
@@ -85,27 +111,80 @@ public final class WebPushSender: PushSender {
             return .accepted
         }
         let pool: OriginPool
-        do { pool = try self.pool(for: request.endpoint) } catch { return .unavailable("\(error)") }
+        do { pool = try self.pool(for: request.endpoint, policy: app.credential.policy) } catch { return .unavailable("\(error)") }
         pool.lastUsed = monotonicNanos()
+        return send(request, on: pool, afterConnection: afterConnection, completion: completion) ? .accepted : .refused
+    }
+
+    /// On the origin's HTTP/1.1 pool once it has one, else on its HTTP/2 pool; a request the HTTP/2 pool could
+    /// not send because the service chose HTTP/1.1 goes again on the HTTP/1.1 pool (it was never sent).
+    private func send(_ request: WebPushRequest, on pool: OriginPool, afterConnection: Int, completion: @escaping (PushOutcome) -> Void) -> Bool {
+        if let http1 = pool.http1 {
+            return http1.send(url: pool.endpoint.origin + request.endpoint.path, headers: request.headers, body: request.body) { result in
+                Self.complete(result, completion)
+            }
+        }
+        guard let h2 = pool.pool else { return false }
         let http = HTTP2Request(
             method: "POST", path: request.endpoint.path,
             headers: request.headers.map { HTTP2Header(name: $0.0, value: $0.1, neverIndex: $0.0 == "authorization") },
             body: request.body, timeoutMilliseconds: settings.requestTimeoutMs)
-        let taken = pool.pool.send(http, onConnectionNewerThan: afterConnection) { result in
-            switch result {
-            case .success(let response):
-                let answer = WebPushResponse.decode(status: response.status, body: response.body, location: response.header("location"),
-                                                    retryAfter: response.header("retry-after"))
-                completion(PushOutcome(result: .answer(answer), connectionID: response.connectionID))
-            case .failure(let error):
-                completion(PushOutcome(result: .transport(TransportFailure(error)), connectionID: 0))
+        return h2.send(http, onConnectionNewerThan: afterConnection) { [weak self] result in
+            if case .failure(.http1Only) = result, let self, self.pools[pool.key] === pool {
+                self.speakHTTP1(pool)
+                if self.send(request, on: pool, afterConnection: 0, completion: completion) { return }
+                return Self.complete(.failure(.queueFull), completion)
             }
+            Self.complete(result, completion)
         }
-        return taken ? .accepted : .refused
     }
 
-    private func pool(for endpoint: PushEndpoint) throws -> OriginPool {
-        if let existing = pools[endpoint.origin] { return existing }
+    /// One answer, whichever protocol carried it, in the same terms: an address the policy refused fails the
+    /// message unsent with the policy's reason (as an endpoint off the allow-list does), never as an outage.
+    private static func complete(_ result: Result<HTTP2Response, HTTP2ClientError>, _ completion: (PushOutcome) -> Void) {
+        switch result {
+        case .success(let response):
+            let answer = WebPushResponse.decode(status: response.status, body: response.body, location: response.header("location"),
+                                                retryAfter: response.header("retry-after"))
+            completion(PushOutcome(result: .answer(answer), connectionID: response.connectionID))
+        case .failure(.addressRefused(let why)):
+            completion(PushOutcome(result: .answer(WebPushResponse(status: 0, serviceReason: "EndpointRefused: \(why)")), connectionID: 0))
+        case .failure(let error):
+            completion(PushOutcome(result: .transport(TransportFailure(error)), connectionID: 0))
+        }
+    }
+
+    /// The service chose HTTP/1.1: its HTTP/2 pool closes and an HTTP/1.1 pool with the same address check takes over.
+    private func speakHTTP1(_ pool: OriginPool) {
+        guard pool.http1 == nil else { return }
+        pool.pool?.close(graceful: false)
+        pool.pool = nil
+        let policy = pool.policy, host = pool.endpoint.host
+        let options = CurlPost.Options(timeoutMilliseconds: settings.requestTimeoutMs, connectTimeoutMilliseconds: settings.connectTimeoutMs,
+                                       caFile: settings.caFile, http1Only: true) { address in Self.refusal(address, policy: policy, host: host) }
+        pool.http1 = HTTP1OriginPool(loop: loop, connections: settings.http1ConnectionsPerOrigin, maxQueued: settings.maxQueuedPerPool, options: options)
+        logger.info("webpush push service speaks HTTP/1.1", ["origin": .string(pool.origin)])
+    }
+
+    /// Why the policy refuses this resolved address, or nil.
+    static func refusal(_ address: [UInt8], policy: PushServicePolicy, host: String) -> String? {
+        do { try policy.check(resolved: address, host: host) } catch { return error.description }
+        return nil
+    }
+
+    /// Which protocol an origin's pool speaks now ("h2", "http/1.1"), nil without a pool (tests).
+    public func transport(of origin: String) -> String? {
+        guard let pool = pools.values.first(where: { $0.origin == origin }) else { return nil }
+        return pool.http1 == nil ? "h2" : "http/1.1"
+    }
+
+    /// The probe after a pause goes to one push service: its pool reconnects now.
+    public func connectNow(to destination: Destination) {
+        for entry in pools.values where entry.origin == destination.route { entry.pool?.connectNow() }
+    }
+
+    private func pool(for endpoint: PushEndpoint, policy: PushServicePolicy) throws -> OriginPool {
+        if let existing = pools[OriginPool.key(endpoint.origin, policy)] { return existing }
         if pools.count >= settings.maxPools { closeIdle(olderThan: 0) }
         guard pools.count < settings.maxPools else {
             throw ConfigurationError(["\(settings.maxPools) push-service pools are open and busy (web_push.max_pools)"])
@@ -113,18 +192,24 @@ public final class WebPushSender: PushSender {
         let options = HTTP2PoolOptions(
             connectionCount: settings.connectionsPerPool, maxQueuedRequests: settings.maxQueuedPerPool,
             connection: HTTP2ConnectionOptions(connectTimeoutMilliseconds: settings.connectTimeoutMs))
-        let pool = try HTTP2ConnectionPool(loop: loop, endpoint: HTTP2Endpoint(host: endpoint.host, port: endpoint.port),
-                                           tlsConfiguration: TLSConfiguration(caFile: settings.caFile), options: options)
-        let entry = OriginPool(origin: endpoint.origin, pool: pool, lastUsed: monotonicNanos())
+        if tls == nil {
+            do { tls = try TLSContext(TLSConfiguration(caFile: settings.caFile), alpn: ["h2", "http/1.1"]) } catch {
+                throw HTTP2ClientError.tlsFailed(error.message)
+            }
+        }
+        let pool = HTTP2ConnectionPool(loop: loop, endpoint: HTTP2Endpoint(host: endpoint.host, port: endpoint.port), tls: tls!, options: options)
+        let host = endpoint.host
+        pool.addressCheck = { address in address.ipBytes.flatMap { Self.refusal($0, policy: policy, host: host) } }
+        let entry = OriginPool(origin: endpoint.origin, endpoint: endpoint, policy: policy, pool: pool, lastUsed: monotonicNanos())
         let logger = self.logger, origin = endpoint.origin
         pool.onEvent = { event in
             entry.events.count(event)
-            if case .connection(.closed(let id, let error?)) = event {
+            if case .connection(.closed(let id, let error?)) = event, !error.isHTTP1Only {
                 logger.warning("webpush connection lost", ["origin": .string(origin), "connection": .int(id), "error": .string(error.description)])
             }
         }
         pool.start()
-        pools[endpoint.origin] = entry
+        pools[entry.key] = entry
         scheduleSweep()
         return entry
     }
@@ -132,9 +217,9 @@ public final class WebPushSender: PushSender {
     /// Closes the pools that carried nothing for `idleMs` and have nothing in flight.
     func closeIdle(olderThan idleMs: Int) {
         let cutoff = monotonicNanos() &- UInt64(idleMs) * 1_000_000
-        for (origin, entry) in pools where entry.lastUsed <= cutoff && entry.pool.inFlight == 0 && entry.pool.queued == 0 {
-            entry.pool.close(graceful: true)
-            pools[origin] = nil
+        for (key, entry) in pools where entry.lastUsed <= cutoff && entry.inFlight == 0 && entry.queued == 0 {
+            entry.close(graceful: true)
+            pools[key] = nil
         }
     }
 
@@ -152,7 +237,7 @@ public final class WebPushSender: PushSender {
     public func closeAll() {
         sweep?.cancel()
         sweep = nil
-        for entry in pools.values { entry.pool.close(graceful: false) }
+        for entry in pools.values { entry.close(graceful: false) }
         pools.removeAll()
     }
 
@@ -170,8 +255,18 @@ public final class WebPushSender: PushSender {
         }
         let app = apps.values.first?.name ?? "webpush"
         for entry in pools.values.sorted(by: { $0.origin < $1.origin }) {
-            metrics.pools.append(entry.events.snapshot(entry.pool, app: app, environment: entry.origin,
-                                                        connectionsPerPool: settings.connectionsPerPool))
+            var snapshot = entry.events.snapshot(entry.pool, app: app, environment: entry.origin, connectionsPerPool: settings.connectionsPerPool)
+            if let http1 = entry.http1 {
+                snapshot.connections = http1.connections
+                snapshot.openStreams = http1.inFlight
+                snapshot.queued = http1.queued
+            }
+            // Two pools of one origin (apps with and without allow_private_addresses) are one metrics line.
+            if let i = metrics.pools.firstIndex(where: { $0.app == app && $0.environment == entry.origin }) {
+                metrics.pools[i] = metrics.pools[i] + snapshot
+            } else {
+                metrics.pools.append(snapshot)
+            }
         }
     }
 }
@@ -179,6 +274,8 @@ public final class WebPushSender: PushSender {
 /// What every Web Push app shares in the worker: pool sizes and limits, timeouts, and the test CA.
 public struct WebPushSettings: Sendable, Equatable {
     public var connectionsPerPool = 1
+    /// Keep-alive connections (one request at a time each) to a push service that speaks only HTTP/1.1.
+    public var http1ConnectionsPerOrigin = 4
     public var maxQueuedPerPool = 10_000
     public var maxPools = 64
     /// A pool that carried nothing this long is closed.
@@ -222,4 +319,12 @@ public struct WebPushAuth: Sendable, Equatable {
 public struct WebPushCredential: Sendable {
     public let tokens: VAPIDTokenCache
     public let policy: PushServicePolicy
+}
+
+extension HTTP2ClientError {
+    /// The service chose HTTP/1.1: not a lost connection worth a warning.
+    var isHTTP1Only: Bool {
+        if case .http1Only = self { return true }
+        return false
+    }
 }

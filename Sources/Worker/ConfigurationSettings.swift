@@ -122,6 +122,8 @@ extension Configuration {
     /// Web Push: one pool per push-service origin, shared by every Web Push app (docs/webpush.md).
     static let webPushSettings: [Setting<Configuration>] = [
         .integer("web_push.connections_per_pool", \.webPush.connectionsPerPool, 1...64, "HTTP/2 connections to each push service."),
+        .integer("web_push.http1_connections_per_origin", \.webPush.http1ConnectionsPerOrigin, 1...64,
+                 "Keep-alive HTTP/1.1 connections (one request at a time each, a thread each) to a push service whose ALPN picks HTTP/1.1."),
         .integer("web_push.max_pools", \.webPush.maxPools, 1...10_000,
                  "Push-service origins with a pool open at once; past it idle pools close first, then a send waits."),
         .integer("web_push.idle_pool_ms", \.webPush.idlePoolMs, 100...maxTimeoutMs, "A push service's pool that carried nothing this long is closed."),

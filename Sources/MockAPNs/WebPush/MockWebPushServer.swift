@@ -10,9 +10,11 @@ public final class MockWebPushServer: Sendable {
     public let caFile: String?
     private let simulator: SimulatorHandle<WebPushCore>
 
-    public init(tls: MockTLSFiles, host: String = "127.0.0.1", port: Int = 0, faults: MockWebPushFaultScript = MockWebPushFaultScript()) throws {
+    /// `http1Only`: a push service without HTTP/2 (its ALPN refuses h2), as some are.
+    public init(tls: MockTLSFiles, host: String = "127.0.0.1", port: Int = 0, faults: MockWebPushFaultScript = MockWebPushFaultScript(),
+                http1Only: Bool = false) throws {
         let simulator = try SimulatorHandle(name: "mock-webpush", host: host, ports: [port]) { counters in
-            try WebPushCore(tls: tls, script: faults, counters: counters)
+            try WebPushCore(tls: tls, script: faults, counters: counters, http1Only: http1Only)
         }
         self.simulator = simulator
         self.port = simulator.ports[0]
@@ -44,6 +46,12 @@ public final class MockWebPushServer: Sendable {
     public func replaceFaults(_ script: MockWebPushFaultScript) throws {
         try script.check()
         try simulator.run { $0.faults.replace(script, defaultSeed: 23) }
+    }
+
+    /// A push service that is down (`true`) or back: while down every new TLS handshake that offers ALPN fails
+    /// (connections already open stay).
+    public func refuseConnections(_ refusing: Bool) throws {
+        try simulator.run { $0.alpn.refusing = refusing }
     }
 
     public func stop() { simulator.stop() }

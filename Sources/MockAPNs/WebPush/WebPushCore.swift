@@ -66,16 +66,21 @@ final class WebPushCore: MockProvider {
     private var minted = 0
     private var messageCount = 0
 
-    init(tls: MockTLSFiles, script: MockWebPushFaultScript, counters: ConnectionCounters) throws {
+    /// HTTP/1.1 only, or refusing every handshake: what its ALPN callback answers.
+    let alpn: WebPushALPNChoice
+
+    init(tls: MockTLSFiles, script: MockWebPushFaultScript, counters: ConnectionCounters, http1Only: Bool = false) throws {
         try script.check()
         self.tls = tls
+        alpn = WebPushALPNChoice(http1Only: http1Only)
         self.counters = counters
         faults = ScriptedFaults(script: script, defaultSeed: 23)
     }
 
     func makeTLSContext() throws -> OpaquePointer? {
         let context = try ServerLoop.makeTLSContext(tls)
-        SSL_CTX_set_alpn_select_cb(context, selectH2OrHTTP1, nil)
+        // The context dies with the server core, before this provider (and its choice) does.
+        SSL_CTX_set_alpn_select_cb(context, selectForWebPush, Unmanaged.passUnretained(alpn).toOpaque())
         return context
     }
 

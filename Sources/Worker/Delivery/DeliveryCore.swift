@@ -158,7 +158,7 @@ public final class DeliveryCore {
         return gates.values.compactMap { gate in
             guard gate.isPaused(at: now) else { return nil }
             // A gate reloading its credential has no running pause; it paused for the credential.
-            return PausedDestination(app: apps[gate.destination.app].name, environment: gate.destination.environment.rawValue,
+            return PausedDestination(app: apps[gate.destination.app].name, environment: gate.destination.pauseLabel,
                                      kind: gate.pause.map { "\($0.kind)" } ?? "credential")
         }
     }
@@ -573,7 +573,7 @@ public final class DeliveryCore {
             // The first pause of an outage at warning level; the longer ones after it at info, not one per job.
             let message = job.destination.platform.rawValue + " unreachable; destination paused, jobs wait in Redis"
             log(gate.consecutiveOutages == 1 ? .warning : .info, message, [
-                "app": .string(job.appName), "environment": .string(job.destination.environment.rawValue),
+                "app": .string(job.appName), "environment": .string(job.destination.pauseLabel),
                 "reason": .string(reason), "pause_ms": .int(Int(milliseconds)), "consecutive": .int(gate.consecutiveOutages),
             ])
         }
@@ -624,7 +624,7 @@ public final class DeliveryCore {
         let app = apps[gate.destination.app].name
         switch kind {
         case .outage, .throttle:
-            log(.info, "destination resumed; sending one probe", ["app": .string(app), "environment": .string(gate.destination.environment.rawValue)])
+            log(.info, "destination resumed; sending one probe", ["app": .string(app), "environment": .string(gate.destination.pauseLabel)])
         case .credential, .setup:
             // One reload per app even when both of its environments were paused.
             let alreadyAsked = gates.values.contains { $0 !== gate && $0.destination.app == gate.destination.app && $0.reloading }

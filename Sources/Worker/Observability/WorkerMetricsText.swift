@@ -82,6 +82,12 @@ public enum WorkerMetricsText {
                 }
             }
         }
+        // A Web Push app pauses one push service at a time, its origin in `environment`: those series exist while it lasts.
+        for pause in s.paused where !(s.appNames.firstIndex(of: pause.app).map { s.appEnvironments[$0].contains(pause.environment) } ?? true) {
+            for kind in DestinationGate.PauseKind.allCases.map({ "\($0)" }) {
+                out.sample("herald_app_paused", [("app", pause.app), ("environment", pause.environment), ("kind", kind)], pause.kind == kind ? 1 : 0)
+            }
+        }
         out.family("herald_environment_fallbacks_total", .counter, "Jobs sent to the app's other environment after BadDeviceToken, by how they ended (resolved: delivered there).")
         for (index, name) in s.appNames.enumerated() {
             out.sample("herald_environment_fallbacks_total", [("app", name), ("result", "resolved")], s.fallbacks[index * 2])

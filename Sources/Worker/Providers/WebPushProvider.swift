@@ -67,7 +67,8 @@ enum WebPushProvider: PushProvider {
         case .success(let m): message = m
         case .failure(let failure): return .rejected(id: id, reason: failure.description, spec: spec, app: app.name)
         }
-        let destination = Destination(app: index, environment: .production, platform: .webpush)
+        // Per push service: one unreachable or refusing origin pauses its own jobs, never the app's others.
+        let destination = Destination(app: index, environment: .production, platform: .webpush, route: message.subscription.endpoint.origin)
         return .accepted(JobAttempt(lease: lease, id: id, destination: destination, appName: app.name,
                                     notification: single.webPushNotification(message), claimedAt: claimedAt, deliverAt: spec.deliverAt,
                                     multicast: multicast, hasProducerID: spec.id != nil))
