@@ -8,22 +8,28 @@ import Testing
 /// answered, the counters at GET /_mock/stats, a subscription from POST /_mock/subscribe; stopped by its pid.
 @Suite("herald mock-webpush")
 struct MockWebPushCommandTests {
+    /// `herald mock-webpush` with `arguments` and a ready file in `directory`, once it is ready, and its ready line.
+    static func start(_ herald: String, _ arguments: [String], in directory: String) throws -> (ChildProcess, [String: Any]) {
+        let simulator = try ChildProcess(name: "mock-webpush", executable: herald,
+                                         arguments: ["mock-webpush"] + arguments + ["--ready-file", directory + "/ready.json"])
+        #expect(waitUntil(seconds: 20) { FileManager.default.fileExists(atPath: directory + "/ready.json") || !simulator.isRunning },
+                "no ready file:\n\(simulator.output)")
+        let data = try Data(contentsOf: URL(fileURLWithPath: directory + "/ready.json"))
+        let ready = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "\(simulator.output)")
+        return (simulator, ready)
+    }
+
     @Test(.timeLimit(.minutes(1)))
     func standaloneSimulatorMintsAnswersByFateAndCounts() throws {
         let herald = try #require(heraldExecutable(), "build herald first")
         let directory = makeTemporaryDirectory("mock-webpush-cmd")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try #"{"rules":[{"subscriptionPrefix":"gone-","fate":"gone"}]}"#.write(toFile: directory + "/faults.json", atomically: true, encoding: .utf8)
-        let simulator = try ChildProcess(name: "mock-webpush", executable: herald, arguments: [
-            "mock-webpush", "--generate-tls", directory + "/tls", "--config", directory + "/faults.json", "--mint", "ok-:2", "--mint", "gone-:1",
+        let (simulator, ready) = try Self.start(herald, [
+            "--generate-tls", directory + "/tls", "--config", directory + "/faults.json", "--mint", "ok-:2", "--mint", "gone-:1",
             "--subscriptions-file", directory + "/subscriptions.jsonl", "--jobs-file", directory + "/jobs.jsonl", "--jobs-app", "web",
-            "--ready-file", directory + "/ready.json",
-        ])
+        ], in: directory)
         defer { _ = simulator.stop() }
-        #expect(waitUntil(seconds: 20) { FileManager.default.fileExists(atPath: directory + "/ready.json") || !simulator.isRunning },
-                "no ready file:\n\(simulator.output)")
-        let ready = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: directory + "/ready.json"))) as? [String: Any],
-                                 "\(simulator.output)")
         let origin = try #require(ready["origin"] as? String)
         let caFile = try #require(ready["ca_file"] as? String)
         #expect(ready["pid"] as? Int == Int(simulator.pid))
@@ -77,6 +83,35 @@ struct MockWebPushCommandTests {
         let afterReload = try PythonPeer.run(["send", lines[2], "hello again", raw, "mailto:peer@example.com"], environment: environment)
         #expect(afterReload["status"] as? Int == 201, "\(afterReload)")
 
+        simulator.signal(SIGTERM)
+        #expect(simulator.waitForExit(seconds: 10) == 0, "\(simulator.output)")
+    }
+
+    /// `--http1-only`: a push service whose ALPN never picks h2; Herald's sender still delivers, over HTTP/1.1.
+    @Test(.timeLimit(.minutes(1)))
+    func http1OnlySimulatorIsReachedOverHTTP1() throws {
+        let herald = try #require(heraldExecutable(), "build herald first")
+        let directory = makeTemporaryDirectory("mock-webpush-h1")
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (simulator, ready) = try Self.start(herald, [
+            "--generate-tls", directory + "/tls", "--http1-only", "--mint", "1", "--subscriptions-file", directory + "/subscriptions.jsonl",
+        ], in: directory)
+        defer { _ = simulator.stop() }
+        #expect(ready["http1_only"] as? Bool == true)
+        let caFile = try #require(ready["ca_file"] as? String)
+        let subscription = try String(contentsOfFile: directory + "/subscriptions.jsonl", encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let send = try ChildProcess(name: "send-webpush-h1", executable: herald, arguments: [
+            "send", "--platform", "webpush", "--subscription", subscription, "--payload", "hi",
+            "--vapid-key", "AQIDBAUGBwgJCgsMDQ4PEBESExQVFhcYGRobHB0eHyA", "--subject", "mailto:send@example.com",
+            "--push-service-hosts", "127.0.0.1", "--allow-local", "--ca-file", caFile,
+        ])
+        #expect(send.waitForExit(seconds: 30) == 0, "\(send.output)")
+        #expect(send.output.contains(#""status":201"#), "\(send.output)")
+        let curl = try #require(which("curl"))
+        let version = try ChildProcess(name: "curl-h1", executable: curl, arguments: [
+            "-sS", "--http2", "--cacert", caFile, "-o", "/dev/null", "-w", "%{http_version}", try #require(ready["stats_url"] as? String)])
+        #expect(version.waitForExit(seconds: 20) == 0)
+        #expect(version.output == "1.1", "\(version.output)")
         simulator.signal(SIGTERM)
         #expect(simulator.waitForExit(seconds: 10) == 0, "\(simulator.output)")
     }

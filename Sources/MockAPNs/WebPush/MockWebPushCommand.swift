@@ -23,7 +23,7 @@ public enum MockWebPushCommand {
         } catch { return fail("TLS: \(error)", code: 69) }
 
         let server: MockWebPushServer
-        do { server = try MockWebPushServer(tls: tls, host: options.host, port: options.port, faults: faults) } catch {
+        do { server = try MockWebPushServer(tls: tls, host: options.host, port: options.port, faults: faults, http1Only: options.http1Only) } catch {
             return fail("cannot start: \(error)", code: 69)
         }
         var minted: [MockWebPushSubscription] = []
@@ -44,7 +44,7 @@ public enum MockWebPushCommand {
 
         var ready: [String: Any] = ["port": server.port, "pid": Int(getpid()), "host": options.host, "origin": server.origin,
                                     "subscribe_url": server.origin + "/_mock/subscribe", "stats_url": server.origin + "/_mock/stats",
-                                    "subscriptions": minted.count]
+                                    "subscriptions": minted.count, "http1_only": options.http1Only]
         if let caFile { ready["ca_file"] = caFile }
         if let file = options.subscriptionsFile { ready["subscriptions_file"] = file }
         if let file = options.jobsFile { ready["jobs_file"] = file }
@@ -87,6 +87,7 @@ struct MockWebPushOptions {
     var jobsFile: String?
     var jobsApp: String?
     var readyFile: String?
+    var http1Only = false
 
     static let spec = CommandSpec(
         usageName: "herald mock-webpush",
@@ -114,6 +115,7 @@ struct MockWebPushOptions {
             .value("jobs-file", "file", "Also write a Herald Web Push job per minted subscription, for herald enqueue --file (the demo's)."),
             .value("jobs-app", "name", "The app those jobs name (default: none, the configuration's Web Push app)."),
             .value("ready-file", "file", "Write the ready JSON line to this file once listening."),
+            .flag("http1-only", "Be a push service without HTTP/2: its ALPN picks http/1.1 only, as some services do."),
         ])
 
     init(_ args: ParsedArguments) throws(UsageError) {
@@ -140,6 +142,7 @@ struct MockWebPushOptions {
         jobsFile = args.value("jobs-file").map(MockFCMOptions.absolute)
         jobsApp = args.value("jobs-app")
         readyFile = args.value("ready-file")
+        http1Only = args.flag("http1-only")
         if (certFile == nil) != (keyFile == nil) { throw UsageError("--cert and --key go together") }
         if (subscriptionsFile != nil || jobsFile != nil) && mint.isEmpty { throw UsageError("--subscriptions-file and --jobs-file need --mint") }
         if let jobsApp, jobsApp.isEmpty || jobsApp.contains("\"") { throw UsageError("--jobs-app is an app name") }
