@@ -39,4 +39,22 @@ enum BenchJobs {
     static func fcmJob(_ index: Int) -> String {
         "{\"id\":\"b\(index)\",\"platform\":\"fcm\",\"message\":\(fcmMessage(index))}"
     }
+
+    /// The Web Push payload of the same notification (JSON, as a service worker reads it; about 120 bytes).
+    static func webPushPayload(_ index: Int) -> String {
+        "{\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\",\"order\":\(index)}"
+    }
+
+    /// One Web Push job line to `subscription` (a PushSubscription's JSON).
+    static func webPushJob(_ index: Int, subscription: String) -> String {
+        "{\"id\":\"b\(index)\",\"platform\":\"webpush\",\"subscription\":\(subscription),\"payload\":\(webPushPayload(index)),\"ttl\":60}"
+    }
+
+    /// The subscriptions of `herald mock-webpush --subscriptions-file`, one JSON object a line.
+    static func subscriptions(file: String) throws -> [String] {
+        guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw BenchError("cannot read \(file)") }
+        let lines = text.split(separator: "\n").map(String.init).filter { !$0.isEmpty }
+        guard !lines.isEmpty else { throw BenchError("\(file) has no subscriptions") }
+        return lines
+    }
 }

@@ -14,7 +14,8 @@ enum FillCommand {
             .value("count", "n", "How many jobs (default 0)."),
             .value("first", "i", "Index of the first job (default 0)."),
             .value("rate", "per-second", "Pace the pushes at this rate (default 0: as fast as Redis takes them)."),
-            .value("platform", "apns|fcm", "Job kind (default apns)."),
+            .value("platform", "apns|fcm|webpush", "Job kind (default apns)."),
+            .value("subscriptions", "file", "webpush: the subscriptions to cycle through (herald mock-webpush --subscriptions-file)."),
         ],
         run: run)
 
@@ -24,7 +25,11 @@ enum FillCommand {
         let count = try flags.int("count", default: 0)
         let first = try flags.int("first", default: 0)
         let rate = try flags.double("rate", default: 0)
-        let makeJob = BenchJobs.byPlatform[flags.value("platform") ?? "apns"] ?? BenchJobs.job
+        var makeJob = BenchJobs.byPlatform[flags.value("platform") ?? "apns"] ?? BenchJobs.job
+        if flags.value("platform") == "webpush" {
+            let subscriptions = try BenchJobs.subscriptions(file: try flags.required("subscriptions"))
+            makeJob = { BenchJobs.webPushJob($0, subscription: subscriptions[$0 % subscriptions.count]) }
+        }
         let redis = try BlockingRedis(url: url)
         defer { redis.close() }
         let key = Array(queue.utf8)

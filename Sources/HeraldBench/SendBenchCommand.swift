@@ -132,7 +132,7 @@ final class SendRun {
             switch result {
             case .answer(let response):
                 statuses[String(response.status), default: 0] += 1
-                if response.status == 200 { ok += 1 } else { failed += 1 }
+                if (200...299).contains(response.status) { ok += 1 } else { failed += 1 }
             case .transport(let failure):
                 statuses["transport:\(failure)", default: 0] += 1
                 failed += 1

@@ -5,7 +5,7 @@ import Foundation
 /// one JSON object on stdout.
 let bench = CommandGroup(
     program: "herald-bench", abstract: "Benchmark helpers for scripts/bench (not part of the shipped tool).",
-    commands: [SampleCommand.command, FillCommand.command, ResultsCommand.command, SendBenchCommand.command, FCMSendBenchCommand.command,
+    commands: [SampleCommand.command, FillCommand.command, ResultsCommand.command, SendBenchCommand.command, FCMSendBenchCommand.command, WebPushSendBenchCommand.command,
                QueueBenchCommand.command, MulticastCommand.command, FairShareCommand.command])
 
 func printJSONLine(_ object: [String: Any]) {

@@ -9,7 +9,7 @@ let heraldVersion = "herald \(BuildInfo.version) (\(BuildInfo.stamp))"
 
 /// `herald <command>`: the command tree. Usage errors exit 64, configuration errors 78.
 let herald = CommandGroup(
-    program: "herald", abstract: "Herald delivers push notifications from a Redis queue to APNs and FCM.",
+    program: "herald", abstract: "Herald delivers push notifications from a Redis queue to APNs, FCM and Web Push.",
     commands: [
         WorkerCommand.command,
         SchedulerCommand.command,
@@ -26,6 +26,7 @@ let herald = CommandGroup(
         ForwardCommand.command,
         MockAPNsCommand.command,
         MockFCMCommand.command,
+        MockWebPushCommand.command,
         CheckConfigCommand.command,
         DemoCommand.command,
         DashboardCommand.command,

@@ -2,6 +2,7 @@ import Foundation
 import HeraldTestSupport
 import Testing
 import APNs
+import MockAPNs
 import Worker
 
 /// The compose files and the Dockerfile checked statically: they parse, docker-compose accepts them, and every
@@ -46,8 +47,30 @@ import Worker
 
     @Test func demoComposeFileNamesServicesImagesAndCommandsThatExist() throws {
         let services = try Self.checkHeraldServices("docker-compose.yml")
-        #expect(Set(services.keys).isSuperset(of: ["redis", "mock-apns", "mock-fcm", "worker-1", "worker-2", "enqueue"]))
+        #expect(Set(services.keys).isSuperset(of: ["redis", "mock-apns", "mock-fcm", "mock-webpush", "worker-1", "worker-2", "enqueue",
+                                                   "enqueue-webpush"]))
         #expect(services.values.filter { ($0["command"] as? [String])?.first == "worker" }.count == 2)
+    }
+
+    /// The demo's Web Push jobs: every fate rule matches subscriptions the simulator mints, the jobs file it
+    /// writes is the one enqueue-webpush reads, and their app is the configuration's Web Push app, trusting the
+    /// CA the simulator generates.
+    @Test func demoWebPushJobsHaveFatesAnAppAndTheSimulatorsCA() throws {
+        let services = try Self.checkHeraldServices("docker-compose.yml")
+        let command = try #require(services["mock-webpush"]?["command"] as? [String])
+        func values(_ flag: String) -> [String] { command.indices.filter { command[$0] == flag && $0 + 1 < command.count }.map { command[$0 + 1] } }
+        let minted = values("--mint").compactMap { $0.split(separator: ":").first.map(String.init) }
+        let faults = try MockWebPushFaultScript.load(file: DeployFiles.path("examples/mock-webpush-faults.json"))
+        #expect(faults.rules.count >= 3)
+        for rule in faults.rules { #expect(minted.contains(rule.subscriptionPrefix ?? ""), "no subscriptions minted for \(rule)") }
+        #expect(minted.contains { prefix in !faults.rules.contains { $0.subscriptionPrefix == prefix } }, "no deliverable subscriptions")
+        let jobsFile = try #require(values("--jobs-file").first)
+        #expect(services["enqueue-webpush"]?["command"] as? [String] == ["enqueue", "--file", jobsFile])
+        let configuration = try ConfigurationLoader.load(path: DeployFiles.path("examples/compose.json"), environment: [:])
+        let app = try #require(configuration.apps.first { $0.name == values("--jobs-app").first })
+        #expect(app.platform == .webpush)
+        let tlsDirectory = try #require(values("--generate-tls").first)
+        #expect(configuration.webPush.caFile == tlsDirectory + "/ca.pem")
     }
 
     @Test func apnsComposeFileRunsWorkersWithoutTheSimulator() throws {
@@ -125,8 +148,8 @@ import Worker
 
     @Test func composeConfigurationLoads() throws {
         let configuration = try ConfigurationLoader.load(path: DeployFiles.path("examples/compose.json"), environment: [:])
-        #expect(configuration.apps.map(\.name) == ["demo", "demo-android"])
-        #expect(configuration.apps.map(\.platform) == [.apns, .fcm])
+        #expect(configuration.apps.map(\.name) == ["demo", "demo-android", "demo-web"])
+        #expect(configuration.apps.map(\.platform) == [.apns, .fcm, .webpush])
         #expect(configuration.redis.url == "redis://redis:6379/0")
         // "A full example": every kind of credential, FCM, metrics and a queue's own retry policy.
         let example = try ConfigurationLoader.load(path: DeployFiles.path("examples/herald.json"), environment: [:])

@@ -6,7 +6,7 @@ import RedisQueue
 import Testing
 
 extension EndToEnd {
-    /// APNs and FCM jobs through the same queue and workers, against both simulators.
+    /// APNs, FCM and Web Push jobs through the same queue and workers, against the three simulators.
     @Suite struct MixedPlatform {
         /// A fate picked by token prefix, and the terminal outcome (and reason) Herald must record.
         struct Fate {
@@ -29,15 +29,22 @@ extension EndToEnd {
             Fate(platform: "fcm", prefix: "busy", count: 200, outcome: "delivered", reason: nil, retryReason: "UNAVAILABLE"),
             Fate(platform: "fcm", prefix: "quota", count: 20, outcome: "delivered", reason: nil, retryReason: "QUOTA_EXCEEDED"),
             Fate(platform: "fcm", prefix: "ttl", count: 100, outcome: "failed", reason: "INVALID_ARGUMENT", retryReason: nil),
+            Fate(platform: "webpush", prefix: "ok-", count: 1200, outcome: "delivered", reason: nil, retryReason: nil),
+            Fate(platform: "webpush", prefix: "gone-", count: 150, outcome: "token_dropped", reason: "Gone", retryReason: nil),
+            Fate(platform: "webpush", prefix: "nf-", count: 100, outcome: "token_dropped", reason: "NotFound", retryReason: nil),
+            Fate(platform: "webpush", prefix: "big-", count: 50, outcome: "failed", reason: "PayloadTooLarge", retryReason: nil),
+            Fate(platform: "webpush", prefix: "busy-", count: 100, outcome: "delivered", reason: nil, retryReason: "ServiceUnavailable"),
         ]
 
         static func fcmToken(_ prefix: String, _ index: Int) -> String { "\(prefix)-\(index)-dGVzdA:APA91bHerald_e2e" }
 
-        /// 10,000 jobs, half APNs and half FCM, of every class of outcome; one of the two workers is SIGKILLed
-        /// mid-run and a replacement started. Every job ends with exactly one terminal entry, the expected one,
-        /// with its platform; FCM deliveries carry the message name; dropped tokens name their platform.
+        /// 10,000 jobs, about 42% APNs, 42% FCM and 16% Web Push (a multicast to 20 subscriptions among them), of
+        /// every class of outcome; one of the two workers is SIGKILLed mid-run and a replacement started. Every job
+        /// ends with exactly one terminal entry, the expected one, with its platform; FCM deliveries carry the
+        /// message name; Web Push deliveries were decrypted by the push service; dropped tokens and gone
+        /// subscriptions reach the dropped-tokens stream once with their platform; bad jobs are refused locally.
         @Test(.timeLimit(.minutes(3)))
-        func tenThousandAPNsAndFCMJobsEachEndOnceThroughASigkill() throws {
+        func tenThousandAPNsFCMAndWebPushJobsEachEndOnceThroughASigkill() throws {
             let apnsFaults = MockFaultScript(seed: 11, latencyMs: MockLatency(min: 0, max: 2), rules: [
                 MockFaultRule(fate: .unregistered, tokenPrefix: "dead"),
                 MockFaultRule(fate: .otherTopic, tokenPrefix: "bad0"),
@@ -55,20 +62,50 @@ extension EndToEnd {
             let world = try EndToEndWorld(faults: apnsFaults, fcmFaults: fcmFaults)
             defer { world.shutdown(); world.removeFiles() }
             let fcm = try #require(world.fcm)
+            let push = try MockWebPushServer(tls: world.tls, faults: MockWebPushFaultScript(rules: [
+                MockWebPushRule(subscriptionPrefix: "gone-", fate: .gone),
+                MockWebPushRule(subscriptionPrefix: "nf-", fate: .notFound),
+                MockWebPushRule(subscriptionPrefix: "big-", fate: .tooLarge),
+                MockWebPushRule(subscriptionPrefix: "busy-", fate: .unavailable, failFirst: 1),
+            ], latencyMs: MockLatency(min: 0, max: 2)))
+            defer { push.stop() }
 
             var jobs: [[UInt8]] = []
             var expected: [String: String] = [:]
             var fateOf: [String: Fate] = [:]
+            /// Each job's token as results and the dropped-tokens stream name it (a Web Push job's: its endpoint).
+            var tokenOf: [String: String] = [:]
             var index = 0
-            func add(_ fate: Fate) {
+            func add(_ fate: Fate) throws {
                 let id = "\(fate.platform)-\(index)"
-                jobs.append(fate.platform == "fcm" ? fcmJobBytes(id: id, token: Self.fcmToken(fate.prefix, index), body: "job \(index)")
-                                                   : jobBytes(id: id, token: deviceToken(prefix: fate.prefix, index: index), body: "job \(index)"))
+                switch fate.platform {
+                case "fcm":
+                    tokenOf[id] = Self.fcmToken(fate.prefix, index)
+                    jobs.append(fcmJobBytes(id: id, token: tokenOf[id]!, body: "job \(index)"))
+                case "webpush":
+                    let subscription = try push.subscribe(prefix: fate.prefix)
+                    tokenOf[id] = subscription.endpoint
+                    // Half name their app, half are routed to the one Web Push app by platform.
+                    let app = index % 2 == 0 ? #""app":"web","# : ""
+                    jobs.append(Array(#"{"id":"\#(id)",\#(app)"platform":"webpush","subscription":\#(subscription.json),"payload":"job \#(index)","ttl":60}"#.utf8))
+                default:
+                    tokenOf[id] = deviceToken(prefix: fate.prefix, index: index)
+                    jobs.append(jobBytes(id: id, token: tokenOf[id]!, body: "job \(index)"))
+                }
                 expected[id] = fate.outcome
                 fateOf[id] = fate
                 index += 1
             }
-            for fate in Self.fates { for _ in 0..<fate.count { add(fate) } }
+            for fate in Self.fates { for _ in 0..<fate.count { try add(fate) } }
+            // A Web Push multicast: one job, 20 subscriptions, fanned out in Redis into one job each.
+            var multicastEndpoints: [String] = []
+            var multicastJSON: [String] = []
+            for _ in 0..<20 {
+                let subscription = try push.subscribe(prefix: "multi-")
+                multicastEndpoints.append(subscription.endpoint)
+                multicastJSON.append(subscription.json)
+            }
+            jobs.append(Array(#"{"id":"web-multi","subscriptions":[\#(multicastJSON.joined(separator: ","))],"payload":{"to":"many"}}"#.utf8))
             // Refused locally with FCM's error name or as the wrong platform: nothing of them reaches a server.
             var rejected: [String: String] = [:]
             for i in 0..<10 {
@@ -79,9 +116,21 @@ extension EndToEnd {
                 jobs.append(Array(#"{"id":"\#(wrong)","app":"main","message":{"token":"x\#(i)"}}"#.utf8))
                 rejected[wrong] = "WrongPlatform"
             }
+            // Web Push jobs refused locally, never sent: a key of the wrong length, an endpoint off the allow-list,
+            // a payload too large once encrypted.
+            let never = try push.subscribe(prefix: "never-")
+            let badKey = never.json.replacingOccurrences(of: never.p256dh, with: String(never.p256dh.dropLast(3)))
+            let foreign = never.json.replacingOccurrences(of: push.origin, with: "https://evil.example")
+            for (id, subscription, payload, reason) in [
+                ("web-bad-key", badKey, #""x""#, "BadSubscription"), ("web-foreign", foreign, #""x""#, "EndpointRefused"),
+                ("web-too-large", never.json, "\"" + String(repeating: "a", count: 4000) + "\"", "PayloadTooLarge"),
+            ] {
+                jobs.append(Array(#"{"id":"\#(id)","platform":"webpush","subscription":\#(subscription),"payload":\#(payload)}"#.utf8))
+                rejected[id] = reason
+            }
             let apnsGood = Fate(platform: "apns", prefix: "00", count: 0, outcome: "delivered", reason: nil, retryReason: nil)
             let fcmGood = Fate(platform: "fcm", prefix: "ok", count: 0, outcome: "delivered", reason: nil, retryReason: nil)
-            while jobs.count < 10_000 { add(index % 2 == 0 ? apnsGood : fcmGood) }
+            while jobs.count < 10_000 { try add(index % 2 == 0 ? apnsGood : fcmGood) }
             for (id, _) in rejected { expected[id] = "rejected" }
             // Interleave platforms and fates so every claim holds both: i -> i * 7919 mod n is a permutation
             // (7919 is prime to 10,000).
@@ -92,6 +141,20 @@ extension EndToEnd {
             let config = try world.writeConfig(worker: ["max_in_flight": 500, "claim_batch": 100, "lease_seconds": 4],
                                                retry: ["max_attempts": 3], apns: ["request_timeout_ms": 60_000],
                                                fcmSettings: ["request_timeout_ms": 60_000])
+            // The Web Push app: a VAPID key as web-push libraries print it, the simulator's host allowed.
+            let vapidKey = Data((1...32).map { UInt8($0) }).base64EncodedString()
+                .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+            var document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: config))) as? [String: Any])
+            document["apps"] = try #require(document["apps"] as? [[String: Any]]) + [[
+                "name": "web", "webpush": ["vapid_key": vapidKey, "subject": "mailto:e2e@example.com", "push_service_hosts": ["127.0.0.1"],
+                                           "allow_ip_literals": true, "allow_private_addresses": true],
+            ]]
+            document["web_push"] = ["ca_file": world.tls.caFile ?? "", "request_timeout_ms": 60_000]
+            try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]).write(to: URL(fileURLWithPath: config))
+            let check = try world.runHerald(["check-config", "--config", config, "--skip-redis"])
+            #expect(check.status == 0, "\(check.output)")
+            #expect(check.output.contains("ok   app 'web' (webpush, mailto:e2e@example.com): signed a test VAPID token; applicationServerKey B"), "\(check.output)")
+            let total = expected.count + multicastEndpoints.count
             let started = Date()
             let victim = try world.startWorker(id: "mixed-a", config: config)
             try world.startWorker(id: "mixed-b", config: config)
@@ -102,7 +165,7 @@ extension EndToEnd {
             victim.signal(SIGKILL)
             _ = victim.waitForExit(seconds: 10)
             try world.startWorker(id: "mixed-c", config: config)
-            let finished = try ledger.waitForTerminal(10_000, seconds: 120) {
+            let finished = try ledger.waitForTerminal(total, seconds: 120) {
                 for (id, worker) in world.workers where id != "mixed-a" && !worker.isRunning {
                     throw TestSupportError("worker \(id) exited early:\n\(world.workerLogs())")
                 }
@@ -110,7 +173,7 @@ extension EndToEnd {
             let elapsed = Date().timeIntervalSince(started)
             usleep(1_500_000)
             ledger.poll()
-            #expect(finished, "only \(ledger.terminalCount) of 10000 jobs finished:\n\(world.workerLogs())")
+            #expect(finished, "only \(ledger.terminalCount) of \(total) results came:\n\(world.workerLogs())")
             let problems = ledger.contractProblems(expected: expected)
             #expect(problems.isEmpty, "\(summarize(problems))")
 
@@ -122,8 +185,8 @@ extension EndToEnd {
                 if let reason = fate.reason, terminal.fields["reason"] != reason {
                     details.append("\(id): reason \(terminal.fields["reason"] ?? "-"), expected \(reason)")
                 }
+                if fate.platform != "apns" && terminal.fields["token"] != tokenOf[id] { details.append("\(id): token \(terminal.fields["token"] ?? "-")") }
                 if fate.platform == "fcm" {
-                    if terminal.fields["token"] != Self.fcmToken(fate.prefix, Int(id.split(separator: "-")[1])!) { details.append("\(id): token") }
                     if terminal.fields["environment"] != nil { details.append("\(id): an FCM result with an environment") }
                     if terminal.outcome == "delivered" && !(terminal.fields["fcm_name"] ?? "").hasPrefix("projects/\(fcm.projectID)/messages/") {
                         details.append("\(id): delivered without fcm_name (\(terminal.fields["fcm_name"] ?? "-"))")
@@ -142,6 +205,9 @@ extension EndToEnd {
                 if !(entry?.fields["reason"] ?? "").hasPrefix(prefix) { details.append("\(id): rejection \(entry?.fields["reason"] ?? "-")") }
             }
             #expect(details.isEmpty, "\(summarize(details))")
+            let multicastExpected = Dictionary(uniqueKeysWithValues: multicastEndpoints.map { ("web-multi " + $0, "delivered") })
+            let multicastProblems = ledger.contractProblems(expected: multicastExpected) { $0.id + " " + ($0.fields["token"] ?? "") }
+            #expect(multicastProblems.isEmpty, "\(summarize(multicastProblems))")
 
             // Dropped tokens: one entry per dropped job (a job resent after the kill is dropped once), with platform.
             let redis = try world.connectRedis()
@@ -149,15 +215,17 @@ extension EndToEnd {
             let droppedByToken = Dictionary(grouping: dropped, by: { $0.fields["token"] ?? "" })
             var droppedProblems: [String] = []
             for (id, fate) in fateOf where fate.outcome == "token_dropped" {
-                let number = Int(id.split(separator: "-")[1])!
-                let token = fate.platform == "fcm" ? Self.fcmToken(fate.prefix, number) : deviceToken(prefix: fate.prefix, index: number)
-                let entries = droppedByToken[token] ?? []
+                let entries = droppedByToken[tokenOf[id]!] ?? []
                 guard entries.count == 1 else { droppedProblems.append("\(id): \(entries.count) dropped-token entries"); continue }
                 if entries[0].fields["platform"] != fate.platform { droppedProblems.append("\(id): platform \(entries[0].fields["platform"] ?? "-")") }
-                if fate.platform == "fcm" && entries[0].fields["app"] != "android" { droppedProblems.append("\(id): app \(entries[0].fields["app"] ?? "-")") }
+                let app = ["fcm": "android", "webpush": "web"][fate.platform]
+                if let app, entries[0].fields["app"] != app { droppedProblems.append("\(id): app \(entries[0].fields["app"] ?? "-")") }
                 if entries[0].fields["reason"] != fate.reason { droppedProblems.append("\(id): reason \(entries[0].fields["reason"] ?? "-")") }
             }
             #expect(droppedProblems.isEmpty, "\(summarize(droppedProblems))")
+            let droppedPlatforms = Set(dropped.compactMap { $0.fields["platform"] })
+            #expect(droppedPlatforms == ["apns", "fcm", "webpush"], "\(droppedPlatforms)")
+            #expect(dropped.count == fateOf.values.filter { $0.outcome == "token_dropped" }.count, "\(dropped.count) dropped-token entries")
 
             // Nothing left behind, the killed worker's leases included.
             #expect(try redis.command(["LLEN", "herald:queue"]).int == 0)
@@ -175,6 +243,14 @@ extension EndToEnd {
             let sampleID = "fcm-" + sample.token!.split(separator: "-")[1]
             let original = String(decoding: fcmJobBytes(id: sampleID, token: sample.token!, body: "job \(sample.token!.split(separator: "-")[1])"), as: UTF8.self)
             #expect(original.contains(sample.message), "the message reached FCM changed: \(sample.message)")
+            // Every delivered Web Push job's payload reached the push service and was decrypted there; every
+            // VAPID header passed its check.
+            let received = Set(push.messages().map { String(decoding: $0.plaintext, as: UTF8.self) })
+            let deliveredWeb = fateOf.filter { $0.value.platform == "webpush" && $0.value.outcome == "delivered" }.map { id, _ in "job " + id.split(separator: "-")[1] }
+            #expect(deliveredWeb.allSatisfy(received.contains), "\(deliveredWeb.filter { !received.contains($0) }.prefix(5))")
+            #expect(push.messages().filter { $0.subscription.hasPrefix("multi-") }.count >= 20)
+            let pushStats = push.stats()
+            #expect(pushStats.vapidRefused == 0 && pushStats.decryptionFailures == 0, "\(pushStats)")
             let stats = fcm.stats()
             #expect(stats.tokensIssued >= 1 && stats.tokensIssued <= 6, "access tokens issued: \(stats.tokensIssued) (one per worker process expected)")
 
@@ -184,7 +260,7 @@ extension EndToEnd {
             }
             let duplicates = duplicateDeliveries(world.simulator.acceptedNotifications()).duplicates
                 + accepted.count - Set(accepted.map(\.message)).count
-            print("e2e mixed platform: 10000 jobs (APNs and FCM) in \(String(format: "%.1f", elapsed)) s, one of 2 workers SIGKILLed after \(3000)+ results; terminal \(ledger.terminalByOutcome), \(ledger.entries.count - ledger.terminalCount) retrying entries, \(duplicates) sent twice after the kill, \(stats.tokensIssued) FCM access tokens issued, \(stats.byStatus["429"] ?? 0) FCM 429s")
+            print("e2e mixed platform: 10000 jobs (APNs, FCM and Web Push) in \(String(format: "%.1f", elapsed)) s, one of 2 workers SIGKILLed after \(3000)+ results; terminal \(ledger.terminalByOutcome), \(ledger.entries.count - ledger.terminalCount) retrying entries, \(duplicates) sent twice after the kill, \(stats.tokensIssued) FCM access tokens issued, \(stats.byStatus["429"] ?? 0) FCM 429s, \(pushStats.requests) Web Push requests")
         }
     }
 }

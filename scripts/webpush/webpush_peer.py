@@ -8,7 +8,8 @@ Subcommands, each printing one JSON object on stdout:
   vapid-key                       a VAPID key as py_vapid makes it: PEM and the raw base64url private scalar
   send SUBSCRIPTION PAYLOAD KEY SUB   pywebpush sends a message (TLS checked against REQUESTS_CA_BUNDLE)
   post URL HEADERS_JSON BODY_FILE     requests posts bytes Herald prepared: status, headers and body back
-  bench SUBSCRIPTION KEY SUB N        pywebpush sends N messages one after another on one session: the rate
+  bench SUBSCRIPTION KEY SUB N [MODE] pywebpush sends N messages one after another: the rate and CPU per message
+                                      (MODE session: one kept session, the default; webpush: webpush() per message)
 """
 import base64
 import json
@@ -78,25 +79,36 @@ def post(url, headers, body_file):
     return {"status": response.status_code, "location": response.headers.get("location"), "body": response.text}
 
 
-def bench(subscription, key, sub, count):
+def bench(subscription, key, sub, count, mode):
+    """mode "webpush": pywebpush's webpush() per message, as its README shows (a new HTTPS connection each);
+    "session": what webpush() does per message (a VAPID header, a fresh encryption) on one kept session."""
+    import resource
     import time
 
     import requests
-    from pywebpush import WebPusher
+    from pywebpush import WebPusher, webpush
     from py_vapid import Vapid02
 
     info = json.loads(subscription)
     vapid = Vapid02.from_string(key)
     session = requests.Session()
-    started = time.monotonic()
+
+    def cpu():
+        usage = resource.getrusage(resource.RUSAGE_SELF)
+        return usage.ru_utime + usage.ru_stime
+
+    started, cpu_started = time.monotonic(), cpu()
     ok = 0
     for i in range(count):
-        # What webpush() does per message: a VAPID header and a fresh encryption, on a kept session.
-        headers = vapid.sign({"sub": sub, "aud": info["endpoint"].split("/push/")[0], "exp": int(time.time()) + 3600})
-        response = WebPusher(info, requests_session=session).send(data="bench %d" % i, headers=headers, ttl=60)
+        if mode == "webpush":
+            response = webpush(info, data="bench %d" % i, vapid_private_key=key, vapid_claims={"sub": sub}, ttl=60)
+        else:
+            headers = vapid.sign({"sub": sub, "aud": info["endpoint"].split("/push/")[0], "exp": int(time.time()) + 3600})
+            response = WebPusher(info, requests_session=session).send(data="bench %d" % i, headers=headers, ttl=60)
         ok += response.status_code == 201
-    seconds = time.monotonic() - started
-    return {"sent": count, "ok": ok, "seconds": seconds, "per_second": count / seconds}
+    seconds, cpu_seconds = time.monotonic() - started, cpu() - cpu_started
+    return {"sent": count, "ok": ok, "seconds": seconds, "per_second": count / seconds, "mode": mode,
+            "cpu_us_per_message": round(cpu_seconds / count * 1e6)}
 
 
 def main():
@@ -112,7 +124,7 @@ def main():
     elif command == "send":
         result = send(sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5])
     elif command == "bench":
-        result = bench(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]))
+        result = bench(sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5]), sys.argv[6] if len(sys.argv) > 6 else "session")
     elif command == "post":
         result = post(sys.argv[2], sys.argv[3], sys.argv[4])
     else:

@@ -38,7 +38,7 @@ public struct MockWebPushMessage: Sendable, Equatable {
 }
 
 /// The counters of the Web Push simulator (its connections' among them).
-public struct MockWebPushStats: Sendable, Equatable, ReportsConnectionCounters {
+public struct MockWebPushStats: Sendable, Codable, Equatable, ReportsConnectionCounters {
     public var requests = 0
     public var connectionsAccepted = 0
     public var connectionsOpen = 0
@@ -53,7 +53,7 @@ public struct MockWebPushStats: Sendable, Equatable, ReportsConnectionCounters {
 }
 
 /// The Web Push simulator on its loop: the subscriptions it minted, their messages, the fault rules; a push
-/// service's endpoint (`POST /push/<id>`) and its control paths (`POST /_mock/subscribe`, `GET /_mock/messages`).
+/// service's endpoint (`POST /push/<id>`) and its control paths (`POST /_mock/subscribe`, `GET /_mock/stats`).
 final class WebPushCore: MockProvider {
     let tls: MockTLSFiles
     let faults: ScriptedFaults<MockWebPushFaultScript>
@@ -177,6 +177,7 @@ final class WebPushConnection: MockConnectionHandler {
     func requestComplete(_ mockRequest: MockRequest) {
         let request = unsafeDowncast(mockRequest, to: WebPushRequest.self)
         if request.path == "/_mock/subscribe" && request.method == "POST" { return subscribe(request) }
+        if request.path == "/_mock/stats" && request.method == "GET" { return respondStats(request) }
         guard request.method == "POST", request.path.hasPrefix("/push/") else {
             return connection.respond(request, status: 404, headers: [], body: Array("no such endpoint\n".utf8))
         }
@@ -191,6 +192,14 @@ final class WebPushConnection: MockConnectionHandler {
             case .accept: connection.respond(request, status: 201, headers: [], body: [], thenGoaway: goawayDue)
             }
         }
+    }
+
+    /// `GET /_mock/stats`: the counters as JSON (`herald mock-webpush` run standalone has no other window).
+    private func respondStats(_ request: WebPushRequest) {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let body = (try? encoder.encode(core.snapshot())).map { [UInt8]($0) } ?? Array("{}".utf8)
+        connection.respond(request, status: 200, headers: [("content-type", "application/json")], body: body)
     }
 
     /// `POST /_mock/subscribe` with `{"prefix":..., "applicationServerKey":...}` (both optional): a new subscription's JSON.
