@@ -1,3 +1,5 @@
+import Basics
+
 /// The notifications every benchmark sends: one shape (alert, ~200-byte payload, 64-hex device token) so
 /// that the worker, the bare client, h2load and aioapns all do the same work per request.
 enum BenchJobs {
@@ -33,7 +35,15 @@ enum BenchJobs {
     }
 
     /// Each platform's job line, by its `platform` name (`fill --platform`).
-    static let byPlatform: [String: @Sendable (Int) -> String] = ["apns": job, "fcm": fcmJob]
+    /// Each platform's job maker, given the command's flags (Web Push cycles through `--subscriptions`).
+    static let byPlatform: [String: @Sendable (ParsedArguments) throws -> @Sendable (Int) -> String] = [
+        "apns": { _ in job },
+        "fcm": { _ in fcmJob },
+        "webpush": { flags in
+            let subscriptions = try subscriptions(file: try flags.required("subscriptions"))
+            return { webPushJob($0, subscription: subscriptions[$0 % subscriptions.count]) }
+        },
+    ]
 
     /// One FCM job line.
     static func fcmJob(_ index: Int) -> String {

@@ -25,11 +25,9 @@ enum FillCommand {
         let count = try flags.int("count", default: 0)
         let first = try flags.int("first", default: 0)
         let rate = try flags.double("rate", default: 0)
-        var makeJob = BenchJobs.byPlatform[flags.value("platform") ?? "apns"] ?? BenchJobs.job
-        if flags.value("platform") == "webpush" {
-            let subscriptions = try BenchJobs.subscriptions(file: try flags.required("subscriptions"))
-            makeJob = { BenchJobs.webPushJob($0, subscription: subscriptions[$0 % subscriptions.count]) }
-        }
+        let platform = flags.value("platform") ?? "apns"
+        guard let maker = BenchJobs.byPlatform[platform] else { throw BenchError("--platform: no \(platform) (apns, fcm, webpush)") }
+        let makeJob = try maker(flags)
         let redis = try BlockingRedis(url: url)
         defer { redis.close() }
         let key = Array(queue.utf8)
