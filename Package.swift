@@ -56,20 +56,23 @@ let package = Package(
         /// TLS over OpenSSL shared by the APNs/FCM connections, Redis and (server side) the simulators: the `SSL_CTX`, one `SSL*` per socket,
         /// non-blocking handshake, read and write steps, and the error texts.
         .target(name: "TLS", dependencies: ["Basics", "Reactor", "COpenSSL"]),
+        /// HTTP/2 over nghttp2: the worker's client connections and pools, and the server session the simulators and
+        /// `herald api` share.
         .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
         /// The Redis client: RESP, the pipelined loop connection, the blocking client, cluster routing, Sentinel,
         /// the TLS transport. Knows nothing of Herald's queue.
         .target(name: "RedisClient", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
         /// Herald's queue on Redis: scripts, leases, results, archive. Re-exports RedisClient.
         .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "RedisClient"]),
-        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
+        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "TLS", "HTTP2", "CNghttp2", "COpenSSL"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
         .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
-        /// `herald api`: the HTTP/1.1 front door (its own parser on the Reactor loop), validating with the worker's intake.
-        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "COpenSSL"]),
+        /// `herald api`: the HTTP front door on the Reactor loop (HTTP/1.1 by its own parser, HTTP/2 by nghttp2's server
+        /// session, as the simulators use it), validating with the worker's intake.
+        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP2", "CNghttp2", "COpenSSL"]),
         .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
