@@ -56,15 +56,16 @@ let package = Package(
         /// TLS over OpenSSL shared by the APNs/FCM connections, Redis and (server side) the simulators: the `SSL_CTX`, one `SSL*` per socket,
         /// non-blocking handshake, read and write steps, and the error texts.
         .target(name: "TLS", dependencies: ["Basics", "Reactor", "COpenSSL"]),
-        /// HTTP/2 over nghttp2: the worker's client connections and pools, and the server session the simulators and
-        /// `herald api` share.
         .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
         /// The Redis client: RESP, the pipelined loop connection, the blocking client, cluster routing, Sentinel,
         /// the TLS transport. Knows nothing of Herald's queue.
         .target(name: "RedisClient", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
         /// Herald's queue on Redis: scripts, leases, results, archive. Re-exports RedisClient.
         .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "RedisClient"]),
-        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "TLS", "HTTP2", "CNghttp2", "COpenSSL"]),
+        /// The server side of HTTP/2 over nghttp2 that the simulators and `herald api` share (session callbacks,
+        /// answers). Apart from `HTTP2`, the worker's client, so the simulators stay independent of what they check.
+        .target(name: "HTTP2Server", dependencies: ["CNghttp2"]),
+        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "TLS", "HTTP2Server", "CNghttp2", "COpenSSL"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
@@ -72,7 +73,7 @@ let package = Package(
         .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
         /// `herald api`: the HTTP front door on the Reactor loop (HTTP/1.1 by its own parser, HTTP/2 by nghttp2's server
         /// session, as the simulators use it), validating with the worker's intake.
-        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP2", "CNghttp2", "COpenSSL"]),
+        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP2Server", "CNghttp2", "COpenSSL"]),
         .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "APNs", "FCM", "HTTP2", "RedisQueue", "Reactor", "TLS"]),

@@ -1,6 +1,6 @@
 import Basics
 import Glibc
-import HTTP2
+import HTTP2Server
 import Reactor
 import TLS
 
@@ -134,8 +134,11 @@ public final class HTTP1Server: FileDescriptorHandler {
     static func serialize(_ response: Response, keepAlive: Bool, omitBody: Bool = false) -> [UInt8] {
         let head = HTTPResponseHead.text(status: response.status, contentType: response.contentType, contentLength: response.body.count,
                                          keepAlive: keepAlive, extra: response.headers)
-        var bytes = Array(head.utf8)
-        if !omitBody { bytes += response.body }
+        // One allocation for the head and the body together.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(head.utf8.count + (omitBody ? 0 : response.body.count))
+        bytes.append(contentsOf: head.utf8)
+        if !omitBody { bytes.append(contentsOf: response.body) }
         return bytes
     }
 
@@ -346,9 +349,23 @@ public final class HTTP1Server: FileDescriptorHandler {
         private func startH2() {
             guard let callbacks = server.h2Callbacks,
                   let framing = HTTP2Framing(callbacks: callbacks, limits: server.limits, handler: server.handler, errorBody: server.errorBody,
-                                             answered: { [weak self] in self?.pumpH2() })
+                                             answered: { [weak self] in self?.schedulePump() })
             else { return close() }
             h2 = framing
+        }
+
+        private var pumpScheduled = false
+
+        /// Answers that come back from Redis one by one (a reply each, read together) are written together at
+        /// the end of the loop's turn: one write for all the streams answered in it, not one each.
+        private func schedulePump() {
+            guard !pumpScheduled else { return }
+            pumpScheduled = true
+            server.loop.schedule(afterNanoseconds: 0) { [weak self] in
+                guard let self else { return }
+                self.pumpScheduled = false
+                self.pumpH2()
+            }
         }
 
         /// Writes what nghttp2 has to send, as long as the socket takes it; closes once both sides are done.

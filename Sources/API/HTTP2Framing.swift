@@ -1,5 +1,5 @@
 import CNghttp2
-import HTTP2
+import HTTP2Server
 import Reactor
 
 /// The HTTP/2 framing of one API connection (h2 chosen by ALPN, or h2c with prior knowledge) on nghttp2's server
@@ -88,7 +88,11 @@ final class HTTP2Framing: H2ServerStreamHandler {
     }
 
     /// When the oldest request still arriving began, for the request timeout.
-    var oldestPartialRequest: UInt64? { streams.values.filter { !$0.complete }.map(\.startedAt).min() }
+    var oldestPartialRequest: UInt64? {
+        var oldest: UInt64?
+        for stream in streams.values where !stream.complete && stream.startedAt < (oldest ?? .max) { oldest = stream.startedAt }
+        return oldest
+    }
 
     /// A request is with the handler: the connection is not idle.
     var hasRequestInHand: Bool { streams.values.contains { $0.complete && !$0.answered } }

@@ -1,6 +1,6 @@
 import COpenSSL
 import Glibc
-import HTTP2
+import HTTP2Server
 import Reactor
 
 /// A provider's simulator as the shared server runs it: what its connections speak and how each is handled.
