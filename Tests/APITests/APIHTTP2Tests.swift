@@ -78,6 +78,37 @@ import Testing
         #expect(try listElements(redis.url, "herald:queue").count == 12)
     }
 
+    @Test func anH2cConnectionPastTheStreamLimitIsRefusedTheExtraStreamAndClosedAtTheRequestTimeout() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, api: #"{"request_timeout_ms": 800}"#)
+        // Python's h2 (Debian's python3-h2) over a plain socket: 101 requests begun and never finished.
+        let script = """
+            import h2.connection, h2.config, h2.events, socket, sys, time
+            host, port = sys.argv[1].split("//")[1].rstrip("/").split(":")
+            s = socket.create_connection((host, int(port)), timeout=5)
+            c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+            c.initiate_connection()
+            for n in range(101):
+                c.send_headers(1 + 2 * n, [(":method", "POST"), (":path", "/v1/jobs"), (":scheme", "http"), (":authority", "x")])
+            s.sendall(c.data_to_send())
+            refused, started, closed_after = [], time.monotonic(), None
+            while closed_after is None:
+                data = s.recv(65536)
+                if not data:
+                    closed_after = time.monotonic() - started
+                    break
+                for event in c.receive_data(data):
+                    if isinstance(event, h2.events.StreamReset): refused.append((event.stream_id, int(event.error_code)))
+                s.sendall(c.data_to_send())
+            print(refused, 0.5 < closed_after < 4)
+            """
+        let (output, status) = try run("python3", ["-c", script, api.url])
+        #expect(status == 0)
+        // Stream 201 is the 101st: REFUSED_STREAM (7); the other 100 wait until the request timeout closes them all.
+        #expect(output.trimmingCharacters(in: .whitespacesAndNewlines) == "[(201, 7)] True")
+        #expect(try listElements(redis.url, "herald:queue").isEmpty)
+    }
+
     @Test func h2loadAndWrkLoadsAreAnsweredInFullAndEveryAcceptedJobIsInRedis() throws {
         let redis = try RedisServer()
         let api = try APIProcess(redisURL: redis.url)
