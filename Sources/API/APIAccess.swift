@@ -9,6 +9,10 @@ final class APIAccess {
     typealias Key = Configuration.APISettings.Key
 
     private let byHash: [String: Key]
+    /// Keys already presented, by their text: the SHA-256 is computed once per key, not once per request. Only
+    /// keys that matched are kept (an unknown one is hashed every time and never stored), so this holds at most
+    /// one entry per configured key: SHA-256 has no second preimages to fill it with.
+    private var known: [String: Key] = [:]
     private var buckets: [String: TokenBucket] = [:]
 
     init(keys: [Key]) {
@@ -40,9 +44,11 @@ final class APIAccess {
         guard let presented, !presented.isEmpty else {
             return .refused(code: "unauthenticated", message: "this API needs a key: send Authorization: Bearer <key> (or X-API-Key)")
         }
+        if let key = known[presented] { return .key(key) }
         guard let key = byHash[Self.sha256Hex(Array(presented.utf8))] else {
             return .refused(code: "unauthenticated", message: "the API key is not one of api.keys")
         }
+        known[presented] = key
         return .key(key)
     }
 

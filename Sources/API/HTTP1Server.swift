@@ -1,10 +1,13 @@
 import Basics
 import Glibc
+import HTTP2Server
 import Reactor
 import TLS
 
-/// An HTTP/1.1 server on a Reactor event loop for `herald api`: keep-alive, pipelined requests answered in
-/// order (one at a time per connection), `100 Continue`, everything non-blocking.
+/// The HTTP server on a Reactor event loop for `herald api`. HTTP/1.1: keep-alive, pipelined requests answered in
+/// order (one at a time per connection), `100 Continue`. HTTP/2 (`HTTP2Framing`): over TLS when ALPN chose `h2`,
+/// and on cleartext when the client opens with the HTTP/2 preface (h2c with prior knowledge). Both framings give
+/// the same `HTTP1Parser.Request` to the same handler under the same limits. Everything non-blocking.
 ///
 /// It faces producers over the network, so nothing a client sends can hurt the loop: the request head and body
 /// are bounded (`HTTP1Parser.Limits`), at most `maxConnections` are open (a newcomer past that gets a 503 and is
@@ -34,6 +37,8 @@ public final class HTTP1Server: FileDescriptorHandler {
         public var maxConnections = 1024
         public var requestTimeoutMilliseconds = 10_000
         public var idleTimeoutMilliseconds = 60_000
+        /// HTTP/2 streams a connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS).
+        public var maxConcurrentStreams = 100
         public init() {}
     }
 
@@ -51,6 +56,10 @@ public final class HTTP1Server: FileDescriptorHandler {
     /// One read buffer for every connection (they take turns on the loop): 10,000 idle connections cost no
     /// 16 KiB each.
     fileprivate var readBuffer = [UInt8](repeating: 0, count: 16 * 1024)
+    /// nghttp2's server callbacks, one set for every HTTP/2 connection (nil only if nghttp2 had no memory).
+    fileprivate lazy var h2Callbacks: H2ServerCallbacks? = try? H2ServerCallbacks()
+    /// What an h2c client sends first (RFC 9113 3.4).
+    fileprivate static let h2Preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
     public init(loop: EventLoop, host: String, port: Int, limits: Limits = Limits(), tls: TLSServerContext? = nil,
                 errorBody: @escaping (Int, String) -> Response, handler: @escaping Handler) throws(SystemError) {
@@ -125,8 +134,11 @@ public final class HTTP1Server: FileDescriptorHandler {
     static func serialize(_ response: Response, keepAlive: Bool, omitBody: Bool = false) -> [UInt8] {
         let head = HTTPResponseHead.text(status: response.status, contentType: response.contentType, contentLength: response.body.count,
                                          keepAlive: keepAlive, extra: response.headers)
-        var bytes = Array(head.utf8)
-        if !omitBody { bytes += response.body }
+        // One allocation for the head and the body together.
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(head.utf8.count + (omitBody ? 0 : response.body.count))
+        bytes.append(contentsOf: head.utf8)
+        if !omitBody { bytes.append(contentsOf: response.body) }
         return bytes
     }
 
@@ -151,12 +163,17 @@ public final class HTTP1Server: FileDescriptorHandler {
         /// The TLS session over `fd` (HTTPS), and whether its handshake is still going.
         private let ssl: SSLHandle?
         private var handshaking: Bool
+        /// HTTP/2 once ALPN chose it or the client sent the preface; nil for HTTP/1.1.
+        private var h2: HTTP2Framing?
+        /// Cleartext, nothing decided yet: the first bytes say whether it is h2c with prior knowledge.
+        private var awaitingPreface: Bool
 
         init(fd: Int32, server: HTTP1Server, tls: TLSServerContext?) throws {
             self.fd = fd
             self.server = server
             ssl = try tls.map { tls throws(TLSError) in try SSLHandle(accepting: fd, serverContext: tls.context) }
             handshaking = ssl != nil
+            awaitingPreface = ssl == nil
             // The handshake counts as the start of the first request: a silent TLS client meets the request timeout.
             if handshaking { requestStartedAt = monotonicNanos() }
             refreshDeadline()
@@ -167,7 +184,10 @@ public final class HTTP1Server: FileDescriptorHandler {
             // Read while the handler has a request too (pipelined bytes wait in `input`): keeping the interest
             // as it is saves two epoll_ctl calls per request; `read` stops at the buffer's bound.
             if readable && !closeAfterWrite { read() }
-            if isOpen && writable && written < output.count { flush() }
+            if isOpen && writable && written < output.count {
+                flush()
+                if h2 != nil { pumpH2() }
+            }
             if isOpen && hangup && !busy && written >= output.count { close() }
             // The peer half-closed while the handler has its request: epoll would report that on every round
             // until the answer is ready, so the socket leaves the loop until then (`unpark`).
@@ -196,8 +216,13 @@ public final class HTTP1Server: FileDescriptorHandler {
                 case .done:
                     handshaking = false
                     requestStartedAt = nil
+                    if ssl.alpnSelected == "h2" {
+                        startH2()
+                        guard isOpen else { return }
+                    }
                     refreshDeadline()
                     interest(readable: true, writable: false)
+                    pumpH2()
                     read()
                 case .wantRead: interest(readable: true, writable: false)
                 case .wantWrite: interest(readable: false, writable: true)
@@ -238,6 +263,12 @@ public final class HTTP1Server: FileDescriptorHandler {
                 do {
                     switch try receive() {
                     case .bytes(let n):
+                        if let h2 {
+                            // Straight from the shared buffer into nghttp2: an HTTP/2 connection keeps no input.
+                            guard server.readBuffer.withUnsafeBufferPointer({ h2.receive($0.baseAddress!, count: n) }) else { return close() }
+                            if n < server.readBuffer.count { return pumpH2() }
+                            continue
+                        }
                         if requestStartedAt == nil { requestStartedAt = monotonicNanos() }
                         input.append(contentsOf: server.readBuffer[0..<n])
                         if n < server.readBuffer.count { return process() }
@@ -259,7 +290,24 @@ public final class HTTP1Server: FileDescriptorHandler {
 
         /// Takes the next whole request from the input, if any, while none is with the handler.
         private func process() {
+            if h2 != nil { return pumpH2() }
             guard isOpen, !busy, !closeAfterWrite else { return }
+            if awaitingPreface {
+                let preface = HTTP1Server.h2Preface
+                let count = min(input.count - consumed, preface.count)
+                if input[consumed..<(consumed + count)].elementsEqual(preface[0..<count]) {
+                    // A prefix of the preface: wait for the rest (the request timeout runs).
+                    guard count == preface.count else { return refreshDeadline() }
+                    awaitingPreface = false
+                    startH2()
+                    guard let h2, isOpen else { return }
+                    let ok = input[consumed...].withUnsafeBufferPointer { h2.receive($0.baseAddress!, count: $0.count) }
+                    input = []
+                    consumed = 0
+                    return ok ? pumpH2() : close()
+                }
+                awaitingPreface = false
+            }
             switch HTTP1Parser.parse(input[consumed...], limits: server.limits.parser) {
             case .incomplete(let expectsContinue):
                 if input.count == consumed { requestStartedAt = nil }
@@ -296,6 +344,42 @@ public final class HTTP1Server: FileDescriptorHandler {
                     if self.isOpen && self.peerClosed && !self.busy && self.written >= self.output.count { self.close() }
                 }
             }
+        }
+
+        private func startH2() {
+            guard let callbacks = server.h2Callbacks,
+                  let framing = HTTP2Framing(callbacks: callbacks, limits: server.limits, handler: server.handler, errorBody: server.errorBody,
+                                             answered: { [weak self] in self?.schedulePump() })
+            else { return close() }
+            h2 = framing
+        }
+
+        private var pumpScheduled = false
+
+        /// Answers that come back from Redis one by one (a reply each, read together) are written together at
+        /// the end of the loop's turn: one write for all the streams answered in it, not one each.
+        private func schedulePump() {
+            guard !pumpScheduled else { return }
+            pumpScheduled = true
+            server.loop.schedule(afterNanoseconds: 0) { [weak self] in
+                guard let self else { return }
+                self.pumpScheduled = false
+                self.pumpH2()
+            }
+        }
+
+        /// Writes what nghttp2 has to send, as long as the socket takes it; closes once both sides are done.
+        private func pumpH2() {
+            guard isOpen, let h2 else { return }
+            while isOpen && written >= output.count {
+                var bytes: [UInt8] = []
+                guard h2.output(into: &bytes) else { return close() }
+                if bytes.isEmpty { break }
+                queue(bytes)
+            }
+            guard isOpen else { return }
+            if written >= output.count && h2.isFinished { return close() }
+            refreshDeadline()
         }
 
         private func queue(_ bytes: [UInt8]) {
@@ -335,6 +419,16 @@ public final class HTTP1Server: FileDescriptorHandler {
         /// handler: the handler answers (its Redis calls have their own timeouts).
         private func refreshDeadline() {
             let now = monotonicNanos()
+            if let h2 {
+                if written < output.count {
+                    deadline = now &+ UInt64(server.limits.requestTimeoutMilliseconds) * 1_000_000
+                } else if let started = h2.oldestPartialRequest {
+                    deadline = started &+ UInt64(server.limits.requestTimeoutMilliseconds) * 1_000_000
+                } else {
+                    deadline = h2.hasRequestInHand ? UInt64.max : now &+ UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
+                }
+                return
+            }
             if busy {
                 deadline = UInt64.max
             } else if written < output.count {

@@ -29,6 +29,11 @@ public final class EventLoop: @unchecked Sendable {
     private var timers = TimerHeap()
     private var timerSequence: UInt64 = 0
     private let inbox = LockedValue(Inbox())
+    /// Set once, when `run` has returned: what `waitUntilStopped` waits on. Apart from `inbox` because every
+    /// `withLock` wakes the lock's waiters: a thread parked in `waitUntilStopped` on the inbox (the main thread
+    /// of `herald api` and `herald worker`) was woken twice per loop iteration, a futex call and a context
+    /// switch each time.
+    private let finished = LockedValue(false)
     private let stopRequested = Atomic<Bool>(false)
     let owner: LoopThread
     public let name: String
@@ -202,7 +207,7 @@ public final class EventLoop: @unchecked Sendable {
     /// Blocks until the loop has returned from `run()`, or the deadline passes; returns whether it has.
     @discardableResult
     public func waitUntilStopped(timeoutSeconds: Double = 10) -> Bool {
-        inbox.wait(until: { $0.finished }, timeoutSeconds: timeoutSeconds) { _ in true } ?? false
+        finished.wait(until: { $0 }, timeoutSeconds: timeoutSeconds) { _ in true } ?? false
     }
 
     /// Runs the loop on its own thread until `stop()`.
@@ -287,7 +292,10 @@ public final class EventLoop: @unchecked Sendable {
                 }
                 return taken
             }
-            if batch.isEmpty { return }
+            if batch.isEmpty {
+                if finishing { finished.withLock { $0 = true } }
+                return
+            }
             for work in batch { work() }
         }
     }

@@ -20,5 +20,10 @@ public final class TLSServerContext: @unchecked Sendable {
         }
     }
 
+    /// ALPN picks `h2` when the client offers it, else `http/1.1` (`selectH2OrHTTP1`).
+    public func chooseH2OrHTTP1() {
+        SSL_CTX_set_alpn_select_cb(context, selectH2OrHTTP1, nil)
+    }
+
     deinit { SSL_CTX_free(context) }
 }

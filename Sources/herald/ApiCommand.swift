@@ -50,6 +50,8 @@ enum ApiCommand {
                 throw ConfigurationError(["api.tls: \(error.message)"])
             }
         }
+        // h2 when the client offers it (ALPN), else HTTP/1.1; cleartext serves both too (h2c with prior knowledge).
+        tls?.chooseH2OrHTTP1()
         let scheme = tls == nil ? "http" : "https"
         let serverTLS = tls
         let shards = try configuration.redis.queueShards()

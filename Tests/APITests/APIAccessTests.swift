@@ -65,25 +65,8 @@ import Testing
     }
 
     @Test func servesHTTPSAndWithAClientCARefusesClientsWithoutACertificate() throws {
-        let dir = makeTemporaryDirectory("herald-api-tls")
+        let dir = try makeTestCertificates()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        // A CA, a server certificate for 127.0.0.1 and a client certificate, all by the openssl tool.
-        for step in [
-            ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/ca.key", "-out", "\(dir)/ca.pem", "-days", "2", "-subj", "/CN=test CA"],
-            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/server.key", "-out", "\(dir)/server.csr", "-subj", "/CN=127.0.0.1"],
-            ["x509", "-req", "-in", "\(dir)/server.csr", "-CA", "\(dir)/ca.pem", "-CAkey", "\(dir)/ca.key", "-CAcreateserial", "-out", "\(dir)/server.pem",
-             "-days", "2", "-extfile", "\(dir)/san.cnf"],
-            ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/client.key", "-out", "\(dir)/client.csr", "-subj", "/CN=producer"],
-            ["x509", "-req", "-in", "\(dir)/client.csr", "-CA", "\(dir)/ca.pem", "-CAkey", "\(dir)/ca.key", "-CAcreateserial", "-out", "\(dir)/client.pem", "-days", "2",
-             "-extfile", "\(dir)/client.cnf"],
-        ] {
-            // What strict verifiers (Python 3.13's VERIFY_X509_STRICT) want of a leaf: its issuer's key id, not a CA.
-            let leaf = "authorityKeyIdentifier=keyid,issuer\nbasicConstraints=CA:FALSE\n"
-            try (leaf + "subjectAltName=IP:127.0.0.1\n").write(toFile: "\(dir)/san.cnf", atomically: true, encoding: .utf8)
-            try leaf.write(toFile: "\(dir)/client.cnf", atomically: true, encoding: .utf8)
-            let (_, status) = try run("openssl", step)
-            #expect(status == 0, "openssl \(step)")
-        }
         let redis = try RedisServer()
         let api = try APIProcess(redisURL: redis.url, api: #"{"tls": {"cert_file": "\#(dir)/server.pem", "key_file": "\#(dir)/server.key", "client_ca_file": "\#(dir)/ca.pem"}}"#)
         #expect(api.url.hasPrefix("https://127.0.0.1:"))

@@ -100,3 +100,26 @@ func listElements(_ redisURL: String, _ key: String) throws -> [String] {
 
 /// The `id` of a queued job.
 func jobID(_ job: String) -> String? { jsonObject(job)["id"] as? String }
+
+/// A directory with a CA (`ca.pem`), a server certificate for 127.0.0.1 (`server.pem`, `server.key`) and a client
+/// certificate (`client.pem`, `client.key`), all made by the openssl tool. The caller removes it.
+func makeTestCertificates() throws -> String {
+    let dir = makeTemporaryDirectory("herald-api-tls")
+    for step in [
+        ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/ca.key", "-out", "\(dir)/ca.pem", "-days", "2", "-subj", "/CN=test CA"],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/server.key", "-out", "\(dir)/server.csr", "-subj", "/CN=127.0.0.1"],
+        ["x509", "-req", "-in", "\(dir)/server.csr", "-CA", "\(dir)/ca.pem", "-CAkey", "\(dir)/ca.key", "-CAcreateserial", "-out", "\(dir)/server.pem",
+         "-days", "2", "-extfile", "\(dir)/san.cnf"],
+        ["req", "-newkey", "rsa:2048", "-nodes", "-keyout", "\(dir)/client.key", "-out", "\(dir)/client.csr", "-subj", "/CN=producer"],
+        ["x509", "-req", "-in", "\(dir)/client.csr", "-CA", "\(dir)/ca.pem", "-CAkey", "\(dir)/ca.key", "-CAcreateserial", "-out", "\(dir)/client.pem", "-days", "2",
+         "-extfile", "\(dir)/client.cnf"],
+    ] {
+        // What strict verifiers (Python 3.13's VERIFY_X509_STRICT) want of a leaf: its issuer's key id, not a CA.
+        let leaf = "authorityKeyIdentifier=keyid,issuer\nbasicConstraints=CA:FALSE\n"
+        try (leaf + "subjectAltName=IP:127.0.0.1\n").write(toFile: "\(dir)/san.cnf", atomically: true, encoding: .utf8)
+        try leaf.write(toFile: "\(dir)/client.cnf", atomically: true, encoding: .utf8)
+        let (_, status) = try run("openssl", step)
+        guard status == 0 else { throw TestSupportError("openssl \(step) failed") }
+    }
+    return dir
+}

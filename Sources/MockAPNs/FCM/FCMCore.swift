@@ -3,6 +3,7 @@ import COpenSSL
 import Foundation
 import Glibc
 import Reactor
+import TLS
 
 /// One request as an FCM connection collects it (from HTTP/2 frames or an HTTP/1.1 message).
 final class FCMRequest: MockRequest {

@@ -1,3 +1,4 @@
+import HTTP2Server
 import Reactor
 
 /// One request as a simulator connection collects it (an HTTP/2 stream, or an HTTP/1.1 message with stream 0).

@@ -2,6 +2,7 @@ import CNghttp2
 import COpenSSL
 import Foundation
 import Glibc
+import HTTP2Server
 import Reactor
 
 /// One client connection of any simulator: TLS (or cleartext), then HTTP/2 (an nghttp2 server session) or, where

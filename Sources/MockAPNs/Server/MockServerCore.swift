@@ -1,5 +1,6 @@
 import COpenSSL
 import Glibc
+import HTTP2Server
 import Reactor
 
 /// A provider's simulator as the shared server runs it: what its connections speak and how each is handled.

@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import TLS
 
 /// One request as a Web Push connection collects it.
 final class WebPushRequest: MockRequest {

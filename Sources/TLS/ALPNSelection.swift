@@ -1,8 +1,9 @@
 import COpenSSL
 import Glibc
 
-/// ALPN: `h2` when the client offers it, else `http/1.1`; a client offering neither gets no protocol (HTTP/1.1 then).
-let selectH2OrHTTP1: @convention(c) (OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
+/// ALPN for a server: `h2` when the client offers it, else `http/1.1`; a client offering neither gets no protocol
+/// (HTTP/1.1 then). Shared by the simulators and `herald api` (`TLSServerContext.chooseH2OrHTTP1`).
+public let selectH2OrHTTP1: @convention(c) (OpaquePointer?, UnsafeMutablePointer<UnsafePointer<UInt8>?>?, UnsafeMutablePointer<UInt8>?,
                                              UnsafePointer<UInt8>?, UInt32, UnsafeMutableRawPointer?) -> Int32 = { _, out, outLength, input, inputLength, _ in
     selectALPN(out, outLength, input, inputLength, allowingH2: true)
 }
