@@ -35,11 +35,12 @@ public final class APNsClient {
     public convenience init(
         loop: EventLoop, host: String, port: Int, tls: TLSConfiguration, tokenCache: ProviderTokenCache?,
         connections: Int = 1, requestTimeoutMilliseconds: Int = 15_000, proxy: String? = nil,
-        connectionOptions: HTTP2ConnectionOptions = .init(), maxQueued: Int = 20_000
+        connectionOptions: HTTP2ConnectionOptions = .init(), maxQueued: Int = 20_000, staggerMilliseconds: Int = 0
     ) throws(HTTP2ClientError) {
         let endpoint = HTTP2Endpoint(host: host, port: port, proxy: proxy)
         try endpoint.validate()
-        let options = HTTP2PoolOptions(connectionCount: connections, maxQueuedRequests: maxQueued, connection: connectionOptions)
+        let options = HTTP2PoolOptions(connectionCount: connections, maxQueuedRequests: maxQueued, connection: connectionOptions,
+                                       staggerMilliseconds: staggerMilliseconds)
         let pool = try HTTP2ConnectionPool(loop: loop, endpoint: endpoint, tlsConfiguration: tls, options: options)
         self.init(pool: pool, tokenCache: tokenCache, requestTimeoutMilliseconds: requestTimeoutMilliseconds)
     }

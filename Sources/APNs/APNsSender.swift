@@ -77,7 +77,7 @@ public final class APNsSender: PushSender {
         let client = try APNsClient(
             loop: loop, host: url.host, port: url.port, tls: app.credential.tls, tokenCache: app.credential.tokenCache,
             connections: apns.connectionsPerPool, requestTimeoutMilliseconds: apns.requestTimeoutMs, proxy: apns.proxy,
-            connectionOptions: options, maxQueued: apns.maxQueuedPerPool)
+            connectionOptions: options, maxQueued: apns.maxQueuedPerPool, staggerMilliseconds: apns.connectionStaggerMs)
         let name = app.name
         let logger = self.logger
         let counts = app.poolEvents[environment] ?? PoolEventCounts()

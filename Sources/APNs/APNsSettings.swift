@@ -18,6 +18,8 @@ public struct APNsSettings: Sendable, Equatable {
     public var connectionsPerPool = 4
     public var requestTimeoutMs = 15000
     public var connectTimeoutMs = 10000
+    /// A pool's connections open this far apart (Apple: stagger opening them).
+    public var connectionStaggerMs = 100
     public var pingIdleSeconds = 3600
     public var pingTimeoutSeconds = 10
     public var caFile: String? = nil

@@ -18,7 +18,7 @@ extension HTTP2ClientConnection {
                     let error = HTTP2ClientError.addressRefused(refusal)
                     return shutdown(error, inFlight: error, queued: error)
                 }
-                connect(to: list, from: 0, lastError: "no address", deadline: deadline)
+                connect(to: addressOrder?(list) ?? list, from: 0, lastError: "no address", deadline: deadline)
             }
         }
     }
@@ -30,6 +30,7 @@ extension HTTP2ClientConnection {
             do {
                 let socket = SocketHandle(fd: try Sockets.startConnect(to: addresses[index]), loop: loop)
                 try socket.register(self)  // on failure the handle closes the socket as it goes
+                remoteAddress = addresses[index]
                 phase = .connecting(TCPAttempt(addresses: addresses, index: index, socket: socket, deadline: deadline))
                 return
             } catch {

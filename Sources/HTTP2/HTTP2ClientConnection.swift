@@ -29,6 +29,16 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     /// Judges every address the host resolved to before any connect: a reason refuses the connection
     /// (`.addressRefused`). Checking the very addresses connected to leaves no room for DNS rebinding.
     public var addressCheck: ((SocketAddress) -> String?)?
+    /// Looks the host up, off the loop, afresh for every connection: Herald keeps no DNS cache, so each
+    /// connection may land on another of the provider's hosts (Apple's advice). Tests may map a name themselves.
+    public var resolver: Resolver = Sockets.resolve(host:port:)
+    /// A host lookup (host, port): runs off the loop, so it must be Sendable.
+    public typealias Resolver = @Sendable (String, Int) throws(SystemError) -> [SocketAddress]
+    /// Orders the resolved addresses (after `addressCheck` passed them all) before TCP tries them in turn;
+    /// a pool puts the addresses its other connections do not use first.
+    public var addressOrder: (([SocketAddress]) -> [SocketAddress])?
+    /// The address TCP connects or connected to (the proxy's, through one); nil before the first attempt.
+    public internal(set) var remoteAddress: SocketAddress?
 
     /// The stage of the connection's life and the data only that stage has (socket, TLS, session, GOAWAY).
     var phase = ConnectionPhase.idle
@@ -103,9 +113,10 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
             }
             let box = LoopBound(self, loop: loop)  // the DNS thread only carries it back
             let loop = self.loop
+            let resolver = self.resolver
             DispatchQueue.global().async {
                 let result: Result<[SocketAddress], SystemError>
-                do throws(SystemError) { result = .success(try Sockets.resolve(host: target.host, port: target.port)) } catch { result = .failure(error) }
+                do throws(SystemError) { result = .success(try resolver(target.host, target.port)) } catch { result = .failure(error) }
                 loop.execute { box.value.resolved(result) }
             }
         }

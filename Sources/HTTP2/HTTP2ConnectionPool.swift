@@ -16,14 +16,18 @@ public struct HTTP2PoolOptions: Sendable, Hashable {
     /// When a connection attempt fails and no connection is live, fail the waiting requests at once with
     /// that error (`.connectFailed` / `.tlsFailed`, never sent) instead of letting them wait out their deadlines.
     public var failWaitingRequestsWhenUnreachable: Bool
+    /// Connections open at least this far apart, at start and when replacing several: never a burst (Apple
+    /// asks to stagger opening connections). 0 opens them all at once.
+    public var staggerMilliseconds: Int
 
     public init(
         connectionCount: Int = 1, maxQueuedRequests: Int = 10_000,
         reconnectMinimumMilliseconds: Int = 1_000, reconnectMaximumMilliseconds: Int = 60_000,
         healthyLifetimeMilliseconds: Int = 10_000, connection: HTTP2ConnectionOptions = .init(),
-        failWaitingRequestsWhenUnreachable: Bool = true
+        failWaitingRequestsWhenUnreachable: Bool = true, staggerMilliseconds: Int = 0
     ) {
         self.failWaitingRequestsWhenUnreachable = failWaitingRequestsWhenUnreachable
+        self.staggerMilliseconds = max(0, staggerMilliseconds)
         self.connectionCount = max(1, connectionCount)
         self.maxQueuedRequests = maxQueuedRequests
         self.reconnectMinimumMilliseconds = reconnectMinimumMilliseconds
@@ -71,6 +75,8 @@ public final class HTTP2ConnectionPool {
     public var onEvent: ((HTTP2PoolEvent) -> Void)?
     /// Every connection's `addressCheck` (Web Push: no private addresses behind a push service's name).
     public var addressCheck: ((SocketAddress) -> String?)?
+    /// Every connection's host lookup (getaddrinfo afresh per connection; tests map a name themselves).
+    public var resolver: HTTP2ClientConnection.Resolver = Sockets.resolve(host:port:)
 
     private var connections: [HTTP2ClientConnection] = []
     private var retiring: [HTTP2ClientConnection] = []
@@ -79,6 +85,10 @@ public final class HTTP2ConnectionPool {
     /// Requests that must go on a connection newer than a given id: kept apart so they cannot block the rest.
     private var freshQueue = FIFO<RequestContext>()
     private var backoff: ReconnectBackoff
+    private var addresses = AddressRotation()
+    /// Pending the next staggered open; `lastOpenAt` is when the latest connection started (monotonic nanoseconds).
+    private var staggerTimer: LoopTimer?
+    private var lastOpenAt: UInt64?
     private var reconnectTimer: LoopTimer?
     /// When the pending reconnect attempt is due (monotonic nanoseconds); nil when none is pending.
     private var reconnectAt: UInt64?
@@ -124,6 +134,14 @@ public final class HTTP2ConnectionPool {
     public var connectionIDs: [Int] { connections.map(\.id) }
     /// The most streams any current connection ever had open at once (tests check the server's limit with it).
     public var maxObservedOpenStreams: Int { (connections + retiring).map(\.maxObservedOpenStreams).max() ?? 0 }
+    /// Ready connections per remote address (`ip:port`, the proxy's through one): how they spread over the hosts.
+    public var connectionsByRemoteAddress: [String: Int] {
+        var counts: [String: Int] = [:]
+        for connection in connections where connection.state == .ready {
+            if let address = connection.remoteAddress { counts[address.description, default: 0] += 1 }
+        }
+        return counts
+    }
     /// Free streams across live connections: what a caller may send without anything queuing.
     public var availableStreams: Int { connections.reduce(0) { $0 + $1.availableStreams } }
 
@@ -202,6 +220,8 @@ public final class HTTP2ConnectionPool {
         reconnectTimer?.cancel()
         reconnectTimer = nil
         reconnectAt = nil
+        staggerTimer?.cancel()
+        staggerTimer = nil
         hopelessTimer?.cancel()
         hopelessTimer = nil
         sweepTimer?.cancel()
@@ -257,17 +277,40 @@ public final class HTTP2ConnectionPool {
 
     // MARK: connections
 
+    /// Opens the missing connections, `staggerMilliseconds` apart: one now (unless one opened less than that
+    /// ago), the next from a timer.
     private func ensureConnections() {
-        guard !closed, reconnectTimer == nil else { return }
+        guard !closed, reconnectTimer == nil, staggerTimer == nil else { return }
+        let gap = UInt64(options.staggerMilliseconds) &* 1_000_000
         while connections.count < options.connectionCount {
-            let connection = HTTP2ClientConnection(loop: loop, endpoint: endpoint, tls: tls, options: options.connection)
-            connection.addressCheck = addressCheck
-            connection.onEvent = { [weak self, unowned connection] event in
-                self?.handle(event, from: connection)
+            let now = monotonicNanos()
+            if gap > 0, let last = lastOpenAt, now &- last < gap {
+                staggerTimer = loop.schedule(afterNanoseconds: gap - (now &- last)) { [weak self] in
+                    guard let self else { return }
+                    self.staggerTimer = nil
+                    self.ensureConnections()
+                }
+                return
             }
-            connections.append(connection)
-            connection.connect()
+            lastOpenAt = now
+            openConnection()
         }
+    }
+
+    private func openConnection() {
+        let connection = HTTP2ClientConnection(loop: loop, endpoint: endpoint, tls: tls, options: options.connection)
+        connection.addressCheck = addressCheck
+        connection.resolver = resolver
+        connection.addressOrder = { [weak self, unowned connection] list in
+            guard let self else { return list }
+            let inUse = Set(self.connections.lazy.filter { $0 !== connection && $0.state != .closed }.compactMap { $0.remoteAddress?.description })
+            return self.addresses.order(list, inUse: inUse)
+        }
+        connection.onEvent = { [weak self, unowned connection] event in
+            self?.handle(event, from: connection)
+        }
+        connections.append(connection)
+        connection.connect()
     }
 
     private func handle(_ event: HTTP2ConnectionEvent, from connection: HTTP2ClientConnection) {

@@ -24,6 +24,7 @@ public final class PoolEventCounts {
             snapshot.openStreams = pool.inFlight
             snapshot.streamLimit = pool.status.streamLimit ?? 0
             snapshot.queued = pool.queued
+            snapshot.remotes = pool.connectionsByRemoteAddress
         }
         snapshot.reconnects = max(0, connected - connectionsPerPool)
         snapshot.goaways = goaways

@@ -35,6 +35,8 @@ public struct PoolSnapshot: Sendable, Equatable {
     /// Connections opened after the pool's first set (replacements for ones that closed or failed).
     public var reconnects = 0
     public var goaways = 0
+    /// Ready connections per remote `ip:port`: at most the pool's connection count of entries.
+    public var remotes: [String: Int] = [:]
 
     public init(app: String, environment: String) {
         self.app = app
@@ -49,6 +51,7 @@ public struct PoolSnapshot: Sendable, Equatable {
         c.queued += b.queued
         c.reconnects += b.reconnects
         c.goaways += b.goaways
+        c.remotes.merge(b.remotes, uniquingKeysWith: +)
         return c
     }
 }

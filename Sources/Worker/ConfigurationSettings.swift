@@ -94,6 +94,8 @@ extension Configuration {
                  "HTTP/2 connections per credential and environment. Each carries up to the server's stream limit (about 1000 at APNs). More streams in flight also make every batch (Redis, TLS records) larger: on the benchmark machine 4 connections cost less CPU per job than 2."),
         .integer("apns.request_timeout_ms", \.apns.requestTimeoutMs, 100...maxTimeoutMs, "A request without an answer this long after it was written is cancelled and retried. It may also wait this long for a connection or a free stream first; past that it is never written (not processed, resent without spending an attempt)."),
         .integer("apns.connect_timeout_ms", \.apns.connectTimeoutMs, 100...maxTimeoutMs, "Connecting and the TLS handshake."),
+        .integer("apns.connection_stagger_ms", \.apns.connectionStaggerMs, 0...10_000,
+                 "A pool opens its connections this far apart (at start, and when replacing several), never in a burst, as Apple asks. Each connection resolves the host afresh and prefers an address no other connection of the pool uses (docs/transport.md, \"Connecting to APNs\"). 0 opens them all at once."),
         .integer("apns.ping_idle_seconds", \.apns.pingIdleSeconds, 1...86_400, "PING a connection idle this long (Apple: about an hour)."),
         .integer("apns.ping_timeout_seconds", \.apns.pingTimeoutSeconds, 1...3_600, "A PING unanswered this long declares the connection dead."),
         .optionalText("apns.ca_file", \.apns.caFile, environment: "HERALD_APNS_CA_FILE",

@@ -13,6 +13,8 @@ final class SimulatorFixture: Sendable {
     let directory: String
     let key: MockProviderKey
     let server: MockAPNsServer
+    /// What `server` was started with: a second simulator (another address, same port) starts from it.
+    let configuration: MockAPNsConfiguration
     let loop: EventLoop
     let tls: TLSContext
     /// One token for the whole test: a connection that switches tokens gets 429 TooManyProviderTokenUpdates.
@@ -31,6 +33,7 @@ final class SimulatorFixture: Sendable {
         configuration.recordAccepted = true
         configure(&configuration)
         bearer = "bearer " + (try key.makeToken())
+        self.configuration = configuration
         tls = try TLSContext(TLSConfiguration(caFile: files.caFile))
         server = try MockAPNsServer(configuration: configuration)
         do {

@@ -64,4 +64,23 @@ import Testing
         let text = WorkerMetricsText.render(rig.core.metrics.values + MetricsSnapshot(appNames: CoreRig.apps.map(\.name)))
         #expect(text.contains("herald_destination_pauses_total 1"))
     }
+
+    /// Two loops' pools of one destination are one line per remote address, their connections added up.
+    @Test func connectionsPerRemoteAddressAreOneSeriesEachSummedOverLoops() throws {
+        var a = MetricsSnapshot(appNames: ["shop"])
+        var b = MetricsSnapshot(appNames: ["shop"])
+        var poolA = PoolSnapshot(app: "shop", environment: "production")
+        poolA.remotes = ["17.0.0.1:443": 1, "17.0.0.2:443": 1]
+        var poolB = PoolSnapshot(app: "shop", environment: "production")
+        poolB.remotes = ["17.0.0.2:443": 2, "[2620:149::1]:443": 1]
+        a.pools = [poolA]
+        b.pools = [poolB]
+        let text = WorkerMetricsText.render(a + b)
+        let lines = text.split(separator: "\n").filter { $0.hasPrefix("herald_pool_remote_connections{") }
+        #expect(lines == [
+            #"herald_pool_remote_connections{app="shop",environment="production",remote="17.0.0.1:443"} 1"#,
+            #"herald_pool_remote_connections{app="shop",environment="production",remote="17.0.0.2:443"} 3"#,
+            #"herald_pool_remote_connections{app="shop",environment="production",remote="[2620:149::1]:443"} 1"#,
+        ], "\(lines)")
+    }
 }

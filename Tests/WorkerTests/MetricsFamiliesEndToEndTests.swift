@@ -132,6 +132,9 @@ extension EndToEnd {
             // One last look at each once everything is recorded.
             let last = try httpGet(port: workerPort, "/metrics", timeoutSeconds: 10)
             #expect(last.status == 200)
+            // The simulators listen on 127.0.0.1: every ready connection is counted under that address.
+            let remoteLines = last.body.split(separator: "\n").filter { $0.hasPrefix("herald_pool_remote_connections{") }
+            #expect(!remoteLines.isEmpty && remoteLines.allSatisfy { $0.contains(#"remote="127.0.0.1:"#) }, "\(remoteLines)")
             workerSeen.formUnion(Self.families(last.body).sampled)
             workerDeclared.formUnion(Self.families(last.body).declared)
             if let page = try? httpGet(port: dashboardPort, "/metrics", timeoutSeconds: 10), page.status == 200 {

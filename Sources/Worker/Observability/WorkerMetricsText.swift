@@ -71,6 +71,13 @@ public enum WorkerMetricsText {
             out.family(name, kind, help)
             for pool in s.pools { out.sample(name, poolLabels(pool), value(pool)) }
         }
+        // Bounded: a pool has at most its connection count of remote addresses; an address without a connection has no series.
+        out.family("herald_pool_remote_connections", .gauge, "Ready connections per remote address (ip:port): how a pool spreads over the provider's hosts.")
+        for pool in s.pools {
+            for (remote, count) in pool.remotes.sorted(by: { $0.key < $1.key }) {
+                out.sample("herald_pool_remote_connections", poolLabels(pool) + [("remote", remote)], count)
+            }
+        }
 
         // One series per kind, each 0 or 1: a pause that changes kind moves no series between label values.
         out.family("herald_app_paused", .gauge, "1 while the app's destination is paused for this kind of cause (outage, credential, setup, throttle).")
