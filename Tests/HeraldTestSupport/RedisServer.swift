@@ -22,11 +22,14 @@ public final class RedisServer: @unchecked Sendable {
     public var url: String { "redis://127.0.0.1:\(port)/0" }
 
     /// Starts (or restarts) the server on the same port and directory, so an AOF survives restarts.
-    public func start() throws {
+    public func start() throws { try start(adding: []) }
+
+    /// Starts (or restarts) it with `more` arguments after the usual ones (e.g. `--replicaof` for a restart).
+    public func start(adding more: [String]) throws {
         guard let binary = which("redis-server") else { throw TestSupportError("redis-server is not installed (run scripts/setup)") }
         var arguments = ["--port", String(port), "--bind", "127.0.0.1", "--save", "", "--dir", directory, "--daemonize", "no"]
         arguments += appendOnly ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"]
-        arguments += extraArguments
+        arguments += extraArguments + more
         let process = try ChildProcess(name: "redis-\(port)", executable: binary, arguments: arguments)
         child = process
         let ready = waitUntil(seconds: 10) { Self.ping(port: port) }

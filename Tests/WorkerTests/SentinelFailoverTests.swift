@@ -54,9 +54,11 @@ extension EndToEnd {
             let crashedAt = Date()
             #expect(set.waitForMaster(port: set.replica.port, seconds: 30), "the sentinels did not promote the replica")
             let promotedAfter = Date().timeIntervalSince(crashedAt)
-            // The operator brings the old master back; the sentinels make it a replica of the new one (empty: no
-            // persistence), so WAIT has a replica to count again. Until then `wait_replicas = 1` has none.
-            try set.master.start()
+            // The operator brings the old master back as a replica of the new one (empty: no persistence), as
+            // Redis's docs advise, so WAIT has a replica to count again; until then `wait_replicas = 1` has none.
+            // Restarted as a bare master, it once won a second failover on the loaded CI machine and the sentinels
+            // made the empty node the master: the run's data was gone, which no client can prevent.
+            try set.master.start(adding: ["--replicaof", "127.0.0.1", String(set.replica.port)])
 
             // Run until every job has its outcome, or nothing moves any more with the queue and retries empty.
             let promoted = try BlockingRedis(url: try RedisURL(parsing: set.replica.url))
