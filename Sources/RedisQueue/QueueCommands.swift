@@ -132,7 +132,7 @@ struct QueueCommands: Sendable {
             let result = batch[index].result!
             args.append(index + 1)
             args.append(declared.index(of: keys.resultIndex(jobID: result.id)))
-            args.append(result.token ?? result.channel ?? "")
+            args.append(result.indexField)
             args.append(result.indexJSON(queue: batch[index].lease.queueKey))
         }
     }

@@ -23,6 +23,7 @@ public enum QueueScripts {
     /// wrong type, or a value without a queue). `hdel(hash, ids)`: HDEL in chunks below Lua's unpack limit.
     /// `declared(k)`: whether `k` is among KEYS; `need(k)` notes an undeclared key once in `needs`.
     /// `undeclaredQueues({id, value, ...})`: notes the queues of lease values that are not declared; true if any.
+    /// `indexResult(k, field, stream id, entry JSON, ttl)`: writes one entry into a job's result index, best effort.
     static let prelude = #"""
     local function refusal(...)
       local a = {...}
@@ -123,6 +124,13 @@ public enum QueueScripts {
         return string.sub(m, 1, close - 1) .. ',"epoch":"' .. epoch() .. '"' .. string.sub(m, close)
       end
       return m
+    end
+    -- The result index (results.index_ttl_seconds): `field` of hash `k` gets the entry's JSON with its stream id
+    -- first, and the hash lives `ttl` seconds more. A best-effort extra: an index key of another type (pcall: HSET
+    -- changes nothing then) is passed over, so it never holds up a completion.
+    local function indexResult(k, field, sid, json, ttl)
+      local r = redis.pcall('HSET', k, field, '{"stream_id":"' .. sid .. '",' .. string.sub(json, 2))
+      if type(r) == 'number' then redis.call('EXPIRE', k, ttl) end
     end
 
     """#
@@ -520,18 +528,12 @@ public enum QueueScripts {
         end
       end
     end
-    -- The result index (results.index_ttl_seconds): per job a hash, token -> its latest entry with the stream id.
-    -- A best-effort extra: an index key of another type (pcall: HSET changes nothing then) is passed over, so it
-    -- never holds up a completion.
+    -- The result index: per job a hash, token -> its latest entry with the stream id.
     local indexTTL = ARGV[a]
     local x = a + 2
     for _ = 1, tonumber(ARGV[a + 1] or '0') do
       local sid = sids[tonumber(ARGV[x])]
-      if sid then
-        local k = KEYS[tonumber(ARGV[x + 1])]
-        local r = redis.pcall('HSET', k, ARGV[x + 2], '{"stream_id":"' .. sid .. '",' .. string.sub(ARGV[x + 3], 2))
-        if type(r) == 'number' then redis.call('EXPIRE', k, indexTTL) end
-      end
+      if sid then indexResult(KEYS[tonumber(ARGV[x + 1])], ARGV[x + 2], sid, ARGV[x + 3], indexTTL) end
       x = x + 4
     end
     -- Trim once per batch rather than per entry (approximate trimming, as MAXLEN ~ on each XADD would be).
@@ -744,11 +746,7 @@ public enum QueueScripts {
         if n > 0 then
           local sid = redis.call('XADD', KEYS[2], '*', unpack(ARGV, i + 3, i + 2 + n))
           wrote = true
-          if x > 0 then
-            -- Best effort, as in `complete`: an index key of another type is passed over.
-            local r = redis.pcall('HSET', KEYS[x], ARGV[i + 4 + n], '{"stream_id":"' .. sid .. '",' .. string.sub(ARGV[i + 5 + n], 2))
-            if type(r) == 'number' then redis.call('EXPIRE', KEYS[x], ARGV[3]) end
-          end
+          if x > 0 then indexResult(KEYS[x], ARGV[i + 4 + n], sid, ARGV[i + 5 + n], ARGV[3]) end
         end
         if once > 0 and redis.call('TYPE', KEYS[once]).ok == 'string' and redis.call('GET', KEYS[once]) == 'pending' then
           redis.call('SET', KEYS[once], 'done', 'KEEPTTL')

@@ -153,6 +153,9 @@ public struct ResultEntry: Sendable, Equatable {
         if let traceparent { args.append("traceparent"); args.append(Self.text(traceparent)) }
     }
 
+    /// Its field in the job's result index: the token, else the broadcast channel, else "" (one entry per job).
+    public var indexField: String { token ?? channel ?? "" }
+
     /// The entry as the result index keeps it (`QueueKeys.resultIndex`): a JSON object of its fields as the
     /// stream holds them (strings), after the queue key the job was claimed from.
     public func indexJSON(queue: String) -> String {

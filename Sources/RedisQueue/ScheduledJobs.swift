@@ -107,7 +107,7 @@ public enum ScheduledJobs {
                 args += [job.member, Array(String(once).utf8), Array(String(fields.count * 2).utf8)]
                 for (field, value) in fields { args += [Array(field.utf8), Array(value.utf8)] }
                 if indexTTLSeconds > 0, let id = job.id, !id.isEmpty {
-                    args += [Array(String(declared.index(of: keys.resultIndex(jobID: id))).utf8), Array((entry.token ?? "").utf8),
+                    args += [Array(String(declared.index(of: keys.resultIndex(jobID: id))).utf8), Array(entry.indexField.utf8),
                              Array(entry.indexJSON(queue: job.queue ?? "").utf8)]
                 } else {
                     args.append(Array("0".utf8))
