@@ -13,17 +13,20 @@ How the SDK is pointed at the simulator (docs/mock-hms.md):
   - TLS:   send_message(verify_peer=...) is handed to requests as verify= for the token request and the send
     alike: the simulator's CA file. No environment variable, no patched method.
 
-One JSON line of results on stdout; exit 0 when every send went as expected:
+One JSON line of results on stdout; exit 0 when every send went as expected. --mode check (the default):
   good token    -> code 80000000 and a request id
   good + bad    -> code 80100000, msg naming the bad token as illegal
   bad token     -> the SDK's ApiCallError (the simulator answers HTTP 400, code 80300007)
   wrong secret  -> the SDK's ApiCallError from its token refresh
+--mode rate: --count sends of --batch good tokens each, one send_message() at a time (the SDK has no
+  concurrency of its own: requests, HTTP/1.1, a new connection per call); prints messages (tokens) per second.
 """
 import argparse
 import importlib.util
 import json
 import os
 import sys
+import time
 import types
 
 
@@ -49,6 +52,9 @@ def main():
     parser.add_argument("--token-url", required=True, help="in place of https://oauth-login.cloud.huawei.com/oauth2/v3/token")
     parser.add_argument("--good-token", default="good-token-0001")
     parser.add_argument("--bad-token", default="dead-token-0001")
+    parser.add_argument("--mode", choices=["check", "rate"], default="check")
+    parser.add_argument("--count", type=int, default=200, help="rate mode: sends")
+    parser.add_argument("--batch", type=int, default=1, help="rate mode: tokens per send (at most 1000)")
     args = parser.parse_args()
     with open(args.client_secret_file) as handle:
         secret = handle.read().strip()
@@ -74,10 +80,27 @@ def main():
         except Exception as error:  # any other class means the SDK did not take the answer as Huawei's
             return {"error": type(error).__name__, "message": str(error)}
 
+    if args.mode == "rate":
+        sent = failed = 0
+        start = time.monotonic()
+        for i in range(args.count):
+            answer = send([f"{args.good_token}-{i}-{j}" for j in range(args.batch)])
+            if answer.get("code") == "80000000":
+                sent += args.batch
+            else:
+                failed += args.batch
+        elapsed = time.monotonic() - start
+        print(json.dumps({"sent": sent, "failed": failed, "seconds": round(elapsed, 3), "batch": args.batch,
+                          "messages_per_second": round(sent / elapsed, 1) if elapsed > 0 else None}, sort_keys=True))
+        return 0 if failed == 0 else 1
+
     result = {"good": send([args.good_token]), "partial": send([args.good_token, args.bad_token]),
               "bad": send([args.bad_token]), "wrong_secret": send([args.good_token], app_id="99999999")}
     print(json.dumps(result, sort_keys=True))
-    partial_msg = json.loads(result["partial"].get("msg") or "{}")
+    try:  # 80100000's msg is a JSON document; any other answer's is text
+        partial_msg = json.loads(result["partial"].get("msg") or "{}")
+    except ValueError:
+        partial_msg = {}
     ok = (result["good"].get("code") == "80000000" and len(result["good"].get("request_id") or "") > 0
           and result["partial"].get("code") == "80100000" and partial_msg.get("illegal_tokens") == [args.bad_token]
           and result["bad"].get("error") == "ApiCallError" and "400" in result["bad"].get("message", "")
