@@ -20,8 +20,6 @@ enum HMSMessageRules {
     static let tokenLimit = 1000
     /// The message body without its tokens.
     static let messageLimit = 4096
-    /// Largest body read at all (1000 tokens of ~150 bytes fit well inside).
-    static let bodyLimit = 512 * 1024
     /// 15 days: the longest `android.ttl`.
     static let ttlLimitSeconds = 1_296_000.0
 
