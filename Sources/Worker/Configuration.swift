@@ -10,7 +10,7 @@ import PushCore
 public struct Configuration: Sendable {
     public var redis = RedisSettings()
     public var apns = APNsSettings()
-    public var fcm = FCMSettings()
+    public var fcm = FCMSettings.fcm
     public var webPush = WebPushSettings()
     public var apps: [AppSettings] = []
     public var retry = RetrySettings()
