@@ -27,6 +27,7 @@ let herald = CommandGroup(
         MockAPNsCommand.command,
         MockFCMCommand.command,
         MockWebPushCommand.command,
+        MockHMSCommand.command,
         CheckConfigCommand.command,
         DemoCommand.command,
         DashboardCommand.command,

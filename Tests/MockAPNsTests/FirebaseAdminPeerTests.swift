@@ -14,14 +14,17 @@ struct FirebaseAdminPeerTests {
             .appendingPathComponent("scripts/fcm/firebase_admin_peer.py").path
     }
 
-    /// The first `python3` that can import firebase_admin: `HERALD_PYTHON`, then each on PATH, then Debian's.
-    /// (pip may have put the SDK into a pyenv or user Python rather than /usr/bin/python3.)
-    static func firebasePython() -> String? {
+    /// The first `python3` that can import firebase_admin.
+    static func firebasePython() -> String? { python(passing: "import firebase_admin") }
+
+    /// The first `python3` that runs `probe` with exit 0: `HERALD_PYTHON`, then each on PATH, then Debian's.
+    /// (pip may have put an SDK into a pyenv or user Python rather than /usr/bin/python3.)
+    static func python(passing probe: String) -> String? {
         let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
         var candidates = ProcessInfo.processInfo.environment["HERALD_PYTHON"].map { [$0] } ?? []
         candidates += path.split(separator: ":").map { "\($0)/python3" } + ["/usr/bin/python3"]
         for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate) {
-            if let probe = try? runProcess(candidate, ["-c", "import firebase_admin"], seconds: 30), probe.status == 0 { return candidate }
+            if let result = try? runProcess(candidate, ["-c", probe], seconds: 30), result.status == 0 { return candidate }
         }
         return nil
     }

@@ -45,10 +45,10 @@ enum FCMOutcome {
 
 /// The FCM simulator's provider state on the loop: accounts, issued access tokens, faults, counters and the
 /// accepted log; and the endpoints (`/token`, `messages:send`, `/fcm/send`, `/_mock/...`). The shared
-/// `MockServerCore` runs its connections, each with an `FCMConnection`.
+/// `MockServerCore` runs its connections, each with a `RoutedConnection`.
 ///
 /// Confined to the loop thread; `MockFCMServer` reaches it only through its `SimulatorHandle`, inside `loop.submit`.
-final class FCMCore: MockProvider {
+final class FCMCore: MockProvider, RoutingProvider {
     let configuration: MockFCMConfiguration
     let faults: FCMFaultEngine
     /// Accounts by client email.
@@ -82,12 +82,7 @@ final class FCMCore: MockProvider {
     }
 
     /// FCM is TLS only; ALPN picks h2, else http/1.1.
-    func makeTLSContext() throws -> OpaquePointer? {
-        guard let tls = configuration.tls else { throw MockAPNsError.configuration("FCM is TLS only: give a certificate and key (or generate them)") }
-        let context = try ServerLoop.makeTLSContext(tls)
-        SSL_CTX_set_alpn_select_cb(context, selectH2OrHTTP1, nil)
-        return context
-    }
+    func makeTLSContext() throws -> OpaquePointer? { try ServerLoop.makeH2OrHTTP1Context(configuration.tls, service: "FCM") }
 
     // MARK: connections
 
@@ -97,9 +92,10 @@ final class FCMCore: MockProvider {
     }
 
     var connectionFaults: ConnectionFaults { faults.script.connectionFaults }
+    var maxConcurrentStreams: UInt32 { configuration.maxConcurrentStreams }
 
     func makeHandler(for connection: MockServerConnection, listener: Int) -> any MockConnectionHandler {
-        FCMConnection(connection: connection, core: self)
+        RoutedConnection(connection: connection, core: self)
     }
 
     func stopping() { logFile?.flush() }

@@ -43,14 +43,7 @@ public final class MockFCMServer: Sendable {
         let port = simulator.ports[0]
         (self.simulator, self.port) = (simulator, port)
         do {
-            let host: String
-            switch configuration.host {
-            case "0.0.0.0", "": host = "127.0.0.1"
-            case "::": host = "[::1]"
-            case let name where name.contains(":"): host = "[\(name)]"
-            case let name: host = name
-            }
-            baseURL = "https://\(host):\(port)"
+            baseURL = "https://\(ServerLoop.urlHost(configuration.host)):\(port)"
             tokenURI = baseURL + "/token"
             let directory = try configuration.serviceAccountDirectory ?? configuration.tls?.caFile.map { ($0 as NSString).deletingLastPathComponent }
                 ?? CommandSupport.temporaryDirectory(prefix: "herald-mock-fcm")

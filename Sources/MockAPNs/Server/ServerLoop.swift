@@ -2,6 +2,7 @@ import Basics
 import COpenSSL
 import Glibc
 import Reactor
+import TLS
 
 /// What a simulator's core offers its listener and its `stop()`.
 protocol ListeningCore: AnyObject, SendableMetatype {
@@ -13,6 +14,17 @@ protocol ListeningCore: AnyObject, SendableMetatype {
 /// Starting and stopping a simulator (APNs or FCM): a loop thread, a core made on it, listening sockets whose
 /// connections go to the core. The core and listener stay on the loop, reachable only through the `LoopBound`.
 enum ServerLoop {
+    /// The host of `https://<host>:<port>` for a server listening on `listenHost`: a wildcard is reached on
+    /// loopback, an IPv6 literal goes in brackets.
+    static func urlHost(_ listenHost: String) -> String {
+        switch listenHost {
+        case "0.0.0.0", "": return "127.0.0.1"
+        case "::": return "[::1]"
+        case let name where name.contains(":"): return "[\(name)]"
+        case let name: return name
+        }
+    }
+
     /// Starts the loop thread, makes the core on it, binds and listens on each of `ports` (0: a free one).
     /// Returns the loop, the bound state and the ports bound, in order.
     static func start<Core: ListeningCore>(name: String, host: String, ports: [Int], makeCore: @escaping @Sendable (EventLoop) throws -> Core)
@@ -71,6 +83,15 @@ enum ServerLoop {
 
     /// A server-side TLS context with the certificate chain and key loaded (TLS 1.2+, partial writes); the caller
     /// adds its ALPN choice and owns the result (SSL_CTX_free).
+    /// The context of a TLS-only provider whose front end serves h2 and HTTP/1.1 (FCM, Push Kit): ALPN picks
+    /// h2, else http/1.1. `service` names the provider in the error when there is no certificate.
+    static func makeH2OrHTTP1Context(_ tls: MockTLSFiles?, service: String) throws -> OpaquePointer {
+        guard let tls else { throw MockAPNsError.configuration("\(service) is TLS only: give a certificate and key (or generate them)") }
+        let context = try makeTLSContext(tls)
+        SSL_CTX_set_alpn_select_cb(context, selectH2OrHTTP1, nil)
+        return context
+    }
+
     static func makeTLSContext(_ tls: MockTLSFiles) throws -> OpaquePointer {
         guard let context = SSL_CTX_new(TLS_server_method()) else { throw OpenSSLSupport.lastError("SSL_CTX_new") }
         var ok = false

@@ -1,16 +1,26 @@
-/// The FCM side of one simulator connection: sends go through the connection-level faults, then `FCMCore`
-/// routes every request (`/token`, `messages:send`, `/_mock/...`) and the answer goes out after its latency.
-/// The wire (TLS, HTTP/2 or HTTP/1.1, the connection-level faults) is its `MockServerConnection`'s, which owns it.
-final class FCMConnection: MockConnectionHandler {
-    unowned let connection: MockServerConnection
-    unowned let core: FCMCore
+/// A provider whose requests are `FCMRequest`s routed by path (FCM, Push Kit): it says which requests the
+/// connection-level faults count and what each request gets.
+protocol RoutingProvider: AnyObject {
+    var maxConcurrentStreams: UInt32 { get }
+    /// True for the provider's sends (what the connection-level faults count; token and control paths are not).
+    static func isSend(_ request: FCMRequest) -> Bool
+    /// What to do with one complete request, and the latency to add first.
+    func handle(_ request: FCMRequest, connection: Int, transport: String) -> (FCMOutcome, Int)
+}
 
-    init(connection: MockServerConnection, core: FCMCore) {
+/// One simulator connection of a `RoutingProvider`: sends pass the connection-level faults first, then the
+/// provider routes every request and the answer goes out after its latency. The wire (TLS, HTTP/2 or HTTP/1.1,
+/// the connection-level faults) is its `MockServerConnection`'s, which owns it.
+final class RoutedConnection<Core: RoutingProvider>: MockConnectionHandler {
+    unowned let connection: MockServerConnection
+    unowned let core: Core
+
+    init(connection: MockServerConnection, core: Core) {
         self.connection = connection
         self.core = core
     }
 
-    var initialMaxConcurrentStreams: UInt32 { core.configuration.maxConcurrentStreams }
+    var initialMaxConcurrentStreams: UInt32 { core.maxConcurrentStreams }
 
     func connectionReady() {}
 
@@ -19,7 +29,7 @@ final class FCMConnection: MockConnectionHandler {
     func requestComplete(_ mockRequest: MockRequest) {
         let request = unsafeDowncast(mockRequest, to: FCMRequest.self)
         var goawayDue = false
-        if FCMCore.isSend(request) {
+        if Core.isSend(request) {
             guard case .admitted(let due) = connection.admit(request) else { return }
             goawayDue = due
         }
