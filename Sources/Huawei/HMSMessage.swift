@@ -17,11 +17,10 @@ public struct HMSValidationFailure: Error, Equatable, Sendable, CustomStringConv
 /// Refuses locally what Push Kit would refuse (each refusal costs a round trip): the `message` of an hms job must
 /// be an object with exactly one target (`token`, a list; `topic`; `condition`), known members only, `data` a
 /// string, `notification`/`android`/`apns`/`webpush` objects, Android's `urgency`, `ttl`, `collapse_key` and
-/// `fast_app_target` in their documented forms, and everything but the target within 4,096 bytes. The bytes
+/// `fast_app_target` in their documented forms, and the message without its token list within 4,096 bytes. The bytes
 /// themselves are never changed. Pure.
 ///
-/// Choices: the size counts the bytes of every member's value except the target's (Push Kit's 80300008 names
-/// the message body; the token list is bounded by its own 80300010); a list of several tokens fans out into a
+/// Choices: the size counts the message's bytes but its token list's (which 80300010 bounds); a list of several tokens fans out into a
 /// job per token (`fanOut`), checked whole first.
 public enum HMSMessageValidator {
     public static let maxPayloadBytes = 4096
@@ -34,7 +33,11 @@ public enum HMSMessageValidator {
     public static let structureCode = "80100003"
     public static let parameterCode = "80100001"
     public static let tooLargeCode = "80300008"
+    /// Push Kit answers it for no target at all as well as for too many tokens.
     public static let tooManyTokensCode = "80300010"
+    public static let collapseKeyCode = "80100013"
+    /// Push Kit's longest `android.ttl`: 15 days.
+    public static let maxTTLSeconds = 1_296_000
 
     public static func validate(_ message: [UInt8]) -> Result<HMSTarget, HMSValidationFailure> {
         message.withUnsafeBufferPointer { buffer in
@@ -46,13 +49,14 @@ public enum HMSMessageValidator {
         guard (try? JSONScanner.validate(buffer))?.kind == .object else { throw structure("message must be a JSON object") }
         let scanner = JSONScanner(buffer)
         var targets: [HMSTarget] = []
-        var payloadBytes = 0
+        var tokenBytes = 0
         for (name, value) in scanner.members(at: 0) {
             guard knownMembers.contains(name) else { throw structure("unknown member \"\(name.prefix(64))\" in message") }
             if value.kind == .null { continue }
             switch name {
             case "token":
                 targets.append(try token(scanner, value))
+                tokenBytes = value.range.count
             case "topic", "condition":
                 guard value.kind == .string, case let text = scanner.stringValue(value), !text.isEmpty else {
                     throw structure("message.\(name) must be a non-empty string")
@@ -61,19 +65,18 @@ public enum HMSMessageValidator {
             case "data":
                 // Push Kit's data is a string (often JSON text), not FCM's map.
                 guard value.kind == .string else { throw structure("message.data must be a string") }
-                payloadBytes += value.range.count
             default:
                 guard value.kind == .object else { throw structure("message.\(name) must be an object") }
                 if name == "android" { try android(scanner, value) }
-                payloadBytes += value.range.count
             }
         }
+        guard !targets.isEmpty else { throw HMSValidationFailure(code: tooManyTokensCode, message: "message needs one target: token, topic or condition") }
         guard targets.count == 1, let target = targets.first else {
-            throw parameter(targets.isEmpty ? "message needs one target: token, topic or condition"
-                                            : "message has \(targets.count) targets; exactly one of token, topic or condition")
+            throw parameter("message has \(targets.count) targets; exactly one of token, topic or condition")
         }
+        let payloadBytes = buffer.count - tokenBytes
         guard payloadBytes <= maxPayloadBytes else {
-            throw HMSValidationFailure(code: tooLargeCode, message: "message body is \(payloadBytes) bytes besides its target; at most \(maxPayloadBytes)")
+            throw HMSValidationFailure(code: tooLargeCode, message: "message is \(payloadBytes) bytes besides its token list; at most \(maxPayloadBytes)")
         }
         return target
     }
@@ -82,7 +85,7 @@ public enum HMSMessageValidator {
     private static func token(_ scanner: JSONScanner, _ value: JSONToken) throws(HMSValidationFailure) -> HMSTarget {
         guard value.kind == .array else { throw structure("message.token must be a list of device tokens") }
         let tokens = scanner.elements(of: value)
-        guard !tokens.isEmpty else { throw parameter("message.token is empty") }
+        guard !tokens.isEmpty else { throw HMSValidationFailure(code: tooManyTokensCode, message: "message.token is empty") }
         guard tokens.count <= maxTokens else {
             throw HMSValidationFailure(code: tooManyTokensCode, message: "message.token lists \(tokens.count) tokens; at most \(maxTokens)")
         }
@@ -119,12 +122,12 @@ public enum HMSMessageValidator {
                     throw parameter("message.android.urgency must be \"HIGH\" or \"NORMAL\"")
                 }
             case "ttl":
-                guard value.kind == .string, isDuration(scanner.stringValue(value)) else {
-                    throw parameter("message.android.ttl must be seconds with an \"s\", such as \"86400s\" or \"1.5s\"")
+                guard value.kind == .string, let seconds = durationSeconds(scanner.stringValue(value)), seconds <= maxTTLSeconds else {
+                    throw parameter("message.android.ttl must be seconds up to 15 days, such as \"86400s\" or \"1.5\"")
                 }
             case "collapse_key":
                 guard value.isInteger, let key = scanner.int64Value(value), (-1...100).contains(key) else {
-                    throw parameter("message.android.collapse_key must be an integer from -1 to 100")
+                    throw HMSValidationFailure(code: collapseKeyCode, message: "message.android.collapse_key must be an integer from -1 to 100")
                 }
             case "fast_app_target":
                 guard value.isInteger, let target = scanner.int64Value(value), target == 1 || target == 2 else {
@@ -140,14 +143,12 @@ public enum HMSMessageValidator {
         }
     }
 
-    /// A protobuf duration as Push Kit reads it: digits, at most nine decimals, then `s`.
-    static func isDuration(_ text: String) -> Bool {
-        guard text.hasSuffix("s") else { return false }
-        let parts = text.dropLast().split(separator: ".", omittingEmptySubsequences: false)
-        guard let whole = parts.first, !whole.isEmpty, whole.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), parts.count <= 2 else { return false }
-        guard parts.count == 2 else { return true }
-        let fraction = parts[1]
-        return !fraction.isEmpty && fraction.count <= 9 && fraction.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 }
+    /// A duration as Push Kit reads it (`\d+(.\d{1,9})?s?`): its whole seconds, nil for another form.
+    static func durationSeconds(_ text: String) -> Int64? {
+        let parts = (text.hasSuffix("s") ? text.dropLast() : Substring(text)).split(separator: ".", omittingEmptySubsequences: false)
+        func digits(_ part: Substring, most: Int) -> Bool { !part.isEmpty && part.count <= most && part.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
+        guard parts.count <= 2, let whole = parts.first, digits(whole, most: 18), parts.count == 1 || digits(parts[1], most: 9) else { return nil }
+        return Int64(whole)
     }
 
     private static func structure(_ text: String) -> HMSValidationFailure { HMSValidationFailure(code: structureCode, message: text) }

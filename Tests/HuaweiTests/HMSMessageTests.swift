@@ -23,18 +23,23 @@ private func reason(_ message: String) -> String? {
         #expect(reason("[]") == "80100003 message must be a JSON object")
         #expect(reason(#"{"token":["a"],"priority":1}"#) == #"80100003 unknown member "priority" in message"#)
         #expect(reason(#"{"data":{"k":"v"},"token":["a"]}"#) == "80100003 message.data must be a string")
-        #expect(reason(#"{"data":"x"}"#) == "80100001 message needs one target: token, topic or condition")
+        #expect(reason(#"{"data":"x"}"#) == "80300010 message needs one target: token, topic or condition")
         #expect(reason(#"{"token":["a"],"topic":"t"}"#) == "80100001 message has 2 targets; exactly one of token, topic or condition")
         #expect(reason(#"{"token":"a"}"#) == "80100003 message.token must be a list of device tokens")
-        #expect(reason(#"{"token":[]}"#) == "80100001 message.token is empty")
+        #expect(reason(#"{"token":[]}"#) == "80300010 message.token is empty")
         #expect(reason(#"{"token":["a",""]}"#) == "80100001 message.token[1] is not a non-empty string")
         #expect(reason(#"{"android":{"urgency":"URGENT"},"token":["a"]}"#) == #"80100001 message.android.urgency must be "HIGH" or "NORMAL""#)
-        #expect(reason(#"{"android":{"ttl":"86400"},"token":["a"]}"#)?.hasPrefix("80100001 message.android.ttl") == true)
-        #expect(reason(#"{"android":{"collapse_key":101},"token":["a"]}"#) == "80100001 message.android.collapse_key must be an integer from -1 to 100")
+        #expect(reason(#"{"android":{"ttl":"86400"},"token":["a"]}"#) == nil)
+        for ttl in ["1296001s", "1.1234567890s", "1s5", "-1s", "s", "1.s"] {
+            #expect(reason(#"{"android":{"ttl":"\#(ttl)"},"token":["a"]}"#)?.hasPrefix("80100001 message.android.ttl") == true, "\(ttl)")
+        }
+        #expect(reason(#"{"android":{"collapse_key":101},"token":["a"]}"#) == "80100013 message.android.collapse_key must be an integer from -1 to 100")
         #expect(reason(#"{"android":{"fast_app_target":3},"token":["a"]}"#)?.hasPrefix("80100001 message.android.fast_app_target") == true)
         #expect(reason(#"{"notification":"hi","token":["a"]}"#) == "80100003 message.notification must be an object")
-        let big = #"{"data":"\#(String(repeating: "x", count: 4100))","token":["a"]}"#
-        #expect(reason(big)?.hasPrefix("80300008 ") == true)
+        // 4,096 bytes besides the token list pass, one more does not.
+        let filler = String(repeating: "x", count: 4096 - #"{"data":"","token":}"#.utf8.count)
+        #expect(reason(#"{"data":"\#(filler)","token":["a","b"]}"#) == nil)
+        #expect(reason(#"{"data":"\#(filler)x","token":["a"]}"#) == "80300008 message is 4097 bytes besides its token list; at most 4096")
         let many = #"{"data":"x","token":[\#((0...1000).map { "\"t\($0)\"" }.joined(separator: ","))]}"#
         #expect(reason(many) == "80300010 message.token lists 1001 tokens; at most 1000")
     }
