@@ -100,6 +100,13 @@ extension EndToEnd {
             #expect(env.hms.stats().tokensIssued == 1, "\(env.hms.stats())")
             let dropped = try readStream(try env.world.connectRedis(), "herald:dropped-tokens").filter { $0.fields["platform"] == "hms" }
             #expect(dropped.count == 21 && dropped.allSatisfy { $0.fields["app"] == "huawei" }, "\(dropped.count) hms dropped tokens")
+            // Push Kit expires the access token (401 80200003): the next jobs are resent once with a fresh one.
+            env.hms.expireAccessTokens()
+            try env.world.push((0..<10).map { Self.job(id: "hms-late-\($0)", tokens: ["late-\($0)"]) })
+            let late = Dictionary(uniqueKeysWithValues: (0..<10).map { ("hms-late-\($0)", "delivered") })
+            let (lateFinished, lateProblems) = try env.world.finish(total + 10, in: ledger, seconds: 30, expected: late)
+            #expect(lateFinished && lateProblems.isEmpty, "\(summarize(lateProblems))\n\(env.world.workerLogs(lastLines: 20))")
+            #expect(env.hms.stats().tokensIssued == 2, "\(env.hms.stats())")
             let worker = try #require(env.world.workers["hms-1"])
             #expect(!worker.output.contains(Self.secret), "the client secret reached the log")
         }
