@@ -11,6 +11,7 @@ let package = Package(
         .executable(name: "herald-bench", targets: ["HeraldBench"]),
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "FCM", targets: ["FCM"]),
+        .library(name: "Huawei", targets: ["Huawei"]),
         .library(name: "MockAPNs", targets: ["MockAPNs"]),
     ],
     targets: [
@@ -50,6 +51,9 @@ let package = Package(
         /// FCM HTTP v1: the message validator, the answers and their classes, the service account and its RS256
         /// OAuth assertion, its settings, its access-token grant and its sender.
         .target(name: "FCM", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "CurlHTTP", "COpenSSL", "Basics"]),
+        /// Huawei Push Kit: the message validator, the answers and their classes, the app's client credentials and
+        /// their OAuth grant, its settings and its sender (on ProviderKit's shared OAuth-bearer HTTP/2 sender).
+        .target(name: "Huawei", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "CurlHTTP", "Basics"]),
         /// Web Push (RFC 8030/8291/8292): subscriptions, aes128gcm message encryption, VAPID tokens (pure, OpenSSL only),
         /// its answers' classes and its sender (a pool per push-service origin).
         .target(name: "WebPush", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "COpenSSL", "Basics", "CurlHTTP"]),
@@ -70,11 +74,11 @@ let package = Package(
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
-        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
+        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "Huawei", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
         /// `herald api`: the HTTP front door on the Reactor loop (HTTP/1.1 by its own parser, HTTP/2 by nghttp2's server
         /// session, as the simulators use it), validating with the worker's intake.
         .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP2Server", "CNghttp2", "COpenSSL"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "Huawei", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 
@@ -90,9 +94,10 @@ let package = Package(
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
+        .testTarget(name: "HuaweiTests", dependencies: ["Huawei", "PushCore", "ProviderKit", "CurlHTTP"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush", "CurlHTTP", "HTTP2", "PushCore", "ProviderKit", "Reactor", "MockAPNs", "RedisQueue", "Worker", "HeraldTestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "Huawei", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

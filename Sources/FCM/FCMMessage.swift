@@ -87,19 +87,7 @@ public enum FCMMessageValidator {
     }
 
     /// The members of the (already validated) object starting at `offset`, keys decoded.
-    static func members(_ outer: JSONScanner, at offset: Int) -> [(String, JSONToken)] {
-        var scanner = outer
-        scanner.position = offset
-        var out: [(String, JSONToken)] = []
-        do throws(JSONScanError) {
-            try scanner.beginObject()
-            var first = true
-            while let (key, value) = try scanner.nextMember(first: &first, depth: 2) { out.append((scanner.stringValue(key), value)) }
-        } catch {
-            return []
-        }
-        return out
-    }
+    static func members(_ outer: JSONScanner, at offset: Int) -> [(String, JSONToken)] { outer.members(at: offset) }
 
     /// `data`: every value a string, no reserved key; returns the bytes of its keys and values.
     private static func dataBytes(_ scanner: JSONScanner, _ object: JSONToken) throws(FCMValidationFailure) -> Int {

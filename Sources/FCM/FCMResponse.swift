@@ -86,26 +86,7 @@ public struct FCMResponse: Sendable, Equatable {
     }
 
     /// The values of an (already validated) array.
-    private static func elements(_ outer: JSONScanner, _ array: JSONToken) -> [JSONToken] {
-        guard array.kind == .array else { return [] }
-        var scanner = outer
-        scanner.position = array.range.lowerBound + 1
-        var out: [JSONToken] = []
-        do throws(JSONScanError) {
-            while true {
-                scanner.skipWhitespace()
-                guard scanner.position < array.range.upperBound - 1 else { break }
-                if !out.isEmpty {
-                    scanner.position += 1  // the comma
-                    scanner.skipWhitespace()
-                }
-                out.append(try scanner.scanValue(depth: 3))
-            }
-        } catch {
-            return out
-        }
-        return out
-    }
+    private static func elements(_ outer: JSONScanner, _ array: JSONToken) -> [JSONToken] { outer.elements(of: array) }
 
     private static func text(_ scanner: JSONScanner, _ token: JSONToken) -> String {
         BoundedText.truncate(scanner.stringValue(token), maxBytes: maxTextBytes)

@@ -24,7 +24,7 @@ enum FCMSendBenchCommand {
         run: run)
 
     static func run(_ flags: ParsedArguments) throws {
-        var fcm = Configuration.FCMSettings()
+        var fcm = Configuration.FCMSettings.fcm
         fcm.url = try flags.required("url")
         fcm.caFile = try flags.required("ca-file")
         fcm.connectionsPerPool = max(1, try flags.int("connections", default: 2))

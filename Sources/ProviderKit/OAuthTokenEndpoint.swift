@@ -69,6 +69,11 @@ public enum OAuthTokenAnswer: Sendable, Equatable, CustomStringConvertible {
             if refusals.contains(error) && status < 500 { return .refused(error: String(error.prefix(64)), detail: detail) }
             return .unusable("token endpoint answered \(status) \(error.prefix(64))\(detail.isEmpty ? "" : ": " + detail)")
         }
+        // Huawei's endpoint names its errors by number (`{"error":1101,"sub_error":20404,...}`): a 4xx with one
+        // refuses the client's credentials as RFC 6749's `invalid_client` does.
+        if let code = fields.numbers["error"], (400..<500).contains(status) {
+            return .refused(error: String(code), detail: String((fields.strings["error_description"] ?? "").prefix(200)))
+        }
         return .unusable("token endpoint answered HTTP \(status) without an OAuth error")
     }
 

@@ -140,8 +140,8 @@ public enum JobParser {
             if platformText.flatMap(Platform.init(rawValue:))?.carriesSubscription == true || (platformText == nil && (subscriptionSeen || job.subscriptions != nil)) {
                 throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; a Web Push job names its \"subscription\"")
             }
-            if platformText.flatMap(Platform.init(rawValue:))?.carriesMessage == true {
-                throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; an FCM job names one target (token, topic or condition) in its \"message\"")
+            if let platform = platformText.flatMap(Platform.init(rawValue:)), platform.carriesMessage {
+                throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; a \(platform.displayName) job names its target (token, topic or condition) in its \"message\"")
             }
             job.tokens = try tokens(tokensValue, scanner)
         }

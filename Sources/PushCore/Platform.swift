@@ -1,7 +1,7 @@
 /// The push service a job goes to. APNs is the default so every producer written before FCM keeps working.
 /// A new provider is a new case here, its sender in `ProviderRegistry` (Worker) and its module (docs/adding-a-provider.md).
 public enum Platform: String, Sendable, Hashable, CaseIterable {
-    case apns, fcm, webpush
+    case apns, fcm, webpush, hms
 
     /// Its index among `allCases`: the slot of its counters (the `platform` label of every per-job metric), its
     /// sender in the registry.
@@ -11,6 +11,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         case .apns: 0
         case .fcm: 1
         case .webpush: 2
+        case .hms: 3
         }
     }
 }
@@ -25,6 +26,7 @@ extension Platform {
         case .apns: "APNs"
         case .fcm: "FCM"
         case .webpush: "Web Push"
+        case .hms: "Huawei Push Kit"
         }
     }
 
@@ -34,7 +36,7 @@ extension Platform {
     public var hasEnvironments: Bool {
         switch self {
         case .apns: true
-        case .fcm, .webpush: false
+        case .fcm, .webpush, .hms: false
         }
     }
 
@@ -42,24 +44,24 @@ extension Platform {
     public var findsAppByTopic: Bool {
         switch self {
         case .apns: true
-        case .fcm, .webpush: false
+        case .fcm, .webpush, .hms: false
         }
     }
 
-    /// Its jobs carry the provider's own message object (`message`, FCM v1) instead of a payload and a token:
-    /// one target each, so no `tokens` multicast.
+    /// Its jobs carry the provider's own message object (`message`: FCM v1's, Push Kit's) instead of a payload and a
+    /// token: their targets are in it, so no `tokens` multicast.
     public var carriesMessage: Bool {
         switch self {
         case .apns, .webpush: false
-        case .fcm: true
+        case .fcm, .hms: true
         }
     }
 
-    /// The service checks a message without delivering it (FCM's `validate_only`): a `validate_only` job is sent as
+    /// The service checks a message without delivering it (FCM's and Push Kit's `validate_only`): a `validate_only` job is sent as
     /// that dry run; without, it gets the local checks only and is never sent.
     public var hasDryRun: Bool {
         switch self {
-        case .fcm: true
+        case .fcm, .hms: true
         case .apns, .webpush: false
         }
     }
@@ -68,7 +70,7 @@ extension Platform {
     /// payload of any JSON value (a string's text, or the value's bytes).
     public var carriesSubscription: Bool {
         switch self {
-        case .apns, .fcm: false
+        case .apns, .fcm, .hms: false
         case .webpush: true
         }
     }

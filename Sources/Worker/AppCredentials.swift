@@ -17,8 +17,13 @@ public struct AppCredentials: Sendable {
         AppCredentials(app: app, credential: try ProviderRegistry.provider(for: app.platform).loadCredential(app, configuration: configuration))
     }
 
-    /// `herald check-config`'s word on a loaded credential (after "ok   app 'x' "): what was proven with it.
-    public var checkedLine: String { ProviderRegistry.provider(for: app.platform).checkedLine(app, credential: credential) }
+    /// `herald check-config`'s word on a loaded credential (after "ok   app 'x' "): what was proven with it, after
+    /// the provider's further proof (a token exchange), which throws when it fails.
+    public func checkedLine(configuration: Configuration) throws -> String {
+        let provider = ProviderRegistry.provider(for: app.platform)
+        let line = provider.checkedLine(app, credential: credential)
+        return try provider.prove(app, credential: credential, configuration: configuration).map { line + "; " + $0 } ?? line
+    }
 
     /// Warnings that do not stop a worker: a key file that other users can read.
     public static func warnings(_ app: Configuration.AppSettings) -> [String] {

@@ -1,5 +1,6 @@
 import APNs
 import FCM
+import Huawei
 import WebPush
 import Foundation
 import PushCore
@@ -10,8 +11,9 @@ import PushCore
 public struct Configuration: Sendable {
     public var redis = RedisSettings()
     public var apns = APNsSettings()
-    public var fcm = FCMSettings()
+    public var fcm = FCMSettings.fcm
     public var webPush = WebPushSettings()
+    public var hms = HMSSettings()
     public var apps: [AppSettings] = []
     public var retry = RetrySettings()
     /// Per-queue retry policies (`retry.queues`): queue key -> the global `retry` with that queue's overrides.
@@ -101,6 +103,7 @@ public struct Configuration: Sendable {
     /// Each provider's settings live in its module; the configuration holds them under these names.
     public typealias APNsSettings = APNs.APNsSettings
     public typealias FCMSettings = FCM.FCMSettings
+    public typealias HMSSettings = Huawei.HMSSettings
 
     /// One app: a bundle ID and how it authenticates. Each distinct credential gets its own connections.
     public struct AppSettings: Sendable, Equatable {
@@ -117,6 +120,8 @@ public struct Configuration: Sendable {
         public var fcm: FCMAuth? = nil
         /// An app of kind Web Push: its VAPID key, subject and allowed push services; it takes Web Push jobs only.
         public var webpush: WebPushAuth? = nil
+        /// An app of kind Huawei Push Kit: its app ID and client secret file; it takes hms jobs only.
+        public var hms: HMSAuth? = nil
 
         public init(name: String, bundleID: String, token: TokenAuth? = nil, certificate: CertificateAuth? = nil, fcm: FCMAuth? = nil) {
             self.name = name
@@ -135,6 +140,7 @@ public struct Configuration: Sendable {
         /// Each provider's per-app credential settings live in its module.
         public typealias FCMAuth = FCM.FCMAuth
         public typealias WebPushAuth = WebPush.WebPushAuth
+        public typealias HMSAuth = Huawei.HMSAuth
         public typealias TokenAuth = APNsTokenAuth
         public typealias CertificateAuth = APNsCertificateAuth
     }

@@ -177,7 +177,7 @@ struct AppReader {
 
     mutating func readApp(_ app: [String: Any], index: Int) -> Configuration.AppSettings {
         let at = "apps[\(index)]."
-        check(app, known: ["name", "bundle_id", "environments", "default_environment", "environment_fallback", "token", "certificate", "fcm", "webpush"], at: at)
+        check(app, known: ["name", "bundle_id", "environments", "default_environment", "environment_fallback", "token", "certificate", "fcm", "webpush", "hms"], at: at)
         var settings = Configuration.AppSettings(name: "", bundleID: "")
         string(app, "name", at, &settings.name)
         string(app, "bundle_id", at, &settings.bundleID)
@@ -209,6 +209,13 @@ struct AppReader {
             var auth = Configuration.AppSettings.FCMAuth(serviceAccountFile: "")
             string(fcm, "service_account_file", at + "fcm.", &auth.serviceAccountFile)
             settings.fcm = auth
+        }
+        if let hms = object(app["hms"], at + "hms") {
+            check(hms, known: ["app_id", "client_secret_file"], at: at + "hms.")
+            var auth = Configuration.AppSettings.HMSAuth(appID: "", clientSecretFile: "")
+            string(hms, "app_id", at + "hms.", &auth.appID)
+            string(hms, "client_secret_file", at + "hms.", &auth.clientSecretFile)
+            settings.hms = auth
         }
         if let webpush = object(app["webpush"], at + "webpush") {
             let path = at + "webpush."

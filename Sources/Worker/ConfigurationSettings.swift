@@ -8,11 +8,11 @@ import PushCore
 /// in step). Upper bounds are generous but keep every derived value (milliseconds, nanoseconds, doubled
 /// back-offs, due times in ms since the epoch) far from Int64's limit: what `check-config` accepts, the worker runs.
 extension Configuration {
-    public static let settings: [Setting<Configuration>] = redisSettings + apnsSettings + fcmSettings + webPushSettings + appsSettings
+    public static let settings: [Setting<Configuration>] = redisSettings + apnsSettings + fcmSettings + webPushSettings + hmsSettings + appsSettings
         + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + resultsSettings + metricsSettings + apiSettings
 
     /// The sections, in file order (the top-level keys).
-    public static let sections = ["redis", "apns", "fcm", "web_push", "apps", "retry", "worker", "results", "metrics", "api"]
+    public static let sections = ["redis", "apns", "fcm", "web_push", "hms", "apps", "retry", "worker", "results", "metrics", "api"]
 
     /// The longest timeout a setting in milliseconds takes: an hour.
     static let maxTimeoutMs = 3_600_000
@@ -134,6 +134,22 @@ extension Configuration {
         .integer("web_push.max_queued_per_pool", \.webPush.maxQueuedPerPool, 1...1_000_000, "As for `apns`."),
         .optionalText("web_push.ca_file", \.webPush.caFile, environment: "HERALD_WEB_PUSH_CA_FILE",
                       "CA bundle to trust for push services besides the system's (the simulator's, in tests)."),
+    ]
+
+    /// Huawei Push Kit: one pool per Huawei app to the push host, tokens from Huawei's OAuth endpoint (docs/huawei.md).
+    static let hmsSettings: [Setting<Configuration>] = [
+        .text("hms.url", \.hms.pool.url, environment: "HERALD_HMS_URL",
+              "Where `POST /v1/<app_id>/messages:send` goes. Point it at `herald mock-hms` for tests."),
+        .text("hms.token_url", \.hms.tokenURL, environment: "HERALD_HMS_TOKEN_URL",
+              "Huawei's OAuth 2.0 token endpoint, where the client-credentials grant is POSTed (the simulator's in tests)."),
+        .integer("hms.connections_per_pool", \.hms.pool.connectionsPerPool, 1...64, "HTTP/2 connections per Huawei app."),
+        .integer("hms.request_timeout_ms", \.hms.pool.requestTimeoutMs, 100...maxTimeoutMs, "As for `fcm`."),
+        .integer("hms.connect_timeout_ms", \.hms.pool.connectTimeoutMs, 100...maxTimeoutMs, "For the pool's connections and the token exchange's connect."),
+        .integer("hms.token_timeout_ms", \.hms.pool.tokenTimeoutMs, 100...maxTimeoutMs, "As for `fcm`."),
+        .optionalText("hms.ca_file", \.hms.pool.caFile, environment: "HERALD_HMS_CA_FILE",
+                      "Extra trusted CA (PEM) for both the push host and the token endpoint, e.g. the simulator's."),
+        .optionalText("hms.proxy", \.hms.pool.proxy, environment: "HERALD_HMS_PROXY", "As for `fcm`."),
+        .integer("hms.max_queued_per_pool", \.hms.pool.maxQueuedPerPool, 1...1_000_000, "As for `apns`."),
     ]
 
     /// The apps have their own table in the docs (each app is an object of its own); here only their reader.

@@ -6,7 +6,7 @@ import RedisQueue
 import Worker
 
 /// `herald check-config`: loads everything a worker would, signs a test token (APNs) or OAuth assertion (FCM)
-/// per app, reports every problem.
+/// per app, trades Huawei client credentials for a token, reports every problem.
 enum CheckConfigCommand {
     static let command = Command(
         name: "check-config", abstract: "Load the configuration and credentials and report every problem at once.",
@@ -31,7 +31,7 @@ enum CheckConfigCommand {
             for app in configuration.apps {
                 do {
                     let credentials = try AppCredentials.load(app, configuration: configuration)
-                    print("ok   app '\(app.name)' " + credentials.checkedLine)
+                    print("ok   app '\(app.name)' " + (try credentials.checkedLine(configuration: configuration)))
                 } catch {
                     problems.append("app '\(app.name)': \(error)")
                 }

@@ -9,7 +9,7 @@ import Worker
 /// `herald send`: one notification from flags, straight to APNs (or any host:port), result as JSON.
 enum SendCommand {
     static let command = Command(
-        name: "send", abstract: "Send one notification now (APNs, or FCM with --platform fcm) and print the answer as JSON.",
+        name: "send", abstract: "Send one notification now (APNs, or FCM, Web Push, Huawei with --platform) and print the answer as JSON.",
         discussion: """
         Credentials come from --config (with --app, or the app matching --topic) or inline from --key-file,
         --key-id and --team-id (or --cert/--cert-key/--p12 for certificate auth). The payload comes from
@@ -23,6 +23,9 @@ enum SendCommand {
         Web Push: --platform webpush with --subscription (the PushSubscription's JSON), --payload (a string) and
         --config with a Web Push app (or --vapid-key and --subject); --topic, --ttl and --urgency set its headers.
         Exits 0 when the push service answered 201 (its message id is printed), 1 otherwise, 65 when refused.
+        Huawei Push Kit: --platform hms with --app-id and --client-secret-file (or --config and a Huawei --app) and
+        --message, the Push Kit message (or standard input); --url, --token-url and --ca-file point it at the
+        simulator. Exits 0 when Push Kit answered 80000000, 1 otherwise, 65 when refused locally.
         Example: herald send --platform fcm --service-account sa.json \\
                    --message '{"token":"<fcm token>","notification":{"title":"hi","body":"there"}}'
         """,
@@ -48,9 +51,12 @@ enum SendCommand {
             .value("ca-file", "pem", "Extra trusted CA (e.g. the simulator's)."),
             .value("timeout-ms", "ms", "Request timeout (default 15000)."),
             .value("timeout", "ms", "Deprecated name of --timeout-ms."),
-            .value("platform", "apns|fcm|webpush", "apns (default), fcm (also implied by --message or --service-account), or webpush."),
+            .value("platform", "apns|fcm|webpush|hms", "apns (default), fcm (also implied by --message or --service-account), webpush, or hms."),
             .value("service-account", "json", "FCM: the service account's JSON key file."),
-            .value("message", "json", "FCM: the v1 message object (default: read standard input)."),
+            .value("message", "json", "FCM: the v1 message object; hms: the Push Kit message (default: read standard input)."),
+            .value("app-id", "id", "hms: the Huawei app ID (OAuth client ID)."),
+            .value("client-secret-file", "path", "hms: the file holding the app's client secret."),
+            .value("token-url", "https://host:port/path", "hms: the OAuth token endpoint (default Huawei's; the simulator's in tests)."),
             .value("subscription", "json", "Web Push: the browser's PushSubscription.toJSON()."),
             .value("vapid-key", "key", "Web Push: the VAPID private key, PEM or base64url (else the --config app's)."),
             .value("subject", "uri", "Web Push: the VAPID sub, mailto:... or https://..."),
@@ -65,9 +71,10 @@ enum SendCommand {
         switch args.value("platform") {
         case "fcm"?: return try SendFCM.run(args)
         case "webpush"?: return try SendWebPush.run(args)
+        case "hms"?: return try SendHMS.run(args)
         case nil where args.value("message") != nil || args.value("service-account") != nil: return try SendFCM.run(args)
         case "apns"?, nil: break
-        case let other?: throw UsageError("--platform must be apns, fcm or webpush, got '\(other)'")
+        case let other?: throw UsageError("--platform must be apns, fcm, webpush or hms, got '\(other)'")
         }
         guard let tokenHex = args.value("token") else { throw UsageError("missing --token") }
         let environment: APNsEnvironment

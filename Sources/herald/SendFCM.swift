@@ -10,7 +10,7 @@ import Worker
 /// libcurl, HTTP/2 to the FCM host), answer as JSON. The access token is never printed.
 enum SendFCM {
     static func run(_ args: ParsedArguments) throws -> Int32 {
-        var fcm = Configuration.FCMSettings()
+        var fcm = Configuration.FCMSettings.fcm
         var app: Configuration.AppSettings
         if args.value("config") != nil && args.value("service-account") == nil {
             let configuration = try loadConfiguration(args)
@@ -46,20 +46,13 @@ enum SendFCM {
         spec.message = message
         let notification = spec.fcmNotification(target: target)
 
-        let loop = try EventLoop.startThread(name: "herald-send")
-        defer { loop.stop(); loop.waitUntilStopped() }
-        let answer = LockedValue<DeliveryResult?>(nil)
         let settings = fcm
-        try loop.submit {
-            let sender = FCMSender(apps: [ProviderApp(index: 0, name: name, auth: auth, credential: account)], loop: loop, fcm: settings, logger: Logger(component: "send", minimumLevel: .warning))
-            let admission = sender.send(notification, to: Destination(app: 0, environment: .production, platform: .fcm), afterConnection: 0) { outcome in
-                answer.withLock { $0 = outcome.result }
-                sender.closeAll()
-            }
-            if admission != .accepted { answer.withLock { $0 = .transport(.connectionFailed("\(admission)")) } }
-        }
         let seconds = Double(timeout + settings.tokenTimeoutMs + 15_000) / 1000
-        guard let result = answer.wait(until: { $0 != nil }, timeoutSeconds: seconds, then: { $0 }) ?? nil else {
+        let destination = Destination(app: 0, environment: .production, platform: .fcm)
+        guard let result = try sendOnce(notification, to: destination, timeoutSeconds: seconds, sender: { loop in
+            FCMSender(apps: [ProviderApp(index: 0, name: name, auth: auth, credential: account)], loop: loop, fcm: settings,
+                      logger: Logger(component: "send", minimumLevel: .warning))
+        }) else {
             printJSON(["outcome": "failed", "platform": "fcm", "reason": "no answer in time", "status": 0])
             return ExitCode.failure
         }

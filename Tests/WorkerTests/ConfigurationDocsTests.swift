@@ -30,7 +30,7 @@ import Worker
     @Test func everyFieldOfTheSectionsIsDeclared() {
         let declared = Set(Configuration.settings.map(\.key))
         let sections: [(String, Any)] = [("redis", Configuration.RedisSettings()), ("redis.tls", Configuration.RedisTLSSettings()),
-                                         ("apns", Configuration.APNsSettings()), ("fcm", Configuration.FCMSettings()),
+                                         ("apns", Configuration.APNsSettings()), ("fcm", Configuration.FCMSettings.fcm),
                                          ("worker", Configuration.WorkerSettings()), ("results", Configuration.ResultsSettings()), ("metrics", Configuration.MetricsSettings())]
         for (section, value) in sections {
             for case let (label?, child) in Mirror(reflecting: value).children where !(child is Configuration.RedisTLSSettings) {

@@ -6,7 +6,7 @@ import RedisQueue
 import Testing
 
 extension EndToEnd {
-    /// APNs, FCM and Web Push jobs through the same queue and workers, against the three simulators.
+    /// APNs, FCM, Web Push and Huawei Push Kit jobs through the same queue and workers, against the four simulators.
     @Suite struct MixedPlatform {
         /// A fate picked by token prefix, and the terminal outcome (and reason) Herald must record.
         struct Fate {
@@ -34,11 +34,14 @@ extension EndToEnd {
             Fate(platform: "webpush", prefix: "nf-", count: 100, outcome: "token_dropped", reason: "NotFound", retryReason: nil),
             Fate(platform: "webpush", prefix: "big-", count: 50, outcome: "failed", reason: "PayloadTooLarge", retryReason: nil),
             Fate(platform: "webpush", prefix: "busy-", count: 100, outcome: "delivered", reason: nil, retryReason: "ServiceUnavailable"),
+            Fate(platform: "hms", prefix: "hok-", count: 1000, outcome: "delivered", reason: nil, retryReason: nil),
+            Fate(platform: "hms", prefix: "hdead-", count: 150, outcome: "token_dropped", reason: "80300007 All the tokens are invalid", retryReason: nil),
         ]
 
         static func fcmToken(_ prefix: String, _ index: Int) -> String { "\(prefix)-\(index)-dGVzdA:APA91bHerald_e2e" }
 
-        /// 10,000 jobs, about 42% APNs, 42% FCM and 16% Web Push (a multicast to 20 subscriptions among them), of
+        /// 10,000 jobs, about 36% APNs, 36% FCM, 16% Web Push (a multicast to 20 subscriptions among them) and 12%
+        /// Huawei Push Kit, of
         /// every class of outcome; one of the two workers is SIGKILLed mid-run and a replacement started. Every job
         /// ends with exactly one terminal entry, the expected one, with its platform; FCM deliveries carry the
         /// message name; Web Push deliveries were decrypted by the push service; dropped tokens and gone
@@ -69,6 +72,14 @@ extension EndToEnd {
                 MockWebPushRule(subscriptionPrefix: "busy-", fate: .unavailable, failFirst: 1),
             ], latencyMs: MockLatency(min: 0, max: 2)))
             defer { push.stop() }
+            var hmsConfiguration = MockHMSConfiguration()
+            hmsConfiguration.tls = world.tls
+            hmsConfiguration.apps = [MockHMSApp(appId: "10000001", clientSecret: "mixed-secret")]
+            hmsConfiguration.faults = MockHMSFaultScript(latencyMs: MockLatency(min: 0, max: 2), invalidTokenPrefixes: ["hdead-"])
+            let hms = try MockHMSServer(configuration: hmsConfiguration)
+            defer { hms.stop() }
+            let hmsSecret = world.directory + "/hms-secret"
+            try Data("mixed-secret".utf8).write(to: URL(fileURLWithPath: hmsSecret))
 
             var jobs: [[UInt8]] = []
             var expected: [String: String] = [:]
@@ -82,6 +93,9 @@ extension EndToEnd {
                 case "fcm":
                     tokenOf[id] = Self.fcmToken(fate.prefix, index)
                     jobs.append(fcmJobBytes(id: id, token: tokenOf[id]!, body: "job \(index)"))
+                case "hms":
+                    tokenOf[id] = "\(fate.prefix)\(index)"
+                    jobs.append(Array(#"{"id":"\#(id)","platform":"hms","message":{"data":"job \#(index)","token":["\#(tokenOf[id]!)"]}}"#.utf8))
                 case "webpush":
                     let subscription = try push.subscribe(prefix: fate.prefix)
                     tokenOf[id] = subscription.endpoint
@@ -148,7 +162,8 @@ extension EndToEnd {
             document["apps"] = try #require(document["apps"] as? [[String: Any]]) + [[
                 "name": "web", "webpush": ["vapid_key": vapidKey, "subject": "mailto:e2e@example.com", "push_service_hosts": ["127.0.0.1"],
                                            "allow_ip_literals": true, "allow_private_addresses": true],
-            ]]
+            ], ["name": "huawei", "hms": ["app_id": "10000001", "client_secret_file": hmsSecret]]]
+            document["hms"] = ["url": hms.baseURL, "token_url": hms.tokenURL, "ca_file": hms.caFile ?? "", "request_timeout_ms": 60_000]
             document["web_push"] = ["ca_file": world.tls.caFile ?? "", "request_timeout_ms": 60_000]
             try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]).write(to: URL(fileURLWithPath: config))
             let check = try world.runHerald(["check-config", "--config", config, "--skip-redis"])
@@ -218,13 +233,13 @@ extension EndToEnd {
                 let entries = droppedByToken[tokenOf[id]!] ?? []
                 guard entries.count == 1 else { droppedProblems.append("\(id): \(entries.count) dropped-token entries"); continue }
                 if entries[0].fields["platform"] != fate.platform { droppedProblems.append("\(id): platform \(entries[0].fields["platform"] ?? "-")") }
-                let app = ["fcm": "android", "webpush": "web"][fate.platform]
+                let app = ["fcm": "android", "webpush": "web", "hms": "huawei"][fate.platform]
                 if let app, entries[0].fields["app"] != app { droppedProblems.append("\(id): app \(entries[0].fields["app"] ?? "-")") }
                 if entries[0].fields["reason"] != fate.reason { droppedProblems.append("\(id): reason \(entries[0].fields["reason"] ?? "-")") }
             }
             #expect(droppedProblems.isEmpty, "\(summarize(droppedProblems))")
             let droppedPlatforms = Set(dropped.compactMap { $0.fields["platform"] })
-            #expect(droppedPlatforms == ["apns", "fcm", "webpush"], "\(droppedPlatforms)")
+            #expect(droppedPlatforms == ["apns", "fcm", "webpush", "hms"], "\(droppedPlatforms)")
             #expect(dropped.count == fateOf.values.filter { $0.outcome == "token_dropped" }.count, "\(dropped.count) dropped-token entries")
 
             // Nothing left behind, the killed worker's leases included.
@@ -260,7 +275,7 @@ extension EndToEnd {
             }
             let duplicates = duplicateDeliveries(world.simulator.acceptedNotifications()).duplicates
                 + accepted.count - Set(accepted.map(\.message)).count
-            print("e2e mixed platform: 10000 jobs (APNs, FCM and Web Push) in \(String(format: "%.1f", elapsed)) s, one of 2 workers SIGKILLed after \(3000)+ results; terminal \(ledger.terminalByOutcome), \(ledger.entries.count - ledger.terminalCount) retrying entries, \(duplicates) sent twice after the kill, \(stats.tokensIssued) FCM access tokens issued, \(stats.byStatus["429"] ?? 0) FCM 429s, \(pushStats.requests) Web Push requests")
+            print("e2e mixed platform: 10000 jobs (APNs, FCM, Web Push and Huawei) in \(String(format: "%.1f", elapsed)) s, one of 2 workers SIGKILLed after \(3000)+ results; terminal \(ledger.terminalByOutcome), \(ledger.entries.count - ledger.terminalCount) retrying entries, \(duplicates) sent twice after the kill, \(stats.tokensIssued) FCM access tokens issued, \(stats.byStatus["429"] ?? 0) FCM 429s, \(pushStats.requests) Web Push requests, \(hms.stats().requests) Push Kit requests")
         }
     }
 }

@@ -12,12 +12,12 @@ import WebPush
     /// A comparison with a platform (`== .fcm`, `!= "apns"`), a `case .apns`/`.fcm` pattern, a ternary picking a
     /// platform, or a match on a provider's own case of an answer (`case .response`).
     static let branch = try! NSRegularExpression(
-        pattern: #"(==|!=) *\.(apns|fcm|webpush)\b|(==|!=) *"(apns|fcm|webpush)"|case \.(apns|fcm|webpush|response)\b|\? *\.(apns|fcm|webpush) *:"#)
+        pattern: #"(==|!=) *\.(apns|fcm|webpush|hms)\b|(==|!=) *"(apns|fcm|webpush|hms)"|case \.(apns|fcm|webpush|hms|response)\b|\? *\.(apns|fcm|webpush|hms) *:"#)
 
     /// Where branching on the platform is the point: the providers' modules (senders included), their worker sides
     /// (`Worker/Providers/`), their simulators, the platforms' declaration and the registry.
     static let providerPlaces = [
-        "Sources/APNs/", "Sources/FCM/", "Sources/WebPush/", "Sources/MockAPNs/", "Sources/Worker/Providers/", "Sources/Worker/Delivery/ProviderRegistry.swift",
+        "Sources/APNs/", "Sources/FCM/", "Sources/WebPush/", "Sources/Huawei/", "Sources/MockAPNs/", "Sources/Worker/Providers/", "Sources/Worker/Delivery/ProviderRegistry.swift",
         "Sources/PushCore/Platform.swift",
     ]
 
@@ -59,11 +59,13 @@ import WebPush
         let fcm = Configuration.AppSettings(name: "android", bundleID: "", fcm: .init(serviceAccountFile: "/sa.json"))
         var web = Configuration.AppSettings(name: "web", bundleID: "")
         web.webpush = .init(vapidKey: "k", subject: "mailto:ops@example.com")
+        var huawei = Configuration.AppSettings(name: "huawei", bundleID: "")
+        huawei.hms = .init(appID: "10086", clientSecretFile: "/secret")
         let bare = Configuration.AppSettings(name: "bare", bundleID: "com.example.bare")
-        #expect([apns, fcm, web, bare].map(\.platform) == [Platform.apns, .fcm, .webpush, .apns])
-        let owners: [Platform: String] = [.apns: "shop", .fcm: "android", .webpush: "web"]
+        #expect([apns, fcm, web, huawei, bare].map(\.platform) == [Platform.apns, .fcm, .webpush, .hms, .apns])
+        let owners: [Platform: String] = [.apns: "shop", .fcm: "android", .webpush: "web", .hms: "huawei"]
         for platform in Platform.allCases {
-            let owned = [apns, fcm, web].filter { ProviderRegistry.provider(for: platform).owns($0) }.map(\.name)
+            let owned = [apns, fcm, web, huawei].filter { ProviderRegistry.provider(for: platform).owns($0) }.map(\.name)
             #expect(owned == owners[platform].map { [$0] }, "\(platform)")
         }
         let loaded = [AppCredentials(app: apns, credential: 1), AppCredentials(app: fcm, credential: "account")]

@@ -28,6 +28,7 @@ public final class ProviderRegistry: PushSender {
         case .apns: APNsProvider.self
         case .fcm: FCMProvider.self
         case .webpush: WebPushProvider.self
+        case .hms: HMSProvider.self
         }
     }
 

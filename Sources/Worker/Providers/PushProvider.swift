@@ -25,6 +25,10 @@ protocol PushProvider {
     /// `herald check-config`'s line for an app whose credential loaded (after "ok   app 'x' ").
     static func checkedLine(_ app: Configuration.AppSettings, credential: any Sendable) -> String
 
+    /// `herald check-config`'s proof beyond loading (Huawei's token exchange): what it showed, nil when there is
+    /// none; throws when the proof fails.
+    static func prove(_ app: Configuration.AppSettings, credential: any Sendable, configuration: Configuration) throws -> String?
+
     /// Its sender for the apps of `credentials` that are its own (every app of the configuration, in order).
     static func makeSender(credentials: [AppCredentials], loop: EventLoop, configuration: Configuration, logger: Logger) -> PushSender
 
@@ -45,6 +49,9 @@ protocol PushProvider {
 }
 
 extension PushProvider {
+    /// Loading proved the credential (a token or assertion signed): nothing more to do.
+    static func prove(_ app: Configuration.AppSettings, credential: any Sendable, configuration: Configuration) throws -> String? { nil }
+
     /// The apps of `credentials` whose loaded credential is `Credential`, with their `auth` settings, as a sender
     /// takes them.
     static func apps<Auth, Credential>(_ credentials: [AppCredentials], auth: (Configuration.AppSettings) -> Auth?)

@@ -1,0 +1,167 @@
+import PushCore
+
+/// Where a Push Kit message goes: its device token, or a topic or condition.
+public enum HMSTarget: Sendable, Equatable {
+    case token(String)
+    case topic(String)
+    case condition(String)
+}
+
+/// Why a Push Kit message would be refused, as Push Kit's own result code and text (`80100003 ...`), which is
+/// also the job's dead-letter reason.
+public struct HMSValidationFailure: Error, Equatable, Sendable, CustomStringConvertible {
+    public let code: String, message: String
+    public var description: String { "\(code) \(message)" }
+}
+
+/// Refuses locally what Push Kit would refuse (each refusal costs a round trip): the `message` of an hms job must
+/// be an object with exactly one target (`token`, a list; `topic`; `condition`), known members only, `data` a
+/// string, `notification`/`android`/`apns`/`webpush` objects, Android's `urgency`, `ttl`, `collapse_key` and
+/// `fast_app_target` in their documented forms, and the message without its token list within 4,096 bytes. The bytes
+/// themselves are never changed. Pure.
+///
+/// Choices: the size counts the message's bytes but its token list's (which 80300010 bounds); a list of several tokens fans out into a
+/// job per token (`fanOut`), checked whole first.
+public enum HMSMessageValidator {
+    public static let maxPayloadBytes = 4096
+    /// Push Kit's most tokens in one request.
+    public static let maxTokens = 1000
+    static let objectMembers: Set<String> = ["notification", "android", "apns", "webpush"]
+    static let knownMembers: Set<String> = objectMembers.union(["data", "token", "topic", "condition"])
+
+    /// Push Kit's codes for a refused message: its structure, a parameter's value, its size, its token count.
+    public static let structureCode = "80100003"
+    public static let parameterCode = "80100001"
+    public static let tooLargeCode = "80300008"
+    /// Push Kit answers it for no target at all as well as for too many tokens.
+    public static let tooManyTokensCode = "80300010"
+    public static let collapseKeyCode = "80100013"
+    /// Push Kit's longest `android.ttl`: 15 days.
+    public static let maxTTLSeconds = 1_296_000
+
+    public static func validate(_ message: [UInt8]) -> Result<HMSTarget, HMSValidationFailure> {
+        message.withUnsafeBufferPointer { buffer in
+            do throws(HMSValidationFailure) { return .success(try validate(buffer)) } catch { return .failure(error) }
+        }
+    }
+
+    static func validate(_ buffer: UnsafeBufferPointer<UInt8>) throws(HMSValidationFailure) -> HMSTarget {
+        guard (try? JSONScanner.validate(buffer))?.kind == .object else { throw structure("message must be a JSON object") }
+        let scanner = JSONScanner(buffer)
+        var targets: [HMSTarget] = []
+        var tokenBytes = 0
+        for (name, value) in scanner.members(at: 0) {
+            guard knownMembers.contains(name) else { throw structure("unknown member \"\(name.prefix(64))\" in message") }
+            if value.kind == .null { continue }
+            switch name {
+            case "token":
+                targets.append(try token(scanner, value))
+                tokenBytes = value.range.count
+            case "topic", "condition":
+                guard value.kind == .string, case let text = scanner.stringValue(value), !text.isEmpty else {
+                    throw structure("message.\(name) must be a non-empty string")
+                }
+                targets.append(name == "topic" ? .topic(text) : .condition(text))
+            case "data":
+                // Push Kit's data is a string (often JSON text), not FCM's map.
+                guard value.kind == .string else { throw structure("message.data must be a string") }
+            default:
+                guard value.kind == .object else { throw structure("message.\(name) must be an object") }
+                if name == "android" { try android(scanner, value) }
+            }
+        }
+        guard !targets.isEmpty else { throw HMSValidationFailure(code: tooManyTokensCode, message: "message needs one target: token, topic or condition") }
+        guard targets.count == 1, let target = targets.first else {
+            throw parameter("message has \(targets.count) targets; exactly one of token, topic or condition")
+        }
+        let payloadBytes = buffer.count - tokenBytes
+        guard payloadBytes <= maxPayloadBytes else {
+            throw HMSValidationFailure(code: tooLargeCode, message: "message is \(payloadBytes) bytes besides its token list; at most \(maxPayloadBytes)")
+        }
+        return target
+    }
+
+    /// `token`: a list of 1...1000 non-empty strings; the target is the first (a job of several fans out).
+    private static func token(_ scanner: JSONScanner, _ value: JSONToken) throws(HMSValidationFailure) -> HMSTarget {
+        guard value.kind == .array else { throw structure("message.token must be a list of device tokens") }
+        let tokens = scanner.elements(of: value)
+        guard !tokens.isEmpty else { throw HMSValidationFailure(code: tooManyTokensCode, message: "message.token is empty") }
+        guard tokens.count <= maxTokens else {
+            throw HMSValidationFailure(code: tooManyTokensCode, message: "message.token lists \(tokens.count) tokens; at most \(maxTokens)")
+        }
+        for (index, element) in tokens.enumerated() where element.kind != .string || scanner.stringValue(element).isEmpty {
+            throw parameter("message.token[\(index)] is not a non-empty string")
+        }
+        return .token(scanner.stringValue(tokens[0]))
+    }
+
+    /// A job whose `message.token` lists several tokens (each once, byte for byte) fans out like an APNs `tokens`
+    /// multicast: one child job per token, each the job's bytes with the list cut to that one token, so every token
+    /// gets its own request and terminal outcome. Returns the tokens' JSON texts and the bytes around them; nil for
+    /// a job with one token. `job`: the (valid) job the spec was parsed from.
+    public static func fanOut(job: [UInt8]) -> (tokens: [String], prefix: [UInt8], suffix: [UInt8])? {
+        job.withUnsafeBufferPointer { buffer -> (tokens: [String], prefix: [UInt8], suffix: [UInt8])? in
+            guard (try? JSONScanner.validate(buffer))?.kind == .object else { return nil }
+            let scanner = JSONScanner(buffer)
+            guard let message = scanner.members(at: 0).first(where: { $0.0 == "message" })?.1, message.kind == .object,
+                  let list = scanner.members(at: message.range.lowerBound).first(where: { $0.0 == "token" })?.1 else { return nil }
+            var seen = Set<String>()
+            let tokens = scanner.elements(of: list).map { String(decoding: UnsafeBufferPointer(rebasing: buffer[$0.range]), as: UTF8.self) }
+                .filter { seen.insert($0).inserted }
+            guard tokens.count > 1 else { return nil }
+            return (tokens, Array(job[..<list.range.lowerBound]) + [UInt8(ascii: "[")], [UInt8(ascii: "]")] + Array(job[list.range.upperBound...]))
+        }
+    }
+
+    /// Android's members whose forms Push Kit checks before sending.
+    private static func android(_ scanner: JSONScanner, _ object: JSONToken) throws(HMSValidationFailure) {
+        for (name, value) in scanner.members(at: object.range.lowerBound) where value.kind != .null {
+            switch name {
+            case "urgency":
+                guard value.kind == .string, ["HIGH", "NORMAL"].contains(scanner.stringValue(value)) else {
+                    throw parameter("message.android.urgency must be \"HIGH\" or \"NORMAL\"")
+                }
+            case "ttl":
+                guard value.kind == .string, let seconds = durationSeconds(scanner.stringValue(value)), seconds <= maxTTLSeconds else {
+                    throw parameter("message.android.ttl must be seconds up to 15 days, such as \"86400s\" or \"1.5\"")
+                }
+            case "collapse_key":
+                guard value.isInteger, let key = scanner.int64Value(value), (-1...100).contains(key) else {
+                    throw HMSValidationFailure(code: collapseKeyCode, message: "message.android.collapse_key must be an integer from -1 to 100")
+                }
+            case "fast_app_target":
+                guard value.isInteger, let target = scanner.int64Value(value), target == 1 || target == 2 else {
+                    throw parameter("message.android.fast_app_target must be 1 (development) or 2 (production)")
+                }
+            case "data", "category", "bi_tag", "receipt_id":
+                guard value.kind == .string else { throw structure("message.android.\(name) must be a string") }
+            case "notification":
+                guard value.kind == .object else { throw structure("message.android.notification must be an object") }
+            default:
+                break
+            }
+        }
+    }
+
+    /// A duration as Push Kit reads it (`\d+(.\d{1,9})?s?`): its whole seconds, nil for another form.
+    static func durationSeconds(_ text: String) -> Int64? {
+        let parts = (text.hasSuffix("s") ? text.dropLast() : Substring(text)).split(separator: ".", omittingEmptySubsequences: false)
+        func digits(_ part: Substring, most: Int) -> Bool { !part.isEmpty && part.count <= most && part.utf8.allSatisfy { $0 >= 0x30 && $0 <= 0x39 } }
+        guard parts.count <= 2, let whole = parts.first, digits(whole, most: 18), parts.count == 1 || digits(parts[1], most: 9) else { return nil }
+        return Int64(whole)
+    }
+
+    private static func structure(_ text: String) -> HMSValidationFailure { HMSValidationFailure(code: structureCode, message: text) }
+    private static func parameter(_ text: String) -> HMSValidationFailure { HMSValidationFailure(code: parameterCode, message: text) }
+}
+
+extension JobSpec {
+    /// An hms job's notification: the message bytes as the payload, its token or topic (a condition counts as one).
+    public func hmsNotification(target: HMSTarget) -> PushNotification {
+        let (token, topic): (String, String) = switch target {
+        case .token(let t): (t, "")
+        case .topic(let t), .condition(let t): ("", t)
+        }
+        return PushNotification(deviceToken: token, topic: topic, environment: .production, expiration: expiration, payload: message, platform: .hms)
+    }
+}
