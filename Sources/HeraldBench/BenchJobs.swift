@@ -39,6 +39,7 @@ enum BenchJobs {
     static let byPlatform: [String: @Sendable (ParsedArguments) throws -> @Sendable (Int) -> String] = [
         "apns": { _ in job },
         "fcm": { _ in fcmJob },
+        "hms": { _ in hmsJob },
         "webpush": { flags in
             let subscriptions = try subscriptions(file: try flags.required("subscriptions"))
             return { webPushJob($0, subscription: subscriptions[$0 % subscriptions.count]) }
@@ -48,6 +49,12 @@ enum BenchJobs {
     /// One FCM job line.
     static func fcmJob(_ index: Int) -> String {
         "{\"id\":\"b\(index)\",\"platform\":\"fcm\",\"message\":\(fcmMessage(index))}"
+    }
+
+    /// One Huawei Push Kit job line: the same notification, `data` a JSON string as Push Kit wants it, one token.
+    static func hmsJob(_ index: Int) -> String {
+        "{\"id\":\"b\(index)\",\"platform\":\"hms\",\"app\":\"bench-hms\",\"message\":{\"notification\":{\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\"},"
+            + "\"data\":\"{\\\"order\\\":\(index)}\",\"android\":{\"urgency\":\"HIGH\"},\"token\":[\"bench-hms-token-\(index)\"]}}"
     }
 
     /// The Web Push payload of the same notification (JSON, as a service worker reads it; about 120 bytes).

@@ -14,7 +14,7 @@ enum FillCommand {
             .value("count", "n", "How many jobs (default 0)."),
             .value("first", "i", "Index of the first job (default 0)."),
             .value("rate", "per-second", "Pace the pushes at this rate (default 0: as fast as Redis takes them)."),
-            .value("platform", "apns|fcm|webpush", "Job kind (default apns)."),
+            .value("platform", "apns|fcm|hms|webpush", "Job kind (default apns)."),
             .value("subscriptions", "file", "webpush: the subscriptions to cycle through (herald mock-webpush --subscriptions-file)."),
         ],
         run: run)
@@ -26,7 +26,7 @@ enum FillCommand {
         let first = try flags.int("first", default: 0)
         let rate = try flags.double("rate", default: 0)
         let platform = flags.value("platform") ?? "apns"
-        guard let maker = BenchJobs.byPlatform[platform] else { throw BenchError("--platform: no \(platform) (apns, fcm, webpush)") }
+        guard let maker = BenchJobs.byPlatform[platform] else { throw BenchError("--platform: no \(platform) (apns, fcm, hms, webpush)") }
         let makeJob = try maker(flags)
         let redis = try BlockingRedis(url: url)
         defer { redis.close() }

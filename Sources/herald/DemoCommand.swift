@@ -4,13 +4,13 @@ import Glibc
 import MockAPNs
 import RedisQueue
 
-/// `herald demo`: the whole product on one machine in a minute. Starts a private redis-server, the APNs, FCM
-/// and Web Push simulators with a generated key, service account and subscriptions and scripted device fates,
-/// and a real worker process; pushes sample APNs, FCM and Web Push jobs of mixed fate; shows progress; prints a summary; stops everything
-/// it started.
+/// `herald demo`: the whole product on one machine in a minute. Starts a private redis-server, the APNs, FCM,
+/// Web Push and Huawei Push Kit simulators with a generated key, service account, subscriptions and client secret
+/// and scripted device fates, and a real worker process; pushes sample jobs of every platform and of mixed fate;
+/// shows progress; prints a summary; stops everything it started.
 enum DemoCommand {
     static let command = Command(
-        name: "demo", abstract: "Run the demo: local Redis, the APNs, FCM and Web Push simulators, a worker and sample jobs, then a summary.",
+        name: "demo", abstract: "Run the demo: local Redis, the APNs, FCM, Web Push and Huawei simulators, a worker and sample jobs, then a summary.",
         discussion: "Everything runs on 127.0.0.1 and is stopped at the end (by pid). Retries use short demo delays (1 s) instead of 15 minutes.",
         options: [
             .value("jobs", "n", "How many sample jobs (default 3000)."),
@@ -48,6 +48,9 @@ enum DemoCommand {
         Fate(name: "Web Push delivered (201)", prefix: "web-ok-", share: 0.10, expected: "delivered", webPush: true),
         Fate(name: "Web Push subscription gone (410)", prefix: "web-gone-", share: 0.02, expected: "token_dropped", webPush: true),
         Fate(name: "Web Push unavailable (503), retried, delivered", prefix: "web-busy-", share: 0.02, expected: "delivered", webPush: true),
+        Fate(name: "Huawei delivered (80000000)", prefix: "hms-ok", share: 0.08, expected: "delivered", job: DemoCommand.hmsJob),
+        Fate(name: "Huawei token invalid (80300007)", prefix: "hms-gone", share: 0.02, expected: "token_dropped", job: DemoCommand.hmsJob),
+        Fate(name: "Huawei flow control (503), retried, delivered", prefix: "hms-busy", share: 0.02, expected: "delivered", job: DemoCommand.hmsJob),
     ]
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
@@ -66,11 +69,13 @@ enum DemoCommand {
         var server: MockAPNsServer? = nil
         var fcmServer: MockFCMServer? = nil
         var pushServer: MockWebPushServer? = nil
+        var hmsServer: MockHMSServer? = nil
         defer {
             for process in started.reversed() { process.stop(grace: 10) }
             server?.stop()
             fcmServer?.stop()
             pushServer?.stop()
+            hmsServer?.stop()
             try? FileManager.default.removeItem(atPath: directory)
         }
 
@@ -118,6 +123,16 @@ enum DemoCommand {
             MockWebPushRule(subscriptionPrefix: "web-busy-", fate: .unavailable, failFirst: 1),
         ], seed: 7, latencyMs: MockLatency(min: 1, max: 4)))
         pushServer = pushSimulator
+        step("starting the Huawei Push Kit simulator")
+        var hmsMock = MockHMSConfiguration()
+        hmsMock.tls = mock.tls
+        hmsMock.apps = [MockHMSApp(appId: "10086000", clientSecret: "demo-secret-\(UInt64.random(in: 0...UInt64.max))")]
+        hmsMock.faults = MockHMSFaultScript(seed: 7, latencyMs: MockLatency(min: 1, max: 4), invalidTokenPrefixes: ["hms-gone"],
+                                            rules: [MockHMSRule(fate: .failFirst, tokenPrefix: "hms-busy", count: 1)])
+        let hmsSimulator = try MockHMSServer(configuration: hmsMock)
+        hmsServer = hmsSimulator
+        let hmsSecretFile = directory + "/keys/hms-client-secret"
+        try Data(hmsSimulator.app.clientSecret.utf8).write(to: URL(fileURLWithPath: hmsSecretFile))
         // The demo's VAPID key: a fixed private scalar, as web-push libraries print one (base64url).
         let vapidKey = Data((1...32).map { UInt8($0) }).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
@@ -131,11 +146,13 @@ enum DemoCommand {
                      "ca_file": mock.tls!.caFile ?? ""],
             "fcm": ["url": fcmSimulator.baseURL, "ca_file": fcmSimulator.caFile ?? ""],
             "web_push": ["ca_file": pushSimulator.caFile ?? ""],
+            "hms": ["url": hmsSimulator.baseURL, "token_url": hmsSimulator.tokenURL, "ca_file": hmsSimulator.caFile ?? ""],
             "apps": [["name": "demo", "bundle_id": "com.example.demo",
                       "token": ["team_id": "DEMOTEAM12", "key_id": "DEMOKEY123", "key_file": key.privateKeyFile ?? ""]],
                      ["name": "demo-android", "fcm": ["service_account_file": fcmSimulator.serviceAccountFile]],
                      ["name": "demo-web", "webpush": ["vapid_key": vapidKey, "subject": "mailto:demo@example.com", "push_service_hosts": ["127.0.0.1"],
-                                                      "allow_ip_literals": true, "allow_private_addresses": true]]],
+                                                      "allow_ip_literals": true, "allow_private_addresses": true]],
+                     ["name": "demo-huawei", "hms": ["app_id": hmsSimulator.app.appId, "client_secret_file": hmsSecretFile]]],
             "retry": ["server_error_base_seconds": 1, "throttle_base_seconds": 1, "jitter_fraction": 0.2],
             "worker": ["lease_seconds": 10, "log_level": "warning"],
             "metrics": ["listen": "127.0.0.1:\(metricsPort)"],
@@ -197,10 +214,12 @@ enum DemoCommand {
         let simulatorStats = simulator.stats()
         let fcmStats = fcmSimulator.stats()
         let pushStats = pushSimulator.stats()
+        let hmsStats = hmsSimulator.stats()
         print(summary(tally: tally, expected: expected, jobCount: jobCount, elapsed: elapsed,
                       firstPass: firstPassAt.map { $0.timeIntervalSince(startedAt) }, accepted: simulatorStats.accepted,
                       requests: simulatorStats.requests, fcm: (fcmStats.requests, fcmStats.accepted, fcmStats.tokensIssued),
-                      webPush: (pushStats.requests, pushStats.delivered), redisURL: redisURL))
+                      webPush: (pushStats.requests, pushStats.delivered),
+                      hms: (hmsStats.requests, hmsStats.tokensDelivered, hmsStats.tokensIssued), redisURL: redisURL))
         let complete = tally.terminal == jobCount && expected == tally.terminalByOutcome
         if args.flag("keep-running") {
             print("\nStill running (Ctrl-C to stop):\n  herald tail --redis \(redisURL)\n  herald stats --redis \(redisURL)")
@@ -279,6 +298,11 @@ enum DemoCommand {
         return Array("{\"id\":\"demo-\(index)\",\"platform\":\"fcm\",\"message\":{\"token\":\"\(token)\",\"notification\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"data\":{\"order\":\"\(index)\"},\"android\":{\"priority\":\"HIGH\"}}}".utf8)
     }
 
+    /// A Huawei Push Kit job to a token of `prefix`: the Push Kit message, sent to Huawei as written (`data` is a string there).
+    private static func hmsJob(prefix: String, index: Int) -> [UInt8] {
+        Array("{\"id\":\"demo-\(index)\",\"platform\":\"hms\",\"message\":{\"notification\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"data\":\"{\\\"order\\\":\(index)}\",\"android\":{\"urgency\":\"HIGH\"},\"token\":[\"\(prefix)-\(index)\"]}}".utf8)
+    }
+
     /// A Web Push job to a subscription the simulator minted (its id's prefix is its fate there).
     private static func webPushJob(subscription: MockWebPushSubscription, index: Int) -> [UInt8] {
         Array("{\"id\":\"demo-\(index)\",\"platform\":\"webpush\",\"subscription\":\(subscription.json),\"payload\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"ttl\":3600,\"urgency\":\"normal\"}".utf8)
@@ -293,7 +317,8 @@ enum DemoCommand {
 
     private static func summary(tally: Tally, expected: [String: Int], jobCount: Int, elapsed: Double, firstPass: Double?,
                                 accepted: Int, requests: Int, fcm: (requests: Int, accepted: Int, tokens: Int),
-                                webPush: (requests: Int, delivered: Int), redisURL: String) -> String {
+                                webPush: (requests: Int, delivered: Int), hms: (requests: Int, delivered: Int, tokens: Int),
+                                redisURL: String) -> String {
         var lines = ["", "Herald demo: \(jobCount) jobs", ""]
         lines.append("outcome".padding(toLength: 16, withPad: " ", startingAt: 0) + "expected".leftPad(10) + "got".leftPad(10))
         for outcome in ["delivered", "token_dropped", "failed", "rejected"] {
@@ -313,6 +338,7 @@ enum DemoCommand {
         lines.append("APNs simulator:             \(requests) requests, \(accepted) accepted")
         lines.append("FCM simulator:              \(fcm.requests) requests, \(fcm.accepted) accepted, \(fcm.tokens) access token\(fcm.tokens == 1 ? "" : "s") issued")
         lines.append("Web Push simulator:         \(webPush.requests) requests, \(webPush.delivered) delivered (VAPID checked, payload decrypted)")
+        lines.append("Huawei Push Kit simulator:  \(hms.requests) requests, \(hms.delivered) delivered, \(hms.tokens) access token\(hms.tokens == 1 ? "" : "s") issued")
         lines.append("")
         let herald = currentExecutable()
         lines.append("Where to look next (herald is \(herald)):")
