@@ -89,6 +89,11 @@ public final class RedisJobSource: JobSource {
         shards.claimOnce(jobs, windowMilliseconds: windowMilliseconds, completion: completion)
     }
 
+    public func checkBudgets(_ jobs: [(lease: Lease, limits: [BudgetLimit])],
+                             completion: @escaping (Result<[BudgetVerdict], JobSourceFailure>) -> Void) {
+        shards.checkBudgets(jobs, completion: completion)
+    }
+
     public func returnAll(completion: @escaping (Result<Int, JobSourceFailure>) -> Void) {
         shards.returnAll(completion: completion)
     }

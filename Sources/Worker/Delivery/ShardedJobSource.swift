@@ -131,6 +131,31 @@ public final class ShardedJobSource: JobSource {
         }
     }
 
+    /// A claimed batch comes from one shard, so this is one call; each shard keeps its own budgets, so with
+    /// several shards each gets its share of a budget (the interval times the shard count).
+    public func checkBudgets(_ jobs: [(lease: Lease, limits: [BudgetLimit])],
+                             completion: @escaping (Result<[BudgetVerdict], JobSourceFailure>) -> Void) {
+        let scale = Int64(queues.count)
+        let indexed = Array(jobs.enumerated())
+        let groups = group(indexed) { $0.element.lease }
+        var verdicts = [BudgetVerdict](repeating: .allowed, count: jobs.count)
+        var failure: JobSourceFailure?
+        var waiting = groups.count
+        for (shard, part) in groups {
+            let limits = part.map { item in
+                scale == 1 ? item.element.limits : item.element.limits.map { BudgetLimit(name: $0.name, intervalMicros: $0.intervalMicros * scale) }
+            }
+            queues[shard].checkBudgets(limits) { result in
+                switch result {
+                case .success(let answers): for (item, verdict) in zip(part, answers) { verdicts[item.offset] = verdict }
+                case .failure(let error): failure = failure ?? RedisJobSource.failure(error)
+                }
+                waiting -= 1
+                if waiting == 0 { completion(failure.map { .failure($0) } ?? .success(verdicts)) }
+            }
+        }
+    }
+
     public func returnAll(completion: @escaping (Result<Int, JobSourceFailure>) -> Void) {
         var returned = 0
         var failure: JobSourceFailure?
