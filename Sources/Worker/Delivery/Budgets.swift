@@ -21,10 +21,13 @@ final class Budgets {
         }
     }
 
-    private static func interval(perSecond rate: Double) -> Int64 { Int64((1_000_000 / rate).rounded(.up)) }
-    private static func interval(_ count: Int, perSeconds seconds: Int64) -> Int64 {
-        Int64((Double(seconds) * 1_000_000 / Double(count)).rounded(.up))
+    /// Slots of a budget of `rate` per `seconds`, in µs: the period plus `DeliveryCore.pacedGraceMilliseconds`
+    /// shared out, since a paced job may leave up to that long after its slot; so any window of the period holds
+    /// at most `rate` sends even when every one left late.
+    private static func interval(perSecond rate: Double, seconds: Int64 = 1) -> Int64 {
+        Int64(((Double(seconds) * 1_000_000 + Double(DeliveryCore.pacedGraceMilliseconds) * 1000) / rate).rounded(.up))
     }
+    private static func interval(_ count: Int, perSeconds seconds: Int64) -> Int64 { interval(perSecond: Double(count), seconds: seconds) }
 
     /// The job's limits and, alongside, what kind each one is; empty when none applies.
     func limits(for job: JobAttempt) -> (limits: [BudgetLimit], kinds: [BudgetKind]) {

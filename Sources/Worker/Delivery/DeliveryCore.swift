@@ -125,6 +125,11 @@ public final class DeliveryCore {
     /// Jobs of this claim (or idempotency answer) waiting to ask about their budgets, and asks that failed, due again.
     private var budgetWaiting: (jobs: [JobAttempt], limits: [[BudgetLimit]], kinds: [[BudgetKind]]) = ([], [], [])
     private var budgetAgain: [(at: UInt64, batch: BudgetBatch)] = []
+    /// The latest time (wall ms) this core has parked a job for in its budget slot: until then an empty claim
+    /// backs off at most `pacedClaimMilliseconds`, so jobs coming back in their slots are taken in them.
+    private var pacedUntil: Int64 = 0
+    static let pacedClaimMilliseconds = 5
+    static let pacedGraceMilliseconds: Int64 = 20
     private var shutdownAt: UInt64?
     private var idCounter: UInt64 = 0
     private var claimWarnings = WarningThrottle(seconds: 30)
@@ -318,7 +323,8 @@ public final class DeliveryCore {
         askBudgets()
         // A claim whose every job went straight back (an outage pause here) counts as empty for the back-off: a
         // worker with another destination still up would otherwise take the same jobs again and again.
-        let delay = claims.backoff.next(claimed: leases.count - (counters.handedBack - handedBackBefore))
+        var delay = claims.backoff.next(claimed: leases.count - (counters.handedBack - handedBackBefore))
+        if budgets != nil, delay > Self.pacedClaimMilliseconds, clock.wallMillis < pacedUntil { delay = Self.pacedClaimMilliseconds }
         if delay > 0 { claims.notBefore = now &+ UInt64(delay) * 1_000_000 }
         settle()
     }
@@ -380,8 +386,10 @@ public final class DeliveryCore {
         // others end here, never sent.
         if job.validateOnly && !job.platform.hasDryRun { return finishJob(job, .delivered, answer: nil) }
         if job.firstAttemptAt == nil { job.firstAttemptAt = wall }
-        // A job its budgets already paced (back from the retry set at its reserved time) is not charged again.
-        if let budgets, job.lease.pacedAt == nil {
+        // A job its budgets already paced (back from the retry set at its reserved time) is not charged again,
+        // unless it comes back later than `pacedGraceMilliseconds` after its slot: sent then, it would go in a
+        // burst with the jobs of later slots, so it takes a new slot instead.
+        if let budgets, job.lease.pacedAt.map({ wall - $0 > Self.pacedGraceMilliseconds }) ?? true {
             let (limits, kinds) = budgets.limits(for: job)
             if !limits.isEmpty {
                 budgetWaiting.jobs.append(job)
@@ -422,6 +430,7 @@ public final class DeliveryCore {
                     }
                     counters.retrying += 1
                     metrics.job(job.platform, app: job.destination.app, .retrying)
+                    pacedUntil = max(pacedUntil, at)
                     record(builder.retry(job, dueAt: at, attempt: job.attempt, reason: reason, now: clock.monotonicNanos, paced: true))
                 }
             }

@@ -29,6 +29,7 @@ public final class RedisJobSource: JobSource {
                                        leaseTag: layout.count > 1 ? "s\(shard.index)" : ""))
         }
         shards = ShardedJobSource(queues: queues, loop: loop, settings: configuration.worker, logger: logger)
+        shards.wakesForPacedRetries = configuration.budgets.anyOn
         self.logger = logger
         if let sentinel = (redis as? RedisConnection)?.addressSource as? SentinelAddressSource {
             sentinel.onEvent = { event in logger.info("redis sentinel", ["event": .string(event)]) }
