@@ -72,6 +72,28 @@ import Testing
         #expect(rig.takeSends().count == 1)
     }
 
+    /// A paced job back later than the grace after its slot takes a new one (it would go in a burst); while paced
+    /// jobs are due an empty claim backs off at most 5 ms, so they are taken in their slots.
+    @Test func aLatePacedJobIsCheckedAgainAndEmptyClaimsStayQuickWhilePacedJobsAreDue() throws {
+        let rig = rig { $0.devicePerSecond = 1 }
+        rig.answerClaim([rig.job(1)])
+        let due = rig.clock.wallMillis + 2000
+        rig.core.budgetsChecked(rig.budgetBatches.removeFirst(), .success([.held(atMillis: due, limit: 0)]))
+        rig.drain()
+        for _ in 0..<8 {
+            rig.answerClaim([])
+            rig.advance(milliseconds: 5)
+            #expect(rig.claims.count == 1, "asked again within 5 ms, not after a growing back-off")
+        }
+        rig.advance(milliseconds: 10)
+        let retry = try #require(rig.batches.flatMap(\.completions).first?.retry)
+        let marked = String(decoding: retry.envelope, as: UTF8.self).replacingOccurrences(of: #"},"job":"#, with: #","epoch":"e"},"job":"#)
+        rig.clock.advance(milliseconds: due + 21 - rig.clock.wallMillis)
+        rig.answerClaim([Lease(id: "late", queueKey: "q", raw: Array(marked.utf8), epoch: "e")])
+        #expect(rig.budgetBatches.count == 1, "21 ms late: checked again")
+        #expect(rig.sends.isEmpty)
+    }
+
     @Test func aJobThatWouldExpireBeforeItsTimeFailsAsExpired() throws {
         let rig = rig { $0.devicePerSecond = 1 }
         let expiration = rig.clock.wallMillis / 1000 + 5
