@@ -18,6 +18,22 @@ import Testing
         rig.lease(#"{"id":"f\#(n)","platform":"fcm","message":{"token":"\#(token ?? "tok-\(n)")","data":{"k":"v"}}}"#)
     }
 
+    /// A rig with one device job held by its budget until `in` ms from now; the due time.
+    private func oneHeld(in milliseconds: Int64) -> (CoreRig, Int64) {
+        let rig = rig { $0.devicePerSecond = 1 }
+        rig.answerClaim([rig.job(1)])
+        let due = rig.clock.wallMillis + milliseconds
+        rig.core.budgetsChecked(rig.budgetBatches.removeFirst(), .success([.held(atMillis: due, limit: 0)]))
+        rig.drain()
+        return (rig, due)
+    }
+
+    /// The retry envelope as the scheduler moves it back (marked with the dataset's epoch), claimed again.
+    private func comingBack(_ envelope: [UInt8]) -> Lease {
+        let marked = String(decoding: envelope, as: UTF8.self).replacingOccurrences(of: #"},"job":"#, with: #","epoch":"e"},"job":"#)
+        return Lease(id: "again", queueKey: "q", raw: Array(marked.utf8), epoch: "e")
+    }
+
     @Test func withEveryBudgetOffNothingIsAskedAndJobsGoAtOnce() {
         let rig = rig { _ in }
         rig.answerClaim([rig.job(1), rig.job(2)])
@@ -53,19 +69,13 @@ import Testing
     }
 
     @Test func aHeldJobGoesIntoTheRetrySetPacedAndComesBackWithoutASecondCheck() throws {
-        let rig = rig { $0.devicePerSecond = 1 }
-        rig.answerClaim([rig.job(1)])
-        let due = rig.clock.wallMillis + 1000
-        rig.core.budgetsChecked(rig.budgetBatches.removeFirst(), .success([.held(atMillis: due, limit: 0)]))
-        rig.drain()
+        let (rig, due) = oneHeld(in: 1000)
         rig.advance(milliseconds: 10)
         let retry = try #require(rig.batches.flatMap(\.completions).first?.retry)
         #expect(retry.dueAt == due)
         let envelope = JobEnvelope.unwrap(retry.envelope)
         #expect(envelope.attempt == 1 && envelope.paced == due)
-        // The scheduler marks it with the dataset's epoch as it moves it back; then it is claimed again.
-        let marked = String(decoding: retry.envelope, as: UTF8.self).replacingOccurrences(of: #"},"job":"#, with: #","epoch":"e"},"job":"#)
-        let back = Lease(id: "again", queueKey: "q", raw: Array(marked.utf8), epoch: "e")
+        let back = comingBack(retry.envelope)
         #expect(back.pacedAt == due)
         rig.answerClaim([back])
         #expect(rig.budgetBatches.isEmpty, "paid for already")
@@ -75,11 +85,7 @@ import Testing
     /// A paced job back later than the grace after its slot takes a new one (it would go in a burst); while paced
     /// jobs are due an empty claim backs off at most 5 ms, so they are taken in their slots.
     @Test func aLatePacedJobIsCheckedAgainAndEmptyClaimsStayQuickWhilePacedJobsAreDue() throws {
-        let rig = rig { $0.devicePerSecond = 1 }
-        rig.answerClaim([rig.job(1)])
-        let due = rig.clock.wallMillis + 2000
-        rig.core.budgetsChecked(rig.budgetBatches.removeFirst(), .success([.held(atMillis: due, limit: 0)]))
-        rig.drain()
+        let (rig, due) = oneHeld(in: 2000)
         for _ in 0..<8 {
             rig.answerClaim([])
             rig.advance(milliseconds: 5)
@@ -87,9 +93,8 @@ import Testing
         }
         rig.advance(milliseconds: 10)
         let retry = try #require(rig.batches.flatMap(\.completions).first?.retry)
-        let marked = String(decoding: retry.envelope, as: UTF8.self).replacingOccurrences(of: #"},"job":"#, with: #","epoch":"e"},"job":"#)
         rig.clock.advance(milliseconds: due + 21 - rig.clock.wallMillis)
-        rig.answerClaim([Lease(id: "late", queueKey: "q", raw: Array(marked.utf8), epoch: "e")])
+        rig.answerClaim([comingBack(retry.envelope)])
         #expect(rig.budgetBatches.count == 1, "21 ms late: checked again")
         #expect(rig.sends.isEmpty)
     }
