@@ -40,10 +40,10 @@ final class Budgets {
         let n = job.notification
         if let channel = n.channelID {
             if settings.channelPerSecond > 0 { add(.channel, "channel:\(channel):s", Self.interval(settings.channelPerSecond, perSeconds: 1)) }
-        } else if !n.deviceToken.isEmpty && n.platform != .webpush {
-            let fcm = settings.fcmDeviceDefaults && n.platform == .fcm
-            let perMinute = settings.devicePerMinute > 0 ? settings.devicePerMinute : fcm ? 240 : 0
-            let perHour = settings.devicePerHour > 0 ? settings.devicePerHour : fcm ? 5_000 : 0
+        } else if !n.deviceToken.isEmpty && n.platform.hasDeviceBudget {
+            let published = settings.fcmDeviceDefaults ? n.platform.publishedDeviceLimits : nil
+            let perMinute = settings.devicePerMinute > 0 ? settings.devicePerMinute : published?.perMinute ?? 0
+            let perHour = settings.devicePerHour > 0 ? settings.devicePerHour : published?.perHour ?? 0
             let token = n.deviceToken
             if settings.devicePerSecond > 0 { add(.device, "device:\(token):s", Self.interval(settings.devicePerSecond, perSeconds: 1)) }
             if perMinute > 0 { add(.device, "device:\(token):m", Self.interval(perMinute, perSeconds: 60)) }
