@@ -40,6 +40,24 @@ extension Platform {
         }
     }
 
+    /// A job's token names one device, which a device budget (`budgets.device_*`) paces; a Web Push
+    /// subscription is not budgeted per device.
+    public var hasDeviceBudget: Bool {
+        switch self {
+        case .apns, .fcm, .hms: true
+        case .webpush: false
+        }
+    }
+
+    /// The per-device limits the provider publishes (FCM: 240 a minute, 5,000 an hour), the defaults
+    /// `budgets.fcm_device_defaults` opts into; nil when it publishes none.
+    public var publishedDeviceLimits: (perMinute: Int, perHour: Int)? {
+        switch self {
+        case .fcm: (240, 5_000)
+        case .apns, .webpush, .hms: nil
+        }
+    }
+
     /// A job without an app name finds its app by its topic (APNs' bundle ID), not only as its platform's one app.
     public var findsAppByTopic: Bool {
         switch self {

@@ -1,7 +1,7 @@
 import Basics
 import Foundation
 
-/// The retry wrapper around a job: `{"herald":{"queue":"<origin>","attempt":N,"id":"<id>","nonce":"<hex>"[,"since":<ms>]},"job":<job>}`;
+/// The retry wrapper around a job: `{"herald":{"queue":"<origin>","attempt":N,"id":"<id>","nonce":"<hex>"[,"since":<ms>][,"paced":<ms>]},"job":<job>}`;
 /// the scheduler adds `,"epoch":"<dataset epoch>"` to the header as it moves it to a queue (`QueueScripts.moveDue`).
 ///
 /// Built by concatenation and taken apart by slicing, so the producer's job bytes come out exactly as they went
@@ -14,7 +14,8 @@ public enum JobEnvelope {
     static let jobMarker = Array(#"},"job":"#.utf8)
 
     /// `since`: when the job's first attempt was made (ms since the epoch), for a queue's give-up limit.
-    public static func wrap(job: [UInt8], attempt: Int, id: String, queue: String, since: Int64? = nil) -> [UInt8] {
+    /// `paced`: the time its budgets reserved for it (`BudgetCheck`): it comes back paid for and is not checked again.
+    public static func wrap(job: [UInt8], attempt: Int, id: String, queue: String, since: Int64? = nil, paced: Int64? = nil) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(job.count + id.utf8.count + queue.utf8.count + 96)
         out.append(contentsOf: prefix)
@@ -30,25 +31,29 @@ public enum JobEnvelope {
             out.append(contentsOf: Array(#","since":"#.utf8))
             out.append(contentsOf: Array(String(since).utf8))
         }
+        if let paced {
+            out.append(contentsOf: Array(#","paced":"#.utf8))
+            out.append(contentsOf: Array(String(paced).utf8))
+        }
         out.append(contentsOf: jobMarker)
         out.append(contentsOf: job)
         out.append(UInt8(ascii: "}"))
         return out
     }
 
-    public static func unwrap(_ bytes: [UInt8]) -> (job: [UInt8], attempt: Int, id: String?, queue: String?, epoch: String?, since: Int64?) {
+    public static func unwrap(_ bytes: [UInt8]) -> (job: [UInt8], attempt: Int, id: String?, queue: String?, epoch: String?, since: Int64?, paced: Int64?) {
         guard bytes.count > prefix.count + jobMarker.count, bytes.starts(with: prefix), bytes.last == UInt8(ascii: "}"),
               let marker = JSONBytes.find(jobMarker, in: bytes, from: prefix.count, limit: min(bytes.count, 64 * 1024)) else {
-            return (bytes, 1, nil, nil, nil, nil)
+            return (bytes, 1, nil, nil, nil, nil, nil)
         }
         // Inside a JSON string a quote is always escaped, so the first `},"job":` ends the header.
         let header = Array(bytes[(prefix.count - 1)...marker])
         guard let object = try? JSONSerialization.jsonObject(with: Data(header)) as? [String: Any],
               let attempt = (object["attempt"] as? NSNumber)?.intValue else {
-            return (bytes, 1, nil, nil, nil, nil)
+            return (bytes, 1, nil, nil, nil, nil, nil)
         }
         let job = Array(bytes[(marker + jobMarker.count)..<(bytes.count - 1)])
         return (job, max(1, attempt), object["id"] as? String, object["queue"] as? String, object["epoch"] as? String,
-                (object["since"] as? NSNumber)?.int64Value)
+                (object["since"] as? NSNumber)?.int64Value, (object["paced"] as? NSNumber)?.int64Value)
     }
 }

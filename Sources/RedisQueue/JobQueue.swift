@@ -13,7 +13,7 @@ public final class JobQueue {
     public let connection: any RedisCommandSender
     public let keys: QueueKeys
     public let workerID: String
-    private let commands: QueueCommands
+    let commands: QueueCommands
     private var leasePrefixes = LeasePrefixes()
     /// Fair share between the queues (`JobQueueOptions.queueWeights`); nil for strict priority.
     private var rotation: QueueRotation?
@@ -288,7 +288,7 @@ public final class BlockingJobQueue {
     public let redis: any BlockingRedisCommands
     public let keys: QueueKeys
     public let workerID: String
-    private let commands: QueueCommands
+    let commands: QueueCommands
     private var leasePrefixes = LeasePrefixes()
     private var rotation: QueueRotation?
     /// See `JobQueue.onKeyProblem`.

@@ -23,6 +23,9 @@ public struct Lease: Sendable, Equatable {
     /// When the job's first attempt was made (ms since the epoch), carried by Herald's retry envelopes for a
     /// queue's give-up limit; nil for a fresh job (and an envelope whose attempt is not believed).
     public let firstAttemptAt: Int64?
+    /// Its budgets already reserved this time for it (ms since the epoch; see `BudgetCheck`): sent without a new
+    /// check. Believed, like `attempt`, only from an envelope Herald's scheduler marked.
+    public let pacedAt: Int64?
 
     public init(id: String, queueKey: String, raw: [UInt8], epoch: String = "") {
         self.id = id
@@ -37,10 +40,12 @@ public struct Lease: Sendable, Equatable {
             self.attempt = 1
             self.unmarkedEnvelopeAttempt = unwrapped.attempt
             self.firstAttemptAt = nil
+            self.pacedAt = nil
         } else {
             self.attempt = unwrapped.attempt
             self.unmarkedEnvelopeAttempt = nil
             self.firstAttemptAt = unwrapped.since
+            self.pacedAt = unwrapped.paced
         }
     }
 }
@@ -74,9 +79,10 @@ public struct JobCompletion: Sendable {
 
     /// Schedules attempt `attempt` (default: the next one) of the same job bytes under Herald's job `id` at
     /// `dueAt` (ms), back to the queue it came from. The one place a retry envelope is built.
-    /// `since`: the first attempt's time (ms), kept for the queue's give-up limit.
-    public mutating func scheduleRetry(at dueAt: Int64, attempt: Int? = nil, id: String, since: Int64? = nil) {
-        retry = (dueAt, JobEnvelope.wrap(job: lease.job, attempt: attempt ?? lease.attempt + 1, id: id, queue: lease.queueKey, since: since))
+    /// `since`: the first attempt's time (ms), kept for the queue's give-up limit. `paced`: see `Lease.pacedAt`.
+    public mutating func scheduleRetry(at dueAt: Int64, attempt: Int? = nil, id: String, since: Int64? = nil, paced: Bool = false) {
+        retry = (dueAt, JobEnvelope.wrap(job: lease.job, attempt: attempt ?? lease.attempt + 1, id: id, queue: lease.queueKey, since: since,
+                                         paced: paced ? dueAt : nil))
     }
 
     /// Returns the job to the head of the queue it came from in the script that releases the lease, for another

@@ -21,6 +21,7 @@ public struct Configuration: Sendable {
     public var queueRetry: [String: RetrySettings] = [:]
     public var worker = WorkerSettings()
     public var results = ResultsSettings()
+    public var budgets = BudgetSettings()
     public var metrics = MetricsSettings()
     public var api = APISettings()
 
@@ -28,6 +29,30 @@ public struct Configuration: Sendable {
     public func retry(forQueue queueKey: String) -> RetrySettings { queueRetry[queueKey] ?? retry }
 
     public init() {}
+
+    /// Rate budgets shared by every worker (docs/budgets.md): each off at 0, the default.
+    public struct BudgetSettings: Sendable, Equatable {
+        public init() {}
+        public var appPerSecond = 0
+        public var appPerMinute = 0
+        public var devicePerSecond = 0
+        public var devicePerMinute = 0
+        public var devicePerHour = 0
+        /// FCM's published per-device limits (240 a minute, 5,000 an hour) for FCM tokens whose own are 0.
+        public var fcmDeviceDefaults = false
+        public var queuePerSecond = 0
+        public var channelPerSecond = 0
+        /// After a provider's 429 the app's per-second budget drops to half, at least to this share of it.
+        public var adaptiveFloorPercent = 10
+        /// Good answers of the app before its lowered budget climbs one step (a tenth) back.
+        public var adaptiveRecoveryAnswers = 200
+
+        /// Whether any budget is set: with none the worker checks nothing (not one script call).
+        public var anyOn: Bool {
+            appPerSecond > 0 || appPerMinute > 0 || devicePerSecond > 0 || devicePerMinute > 0 || devicePerHour > 0
+                || fcmDeviceDefaults || queuePerSecond > 0 || channelPerSecond > 0
+        }
+    }
 
     /// What the worker keeps about results beside the results stream.
     public struct ResultsSettings: Sendable, Equatable {

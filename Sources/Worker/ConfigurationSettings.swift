@@ -9,10 +9,10 @@ import PushCore
 /// back-offs, due times in ms since the epoch) far from Int64's limit: what `check-config` accepts, the worker runs.
 extension Configuration {
     public static let settings: [Setting<Configuration>] = redisSettings + apnsSettings + fcmSettings + webPushSettings + hmsSettings + appsSettings
-        + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + resultsSettings + metricsSettings + apiSettings
+        + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + resultsSettings + budgetSettings + metricsSettings + apiSettings
 
     /// The sections, in file order (the top-level keys).
-    public static let sections = ["redis", "apns", "fcm", "web_push", "hms", "apps", "retry", "worker", "results", "metrics", "api"]
+    public static let sections = ["redis", "apns", "fcm", "web_push", "hms", "apps", "retry", "worker", "results", "budgets", "metrics", "api"]
 
     /// The longest timeout a setting in milliseconds takes: an hour.
     static let maxTimeoutMs = 3_600_000
@@ -259,6 +259,29 @@ extension Configuration {
     static let resultsSettings: [Setting<Configuration>] = [
         .integer("results.index_ttl_seconds", \.results.indexTTLSeconds, 0...2_592_000, off: true, default: "0 (off)",
                  "Keep a small index of each job's latest result entries (one per token) at `<prefix>:result:<job id>`, expiring this many seconds after the job's last entry, for `GET /v1/jobs/<id>` (docs/api.md, \"Job status\"; its Redis cost in docs/results.md). E.g. `86400`; at most 30 days. 0 writes none. The API process reads it; workers write it."),
+    ]
+
+    static let budgetSettings: [Setting<Configuration>] = [
+        .integer("budgets.app_per_second", \.budgets.appPerSecond, 0...10_000_000, off: true, default: "0 (off)",
+                 "Sends per second to each app (an FCM project, an APNs app), for every worker together, evenly spaced; a job over it waits in the retry set (`RateLimited:app`, no attempt spent). Lowered after a provider's 429 and climbs back (`adaptive_*`). docs/budgets.md."),
+        .integer("budgets.app_per_minute", \.budgets.appPerMinute, 0...600_000_000, off: true, default: "0 (off)",
+                 "Sends per minute to each app, e.g. `600000`, FCM's project quota."),
+        .integer("budgets.device_per_second", \.budgets.devicePerSecond, 0...1_000_000, off: true, default: "0 (off)",
+                 "Sends per second to one device token (`RateLimited:device`)."),
+        .integer("budgets.device_per_minute", \.budgets.devicePerMinute, 0...60_000_000, off: true, default: "0 (off)",
+                 "Sends per minute to one device token, e.g. a limit for APNs tokens (Apple publishes none)."),
+        .integer("budgets.device_per_hour", \.budgets.devicePerHour, 0...1_000_000_000, off: true, default: "0 (off)",
+                 "Sends per hour to one device token."),
+        .flag("budgets.fcm_device_defaults",  \.budgets.fcmDeviceDefaults,
+              "FCM's published per-device limits for FCM tokens: 240 a minute and 5,000 an hour, where `device_per_minute` and `device_per_hour` are 0."),
+        .integer("budgets.queue_per_second", \.budgets.queuePerSecond, 0...10_000_000, off: true, default: "0 (off)",
+                 "Sends per second from each queue (a tenant's share; `RateLimited:queue`). Fair share and `retry.queues` still apply."),
+        .integer("budgets.channel_per_second", \.budgets.channelPerSecond, 0...1_000_000, off: true, default: "0 (off)",
+                 "Broadcasts per second to one APNs channel (`RateLimited:channel`)."),
+        .integer("budgets.adaptive_floor_percent", \.budgets.adaptiveFloorPercent, 1...100,
+                 "After a provider's 429 an app's per-second budget halves, but not below this share of `app_per_second`. 100 keeps it fixed."),
+        .integer("budgets.adaptive_recovery_answers", \.budgets.adaptiveRecoveryAnswers, 1...1_000_000,
+                 "Good answers from the app before a lowered budget climbs one step (a tenth of `app_per_second`) back; each worker keeps its own (`herald_budget_app_per_second`)."),
     ]
 
     static let metricsSettings: [Setting<Configuration>] = [

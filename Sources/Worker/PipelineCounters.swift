@@ -28,6 +28,8 @@ public struct PipelineCounters: Sendable, Equatable {
     public var duplicates = 0
     /// FCM projects held back after a 429 (each pause once).
     public var throttlePauses = 0
+    /// Jobs a budget held back to a later time (each also counts in `retrying`).
+    public var budgetHeld = 0
 
     public init() {}
 
@@ -54,6 +56,7 @@ public struct PipelineCounters: Sendable, Equatable {
         c.fannedOut += b.fannedOut
         c.duplicates += b.duplicates
         c.throttlePauses += b.throttlePauses
+        c.budgetHeld += b.budgetHeld
         return c
     }
 
@@ -63,6 +66,7 @@ public struct PipelineCounters: Sendable, Equatable {
          "failed": .int(failed), "rejected": .int(rejected), "resent": .int(resent), "leases_lost": .int(leasesLost),
          "outage_pauses": .int(outagePauses), "handed_back": .int(handedBack), "scheduled": .int(scheduled),
          "forgotten": .int(forgotten), "fallbacks": .int(fallbacks), "multicast": .int(multicast), "fanned_out": .int(fannedOut),
-         "duplicates": .int(duplicates), "throttle_pauses": .int(throttlePauses)]
+         "duplicates": .int(duplicates), "throttle_pauses": .int(throttlePauses),
+         "budget_held": .int(budgetHeld)]
     }
 }

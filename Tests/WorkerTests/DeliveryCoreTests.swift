@@ -27,6 +27,7 @@ final class CoreRig {
     var logs: [(LogLevel, String)] = []
     var drained: [RecordBatch?] = []
     var onceBatches: [OnceBatch] = []
+    var budgetBatches: [BudgetBatch] = []
     var connects: [Destination] = []
     private var leaseCounter = 0
 
@@ -64,6 +65,7 @@ final class CoreRig {
             case .log(let level, let message, _): logs.append((level, message))
             case .drained(let final): drained.append(final)
             case .claimOnce(let batch): onceBatches.append(batch)
+            case .checkBudgets(let batch): budgetBatches.append(batch)
             case .connectNow(let destination): connects.append(destination)
             }
         }

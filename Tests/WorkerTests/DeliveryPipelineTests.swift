@@ -62,6 +62,12 @@ final class MemoryJobSource: JobSource {
         loop.schedule(afterMilliseconds: 0) { completion(.success(verdicts)) }
     }
 
+    /// The pipeline tests run with every budget off, when the core never asks (budgets live in Redis: BudgetCheckTests).
+    func checkBudgets(_ jobs: [(lease: Lease, limits: [BudgetLimit])],
+                      completion: @escaping (Result<[BudgetVerdict], JobSourceFailure>) -> Void) {
+        preconditionFailure("MemoryJobSource keeps no budgets")
+    }
+
     func returnAll(completion: @escaping (Result<Int, JobSourceFailure>) -> Void) {
         returnAllCalls += 1
         let count = held.count

@@ -89,7 +89,7 @@ final class EndToEndWorld: @unchecked Sendable {
     func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:], only: Set<String>? = nil,
                      apns: [String: Any] = [:], keyFiles: [String: String] = [:], keyIDs: [String: String] = [:], app appSettings: [String: Any] = [:],
                      fcmSettings: [String: Any] = [:], serviceAccountFile: String? = nil, redis: [String: Any] = [:],
-                     metricsListen: String = "") throws -> String {
+                     budgets: [String: Any] = [:], metricsListen: String = "") throws -> String {
         var workerSettings: [String: Any] = ["lease_seconds": 3, "max_in_flight": 500, "claim_batch": 100,
                                              "shutdown_deadline_seconds": 5, "log_level": "info"]
         workerSettings.merge(worker) { _, new in new }
@@ -109,6 +109,7 @@ final class EndToEndWorld: @unchecked Sendable {
             "worker": workerSettings,
             "metrics": ["listen": metricsListen],
         ]
+        if !budgets.isEmpty { config["budgets"] = budgets }
         if let fcm {
             appList.append(["name": "android", "fcm": ["service_account_file": serviceAccountFile ?? fcm.serviceAccountFile]])
             config["fcm"] = ["url": fcm.baseURL, "ca_file": fcm.caFile ?? ""].merging(fcmSettings) { _, new in new }
@@ -125,6 +126,11 @@ final class EndToEndWorld: @unchecked Sendable {
         let process = try ChildProcess(name: "worker-\(id)", executable: herald, arguments: ["worker", "--config", config, "--id", id])
         workers[id] = process
         return process
+    }
+
+    /// Stops one worker (SIGTERM, SIGKILL after the grace) and forgets it, so the waits do not take its exit for a crash.
+    func stopWorker(id: String) {
+        workers.removeValue(forKey: id)?.stop(grace: 10)
     }
 
     /// Runs a `herald` command to completion (with a deadline) and returns its exit status and output.

@@ -91,9 +91,11 @@ final class FCMFaultEngine {
         let script = script
         let now = monotonicNanos()
         let projectLimit = script.projectQuotaPerMinute ?? MockFCMFaultScript.defaultProjectQuotaPerMinute
+        let minuteLength = UInt64(script.quotaMinuteMs ?? 60_000) * 1_000_000
+        let hourLength = UInt64(script.quotaHourMs ?? 3_600_000) * 1_000_000
         if projectLimit > 0 {
             var window = projectWindows[project]
-            let over = CountingWindow.spend(&window, limit: projectLimit, length: 60_000_000_000, now: now)
+            let over = CountingWindow.spend(&window, limit: projectLimit, length: minuteLength, now: now)
             projectWindows[project] = window
             if let over {
                 return .answer(FCMRejection(error: .fcm(429, "QUOTA_EXCEEDED", message: "Quota exceeded for quota metric 'Send requests' and limit 'Send requests per minute' of service 'fcm.googleapis.com' for consumer 'project_number:\(project)'.", retryAfter: over), overQuota: true))
@@ -103,9 +105,9 @@ final class FCMFaultEngine {
             var minute = deviceMinute[token]
             var hour = deviceHour[token]
             let overMinute = CountingWindow.spend(&minute, limit: script.deviceQuotaPerMinute ?? MockFCMFaultScript.defaultDeviceQuotaPerMinute,
-                                                  length: 60_000_000_000, now: now)
+                                                  length: minuteLength, now: now)
             let overHour = CountingWindow.spend(&hour, limit: script.deviceQuotaPerHour ?? MockFCMFaultScript.defaultDeviceQuotaPerHour,
-                                                length: 3_600_000_000_000, now: now)
+                                                length: hourLength, now: now)
             let refused = overMinute != nil || overHour != nil
             if refused {
                 // A refused send counts in neither window: take it back from the one that did count it.

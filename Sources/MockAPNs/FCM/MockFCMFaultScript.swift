@@ -107,6 +107,10 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
     public var deviceQuota: Bool?
     public var deviceQuotaPerMinute: Int?
     public var deviceQuotaPerHour: Int?
+    /// How long the quotas' "minute" and "hour" windows really last (ms; default 60,000 and 3,600,000), so a test
+    /// sees a day's quota behaviour in seconds.
+    public var quotaMinuteMs: Int?
+    public var quotaHourMs: Int?
     /// Rules, first match wins (except `delay`, which adds latency and goes on).
     public var rules: [MockFCMRule]
 
@@ -116,7 +120,8 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
 
     public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, goawayAfterRequests: Int? = nil, dropAfterRequests: Int? = nil,
                 silenceAfterRequests: Int? = nil, projectQuotaPerMinute: Int? = nil, deviceQuota: Bool? = nil,
-                deviceQuotaPerMinute: Int? = nil, deviceQuotaPerHour: Int? = nil, tokenFailFirst: Int? = nil, rules: [MockFCMRule] = []) {
+                deviceQuotaPerMinute: Int? = nil, deviceQuotaPerHour: Int? = nil, tokenFailFirst: Int? = nil, quotaMinuteMs: Int? = nil, quotaHourMs: Int? = nil,
+                rules: [MockFCMRule] = []) {
         self.seed = seed
         self.latencyMs = latencyMs
         self.goawayAfterRequests = goawayAfterRequests
@@ -127,6 +132,8 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
         self.deviceQuotaPerMinute = deviceQuotaPerMinute
         self.deviceQuotaPerHour = deviceQuotaPerHour
         self.tokenFailFirst = tokenFailFirst
+        self.quotaMinuteMs = quotaMinuteMs
+        self.quotaHourMs = quotaHourMs
         self.rules = rules
     }
 
@@ -142,6 +149,8 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
         deviceQuotaPerMinute = try c.decodeIfPresent(Int.self, forKey: .deviceQuotaPerMinute)
         deviceQuotaPerHour = try c.decodeIfPresent(Int.self, forKey: .deviceQuotaPerHour)
         tokenFailFirst = try c.decodeIfPresent(Int.self, forKey: .tokenFailFirst)
+        quotaMinuteMs = try c.decodeIfPresent(Int.self, forKey: .quotaMinuteMs)
+        quotaHourMs = try c.decodeIfPresent(Int.self, forKey: .quotaHourMs)
         rules = try c.decodeIfPresent([MockFCMRule].self, forKey: .rules) ?? []
     }
 
@@ -163,6 +172,9 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
         for (name, value) in [("projectQuotaPerMinute", projectQuotaPerMinute), ("deviceQuotaPerMinute", deviceQuotaPerMinute),
                               ("deviceQuotaPerHour", deviceQuotaPerHour), ("tokenFailFirst", tokenFailFirst)] {
             if let value, value < 0 { throw MockAPNsError.configuration("\(name) must be 0 or more") }
+        }
+        for (name, value) in [("quotaMinuteMs", quotaMinuteMs), ("quotaHourMs", quotaHourMs)] {
+            if let value, value < 1 { throw MockAPNsError.configuration("\(name) must be 1 or more") }
         }
         for (index, rule) in rules.enumerated() {
             try ConfigDecoding.checkRule(index, fate: rule.fate.rawValue, rate: rule.rate, count: rule.count, limit: rule.limit, latency: rule.latencyMs)

@@ -74,13 +74,14 @@ struct CompletionBuilder {
 
     /// Puts the job in the retry set, due at `dueAt` (ms since the epoch), as attempt `attempt`: the same
     /// number for a parked job (the job is not at fault), the next one after a retryable answer.
+    /// `paced`: its budgets reserved `dueAt` for it (it goes then without a new check).
     func retry(_ job: JobAttempt, dueAt: Int64, attempt: Int, reason: String, answer: (any ProviderAnswer)? = nil,
-               now: UInt64) -> JobCompletion {
+               now: UInt64, paced: Bool = false) -> JobCompletion {
         var completion = completion(job, once: .pending)
         var result = entry(job, .retrying, now: now, answer: answer, reason: reason)
         result.retryAt = dueAt
         completion.result = result
-        completion.scheduleRetry(at: dueAt, attempt: attempt, id: job.id, since: job.firstAttemptAt)
+        completion.scheduleRetry(at: dueAt, attempt: attempt, id: job.id, since: job.firstAttemptAt, paced: paced)
         return completion
     }
 

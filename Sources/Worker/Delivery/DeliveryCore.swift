@@ -13,6 +13,8 @@ public enum DeliveryAction {
     case record(RecordBatch)
     /// Idempotency: ask which of these freshly claimed jobs may be sent; answer with `onceChecked`.
     case claimOnce(OnceBatch)
+    /// Budgets (`budgets.*`): ask Redis which of these jobs may go now; answer with `budgetsChecked`.
+    case checkBudgets(BudgetBatch)
     /// Re-read the app's credential; answer with `reloaded`.
     case reloadCredentials(app: Int)
     /// A probe goes to this destination next: cut any reconnect back-off of its transport short, so the probe
@@ -59,6 +61,8 @@ public struct DeliverySettings: Sendable {
     public var idempotencyWindowMilliseconds: Int64 = 0
     /// How far ahead a job's `deliver_at` may lie (`worker.max_schedule_days`).
     public var maxScheduleMilliseconds: Int64 = 365 * 86_400_000
+    /// Rate budgets; with none set the core checks nothing.
+    public var budgets = Configuration.BudgetSettings()
     /// Prefix of the ids made for jobs that name none.
     public var idPrefix = String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF_FFFF, radix: 36)
 
@@ -76,6 +80,7 @@ public struct DeliverySettings: Sendable {
         maxScheduleMilliseconds = Int64(configuration.worker.maxScheduleDays) * 86_400_000
         retry = configuration.retry
         queueRetry = configuration.shardQueueRetry
+        budgets = configuration.budgets
     }
 }
 
@@ -115,6 +120,16 @@ public final class DeliveryCore {
     private var onceWaiting: [JobAttempt] = []
     private var onceAgain: [(at: UInt64, batch: OnceBatch)] = []
     private var onceWarnings = WarningThrottle(seconds: 10)
+    /// Nil when every budget is off: then no job is looked at for budgets.
+    private let budgets: Budgets?
+    /// Jobs of this claim (or idempotency answer) waiting to ask about their budgets, and asks that failed, due again.
+    private var budgetWaiting: (jobs: [JobAttempt], limits: [[BudgetLimit]], kinds: [[BudgetKind]]) = ([], [], [])
+    private var budgetAgain: [(at: UInt64, batch: BudgetBatch)] = []
+    /// The latest time (wall ms) this core has parked a job for in its budget slot: until then an empty claim
+    /// backs off at most `pacedClaimMilliseconds`, so jobs coming back in their slots are taken in them.
+    private var pacedUntil: Int64 = 0
+    static let pacedClaimMilliseconds = 5
+    static let pacedGraceMilliseconds: Int64 = 20
     private var shutdownAt: UInt64?
     private var idCounter: UInt64 = 0
     private var claimWarnings = WarningThrottle(seconds: 30)
@@ -148,6 +163,7 @@ public final class DeliveryCore {
         intake = JobIntake(directory: AppDirectory(apps), maxScheduleMilliseconds: settings.maxScheduleMilliseconds)
         builder = CompletionBuilder(workerID: settings.workerID)
         claims = ClaimState(backoff: settings.emptyClaimBackoff)
+        budgets = settings.budgets.anyOn ? Budgets(settings: settings.budgets, appCount: apps.count) : nil
         metrics = DeliveryMetrics(appNames: apps.map(\.name),
                                   appEnvironments: apps.map { $0.platform.hasEnvironments ? $0.environments : [APNsEnvironment.production.rawValue] })
     }
@@ -181,6 +197,7 @@ public final class DeliveryCore {
         consider(records.flushAt)
         for entry in records.again { consider(entry.at) }
         for entry in onceAgain { consider(entry.at) }
+        for entry in budgetAgain { consider(entry.at) }
         for gate in gates.values { consider(gate.pause?.until) }
         consider(shutdownAt)
         return wake
@@ -228,6 +245,11 @@ public final class DeliveryCore {
             onceAgain.removeAll { $0.at <= now }
             for entry in due { actions.append(.claimOnce(entry.batch)) }
         }
+        if !budgetAgain.isEmpty {
+            let due = budgetAgain.filter { $0.at <= now }
+            budgetAgain.removeAll { $0.at <= now }
+            for entry in due { actions.append(.checkBudgets(entry.batch)) }
+        }
         for gate in gates.values { endPause(gate, now: now) }
         settle()
     }
@@ -240,6 +262,7 @@ public final class DeliveryCore {
         outgoing.removeAll()
         backlog.removeAll()
         onceAgain.removeAll()
+        budgetAgain.removeAll()
         // Results waiting to be written again after a failure go out with the pending ones: dropping them would
         // return delivered jobs to the queue and send them twice. A repeat among them makes the batch a repeat
         // (which only turns off the lease-lost recovery).
@@ -297,9 +320,11 @@ public final class DeliveryCore {
             actions.append(.claimOnce(OnceBatch(jobs: onceWaiting)))
             onceWaiting = []
         }
+        askBudgets()
         // A claim whose every job went straight back (an outage pause here) counts as empty for the back-off: a
         // worker with another destination still up would otherwise take the same jobs again and again.
-        let delay = claims.backoff.next(claimed: leases.count - (counters.handedBack - handedBackBefore))
+        var delay = claims.backoff.next(claimed: leases.count - (counters.handedBack - handedBackBefore))
+        if budgets != nil, delay > Self.pacedClaimMilliseconds, clock.wallMillis < pacedUntil { delay = Self.pacedClaimMilliseconds }
         if delay > 0 { claims.notBefore = now &+ UInt64(delay) * 1_000_000 }
         settle()
     }
@@ -361,7 +386,69 @@ public final class DeliveryCore {
         // others end here, never sent.
         if job.validateOnly && !job.platform.hasDryRun { return finishJob(job, .delivered, answer: nil) }
         if job.firstAttemptAt == nil { job.firstAttemptAt = wall }
+        // A job its budgets already paced (back from the retry set at its reserved time) is not charged again,
+        // unless it comes back later than `pacedGraceMilliseconds` after its slot: sent then, it would go in a
+        // burst with the jobs of later slots, so it takes a new slot instead.
+        if let budgets, job.lease.pacedAt.map({ wall - $0 > Self.pacedGraceMilliseconds }) ?? true {
+            let (limits, kinds) = budgets.limits(for: job)
+            if !limits.isEmpty {
+                budgetWaiting.jobs.append(job)
+                budgetWaiting.limits.append(limits)
+                budgetWaiting.kinds.append(kinds)
+                return
+            }
+        }
         dispatch(job)
+    }
+
+    /// The jobs gathered from one claim (or one idempotency answer) ask about their budgets in one call.
+    private func askBudgets() {
+        guard !budgetWaiting.jobs.isEmpty else { return }
+        actions.append(.checkBudgets(BudgetBatch(jobs: budgetWaiting.jobs, limits: budgetWaiting.limits, kinds: budgetWaiting.kinds)))
+        budgetWaiting = ([], [], [])
+    }
+
+    /// Redis's word on a batch's budgets: a job allowed now is sent, one over budget waits in the retry set until
+    /// the time its budgets reserved for it, with no attempt spent (`RateLimited:<budget>`).
+    public func budgetsChecked(_ batch: BudgetBatch, _ result: Result<[BudgetVerdict], JobSourceFailure>) {
+        guard phase != .stopped else { return }
+        switch result {
+        case .failure(let failure):
+            if let at = againAfter(failure, "could not check budgets; will retry", jobs: batch.jobs.count) { budgetAgain.append((at, batch)) }
+        case .success(let verdicts):
+            for (index, (job, verdict)) in zip(batch.jobs, verdicts).enumerated() {
+                switch verdict {
+                case .allowed:
+                    dispatch(job)
+                case .held(let at, let limit):
+                    counters.budgetHeld += 1
+                    let kinds = batch.kinds[index]
+                    let reason = "RateLimited:" + (limit < kinds.count ? kinds[limit] : .app).rawValue
+                    if policy.wouldExpire(job.notification.expiration, atMilliseconds: at) {
+                        finishJob(job, .fail(reason: "Expired (\(reason))"), answer: nil)
+                        continue
+                    }
+                    counters.retrying += 1
+                    metrics.job(job.platform, app: job.destination.app, .retrying)
+                    pacedUntil = max(pacedUntil, at)
+                    record(builder.retry(job, dueAt: at, attempt: job.attempt, reason: reason, now: clock.monotonicNanos, paced: true))
+                }
+            }
+        }
+        settle()
+    }
+
+    /// Each app's per-second budget as it is now (0: none), for `herald_budget_app_per_second`.
+    public var budgetAppPerSecond: [Int] { budgets?.appRates.map { Int($0.current.rounded()) } ?? [Int](repeating: 0, count: apps.count) }
+
+    /// A check Redis did not answer (idempotency, budgets): logged (throttled) and due again after
+    /// `recordRetryMilliseconds`. Nil for a source closed on purpose (shutdown): the jobs stay leased and go back
+    /// with the rest.
+    private func againAfter(_ failure: JobSourceFailure, _ message: String, jobs: Int) -> UInt64? {
+        guard !failure.closed else { return nil }
+        let now = clock.monotonicNanos
+        if onceWarnings.allow(now: now) { log(.warning, message, ["error": .string(failure.description), "jobs": .int(jobs)]) }
+        return now &+ UInt64(settings.recordRetryMilliseconds) * 1_000_000
     }
 
     /// Redis's word on a claim's job ids: the copy that holds its id goes on, a duplicate ends here.
@@ -369,13 +456,7 @@ public final class DeliveryCore {
         guard phase != .stopped else { return }
         switch result {
         case .failure(let failure):
-            // A source closed on purpose (shutdown): the jobs stay leased and go back with the rest.
-            guard !failure.closed else { break }
-            let now = clock.monotonicNanos
-            if onceWarnings.allow(now: now) {
-                log(.warning, "could not check job ids (idempotency); will retry", ["error": .string(failure.description), "jobs": .int(batch.jobs.count)])
-            }
-            onceAgain.append((now &+ UInt64(settings.recordRetryMilliseconds) * 1_000_000, batch))
+            if let at = againAfter(failure, "could not check job ids (idempotency); will retry", jobs: batch.jobs.count) { onceAgain.append((at, batch)) }
         case .success(let verdicts):
             for (job, verdict) in zip(batch.jobs, verdicts) {
                 switch verdict {
@@ -392,6 +473,7 @@ public final class DeliveryCore {
                     record(builder.duplicate(job, now: clock.monotonicNanos))
                 }
             }
+            askBudgets()
         }
         settle()
     }
@@ -468,6 +550,7 @@ public final class DeliveryCore {
         var answer: (any ProviderAnswer)? = nil
         if case .answer(let a) = outcome.result { answer = a }
         if outcome.result.isAnswer { job.unprocessedResends = 0 }
+        if let budgets, let answer { budgets.answered(app: job.destination.app, status: answer.status, delivered: decision == .delivered) }
         let wasProbe = gate.answered(job, reachedAPNs: outcome.result.isAnswer) { !self.policy.refusesCredential(outcome.result) }
         // FCM's 429: hold the whole project back for the Retry-After, not just this job.
         if let milliseconds = policy.slowDownMilliseconds(outcome.result),

@@ -54,6 +54,7 @@ public final class DeliveryPipeline {
         snapshot.inFlight = core.inFlight
         snapshot.backlog = core.backlogCount
         snapshot.paused = core.pausedDestinations
+        snapshot.budgetAppPerSecond = core.budgetAppPerSecond
         sender.addMetrics(to: &snapshot.provider)
         if let redisSource {
             snapshot.redis = redisSource.redisStats
@@ -140,6 +141,12 @@ public final class DeliveryPipeline {
             source.claimOnce(batch.jobs.map { ($0.lease, $0.id) }, windowMilliseconds: core.settings.idempotencyWindowMilliseconds) { [weak self] result in
                 guard let self else { return }
                 self.core.onceChecked(batch, result)
+                self.run()
+            }
+        case .checkBudgets(let batch):
+            source.checkBudgets(Array(zip(batch.jobs.map(\.lease), batch.limits))) { [weak self] result in
+                guard let self else { return }
+                self.core.budgetsChecked(batch, result)
                 self.run()
             }
         case .reloadCredentials(let app):

@@ -31,6 +31,10 @@ public protocol JobSource: AnyObject {
     /// within the window; decided atomically by the source. Safe to ask again after a failure.
     func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64,
                    completion: @escaping (Result<[OnceVerdict], JobSourceFailure>) -> Void)
+    /// Budgets: for these claimed jobs (their lease and limits), which may go now and when the others may;
+    /// decided atomically by the source, for every worker sharing it. Asked only while some budget is set.
+    func checkBudgets(_ jobs: [(lease: Lease, limits: [BudgetLimit])],
+                      completion: @escaping (Result<[BudgetVerdict], JobSourceFailure>) -> Void)
 }
 
 /// Time for the core, injected so tests run it on a fake clock.

@@ -29,6 +29,7 @@ public final class RedisJobSource: JobSource {
                                        leaseTag: layout.count > 1 ? "s\(shard.index)" : ""))
         }
         shards = ShardedJobSource(queues: queues, loop: loop, settings: configuration.worker, logger: logger)
+        shards.wakesForPacedRetries = configuration.budgets.anyOn
         self.logger = logger
         if let sentinel = (redis as? RedisConnection)?.addressSource as? SentinelAddressSource {
             sentinel.onEvent = { event in logger.info("redis sentinel", ["event": .string(event)]) }
@@ -87,6 +88,11 @@ public final class RedisJobSource: JobSource {
     public func claimOnce(_ jobs: [(lease: Lease, jobID: String)], windowMilliseconds: Int64,
                           completion: @escaping (Result<[OnceVerdict], JobSourceFailure>) -> Void) {
         shards.claimOnce(jobs, windowMilliseconds: windowMilliseconds, completion: completion)
+    }
+
+    public func checkBudgets(_ jobs: [(lease: Lease, limits: [BudgetLimit])],
+                             completion: @escaping (Result<[BudgetVerdict], JobSourceFailure>) -> Void) {
+        shards.checkBudgets(jobs, completion: completion)
     }
 
     public func returnAll(completion: @escaping (Result<Int, JobSourceFailure>) -> Void) {

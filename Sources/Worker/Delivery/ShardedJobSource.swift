@@ -19,6 +19,12 @@ public final class ShardedJobSource: JobSource {
     private var cursor = 0
     private var timers: [LoopTimer] = []
     private var isOpen = false
+    /// Budgets on (`budgets.*`): a paced retry recorded for earlier than its shard's next retry pass brings that
+    /// pass forward, so the job leaves in its slot rather than up to a second late, in a burst with the others.
+    public var wakesForPacedRetries = false
+    /// Per shard: its retry pass's timer (index into `timers`), when it fires (monotonic ns), whether it is running.
+    /// `soonest`: while it runs, the earliest paced retry recorded meanwhile (wall ms), for its next sleep.
+    private var passes: [(timer: Int, due: UInt64, running: Bool, soonest: Int64?)] = []
 
     /// How long a shard that failed a claim is passed over (its connection is likely reconnecting).
     static let failedClaimPauseMilliseconds = 500
@@ -86,15 +92,23 @@ public final class ShardedJobSource: JobSource {
     public func record(_ batch: [JobCompletion], isRepeat: Bool, completion: @escaping (Result<CompletionReport, JobSourceFailure>) -> Void) {
         let groups = group(batch) { $0.lease }
         if groups.count == 1, let (shard, part) = groups.first {
+            if wakesForPacedRetries {
+                return queues[shard].complete(part, isRepeat: isRepeat) { [weak self] result in
+                    if case .success = result { self?.bringRetryPassForward(shard, part) }
+                    completion(result.mapError(RedisJobSource.failure))
+                }
+            }
             return queues[shard].complete(part, isRepeat: isRepeat) { result in completion(result.mapError(RedisJobSource.failure)) }
         }
         var merged = CompletionReport()
         var failures: [JobSourceFailure] = []
         var waiting = groups.count
         for (shard, part) in groups {
-            queues[shard].complete(part, isRepeat: isRepeat) { result in
+            queues[shard].complete(part, isRepeat: isRepeat) { [weak self] result in
                 switch result {
-                case .success(let report): merged.add(report)
+                case .success(let report):
+                    merged.add(report)
+                    if self?.wakesForPacedRetries == true { self?.bringRetryPassForward(shard, part) }
                 case .failure(let error): failures.append(RedisJobSource.failure(error))
                 }
                 waiting -= 1
@@ -121,6 +135,31 @@ public final class ShardedJobSource: JobSource {
         var waiting = groups.count
         for (shard, part) in groups {
             queues[shard].claimOnce(part.map(\.element), windowMilliseconds: windowMilliseconds) { result in
+                switch result {
+                case .success(let answers): for (item, verdict) in zip(part, answers) { verdicts[item.offset] = verdict }
+                case .failure(let error): failure = failure ?? RedisJobSource.failure(error)
+                }
+                waiting -= 1
+                if waiting == 0 { completion(failure.map { .failure($0) } ?? .success(verdicts)) }
+            }
+        }
+    }
+
+    /// A claimed batch comes from one shard, so this is one call; each shard keeps its own budgets, so with
+    /// several shards each gets its share of a budget (the interval times the shard count).
+    public func checkBudgets(_ jobs: [(lease: Lease, limits: [BudgetLimit])],
+                             completion: @escaping (Result<[BudgetVerdict], JobSourceFailure>) -> Void) {
+        let scale = Int64(queues.count)
+        let indexed = Array(jobs.enumerated())
+        let groups = group(indexed) { $0.element.lease }
+        var verdicts = [BudgetVerdict](repeating: .allowed, count: jobs.count)
+        var failure: JobSourceFailure?
+        var waiting = groups.count
+        for (shard, part) in groups {
+            let limits = part.map { item in
+                scale == 1 ? item.element.limits : item.element.limits.map { BudgetLimit(name: $0.name, intervalMicros: $0.intervalMicros * scale) }
+            }
+            queues[shard].checkBudgets(limits) { result in
                 switch result {
                 case .success(let answers): for (item, verdict) in zip(part, answers) { verdicts[item.offset] = verdict }
                 case .failure(let error): failure = failure ?? RedisJobSource.failure(error)
@@ -174,7 +213,7 @@ public final class ShardedJobSource: JobSource {
                     }
                 }
             }
-            if settings.runScheduler { scheduleRetryPass(queue) }
+            if settings.runScheduler { scheduleRetryPass(shard) }
         }
     }
 
@@ -198,26 +237,54 @@ public final class ShardedJobSource: JobSource {
         }
     }
 
-    private func scheduleRetryPass(_ queue: JobQueue) {
+    private func scheduleRetryPass(_ shard: Int) {
         let index = timers.count
         timers.append(loop.schedule(afterMilliseconds: 0) {})
-        retryPass(index, queue, after: 0)
+        while passes.count <= shard { passes.append((0, 0, false, nil)) }
+        passes[shard].timer = index
+        retryPass(shard, after: 0)
     }
 
     /// Sleeps until the shard's next retry falls due (at most a second), at once after a full batch.
-    private func retryPass(_ index: Int, _ queue: JobQueue, after ms: Int) {
-        timers[index] = loop.schedule(afterMilliseconds: ms) { [weak self, weak queue] in
-            guard let self, self.isOpen, let queue else { return }
+    private func retryPass(_ shard: Int, after ms: Int) {
+        let index = passes[shard].timer
+        passes[shard].due = monotonicNanos() &+ UInt64(ms) * 1_000_000
+        passes[shard].running = false
+        timers[index] = loop.schedule(afterMilliseconds: ms) { [weak self] in
+            guard let self, self.isOpen else { return }
+            let queue = self.queues[shard]
+            self.passes[shard].running = true
             queue.moveDueRetries { [weak self, weak queue] result in
                 guard let self, self.isOpen, let queue else { return }
                 switch result {
                 case .success(let move):
-                    self.retryPass(index, queue, after: max(5, move.sleepMilliseconds(batchLimit: queue.options.retryMovesPerCall, cap: 1000)))
+                    var sleep = move.sleepMilliseconds(batchLimit: queue.options.retryMovesPerCall, cap: 1000)
+                    if let soonest = self.passes[shard].soonest { sleep = min(sleep, Int(max(0, soonest - wallClockMillis()))) }
+                    self.passes[shard].soonest = nil
+                    self.retryPass(shard, after: max(5, sleep))
                 case .failure:
-                    self.retryPass(index, queue, after: 1000)
+                    self.retryPass(shard, after: 1000)
                 }
             }
         }
+    }
+
+    /// A recorded batch put retries into the shard's retry set: the earliest due before the next pass moves it.
+    private func bringRetryPassForward(_ shard: Int, _ part: [JobCompletion]) {
+        guard isOpen, settings.runScheduler, shard < passes.count else { return }
+        var earliest: Int64?
+        for completion in part where !completion.handedBack {
+            if let due = completion.retry?.dueAt, due < earliest ?? .max { earliest = due }
+        }
+        guard let earliest else { return }
+        if passes[shard].running {
+            passes[shard].soonest = min(passes[shard].soonest ?? .max, earliest)
+            return
+        }
+        let ms = Int(max(0, earliest - wallClockMillis()))
+        guard monotonicNanos() &+ UInt64(ms) * 1_000_000 &+ 1_000_000 < passes[shard].due else { return }
+        timers[passes[shard].timer].cancel()
+        retryPass(shard, after: ms)
     }
 }
 

@@ -36,6 +36,8 @@ public struct MetricsSnapshot: Sendable {
         set { provider.pools = newValue }
     }
     public var paused: [PausedDestination] = []
+    /// Per app: its per-second budget as it is now (0: none); the lowest any loop holds.
+    public var budgetAppPerSecond: [Int] = []
     public var tokensSigned: [Int] {
         get { provider.tokensSigned }
         set { provider.tokensSigned = newValue }
@@ -132,6 +134,10 @@ public struct MetricsSnapshot: Sendable {
             }
         }
         for pause in b.paused where !c.paused.contains(pause) { c.paused.append(pause) }
+        for i in c.budgetAppPerSecond.indices where i < b.budgetAppPerSecond.count {
+            let (x, y) = (c.budgetAppPerSecond[i], b.budgetAppPerSecond[i])
+            c.budgetAppPerSecond[i] = x == 0 || y == 0 ? max(x, y) : min(x, y)
+        }
         c.redis = c.redis + b.redis
         c.redisConnected += b.redisConnected
         c.claimingLoops += b.claimingLoops

@@ -95,6 +95,10 @@ public enum WorkerMetricsText {
                 out.sample("herald_app_paused", [("app", pause.app), ("environment", pause.environment), ("kind", kind)], pause.kind == kind ? 1 : 0)
             }
         }
+        out.family("herald_budget_app_per_second", .gauge, "The app's per-second budget as it is now: budgets.app_per_second, lowered after a provider's 429 and climbing back on good answers (0: no per-second budget).")
+        for (index, name) in s.appNames.enumerated() {
+            out.sample("herald_budget_app_per_second", [("app", name)], index < s.budgetAppPerSecond.count ? s.budgetAppPerSecond[index] : 0)
+        }
         out.family("herald_environment_fallbacks_total", .counter, "Jobs sent to the app's other environment after BadDeviceToken, by how they ended (resolved: delivered there).")
         for (index, name) in s.appNames.enumerated() {
             out.sample("herald_environment_fallbacks_total", [("app", name), ("result", "resolved")], s.fallbacks[index * 2])

@@ -1,0 +1,109 @@
+import Foundation
+import Glibc
+import HeraldTestSupport
+import MockAPNs
+import RedisQueue
+import Testing
+
+extension EndToEnd {
+    /// Issue 28's done-when, against the FCM simulator enforcing FCM's quotas with its windows scaled down (a
+    /// "minute" of one second, an "hour" of ten), so a run takes seconds.
+    @Suite struct Budgets {
+        static let devices = 200
+
+        static func token(_ device: Int) -> String { "dev-\(device)-dGVzdA:APA91bHerald_budget" }
+
+        /// 100 jobs to each of 200 devices, interleaved.
+        static func jobs(_ prefix: String) -> (jobs: [[UInt8]], expected: [String: String]) {
+            var jobs: [[UInt8]] = []
+            var expected: [String: String] = [:]
+            for i in 0..<20_000 {
+                let id = "\(prefix)-\(i)"
+                jobs.append(fcmJobBytes(id: id, token: token(i % devices)))
+                expected[id] = "delivered"
+            }
+            return (jobs, expected)
+        }
+
+        /// Two workers, 20,000 jobs, every device over its quota if sent at once: once with budgets below the
+        /// quotas (device 9 a second against the simulator's 20 a "minute" and 100 an "hour", the app 1,800 a
+        /// second against 2,000 a "minute"), once without, same jobs, same simulator. Counts the simulator's quota
+        /// refusals (429) of each and checks every job is delivered. About a minute: run by scripts/budgets-check
+        /// (HERALD_BUDGETS_QUOTA_RUN=1), not by scripts/test, which must stay under 15 minutes.
+        @Test(.timeLimit(.minutes(4)), .enabled(if: ProcessInfo.processInfo.environment["HERALD_BUDGETS_QUOTA_RUN"] == "1"))
+        func budgetsKeepTwoWorkersInsideTheQuotasThatSendingAtOnceBreaks() throws {
+            let quotas = MockFCMFaultScript(seed: 28, projectQuotaPerMinute: 2_000, deviceQuota: true, deviceQuotaPerMinute: 20,
+                                            deviceQuotaPerHour: 100, quotaMinuteMs: 1_000, quotaHourMs: 10_000)
+            let world = try EndToEndWorld(recordAccepted: false, fcmFaults: quotas)
+            defer { world.shutdown(); world.removeFiles() }
+            let fcm = try #require(world.fcm)
+            var figures: [String: (rejections: Int, seconds: Double)] = [:]
+            for (run, budgets) in [("on", ["device_per_second": 9, "app_per_second": 1_800] as [String: Any]), ("off", [:])] {
+                try fcm.replaceFaults(quotas)
+                fcm.resetStats()
+                let redis = try world.connectRedis()
+                _ = try redis.command(["DEL", "herald:results"])
+                let config = try world.writeConfig(name: "budgets-\(run)", worker: ["max_in_flight": 2_000, "claim_batch": 200],
+                                                   budgets: budgets)
+                let (jobs, expected) = Self.jobs(run)
+                try world.push(jobs)
+                let started = Date()
+                try world.startWorker(id: "\(run)-1", config: config)
+                try world.startWorker(id: "\(run)-2", config: config)
+                let ledger = ResultsLedger(redisURL: world.redisURL)
+                let (finished, problems) = try world.finish(jobs.count, in: ledger, seconds: 150, expected: expected)
+                let seconds = Date().timeIntervalSince(started)
+                #expect(finished, "\(run): \(ledger.terminalCount) of \(jobs.count) finished\n\(world.workerLogs())")
+                #expect(problems.isEmpty, "\(run): \(summarize(problems))")
+                for id in ["\(run)-1", "\(run)-2"] { world.stopWorker(id: id) }
+                figures[run] = (fcm.stats().quotaRejections, seconds)
+                let held = ledger.entries.filter { $0.outcome == "retrying" && $0.fields["reason"]?.hasPrefix("RateLimited:") == true }.count
+                print("budgets \(run): \(fcm.stats().quotaRejections) quota 429s, \(held) jobs paced, \(jobs.count) delivered in \(String(format: "%.1f", seconds)) s")
+            }
+            let on = try #require(figures["on"]), off = try #require(figures["off"])
+            #expect(off.rejections > 100, "without budgets the quotas are broken (else the test proves nothing): \(off.rejections)")
+            #expect(on.rejections * 100 < off.rejections, "with budgets fewer than 1 % of the 429s: \(on.rejections) against \(off.rejections)")
+        }
+
+        /// 10,000 jobs to one token under a per-device budget of 500 a second: by the simulator's own clock no
+        /// calendar second holds more than 500 sends, and every job is delivered.
+        @Test(.timeLimit(.minutes(3)))
+        func tenThousandJobsToOneTokenGoAtMostNASecond() throws {
+            let perSecond = 500
+            let world = try EndToEndWorld(recordAccepted: true, fcmFaults: MockFCMFaultScript(seed: 28))
+            defer { world.shutdown(); world.removeFiles() }
+            let fcm = try #require(world.fcm)
+            let config = try world.writeConfig(name: "paced", worker: ["max_in_flight": 2_000, "claim_batch": 200],
+                                               budgets: ["device_per_second": perSecond])
+            var jobs: [[UInt8]] = []
+            var expected: [String: String] = [:]
+            for i in 0..<10_000 {
+                jobs.append(fcmJobBytes(id: "one-\(i)", token: Self.token(0)))
+                expected["one-\(i)"] = "delivered"
+            }
+            try world.push(jobs)
+            try world.startWorker(id: "p1", config: config)
+            try world.startWorker(id: "p2", config: config)
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            let (finished, problems) = try world.finish(jobs.count, in: ledger, seconds: 120, expected: expected)
+            #expect(finished, "\(ledger.terminalCount) of \(jobs.count)\n\(world.workerLogs())")
+            #expect(problems.isEmpty, "\(summarize(problems))")
+            let times = fcm.acceptedMessages().map(\.timeMillis).sorted()
+            #expect(times.count == jobs.count)
+            let buckets = Dictionary(grouping: times) { $0 / 1000 }.values.map(\.count)
+            var sliding = 0
+            var low = 0
+            for high in times.indices {
+                while times[high] - times[low] >= 1000 { low += 1 }
+                sliding = max(sliding, high - low + 1)
+            }
+            let span = Double((times.last ?? 0) - (times.first ?? 0)) / 1000
+            print("paced: \(times.count) sends over \(String(format: "%.1f", span)) s, busiest calendar second \(buckets.max() ?? 0), busiest sliding second \(sliding) (budget \(perSecond))")
+            #expect((buckets.max() ?? 0) <= perSecond, "busiest second: \(buckets.max() ?? 0)")
+            // Any window of a second: a send leaves up to `pacedGraceMilliseconds` after its slot (later, it takes a
+            // new one) plus the way to the simulator, so a sliding second may hold a few percent more.
+            #expect(sliding <= perSecond + perSecond / 20, "busiest sliding second: \(sliding)")
+            #expect(!ledger.entries.contains { $0.outcome == "failed" })
+        }
+    }
+}
