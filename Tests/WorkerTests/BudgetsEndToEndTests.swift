@@ -65,11 +65,11 @@ extension EndToEnd {
             #expect(on.rejections * 100 < off.rejections, "with budgets fewer than 1 % of the 429s: \(on.rejections) against \(off.rejections)")
         }
 
-        /// 10,000 jobs to one token under a per-device budget of 500 a second: by the simulator's own clock no
-        /// calendar second holds more than 500 sends, and every job is delivered.
+        /// 10,000 jobs to one token under a per-device budget of 1,000 a second: by the simulator's own clock no
+        /// calendar second holds more than 1,000 sends, and every job is delivered.
         @Test(.timeLimit(.minutes(3)))
         func tenThousandJobsToOneTokenGoAtMostNASecond() throws {
-            let perSecond = 500
+            let perSecond = 1_000
             let world = try EndToEndWorld(recordAccepted: true, fcmFaults: MockFCMFaultScript(seed: 28))
             defer { world.shutdown(); world.removeFiles() }
             let fcm = try #require(world.fcm)

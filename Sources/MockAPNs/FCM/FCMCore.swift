@@ -86,17 +86,8 @@ final class FCMCore: MockProvider, RoutingProvider {
 
     // MARK: connections
 
-    /// HTTP/2 and HTTP/1.1, as Google's front end; HTTP/2 answers carry content-length.
-    var connectionSettings: MockConnectionSettings {
-        MockConnectionSettings(servesHTTP1: true, http1BodyLimit: FCMMessageRules.bodyLimit, sendsContentLength: true)
-    }
-
     var connectionFaults: ConnectionFaults { faults.script.connectionFaults }
     var maxConcurrentStreams: UInt32 { configuration.maxConcurrentStreams }
-
-    func makeHandler(for connection: MockServerConnection, listener: Int) -> any MockConnectionHandler {
-        RoutedConnection(connection: connection, core: self)
-    }
 
     func stopping() { logFile?.flush() }
 

@@ -37,17 +37,8 @@ final class HMSCore: MockProvider, RoutingProvider {
     /// Push Kit is TLS only; ALPN picks h2, else http/1.1 (Huawei's Python SDK speaks HTTP/1.1 through requests).
     func makeTLSContext() throws -> OpaquePointer? { try ServerLoop.makeH2OrHTTP1Context(configuration.tls, service: "Push Kit") }
 
-    /// Bodies are read up to FCM's 256 KiB (1000 HMS tokens of ~150 bytes fill 150 KiB); a longer one is 80300008.
-    var connectionSettings: MockConnectionSettings {
-        MockConnectionSettings(servesHTTP1: true, http1BodyLimit: FCMMessageRules.bodyLimit, sendsContentLength: true)
-    }
-
     var connectionFaults: ConnectionFaults { faults.script.connectionFaults }
     var maxConcurrentStreams: UInt32 { configuration.maxConcurrentStreams }
-
-    func makeHandler(for connection: MockServerConnection, listener: Int) -> any MockConnectionHandler {
-        RoutedConnection(connection: connection, core: self)
-    }
 
     func stopping() { logFile?.flush() }
 

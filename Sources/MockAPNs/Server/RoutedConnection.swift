@@ -8,6 +8,19 @@ protocol RoutingProvider: AnyObject {
     func handle(_ request: FCMRequest, connection: Int, transport: String) -> (FCMOutcome, Int)
 }
 
+/// The wire Google's and Huawei's front ends share, given once: HTTP/2 and HTTP/1.1 (ALPN), answers that carry
+/// content-length, bodies read up to FCM's 256 KiB (1,000 Push Kit tokens of ~150 bytes fill 150 KiB; a longer
+/// body is the provider's size error), a `RoutedConnection` per connection.
+extension RoutingProvider where Self: MockProvider {
+    var connectionSettings: MockConnectionSettings {
+        MockConnectionSettings(servesHTTP1: true, http1BodyLimit: FCMMessageRules.bodyLimit, sendsContentLength: true)
+    }
+
+    func makeHandler(for connection: MockServerConnection, listener: Int) -> any MockConnectionHandler {
+        RoutedConnection(connection: connection, core: self)
+    }
+}
+
 /// One simulator connection of a `RoutingProvider`: sends pass the connection-level faults first, then the
 /// provider routes every request and the answer goes out after its latency. The wire (TLS, HTTP/2 or HTTP/1.1,
 /// the connection-level faults) is its `MockServerConnection`'s, which owns it.
