@@ -52,8 +52,9 @@ extension HMSResponse: ProviderAnswer {
                                         "80200003", "80300002", "80300007", "80300008", "80300010", "80600003", "81000001",
                                         "HTTP 401", "HTTP 429", "HTTP 500", "HTTP 502", "HTTP 503"]
 
-    /// None: the result entry has no field for Push Kit's `requestId` (its `fcm_name` is FCM's message name).
-    public var resultFields: AnswerFields { AnswerFields() }
+    /// Push Kit's `requestId`, in the delivered entry's `fcm_name` as Web Push's message id is: what Huawei's
+    /// support asks for about one send.
+    public var resultFields: AnswerFields { AnswerFields(messageName: requestID) }
 }
 
 extension DeliveryResult {

@@ -97,6 +97,12 @@ extension EndToEnd {
             #expect(accepted.allSatisfy { ($0.tokens?.count ?? 0) == 1 }, "a request carried several tokens")
             let deliveredTokens: Set<String> = Set(accepted.filter { $0.code == "80000000" }.compactMap { $0.tokens?.first })
             #expect(deliveredTokens.count == 107, "\(deliveredTokens.count) tokens delivered")
+            // Each delivered entry names the requestId Push Kit answered its send with.
+            let requestIDs = Dictionary(accepted.filter { $0.code == "80000000" }.compactMap { m in m.tokens?.first.map { ($0, m.requestId) } }) { a, _ in a }
+            let delivered = ledger.entries.filter { $0.outcome == "delivered" && $0.fields["platform"] == "hms" }
+            #expect(!delivered.isEmpty && delivered.allSatisfy { entry in
+                entry.fields["fcm_name"].map { !$0.isEmpty && requestIDs[entry.fields["token"] ?? ""] == $0 } ?? false
+            }, "delivered hms entries without their send's requestId: \(delivered.prefix(3).map(\.fields))")
             #expect(env.hms.stats().tokensIssued == 1, "\(env.hms.stats())")
             let dropped = try readStream(try env.world.connectRedis(), "herald:dropped-tokens").filter { $0.fields["platform"] == "hms" }
             #expect(dropped.count == 21 && dropped.allSatisfy { $0.fields["app"] == "huawei" }, "\(dropped.count) hms dropped tokens")
