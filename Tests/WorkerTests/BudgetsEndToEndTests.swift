@@ -5,7 +5,7 @@ import MockAPNs
 import RedisQueue
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// Issue 28's done-when, against the FCM simulator enforcing FCM's quotas with its windows scaled down (a
     /// "minute" of one second, an "hour" of ten), so a run takes seconds.
     @Suite struct Budgets {
@@ -65,8 +65,9 @@ extension EndToEnd {
             #expect(on.rejections * 100 < off.rejections, "with budgets fewer than 1 % of the 429s: \(on.rejections) against \(off.rejections)")
         }
 
-        /// 10,000 jobs to one token under a per-device budget of 1,000 a second: by the simulator's own clock no
-        /// calendar second holds more than 1,000 sends, and every job is delivered.
+        /// 10,000 jobs to one token under a per-device budget of 1,000 a second: every job is delivered, the run
+        /// takes at least the 10 s the budget allows, and by the simulator's own clock no second holds more than
+        /// 1,000 sends and the stalls of a loaded machine.
         @Test(.timeLimit(.minutes(3)))
         func tenThousandJobsToOneTokenGoAtMostNASecond() throws {
             let perSecond = 1_000
@@ -99,10 +100,15 @@ extension EndToEnd {
             }
             let span = Double((times.last ?? 0) - (times.first ?? 0)) / 1000
             print("paced: \(times.count) sends over \(String(format: "%.1f", span)) s, busiest calendar second \(buckets.max() ?? 0), busiest sliding second \(sliding) (budget \(perSecond))")
-            #expect((buckets.max() ?? 0) <= perSecond, "busiest second: \(buckets.max() ?? 0)")
-            // Any window of a second: a send leaves up to `pacedGraceMilliseconds` after its slot (later, it takes a
-            // new one) plus the way to the simulator, so a sliding second may hold a few percent more.
-            #expect(sliding <= perSecond + perSecond / 20, "busiest sliding second: \(sliding)")
+            // The slots hold at most `perSecond` in any second (`BudgetCheckTests`, by Redis's clock). What the
+            // simulator stamps is later by `pacedGraceMilliseconds` at most and the way there, and by any stall
+            // of a worker or of the simulator (in this process, beside other tests): a stall of some tens of ms
+            // on a loaded two-core machine bunches that much of the sends (CI saw 1,023 in a calendar second,
+            // 1,047 in a sliding one). So a second may hold up to 10 % more; unpaced, the 10,000 would take about
+            // a second, and the whole run can be no faster than the budget.
+            #expect(span >= Double(times.count) / Double(perSecond), "10,000 sends over \(span) s")
+            #expect((buckets.max() ?? 0) <= perSecond + perSecond / 10, "busiest calendar second: \(buckets.max() ?? 0)")
+            #expect(sliding <= perSecond + perSecond / 10, "busiest sliding second: \(sliding)")
             #expect(!ledger.entries.contains { $0.outcome == "failed" })
         }
     }
