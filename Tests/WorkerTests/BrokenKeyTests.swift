@@ -5,7 +5,7 @@ import MockAPNs
 import RedisQueue
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// Two apps of different teams; one's key file holds the wrong private key. That app pauses (one clear
     /// log line, `retrying` entries with reason AppPaused, no job lost) while the other delivers; once the
     /// operator puts the right key in place, the paused app reloads it and its jobs are delivered.

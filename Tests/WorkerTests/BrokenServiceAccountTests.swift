@@ -5,7 +5,7 @@ import MockAPNs
 import RedisQueue
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// An FCM app whose service account Google does not know (seed 003's "invalid_grant: account not found"):
     /// the app pauses like one with a broken APNs key (jobs wait, nothing dropped, one clear log line, the
     /// access token never logged) while the APNs app delivers; once the right file is in place its jobs go out.

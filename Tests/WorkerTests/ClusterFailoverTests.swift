@@ -6,7 +6,7 @@ import RedisQueue
 import Testing
 import Worker
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// Herald sharded over a real Redis Cluster (3 masters, 3 replicas on loopback): 20,000 jobs of mixed fate
     /// over 3 shards, each on its own master, through 2 worker processes, with a manual `CLUSTER FAILOVER` on
     /// one shard's replica and a SIGKILLed master of another during the run. Every job ends with exactly one
@@ -48,7 +48,7 @@ extension EndToEnd {
             let cluster = try RedisClusterFixture(masters: 3, replicasPerMaster: 1, nodeTimeoutMilliseconds: 1000)
             defer { cluster.stop() }
             // The fates of the mixed-fate run, in proportion: every kind of outcome, retries included.
-            let faults = MockFaultScript(seed: 13, latencyMs: MockLatency(min: 0, max: 2), rules: MixedFate.faultRules)
+            let faults = MockFaultScript(seed: 13, latencyMs: MockLatency(min: 0, max: 2), rules: EndToEnd.MixedFate.faultRules)
             let world = try EndToEndWorld(faults: faults)
             defer { world.shutdown(); world.removeFiles() }
 

@@ -5,9 +5,15 @@ import MockAPNs
 import RedisQueue
 import Testing
 
-/// The heavy end-to-end tests run one at a time: each starts a redis-server, the simulator and several
-/// worker processes, and the machine they run on may have two cores.
+/// The end-to-end tests that keep the machine busy (volume, several workers, output checks) run one at a time:
+/// each starts a redis-server, the simulator and several worker processes, and the machine they run on may have
+/// two cores.
 @Suite(.serialized) struct EndToEnd {}
+
+/// The end-to-end tests that mostly wait (outages, failovers, restarts, reloads, pacing by a budget), also one at a
+/// time, beside `EndToEnd`'s: they use little CPU while they wait, so the two groups overlap on two cores, and no
+/// more than two worlds ever run at once. Their bounds on time leave room for the busy test next to them.
+@Suite(.serialized) struct EndToEndWaiting {}
 
 /// One app as the simulator registers it and as the worker's configuration names it.
 struct E2EApp {

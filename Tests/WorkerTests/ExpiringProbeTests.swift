@@ -4,7 +4,7 @@ import HeraldTestSupport
 import MockAPNs
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// The first request on an unproven credential is a probe; when APNs refuses the credential, the probe's
     /// job may itself expire during the pause (its outcome is then `failed` Expired), but the credential is
     /// still unproven: the jobs waiting behind it must not go out with the broken key.

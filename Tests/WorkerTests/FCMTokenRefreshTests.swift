@@ -5,7 +5,7 @@ import MockAPNs
 import RedisQueue
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// Access tokens that FCM stops accepting: a revoked token is replaced once and the jobs go on; when FCM
     /// refuses the fresh token too, the app parks (jobs wait, nothing fails) until FCM accepts again.
     @Suite struct FCMTokenRefresh {

@@ -90,7 +90,8 @@ extension EndToEnd {
             #expect(duplicates == 0, "\(duplicates) notifications delivered twice after \(stats.goawaysSent) graceful GOAWAYs")
             #expect(!worker.output.contains("apns reconnect scheduled"), "a graceful GOAWAY triggered reconnect back-off")
             worker.signal(SIGTERM)
-            #expect(worker.waitForExit(seconds: 10) == 0)
+            let status = worker.waitForExit(seconds: 10)
+            #expect(status == 0, "exit \(status.map(String.init) ?? "none in 10 s") after SIGTERM:\n\(world.workerLogs(lastLines: 60))")
         }
     }
 }

@@ -3,7 +3,7 @@ import HeraldTestSupport
 import RedisQueue
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// `herald queue` against two running workers: a paused queue is left alone by both (the other queue goes on),
     /// the pause shows in `herald queue list` and on the dashboard's metrics, resume sends everything once, and
     /// purge empties a queue (a dry run changes nothing).

@@ -5,7 +5,7 @@ import MockAPNs
 import RedisQueue
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// Redis is killed (SIGKILL) mid-run and restarted on the same port with its append-only file
     /// (`appendfsync always`): the workers reconnect by themselves, nothing Redis acknowledged is lost, and
     /// every job still ends with exactly one terminal outcome.

@@ -5,7 +5,7 @@ import MockAPNs
 import RedisQueue
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// SIGHUP reloads a running worker's configuration: a rotated key and an added app take effect under load
     /// with every job ending once; an invalid file is refused, named in the log, and delivery goes on.
     @Suite struct Reload {

@@ -5,7 +5,7 @@ import MockAPNs
 import RedisQueue
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// systemd and docker-compose restart a crashed worker under the same id. Its predecessor's leases must
     /// not be overwritten by the new process's claims, nor stranded behind its fresh heartbeat: the new
     /// process returns them first, and every job still ends exactly once.

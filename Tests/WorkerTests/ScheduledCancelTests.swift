@@ -3,7 +3,7 @@ import HeraldTestSupport
 import RedisQueue
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// `herald scheduled` against a running worker: `deliver_at` jobs wait in the retry set; the ones cancelled end
     /// `cancelled` and never reach the simulator, the others are delivered when due, each job with one terminal
     /// outcome; the idempotency key of a cancelled id says `done`, so a later copy is a duplicate.

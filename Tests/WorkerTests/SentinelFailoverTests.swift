@@ -5,7 +5,7 @@ import MockAPNs
 import RedisQueue
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// Redis behind Sentinel (a master, one replica, three sentinels): the master is SIGKILLed mid-run, the
     /// sentinels promote the replica, both workers follow it by themselves, and every job still ends with
     /// exactly one terminal outcome. Asynchronous replication may lose the master's last writes; the test

@@ -4,7 +4,7 @@ import MockAPNs
 import RedisQueue
 import Testing
 
-extension EndToEnd {
+extension EndToEndWaiting {
     /// One push service down must not hold Web Push to the others (issue 23, item 4).
     @Suite struct WebPushOriginOutage {
         /// Two push services, one of them down (every TLS handshake refused): the other's jobs are delivered while
