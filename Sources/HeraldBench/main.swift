@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import TLS
 
 /// `herald-bench`: the benchmark-only helpers scripts/bench drives. Not shipped; every subcommand prints
 /// one JSON object on stdout.
@@ -18,4 +19,5 @@ func fail(_ message: String, status: Int32) -> Never {
     exit(status)
 }
 
+keepOpenSSLUntilExit()
 exit(bench.main(Array(CommandLine.arguments.dropFirst())))

@@ -74,9 +74,9 @@ func defaultWorkerID() -> String {
     return "\(safeHost)-\(getpid())-\(String(UInt32.random(in: 0...UInt32.max), radix: 36))"
 }
 
-/// Exits at once with 130 (the second signal): output streams are flushed, but no atexit handler runs. `exit` would run
-/// OpenSSL's, which frees its locks while a loop thread may still be inside OpenSSL (found under
-/// ThreadSanitizer as a SEGV in CRYPTO_THREAD_unlock: the loop was making a TLS context as the process exited).
+/// Exits at once with 130 (the second signal): output streams are flushed, but no atexit handler runs while loop
+/// threads are still busy. (OpenSSL's own handler, which freed its locks under a loop making a TLS context, a
+/// SEGV in CRYPTO_THREAD_unlock under ThreadSanitizer, is off for every exit: `keepOpenSSLUntilExit`.)
 func exitAtOnce() -> Never {
     fflush(nil)
     _exit(130)

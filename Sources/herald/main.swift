@@ -2,7 +2,11 @@ import Basics
 import CLinux
 import Foundation
 import MockAPNs
+import TLS
 import Worker
+
+// Before anything can touch OpenSSL (see its comment).
+keepOpenSSLUntilExit()
 
 /// `herald 0.1.0 (commit 1a2b3c4d5e6f, built 2026-12-01T20:00:00Z)`: the version first, which scripts/package reads.
 let heraldVersion = "herald \(BuildInfo.version) (\(BuildInfo.stamp))"
