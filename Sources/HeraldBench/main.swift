@@ -2,6 +2,9 @@ import Basics
 import Foundation
 import TLS
 
+// Before anything can touch OpenSSL (see its comment).
+keepOpenSSLUntilExit()
+
 /// `herald-bench`: the benchmark-only helpers scripts/bench drives. Not shipped; every subcommand prints
 /// one JSON object on stdout.
 let bench = CommandGroup(
@@ -19,5 +22,4 @@ func fail(_ message: String, status: Int32) -> Never {
     exit(status)
 }
 
-keepOpenSSLUntilExit()
 exit(bench.main(Array(CommandLine.arguments.dropFirst())))
