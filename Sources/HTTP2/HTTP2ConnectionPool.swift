@@ -40,6 +40,8 @@ public struct HTTP2PoolOptions: Sendable, Hashable {
 /// What a pool reports to its owner's log.
 public enum HTTP2PoolEvent: Sendable, Equatable {
     case connection(HTTP2ConnectionEvent)
+    /// The pool started a connection (DNS is next, off the loop): when the stagger applies.
+    case opening(connectionID: Int)
     case reconnectScheduled(delayMilliseconds: Int, consecutiveFailures: Int)
 }
 
@@ -311,6 +313,7 @@ public final class HTTP2ConnectionPool {
         }
         connections.append(connection)
         connection.connect()
+        onEvent?(.opening(connectionID: connection.id))
     }
 
     private func handle(_ event: HTTP2ConnectionEvent, from connection: HTTP2ClientConnection) {
