@@ -5,17 +5,29 @@
 ///
 /// A budget of N per period spaces sends evenly, one every period/N (GCRA without burst): then any window of the
 /// period holds at most N sends, which is what a provider counting in windows of its own checks.
+///
+/// Each budget is a frontier and a calendar. The frontier (a STRING, the GCRA's theoretical arrival time) says
+/// every time before it is taken. The calendar (a ZSET beside it, usually absent) holds reservations beyond
+/// the frontier, made for jobs that a stricter budget held far ahead: a job to a device with a long backlog is
+/// reserved at the device's next free time in the app's calendar, and the app's frontier stays where it was, so
+/// the app's jobs to other devices go on meanwhile instead of queueing behind that backlog.
 
 /// One budget a job's send counts against.
 public struct BudgetLimit: Hashable, Sendable {
-    /// The budget's key under `<prefix>:budget:`, e.g. `device:<token>:m`.
+    /// The budget's key under `<prefix>:budget:`, e.g. `device:<token>:m`; its calendar (if it keeps one) is the
+    /// same name under `<prefix>:budgetcal:`.
     public let name: String
     /// One send per this many microseconds.
     public let intervalMicros: Int64
+    /// Keeps a calendar: a budget many subjects share (an app's, a queue's), which a narrower budget (a device's)
+    /// may hold far ahead. A device budget has none: its own jobs share the wider budgets, so a gap in it would
+    /// rarely be used, and a calendar per device would cost a sorted set per token.
+    public let calendar: Bool
 
-    public init(name: String, intervalMicros: Int64) {
+    public init(name: String, intervalMicros: Int64, calendar: Bool = false) {
         self.name = name
         self.intervalMicros = max(1, intervalMicros)
+        self.calendar = calendar
     }
 }
 
@@ -28,28 +40,58 @@ public enum BudgetVerdict: Sendable, Equatable {
 }
 
 extension QueueScripts {
-    /// KEYS: every budget of the batch once (STRING: the budget's theoretical arrival time in µs). ARGV: the job
-    /// count, each key's interval in µs, then per job its limit count and their key positions. Reads each key
-    /// once, decides the jobs in order (so a batch's own jobs count against each other) and writes each key
-    /// once. A key of another type is reported and not used (its jobs go as if it were unset).
+    /// KEYS: every budget of the batch once (STRING: its frontier in µs), then the calendars of those that keep
+    /// one (ZSET of reserved µs, member = score). ARGV: the job count, the budget count, per budget its interval in
+    /// µs and its calendar's position in KEYS (0: none), then per job its limit count and their budget positions.
+    ///
+    /// A time is free in a budget when it is at or after the frontier (or now, whichever is later) and at least
+    /// an interval from every calendar entry. Each job takes the earliest time free in all its budgets. In each
+    /// budget that time moves the frontier when it is less than 100 ms (or an interval, if longer) ahead of it,
+    /// swallowing the calendar entries the frontier reaches, and is a calendar entry otherwise: a gap shorter than
+    /// that is given up, as a plain GCRA would, so calendars hold only backlogs worth going around. A frontier of
+    /// `x.5` says its calendar has entries; without it the calendar is not read, so budgets without calendars (the
+    /// common case) stay a GET and a SET per key. Jobs are decided in order, so a batch's own jobs count against
+    /// each other. A key of another type is reported and not used: a bad frontier's jobs go as if the budget were
+    /// unset, a bad calendar's budget is a plain GCRA (every reservation moves the frontier).
     /// Answers `{{due ms or 0, limit position or 0, ...}, problems}`.
     public static let budgetCheck = RedisScript(prelude + #"""
     local t = redis.call('TIME')
     local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-    local n = #KEYS
+    local n = tonumber(ARGV[2])
     local tat, interval, bad, dirty = {}, {}, {}, {}
+    -- ck[i]: budget i's calendar key; cal[i]: true while it may hold entries, false when empty, nil when there is
+    -- none (or it is of another type)
+    local ck, cal = {}, {}
+    local function us(x) return string.format('%.0f', x) end
     for i = 1, n do
-      interval[i] = tonumber(ARGV[1 + i])
+      interval[i] = tonumber(ARGV[1 + 2 * i])
+      local c = tonumber(ARGV[2 + 2 * i])
+      if c > 0 then ck[i] = KEYS[c] end
       local v = redis.pcall('GET', KEYS[i])
       if type(v) == 'table' and v.err then
         bad[i] = true
         report(KEYS[i], redis.call('TYPE', KEYS[i]).ok, 'string')
       else
         tat[i] = tonumber(v) or 0
+        if ck[i] then cal[i] = false end
+        if tat[i] % 1 ~= 0 then
+          -- a frontier of x.5 says its calendar has entries: only then is the calendar read
+          tat[i] = math.floor(tat[i])
+          local size = ck[i] and redis.pcall('ZCARD', ck[i]) or 0
+          if type(size) == 'table' and size.err then
+            cal[i] = nil
+            report(ck[i], redis.call('TYPE', ck[i]).ok, 'zset')
+          elseif size > 0 then
+            -- entries an interval in the past can clash with nothing from now on
+            redis.call('ZREMRANGEBYSCORE', ck[i], '-inf', '(' .. us(now - interval[i]))
+            cal[i] = true
+          end
+          dirty[i] = true
+        end
       end
     end
     local out = {}
-    local p = 2 + n
+    local p = 3 + 2 * n
     for j = 1, tonumber(ARGV[1]) do
       local m = tonumber(ARGV[p])
       local due, by = now, 0
@@ -57,11 +99,45 @@ extension QueueScripts {
         local k = tonumber(ARGV[p + l])
         if not bad[k] and tat[k] > due then due = tat[k]; by = l end
       end
+      -- step past calendar entries within an interval of `due`, in any of the job's budgets, until none is
+      local moved, rounds = true, 0
+      while moved and rounds < 1000 do
+        moved, rounds = false, rounds + 1
+        for l = 1, m do
+          local k = tonumber(ARGV[p + l])
+          if cal[k] then
+            local hit = redis.call('ZRANGEBYSCORE', ck[k], '(' .. us(due - interval[k]), '(' .. us(due + interval[k]),
+              'WITHSCORES', 'LIMIT', 0, 1)
+            if #hit > 0 then due = tonumber(hit[2]) + interval[k]; by = l; moved = true end
+          end
+        end
+      end
       for l = 1, m do
         local k = tonumber(ARGV[p + l])
         if not bad[k] then
-          tat[k] = math.max(tat[k], due) + interval[k]
-          dirty[k] = true
+          if cal[k] == nil or due < math.max(tat[k], now) + math.max(interval[k], 100000) then
+            tat[k] = math.max(tat[k], due) + interval[k]
+            dirty[k] = true
+            while cal[k] do
+              local first = redis.call('ZRANGE', ck[k], 0, 0, 'WITHSCORES')
+              if #first == 0 then cal[k] = false
+              elseif tonumber(first[2]) < tat[k] + interval[k] then
+                tat[k] = math.max(tat[k], tonumber(first[2]) + interval[k])
+                redis.call('ZREM', ck[k], first[1])
+              else break end
+            end
+          else
+            local added = redis.pcall('ZADD', ck[k], us(due), us(due))
+            if type(added) == 'table' and added.err then
+              -- a calendar of another type: this budget is a plain GCRA from now on
+              report(ck[k], redis.call('TYPE', ck[k]).ok, 'zset')
+              cal[k] = nil
+              tat[k] = math.max(tat[k], due) + interval[k]
+            else
+              cal[k] = true
+            end
+            dirty[k] = true
+          end
         end
       end
       p = p + m + 1
@@ -73,8 +149,18 @@ extension QueueScripts {
         out[#out + 1] = 0
       end
     end
+    -- each touched frontier, flagged while its calendar has entries, lives as long as its latest reservation
     for k in pairs(dirty) do
-      redis.call('SET', KEYS[k], string.format('%.0f', tat[k]), 'PX', math.ceil((tat[k] - now) / 1000) + 1)
+      local until_, value = tat[k], us(tat[k])
+      if cal[k] then
+        local last = redis.call('ZRANGE', ck[k], -1, -1, 'WITHSCORES')
+        if #last > 0 then
+          until_ = math.max(until_, tonumber(last[2]))
+          value = us(tat[k]) .. '.5'
+          redis.call('PEXPIRE', ck[k], math.ceil((until_ - now) / 1000) + 1)
+        end
+      end
+      redis.call('SET', KEYS[k], value, 'PX', math.max(1, math.ceil((until_ - now) / 1000) + 1))
     end
     return {out, problems}
     """#)
@@ -85,18 +171,25 @@ extension QueueCommands {
     func budgetCheck(_ jobs: [[BudgetLimit]]) -> Call {
         let base = keys.prefix + ":budget:"
         var declared = DeclaredKeys([])
-        var intervals: [[UInt8]] = []
+        var budgets: [BudgetLimit] = []
         var perJob: [[UInt8]] = []
         for limits in jobs {
             perJob.append(Array(String(limits.count).utf8))
             for limit in limits {
                 let before = declared.keys.count
                 let index = declared.index(of: base + limit.name)
-                if declared.keys.count > before { intervals.append(Array(String(limit.intervalMicros).utf8)) }
+                if declared.keys.count > before { budgets.append(limit) }
                 perJob.append(Array(String(index).utf8))
             }
         }
-        return (QueueScripts.budgetCheck, declared.keys, [Array(String(jobs.count).utf8)] + intervals + perJob)
+        var perBudget: [[UInt8]] = []
+        for budget in budgets {
+            perBudget.append(Array(String(budget.intervalMicros).utf8))
+            let calendar = budget.calendar ? declared.index(of: keys.prefix + ":budgetcal:" + budget.name) : 0
+            perBudget.append(Array(String(calendar).utf8))
+        }
+        let head = [Array(String(jobs.count).utf8), Array(String(budgets.count).utf8)]
+        return (QueueScripts.budgetCheck, declared.keys, head + perBudget + perJob)
     }
 
     static func parseBudgetCheck(_ reply: RESPValue, count: Int) throws(RedisError) -> ([BudgetVerdict], [QueueKeyProblem]) {

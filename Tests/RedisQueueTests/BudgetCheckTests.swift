@@ -1,3 +1,4 @@
+import Glibc
 import Testing
 @testable import RedisQueue
 
@@ -53,7 +54,7 @@ import Testing
     @Test func aJobWaitsForTheStrictestOfItsBudgets() throws {
         let keys = TestRedis.keys()
         let worker = try queue(keys, worker: "w")
-        let app = BudgetLimit(name: "app:shop:s", intervalMicros: 10_000)
+        let app = BudgetLimit(name: "app:shop:s", intervalMicros: 10_000, calendar: true)
         let deviceA = BudgetLimit(name: "device:a:s", intervalMicros: 500_000)
         let deviceB = BudgetLimit(name: "device:b:s", intervalMicros: 500_000)
         let start = try serverMillis()
@@ -69,6 +70,95 @@ import Testing
         #expect(b - start >= 9 && b - end <= 11, "device b is fresh: the app's spacing holds it")
         #expect(a2 - start >= 499 && a2 - end <= 501, "device a's second waits half a second")
         #expect(b2 - b == 500)
+    }
+
+    /// A long backlog to one device does not hold back its app's jobs to other devices: the backlog's sends are
+    /// reserved in the app's calendar at the device's times, and the app's frontier stays near now.
+    @Test func aBacklogToOneDeviceLeavesTheAppsOtherDevicesTheirTurn() throws {
+        let keys = TestRedis.keys()
+        let worker = try queue(keys, worker: "w")
+        let app = BudgetLimit(name: "app:shop:s", intervalMicros: 10_000, calendar: true)
+        let busy = BudgetLimit(name: "device:busy:s", intervalMicros: 1_000_000)
+        let start = try serverMillis()
+        let backlog = try worker.checkBudgets(Array(repeating: [busy, app], count: 20))
+        let others = try worker.checkBudgets((0..<5).map { [BudgetLimit(name: "device:d\($0):s", intervalMicros: 1_000_000), app] })
+        let end = try serverMillis()
+        #expect(backlog[0] == .allowed)
+        let backlogTimes = backlog.dropFirst().compactMap { if case .held(let at, 0) = $0 { at } else { nil } }
+        #expect(backlogTimes.count == 19, "the device's budget holds its backlog: \(backlog)")
+        #expect(zip(backlogTimes, backlogTimes.dropFirst()).allSatisfy { $1 - $0 == 1_000 }, "\(backlogTimes)")
+        // The app's next free times follow the one send that went, 10 ms apart, not the backlog's 19 s.
+        let otherTimes = others.compactMap { if case .held(let at, 1) = $0 { at } else { nil } }
+        #expect(otherTimes.count == 5, "\(others)")
+        #expect(otherTimes.allSatisfy { $0 - end <= 61 }, "other devices wait for the app's spacing only: \(otherTimes.map { $0 - start })")
+        #expect(zip(otherTimes, otherTimes.dropFirst()).allSatisfy { $1 - $0 == 10 }, "\(otherTimes)")
+        // The calendar lives as long as its last reservation.
+        let redis = try BlockingRedis(url: TestRedis.url)
+        #expect(try redis.command(["ZCARD", "\(keys.prefix):budgetcal:app:shop:s"]).int == 19)
+        let ttl = try redis.command(["PTTL", "\(keys.prefix):budgetcal:app:shop:s"]).int ?? -1
+        #expect(ttl > 17_000 && ttl <= 19_100, "ttl \(ttl)")
+    }
+
+    /// Whatever the mix, no two reservations of one budget come closer than its interval, across calls, workers
+    /// and calendars; the frontier swallows calendar entries as it reaches them.
+    @Test func mixedBudgetsNeverPutTwoSendsOfOneBudgetWithinItsInterval() throws {
+        let keys = TestRedis.keys()
+        let workers = [try queue(keys, worker: "w1"), try queue(keys, worker: "w2")]
+        let apps = (0..<2).map { BudgetLimit(name: "app:a\($0):s", intervalMicros: 20_000, calendar: true) }
+        // half the devices keep calendars too, so calendars meet calendars
+        let devices = (0..<6).map { BudgetLimit(name: "device:d\($0):s", intervalMicros: 150_000 + 50_000 * Int64($0 % 3), calendar: $0 < 3) }
+        let queueBudget = BudgetLimit(name: "queue:q:s", intervalMicros: 5_000, calendar: true)
+        var rng = SystemRandomNumberGenerator()
+        var reserved: [String: [(lo: Int64, hi: Int64)]] = [:]  // ms bounds of each reservation's time
+        for call in 0..<12 {
+            var jobs: [[BudgetLimit]] = []
+            for _ in 0..<40 {
+                var limits = [devices.randomElement(using: &rng)!]
+                if Bool.random(using: &rng) { limits.append(apps.randomElement(using: &rng)!) }
+                if Int.random(in: 0..<4, using: &rng) == 0 { limits.append(queueBudget) }
+                jobs.append(limits.shuffled(using: &rng))
+            }
+            let before = try serverMillis()
+            let verdicts = try workers[call % 2].checkBudgets(jobs)
+            let after = try serverMillis()
+            for (limits, verdict) in zip(jobs, verdicts) {
+                // held times are rounded up to the ms; an allowed send went at the server's time during the call
+                let bounds: (Int64, Int64) = if case .held(let at, _) = verdict { (at - 1, at) } else { (before, after) }
+                for limit in limits { reserved[limit.name, default: []].append(bounds) }
+            }
+            if call % 4 == 3 { usleep(300_000) }  // let some frontiers fall behind now
+        }
+        let intervals = Dictionary(uniqueKeysWithValues: (apps + devices + [queueBudget]).map { ($0.name, $0.intervalMicros / 1000) })
+        for (name, times) in reserved {
+            let sorted = times.sorted { $0.lo < $1.lo }
+            // the latest the later one can be, less the earliest the earlier one can be: at least the interval
+            for (a, b) in zip(sorted, sorted.dropFirst()) {
+                #expect(b.hi - a.lo >= intervals[name]!, "\(name): reservations \(a) and \(b) closer than \(intervals[name]!) ms")
+            }
+        }
+    }
+
+    /// A calendar key of another type is reported and left alone; its budget still spaces its sends, as a plain
+    /// GCRA (the backlog's reservations move the app's frontier).
+    @Test func aCalendarKeyOfAnotherTypeIsReportedAndItsBudgetStillHolds() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        let worker = try BlockingJobQueue(redis: redis, keys: keys, workerID: "w")
+        var problems: [QueueKeyProblem] = []
+        worker.onKeyProblem = { problems.append($0) }
+        let calendar = "\(keys.prefix):budgetcal:app:shop:s"
+        _ = try redis.command(["RPUSH", calendar, "x"])
+        let app = BudgetLimit(name: "app:shop:s", intervalMicros: 10_000, calendar: true)
+        let busy = BudgetLimit(name: "device:busy:s", intervalMicros: 1_000_000)
+        let verdicts = try worker.checkBudgets([[busy, app], [busy, app], [app]])
+        #expect(verdicts[0] == .allowed)
+        guard case .held(let second, 0) = verdicts[1], case .held(let third, 0) = verdicts[2] else {
+            Issue.record("verdicts: \(verdicts)")
+            return
+        }
+        #expect(third - second == 10, "without its calendar the app's next send follows the backlog's")
+        #expect(try redis.command(["LLEN", calendar]).int == 1)
+        #expect(problems.map(\.key) == [calendar] && problems.first?.expected == "zset")
     }
 
     /// A budget key of another type is reported and left alone; its jobs go as if it were unset.

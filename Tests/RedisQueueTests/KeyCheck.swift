@@ -16,7 +16,7 @@ enum KeyCheck {
     local __kcDeclared = {}
     for _, k in ipairs(KEYS) do __kcDeclared[k] = true end
     local __kcFirstKey = {}
-    for _, c in ipairs({'TYPE', 'GET', 'SET', 'EXISTS', 'ZADD', 'ZREM', 'ZSCORE', 'ZRANGE', 'ZRANGEBYSCORE', 'ZCOUNT',
+    for _, c in ipairs({'TYPE', 'GET', 'SET', 'EXISTS', 'ZADD', 'ZREM', 'ZSCORE', 'ZRANGE', 'ZRANGEBYSCORE', 'ZCOUNT', 'ZCARD', 'ZREMRANGEBYSCORE', 'PEXPIRE',
                         'RPOP', 'RPUSH', 'LPUSH', 'LTRIM', 'LREM', 'LLEN', 'LRANGE', 'HSET', 'HGET', 'HGETALL', 'HMGET',
                         'HDEL', 'HKEYS', 'HEXISTS', 'HLEN', 'EXPIRE', 'XADD', 'XTRIM', 'XRANGE', 'XDEL', 'XLEN'}) do
       __kcFirstKey[c] = true

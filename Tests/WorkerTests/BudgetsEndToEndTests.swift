@@ -13,13 +13,15 @@ extension EndToEndWaiting {
 
         static func token(_ device: Int) -> String { "dev-\(device)-dGVzdA:APA91bHerald_budget" }
 
-        /// 100 jobs to each of 200 devices, interleaved.
+        /// 100 jobs to each of 200 devices, interleaved; or, with HERALD_BUDGETS_GROUPED=1 (`scripts/budgets-check
+        /// --grouped`), each device's 100 in a row, so each device has a backlog its app's other jobs must get past.
         static func jobs(_ prefix: String) -> (jobs: [[UInt8]], expected: [String: String]) {
+            let grouped = ProcessInfo.processInfo.environment["HERALD_BUDGETS_GROUPED"] == "1"
             var jobs: [[UInt8]] = []
             var expected: [String: String] = [:]
             for i in 0..<20_000 {
                 let id = "\(prefix)-\(i)"
-                jobs.append(fcmJobBytes(id: id, token: token(i % devices)))
+                jobs.append(fcmJobBytes(id: id, token: token(grouped ? i / (20_000 / devices) : i % devices)))
                 expected[id] = "delivered"
             }
             return (jobs, expected)

@@ -34,7 +34,7 @@ final class Budgets {
         var limits: [BudgetLimit] = []
         var kinds: [BudgetKind] = []
         func add(_ kind: BudgetKind, _ name: String, _ micros: Int64) {
-            limits.append(BudgetLimit(name: name, intervalMicros: micros))
+            limits.append(BudgetLimit(name: name, intervalMicros: micros, calendar: kind != .device))
             kinds.append(kind)
         }
         let n = job.notification
