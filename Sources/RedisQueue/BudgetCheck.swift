@@ -61,7 +61,7 @@ extension QueueScripts {
     local tat, interval, bad, dirty = {}, {}, {}, {}
     -- ck[i]: budget i's calendar key; cal[i]: true while it may hold entries, false when empty, nil when there is
     -- none (or it is of another type)
-    local ck, cal = {}, {}
+    local ck, cal, keep = {}, {}, {}
     local function us(x) return string.format('%.0f', x) end
     for i = 1, n do
       interval[i] = tonumber(ARGV[1 + 2 * i])
@@ -78,7 +78,10 @@ extension QueueScripts {
           -- a frontier of x.5 says its calendar has entries: only then is the calendar read
           tat[i] = math.floor(tat[i])
           local size = ck[i] and redis.pcall('ZCARD', ck[i]) or 0
-          if type(size) == 'table' and size.err then
+          if not ck[i] then
+            -- a caller that keeps no calendar for this budget leaves the flag and the key's life as they were
+            keep[i] = now + math.max(0, redis.call('PTTL', KEYS[i])) * 1000
+          elseif type(size) == 'table' and size.err then
             cal[i] = nil
             report(ck[i], redis.call('TYPE', ck[i]).ok, 'zset')
           elseif size > 0 then
@@ -109,6 +112,16 @@ extension QueueScripts {
             local hit = redis.call('ZRANGEBYSCORE', ck[k], '(' .. us(due - interval[k]), '(' .. us(due + interval[k]),
               'WITHSCORES', 'LIMIT', 0, 1)
             if #hit > 0 then due = tonumber(hit[2]) + interval[k]; by = l; moved = true end
+          end
+        end
+      end
+      if moved then
+        -- a chain of entries longer than the search: go past the last entry of each calendar instead
+        for l = 1, m do
+          local k = tonumber(ARGV[p + l])
+          if cal[k] then
+            local last = redis.call('ZRANGE', ck[k], -1, -1, 'WITHSCORES')
+            if #last > 0 and tonumber(last[2]) + interval[k] > due then due = tonumber(last[2]) + interval[k]; by = l end
           end
         end
       end
@@ -152,10 +165,14 @@ extension QueueScripts {
     -- each touched frontier, flagged while its calendar has entries, lives as long as its latest reservation
     for k in pairs(dirty) do
       local until_, value = tat[k], us(tat[k])
-      if cal[k] then
+      if keep[k] then
+        until_ = math.max(until_, keep[k])
+        value = us(tat[k]) .. '.5'
+      elseif cal[k] then
         local last = redis.call('ZRANGE', ck[k], -1, -1, 'WITHSCORES')
         if #last > 0 then
-          until_ = math.max(until_, tonumber(last[2]))
+          -- an entry holds the interval after it too
+          until_ = math.max(until_, tonumber(last[2]) + interval[k])
           value = us(tat[k]) .. '.5'
           redis.call('PEXPIRE', ck[k], math.ceil((until_ - now) / 1000) + 1)
         end

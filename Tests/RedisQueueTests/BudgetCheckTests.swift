@@ -138,6 +138,63 @@ import Testing
         }
     }
 
+    /// A calendar entry holds the interval after it too, so its keys outlive it by that much: a send just after
+    /// the entry's time still waits out the interval.
+    @Test func aCalendarEntryStillHoldsItsIntervalOnceItsTimeHasPassed() throws {
+        let keys = TestRedis.keys()
+        let worker = try queue(keys, worker: "w")
+        let app = BudgetLimit(name: "app:shop:s", intervalMicros: 300_000, calendar: true)
+        let device = BudgetLimit(name: "device:d:s", intervalMicros: 600_000)
+        let verdicts = try worker.checkBudgets([[device, app], [device, app]])
+        guard verdicts[0] == .allowed, case .held(let entry, 0) = verdicts[1] else {
+            Issue.record("verdicts: \(verdicts)")
+            return
+        }
+        #expect(try BlockingRedis(url: TestRedis.url).command(["ZCARD", "\(keys.prefix):budgetcal:app:shop:s"]).int == 1)
+        while try serverMillis() < entry + 50 { usleep(10_000) }
+        let after = try worker.checkBudgets([[app]])
+        guard case .held(let next, 0) = after[0] else {
+            Issue.record("a send 50 ms after the entry went at once: \(after)")
+            return
+        }
+        #expect(next - entry >= 299, "the interval after the entry: \(next - entry) ms")
+    }
+
+    /// A chain of calendar entries longer than the clash search (1,000 steps) sends the job past the chain's end,
+    /// never onto an entry: 1,100 devices' second jobs fill the app's calendar an interval apart, and a job whose
+    /// own budget lands at the chain's start still gets a time of its own.
+    @Test func aChainLongerThanTheSearchIsGonePastNotLandedOn() throws {
+        let keys = TestRedis.keys()
+        let worker = try queue(keys, worker: "w")
+        let app = BudgetLimit(name: "app:shop:s", intervalMicros: 1_000, calendar: true)
+        let y = BudgetLimit(name: "device:y:s", intervalMicros: 10_000_500)
+        let devices = (0..<1_100).map { BudgetLimit(name: "device:d\($0):s", intervalMicros: 10_000_000) }
+        let jobs = [[y, app]] + devices.map { [$0, app] } + devices.map { [$0, app] } + [[y, app]]
+        let verdicts = try worker.checkBudgets(jobs)
+        let held = verdicts.compactMap { if case .held(let at, _) = $0 { at } else { nil } }
+        #expect(held.count == jobs.count - 1)
+        // each held time is rounded up to the ms and the app's interval is 1 ms: distinct times, or two sends met
+        #expect(Set(held).count == held.count, "\(held.count - Set(held).count) times taken twice")
+    }
+
+    /// A caller that declares no calendar for a budget (one whose kind of budget keeps none) leaves its calendar flag
+    /// in place, so the callers that keep one still go around its entries.
+    @Test func aCallerWithoutTheCalendarLeavesItForTheOthers() throws {
+        let keys = TestRedis.keys()
+        let worker = try queue(keys, worker: "w")
+        let app = BudgetLimit(name: "app:shop:s", intervalMicros: 100_000, calendar: true)
+        let plainApp = BudgetLimit(name: "app:shop:s", intervalMicros: 100_000)
+        let device = BudgetLimit(name: "device:d:s", intervalMicros: 1_000_000)
+        guard case .held(let entry, 0) = try worker.checkBudgets([[device, app], [device, app]])[1] else {
+            Issue.record("no calendar entry")
+            return
+        }
+        _ = try worker.checkBudgets([[plainApp]])
+        let times = try worker.checkBudgets(Array(repeating: [app], count: 12)).compactMap { if case .held(let at, 0) = $0 { at } else { nil } }
+        #expect(times.count == 12)
+        #expect(times.allSatisfy { abs($0 - entry) >= 99 }, "a send within the interval of the entry at \(entry): \(times)")
+    }
+
     /// A calendar key of another type is reported and left alone; its budget still spaces its sends, as a plain
     /// GCRA (the backlog's reservations move the app's frontier).
     @Test func aCalendarKeyOfAnotherTypeIsReportedAndItsBudgetStillHolds() throws {

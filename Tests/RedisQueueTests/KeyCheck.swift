@@ -18,7 +18,7 @@ enum KeyCheck {
     local __kcFirstKey = {}
     for _, c in ipairs({'TYPE', 'GET', 'SET', 'EXISTS', 'ZADD', 'ZREM', 'ZSCORE', 'ZRANGE', 'ZRANGEBYSCORE', 'ZCOUNT', 'ZCARD', 'ZREMRANGEBYSCORE', 'PEXPIRE',
                         'RPOP', 'RPUSH', 'LPUSH', 'LTRIM', 'LREM', 'LLEN', 'LRANGE', 'HSET', 'HGET', 'HGETALL', 'HMGET',
-                        'HDEL', 'HKEYS', 'HEXISTS', 'HLEN', 'EXPIRE', 'XADD', 'XTRIM', 'XRANGE', 'XDEL', 'XLEN'}) do
+                        'HDEL', 'HKEYS', 'HEXISTS', 'HLEN', 'EXPIRE', 'PTTL', 'XADD', 'XTRIM', 'XRANGE', 'XDEL', 'XLEN'}) do
       __kcFirstKey[c] = true
     end
     local __kcAllKeys = {DEL = true, UNLINK = true}
