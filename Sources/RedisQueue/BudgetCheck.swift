@@ -63,6 +63,11 @@ extension QueueScripts {
     -- none (or it is of another type)
     local ck, cal, keep = {}, {}, {}
     local function us(x) return string.format('%.0f', x) end
+    -- the time of budget k's first (0) or last (-1) calendar entry, nil when it has none; an entry's member is us(time)
+    local function entry(k, at)
+      local e = redis.call('ZRANGE', ck[k], at, at, 'WITHSCORES')
+      return #e > 0 and tonumber(e[2]) or nil
+    end
     for i = 1, n do
       interval[i] = tonumber(ARGV[1 + 2 * i])
       local c = tonumber(ARGV[2 + 2 * i])
@@ -77,17 +82,19 @@ extension QueueScripts {
         if tat[i] % 1 ~= 0 then
           -- a frontier of x.5 says its calendar has entries: only then is the calendar read
           tat[i] = math.floor(tat[i])
-          local size = ck[i] and redis.pcall('ZCARD', ck[i]) or 0
           if not ck[i] then
             -- a caller that keeps no calendar for this budget leaves the flag and the key's life as they were
             keep[i] = now + math.max(0, redis.call('PTTL', KEYS[i])) * 1000
-          elseif type(size) == 'table' and size.err then
-            cal[i] = nil
-            report(ck[i], redis.call('TYPE', ck[i]).ok, 'zset')
-          elseif size > 0 then
-            -- entries an interval in the past can clash with nothing from now on
-            redis.call('ZREMRANGEBYSCORE', ck[i], '-inf', '(' .. us(now - interval[i]))
-            cal[i] = true
+          else
+            local size = redis.pcall('ZCARD', ck[i])
+            if type(size) == 'table' and size.err then
+              cal[i] = nil
+              report(ck[i], redis.call('TYPE', ck[i]).ok, 'zset')
+            elseif size > 0 then
+              -- entries an interval in the past can clash with nothing from now on
+              redis.call('ZREMRANGEBYSCORE', ck[i], '-inf', '(' .. us(now - interval[i]))
+              cal[i] = true
+            end
           end
           dirty[i] = true
         end
@@ -119,38 +126,36 @@ extension QueueScripts {
         -- a chain of entries longer than the search: go past the last entry of each calendar instead
         for l = 1, m do
           local k = tonumber(ARGV[p + l])
-          if cal[k] then
-            local last = redis.call('ZRANGE', ck[k], -1, -1, 'WITHSCORES')
-            if #last > 0 and tonumber(last[2]) + interval[k] > due then due = tonumber(last[2]) + interval[k]; by = l end
-          end
+          local last = cal[k] and entry(k, -1)
+          if last and last + interval[k] > due then due = last + interval[k]; by = l end
         end
       end
       for l = 1, m do
         local k = tonumber(ARGV[p + l])
         if not bad[k] then
-          if cal[k] == nil or due < math.max(tat[k], now) + math.max(interval[k], 100000) then
-            tat[k] = math.max(tat[k], due) + interval[k]
-            dirty[k] = true
-            while cal[k] do
-              local first = redis.call('ZRANGE', ck[k], 0, 0, 'WITHSCORES')
-              if #first == 0 then cal[k] = false
-              elseif tonumber(first[2]) < tat[k] + interval[k] then
-                tat[k] = math.max(tat[k], tonumber(first[2]) + interval[k])
-                redis.call('ZREM', ck[k], first[1])
-              else break end
-            end
-          else
+          local inCalendar = cal[k] ~= nil and due >= math.max(tat[k], now) + math.max(interval[k], 100000)
+          if inCalendar then
             local added = redis.pcall('ZADD', ck[k], us(due), us(due))
             if type(added) == 'table' and added.err then
               -- a calendar of another type: this budget is a plain GCRA from now on
               report(ck[k], redis.call('TYPE', ck[k]).ok, 'zset')
-              cal[k] = nil
-              tat[k] = math.max(tat[k], due) + interval[k]
+              cal[k], inCalendar = nil, false
             else
               cal[k] = true
             end
-            dirty[k] = true
           end
+          if not inCalendar then
+            tat[k] = math.max(tat[k], due) + interval[k]
+            while cal[k] do
+              local first = entry(k, 0)
+              if not first then cal[k] = false
+              elseif first < tat[k] + interval[k] then
+                tat[k] = math.max(tat[k], first + interval[k])
+                redis.call('ZREM', ck[k], us(first))
+              else break end
+            end
+          end
+          dirty[k] = true
         end
       end
       p = p + m + 1
@@ -169,10 +174,10 @@ extension QueueScripts {
         until_ = math.max(until_, keep[k])
         value = us(tat[k]) .. '.5'
       elseif cal[k] then
-        local last = redis.call('ZRANGE', ck[k], -1, -1, 'WITHSCORES')
-        if #last > 0 then
+        local last = entry(k, -1)
+        if last then
           -- an entry holds the interval after it too
-          until_ = math.max(until_, tonumber(last[2]) + interval[k])
+          until_ = math.max(until_, last + interval[k])
           value = us(tat[k]) .. '.5'
           redis.call('PEXPIRE', ck[k], math.ceil((until_ - now) / 1000) + 1)
         end
