@@ -39,7 +39,11 @@ enum BenchJobs {
     static let byPlatform: [String: @Sendable (ParsedArguments) throws -> @Sendable (Int) -> String] = [
         "apns": { _ in job },
         "fcm": { _ in fcmJob },
-        "hms": { _ in hmsJob },
+        "hms": { flags in
+            let tokens = try flags.int("tokens-per-job", default: 1)
+            guard (1...1000).contains(tokens) else { throw BenchError("--tokens-per-job must be 1...1000 (Push Kit's most a request)") }
+            return { hmsJob($0, tokens: tokens) }
+        },
         "webpush": { flags in
             let subscriptions = try subscriptions(file: try flags.required("subscriptions"))
             return { webPushJob($0, subscription: subscriptions[$0 % subscriptions.count]) }
@@ -52,9 +56,11 @@ enum BenchJobs {
     }
 
     /// One Huawei Push Kit job line: the same notification, `data` a JSON string as Push Kit wants it, one token.
-    static func hmsJob(_ index: Int) -> String {
-        "{\"id\":\"b\(index)\",\"platform\":\"hms\",\"app\":\"bench-hms\",\"message\":{\"notification\":{\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\"},"
-            + "\"data\":\"{\\\"order\\\":\(index)}\",\"android\":{\"urgency\":\"HIGH\"},\"token\":[\"bench-hms-token-\(index)\"]}}"
+    /// `tokens` > 1: a many-token send, tokens `bench-hms-token-<index>-<k>`.
+    static func hmsJob(_ index: Int, tokens: Int = 1) -> String {
+        let list = tokens == 1 ? "\"bench-hms-token-\(index)\"" : (0..<tokens).map { "\"bench-hms-token-\(index)-\($0)\"" }.joined(separator: ",")
+        return "{\"id\":\"b\(index)\",\"platform\":\"hms\",\"app\":\"bench-hms\",\"message\":{\"notification\":{\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\"},"
+            + "\"data\":\"{\\\"order\\\":\(index)}\",\"android\":{\"urgency\":\"HIGH\"},\"token\":[\(list)]}}"
     }
 
     /// The Web Push payload of the same notification (JSON, as a service worker reads it; about 120 bytes).

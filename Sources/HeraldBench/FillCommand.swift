@@ -16,6 +16,7 @@ enum FillCommand {
             .value("rate", "per-second", "Pace the pushes at this rate (default 0: as fast as Redis takes them)."),
             .value("platform", "apns|fcm|hms|webpush", "Job kind (default apns)."),
             .value("subscriptions", "file", "webpush: the subscriptions to cycle through (herald mock-webpush --subscriptions-file)."),
+            .value("tokens-per-job", "n", "hms: device tokens in each job's message.token list, 1...1000 (default 1)."),
         ],
         run: run)
 

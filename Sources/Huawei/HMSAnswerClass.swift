@@ -53,8 +53,8 @@ extension HMSResponse: ProviderAnswer {
                                         "HTTP 401", "HTTP 429", "HTTP 500", "HTTP 502", "HTTP 503"]
 
     /// Push Kit's `requestId`, in the delivered entry's `fcm_name` as Web Push's message id is: what Huawei's
-    /// support asks for about one send.
-    public var resultFields: AnswerFields { AnswerFields(messageName: requestID) }
+    /// support asks for about one send. A partial success's illegal tokens: a many-token job drops those.
+    public var resultFields: AnswerFields { AnswerFields(messageName: requestID, goneTokens: illegalTokens) }
 }
 
 extension DeliveryResult {

@@ -1,8 +1,9 @@
 import PushCore
 
-/// Where a Push Kit message goes: its device token, or a topic or condition.
+/// Where a Push Kit message goes: its device tokens (decoded, each once, in the producer's order), or a topic or
+/// condition.
 public enum HMSTarget: Sendable, Equatable {
-    case token(String)
+    case tokens([String])
     case topic(String)
     case condition(String)
 }
@@ -20,8 +21,8 @@ public struct HMSValidationFailure: Error, Equatable, Sendable, CustomStringConv
 /// `fast_app_target` in their documented forms, and the message without its token list within 4,096 bytes. The bytes
 /// themselves are never changed. Pure.
 ///
-/// Choices: the size counts the message's bytes but its token list's (which 80300010 bounds); a list of several tokens fans out into a
-/// job per token (`fanOut`), checked whole first.
+/// Choices: the size counts the message's bytes but its token list's (which 80300010 bounds); a list of several
+/// tokens goes as it is, one request (Push Kit's many-token send), and each token gets its own outcome.
 public enum HMSMessageValidator {
     public static let maxPayloadBytes = 4096
     /// Push Kit's most tokens in one request.
@@ -81,7 +82,7 @@ public enum HMSMessageValidator {
         return target
     }
 
-    /// `token`: a list of 1...1000 non-empty strings; the target is the first (a job of several fans out).
+    /// `token`: a list of 1...1000 non-empty strings; the target is all of them, each once.
     private static func token(_ scanner: JSONScanner, _ value: JSONToken) throws(HMSValidationFailure) -> HMSTarget {
         guard value.kind == .array else { throw structure("message.token must be a list of device tokens") }
         let tokens = scanner.elements(of: value)
@@ -92,25 +93,8 @@ public enum HMSMessageValidator {
         for (index, element) in tokens.enumerated() where element.kind != .string || scanner.stringValue(element).isEmpty {
             throw parameter("message.token[\(index)] is not a non-empty string")
         }
-        return .token(scanner.stringValue(tokens[0]))
-    }
-
-    /// A job whose `message.token` lists several tokens (each once, byte for byte) fans out like an APNs `tokens`
-    /// multicast: one child job per token, each the job's bytes with the list cut to that one token, so every token
-    /// gets its own request and terminal outcome. Returns the tokens' JSON texts and the bytes around them; nil for
-    /// a job with one token. `job`: the (valid) job the spec was parsed from.
-    public static func fanOut(job: [UInt8]) -> (tokens: [String], prefix: [UInt8], suffix: [UInt8])? {
-        job.withUnsafeBufferPointer { buffer -> (tokens: [String], prefix: [UInt8], suffix: [UInt8])? in
-            guard (try? JSONScanner.validate(buffer))?.kind == .object else { return nil }
-            let scanner = JSONScanner(buffer)
-            guard let message = scanner.members(at: 0).first(where: { $0.0 == "message" })?.1, message.kind == .object,
-                  let list = scanner.members(at: message.range.lowerBound).first(where: { $0.0 == "token" })?.1 else { return nil }
-            var seen = Set<String>()
-            let tokens = scanner.elements(of: list).map { String(decoding: UnsafeBufferPointer(rebasing: buffer[$0.range]), as: UTF8.self) }
-                .filter { seen.insert($0).inserted }
-            guard tokens.count > 1 else { return nil }
-            return (tokens, Array(job[..<list.range.lowerBound]) + [UInt8(ascii: "[")], [UInt8(ascii: "]")] + Array(job[list.range.upperBound...]))
-        }
+        var seen = Set<String>()
+        return .tokens(tokens.map { scanner.stringValue($0) }.filter { seen.insert($0).inserted })
     }
 
     /// Android's members whose forms Push Kit checks before sending.
@@ -156,10 +140,11 @@ public enum HMSMessageValidator {
 }
 
 extension JobSpec {
-    /// An hms job's notification: the message bytes as the payload, its token or topic (a condition counts as one).
+    /// An hms job's notification: the message bytes as the payload, its (first) token or topic (a condition counts
+    /// as one). A many-token job's other tokens travel in its bytes; `JobAttempt.batchTokens` names them all.
     public func hmsNotification(target: HMSTarget) -> PushNotification {
         let (token, topic): (String, String) = switch target {
-        case .token(let t): (t, "")
+        case .tokens(let t): (t.first ?? "", "")
         case .topic(let t), .condition(let t): ("", t)
         }
         return PushNotification(deviceToken: token, topic: topic, environment: .production, expiration: expiration, payload: message, platform: .hms)

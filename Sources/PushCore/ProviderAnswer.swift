@@ -48,10 +48,14 @@ public struct AnswerFields: Sendable, Equatable {
     public var apnsUniqueID: String?
     /// FCM's message name, written on delivery.
     public var messageName: String?
+    /// A many-token send's tokens the provider named as gone (Push Kit's `illegal_tokens`): dropped, the others
+    /// delivered.
+    public var goneTokens: [String]
 
-    public init(apnsID: String? = nil, apnsUniqueID: String? = nil, messageName: String? = nil) {
+    public init(apnsID: String? = nil, apnsUniqueID: String? = nil, messageName: String? = nil, goneTokens: [String] = []) {
         self.apnsID = apnsID
         self.apnsUniqueID = apnsUniqueID
         self.messageName = messageName
+        self.goneTokens = goneTokens
     }
 }

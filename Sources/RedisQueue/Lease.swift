@@ -53,10 +53,12 @@ public struct Lease: Sendable, Equatable {
 /// What to record for one finished lease, applied atomically with the lease's release.
 public struct JobCompletion: Sendable {
     public var lease: Lease
-    public var result: ResultEntry?
+    /// The job's result entries: one, or one per token for a many-token send (Push Kit's).
+    public var results: [ResultEntry] = []
     /// Envelope to put on `<prefix>:retry` and its due time (ms since the epoch).
     public var retry: (dueAt: Int64, envelope: [UInt8])?
-    public var droppedToken: DroppedToken?
+    /// The tokens the answer said are gone: one, or several for a many-token send.
+    public var droppedTokens: [DroppedToken] = []
     public var droppedChannel: DroppedChannel?
     /// Dead-letter element bytes (see `DeadLetterEntry.encode`).
     public var deadLetter: [UInt8]?
@@ -75,6 +77,18 @@ public struct JobCompletion: Sendable {
         self.lease = lease
         self.result = result
         self.droppedToken = droppedToken
+    }
+
+    /// The job's entry, for every job but a many-token send (setting it replaces them all).
+    public var result: ResultEntry? {
+        get { results.first }
+        set { results = newValue.map { [$0] } ?? [] }
+    }
+
+    /// The job's dropped token, for every job but a many-token send (setting it replaces them all).
+    public var droppedToken: DroppedToken? {
+        get { droppedTokens.first }
+        set { droppedTokens = newValue.map { [$0] } ?? [] }
     }
 
     /// Schedules attempt `attempt` (default: the next one) of the same job bytes under Herald's job `id` at

@@ -70,11 +70,10 @@ struct QueueCommands: Sendable {
                 args.append([])
             }
             args.append(withJobs || item.handedBackAsClaimed ? item.lease.raw : [])
-            if let result = item.result {
+            args.append(item.results.count)
+            for result in item.results {
                 args.append(result.fieldCount * 2)
                 result.appendFields(to: &args)
-            } else {
-                args.append(0)
             }
             if let retry = item.retry {
                 if item.handedBack { args.append(QueueCommands.handBackDue) } else { args.append(retry.dueAt) }
@@ -84,11 +83,14 @@ struct QueueCommands: Sendable {
                 args.append([])
             }
             args.append(item.deadLetter ?? [])
-            let dropped = item.droppedToken?.fields ?? []
-            args.append(dropped.count * 2)
-            for (field, value) in dropped {
-                args.append(field)
-                args.append(value)
+            args.append(item.droppedTokens.count)
+            for dropped in item.droppedTokens {
+                let fields = dropped.fields
+                args.append(fields.count * 2)
+                for (field, value) in fields {
+                    args.append(field)
+                    args.append(value)
+                }
             }
             if let once = item.once {
                 args.append(3)
@@ -119,21 +121,24 @@ struct QueueCommands: Sendable {
         return (QueueScripts.complete, declared.keys, args)
     }
 
-    /// The result index section after the archive: its TTL in seconds, a count, then per indexed completion its
-    /// 1-based index in the batch, the KEYS index of `<prefix>:result:<id>`, the hash field (the token, else the
+    /// The result index section after the archive: its TTL in seconds, a count, then per indexed entry the 1-based
+    /// index of its completion in the batch and of the entry in the completion, the KEYS index of `<prefix>:result:<id>`, the hash field (the token, else the
     /// channel, else "") and the entry as a JSON object of strings with its queue key (Lua adds the stream id).
     /// `duplicate` entries are left out: they are about another copy, and would hide the job's own outcome.
     private func appendResultIndex(_ batch: [JobCompletion], declared: inout DeclaredKeys, to args: inout RESPArguments) {
         args.append(options.resultIndexTTLSeconds)
         guard options.resultIndexTTLSeconds > 0 else { return args.append(0) }
-        let indexed = batch.indices.filter { batch[$0].result.map { $0.outcome != .duplicate && !$0.id.isEmpty } ?? false }
+        let indexed = batch.indices.flatMap { c in
+            batch[c].results.indices.filter { batch[c].results[$0].outcome != .duplicate && !batch[c].results[$0].id.isEmpty }.map { (c, $0) }
+        }
         args.append(indexed.count)
-        for index in indexed {
-            let result = batch[index].result!
-            args.append(index + 1)
+        for (c, e) in indexed {
+            let result = batch[c].results[e]
+            args.append(c + 1)
+            args.append(e + 1)
             args.append(declared.index(of: keys.resultIndex(jobID: result.id)))
             args.append(result.indexField)
-            args.append(result.indexJSON(queue: batch[index].lease.queueKey))
+            args.append(result.indexJSON(queue: batch[c].lease.queueKey))
         }
     }
 

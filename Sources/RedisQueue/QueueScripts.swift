@@ -324,8 +324,9 @@ public enum QueueScripts {
     /// KEYS: leases hash, results, dropped-tokens, retry, dead, epoch, dropped-channels, archive, then the
     /// queue keys and `<p>:once:<id>` keys the batch touches, each once. ARGV: results max length, dead max
     /// length, count, then per completion: lease id, the epoch it was claimed in, the KEYS index of its queue key
-    /// or '', job bytes as claimed, n, n result field/value args, retry due ms or '', retry member, dead entry or
-    /// '', m, m dropped-token field/value args, o (0 or 3) then o idempotency args: the KEYS index of its
+    /// or '', job bytes as claimed, r (its result entries: one, or one per token of a many-token send) and r
+    /// times n, n result field/value args, retry due ms or '', retry member, dead entry or '', d and d times m, m
+    /// dropped-token field/value args, o (0 or 3) then o idempotency args: the KEYS index of its
     /// `<p>:once:<id>` key, the value it must hold, the value to leave (`QueueScripts.claimOnce`), then e (a
     /// token count) and, when e > 0, a multicast fan-out: envelope header up to the child index, child job
     /// prefix, child job suffix, e tokens (see `Expansion`), then k and k dropped-channel field/value args.
@@ -334,8 +335,8 @@ public enum QueueScripts {
     /// recovery and with a hand-back as claimed only).
     /// After every completion, the archive section: archive max length, a count, and per archived job the 1-based
     /// index of its completion, k, k archive field/value args (written only when that completion applies).
-    /// Then the result index section: its TTL in seconds, a count, and per indexed job the 1-based index of its
-    /// completion, the KEYS index of its `<p>:result:<id>` hash, the field, the entry's JSON (written only when
+    /// Then the result index section: its TTL in seconds, a count, and per indexed entry the 1-based index of its
+    /// completion and of the entry in it, the KEYS index of its `<p>:result:<id>` hash, the field, the entry's JSON (written only when
     /// that completion's result entry is; see `QueueCommands.appendResultIndex`).
     /// A retry due time of `head` hands the job back to the head of its queue (its queue key goes with it): its
     /// bytes as claimed when they are sent, else the retry member with the epoch mark; the retry member goes to the
@@ -357,19 +358,25 @@ public enum QueueScripts {
     local leases = {}
     local writes = {KEYS[1], 'hash'}
     local results, tokens, retries, deads, channels = false, false, false, false, false
-    local onceAt, fanAt, channelAt = {}, {}, {}
+    local onceAt, fanAt, channelAt, retryAt, droppedAt = {}, {}, {}, {}, {}
+    -- A section of r entries, each n args then n field/value args: where the args after it start.
+    local function skipEntries(at)
+      local p = at + 1
+      for _ = 1, tonumber(ARGV[at]) do p = p + 1 + tonumber(ARGV[p]) end
+      return p
+    end
     local i = 4
     for c = 1, count do
       starts[c] = i
       leases[c] = ARGV[i]
-      local nr = tonumber(ARGV[i + 4])
-      local j = i + 5 + nr
-      local nd = tonumber(ARGV[j + 3])
-      results = results or nr > 0
+      local j = skipEntries(i + 4)
+      retryAt[c] = j
+      results = results or ARGV[i + 4] ~= '0'
       retries = retries or ARGV[j] ~= ''
       deads = deads or ARGV[j + 2] ~= ''
-      tokens = tokens or nd > 0
-      local o = j + 4 + nd
+      tokens = tokens or ARGV[j + 3] ~= '0'
+      droppedAt[c] = j + 3
+      local o = skipEntries(j + 3)
       onceAt[c] = o
       local e = o + 1 + tonumber(ARGV[o])
       fanAt[c] = e
@@ -427,12 +434,8 @@ public enum QueueScripts {
       i = starts[c]
       local claimedIn, job = ARGV[i + 1], ARGV[i + 3]
       local queue = ARGV[i + 2] ~= '' and KEYS[tonumber(ARGV[i + 2])] or nil
-      local nr = tonumber(ARGV[i + 4])
-      local rs = i + 5
-      local j = rs + nr
+      local j = retryAt[c]
       local retryDue, retryMember, deadEntry = ARGV[j], ARGV[j + 1], ARGV[j + 2]
-      local nd = tonumber(ARGV[j + 3])
-      local ds = j + 4
       local code = 1
       if not held[c] then
         if claimedIn ~= '' and epochKnown and claimedIn ~= epoch then
@@ -449,10 +452,13 @@ public enum QueueScripts {
         end
       end
       if code == 1 or code == 2 then
-        if nr > 0 then
+        local p = i + 5
+        for e = 1, tonumber(ARGV[i + 4]) do
+          local n = tonumber(ARGV[p])
           -- Straight from ARGV: building a table per entry cost more than the XADD itself.
-          sids[c] = redis.call('XADD', KEYS[2], '*', unpack(ARGV, rs, rs + nr - 1))
+          sids[c * 65536 + e] = redis.call('XADD', KEYS[2], '*', unpack(ARGV, p + 1, p + n))
           wroteResults = true
+          p = p + 1 + n
         end
         if retryDue == 'head' then
           -- Handed back: pushed to the head of its queue after the loop, in claim order.
@@ -466,9 +472,12 @@ public enum QueueScripts {
           redis.call('LPUSH', KEYS[5], deadEntry)
           redis.call('LTRIM', KEYS[5], 0, deadMax - 1)
         end
-        if nd > 0 then
-          redis.call('XADD', KEYS[3], '*', unpack(ARGV, ds, ds + nd - 1))
+        p = droppedAt[c] + 1
+        for _ = 1, tonumber(ARGV[droppedAt[c]]) do
+          local n = tonumber(ARGV[p])
+          redis.call('XADD', KEYS[3], '*', unpack(ARGV, p + 1, p + n))
           wroteTokens = true
+          p = p + 1 + n
         end
         local o = onceAt[c]
         if ARGV[o] ~= '0' then
@@ -532,9 +541,9 @@ public enum QueueScripts {
     local indexTTL = ARGV[a]
     local x = a + 2
     for _ = 1, tonumber(ARGV[a + 1] or '0') do
-      local sid = sids[tonumber(ARGV[x])]
-      if sid then indexResult(KEYS[tonumber(ARGV[x + 1])], ARGV[x + 2], sid, ARGV[x + 3], indexTTL) end
-      x = x + 4
+      local sid = sids[tonumber(ARGV[x]) * 65536 + tonumber(ARGV[x + 1])]
+      if sid then indexResult(KEYS[tonumber(ARGV[x + 2])], ARGV[x + 3], sid, ARGV[x + 4], indexTTL) end
+      x = x + 5
     end
     -- Trim once per batch rather than per entry (approximate trimming, as MAXLEN ~ on each XADD would be).
     if wroteResults then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', resultsMax) end

@@ -267,7 +267,7 @@ extension Configuration {
         .integer("budgets.app_per_minute", \.budgets.appPerMinute, 0...600_000_000, off: true, default: "0 (off)",
                  "Sends per minute to each app, e.g. `600000`, FCM's project quota."),
         .integer("budgets.device_per_second", \.budgets.devicePerSecond, 0...1_000_000, off: true, default: "0 (off)",
-                 "Sends per second to one device token (`RateLimited:device`)."),
+                 "Sends per second to one device token (`RateLimited:device`). A Huawei many-token job is paced by the app and queue budgets only."),
         .integer("budgets.device_per_minute", \.budgets.devicePerMinute, 0...60_000_000, off: true, default: "0 (off)",
                  "Sends per minute to one device token, e.g. a limit for APNs tokens (Apple publishes none)."),
         .integer("budgets.device_per_hour", \.budgets.devicePerHour, 0...1_000_000_000, off: true, default: "0 (off)",

@@ -60,6 +60,8 @@ enum SendHMS {
         if let code = response.code { object["code"] = code }
         if let msg = response.msg { object["msg"] = msg }
         if let id = response.requestID { object["request_id"] = id }
+        // A many-token send's partial success: the tokens Push Kit named as illegal (a worker drops those).
+        if !response.illegalTokens.isEmpty { object["illegal_tokens"] = response.illegalTokens }
         if !delivered { object["reason"] = response.grantRefused.map { "TokenRefused: " + $0 } ?? response.reasonName }
         printJSON(object)
         return delivered ? ExitCode.success : ExitCode.failure

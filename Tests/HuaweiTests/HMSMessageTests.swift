@@ -13,10 +13,10 @@ private func reason(_ message: String) -> String? {
 @Suite struct HMSMessageTests {
     @Test func aPushKitMessageIsAcceptedWithItsTarget() {
         let message = #"{"notification":{"title":"t","body":"b"},"data":"{\"k\":1}","android":{"urgency":"HIGH","ttl":"86400s","collapse_key":-1,"fast_app_target":2},"token":["tok-1"]}"#
-        #expect(check(message) == .success(.token("tok-1")))
+        #expect(check(message) == .success(.tokens(["tok-1"])))
         #expect(check(#"{"data":"x","topic":"news"}"#) == .success(.topic("news")))
         #expect(check(#"{"data":"x","condition":"'a' in topics"}"#) == .success(.condition("'a' in topics")))
-        #expect(check(#"{"android":{"ttl":"1.5s"},"token":["a","b"]}"#) == .success(.token("a")))
+        #expect(check(#"{"android":{"ttl":"1.5s"},"token":["a","b"]}"#) == .success(.tokens(["a", "b"])))
     }
 
     @Test func whatPushKitRefusesIsRefusedWithItsCode() {
@@ -52,15 +52,9 @@ private func reason(_ message: String) -> String? {
         #expect(String(decoding: HMSSender.body(message: [0x7B, 0x7D], validateOnly: true), as: UTF8.self) == #"{"validate_only":true,"message":{}}"#)
     }
 
-    /// Several tokens fan out into a job each (duplicates once), every child the parent's bytes with one token.
-    @Test func severalTokensFanOutIntoAJobPerToken() throws {
-        let job = Array(#"{"platform":"hms","app":"h","message":{"data":"x","token":["a","b\"q","a"]},"id":"m1"}"#.utf8)
-        let parts = try #require(HMSMessageValidator.fanOut(job: job))
-        #expect(parts.tokens == [#""a""#, #""b\"q""#])
-        let child = String(decoding: parts.prefix + Array(parts.tokens[1].utf8) + parts.suffix, as: UTF8.self)
-        #expect(child == #"{"platform":"hms","app":"h","message":{"data":"x","token":["b\"q"]},"id":"m1"}"#)
-        #expect(try JobParser.parse(Array(child.utf8)).platform == .hms)
-        #expect(HMSMessageValidator.fanOut(job: Array(#"{"platform":"hms","message":{"token":["a","a"]}}"#.utf8)) == nil)
+    /// Several tokens are one request's: the target lists them decoded, each once, in the producer's order.
+    @Test func severalTokensAreOneTargetDecodedEachOnce() {
+        #expect(HMSMessageValidator.validate(Array(#"{"data":"x","token":["a","b\"q","a","\u0063"]}"#.utf8)) == .success(.tokens(["a", "b\"q", "c"])))
     }
 
     @Test func theGrantIsAFormWithEncodedValuesAndTheSecretIsNeverPrinted() {

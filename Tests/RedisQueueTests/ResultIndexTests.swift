@@ -54,6 +54,35 @@ import Testing
         #expect(retried.count == 1 && retried["t4"]?["outcome"] == "delivered" && retried["t4"]?["attempt"] == "2")
     }
 
+    /// A many-token send (Push Kit's) completes with an entry per token: each written, indexed under its token with
+    /// its own stream id, its dropped tokens each on the dropped-tokens stream, beside a plain job in the same batch.
+    @Test func aCompletionWithAnEntryPerTokenWritesAndIndexesEachOne() throws {
+        let keys = TestRedis.keys()
+        let (queue, leases) = try queue(keys, ttl: 60, jobs: 2)
+        try #require(leases.count == 2)
+        var many = JobCompletion(lease: leases[0])
+        many.results = [("a", ResultEntry.Outcome.delivered), ("b", .tokenDropped), ("c", .failed)].map { token, outcome in
+            ResultEntry(id: "hm", outcome: outcome, status: 200, token: token, app: "huawei", attempt: 1, worker: "idx")
+        }
+        many.droppedTokens = ["b", "x"].map { DroppedToken(token: $0, topic: "", environment: "", reason: "80100000", platform: "hms", app: "huawei") }
+        #expect(try queue.complete([many, entry(leases[1], id: "one", .delivered, token: "t")]).applied == 2)
+        let streamed = (try queue.redis.command(["XRANGE", keys.results, "-", "+"]).array ?? []).compactMap { entry -> (String, [String: String])? in
+            guard let parts = entry.array, let sid = parts.first?.string, let flat = parts.last?.array else { return nil }
+            var fields: [String: String] = [:]
+            for pair in stride(from: 0, to: flat.count - 1, by: 2) { fields[flat[pair].string ?? ""] = flat[pair + 1].string }
+            return (sid, fields)
+        }
+        #expect(streamed.map { "\($0.1["id"] ?? "") \($0.1["token"] ?? "") \($0.1["outcome"] ?? "")" }
+                == ["hm a delivered", "hm b token_dropped", "hm c failed", "one t delivered"])
+        let indexed = try index(queue, keys, "hm")
+        #expect(indexed.mapValues { $0["outcome"] } == ["a": "delivered", "b": "token_dropped", "c": "failed"])
+        let sids = Dictionary(uniqueKeysWithValues: streamed.map { ($0.1["token"] ?? "", $0.0) })
+        #expect(indexed.allSatisfy { $0.value["stream_id"] == sids[$0.key] }, "each token indexed with its own entry's stream id")
+        #expect(try index(queue, keys, "one")["t"]?["stream_id"] == sids["t"])
+        let dropped = (try queue.redis.command(["XRANGE", keys.droppedTokens, "-", "+"]).array ?? []).compactMap { $0.array?.last?.array }
+        #expect(dropped.map { flat in Dictionary(stride(from: 0, to: flat.count - 1, by: 2).map { (flat[$0].string ?? "", flat[$0 + 1].string ?? "") }) { a, _ in a }["token"] } == ["b", "x"])
+    }
+
     @Test func anIndexKeyOfAnotherTypeIsPassedOverAndTheCompletionStillApplies() throws {
         let keys = TestRedis.keys()
         let (queue, leases) = try queue(keys, ttl: 60, jobs: 2)

@@ -170,7 +170,7 @@ final class CoreRig {
     /// Records everything and keeps the result entries written.
     func recordAllKeepingResults() {
         advance(milliseconds: 10)
-        results += batches.flatMap { $0.completions.compactMap(\.result) }
+        results += batches.flatMap { $0.completions.flatMap(\.results) }
         let taken = batches
         batches.removeAll()
         for batch in taken {

@@ -41,7 +41,7 @@ extension EndToEnd {
         static func fcmToken(_ prefix: String, _ index: Int) -> String { "\(prefix)-\(index)-dGVzdA:APA91bHerald_e2e" }
 
         /// 10,000 jobs, about 36% APNs, 36% FCM, 16% Web Push (a multicast to 20 subscriptions among them) and 12%
-        /// Huawei Push Kit, of
+        /// Huawei Push Kit (5 many-token sends of 40 tokens among them), of
         /// every class of outcome; one of the two workers is SIGKILLed mid-run and a replacement started. Every job
         /// ends with exactly one terminal entry, the expected one, with its platform; FCM deliveries carry the
         /// message name; Web Push deliveries were decrypted by the push service; dropped tokens and gone
@@ -120,6 +120,15 @@ extension EndToEnd {
                 multicastJSON.append(subscription.json)
             }
             jobs.append(Array(#"{"id":"web-multi","subscriptions":[\#(multicastJSON.joined(separator: ","))],"payload":{"to":"many"}}"#.utf8))
+            // Push Kit's many-token send: 5 jobs of 40 tokens, each one request, a fifth of the tokens illegal; an
+            // outcome per token.
+            var hmsMultiExpected: [String: String] = [:]
+            for k in 0..<5 {
+                let tokens = (0..<40).map { i in i % 5 == 4 ? "hdead-m\(k)-\(i)" : "hmok-\(k)-\(i)" }
+                for token in tokens { hmsMultiExpected["hms-multi-\(k) " + token] = token.hasPrefix("hdead-") ? "token_dropped" : "delivered" }
+                let list = tokens.map { "\"\($0)\"" }.joined(separator: ",")
+                jobs.insert(Array(#"{"id":"hms-multi-\#(k)","platform":"hms","message":{"data":"many","token":[\#(list)]}}"#.utf8), at: jobs.count * (k + 1) / 6)
+            }
             // Refused locally with FCM's error name or as the wrong platform: nothing of them reaches a server.
             var rejected: [String: String] = [:]
             for i in 0..<10 {
@@ -169,7 +178,7 @@ extension EndToEnd {
             let check = try world.runHerald(["check-config", "--config", config, "--skip-redis"])
             #expect(check.status == 0, "\(check.output)")
             #expect(check.output.contains("ok   app 'web' (webpush, mailto:e2e@example.com): signed a test VAPID token; applicationServerKey B"), "\(check.output)")
-            let total = expected.count + multicastEndpoints.count
+            let total = expected.count + multicastEndpoints.count + hmsMultiExpected.count
             let started = Date()
             let victim = try world.startWorker(id: "mixed-a", config: config)
             try world.startWorker(id: "mixed-b", config: config)
@@ -223,6 +232,8 @@ extension EndToEnd {
             let multicastExpected = Dictionary(uniqueKeysWithValues: multicastEndpoints.map { ("web-multi " + $0, "delivered") })
             let multicastProblems = ledger.contractProblems(expected: multicastExpected) { $0.id + " " + ($0.fields["token"] ?? "") }
             #expect(multicastProblems.isEmpty, "\(summarize(multicastProblems))")
+            let hmsMultiProblems = ledger.contractProblems(expected: hmsMultiExpected) { $0.id + " " + ($0.fields["token"] ?? "") }
+            #expect(hmsMultiProblems.isEmpty, "\(summarize(hmsMultiProblems))")
 
             // Dropped tokens: one entry per dropped job (a job resent after the kill is dropped once), with platform.
             let redis = try world.connectRedis()
@@ -240,7 +251,10 @@ extension EndToEnd {
             #expect(droppedProblems.isEmpty, "\(summarize(droppedProblems))")
             let droppedPlatforms = Set(dropped.compactMap { $0.fields["platform"] })
             #expect(droppedPlatforms == ["apns", "fcm", "webpush", "hms"], "\(droppedPlatforms)")
-            #expect(dropped.count == fateOf.values.filter { $0.outcome == "token_dropped" }.count, "\(dropped.count) dropped-token entries")
+            let hmsMultiDropped = hmsMultiExpected.filter { $0.value == "token_dropped" }.map { String($0.key.split(separator: " ")[1]) }
+            #expect(hmsMultiDropped.allSatisfy { droppedByToken[$0]?.count == 1 && droppedByToken[$0]?.first?.fields["platform"] == "hms" },
+                    "\(hmsMultiDropped.filter { droppedByToken[$0]?.count != 1 }.prefix(5)) not dropped once")
+            #expect(dropped.count == fateOf.values.filter { $0.outcome == "token_dropped" }.count + hmsMultiDropped.count, "\(dropped.count) dropped-token entries")
 
             // Nothing left behind, the killed worker's leases included.
             #expect(try redis.command(["LLEN", "herald:queue"]).int == 0)

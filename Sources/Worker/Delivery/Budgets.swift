@@ -40,7 +40,9 @@ final class Budgets {
         let n = job.notification
         if let channel = n.channelID {
             if settings.channelPerSecond > 0 { add(.channel, "channel:\(channel):s", Self.interval(settings.channelPerSecond, perSeconds: 1)) }
-        } else if !n.deviceToken.isEmpty && n.platform.hasDeviceBudget {
+        } else if !n.deviceToken.isEmpty && n.platform.hasDeviceBudget && job.batchTokens.isEmpty {
+            // A many-token send is paced by its app's and queue's budgets only: one device's budget would pace a
+            // request for a thousand, and a thousand budgets per request would cost more than the send.
             let published = settings.fcmDeviceDefaults ? n.platform.publishedDeviceLimits : nil
             let perMinute = settings.devicePerMinute > 0 ? settings.devicePerMinute : published?.perMinute ?? 0
             let perHour = settings.devicePerHour > 0 ? settings.devicePerHour : published?.perHour ?? 0

@@ -8,8 +8,11 @@ import RedisQueue
 struct CompletionBuilder {
     let workerID: String
 
-    private func entry(_ job: JobAttempt, _ outcome: ResultEntry.Outcome, now: UInt64, answer: (any ProviderAnswer)? = nil, reason: String? = nil) -> ResultEntry {
-        let n = job.notification
+    /// `token`: one of a many-token send's tokens, the entry's instead of the notification's.
+    private func entry(_ job: JobAttempt, _ outcome: ResultEntry.Outcome, now: UInt64, answer: (any ProviderAnswer)? = nil, reason: String? = nil,
+                       token: String? = nil) -> ResultEntry {
+        var n = job.notification
+        if let token { n.deviceToken = token }
         // Without environments (FCM) the entry names none, and its token and topic only when given.
         let environmentless = !n.platform.hasEnvironments
         let fields = answer?.resultFields
@@ -28,6 +31,47 @@ struct CompletionBuilder {
         return result
     }
 
+    /// The job's entries: one, or one per token of a many-token send, each naming its token.
+    private func entries(_ job: JobAttempt, _ outcome: ResultEntry.Outcome, now: UInt64, answer: (any ProviderAnswer)? = nil,
+                         reason: String? = nil) -> [ResultEntry] {
+        guard !job.batchTokens.isEmpty else { return [entry(job, outcome, now: now, answer: answer, reason: reason)] }
+        return job.batchTokens.map { entry(job, outcome, now: now, answer: answer, reason: reason, token: $0) }
+    }
+
+    private func dropped(_ job: JobAttempt, token: String, reason: String, invalidSince: Int64?) -> DroppedToken {
+        let n = job.notification
+        return DroppedToken(token: token, topic: n.topic, environment: n.platform.hasEnvironments ? n.environment.rawValue : "", reason: reason,
+                            invalidSince: invalidSince, platform: n.platform.rawValue, app: job.appName, hasEnvironments: n.platform.hasEnvironments)
+    }
+
+    /// A many-token send's answer, token by token: those the answer names as gone are dropped; the others are
+    /// delivered when the request was (a partial success), else dropped too when it names none (all invalid), else
+    /// failed with the answer's reason (it refused them without saying why: kept, not dropped on a guess).
+    private func perToken(_ job: JobAttempt, _ decision: Decision, answer: (any ProviderAnswer)?, now: UInt64,
+                          into completion: inout JobCompletion) {
+        let gone = Set(answer?.resultFields.goneTokens ?? []).intersection(job.batchTokens)
+        let goneReason = answer?.reasonName ?? "token gone"
+        for token in job.batchTokens {
+            var result: ResultEntry
+            switch decision {
+            case .dropToken(let invalidSince, let reason) where gone.isEmpty || gone.contains(token):
+                result = entry(job, .tokenDropped, now: now, answer: answer, reason: reason, token: token)
+                result.invalidSince = invalidSince
+                completion.droppedTokens.append(dropped(job, token: token, reason: reason, invalidSince: invalidSince))
+            case .dropToken(_, let reason):
+                result = entry(job, .failed, now: now, answer: answer, reason: reason, token: token)
+            default:
+                guard gone.contains(token) else {
+                    result = entry(job, job.validateOnly ? .validated : .delivered, now: now, answer: answer, token: token)
+                    break
+                }
+                result = entry(job, .tokenDropped, now: now, answer: answer, reason: goneReason, token: token)
+                completion.droppedTokens.append(dropped(job, token: token, reason: goneReason, invalidSince: nil))
+            }
+            completion.results.append(result)
+        }
+    }
+
     /// A completion for `job`'s lease that leaves its idempotency key (if it took part) in `state`.
     private func completion(_ job: JobAttempt, once state: OnceUpdate.State) -> JobCompletion {
         var completion = JobCompletion(lease: job.lease)
@@ -41,16 +85,20 @@ struct CompletionBuilder {
         var completion = completion(job, once: .done)
         var result: ResultEntry
         switch decision {
+        case .delivered where !job.batchTokens.isEmpty, .dropToken where !job.batchTokens.isEmpty:
+            perToken(job, decision, answer: answer, now: now, into: &completion)
+            return completion
+        case .fail(let reason) where !job.batchTokens.isEmpty:
+            completion.results = entries(job, .failed, now: now, answer: answer, reason: reason)
+            archive(job, outcome: .failed, reason: reason, into: &completion)
+            return completion
         case .delivered:
             // A validate-only job's success is its check's (FCM's dry run names no real message).
             result = entry(job, job.validateOnly ? .validated : .delivered, now: now, answer: answer)
         case .dropToken(let invalidSince, let reason):
             result = entry(job, .tokenDropped, now: now, answer: answer, reason: reason)
             result.invalidSince = invalidSince
-            let n = job.notification
-            completion.droppedToken = DroppedToken(
-                token: n.deviceToken, topic: n.topic, environment: n.platform.hasEnvironments ? n.environment.rawValue : "", reason: reason,
-                invalidSince: invalidSince, platform: n.platform.rawValue, app: job.appName, hasEnvironments: n.platform.hasEnvironments)
+            completion.droppedToken = dropped(job, token: job.notification.deviceToken, reason: reason, invalidSince: invalidSince)
         case .dropChannel(let reason):
             result = entry(job, .channelDropped, now: now, answer: answer, reason: reason)
             if case .channel(let id, let bundleID) = job.notification.target {
@@ -65,11 +113,15 @@ struct CompletionBuilder {
             preconditionFailure("\(decision) is not recorded; the core resends or parks the job")
         }
         completion.result = result
-        if ArchivedJob.archives(result.outcome) && job.lease.job.count <= ArchivedJob.maxJobBytes {
-            completion.archived = ArchivedJob(id: job.id, outcome: result.outcome, reason: result.reason ?? "", queue: job.lease.queueKey,
-                                              app: job.appName, token: job.notification.deviceToken, attempt: job.attempt, job: job.lease.job)
-        }
+        archive(job, outcome: result.outcome, reason: result.reason ?? "", into: &completion)
         return completion
+    }
+
+    /// A copy of a failed job for the archive (one per job, a many-token send's too).
+    private func archive(_ job: JobAttempt, outcome: ResultEntry.Outcome, reason: String, into completion: inout JobCompletion) {
+        guard ArchivedJob.archives(outcome) && job.lease.job.count <= ArchivedJob.maxJobBytes else { return }
+        completion.archived = ArchivedJob(id: job.id, outcome: outcome, reason: reason, queue: job.lease.queueKey,
+                                          app: job.appName, token: job.notification.deviceToken, attempt: job.attempt, job: job.lease.job)
     }
 
     /// Puts the job in the retry set, due at `dueAt` (ms since the epoch), as attempt `attempt`: the same
@@ -78,9 +130,7 @@ struct CompletionBuilder {
     func retry(_ job: JobAttempt, dueAt: Int64, attempt: Int, reason: String, answer: (any ProviderAnswer)? = nil,
                now: UInt64, paced: Bool = false) -> JobCompletion {
         var completion = completion(job, once: .pending)
-        var result = entry(job, .retrying, now: now, answer: answer, reason: reason)
-        result.retryAt = dueAt
-        completion.result = result
+        completion.results = entries(job, .retrying, now: now, answer: answer, reason: reason).map { var result = $0; result.retryAt = dueAt; return result }
         completion.scheduleRetry(at: dueAt, attempt: attempt, id: job.id, since: job.firstAttemptAt, paced: paced)
         return completion
     }
@@ -94,9 +144,7 @@ struct CompletionBuilder {
     func handedBack(_ job: JobAttempt, reason: String, now: UInt64, wallMillis: Int64) -> JobCompletion {
         let asClaimed = job.attempt == job.lease.attempt
         var completion = asClaimed ? JobCompletion(lease: job.lease) : completion(job, once: .pending)
-        var result = entry(job, .retrying, now: now, reason: reason)
-        result.retryAt = wallMillis
-        completion.result = result
+        completion.results = entries(job, .retrying, now: now, reason: reason).map { var result = $0; result.retryAt = wallMillis; return result }
         completion.handBack(id: job.id, since: job.firstAttemptAt, attempt: job.attempt)
         return completion
     }
@@ -121,7 +169,7 @@ struct CompletionBuilder {
     func duplicate(_ job: JobAttempt, now: UInt64) -> JobCompletion {
         var completion = JobCompletion(lease: job.lease)
         var result = entry(job, .duplicate, now: now)
-        if job.multicast != nil { result.token = nil }
+        if job.multicast != nil || !job.batchTokens.isEmpty { result.token = nil }
         completion.result = result
         return completion
     }

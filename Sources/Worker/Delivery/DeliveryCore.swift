@@ -620,19 +620,31 @@ public final class DeliveryCore {
     }
 
     private func finishJob(_ job: JobAttempt, _ decision: Decision, answer: (any ProviderAnswer)?) {
-        let outcome: JobOutcome
-        switch decision {
-        case .delivered where job.validateOnly: outcome = .validated
-        case .delivered: counters.delivered += 1; outcome = .delivered
-        case .dropToken: counters.tokensDropped += 1; outcome = .tokenDropped
-        case .dropChannel: counters.channelsDropped += 1; outcome = .channelDropped
-        case .fail: counters.failed += 1; outcome = .failed
-        default: counters.retrying += 1; outcome = .retrying
+        let completion = builder.decided(job, decision, answer: answer, now: clock.monotonicNanos, wallMillis: clock.wallMillis)
+        // A many-token send counts each token's outcome, as a fanned-out multicast's tokens count.
+        let single: JobOutcome = switch decision {
+        case .delivered: job.validateOnly ? .validated : .delivered
+        case .dropToken: .tokenDropped
+        case .dropChannel: .channelDropped
+        case .fail: .failed
+        default: .retrying
         }
-        metrics.job(job.platform, app: job.destination.app, outcome)
+        let outcomes = job.batchTokens.isEmpty ? [single] : completion.results.map(\.outcome)
+        for outcome in outcomes {
+            switch outcome {
+            case .delivered: counters.delivered += 1
+            case .tokenDropped: counters.tokensDropped += 1
+            case .channelDropped: counters.channelsDropped += 1
+            case .failed: counters.failed += 1
+            case .retrying: counters.retrying += 1
+            default: break
+            }
+            metrics.job(job.platform, app: job.destination.app, outcome)
+        }
+        let outcome = outcomes.first ?? .retrying
         if outcome != .retrying { metrics.jobFinished(job.platform, afterNanoseconds: clock.monotonicNanos &- job.claimedAt) }
         if job.fallbackFrom != nil && outcome != .retrying { metrics.fallbackEnded(app: job.destination.app, resolved: outcome == .delivered) }
-        record(builder.decided(job, decision, answer: answer, now: clock.monotonicNanos, wallMillis: clock.wallMillis))
+        record(completion)
     }
 
     /// The probe's answer decides for the jobs that waited on it: sent (proven), parked (paused), or the next

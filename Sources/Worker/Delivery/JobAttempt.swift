@@ -36,6 +36,9 @@ public final class JobAttempt {
     let deliverAt: Int64?
     /// A multicast job (`tokens`): fanned out into one job per token instead of being sent.
     let multicast: Multicast?
+    /// A many-token send (Push Kit's `token` list): every token the one request carries, each once; each gets
+    /// its own result entry. Empty for a job with one destination.
+    let batchTokens: [String]
     /// The `id` came from the producer (idempotency applies only to such ids).
     let hasProducerID: Bool
     /// The producer's W3C `traceparent`, carried into every result entry and log line of the job.
@@ -54,7 +57,7 @@ public final class JobAttempt {
     var firstAttemptAt: Int64?
 
     init(lease: Lease, id: String, destination: Destination, appName: String, notification: PushNotification, claimedAt: UInt64,
-         deliverAt: Int64? = nil, multicast: Multicast? = nil, hasProducerID: Bool = false) {
+         deliverAt: Int64? = nil, multicast: Multicast? = nil, batchTokens: [String] = [], hasProducerID: Bool = false) {
         self.lease = lease
         self.id = id
         self.destination = destination
@@ -64,6 +67,7 @@ public final class JobAttempt {
         self.claimedAt = claimedAt
         self.deliverAt = deliverAt
         self.multicast = multicast
+        self.batchTokens = batchTokens.count > 1 ? batchTokens : []
         self.hasProducerID = hasProducerID
         self.firstAttemptAt = lease.firstAttemptAt
     }

@@ -57,11 +57,11 @@ enum HMSProvider: PushProvider {
         case .failure(let failure):
             return .rejected(id: id, reason: failure.description, spec: spec, app: app.name)
         case .success(let target):
-            // Several tokens: a job per token (the APNs multicast's crash-safe fan-out), each its own request and outcome.
-            let multicast = HMSMessageValidator.fanOut(job: lease.job).map { JobAttempt.Multicast(tokens: $0.tokens, jobPrefix: $0.prefix, jobSuffix: $0.suffix) }
+            // Several tokens: one request as written (Push Kit's many-token send), an outcome per token from its answer.
+            let tokens: [String] = if case .tokens(let list) = target { list } else { [] }
             return .accepted(JobAttempt(lease: lease, id: id, destination: Destination(app: index, environment: .production, platform: .hms),
                                         appName: app.name, notification: spec.hmsNotification(target: target), claimedAt: claimedAt,
-                                        deliverAt: spec.deliverAt, multicast: multicast, hasProducerID: spec.id != nil))
+                                        deliverAt: spec.deliverAt, batchTokens: tokens, hasProducerID: spec.id != nil))
         }
     }
 
