@@ -2,7 +2,8 @@ import PushCore
 
 /// Push Kit's answers in the classes every provider's fall in (docs/huawei.md has the table):
 /// - 200 `80000000`: delivered. `80100000` (partial success): delivered, unless the job's token is the one that
-///   failed (no success counted, or illegal tokens named without counts): drop the token.
+///   failed (no success counted, or illegal tokens named without counts): drop the token. A many-token job reads
+///   the illegal tokens per token (`resultFields.goneTokens`, `CompletionBuilder`).
 /// - `80300007` (all tokens invalid): drop the token.
 /// - 401, `80200001`/`80200003` (access token refused or expired): resend once with a fresh token; a 401 on a token
 ///   fetched after a 401 parks the app. A refused client-credentials grant (no request sent) parks it too.

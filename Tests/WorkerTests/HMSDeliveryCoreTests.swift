@@ -67,6 +67,45 @@ private func answer(_ body: String, status: Int = 200) -> HMSResponse { HMSRespo
         #expect(byToken(entries) == ["a": .tokenDropped, "b": .failed] && dropped.map(\.token) == ["a"])
     }
 
+    /// Illegal tokens named that are none of the job's: nothing is known gone, so nothing is dropped.
+    @Test func noSuccessNamingOnlyOtherTokensDropsNone() throws {
+        let (entries, dropped, _) = try outcome(tokens: ["a", "b"], answer(
+            #"{"code":"80100000","msg":"{\"success\":0,\"failure\":2,\"illegal_tokens\":[\"zz\"]}"}"#))
+        #expect(byToken(entries) == ["a": .failed, "b": .failed] && dropped.isEmpty)
+    }
+
+    @Test func aManyTokenJobWithDroppedTokensIsArchivedOnce() throws {
+        let rig = hmsRig()
+        rig.answerClaim([hmsJob(rig, "m3", tokens: ["a", "b"])])
+        let sends = rig.takeSends()
+        try #require(sends.count == 1)
+        rig.core.answered(sends[0], PushOutcome(result: .hms(answer(#"{"code":"80300007","msg":"All the tokens are invalid"}"#, status: 400)), connectionID: 1))
+        rig.drain()
+        rig.advance(milliseconds: 10)
+        let completion = try #require(rig.batches.flatMap(\.completions).first)
+        #expect(completion.archived?.id == "m3" && completion.archived?.outcome == .tokenDropped)
+    }
+
+    /// A batch of completions is bounded in result entries as well as in jobs: 1,000-token sends go a few a batch.
+    @Test func completionBatchesOfManyTokenSendsStayBoundedInEntries() throws {
+        let rig = hmsRig()
+        let tokens = (0..<1000).map { "t\($0)" }
+        rig.answerClaim((0..<9).map { hmsJob(rig, "big\($0)", tokens: tokens) })
+        var answered = 0
+        for _ in 0..<20 where answered < 9 {
+            for job in rig.takeSends() {
+                rig.core.answered(job, PushOutcome(result: .hms(answer(#"{"code":"80000000","msg":"Success"}"#)), connectionID: 1))
+                answered += 1
+            }
+            rig.drain()
+        }
+        try #require(answered == 9)
+        rig.advance(milliseconds: 10)
+        let sizes = rig.batches.map { $0.completions.reduce(0) { $0 + $1.results.count } }
+        #expect(sizes.reduce(0, +) == 9000 && sizes.count >= 2, "\(sizes)")
+        #expect(sizes.allSatisfy { $0 <= DeliveryCore.maxEntriesPerBatch + 999 }, "\(sizes)")
+    }
+
     @Test func aMessageErrorFailsEveryTokenAndA5xxRetriesTheJobWithAnEntryPerToken() throws {
         let (failed, dropped, _) = try outcome(tokens: ["a", "b"], answer(#"{"code":"80100001","msg":"Some request parameters are abnormal"}"#, status: 400))
         #expect(byToken(failed) == ["a": .failed, "b": .failed] && dropped.isEmpty)

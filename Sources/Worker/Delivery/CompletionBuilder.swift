@@ -49,12 +49,14 @@ struct CompletionBuilder {
     /// failed with the answer's reason (it refused them without saying why: kept, not dropped on a guess).
     private func perToken(_ job: JobAttempt, _ decision: Decision, answer: (any ProviderAnswer)?, now: UInt64,
                           into completion: inout JobCompletion) {
-        let gone = Set(answer?.resultFields.goneTokens ?? []).intersection(job.batchTokens)
+        let named = answer?.resultFields.goneTokens ?? []
+        let gone = Set(named)
         let goneReason = answer?.reasonName ?? "token gone"
         for token in job.batchTokens {
             var result: ResultEntry
             switch decision {
-            case .dropToken(let invalidSince, let reason) where gone.isEmpty || gone.contains(token):
+            // Names none at all: every token is gone (80300007). Names others only: this one is kept, failed.
+            case .dropToken(let invalidSince, let reason) where named.isEmpty || gone.contains(token):
                 result = entry(job, .tokenDropped, now: now, answer: answer, reason: reason, token: token)
                 result.invalidSince = invalidSince
                 completion.droppedTokens.append(dropped(job, token: token, reason: reason, invalidSince: invalidSince))
@@ -69,6 +71,10 @@ struct CompletionBuilder {
                 completion.droppedTokens.append(dropped(job, token: token, reason: goneReason, invalidSince: nil))
             }
             completion.results.append(result)
+        }
+        // Archived once for the job (its bytes are all the tokens'), when any token ended in an archived outcome.
+        if let ended = completion.results.first(where: { ArchivedJob.archives($0.outcome) }) {
+            archive(job, outcome: ended.outcome, reason: ended.reason ?? "", into: &completion)
         }
     }
 

@@ -146,6 +146,8 @@ public final class DeliveryCore {
     /// Recording: completions wait for a batch, batches in flight, failed batches waiting to go again.
     private struct RecordState {
         var pending: [JobCompletion] = []
+        /// The result entries of `pending`: more than one per job for a many-token send.
+        var pendingEntries = 0
         var flushAt: UInt64?
         /// Batches sent and not yet answered, plus failed ones waiting in `again`.
         var outstanding = 0
@@ -428,10 +430,8 @@ public final class DeliveryCore {
                         finishJob(job, .fail(reason: "Expired (\(reason))"), answer: nil)
                         continue
                     }
-                    counters.retrying += 1
-                    metrics.job(job.platform, app: job.destination.app, .retrying)
                     pacedUntil = max(pacedUntil, at)
-                    record(builder.retry(job, dueAt: at, attempt: job.attempt, reason: reason, now: clock.monotonicNanos, paced: true))
+                    recordRetrying(job, builder.retry(job, dueAt: at, attempt: job.attempt, reason: reason, now: clock.monotonicNanos, paced: true))
                 }
             }
         }
@@ -697,17 +697,23 @@ public final class DeliveryCore {
         if let cause { reason += " (after \(cause))" }
         if mayHandBack(job, gate) {
             counters.handedBack += 1
-            counters.retrying += 1
-            metrics.job(job.platform, app: job.destination.app, .retrying)
-            return record(builder.handedBack(job, reason: reason, now: now, wallMillis: wall))
+            return recordRetrying(job, builder.handedBack(job, reason: reason, now: now, wallMillis: wall))
         }
         let due = wall + waitMilliseconds
         if policy.wouldExpire(job.notification.expiration, atMilliseconds: due) {
             return finishJob(job, .fail(reason: "Expired"), answer: nil)
         }
-        counters.retrying += 1
-        metrics.job(job.platform, app: job.destination.app, .retrying)
-        record(builder.retry(job, dueAt: due, attempt: job.attempt, reason: reason, now: now))
+        recordRetrying(job, builder.retry(job, dueAt: due, attempt: job.attempt, reason: reason, now: now))
+    }
+
+    /// A job that waits (parked, held by a budget, handed back): counted once per `retrying` entry it writes, as
+    /// many as its tokens for a many-token send.
+    private func recordRetrying(_ job: JobAttempt, _ completion: JobCompletion) {
+        for _ in completion.results {
+            counters.retrying += 1
+            metrics.job(job.platform, app: job.destination.app, .retrying)
+        }
+        record(completion)
     }
 
     /// Issue 30, item 14: an outage pause is this worker's view (its connections, its pool's back-off); another
@@ -750,9 +756,14 @@ public final class DeliveryCore {
 
     // MARK: recording
 
+    /// The most result entries one completion batch carries (about 25 script arguments each).
+    static let maxEntriesPerBatch = 4096
+
     private func record(_ completion: JobCompletion) {
         records.pending.append(completion)
-        if records.pending.count >= settings.flushBatch {
+        records.pendingEntries += completion.results.count
+        // Bounded in entries too: a batch of 1,000-token sends would otherwise be one script of millions of arguments.
+        if records.pending.count >= settings.flushBatch || records.pendingEntries >= Self.maxEntriesPerBatch {
             flush()
         } else if records.flushAt == nil {
             records.flushAt = clock.monotonicNanos &+ UInt64(max(0, settings.flushIntervalMilliseconds)) * 1_000_000
@@ -764,6 +775,7 @@ public final class DeliveryCore {
         guard !records.pending.isEmpty, phase != .stopped else { return }
         let batch = RecordBatch(id: nextBatchID(), completions: records.pending, isRepeat: false)
         records.pending.removeAll(keepingCapacity: true)
+        records.pendingEntries = 0
         records.outstanding += 1
         actions.append(.record(batch))
     }
