@@ -92,80 +92,112 @@ public enum HTTP1Parser {
 
     /// The index just past the CRLF CRLF ending the head, looked for only within `limit` bytes.
     static func findHeadEnd(_ bytes: ArraySlice<UInt8>, limit: Int) -> Int? {
-        let end = min(bytes.endIndex, bytes.startIndex + limit)
-        var i = bytes.startIndex
-        while i + 3 < end {
-            if bytes[i] == 13 && bytes[i + 1] == 10 && bytes[i + 2] == 13 && bytes[i + 3] == 10 { return i + 4 }
-            i += 1
+        let count = min(bytes.count, limit)
+        guard count >= 4 else { return nil }
+        let found: Int? = bytes.withUnsafeBufferPointer { buffer in
+            var i = 0
+            while i + 3 < count {
+                // Most bytes are not CR: step past them without reading the other three.
+                if buffer[i + 3] != 10 { i += buffer[i + 3] == 13 ? 1 : 4; continue }
+                if buffer[i] == 13 && buffer[i + 1] == 10 && buffer[i + 2] == 13 { return i + 4 }
+                i += 1
+            }
+            return nil
         }
-        return nil
+        return found.map { bytes.startIndex + $0 }
     }
 
     static func parseHead(_ head: ArraySlice<UInt8>, limits: Limits) throws(Failure) -> (Request, Framing) {
-        var lines: [ArraySlice<UInt8>] = []
-        var lineStart = head.startIndex
-        var i = head.startIndex
-        while i < head.endIndex {
-            let b = head[i]
-            if b == 13 {
-                guard i + 1 < head.endIndex, head[i + 1] == 10 else { throw bad("a bare CR in the request head") }
-                lines.append(head[lineStart..<i])
-                i += 2
-                lineStart = i
-                continue
-            }
-            if b == 10 { throw bad("a bare LF in the request head (lines end with CRLF)") }
-            if b == 0 { throw bad("a NUL byte in the request head") }
-            i += 1
+        let parsed: Result<(Request, Framing), Failure> = head.withUnsafeBufferPointer { buffer in
+            do throws(Failure) { return .success(try parseHead(buffer, limits: limits)) } catch { return .failure(error) }
         }
-        lines.append(head[lineStart..<head.endIndex])
-        guard let requestLine = lines.first else { throw bad("no request line") }
-        let parts = requestLine.split(separator: 32, omittingEmptySubsequences: false)
-        guard parts.count == 3 else { throw bad("the request line is not METHOD SP target SP HTTP/1.x") }
-        guard !parts[0].isEmpty, parts[0].count <= 16, parts[0].allSatisfy(isTokenByte) else { throw bad("bad method") }
-        let version = parts[2]
-        guard version.count == 8, version.starts(with: Array("HTTP/1.".utf8)), let minor = version.last, minor == 48 || minor == 49 else {
+        return try parsed.get()
+    }
+
+    /// The head without its final CRLF CRLF, read in place: lines are found as they are read and only the fields'
+    /// names and values become strings (names lower-cased byte by byte, as field names are ASCII tokens).
+    private static func parseHead(_ head: UnsafeBufferPointer<UInt8>, limits: Limits) throws(Failure) -> (Request, Framing) {
+        // Every CR ends a line with its LF; a bare CR or LF or a NUL anywhere refuses the head before anything else.
+        var lineCount = 1
+        var i = 0
+        while i < head.count {
+            switch head[i] {
+            case 13:
+                guard i + 1 < head.count, head[i + 1] == 10 else { throw bad("a bare CR in the request head") }
+                lineCount += 1
+                i += 2
+            case 10: throw bad("a bare LF in the request head (lines end with CRLF)")
+            case 0: throw bad("a NUL byte in the request head")
+            default: i += 1
+            }
+        }
+        /// The end of the line starting at `from` (the index of its CR, or the head's end).
+        func lineEnd(_ from: Int) -> Int {
+            var j = from
+            while j < head.count && head[j] != 13 { j += 1 }
+            return j
+        }
+        func text(_ from: Int, _ to: Int) -> String { String(decoding: UnsafeBufferPointer(rebasing: head[from..<to]), as: UTF8.self) }
+
+        let requestEnd = lineEnd(0)
+        var firstSpace = -1, secondSpace = -1, moreSpaces = false
+        for j in 0..<requestEnd where head[j] == 32 {
+            if firstSpace < 0 { firstSpace = j } else if secondSpace < 0 { secondSpace = j } else { moreSpaces = true; break }
+        }
+        guard secondSpace >= 0, !moreSpaces else { throw bad("the request line is not METHOD SP target SP HTTP/1.x") }
+        let methodEnd = firstSpace, targetStart = firstSpace + 1, targetEnd = secondSpace, versionStart = secondSpace + 1
+        guard methodEnd > 0, methodEnd <= 16, (0..<methodEnd).allSatisfy({ isTokenByte(head[$0]) }) else { throw bad("bad method") }
+        let version = UnsafeBufferPointer(rebasing: head[versionStart..<requestEnd])
+        guard version.count == 8, version.starts(with: "HTTP/1.".utf8), let minor = version.last, minor == 48 || minor == 49 else {
             throw Failure(status: 505, message: "only HTTP/1.0 and HTTP/1.1 are served on this connection")
         }
-        guard let first = parts[1].first, first == UInt8(ascii: "/"), parts[1].allSatisfy({ $0 > 32 && $0 < 127 }) else {
+        guard targetEnd > targetStart, head[targetStart] == UInt8(ascii: "/"), (targetStart..<targetEnd).allSatisfy({ head[$0] > 32 && head[$0] < 127 }) else {
             throw bad("the request target must be an absolute path")
         }
-        let target = String(decoding: parts[1], as: UTF8.self)
-        var request = Request(method: String(decoding: parts[0], as: UTF8.self), path: target, query: "", minorVersion: Int(minor - 48), headers: [], body: [])
-        if let mark = target.firstIndex(of: "?") {
-            request.path = String(target[..<mark])
-            request.query = String(target[target.index(after: mark)...])
-        }
-        guard lines.count - 1 <= limits.maxHeaderFields else {
+        let mark = (targetStart..<targetEnd).first { head[$0] == UInt8(ascii: "?") }
+        var request = Request(method: text(0, methodEnd), path: text(targetStart, mark ?? targetEnd),
+                              query: mark.map { text($0 + 1, targetEnd) } ?? "", minorVersion: Int(minor - 48), headers: [], body: [])
+        guard lineCount - 1 <= limits.maxHeaderFields else {
             throw Failure(status: 431, message: "more than \(limits.maxHeaderFields) header fields")
         }
+        request.headers.reserveCapacity(lineCount - 1)
         var contentLength: Int? = nil
         var chunked = false
         var sawTransferEncoding = false
-        for line in lines.dropFirst() {
-            guard let colon = line.firstIndex(of: 58) else { throw bad("a header field without a colon") }
-            let name = line[line.startIndex..<colon]
+        var lineStart = requestEnd + 2
+        while lineStart <= head.count && requestEnd < head.count {
+            let end = lineEnd(lineStart)
+            defer { lineStart = end + 2 }
+            guard let colon = (lineStart..<end).first(where: { head[$0] == 58 }) else { throw bad("a header field without a colon") }
             // A name ending in whitespace, or a line starting with it (obsolete folding), is refused: proxies disagree on them.
-            guard !name.isEmpty, name.allSatisfy(isTokenByte) else { throw bad("bad header field name") }
-            var value = line[(colon + 1)...]
-            while let b = value.first, b == 32 || b == 9 { value = value.dropFirst() }
-            while let b = value.last, b == 32 || b == 9 { value = value.dropLast() }
-            guard value.allSatisfy({ $0 == 9 || ($0 >= 32 && $0 != 127) }) else { throw bad("a control character in a header field value") }
-            let lowered = String(decoding: name, as: UTF8.self).lowercased()
-            let text = String(decoding: value, as: UTF8.self)
-            request.headers.append((lowered, text))
+            guard colon > lineStart, (lineStart..<colon).allSatisfy({ isTokenByte(head[$0]) }) else { throw bad("bad header field name") }
+            var valueStart = colon + 1, valueEnd = end
+            while valueStart < valueEnd, head[valueStart] == 32 || head[valueStart] == 9 { valueStart += 1 }
+            while valueEnd > valueStart, head[valueEnd - 1] == 32 || head[valueEnd - 1] == 9 { valueEnd -= 1 }
+            guard (valueStart..<valueEnd).allSatisfy({ head[$0] == 9 || (head[$0] >= 32 && head[$0] != 127) }) else {
+                throw bad("a control character in a header field value")
+            }
+            let lowered = String(unsafeUninitializedCapacity: colon - lineStart) { out in
+                for k in 0..<(colon - lineStart) {
+                    let b = head[lineStart + k]
+                    out[k] = b >= 65 && b <= 90 ? b + 32 : b
+                }
+                return colon - lineStart
+            }
+            let value = text(valueStart, valueEnd)
+            request.headers.append((lowered, value))
             switch lowered {
             case "content-length":
-                guard !text.isEmpty, text.utf8.count <= 18, text.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let n = Int(text) else {
+                guard !value.isEmpty, value.utf8.count <= 18, value.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let n = Int(value) else {
                     throw bad("Content-Length is not a decimal number")
                 }
                 if let earlier = contentLength, earlier != n { throw bad("two different Content-Length fields") }
                 contentLength = n
             case "transfer-encoding":
                 sawTransferEncoding = true
-                let codings = text.lowercased().split(separator: ",").map { $0.trimmingWhitespace() }
+                let codings = value.lowercased().split(separator: ",").map { $0.trimmingWhitespace() }
                 guard codings == ["chunked"] else {
-                    throw Failure(status: 501, message: "Transfer-Encoding \(text.debugDescription) is not supported (only chunked)")
+                    throw Failure(status: 501, message: "Transfer-Encoding \(value.debugDescription) is not supported (only chunked)")
                 }
                 chunked = true
             default: break
@@ -260,12 +292,9 @@ public enum HTTP1Parser {
     }
 
     /// RFC 9110 `tchar`.
-    static func isTokenByte(_ b: UInt8) -> Bool {
-        switch b {
-        case 48...57, 65...90, 97...122: true
-        case 33, 35, 36, 37, 38, 39, 42, 43, 45, 46, 94, 95, 96, 124, 126: true
-        default: false
-        }
+    /// RFC 9110's `tchar` (`!#$%&'*+-.^_\`|~`, digits, letters) as two bit masks, one test per byte.
+    @inline(__always) static func isTokenByte(_ b: UInt8) -> Bool {
+        b < 64 ? (0x03FF_6CFA_0000_0000 as UInt64) >> b & 1 == 1 : b < 128 && (0x57FF_FFFF_C7FF_FFFE as UInt64) >> (b - 64) & 1 == 1
     }
 
     private static func bad(_ message: String) -> Failure { Failure(status: 400, message: message) }

@@ -132,12 +132,11 @@ public final class HTTP1Server: FileDescriptorHandler {
     }
 
     static func serialize(_ response: Response, keepAlive: Bool, omitBody: Bool = false) -> [UInt8] {
-        let head = HTTPResponseHead.text(status: response.status, contentType: response.contentType, contentLength: response.body.count,
-                                         keepAlive: keepAlive, extra: response.headers)
         // One allocation for the head and the body together.
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(head.utf8.count + (omitBody ? 0 : response.body.count))
-        bytes.append(contentsOf: head.utf8)
+        bytes.reserveCapacity(128 + response.headers.count * 64 + (omitBody ? 0 : response.body.count))
+        HTTPResponseHead.append(status: response.status, contentType: response.contentType, contentLength: response.body.count,
+                                keepAlive: keepAlive, extra: response.headers, to: &bytes)
         if !omitBody { bytes.append(contentsOf: response.body) }
         return bytes
     }

@@ -20,6 +20,37 @@ import Testing
         #expect(next.path == "/healthz")
     }
 
+    /// The head's end is found at any alignment and after runs of CRs and LFs that are not it; names are lower-cased,
+    /// values trimmed, the request line split at exactly two spaces.
+    @Test func findsTheHeadsEndAnywhereAndReadsItsFieldsExactly() {
+        for pad in 0..<9 {
+            let filler = String(repeating: "a", count: pad)
+            let text = "GET /\(filler)?q=\(filler) HTTP/1.1\r\nX-Odd: \r\r\nHost:  \t h\(filler) \t\r\nAuthorization: Bearer k\r\n\r\nNEXT"
+            let bytes = Array(text.utf8)
+            // The bare CR inside X-Odd refuses the head, wherever it falls.
+            guard case .failure(let failure) = HTTP1Parser.parse(bytes[...]) else { Issue.record("pad \(pad): a bare CR passed"); continue }
+            #expect(failure.message == "a bare CR in the request head")
+            let clean = text.replacingOccurrences(of: "X-Odd: \r\r\n", with: "X-ODD: \r\n")
+            guard case .request(let request, let end) = HTTP1Parser.parse(Array(clean.utf8)[...]) else { Issue.record("pad \(pad): no request"); continue }
+            #expect(end == clean.utf8.count - 4, "pad \(pad)")
+            #expect(request.method == "GET" && request.path == "/\(filler)" && request.query == "q=\(filler)" && request.minorVersion == 1)
+            #expect(request.headers.map(\.name) == ["x-odd", "host", "authorization"])
+            #expect(request.headers.map(\.value) == ["", "h\(filler)", "Bearer k"])
+        }
+        #expect(parse("GET / HTTP/1.1\r\nA: b\r\n\r") == .incomplete(expectsContinue: false))
+        #expect(parse("GET / HTTP/1.1\r\n\n\r\n\r\n") != .incomplete(expectsContinue: false))
+        for line in ["GET  / HTTP/1.1", "GET / HTTP/1.1 ", " GET / HTTP/1.1", "GET /"] {
+            guard case .failure(let failure) = parse(line + "\r\n\r\n") else { Issue.record("\(line) passed"); continue }
+            #expect(failure.status == 400, "\(line)")
+        }
+    }
+
+    /// `tchar` of RFC 9110, byte for byte over all 256.
+    @Test func tokenBytesAreRFC9110sTchar() {
+        let tchar = Set(Array("!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ".utf8))
+        for byte in 0...255 { #expect(HTTP1Parser.isTokenByte(UInt8(byte)) == tchar.contains(UInt8(byte)), "byte \(byte)") }
+    }
+
     @Test func waitsForTheRestOfAHeadOrBodyAndAsksForContinueOnlyWhenTold() {
         #expect(parse("POST /v1/jobs HTTP/1.1\r\nContent-Le") == .incomplete(expectsContinue: false))
         #expect(parse("POST /v1/jobs HTTP/1.1\r\nContent-Length: 5\r\n\r\n{}") == .incomplete(expectsContinue: false))
@@ -96,5 +127,17 @@ import Testing
         #expect(!JobSubmission.mayNameID(Array(#"{"token":"ab","payload":{"grid":1}}"#.utf8)))
         #expect(JobSubmission.mayNameID(Array(#"{"id":null}"#.utf8)))
         #expect(JobSubmission.mayNameID(Array(#"{"\u0069d":null}"#.utf8)))
+    }
+}
+
+/// The key of an `Authorization: Bearer` header, as every request reads it.
+@Suite struct BearerCredentialTests {
+    @Test func theSchemeInAnyCaseAndTheKeyTrimmed() {
+        #expect(APIAccess.bearerCredential("Bearer k1") == "k1")
+        #expect(APIAccess.bearerCredential("bEaReR  \tk2 \t") == "k2")
+        #expect(APIAccess.bearerCredential("BEARER a b") == "a b")
+        for other in ["Basic a2V5", "Bearerx k", "Bearer", "Bearer ", "Bearer   ", "Bearer\tk", "Béarer k", "Bearer\u{0} k"] {
+            #expect(APIAccess.bearerCredential(other) == nil, "\(other.debugDescription)")
+        }
     }
 }
