@@ -16,8 +16,9 @@ public final class TLSContext: @unchecked Sendable {
 
     public let alpn: [String]
 
-    /// `alpn` is offered in order; empty offers none.
-    public init(_ configuration: TLSConfiguration, alpn: [String]) throws(TLSError) {
+    /// `alpn` is offered in order; empty offers none. `systemTrust` is where the system's roots come from when
+    /// `configuration.useSystemTrustStore` (tests pass a directory of their own).
+    public init(_ configuration: TLSConfiguration, alpn: [String], systemTrust: SystemTrustStore = .current) throws(TLSError) {
         self.alpn = alpn
         self.configuration = configuration
         ERR_clear_error()
@@ -30,9 +31,7 @@ public final class TLSContext: @unchecked Sendable {
         } else {
             SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nil)
         }
-        if configuration.useSystemTrustStore, SSL_CTX_set_default_verify_paths(ctx) != 1 {
-            throw TLSError("system trust store: \(openSSLErrors())")
-        }
+        if configuration.useSystemTrustStore { try systemTrust.load(into: ctx) }
         if let caFile = configuration.caFile, SSL_CTX_load_verify_locations(ctx, caFile, nil) != 1 {
             throw TLSError("CA file \(caFile): \(openSSLErrors())")
         }
