@@ -363,7 +363,9 @@ public func isHexToken(_ token: String) -> Bool {
     var token = token
     return token.withUTF8 { bytes in
         guard !bytes.isEmpty, bytes.count % 2 == 0 else { return false }
-        for b in bytes where hexValue(b) == nil { return false }
+        // Two range checks per byte (a digit; a letter a-f in either case, `| 0x20` lowercasing A-F), not
+        // `hexValue`'s switch and optional: every job's token passes here twice.
+        for b in bytes where !(b &- 48 < 10 || (b | 0x20) &- 97 < 6) { return false }
         return true
     }
 }

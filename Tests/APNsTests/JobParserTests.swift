@@ -1,7 +1,7 @@
 import APNs
 import Basics
 import FCM
-import PushCore
+@testable import PushCore
 import Testing
 
 private let token = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
@@ -177,6 +177,46 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
         {
             #expect(validate(bad) != nil, "\(bad)")
         }
+    }
+
+    /// The word-at-a-time skip stops where a byte loop would, for every byte value at every lane of the first
+    /// three words, after any run of plain bytes, and with the string's end anywhere.
+    @Test func plainASCIIIsSkippedToExactlyTheFirstByteThatNeedsALook() {
+        func reference(_ bytes: [UInt8], from start: Int, to end: Int) -> Int {
+            var i = start
+            while i < end, bytes[i] >= 0x20, bytes[i] < 0x80, bytes[i] != 0x22, bytes[i] != 0x5C { i += 1 }
+            return i
+        }
+        var mismatches = 0
+        for value in 0...255 {
+            for position in 0..<24 {
+                var bytes = [UInt8](repeating: UInt8(ascii: "x"), count: 30)
+                bytes[position] = UInt8(value)
+                // A second special byte later on must not move the first stop.
+                bytes[min(position + 3, 29)] = 0x01
+                for (start, end) in [(0, 30), (1, 30), (0, position), (2, 17)] where start <= end {
+                    let got = bytes.withUnsafeBufferPointer { JSONScanner.skipPlain($0, from: start, to: end) }
+                    if got != reference(bytes, from: start, to: end) { mismatches += 1 }
+                }
+            }
+        }
+        #expect(mismatches == 0)
+        // Whole strings through the scanner: a quote, an escape, a control byte or UTF-8 at every offset.
+        for position in 0..<20 {
+            let before = String(repeating: "a", count: position)
+            #expect(validate(Array("\"\(before)\\n\(before)é\"".utf8)) == nil)
+            #expect(validate(Array("\"\(before)\u{01}\"".utf8)) == .controlCharacterInString(offset: 1 + position))
+            #expect(validate(Array("\"\(before)\"x".utf8)) == .trailingData(offset: 2 + position))
+        }
+    }
+
+    @Test func aHexTokenIsEvenLengthHexOfEitherCaseAndNothingElse() {
+        for value in 0...127 {
+            let byte = UInt8(value)
+            let text = String(decoding: [UInt8(ascii: "0"), byte, byte, UInt8(ascii: "A")], as: UTF8.self)
+            #expect(isHexToken(text) == (hexValue(byte) != nil), "\(value)")
+        }
+        #expect(isHexToken("0aF9") && !isHexToken("") && !isHexToken("abc") && !isHexToken("0aé9"))
     }
 
     @Test func isObject() {
