@@ -3,30 +3,35 @@
 
 /// Appends the decimal digits of `value`, with a leading `-` when negative.
 public func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
-    if value < 0 { out.append(UInt8(ascii: "-")) }
-    var magnitude = value.magnitude
-    if magnitude < 10 {
-        out.append(UInt8(ascii: "0") + UInt8(magnitude))
+    if value >= 0 && value < 10 {
+        out.append(UInt8(ascii: "0") + UInt8(value))
         return
     }
-    // 20 digits hold UInt64.max (Int64.min's magnitude needs 19).
-    var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)
-    withUnsafeMutableBytes(of: &digits) { d in
-        var n = 0
-        while magnitude > 0 {
-            d[23 - n] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-            magnitude /= 10
-            n += 1
-        }
-        // Byte by byte: appending a slice of a raw buffer goes through a slow generic path.
-        for k in (24 - n)..<24 { out.append(d[k]) }
+    withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 20) { scratch in
+        let count = writeDecimal(value, to: scratch.baseAddress!)
+        out.append(contentsOf: UnsafeBufferPointer(start: scratch.baseAddress, count: count))
     }
+}
+
+/// Writes the decimal digits of `value` (a leading `-` when negative) at `out`, which has room for 20 bytes
+/// (Int64.min's sign and 19 digits), and returns how many it wrote: for callers that fill a buffer in place.
+@inlinable public func writeDecimal(_ value: Int64, to out: UnsafeMutablePointer<UInt8>) -> Int {
+    let length = decimalLength(value)
+    var magnitude = value.magnitude
+    var k = length
+    repeat {
+        k -= 1
+        out[k] = UInt8(ascii: "0") &+ UInt8(truncatingIfNeeded: magnitude % 10)
+        magnitude /= 10
+    } while magnitude > 0
+    if value < 0 { out[0] = UInt8(ascii: "-") }
+    return length
 }
 
 public func appendDecimal(_ value: Int, to out: inout [UInt8]) { appendDecimal(Int64(value), to: &out) }
 
 /// How many bytes `appendDecimal(value)` writes (sign included), for length prefixes written before the digits.
-public func decimalLength(_ value: Int64) -> Int {
+@inlinable public func decimalLength(_ value: Int64) -> Int {
     var rest = value.magnitude
     var length = value < 0 ? 2 : 1
     while rest >= 10 {
