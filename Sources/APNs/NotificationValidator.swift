@@ -23,9 +23,17 @@ public struct ValidationFailure: Error, Equatable, Sendable, CustomStringConvert
 /// `PushNotification.headerAPNsID` sends the canonical lower-case form.
 public enum NotificationValidator {
     public static func validate(_ n: PushNotification, bundleID: String? = nil) -> ValidationFailure? {
+        validate(n, bundleID: bundleID, fromParsedJob: false)
+    }
+
+    /// `fromParsedJob`: `n` was made from a job `JobParser.parse` accepted, with its token (or a multicast's first
+    /// token) and payload as parsed. The parser checked every token as hex and scanned the payload as a JSON
+    /// object under a stricter depth limit (it sits one level inside the job), so neither is done again: they
+    /// were half of this check's instructions on the worker's path. An empty token is still refused here.
+    public static func validate(_ n: PushNotification, bundleID: String?, fromParsedJob: Bool) -> ValidationFailure? {
         switch n.target {
         case .device(let token):
-            if !isHexToken(token) {
+            if fromParsedJob ? token.isEmpty : !isHexToken(token) {
                 return ValidationFailure(
                     .badDeviceToken, token.isEmpty ? "device token is empty" : "device token is not an even-length hexadecimal string")
             }
@@ -56,6 +64,7 @@ public enum NotificationValidator {
             return ValidationFailure(
                 .payloadTooLarge, "payload is \(n.payload.count) bytes; \(n.isBroadcast ? "a broadcast" : n.pushType.rawValue) allows \(limit)")
         }
+        if fromParsedJob { return nil }
         let kind: Result<JSONKind, JSONScanError> = n.payload.withUnsafeBufferPointer { buffer in
             do throws(JSONScanError) { return .success(try JSONScanner.validate(buffer).kind) } catch { return .failure(error) }
         }

@@ -124,3 +124,38 @@ private func note(
         #expect(NotificationValidator.validate(note(topic: "com.example.app.voip", type: .voip, payload: sized(5121)))?.reason == .payloadTooLarge)
     }
 }
+
+/// The worker's check of a parsed job skips the token and payload scans the parser already made: on every job the
+/// parser accepts it answers what the full check answers, and what the parser refuses never reaches it.
+@Suite struct ParsedJobValidationTests {
+    static let jobs: [String] = {
+        let deep = String(repeating: "[", count: 126) + String(repeating: "]", count: 126)
+        return [
+            #"{"token":"\#(token)","payload":{"aps":{"alert":"hi"}}}"#,
+            #"{"token":"\#(token)","payload":{"aps":{}},"priority":7}"#,
+            #"{"token":"\#(token)","payload":{"aps":{"content-available":1}},"push_type":"background","priority":10}"#,
+            #"{"token":"\#(token)","payload":{"a":\#(deep)}}"#,
+            #"{"token":"\#(token)","payload":{"s":"é\u00e9\ud83d\ude00"},"collapse_id":"\#(String(repeating: "c", count: 65))"}"#,
+            #"{"token":"\#(token)","payload":{},"apns_id":"not-a-uuid"}"#,
+            #"{"token":"\#(token)","payload":{"pad":"\#(String(repeating: "x", count: 5000))"}}"#,
+            #"{"tokens":["\#(token)","00ff"],"payload":{"aps":{}}}"#,
+            #"{"token":"","payload":{}}"#, #"{"token":"abc","payload":{}}"#, #"{"token":"\#(token)","payload":[1]}"#,
+            #"{"token":"\#(token)","payload":{"a":\#(deep)x}}"#, #"{"token":"\#(token)"}"#,
+        ]
+    }()
+
+    @Test func onEveryJobTheParserAcceptsTheParsedCheckAnswersWhatTheFullCheckAnswers() throws {
+        var accepted = 0
+        for text in Self.jobs {
+            guard let spec = try? JobParser.parse(Array(text.utf8)) else { continue }
+            accepted += 1
+            var n = spec.notification(topic: "com.example.app", environment: .sandbox)
+            if let tokens = spec.uniqueTokens { n.deviceToken = tokens[0] }
+            let full = NotificationValidator.validate(n, bundleID: "com.example.app")
+            #expect(NotificationValidator.validate(n, bundleID: "com.example.app", fromParsedJob: true) == full, "\(text.prefix(80))")
+        }
+        #expect(accepted == 8)
+        // Built by hand (not parsed), the same notification with an empty token is still refused.
+        #expect(NotificationValidator.validate(note(token: ""), bundleID: nil, fromParsedJob: true)?.reason == .badDeviceToken)
+    }
+}

@@ -79,7 +79,7 @@ enum APNsProvider: PushProvider {
         }
         // A multicast job is checked once, with its first token (every token's format was checked when parsed).
         if let multicast { notification.deviceToken = multicast.tokens[0] }
-        if let failure = NotificationValidator.validate(notification, bundleID: spec.pushType == .mdm ? nil : app.bundleID) {
+        if let failure = NotificationValidator.validate(notification, bundleID: spec.pushType == .mdm ? nil : app.bundleID, fromParsedJob: true) {
             return .rejected(id: id, reason: "\(failure.reason.rawValue): \(failure.message)", spec: spec, app: app.name)
         }
         let destination = Destination(app: index, environment: environment)
