@@ -46,7 +46,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     var queue = FIFO<RequestContext>()
     let batch = DeliveryBatch()
     var output = OutputBuffer(capacity: LiveSession.readSize + 16_384)
-    var headerBlock = HeaderBlock()
+    let headerBlock = HeaderBlock()
     /// From `connect()` until closed the connection keeps itself alive (as the loop does while its socket is
     /// registered), so an owner that drops its reference cannot make queued or open requests vanish.
     var keepAlive: HTTP2ClientConnection?
