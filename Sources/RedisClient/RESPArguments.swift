@@ -38,7 +38,7 @@ public struct RESPArguments: Sendable {
 
     /// `$<length>\r\n<bytes>\r\n` written in place after one capacity check: an Array's appends cost ~270
     /// instructions per argument in uniqueness and capacity checks, and a result entry has ~26 arguments.
-    @inlinable mutating func appendBulk(_ value: UnsafeBufferPointer<UInt8>) {
+    @inlinable @inline(__always) mutating func appendBulk(_ value: UnsafeBufferPointer<UInt8>) {
         let length = value.count
         let p = reserve(length + 26)
         var n = Self.writeHeader(length, to: p)
@@ -52,14 +52,14 @@ public struct RESPArguments: Sendable {
 
     /// Where the next `extra` bytes go: the storage made unique (a copy of these arguments keeps its own) and
     /// grown if they do not fit.
-    @inlinable mutating func reserve(_ extra: Int) -> UnsafeMutablePointer<UInt8> {
+    @inlinable @inline(__always) mutating func reserve(_ extra: Int) -> UnsafeMutablePointer<UInt8> {
         if !isKnownUniquelyReferenced(&storage) { storage = storage.copy(extra: extra) }
         if storage.capacity - storage.count < extra { storage.grow(toFit: extra) }
         return storage.base + storage.count
     }
 
     /// `$<length>\r\n` at `p` (room for 24 bytes); returns its size.
-    @inlinable static func writeHeader(_ length: Int, to p: UnsafeMutablePointer<UInt8>) -> Int {
+    @inlinable @inline(__always) static func writeHeader(_ length: Int, to p: UnsafeMutablePointer<UInt8>) -> Int {
         p[0] = UInt8(ascii: "$")
         var digits = 1
         if length < 10 {
