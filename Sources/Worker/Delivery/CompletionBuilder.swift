@@ -118,8 +118,9 @@ struct CompletionBuilder {
         case .resendNow, .resendUnprocessed, .unavailable, .deferForConfiguration:
             preconditionFailure("\(decision) is not recorded; the core resends or parks the job")
         }
-        completion.result = result
         archive(job, outcome: result.outcome, reason: result.reason ?? "", into: &completion)
+        // Moved in as the last use (the `result` setter's Optional map copied the entry).
+        completion.results = [result]
         return completion
     }
 

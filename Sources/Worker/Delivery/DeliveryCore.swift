@@ -759,9 +759,10 @@ public final class DeliveryCore {
     /// The most result entries one completion batch carries (about 25 script arguments each).
     static let maxEntriesPerBatch = 4096
 
-    private func record(_ completion: JobCompletion) {
-        records.pending.append(completion)
+    /// `consuming`: the completion moves into the batch (a copy retained every string of it and its entries).
+    private func record(_ completion: consuming JobCompletion) {
         records.pendingEntries += completion.results.count
+        records.pending.append(completion)
         // Bounded in entries too: a batch of 1,000-token sends would otherwise be one script of millions of arguments.
         if records.pending.count >= settings.flushBatch || records.pendingEntries >= Self.maxEntriesPerBatch {
             flush()
