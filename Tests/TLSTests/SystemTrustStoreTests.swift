@@ -13,17 +13,48 @@ import Testing
         return path
     }
 
-    @Test func aDirectoryWithSubjectHashLinksIsReadLazilyUnlessTheEnvironmentOverridesTheDefaults() throws {
-        let hashed = try Self.directory(["ca-certificates.crt", "README", "002c0b4f.0"])
-        let bundleOnly = try Self.directory(["ca-certificates.crt", "ca.pem", "002c0b4f.r0", "002c0b4.0", "002C0B4F.0"])
-        defer { for path in [hashed, bundleOnly] { try? FileManager.default.removeItem(atPath: path) } }
-        let none: (String) -> String? = { _ in nil }
-        #expect(SystemTrustStore.choose(environment: none, defaultDirectory: hashed) == .hashedDirectory(hashed))
-        #expect(SystemTrustStore.choose(environment: none, defaultDirectory: bundleOnly) == .defaultPaths)
-        #expect(SystemTrustStore.choose(environment: none, defaultDirectory: hashed + "/missing") == .defaultPaths)
-        for variable in ["SSL_CERT_FILE", "SSL_CERT_DIR"] {
-            #expect(SystemTrustStore.choose(environment: { $0 == variable ? "/elsewhere" : nil }, defaultDirectory: hashed) == .defaultPaths)
+    static func pem(_ body: String, wrap: Int = 64) -> String {
+        var lines: [String] = []
+        var rest = Substring(body)
+        while !rest.isEmpty { lines.append(String(rest.prefix(wrap))); rest = rest.dropFirst(wrap) }
+        return "-----BEGIN CERTIFICATE-----\n" + lines.joined(separator: "\n") + "\n-----END CERTIFICATE-----\n"
+    }
+
+    /// The directory alone only where it trusts what the default paths would: its links hold exactly the bundle's
+    /// certificates (whatever the line wrapping), or there is no bundle; never with the environment overriding.
+    @Test func theHashedDirectoryIsChosenOnlyWhereItHoldsExactlyTheBundlesRoots() throws {
+        let a = String(repeating: "QUJD", count: 40), b = String(repeating: "eHl6", count: 30), c = String(repeating: "MTIz", count: 20)
+        let dir = try Self.directory([])
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for (name, body) in [("A.pem", a), ("B.pem", b)] {
+            try Self.pem(body).write(toFile: "\(dir)/\(name)", atomically: true, encoding: .utf8)
         }
+        try FileManager.default.createSymbolicLink(atPath: "\(dir)/1a2b3c4d.0", withDestinationPath: "A.pem")
+        try FileManager.default.createSymbolicLink(atPath: "\(dir)/1a2b3c4d.1", withDestinationPath: "B.pem")
+        let bundle = dir + "/ca-certificates.crt"
+        let none: (String) -> String? = { _ in nil }
+        func choice(_ bundleText: String?) throws -> SystemTrustStore {
+            try? FileManager.default.removeItem(atPath: bundle)
+            if let bundleText { try bundleText.write(toFile: bundle, atomically: true, encoding: .utf8) }
+            return SystemTrustStore.choose(environment: none, defaultDirectory: dir, defaultFile: bundle)
+        }
+        // The same two roots in the other order, with a comment between: the same set.
+        #expect(try choice("# Mozilla\n" + Self.pem(b) + "\n" + Self.pem(a)) == .hashedDirectory(dir))
+        // Wrapped differently: not recognised as the same text, so the safe way (default paths).
+        #expect(try choice(Self.pem(b, wrap: 76) + Self.pem(a)) == .defaultPaths)
+        #expect(try choice(nil) == .hashedDirectory(dir))
+        // A root appended by hand, one missing, one swapped: the bundle trusts other roots than the links.
+        #expect(try choice(Self.pem(a) + Self.pem(b) + Self.pem(c)) == .defaultPaths)
+        #expect(try choice(Self.pem(a)) == .defaultPaths)
+        #expect(try choice(Self.pem(a) + Self.pem(c)) == .defaultPaths)
+        _ = try choice(Self.pem(a) + Self.pem(b))
+        for variable in ["SSL_CERT_FILE", "SSL_CERT_DIR"] {
+            #expect(SystemTrustStore.choose(environment: { $0 == variable ? "/elsewhere" : nil }, defaultDirectory: dir, defaultFile: bundle) == .defaultPaths)
+        }
+        let unlinked = try Self.directory(["ca.pem", "002c0b4f.r0", "002C0B4F.0"])
+        defer { try? FileManager.default.removeItem(atPath: unlinked) }
+        #expect(SystemTrustStore.choose(environment: none, defaultDirectory: unlinked, defaultFile: bundle) == .defaultPaths)
+        #expect(SystemTrustStore.choose(environment: none, defaultDirectory: dir + "/missing", defaultFile: bundle) == .defaultPaths)
     }
 
     @Test func hashNamesAreEightLowercaseHexDigitsADotAndASequenceNumber() {
