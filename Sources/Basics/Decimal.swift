@@ -16,7 +16,11 @@ public func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
 /// Writes the decimal digits of `value` (a leading `-` when negative) at `out`, which has room for 20 bytes
 /// (Int64.min's sign and 19 digits), and returns how many it wrote: for callers that fill a buffer in place.
 @inlinable public func writeDecimal(_ value: Int64, to out: UnsafeMutablePointer<UInt8>) -> Int {
-    let length = decimalLength(value)
+    writeDecimal(value, length: decimalLength(value), to: out)
+}
+
+/// The same, for a caller that already has `decimalLength(value)` (it wrote a length prefix first).
+@inlinable public func writeDecimal(_ value: Int64, length: Int, to out: UnsafeMutablePointer<UInt8>) -> Int {
     var magnitude = value.magnitude
     var k = length
     repeat {

@@ -11,10 +11,10 @@ public struct RESPArguments: Sendable {
     public var bytes: [UInt8] { storage.withBytes { Array($0) } }
     /// How many arguments `bytes` holds.
     public var count: Int { arguments }
-    @usableFromInline var storage: EncodedBytes
+    @usableFromInline var storage: ByteStorage
     @usableFromInline var arguments = 0
 
-    public init(capacity: Int = 0) { storage = EncodedBytes(capacity: capacity) }
+    public init(capacity: Int = 0) { storage = ByteStorage(capacity: capacity) }
 
     @inlinable public mutating func append(_ value: [UInt8]) { value.withUnsafeBufferPointer { appendBulk($0) } }
 
@@ -27,7 +27,7 @@ public struct RESPArguments: Sendable {
         let length = decimalLength(value)
         let p = reserve(length + 26)
         var n = Self.writeHeader(length, to: p)
-        n += writeDecimal(value, to: p + n)
+        n += writeDecimal(value, length: length, to: p + n)
         p[n] = 13
         p[n + 1] = 10
         storage.count += n + 2
@@ -54,8 +54,7 @@ public struct RESPArguments: Sendable {
     /// grown if they do not fit.
     @inlinable @inline(__always) mutating func reserve(_ extra: Int) -> UnsafeMutablePointer<UInt8> {
         if !isKnownUniquelyReferenced(&storage) { storage = storage.copy(extra: extra) }
-        if storage.capacity - storage.count < extra { storage.grow(toFit: extra) }
-        return storage.base + storage.count
+        return storage.reserve(extra)
     }
 
     /// `$<length>\r\n` at `p` (room for 24 bytes); returns its size.
@@ -126,36 +125,4 @@ public struct RESPArguments: Sendable {
         }
         return result
     }
-}
-
-/// The bytes behind `RESPArguments`: one allocation grown by doubling, shared by copies until one of them writes.
-@usableFromInline final class EncodedBytes: @unchecked Sendable {
-    @usableFromInline var base: UnsafeMutablePointer<UInt8>
-    @usableFromInline var count = 0
-    @usableFromInline var capacity: Int
-
-    init(capacity: Int) {
-        self.capacity = Swift.max(capacity, 64)
-        base = .allocate(capacity: self.capacity)
-    }
-
-    deinit { base.deallocate() }
-
-    @usableFromInline func grow(toFit extra: Int) {
-        let bigger = Swift.max(capacity * 2, count + extra)
-        let fresh = UnsafeMutablePointer<UInt8>.allocate(capacity: bigger)
-        fresh.initialize(from: base, count: count)
-        base.deallocate()
-        base = fresh
-        capacity = bigger
-    }
-
-    @usableFromInline func copy(extra: Int) -> EncodedBytes {
-        let copy = EncodedBytes(capacity: count + Swift.max(extra, count))
-        copy.base.initialize(from: base, count: count)
-        copy.count = count
-        return copy
-    }
-
-    func withBytes<R>(_ body: (UnsafeBufferPointer<UInt8>) -> R) -> R { body(UnsafeBufferPointer(start: base, count: count)) }
 }
