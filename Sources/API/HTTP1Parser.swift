@@ -291,7 +291,6 @@ public enum HTTP1Parser {
         }
     }
 
-    /// RFC 9110 `tchar`.
     /// RFC 9110's `tchar` (`!#$%&'*+-.^_\`|~`, digits, letters) as two bit masks, one test per byte.
     @inline(__always) static func isTokenByte(_ b: UInt8) -> Bool {
         b < 64 ? (0x03FF_6CFA_0000_0000 as UInt64) >> b & 1 == 1 : b < 128 && (0x57FF_FFFF_C7FF_FFFE as UInt64) >> (b - 64) & 1 == 1
