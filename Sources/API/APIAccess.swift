@@ -9,10 +9,15 @@ final class APIAccess {
     typealias Key = Configuration.APISettings.Key
 
     private let byHash: [String: Key]
-    /// Keys already presented, by their text: the SHA-256 is computed once per key, not once per request. Only
+    /// Keys already presented, with their bytes: the SHA-256 is computed once per key, not once per request. Only
     /// keys that matched are kept (an unknown one is hashed every time and never stored), so this holds at most
-    /// one entry per configured key: SHA-256 has no second preimages to fill it with.
-    private var known: [String: Key] = [:]
+    /// one entry per configured key: SHA-256 has no second preimages to fill it with. Compared in constant time.
+    private var known: [KnownKey] = []
+
+    private struct KnownKey {
+        let credential: [UInt8]
+        let key: Key
+    }
     private var buckets: [String: TokenBucket] = [:]
 
     init(keys: [Key]) {
@@ -33,30 +38,57 @@ final class APIAccess {
         case refused(code: String, message: String)
     }
 
-    /// `Authorization: Bearer <key>`, else `X-API-Key: <key>`.
+    /// `Authorization: Bearer <key>`, else `X-API-Key: <key>`. Over the fields' bytes: it runs on every request.
     func authenticate(_ request: HTTP1Parser.Request) -> Verdict {
         guard !isOpen else { return .open }
-        var presented = request.header("x-api-key")
-        if let authorization = request.header("authorization"), let key = Self.bearerCredential(authorization) { presented = key }
-        guard let presented, !presented.isEmpty else {
+        return request.withValue(of: "authorization") { authorization in
+            if let authorization, let credential = Self.bearerCredential(authorization) { return verdict(presented: credential) }
+            return request.withValue(of: "x-api-key") { verdict(presented: $0 ?? UnsafeBufferPointer(start: nil, count: 0)) }
+        }
+    }
+
+    private func verdict(presented: UnsafeBufferPointer<UInt8>) -> Verdict {
+        guard !presented.isEmpty else {
             return .refused(code: "unauthenticated", message: "this API needs a key: send Authorization: Bearer <key> (or X-API-Key)")
         }
-        if let key = known[presented] { return .key(key) }
-        guard let key = byHash[Self.sha256Hex(Array(presented.utf8))] else {
+        if let key = knownKey(presented) { return .key(key) }
+        guard let key = byHash[Self.sha256Hex(Array(presented))] else {
             return .refused(code: "unauthenticated", message: "the API key is not one of api.keys")
         }
-        known[presented] = key
+        known.append(KnownKey(credential: Array(presented), key: key))
         return .key(key)
     }
 
-    /// The credential of `Bearer <key>` (the scheme in any case, the key trimmed), nil for another scheme. Byte by
-    /// byte: it runs on every request, where splitting and lower-casing strings cost more than the rest of the check.
+    /// The key whose bytes `presented` are, looked at in constant time for a given length: every known key of that
+    /// length is compared whole, so how long an answer takes tells nothing about how much of a key matched.
+    private func knownKey(_ presented: UnsafeBufferPointer<UInt8>) -> Key? {
+        var found = -1
+        for k in known.indices where known[k].credential.count == presented.count {
+            let difference = known[k].credential.withUnsafeBufferPointer { credential in
+                var difference: UInt8 = 0
+                for i in 0..<presented.count { difference |= credential[i] ^ presented[i] }
+                return difference
+            }
+            if difference == 0 { found = k }
+        }
+        return found < 0 ? nil : known[found].key
+    }
+
+    /// The credential of `Bearer <key>` (the scheme in any case, the key trimmed of spaces and tabs), nil for another
+    /// scheme.
+    static func bearerCredential(_ authorization: UnsafeBufferPointer<UInt8>) -> UnsafeBufferPointer<UInt8>? {
+        guard authorization.count > 7, authorization[6] == 32 else { return nil }
+        let scheme: StaticString = "bearer"
+        for i in 0..<6 where authorization[i] | 0x20 != scheme.utf8Start[i] { return nil }
+        var start = 7, end = authorization.count
+        while start < end, authorization[start] == 32 || authorization[start] == 9 { start += 1 }
+        while end > start, authorization[end - 1] == 32 || authorization[end - 1] == 9 { end -= 1 }
+        return start == end ? nil : UnsafeBufferPointer(rebasing: authorization[start..<end])
+    }
+
     static func bearerCredential(_ authorization: String) -> String? {
-        let utf8 = authorization.utf8
-        guard utf8.count > 7, let space = utf8.firstIndex(of: 32), utf8.distance(from: utf8.startIndex, to: space) == 6 else { return nil }
-        for (byte, expected) in zip(utf8[..<space], "bearer".utf8) where byte | 0x20 != expected { return nil }
-        let rest = authorization[space...].dropFirst().trimmingWhitespace()
-        return rest.isEmpty ? nil : String(rest)
+        var text = authorization
+        return text.withUTF8 { bearerCredential($0).map { String(decoding: $0, as: UTF8.self) } }
     }
 
     /// Takes `jobs` from the key's bucket; nil when they fit, else the whole seconds until they would.

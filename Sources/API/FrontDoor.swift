@@ -200,10 +200,9 @@ public final class FrontDoor {
             return done(entries)
         }
         let box = PendingPush(entries: entries, remaining: toPush.count)
-        let lpush = Array("LPUSH".utf8)
         for index in toPush {
             let entry = entries[index]
-            redis.send([lpush, Array(entry.queue!.utf8), entry.job]) { result in
+            redis.send([Self.lpush, Array(entry.queue!.utf8), entry.job]) { result in
                 if case .failure(let error) = result {
                     box.entries[index].failure = "not pushed: Redis refused or did not answer LPUSH to \(entry.queue!.debugDescription): \(error)"
                 }
@@ -213,6 +212,8 @@ public final class FrontDoor {
             }
         }
     }
+
+    private static let lpush = Array("LPUSH".utf8)
 
     private func count(_ entries: [Entry], validated: Bool = false) {
         for entry in entries { metrics.job(refusal: entry.refusal, failed: entry.failure != nil, validated: validated) }
@@ -235,13 +236,13 @@ public final class FrontDoor {
         var accepted = 0, failed = 0
         var body: [UInt8] = []
         body.reserveCapacity(64 + entries.count * 64)
-        func section(_ name: String, _ include: (Entry) -> Bool, _ fields: (Entry, inout [UInt8]) -> Void) {
-            body.append(contentsOf: name.utf8)
+        func section(_ name: StaticString, _ include: (Entry) -> Bool, _ fields: (Entry, inout [UInt8]) -> Void) {
+            appendStatic(name, to: &body)
             var first = true
             for entry in entries where include(entry) {
                 if !first { body.append(UInt8(ascii: ",")) }
                 first = false
-                body.append(contentsOf: #"{"index":"#.utf8)
+                appendStatic(#"{"index":"#, to: &body)
                 appendDecimal(entry.index, to: &body)
                 fields(entry, &body)
                 body.append(UInt8(ascii: "}"))
@@ -252,20 +253,20 @@ public final class FrontDoor {
             if entry.failure == nil { accepted += 1 } else { failed += 1 }
         }
         section(validated ? #"{"valid":["# : #"{"accepted":["#, { $0.refusal == nil && $0.failure == nil }) { entry, out in
-            out.append(contentsOf: #","id":"#.utf8)
+            appendStatic(#","id":"#, to: &out)
             appendJSONString(entry.id ?? "", to: &out)
-            out.append(contentsOf: #","queue":"#.utf8)
+            appendStatic(#","queue":"#, to: &out)
             appendJSONString(entry.queue ?? "", to: &out)
         }
         section(#","refused":["#, { $0.refusal != nil }) { entry, out in
-            out.append(contentsOf: #","reason":"#.utf8)
+            appendStatic(#","reason":"#, to: &out)
             appendJSONString(entry.refusal ?? "", to: &out)
         }
         if failed > 0 {
             section(#","failed":["#, { $0.refusal == nil && $0.failure != nil }) { entry, out in
-                out.append(contentsOf: #","id":"#.utf8)
+                appendStatic(#","id":"#, to: &out)
                 appendJSONString(entry.id ?? "", to: &out)
-                out.append(contentsOf: #","reason":"#.utf8)
+                appendStatic(#","reason":"#, to: &out)
                 appendJSONString(entry.failure ?? "", to: &out)
             }
         }

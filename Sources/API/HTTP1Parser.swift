@@ -1,3 +1,5 @@
+import Glibc
+
 /// One HTTP/1.1 request read from the front of a connection's bytes (RFC 9112): request line, header fields,
 /// and a body framed by `Content-Length` or `Transfer-Encoding: chunked`. Pure (no I/O), so the fuzz target
 /// and the tests feed it anything; every size it reads is bounded by `Limits` before it is trusted.
@@ -20,15 +22,84 @@ public enum HTTP1Parser {
         public var query: String
         /// 0 for HTTP/1.0, 1 for HTTP/1.1.
         public var minorVersion: Int
-        /// Field names lower-cased, in arrival order.
-        public var headers: [(name: String, value: String)]
+        /// The header fields' names (lower-cased) and values back to back, one span per field in arrival order:
+        /// one buffer per request instead of two strings per field, read through `header(_:)` or `headers`.
+        var fieldBytes: [UInt8]
+        var fieldSpans: [FieldSpan]
         public var body: [UInt8]
 
-        public func header(_ name: String) -> String? { headers.first { $0.name == name }?.value }
+        /// A field within `fieldBytes`: its name is `nameStart..<valueStart`, its value `valueStart..<valueEnd`.
+        struct FieldSpan: Sendable, Equatable {
+            var nameStart: Int
+            var valueStart: Int
+            var valueEnd: Int
+        }
+
+        /// `headers`: names lower-cased, in arrival order.
+        public init(method: String, path: String, query: String, minorVersion: Int, headers: [(name: String, value: String)], body: [UInt8]) {
+            var bytes: [UInt8] = []
+            var spans: [FieldSpan] = []
+            for (name, value) in headers {
+                let start = bytes.count
+                bytes.append(contentsOf: name.utf8)
+                let valueStart = bytes.count
+                bytes.append(contentsOf: value.utf8)
+                spans.append(FieldSpan(nameStart: start, valueStart: valueStart, valueEnd: bytes.count))
+            }
+            self.init(method: method, path: path, query: query, minorVersion: minorVersion, fieldBytes: bytes, fieldSpans: spans)
+            self.body = body
+        }
+
+        init(method: String, path: String, query: String, minorVersion: Int, fieldBytes: [UInt8], fieldSpans: [FieldSpan]) {
+            self.method = method
+            self.path = path
+            self.query = query
+            self.minorVersion = minorVersion
+            self.fieldBytes = fieldBytes
+            self.fieldSpans = fieldSpans
+            body = []
+        }
+
+        /// Field names lower-cased, in arrival order.
+        public var headers: [(name: String, value: String)] {
+            fieldSpans.map { (text(nameStart: $0.nameStart, end: $0.valueStart), text(nameStart: $0.valueStart, end: $0.valueEnd)) }
+        }
+
+        /// The value of the first field called `name` (lower-case).
+        public func header(_ name: String) -> String? {
+            guard let span = firstSpan(named: name) else { return nil }
+            return text(nameStart: span.valueStart, end: span.valueEnd)
+        }
+
+        /// `body` over the bytes of the first field called `name` (lower-case), nil when there is none: for checks
+        /// that need no string of their own.
+        func withValue<R>(of name: String, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
+            guard let span = firstSpan(named: name) else { return body(nil) }
+            return fieldBytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[span.valueStart..<span.valueEnd])) }
+        }
+
+        func values(named name: String) -> [String] {
+            fieldSpans.filter { matches($0, name) }.map { text(nameStart: $0.valueStart, end: $0.valueEnd) }
+        }
+
+        private func firstSpan(named name: String) -> FieldSpan? { fieldSpans.first { matches($0, name) } }
+
+        private func matches(_ span: FieldSpan, _ name: String) -> Bool {
+            var name = name
+            let count = span.valueStart - span.nameStart
+            return name.withUTF8 { wanted in
+                wanted.count == count && fieldBytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + span.nameStart, wanted.baseAddress!, count) == 0 }
+            }
+        }
+
+        private func text(nameStart start: Int, end: Int) -> String {
+            fieldBytes.withUnsafeBufferPointer { String(decoding: UnsafeBufferPointer(rebasing: $0[start..<end]), as: UTF8.self) }
+        }
 
         /// HTTP/1.1 keeps the connection unless told `close`; HTTP/1.0 closes unless told `keep-alive`.
         public var keepAlive: Bool {
-            let tokens = headers.filter { $0.name == "connection" }.flatMap { $0.value.lowercased().split(separator: ",").map { $0.trimmingWhitespace() } }
+            guard fieldSpans.contains(where: { matches($0, "connection") }) else { return minorVersion >= 1 }
+            let tokens = values(named: "connection").flatMap { $0.lowercased().split(separator: ",").map { $0.trimmingWhitespace() } }
             return minorVersion >= 1 ? !tokens.contains("close") : tokens.contains("keep-alive")
         }
 
@@ -121,6 +192,11 @@ public enum HTTP1Parser {
         var lineCount = 1
         var i = 0
         while i < head.count {
+            // Eight bytes at a time past stretches holding none of CR, LF and NUL (most of a head).
+            if i + 8 <= head.count, !Self.holdsCRLFOrNUL(UnsafeRawPointer(head.baseAddress! + i).loadUnaligned(as: UInt64.self)) {
+                i += 8
+                continue
+            }
             switch head[i] {
             case 13:
                 guard i + 1 < head.count, head[i + 1] == 10 else { throw bad("a bare CR in the request head") }
@@ -134,6 +210,8 @@ public enum HTTP1Parser {
         /// The end of the line starting at `from` (the index of its CR, or the head's end).
         func lineEnd(_ from: Int) -> Int {
             var j = from
+            // The head holds no bare LF or NUL now, so a word without CR, LF or NUL holds no line end.
+            while j + 8 <= head.count, !Self.holdsCRLFOrNUL(UnsafeRawPointer(head.baseAddress! + j).loadUnaligned(as: UInt64.self)) { j += 8 }
             while j < head.count && head[j] != 13 { j += 1 }
             return j
         }
@@ -155,54 +233,92 @@ public enum HTTP1Parser {
             throw bad("the request target must be an absolute path")
         }
         let mark = (targetStart..<targetEnd).first { head[$0] == UInt8(ascii: "?") }
-        var request = Request(method: text(0, methodEnd), path: text(targetStart, mark ?? targetEnd),
-                              query: mark.map { text($0 + 1, targetEnd) } ?? "", minorVersion: Int(minor - 48), headers: [], body: [])
         guard lineCount - 1 <= limits.maxHeaderFields else {
             throw Failure(status: 431, message: "more than \(limits.maxHeaderFields) header fields")
         }
-        request.headers.reserveCapacity(lineCount - 1)
+        var spans: [Request.FieldSpan] = []
+        spans.reserveCapacity(lineCount - 1)
         var contentLength: Int? = nil
         var chunked = false
         var sawTransferEncoding = false
-        var lineStart = requestEnd + 2
-        while lineStart <= head.count && requestEnd < head.count {
-            let end = lineEnd(lineStart)
-            defer { lineStart = end + 2 }
-            guard let colon = (lineStart..<end).first(where: { head[$0] == 58 }) else { throw bad("a header field without a colon") }
-            // A name ending in whitespace, or a line starting with it (obsolete folding), is refused: proxies disagree on them.
-            guard colon > lineStart, (lineStart..<colon).allSatisfy({ isTokenByte(head[$0]) }) else { throw bad("bad header field name") }
-            var valueStart = colon + 1, valueEnd = end
-            while valueStart < valueEnd, head[valueStart] == 32 || head[valueStart] == 9 { valueStart += 1 }
-            while valueEnd > valueStart, head[valueEnd - 1] == 32 || head[valueEnd - 1] == 9 { valueEnd -= 1 }
-            guard (valueStart..<valueEnd).allSatisfy({ head[$0] == 9 || (head[$0] >= 32 && head[$0] != 127) }) else {
-                throw bad("a control character in a header field value")
-            }
-            let lowered = String(unsafeUninitializedCapacity: colon - lineStart) { out in
-                for k in 0..<(colon - lineStart) {
-                    let b = head[lineStart + k]
-                    out[k] = b >= 65 && b <= 90 ? b + 32 : b
+        var failure: Failure? = nil
+        // One pass per field line: the name checked and lower-cased and the value checked, each copied once into
+        // the request's field bytes (never longer than the head).
+        let fieldBytes = Self.loweredTokenBytes.withUnsafeBufferPointer { loweredToken in
+            [UInt8](unsafeUninitializedCapacity: max(1, head.count)) { out, written in
+                var o = 0
+                defer { written = o }
+                var lineStart = requestEnd + 2
+                while lineStart <= head.count && requestEnd < head.count {
+                    var j = lineStart
+                    let nameStart = o
+                    while j < head.count {
+                        let lowered = loweredToken[Int(head[j])]
+                        if lowered == 0 { break }
+                        out[o] = lowered
+                        o += 1
+                        j += 1
+                    }
+                    guard j < head.count, head[j] == 58, j > lineStart else {
+                        // A name ending in whitespace, or a line starting with it (obsolete folding), is refused: proxies disagree on them.
+                        let end = lineEnd(j)
+                        failure = (j..<end).contains(where: { head[$0] == 58 }) ? bad("bad header field name") : bad("a header field without a colon")
+                        return
+                    }
+                    j += 1
+                    while j < head.count, head[j] == 32 || head[j] == 9 { j += 1 }
+                    let valueStart = o
+                    // No LF or NUL is left in the head (checked above), so the value runs to the line's CR. Eight bytes
+                    // at a time while none is a control character (a tab takes the byte-wise way).
+                    while j + 8 <= head.count {
+                        let word = UnsafeRawPointer(head.baseAddress! + j).loadUnaligned(as: UInt64.self)
+                        guard !Self.holdsControlByte(word) else { break }
+                        UnsafeMutableRawPointer(out.baseAddress! + o).storeBytes(of: word, as: UInt64.self)
+                        o += 8
+                        j += 8
+                    }
+                    while j < head.count, head[j] != 13 {
+                        let b = head[j]
+                        guard b == 9 || (b >= 32 && b != 127) else {
+                            failure = bad("a control character in a header field value")
+                            return
+                        }
+                        out[o] = b
+                        o += 1
+                        j += 1
+                    }
+                    while o > valueStart, out[o - 1] == 32 || out[o - 1] == 9 { o -= 1 }
+                    lineStart = j + 2
+                    spans.append(Request.FieldSpan(nameStart: nameStart, valueStart: valueStart, valueEnd: o))
+                    let name = UnsafeBufferPointer(rebasing: out[nameStart..<valueStart])
+                    if Self.equals(name, "content-length") {
+                        let value = UnsafeBufferPointer(rebasing: out[valueStart..<o])
+                        guard !value.isEmpty, value.count <= 18, value.allSatisfy({ $0 >= 48 && $0 <= 57 }) else {
+                            failure = bad("Content-Length is not a decimal number")
+                            return
+                        }
+                        let n = value.reduce(0) { $0 * 10 + Int($1 - 48) }
+                        if let earlier = contentLength, earlier != n {
+                            failure = bad("two different Content-Length fields")
+                            return
+                        }
+                        contentLength = n
+                    } else if Self.equals(name, "transfer-encoding") {
+                        sawTransferEncoding = true
+                        let value = String(decoding: UnsafeBufferPointer(rebasing: out[valueStart..<o]), as: UTF8.self)
+                        guard value.lowercased().split(separator: ",").map({ $0.trimmingWhitespace() }) == ["chunked"] else {
+                            failure = Failure(status: 501, message: "Transfer-Encoding \(value.debugDescription) is not supported (only chunked)")
+                            return
+                        }
+                        chunked = true
+                    }
                 }
-                return colon - lineStart
-            }
-            let value = text(valueStart, valueEnd)
-            request.headers.append((lowered, value))
-            switch lowered {
-            case "content-length":
-                guard !value.isEmpty, value.utf8.count <= 18, value.utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let n = Int(value) else {
-                    throw bad("Content-Length is not a decimal number")
-                }
-                if let earlier = contentLength, earlier != n { throw bad("two different Content-Length fields") }
-                contentLength = n
-            case "transfer-encoding":
-                sawTransferEncoding = true
-                let codings = value.lowercased().split(separator: ",").map { $0.trimmingWhitespace() }
-                guard codings == ["chunked"] else {
-                    throw Failure(status: 501, message: "Transfer-Encoding \(value.debugDescription) is not supported (only chunked)")
-                }
-                chunked = true
-            default: break
             }
         }
+        if let failure { throw failure }
+        let request = Request(method: text(0, methodEnd), path: text(targetStart, mark ?? targetEnd),
+                              query: mark.map { text($0 + 1, targetEnd) } ?? "", minorVersion: Int(minor - 48),
+                              fieldBytes: fieldBytes, fieldSpans: spans)
         if sawTransferEncoding && contentLength != nil { throw bad("both Content-Length and Transfer-Encoding") }
         if request.minorVersion == 0 && chunked { throw bad("chunked framing is HTTP/1.1") }
         if let contentLength {
@@ -289,6 +405,34 @@ public enum HTTP1Parser {
         case 97...102: b - 87
         default: nil
         }
+    }
+
+    /// Whether any of the eight bytes of `word` is CR, LF or NUL: a zero byte of `word`, `word ^ 0x0a..` or
+    /// `word ^ 0x0d..`, by the borrow trick (its result is nonzero exactly when some byte is zero).
+    @inline(__always) static func holdsCRLFOrNUL(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        @inline(__always) func zeroByte(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+        return zeroByte(word) | zeroByte(word ^ (ones &* 10)) | zeroByte(word ^ (ones &* 13)) != 0
+    }
+
+    /// Whether any of the eight bytes of `word` is below 0x20 or is 0x7f (DEL): a byte below 0x20 by the borrow
+    /// trick for "less than", DEL as a zero byte of `word ^ 0x7f..` (each nonzero exactly when such a byte is there).
+    @inline(__always) static func holdsControlByte(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        let below = (word &- ones &* 0x20) & ~word & highs
+        let del = word ^ (ones &* 0x7f)
+        return below | ((del &- ones) & ~del & highs) != 0
+    }
+
+    /// Per byte: the byte lower-cased when it is an RFC 9110 `tchar`, else 0 (no `tchar` is 0).
+    static let loweredTokenBytes: [UInt8] = (0..<256).map { b in
+        let byte = UInt8(b)
+        return isTokenByte(byte) ? (byte >= 65 && byte <= 90 ? byte + 32 : byte) : 0
+    }
+
+    /// `bytes` equal to the ASCII `text`.
+    @inline(__always) static func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
+        bytes.count == text.utf8CodeUnitCount && (bytes.isEmpty || memcmp(bytes.baseAddress!, text.utf8Start, bytes.count) == 0)
     }
 
     /// RFC 9110's `tchar` (`!#$%&'*+-.^_\`|~`, digits, letters) as two bit masks, one test per byte.

@@ -1,4 +1,5 @@
 import Basics
+import Glibc
 import PushCore
 
 /// The jobs in a `POST /v1/jobs` body: one job object, or `{"jobs": [job, ...]}`. Each job's bytes are sliced
@@ -56,13 +57,19 @@ public enum JobSubmission {
     /// False when no member of `job` can be an `id` (no `"id"` and no escape anywhere in its bytes): then an id
     /// put in front cannot collide with one, and the job need not be checked again.
     public static func mayNameID(_ job: [UInt8]) -> Bool {
-        let needle: [UInt8] = [34, 105, 100, 34]  // "id"
-        guard job.count >= needle.count else { return false }
-        for i in 0...(job.count - needle.count) {
-            if job[i] == 92 { return true }  // a backslash: a key spelled with escapes
-            if job[i] == 34 && job[i + 1] == 105 && job[i + 2] == 100 && job[i + 3] == 34 { return true }
+        job.withUnsafeBufferPointer { bytes in
+            guard bytes.count >= 4, let base = bytes.baseAddress else { return false }
+            // A backslash anywhere: a key may be spelled with escapes.
+            if memchr(base, 92, bytes.count) != nil { return true }
+            // Quote by quote (memchr finds them faster than a byte loop), for `"id"`.
+            var at = 0
+            while at + 3 < bytes.count, let found = memchr(base + at, 34, bytes.count - 3 - at) {
+                let i = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                if bytes[i + 1] == 105, bytes[i + 2] == 100, bytes[i + 3] == 34 { return true }
+                at = i + 1
+            }
+            return false
         }
-        return job.suffix(3).contains(92)
     }
 
     /// `job` with `"id":"<id>"` as its first member (`job` is an object without an `id`).
@@ -73,7 +80,7 @@ public enum JobSubmission {
         var out: [UInt8] = []
         out.reserveCapacity(job.count + id.utf8.count + 8)
         out.append(contentsOf: job[0...open])
-        out.append(contentsOf: Array(#""id":"#.utf8))
+        out.append(contentsOf: #""id":"#.utf8)
         appendJSONString(id, to: &out)
         if rest < job.count, job[rest] != UInt8(ascii: "}") { out.append(UInt8(ascii: ",")) }
         out.append(contentsOf: job[(open + 1)...])

@@ -11,25 +11,25 @@ public enum HTTPResponseHead {
     /// answer of the API costs a few hundred instructions this way, several thousand by interpolation).
     public static func append(status: Int, contentType: String, contentLength: Int, keepAlive: Bool, extra: [(String, String)] = [],
                               to out: inout [UInt8]) {
-        out.append(contentsOf: "HTTP/1.1 ".utf8)
+        appendStatic("HTTP/1.1 ", to: &out)
         appendDecimal(status, to: &out)
         out.append(32)
-        out.append(contentsOf: reasonPhrase(status).utf8)
-        out.append(contentsOf: "\r\nContent-Type: ".utf8)
-        out.append(contentsOf: contentType.utf8)
-        out.append(contentsOf: "\r\nContent-Length: ".utf8)
+        appendStatic(reasonPhrase(status), to: &out)
+        appendStatic("\r\nContent-Type: ", to: &out)
+        appendUTF8(contentType, to: &out)
+        appendStatic("\r\nContent-Length: ", to: &out)
         appendDecimal(contentLength, to: &out)
-        out.append(contentsOf: (keepAlive ? "\r\nConnection: keep-alive\r\n" : "\r\nConnection: close\r\n").utf8)
+        appendStatic(keepAlive ? "\r\nConnection: keep-alive\r\n" : "\r\nConnection: close\r\n", to: &out)
         for (name, value) in extra {
-            out.append(contentsOf: name.utf8)
-            out.append(contentsOf: ": ".utf8)
-            out.append(contentsOf: value.utf8)
-            out.append(contentsOf: "\r\n".utf8)
+            appendUTF8(name, to: &out)
+            appendStatic(": ", to: &out)
+            appendUTF8(value, to: &out)
+            appendStatic("\r\n", to: &out)
         }
-        out.append(contentsOf: "\r\n".utf8)
+        appendStatic("\r\n", to: &out)
     }
 
-    public static func reasonPhrase(_ status: Int) -> String {
+    public static func reasonPhrase(_ status: Int) -> StaticString {
         switch status {
         case 100: "Continue"
         case 200: "OK"

@@ -127,6 +127,14 @@ import Testing
         #expect(!JobSubmission.mayNameID(Array(#"{"token":"ab","payload":{"grid":1}}"#.utf8)))
         #expect(JobSubmission.mayNameID(Array(#"{"id":null}"#.utf8)))
         #expect(JobSubmission.mayNameID(Array(#"{"\u0069d":null}"#.utf8)))
+        // `"id"` or a backslash at every place, up to the last byte; a job of a few bytes names none.
+        for place in 0..<12 {
+            let filler = Array(repeating: UInt8(ascii: "a"), count: place)
+            #expect(JobSubmission.mayNameID(filler + Array(#""id""#.utf8)), "\(place)")
+            #expect(JobSubmission.mayNameID(filler + [92]) == (place >= 3), "\(place)")
+            #expect(!JobSubmission.mayNameID(filler + Array(#""id"#.utf8)), "\(place)")
+        }
+        #expect(!JobSubmission.mayNameID(Array(#""id"#.utf8)))
     }
 }
 
@@ -139,5 +147,90 @@ import Testing
         for other in ["Basic a2V5", "Bearerx k", "Bearer", "Bearer ", "Bearer   ", "Bearer\tk", "Béarer k", "Bearer\u{0} k"] {
             #expect(APIAccess.bearerCredential(other) == nil, "\(other.debugDescription)")
         }
+    }
+}
+
+/// The word-at-a-time checks the parser skips ahead with, against their byte-wise definitions.
+@Suite struct HTTP1WordCheckTests {
+    /// Every byte value at every position of a word (over two backgrounds, so borrows from below are exercised).
+    @Test func aWordHoldsALineEndOrAControlByteExactlyWhenOneOfItsBytesIs() {
+        for background: UInt8 in [0x41, 0xff] {
+            for position in 0..<8 {
+                for value in 0...255 {
+                    var bytes = [UInt8](repeating: background, count: 8)
+                    bytes[position] = UInt8(value)
+                    if position > 0 { bytes[position - 1] = UInt8(truncatingIfNeeded: value &+ 1) }
+                    let word = bytes.withUnsafeBytes { $0.loadUnaligned(as: UInt64.self) }
+                    #expect(HTTP1Parser.holdsCRLFOrNUL(word) == bytes.contains { $0 == 0 || $0 == 10 || $0 == 13 }, "\(bytes)")
+                    #expect(HTTP1Parser.holdsControlByte(word) == bytes.contains { $0 < 32 || $0 == 127 }, "\(bytes)")
+                }
+            }
+        }
+    }
+
+    /// Field values of every length around the word size, with a tab or DEL at every place: read whole, or refused.
+    @Test func valuesOfEveryLengthAreReadWholeAndAControlByteAnywhereRefusesThem() {
+        for length in 0..<20 {
+            let value = String((0..<length).map { Character(UnicodeScalar(UInt8(97 + $0 % 26))) })
+            let text = "GET / HTTP/1.1\r\nA: \(value)\r\nB-Second: \(value)x\r\n\r\n"
+            guard case .request(let request, _) = HTTP1Parser.parse(Array(text.utf8)[...]) else { Issue.record("length \(length)"); continue }
+            #expect(request.header("a") == value && request.header("b-second") == value + "x")
+            for place in 0..<length {
+                var tabbed = Array(value.utf8)
+                tabbed[place] = 9
+                let withTab = "GET / HTTP/1.1\r\nA: " + String(decoding: tabbed, as: UTF8.self) + "\r\n\r\n"
+                guard case .request(let tabRequest, _) = HTTP1Parser.parse(Array(withTab.utf8)[...]) else { Issue.record("tab at \(place)"); continue }
+                // A tab at either end is whitespace around the value, inside it it is kept.
+                var trimmed = tabbed[...]
+                while trimmed.first == 9 { trimmed = trimmed.dropFirst() }
+                while trimmed.last == 9 { trimmed = trimmed.dropLast() }
+                #expect(tabRequest.header("a") == String(decoding: trimmed, as: UTF8.self))
+                tabbed[place] = 127
+                let withDEL = Array("GET / HTTP/1.1\r\nA: ".utf8) + tabbed + Array("\r\n\r\n".utf8)
+                #expect(HTTP1Parser.parse(withDEL[...]) == .failure(HTTP1Parser.Failure(status: 400, message: "a control character in a header field value")))
+            }
+        }
+    }
+
+    @Test func headersAreLookedUpByTheirLowerCasedNameAndTheFirstOneWins() {
+        let text = "GET / HTTP/1.1\r\nX-Key: one\r\nx-key: two\r\nAuthorization: Bearer k\r\n\r\n"
+        guard case .request(let request, _) = HTTP1Parser.parse(Array(text.utf8)[...]) else { Issue.record("no request"); return }
+        #expect(request.header("x-key") == "one")
+        #expect(request.header("X-Key") == nil)
+        #expect(request.header("x-ke") == nil && request.header("x-keys") == nil)
+        #expect(request.values(named: "x-key") == ["one", "two"])
+        let built = HTTP1Parser.Request(method: "GET", path: "/", query: "", minorVersion: 1, headers: request.headers, body: [])
+        #expect(built == HTTP1Parser.Request(method: "GET", path: "/", query: "", minorVersion: 1, headers: [("x-key", "one"), ("x-key", "two"), ("authorization", "Bearer k")], body: []))
+        #expect(built.header("authorization") == "Bearer k")
+    }
+}
+
+@Suite struct APIKeyMemoTests {
+    private func request(_ fields: [(name: String, value: String)]) -> HTTP1Parser.Request {
+        HTTP1Parser.Request(method: "POST", path: "/v1/jobs", query: "", minorVersion: 1, headers: fields, body: [])
+    }
+
+    /// The second request with a key is answered from the memo, and a key of the same length that differs in one
+    /// byte (or a prefix of it) is still refused, before and after.
+    @Test func aKeySeenBeforeIsKnownAndOneDifferingInAnyByteIsNot() {
+        let secret = "s3cret-key-0123456789"
+        let access = APIAccess(keys: [.init(name: "ops", sha256: APIAccess.sha256Hex(Array(secret.utf8)))])
+        var near = Array(secret.utf8)
+        near[near.count - 1] ^= 1
+        let nearKey = String(decoding: near, as: UTF8.self)
+        for round in 0..<2 {
+            guard case .key(let key) = access.authenticate(request([("authorization", "Bearer \(secret)")])) else { Issue.record("round \(round): refused"); continue }
+            #expect(key.name == "ops")
+            guard case .key = access.authenticate(request([("x-api-key", secret)])) else { Issue.record("round \(round): X-API-Key refused"); continue }
+            for wrong in [nearKey, String(secret.dropLast()), secret + "x"] {
+                guard case .refused(let code, _) = access.authenticate(request([("authorization", "Bearer \(wrong)")])) else {
+                    Issue.record("round \(round): \(wrong) accepted"); continue
+                }
+                #expect(code == "unauthenticated")
+            }
+        }
+        // Another scheme falls back to X-API-Key; none at all is refused.
+        guard case .key = access.authenticate(request([("authorization", "Basic a2V5"), ("x-api-key", secret)])) else { Issue.record("fallback refused"); return }
+        guard case .refused = access.authenticate(request([("authorization", "Basic a2V5")])) else { Issue.record("no key accepted"); return }
     }
 }
