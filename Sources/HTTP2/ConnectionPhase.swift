@@ -151,11 +151,16 @@ struct Goaway {
 /// The TLS + HTTP/2 session of a connection that completed its set-up: the socket, the `SSL*`, the nghttp2
 /// session, the read buffer and the liveness clock. A class, so the clock ticks in place inside the phase.
 final class LiveSession {
-    static let readSize = 65_536
+    /// How many bytes of frames one flush gathers from nghttp2 before an SSL_write.
+    static let writeBatch = 65_536
+    /// What one SSL_read takes before the answers it completed are delivered and the requests they start are
+    /// sent (`readAvailable`). Reading everything that waits first made client and server take turns over whole
+    /// windows of streams: 8 KiB, as h2load reads, keeps both busy (one connection: 0.77x of h2load -> 1.0x).
+    static let readChunk = 8_192
     let socket: SocketHandle
     let ssl: SSLHandle
     let session: SessionHandle
-    let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: LiveSession.readSize, alignment: 16)
+    let readBuffer = UnsafeMutableRawPointer.allocate(byteCount: LiveSession.readChunk, alignment: 16)
     var liveness: Liveness
     /// SSL_read asked for writability (TLS renegotiation or key update): retry the read when writable.
     var readWantsWrite = false

@@ -45,7 +45,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     var streams: [Int32: RequestContext] = [:]
     var queue = FIFO<RequestContext>()
     let batch = DeliveryBatch()
-    var output = OutputBuffer(capacity: LiveSession.readSize + 16_384)
+    var output = OutputBuffer(capacity: LiveSession.writeBatch + 16_384)
     let headerBlock = HeaderBlock()
     /// From `connect()` until closed the connection keeps itself alive (as the loop does while its socket is
     /// registered), so an owner that drops its reference cannot make queued or open requests vanish.
@@ -213,13 +213,14 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
 
     // MARK: I/O
 
-    /// Reads through `SSLHandle.read` (record after record into the read buffer) and feeds nghttp2; a short read
-    /// means nothing more is waiting.
+    /// Reads through `SSLHandle.read` (a chunk at a time into the read buffer) and feeds nghttp2; a short read
+    /// means nothing more is waiting. After each full chunk the entry's work runs (`finishEntry`): completions
+    /// delivered, new requests flushed, while the server's other answers still wait in the socket.
     func readAvailable(_ live: LiveSession, hangup: Bool) {
         live.readWantsWrite = false
         while !phase.isClosed {
             let progress: IOProgress
-            do { progress = try live.ssl.read(into: live.readBuffer, count: LiveSession.readSize) } catch {
+            do { progress = try live.ssl.read(into: live.readBuffer, count: LiveSession.readChunk) } catch {
                 if case .awaitingSettings = phase {
                     return failTLS("rejected after the handshake: \(error.message)")  // TLS 1.3: e.g. a missing client certificate
                 }
@@ -231,7 +232,8 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 let used = nghttp2_session_mem_recv(live.session.pointer, live.readBuffer.assumingMemoryBound(to: UInt8.self), count)
                 if used < 0 { return lose("HTTP/2 protocol error: \(String(cString: nghttp2_strerror(Int32(used))))") }
                 output.needsFlush = true
-                if count < LiveSession.readSize && !hangup { return waitForReadable(live) }
+                if count < LiveSession.readChunk && !hangup { return waitForReadable(live) }
+                finishEntry()
             case .wouldBlock:
                 if hangup && !live.ssl.wantsWritable { lose("server closed the connection") }
                 return waitForReadable(live)
@@ -256,7 +258,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         while true {
             if output.isDrained {
                 output.startBatch()
-                while output.bytes.count < LiveSession.readSize {
+                while output.bytes.count < LiveSession.writeBatch {
                     var data: UnsafePointer<UInt8>?
                     let count = nghttp2_session_mem_send(session, &data)
                     if count < 0 { return lose("HTTP/2 error: \(String(cString: nghttp2_strerror(Int32(count))))") }
