@@ -1,5 +1,5 @@
-/// What one entry into a connection decided, handed out once at the end of the outermost entry, outside any
-/// nghttp2 callback, so that completions and event handlers may call back into the connection or pool.
+/// What one entry into a connection decided, handed out at the end of the outermost entry (and after each chunk
+/// of a long read), outside any nghttp2 callback, so that completions and event handlers may call back into the connection or pool.
 /// A class: completions re-enter and append while a batch is being delivered.
 final class DeliveryBatch {
     /// Inside `HTTP2ClientConnection.entry`: nested entries only do their work, the outermost one delivers.

@@ -152,8 +152,8 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
 
     // MARK: the loop's entry points
 
-    /// Every way into the connection goes through here: work first, then (once, outermost) flush the
-    /// output, deliver decided completions and events. Completions may re-enter `send`/`close` safely.
+    /// Every way into the connection goes through here: work first, then (outermost; a long read also after
+    /// each chunk) flush the output, deliver decided completions and events. Completions may re-enter `send`/`close` safely.
     func entry(_ body: () -> Void) {
         withExtendedLifetime(self) {
             if batch.inEntry {
@@ -214,11 +214,18 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
     // MARK: I/O
 
     /// Reads through `SSLHandle.read` (a chunk at a time into the read buffer) and feeds nghttp2; a short read
-    /// means nothing more is waiting. After each full chunk the entry's work runs (`finishEntry`): completions
-    /// delivered, new requests flushed, while the server's other answers still wait in the socket.
+    /// means nothing more is waiting (after a hangup it reads on to the end). After each full chunk the entry's
+    /// work runs (`finishEntry`): completions delivered, new requests flushed, while the server's other answers
+    /// still wait in the socket. Not after a hangup: new requests would go to a connection about to be lost, and
+    /// fail as possibly processed instead of going to another one as never sent. At most
+    /// `LiveSession.chunksPerWake` chunks, then the rest in the loop's next turn, so timers and the other sockets
+    /// get theirs (a timer, not epoll: OpenSSL may already hold the rest of a record).
     func readAvailable(_ live: LiveSession, hangup: Bool) {
         live.readWantsWrite = false
+        var chunks = 0
         while !phase.isClosed {
+            if chunks == LiveSession.chunksPerWake && !hangup { return scheduleRead() }
+            chunks += 1
             let progress: IOProgress
             do { progress = try live.ssl.read(into: live.readBuffer, count: LiveSession.readChunk) } catch {
                 if case .awaitingSettings = phase {
@@ -233,7 +240,7 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
                 if used < 0 { return lose("HTTP/2 protocol error: \(String(cString: nghttp2_strerror(Int32(used))))") }
                 output.needsFlush = true
                 if count < LiveSession.readChunk && !hangup { return waitForReadable(live) }
-                finishEntry()
+                if !hangup { finishEntry() }
             case .wouldBlock:
                 if hangup && !live.ssl.wantsWritable { lose("server closed the connection") }
                 return waitForReadable(live)
@@ -293,6 +300,16 @@ public final class HTTP2ClientConnection: FileDescriptorHandler {
         loop.schedule(afterNanoseconds: 0) { [self] in
             output.flushScheduled = false
             entry {}
+        }
+    }
+
+    /// The rest of a long read, after the loop's other work (`readAvailable`).
+    func scheduleRead() {
+        loop.schedule(afterNanoseconds: 0) { [self] in
+            entry {
+                guard let live = phase.session else { return }
+                readAvailable(live, hangup: false)
+            }
         }
     }
 

@@ -130,7 +130,9 @@ public final class SSLHandle {
         if waits(SSL_get_error(pointer, n)) { return .wouldBlock }
         established = false
         let detail = openSSLErrors()
-        throw TLSError(detail == noErrorDetail ? String(cString: strerror(savedErrno)) : Self.refusal(detail))
+        if detail != noErrorDetail { throw TLSError(Self.refusal(detail)) }
+        // No OpenSSL reason and no errno: TLS had already met the peer's close (strerror(0) would say "Success").
+        throw TLSError(savedErrno == 0 ? "the connection is closed" : String(cString: strerror(savedErrno)))
     }
 
     /// Sends a close_notify (once, and only after a finished handshake) so the peer sees a clean close.

@@ -213,6 +213,57 @@ import Testing
         #expect(outcomes.successes.first?.status == 200, "\(outcomes.failures)")
     }
 
+    /// Sends `count` requests to a peer that answers its first 100 all at once (after half a second), and keeps the
+    /// loop busy meanwhile: the client wakes to every answer (and whatever follows them) in one go.
+    private func sendAndSleepThroughTheAnswers(_ count: Int, peer: ServerProcess) throws -> (Outcomes, LoopBound<HTTP2ClientConnection>) {
+        let outcomes = Outcomes(expected: count)
+        let tls = try tls()
+        let connection = try loop.submit { [loop] () -> LoopBound<HTTP2ClientConnection> in
+            let connection = HTTP2ClientConnection(loop: loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: peer.port), tls: tls)
+            connection.connect()
+            Self.send(count, postRequest(), on: connection, into: outcomes)
+            return LoopBound(connection, loop: loop)
+        }
+        #expect(eventually(seconds: 10) { (try? loop.submit { connection.value.openStreams }) == 100 })
+        try loop.submit { usleep(1_500_000) }
+        return (outcomes, connection)
+    }
+
+    /// The server answers every open stream and closes the connection (no GOAWAY); the client wakes with the
+    /// answers and the close together. Every answer is delivered, and the queued requests end as never sent:
+    /// none goes out on the dying connection, where it would end as possibly processed.
+    @Test func answersThatArriveWithTheServersCloseAreDeliveredAndQueuedRequestsEndAsNeverSent() throws {
+        let peer = try ServerProcess.peer(mode: "hangup", certificates: certificates, extra: ["--count", "100"])
+        defer { peer.stop() }
+        // The loop is busy while the peer answers and closes, so one wake sees the answers and the hangup.
+        let (outcomes, _) = try sendAndSleepThroughTheAnswers(300, peer: peer)
+        #expect(outcomes.wait(seconds: 30), "not every request completed in time")
+        #expect(outcomes.completedOnceEach)
+        #expect(outcomes.successes.count == 100)
+        #expect(outcomes.successes.allSatisfy { $0.status == 200 })
+        let failures = outcomes.failures
+        #expect(failures.count == 200)
+        #expect(failures.allSatisfy { !$0.wasProcessedPossibly }, "\(failures.filter(\.wasProcessedPossibly).prefix(3))")
+    }
+
+    /// Answers worth more than one wake's reads (about 300 KB against `LiveSession.chunksPerWake` chunks) arrive
+    /// at once: the rest is read in the loop's next turns, every answer is delivered once, and the connection
+    /// goes on serving.
+    @Test func aBurstOfAnswersLargerThanOneWakesReadsIsDeliveredWholeAndTheConnectionServesOn() throws {
+        let peer = try ServerProcess.peer(mode: "burst", certificates: certificates, extra: ["--count", "100"])
+        defer { peer.stop() }
+        let (first, connection) = try sendAndSleepThroughTheAnswers(100, peer: peer)
+        #expect(first.wait(seconds: 30), "not every answer of the burst was delivered")
+        #expect(first.completedOnceEach)
+        #expect(first.successes.count == 100)
+        #expect(first.successes.allSatisfy { ($0.headers.first { $0.name == "x-pad" }?.value.count ?? 0) > 3000 })
+        let second = Outcomes(expected: 50)
+        try loop.submit { Self.send(50, postRequest(), on: connection.value, into: second) }
+        #expect(second.wait(seconds: 30))
+        #expect(second.successes.count == 50)
+        try loop.submit { connection.value.close() }
+    }
+
     @Test func aClosedConnectionIsFreed() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }

@@ -10,6 +10,11 @@ Modes:
   limits   starts with MAX_CONCURRENT_STREAMS 1, raises it to --raise after the first answer (and, with
            --lower-after N, back to 1 after N answers), answers everything with 200 and records in --report
            the most streams it saw open at once before lowering.
+  hangup   answers nothing until --count requests have arrived, then waits half a second and answers them all
+           (each with a header of about 600 bytes: the answers span several reads and all fit in the socket buffers) and closes the TCP connection
+           in the same breath: no GOAWAY, no close_notify.
+  burst    like hangup, but the answers have headers of about 3 KB (several hundred KB in all) and the
+           connection stays open: every later request is answered at once.
   http11   offers only ALPN http/1.1 (a server that does not speak HTTP/2).
   proxy    a plain HTTP CONNECT proxy (no TLS of its own): answers 200 and relays bytes both ways;
            writes each CONNECT target it served, one per line, to --report.
@@ -117,6 +122,8 @@ def serve(raw):
     most_open = 0
     raised = False
     lowered = False
+    burst_done = False
+    answered = 0
     while True:
         try:
             data = tls.recv(65536)
@@ -153,6 +160,29 @@ def serve(raw):
         if args.report:
             with open(args.report, "w") as f:
                 f.write(str(most_open))
+        if args.mode == "burst" and burst_done:
+            for stream_id in ended[answered:]:
+                answer(conn, stream_id)
+            answered = len(ended)
+        elif args.mode == "burst" and len(ended) >= args.count:
+            time.sleep(0.5)
+            for stream_id in sorted(ended):
+                conn.send_headers(stream_id, [(":status", "200"), ("x-pad", "%d-" % stream_id + "p" * 3000)], end_stream=True)
+            answered = len(ended)
+            burst_done = True
+        if args.mode == "hangup" and len(ended) >= args.count:
+            time.sleep(0.5)
+            for stream_id in sorted(ended):
+                conn.send_headers(stream_id, [(":status", "200"), ("x-pad", "%d-" % stream_id + "p" * 600)], end_stream=True)
+            tls.sendall(conn.data_to_send())
+            tls.shutdown(socket.SHUT_WR)  # FIN after the answers; what the client still sends is read and dropped
+            try:
+                while tls.recv(65536):
+                    pass
+            except Exception:
+                pass
+            tls.close()
+            return
         if args.mode == "goaway" and len(ended) >= args.count:
             frame = GoAwayFrame(0)
             frame.last_stream_id = args.last_stream
