@@ -29,6 +29,12 @@ public struct BudgetLimit: Hashable, Sendable {
         self.intervalMicros = max(1, intervalMicros)
         self.calendar = calendar
     }
+
+    /// One shard's share of the budget when `shards` keep it apart: the interval times the shard count, the
+    /// calendar kept (without it a backlog to one device would hold the app's frontier far ahead).
+    public func share(among shards: Int64) -> BudgetLimit {
+        shards == 1 ? self : BudgetLimit(name: name, intervalMicros: intervalMicros * shards, calendar: calendar)
+    }
 }
 
 /// The script's word on one job.

@@ -170,6 +170,40 @@ import Testing
         #expect(seen[2].hasPrefix("alone failed"), "\(seen)")
     }
 
+    /// With shards each shard's budget is its share (the interval times the shard count), and it keeps its
+    /// calendar: a backlog to one device is reserved in the app's calendar, so the app's jobs to other devices wait
+    /// for the app's spacing only, not behind the backlog.
+    @Test(.timeLimit(.minutes(1)))
+    func aShardsShareOfAnAppBudgetKeepsItsCalendarSoABusyDeviceHoldsNoOtherDevice() throws {
+        let (rig, server) = try Self.rig(shards: 2)
+        defer { rig.stop(); server?.stop() }
+        try rig.push(shard: 0, 25, tag: "b")
+        var leases: [Lease] = []
+        while leases.count < 25 {
+            let claimed = try rig.claim(25 - leases.count)
+            #expect(!claimed.isEmpty)
+            leases += claimed
+        }
+        let app = BudgetLimit(name: "app:shop:s", intervalMicros: 5_000, calendar: true)
+        let busy = BudgetLimit(name: "device:busy:s", intervalMicros: 500_000)
+        let jobs = leases.enumerated().map { index, lease in
+            (lease: lease, limits: [index < 20 ? busy : BudgetLimit(name: "device:d\(index):s", intervalMicros: 500_000), app])
+        }
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let started = Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec) / 1_000_000
+        let answer: Result<[BudgetVerdict], JobSourceFailure> = try rig.call { source, done in source.checkBudgets(jobs) { done($0) } }
+        let verdicts = try answer.get()
+        let backlog = verdicts.prefix(20).compactMap { if case .held(let at, 0) = $0 { at } else { nil } }
+        #expect(verdicts[0] == .allowed)
+        #expect(backlog.count == 19, "the busy device's budget holds its backlog: \(verdicts)")
+        #expect(zip(backlog, backlog.dropFirst()).allSatisfy { $1 - $0 == 1_000 }, "two shards: each keeps 500 ms x 2 \(backlog)")
+        let others = verdicts.suffix(5).compactMap { if case .held(let at, 1) = $0 { at } else { nil } }
+        #expect(others.count == 5, "the app's spacing holds the other devices: \(verdicts)")
+        #expect(others.allSatisfy { $0 - started < 2_000 }, "not behind the backlog's 19 s: \(others.map { $0 - started })")
+        #expect(zip(others, others.dropFirst()).allSatisfy { $1 - $0 == 10 }, "the app's 5 ms x 2: \(others)")
+    }
+
     @Test func aShardThatAnsweredEmptyRestsLongerEachTimeUntilItHandsOutJobs() {
         var pause = ShardPause()
         let now: UInt64 = 1_000_000_000

@@ -156,9 +156,7 @@ public final class ShardedJobSource: JobSource {
         var failure: JobSourceFailure?
         var waiting = groups.count
         for (shard, part) in groups {
-            let limits = part.map { item in
-                scale == 1 ? item.element.limits : item.element.limits.map { BudgetLimit(name: $0.name, intervalMicros: $0.intervalMicros * scale) }
-            }
+            let limits = part.map { item in scale == 1 ? item.element.limits : item.element.limits.map { $0.share(among: scale) } }
             queues[shard].checkBudgets(limits) { result in
                 switch result {
                 case .success(let answers): for (item, verdict) in zip(part, answers) { verdicts[item.offset] = verdict }
