@@ -29,6 +29,25 @@ final class Budgets {
     }
     private static func interval(_ count: Int, perSeconds seconds: Int64) -> Int64 { interval(perSecond: Double(count), seconds: seconds) }
 
+    /// A budget's name, `<head><subject><tail>`, written in one allocation: interpolating it appended twice
+    /// (about 1,700 instructions a job with a device budget).
+    static func name(_ head: StaticString, _ subject: String, _ tail: StaticString) -> String {
+        var subject = subject
+        return subject.withUTF8 { middle in
+            String(unsafeUninitializedCapacity: head.utf8CodeUnitCount + middle.count + tail.utf8CodeUnitCount) { out in
+                var at = 0
+                func put(_ start: UnsafePointer<UInt8>?, _ count: Int) {
+                    if let start { (out.baseAddress! + at).initialize(from: start, count: count) }
+                    at += count
+                }
+                put(head.utf8Start, head.utf8CodeUnitCount)
+                put(middle.baseAddress, middle.count)
+                put(tail.utf8Start, tail.utf8CodeUnitCount)
+                return at
+            }
+        }
+    }
+
     /// The job's limits and, alongside, what kind each one is; empty when none applies.
     func limits(for job: JobAttempt) -> (limits: [BudgetLimit], kinds: [BudgetKind]) {
         var limits: [BudgetLimit] = []
@@ -39,7 +58,7 @@ final class Budgets {
         }
         let n = job.notification
         if let channel = n.channelID {
-            if settings.channelPerSecond > 0 { add(.channel, "channel:\(channel):s", Self.interval(settings.channelPerSecond, perSeconds: 1)) }
+            if settings.channelPerSecond > 0 { add(.channel, Self.name("channel:", channel, ":s"), Self.interval(settings.channelPerSecond, perSeconds: 1)) }
         } else if !n.deviceToken.isEmpty && n.platform.hasDeviceBudget && job.batchTokens.isEmpty {
             // A many-token send is paced by its app's and queue's budgets only: one device's budget would pace a
             // request for a thousand, and a thousand budgets per request would cost more than the send.
@@ -47,15 +66,15 @@ final class Budgets {
             let perMinute = settings.devicePerMinute > 0 ? settings.devicePerMinute : published?.perMinute ?? 0
             let perHour = settings.devicePerHour > 0 ? settings.devicePerHour : published?.perHour ?? 0
             let token = n.deviceToken
-            if settings.devicePerSecond > 0 { add(.device, "device:\(token):s", Self.interval(settings.devicePerSecond, perSeconds: 1)) }
-            if perMinute > 0 { add(.device, "device:\(token):m", Self.interval(perMinute, perSeconds: 60)) }
-            if perHour > 0 { add(.device, "device:\(token):h", Self.interval(perHour, perSeconds: 3600)) }
+            if settings.devicePerSecond > 0 { add(.device, Self.name("device:", token, ":s"), Self.interval(settings.devicePerSecond, perSeconds: 1)) }
+            if perMinute > 0 { add(.device, Self.name("device:", token, ":m"), Self.interval(perMinute, perSeconds: 60)) }
+            if perHour > 0 { add(.device, Self.name("device:", token, ":h"), Self.interval(perHour, perSeconds: 3600)) }
         }
         let app = job.destination.app
         let rate = appRates[app].current
-        if rate > 0 { add(.app, "app:\(job.appName):s", Self.interval(perSecond: rate)) }
-        if settings.appPerMinute > 0 { add(.app, "app:\(job.appName):m", Self.interval(settings.appPerMinute, perSeconds: 60)) }
-        if settings.queuePerSecond > 0 { add(.queue, "queue:\(job.lease.queueKey):s", Self.interval(settings.queuePerSecond, perSeconds: 1)) }
+        if rate > 0 { add(.app, Self.name("app:", job.appName, ":s"), Self.interval(perSecond: rate)) }
+        if settings.appPerMinute > 0 { add(.app, Self.name("app:", job.appName, ":m"), Self.interval(settings.appPerMinute, perSeconds: 60)) }
+        if settings.queuePerSecond > 0 { add(.queue, Self.name("queue:", job.lease.queueKey, ":s"), Self.interval(settings.queuePerSecond, perSeconds: 1)) }
         return (limits, kinds)
     }
 
