@@ -15,6 +15,21 @@ import Testing
         return parts[0] * 1000 + parts[1] / 1000
     }
 
+    /// The call's layout, which the script reads by position: each budget's key once in first-use order, then the
+    /// calendars of those that keep one; ARGV the job and budget counts, per budget its interval and its calendar's
+    /// 1-based KEYS position (0: none), per job its limit count and its budgets' positions.
+    @Test func theCheckDeclaresEachBudgetOnceThenItsCalendarAndPointsJobsAtThem() throws {
+        let commands = try QueueCommands(keys: QueueKeys(prefix: "p"), workerID: "w", queueKeys: nil, options: JobQueueOptions())
+        let app = BudgetLimit(name: "app:a:s", intervalMicros: 10_000, calendar: true)
+        let device = BudgetLimit(name: "device:d:s", intervalMicros: 500_000)
+        let queue = BudgetLimit(name: "queue:q:s", intervalMicros: 2_000, calendar: true)
+        let (_, keys, arguments) = commands.budgetCheck([[device, app], [], [app], [device, app, queue]])
+        #expect(keys.map { String(decoding: $0, as: UTF8.self) } ==
+                ["p:budget:device:d:s", "p:budget:app:a:s", "p:budget:queue:q:s", "p:budgetcal:app:a:s", "p:budgetcal:queue:q:s"])
+        #expect(arguments.decoded.map { String(decoding: $0, as: UTF8.self) } ==
+                ["4", "3", "500000", "0", "10000", "4", "2000", "5", "2", "1", "2", "0", "1", "2", "3", "1", "2", "3"])
+    }
+
     /// Two workers ask in turn, 50 jobs a call, for 1,000 sends to one device at 100 a second: one goes at once,
     /// every other gets its own time, 10 ms after the one before whichever worker asked; so any second holds
     /// at most 100.

@@ -33,17 +33,21 @@ final class Budgets {
     /// (about 1,700 instructions a job with a device budget).
     static func name(_ head: StaticString, _ subject: String, _ tail: StaticString) -> String {
         var subject = subject
-        return subject.withUTF8 { middle in
-            String(unsafeUninitializedCapacity: head.utf8CodeUnitCount + middle.count + tail.utf8CodeUnitCount) { out in
-                var at = 0
-                func put(_ start: UnsafePointer<UInt8>?, _ count: Int) {
-                    if let start { (out.baseAddress! + at).initialize(from: start, count: count) }
-                    at += count
+        return head.withUTF8Buffer { head in
+            tail.withUTF8Buffer { tail in
+                subject.withUTF8 { middle in
+                    String(unsafeUninitializedCapacity: head.count + middle.count + tail.count) { out in
+                        var at = 0
+                        func put(_ part: UnsafeBufferPointer<UInt8>) {
+                            if let start = part.baseAddress { (out.baseAddress! + at).initialize(from: start, count: part.count) }
+                            at += part.count
+                        }
+                        put(head)
+                        put(middle)
+                        put(tail)
+                        return at
+                    }
                 }
-                put(head.utf8Start, head.utf8CodeUnitCount)
-                put(middle.baseAddress, middle.count)
-                put(tail.utf8Start, tail.utf8CodeUnitCount)
-                return at
             }
         }
     }
