@@ -33,7 +33,7 @@ public struct BudgetLimit: Hashable, Sendable {
     /// One shard's share of the budget when `shards` keep it apart: the interval times the shard count, the
     /// calendar kept (without it a backlog to one device would hold the app's frontier far ahead).
     public func share(among shards: Int64) -> BudgetLimit {
-        shards == 1 ? self : BudgetLimit(name: name, intervalMicros: intervalMicros * shards, calendar: calendar)
+        BudgetLimit(name: name, intervalMicros: intervalMicros * shards, calendar: calendar)
     }
 }
 
@@ -196,51 +196,32 @@ extension QueueScripts {
 
 extension QueueCommands {
     /// `jobs`: each job's limits (none for a job without budgets: allowed at no cost). Arguments are encoded in
-    /// place and each budget's key is built once, at its first use: a batch of 512 jobs with a device budget each
-    /// built ~1,500 small arrays and as many concatenated strings before (about 8,000 instructions a job).
+    /// place: a batch of 512 jobs with a device budget each built ~1,500 small arrays before (about 8,000
+    /// instructions a job with the keys' lookups).
     func budgetCheck(_ jobs: [[BudgetLimit]]) -> (RedisScript, [[UInt8]], RESPArguments) {
-        var position: [String: Int] = [:]  // a budget's name: its position in KEYS, first use first
-        position.reserveCapacity(jobs.count)
+        let base = keys.prefix + ":budget:"
+        var declared = DeclaredKeys([])
+        declared.reserveCapacity(jobs.count)
         var budgets: [BudgetLimit] = []
         var perJob = RESPArguments(capacity: jobs.count * 24)
         for limits in jobs {
             perJob.append(limits.count)
             for limit in limits {
-                let next = budgets.count + 1
-                let index = Self.claimSlot(&position[limit.name, default: 0], next)  // one hash lookup, not two
-                if index == next { budgets.append(limit) }
+                let before = declared.keys.count
+                let index = declared.index(of: base + limit.name)
+                if declared.keys.count > before { budgets.append(limit) }
                 perJob.append(index)
             }
         }
-        func key(_ base: [UInt8], _ name: String) -> [UInt8] {
-            var key: [UInt8] = []
-            key.reserveCapacity(base.count + name.utf8.count)
-            key += base
-            key += name.utf8
-            return key
-        }
-        let frontier = Array((keys.prefix + ":budget:").utf8), calendar = Array((keys.prefix + ":budgetcal:").utf8)
-        var declared = budgets.map { key(frontier, $0.name) }
         var args = RESPArguments(capacity: jobs.count * 24 + budgets.count * 16 + 32)
         args.append(jobs.count)
         args.append(budgets.count)
         for budget in budgets {
             args.append(budget.intervalMicros)
-            if budget.calendar {
-                declared.append(key(calendar, budget.name))
-                args.append(declared.count)
-            } else {
-                args.append(0)
-            }
+            args.append(budget.calendar ? declared.index(of: keys.prefix + ":budgetcal:" + budget.name) : 0)
         }
         args.append(contentsOf: perJob)
-        return (QueueScripts.budgetCheck, declared, args)
-    }
-
-    /// The slot's position, `next` when it had none yet.
-    private static func claimSlot(_ slot: inout Int, _ next: Int) -> Int {
-        if slot == 0 { slot = next }
-        return slot
+        return (QueueScripts.budgetCheck, declared.keys, args)
     }
 
     static func parseBudgetCheck(_ reply: RESPValue, count: Int) throws(RedisError) -> ([BudgetVerdict], [QueueKeyProblem]) {

@@ -10,12 +10,24 @@ struct DeclaredKeys {
 
     init(_ fixed: [String]) { keys = fixed.map { Array($0.utf8) } }
 
-    /// The key's position in KEYS (Lua's `KEYS[i]`), added on first use.
+    /// The key's position in KEYS (Lua's `KEYS[i]`), added on first use; one hash lookup either way.
     mutating func index(of key: String) -> Int {
-        if let known = positions[key] { return known }
-        keys.append(Array(key.utf8))
-        positions[key] = keys.count
-        return keys.count
+        let next = keys.count + 1
+        let position = Self.claim(&positions[key, default: 0], next)
+        if position == next { keys.append(Array(key.utf8)) }
+        return position
+    }
+
+    /// Room for `count` more keys without regrowing (a batch whose every job may bring one).
+    mutating func reserveCapacity(_ count: Int) {
+        keys.reserveCapacity(keys.count + count)
+        positions.reserveCapacity(positions.count + count)
+    }
+
+    /// The slot's position, `next` when it had none yet.
+    private static func claim(_ slot: inout Int, _ next: Int) -> Int {
+        if slot == 0 { slot = next }
+        return slot
     }
 }
 
