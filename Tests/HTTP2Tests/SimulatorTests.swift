@@ -242,6 +242,12 @@ import Testing
         let sim = try SimulatorFixture(faults: MockFaultScript(latencyMs: MockLatency(milliseconds: 400))) { $0.maxConcurrentStreams = 1 }
         defer { sim.stop() }
         let pool = try sim.makePool()
+        // The connection first: on a loaded machine its handshake alone can take the 300 ms the second request
+        // has to spare, and what is under test is the wait for a stream.
+        let warm = AttemptLedger(expected: 1), warmID = lowerUUID()
+        try sim.loop.submit { sendAll([sim.request(token: deviceToken("ab", 500), apnsID: warmID)], on: pool, into: warm) }
+        #expect(warm.wait(seconds: Self.waitSeconds))
+        #expect((try? warm.finalResults[0]?.get())?.status == 200)
         let ids = (0..<3).map { _ in lowerUUID() }
         var requests = ids.enumerated().map { sim.request(token: deviceToken("ab", $0.offset), apnsID: $0.element, timeoutMilliseconds: 700) }
         // The third may wait 300 ms for its stream: the two before it hold the only one for 800 ms.
@@ -255,7 +261,7 @@ import Testing
         guard case .failure(let error)? = results[2] else { Issue.record("the third got \(String(describing: results[2]))"); return }
         #expect(error == .queueTimedOut && error.safeToResend)
         usleep(600_000)  // anything written would have been answered by now
-        #expect(sim.acceptedIDs() == [ids[0]: 1, ids[1]: 1], "the one that ran out of queue time never reached the server")
+        #expect(sim.acceptedIDs() == [warmID: 1, ids[0]: 1, ids[1]: 1], "the one that ran out of queue time never reached the server")
     }
 
     @Test func aSilentStreamTimesOutAndTheConnectionLivesOn() throws {
