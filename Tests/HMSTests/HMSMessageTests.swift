@@ -1,4 +1,4 @@
-import Huawei
+import HMS
 import ProviderKit
 import PushCore
 import Testing

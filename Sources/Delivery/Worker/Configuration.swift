@@ -1,6 +1,6 @@
 import APNs
 import FCM
-import Huawei
+import HMS
 import WebPush
 import Foundation
 import PushCore
@@ -128,7 +128,7 @@ public struct Configuration: Sendable {
     /// Each provider's settings live in its module; the configuration holds them under these names.
     public typealias APNsSettings = APNs.APNsSettings
     public typealias FCMSettings = FCM.FCMSettings
-    public typealias HMSSettings = Huawei.HMSSettings
+    public typealias HMSSettings = HMS.HMSSettings
 
     /// One app: a bundle ID and how it authenticates. Each distinct credential gets its own connections.
     public struct AppSettings: Sendable, Equatable {
@@ -165,7 +165,7 @@ public struct Configuration: Sendable {
         /// Each provider's per-app credential settings live in its module.
         public typealias FCMAuth = FCM.FCMAuth
         public typealias WebPushAuth = WebPush.WebPushAuth
-        public typealias HMSAuth = Huawei.HMSAuth
+        public typealias HMSAuth = HMS.HMSAuth
         public typealias TokenAuth = APNsTokenAuth
         public typealias CertificateAuth = APNsCertificateAuth
     }

@@ -1,6 +1,6 @@
 import Basics
 import Foundation
-import Huawei
+import HMS
 import PushCore
 import Worker
 
