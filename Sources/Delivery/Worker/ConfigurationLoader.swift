@@ -1,6 +1,4 @@
-import APNs
 import Foundation
-import WebPush
 import PushCore
 import RedisQueue
 
@@ -72,7 +70,7 @@ public enum ConfigurationLoader {
     static func applyEnvironment(_ env: [String: String], to c: inout Configuration) -> [String] {
         Configuration.environmentSettings.compactMap { setting in
             guard let name = setting.environment, let value = env[name], let read = setting.readEnvironment else { return nil }
-            return read(value, &c)
+            return read(value, &c, setting.key)
         }
     }
 
@@ -113,6 +111,7 @@ public enum ConfigurationLoader {
             let label = app.name.isEmpty ? "apps[\(index)]" : "app '\(app.name)'"
             if app.name.isEmpty { problems.append("\(label): name is required") }
             if !seen.insert(app.name).inserted { problems.append("\(label): the name is used twice") }
+            problems += ProviderRegistry.credentialProblems(app, label: label)
             problems += ProviderRegistry.provider(for: app.platform).problems(app, label: label)
         }
         // A rule checked twice (the shard count is also checked alone, for the tools) is reported once.
@@ -121,156 +120,16 @@ public enum ConfigurationLoader {
     }
 }
 
-/// Reads declared settings out of a parsed JSON object: each value at its dotted key, wrong types and bounds as
-/// problems naming the key, and every key no declaration names as an unknown setting.
-enum SettingsReader {
-    static func apply<Root>(_ settings: [Setting<Root>], object: [String: Any], to root: inout Root, at prefix: String) -> [String] {
-        var problems: [String] = []
-        var known: [String: Set<String>] = [:]  // object path ("" or "redis.tls") -> its declared member names
-        var notObjects = Set<String>()
-        for setting in settings {
-            let parts = setting.key.split(separator: ".").map(String.init)
-            for depth in 0..<parts.count { known[parts[..<depth].joined(separator: "."), default: []].insert(parts[depth]) }
-            var current = object
-            var path: [String] = []
-            var found = true
-            for part in parts.dropLast() {
-                path.append(part)
-                guard let next = current[part] else { found = false; break }
-                guard let inner = next as? [String: Any] else {
-                    let name = prefix + path.joined(separator: ".")
-                    if notObjects.insert(name).inserted { problems.append("\(name) must be an object") }
-                    found = false
-                    break
-                }
-                current = inner
-            }
-            guard found, let value = current[parts.last!] else { continue }
-            if let problem = setting.read(value, &root, prefix + setting.key) { problems += problem.split(separator: "\n").map(String.init) }
-        }
-        problems += unknownKeys(object, known: known, path: "", at: prefix)
-        return problems
-    }
+/// Reads one app's object: the keys every app has, then its provider's credential block, each declared
+/// (`Configuration.appKeys`, the providers' `credentialBlocks`); their rules across keys are in `validate`.
+enum AppReader {
+    static let settings: [Setting<Configuration.AppSettings>] = Configuration.appKeys + ProviderRegistry.providers.flatMap { $0.credentialBlocks }
 
-    /// Members of `object` (and of the declared objects inside it) that no declaration names. Keys starting
-    /// with `//` are comments (JSON has none), so a shipped example can explain itself; a typo of a real key
-    /// never starts that way, so it is still caught.
-    static func unknownKeys(_ object: [String: Any], known: [String: Set<String>], path: String, at prefix: String) -> [String] {
-        let names = known[path] ?? []
-        var problems: [String] = []
-        for key in object.keys.sorted() where !key.hasPrefix("//") {
-            let child = path.isEmpty ? key : path + "." + key
-            if !names.contains(key) {
-                problems.append("unknown setting '\(prefix)\(child)'")
-            } else if known[child] != nil, let inner = object[key] as? [String: Any] {
-                problems += unknownKeys(inner, known: known, path: child, at: prefix)
-            }
-        }
-        return problems
-    }
-}
-
-/// Reads one app's object; the apps are a list of objects with credentials of their own, so they keep a reader
-/// of their own (their rules are in `validate`).
-struct AppReader {
-    var problems: [String]
-
-    mutating func readApp(_ app: [String: Any], index: Int) -> Configuration.AppSettings {
-        let at = "apps[\(index)]."
-        check(app, known: ["name", "bundle_id", "environments", "default_environment", "environment_fallback", "token", "certificate", "fcm", "webpush", "hms"], at: at)
+    static func readApp(_ app: [String: Any], index: Int, problems: inout [String]) -> Configuration.AppSettings {
         var settings = Configuration.AppSettings(name: "", bundleID: "")
-        string(app, "name", at, &settings.name)
-        string(app, "bundle_id", at, &settings.bundleID)
-        strings(app, "environments", at, &settings.environments)
-        if settings.environments.count == 1 { settings.defaultEnvironment = settings.environments[0] }
-        string(app, "default_environment", at, &settings.defaultEnvironment)
-        bool(app, "environment_fallback", at, &settings.environmentFallback)
-        if let token = object(app["token"], at + "token") {
-            check(token, known: ["team_id", "key_id", "key_file", "refresh_minutes"], at: at + "token.")
-            var auth = Configuration.AppSettings.TokenAuth(teamID: "", keyID: "", keyFile: "")
-            string(token, "team_id", at + "token.", &auth.teamID)
-            string(token, "key_id", at + "token.", &auth.keyID)
-            string(token, "key_file", at + "token.", &auth.keyFile)
-            int(token, "refresh_minutes", at + "token.", &auth.refreshMinutes)
-            settings.token = auth
-        }
-        if let cert = object(app["certificate"], at + "certificate") {
-            check(cert, known: ["pem_file", "key_file", "pkcs12_file", "password", "password_env"], at: at + "certificate.")
-            var auth = Configuration.AppSettings.CertificateAuth()
-            optionalString(cert, "pem_file", at + "certificate.", &auth.pemFile)
-            optionalString(cert, "key_file", at + "certificate.", &auth.keyFile)
-            optionalString(cert, "pkcs12_file", at + "certificate.", &auth.pkcs12File)
-            optionalString(cert, "password", at + "certificate.", &auth.password)
-            optionalString(cert, "password_env", at + "certificate.", &auth.passwordEnv)
-            settings.certificate = auth
-        }
-        if let fcm = object(app["fcm"], at + "fcm") {
-            check(fcm, known: ["service_account_file"], at: at + "fcm.")
-            var auth = Configuration.AppSettings.FCMAuth(serviceAccountFile: "")
-            string(fcm, "service_account_file", at + "fcm.", &auth.serviceAccountFile)
-            settings.fcm = auth
-        }
-        if let hms = object(app["hms"], at + "hms") {
-            check(hms, known: ["app_id", "client_secret_file"], at: at + "hms.")
-            var auth = Configuration.AppSettings.HMSAuth(appID: "", clientSecretFile: "")
-            string(hms, "app_id", at + "hms.", &auth.appID)
-            string(hms, "client_secret_file", at + "hms.", &auth.clientSecretFile)
-            settings.hms = auth
-        }
-        if let webpush = object(app["webpush"], at + "webpush") {
-            let path = at + "webpush."
-            check(webpush, known: ["vapid_key", "vapid_key_file", "subject", "push_service_hosts", "allow_ip_literals", "allow_private_addresses"], at: path)
-            var auth = Configuration.AppSettings.WebPushAuth(subject: "")
-            string(webpush, "vapid_key", path, &auth.vapidKey)
-            optionalString(webpush, "vapid_key_file", path, &auth.vapidKeyFile)
-            string(webpush, "subject", path, &auth.subject)
-            var hosts = auth.policy.hosts
-            strings(webpush, "push_service_hosts", path, &hosts)
-            var allowIP = false, allowPrivate = false
-            bool(webpush, "allow_ip_literals", path, &allowIP)
-            bool(webpush, "allow_private_addresses", path, &allowPrivate)
-            auth.policy = PushServicePolicy(hosts: hosts, allowsIPLiterals: allowIP, allowsPrivateAddresses: allowPrivate)
-            settings.webpush = auth
-        }
+        problems += SettingsReader.apply(Self.settings, object: app, to: &settings, at: "apps[\(index)].")
+        // One environment is also the default, unless the app names another (which `validate` refuses).
+        if settings.environments.count == 1 && app["default_environment"] == nil { settings.defaultEnvironment = settings.environments[0] }
         return settings
-    }
-
-    mutating func check(_ object: [String: Any], known: Set<String>, at path: String) {
-        problems += SettingsReader.unknownKeys(object, known: ["": known], path: "", at: path)
-    }
-
-    mutating func object(_ value: Any?, _ path: String) -> [String: Any]? {
-        guard let value else { return nil }
-        guard let object = value as? [String: Any] else { problems.append("\(path) must be an object"); return nil }
-        return object
-    }
-
-    mutating func string(_ o: [String: Any], _ key: String, _ at: String, _ out: inout String) {
-        guard let value = o[key] else { return }
-        if let s = value as? String { out = s } else { problems.append("\(at)\(key) must be a string") }
-    }
-
-    mutating func optionalString(_ o: [String: Any], _ key: String, _ at: String, _ out: inout String?) {
-        guard let value = o[key] else { return }
-        if value is NSNull { out = nil } else if let s = value as? String { out = s } else { problems.append("\(at)\(key) must be a string") }
-    }
-
-    mutating func strings(_ o: [String: Any], _ key: String, _ at: String, _ out: inout [String]) {
-        guard let value = o[key] else { return }
-        if let list = value as? [String] { out = list } else { problems.append("\(at)\(key) must be a list of strings") }
-    }
-
-    mutating func int(_ o: [String: Any], _ key: String, _ at: String, _ out: inout Int) {
-        guard let value = o[key] else { return }
-        if let n = value as? NSNumber, !isBoolean(n), n.doubleValue == n.doubleValue.rounded() {
-            out = n.intValue
-        } else {
-            problems.append("\(at)\(key) must be a whole number")
-        }
-    }
-
-    mutating func bool(_ o: [String: Any], _ key: String, _ at: String, _ out: inout Bool) {
-        guard let value = o[key] else { return }
-        if let n = value as? NSNumber, isBoolean(n) { out = n.boolValue } else { problems.append("\(at)\(key) must be true or false") }
     }
 }

@@ -1,4 +1,3 @@
-import APNs
 import Foundation
 import PushCore
 
@@ -8,14 +7,15 @@ import PushCore
 /// in step). Upper bounds are generous but keep every derived value (milliseconds, nanoseconds, doubled
 /// back-offs, due times in ms since the epoch) far from Int64's limit: what `check-config` accepts, the worker runs.
 extension Configuration {
-    public static let settings: [Setting<Configuration>] = redisSettings + apnsSettings + fcmSettings + webPushSettings + hmsSettings + appsSettings
+    public static let settings: [Setting<Configuration>] = redisSettings + ProviderRegistry.providers.flatMap { $0.settings } + appsSettings
         + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + resultsSettings + budgetSettings + metricsSettings + apiSettings
 
     /// The sections, in file order (the top-level keys).
-    public static let sections = ["redis", "apns", "fcm", "web_push", "hms", "apps", "retry", "worker", "results", "budgets", "metrics", "api"]
+    public static let sections = ["redis"] + ProviderRegistry.providers.map { $0.sectionKey }
+        + ["apps", "retry", "worker", "results", "budgets", "metrics", "api"]
 
     /// The longest timeout a setting in milliseconds takes: an hour.
-    static let maxTimeoutMs = 3_600_000
+    static let maxTimeoutMs = SettingBounds.maxTimeoutMs
     /// The longest retry delay: 30 days, as long as APNs keeps a notification.
     static let maxRetryDelaySeconds: Int64 = 2_592_000
 
@@ -82,75 +82,9 @@ extension Configuration {
               "Verify the server certificate and name. `false` only for diagnostics. Any `tls` key with a `redis://` URL is a configuration error (no silent plaintext). `check-config` loads the files and reports missing or unreadable files, a certificate without its key and a key of another certificate."),
     ]
 
-    static let apnsSettings: [Setting<Configuration>] = [
-        .text("apns.production_url", \.apns.productionURL, environment: "HERALD_APNS_PRODUCTION_URL",
-              "Use port 2197 where 443 is blocked. Point it at `herald mock-apns` for tests."),
-        .text("apns.sandbox_url", \.apns.sandboxURL, environment: "HERALD_APNS_SANDBOX_URL", "The sandbox (development) push host."),
-        .text("apns.channels_production_url", \.apns.channelsProductionURL, environment: "HERALD_APNS_CHANNELS_PRODUCTION_URL",
-              "Broadcast channel management (`herald channels`, docs/broadcast.md); broadcasts themselves go to `production_url`."),
-        .text("apns.channels_sandbox_url", \.apns.channelsSandboxURL, environment: "HERALD_APNS_CHANNELS_SANDBOX_URL",
-              "Broadcast channel management in the sandbox."),
-        .integer("apns.connections_per_pool", \.apns.connectionsPerPool, 1...64, environment: "HERALD_APNS_CONNECTIONS",
-                 "HTTP/2 connections per credential and environment. Each carries up to the server's stream limit (about 1000 at APNs). More streams in flight also make every batch (Redis, TLS records) larger: on the benchmark machine 4 connections cost less CPU per job than 2."),
-        .integer("apns.request_timeout_ms", \.apns.requestTimeoutMs, 100...maxTimeoutMs, "A request without an answer this long after it was written is cancelled and retried. It may also wait this long for a connection or a free stream first; past that it is never written (not processed, resent without spending an attempt)."),
-        .integer("apns.connect_timeout_ms", \.apns.connectTimeoutMs, 100...maxTimeoutMs, "Connecting and the TLS handshake."),
-        .integer("apns.connection_stagger_ms", \.apns.connectionStaggerMs, 0...10_000,
-                 "A pool opens its connections this far apart (at start, and when replacing several), never in a burst, as Apple asks. Each connection resolves the host afresh and prefers an address no other connection of the pool uses (docs/transport.md, \"Connecting to APNs\"). 0 opens them all at once."),
-        .integer("apns.ping_idle_seconds", \.apns.pingIdleSeconds, 1...86_400, "PING a connection idle this long (Apple: about an hour)."),
-        .integer("apns.ping_timeout_seconds", \.apns.pingTimeoutSeconds, 1...3_600, "A PING unanswered this long declares the connection dead."),
-        .optionalText("apns.ca_file", \.apns.caFile, environment: "HERALD_APNS_CA_FILE",
-                      "Extra trusted CA (PEM) on top of the system store, e.g. the simulator's CA."),
-        .optionalText("apns.proxy", \.apns.proxy, environment: "HERALD_APNS_PROXY", "`http://host:port`: HTTP CONNECT proxy for corporate networks."),
-        .integer("apns.max_queued_per_pool", \.apns.maxQueuedPerPool, 1...1_000_000,
-                 "Requests waiting for a free stream in one pool. Beyond it the pool refuses; the worker keeps the refused jobs in memory and sends them as answers free room (claiming stays bounded by `max_in_flight`)."),
-    ]
 
-    static let fcmSettings: [Setting<Configuration>] = [
-        .text("fcm.url", \.fcm.url, environment: "HERALD_FCM_URL",
-              "Where `POST /v1/projects/<project_id>/messages:send` goes. Point it at `herald mock-fcm` for tests (docs/mock-fcm.md)."),
-        .integer("fcm.connections_per_pool", \.fcm.connectionsPerPool, 1...64,
-                 "HTTP/2 connections per FCM app; each carries up to the server's stream limit (100 at Google's front end)."),
-        .integer("fcm.request_timeout_ms", \.fcm.requestTimeoutMs, 100...maxTimeoutMs, "A send without an answer this long after it was written is cancelled and sent again; as for APNs, it may wait as long again for a connection first, and is never written past that."),
-        .integer("fcm.connect_timeout_ms", \.fcm.connectTimeoutMs, 100...maxTimeoutMs, "For the pool's connections and the token exchange's connect."),
-        .integer("fcm.token_timeout_ms", \.fcm.tokenTimeoutMs, 100...maxTimeoutMs,
-                 "The whole OAuth token exchange (made off the event loop; sends of that app wait for it)."),
-        .optionalText("fcm.ca_file", \.fcm.caFile, environment: "HERALD_FCM_CA_FILE",
-                      "Extra trusted CA (PEM) for both the FCM host and the token endpoint, e.g. the simulator's."),
-        .optionalText("fcm.proxy", \.fcm.proxy, environment: "HERALD_FCM_PROXY",
-                      "`http://host:port`: HTTP CONNECT proxy for both. Without it libcurl honours `https_proxy` for the token exchange."),
-        .integer("fcm.max_queued_per_pool", \.fcm.maxQueuedPerPool, 1...1_000_000, "As for `apns`."),
-    ]
 
-    /// Web Push: one pool per push-service origin, shared by every Web Push app (docs/webpush.md).
-    static let webPushSettings: [Setting<Configuration>] = [
-        .integer("web_push.connections_per_pool", \.webPush.connectionsPerPool, 1...64, "HTTP/2 connections to each push service."),
-        .integer("web_push.http1_connections_per_origin", \.webPush.http1ConnectionsPerOrigin, 1...64,
-                 "Keep-alive HTTP/1.1 connections (one request at a time each, a thread each) to a push service whose ALPN picks HTTP/1.1."),
-        .integer("web_push.max_pools", \.webPush.maxPools, 1...10_000,
-                 "Push-service origins with a pool open at once; past it idle pools close first, then a send waits."),
-        .integer("web_push.idle_pool_ms", \.webPush.idlePoolMs, 100...maxTimeoutMs, "A push service's pool that carried nothing this long is closed."),
-        .integer("web_push.request_timeout_ms", \.webPush.requestTimeoutMs, 100...maxTimeoutMs, "As for `fcm`."),
-        .integer("web_push.connect_timeout_ms", \.webPush.connectTimeoutMs, 100...maxTimeoutMs, "For the pools' connections."),
-        .integer("web_push.max_queued_per_pool", \.webPush.maxQueuedPerPool, 1...1_000_000, "As for `apns`."),
-        .optionalText("web_push.ca_file", \.webPush.caFile, environment: "HERALD_WEB_PUSH_CA_FILE",
-                      "CA bundle to trust for push services besides the system's (the simulator's, in tests)."),
-    ]
 
-    /// Huawei Push Kit: one pool per Huawei app to the push host, tokens from Huawei's OAuth endpoint (docs/huawei.md).
-    static let hmsSettings: [Setting<Configuration>] = [
-        .text("hms.url", \.hms.pool.url, environment: "HERALD_HMS_URL",
-              "Where `POST /v1/<app_id>/messages:send` goes. Point it at `herald mock-hms` for tests."),
-        .text("hms.token_url", \.hms.tokenURL, environment: "HERALD_HMS_TOKEN_URL",
-              "Huawei's OAuth 2.0 token endpoint, where the client-credentials grant is POSTed (the simulator's in tests)."),
-        .integer("hms.connections_per_pool", \.hms.pool.connectionsPerPool, 1...64, "HTTP/2 connections per Huawei app."),
-        .integer("hms.request_timeout_ms", \.hms.pool.requestTimeoutMs, 100...maxTimeoutMs, "As for `fcm`."),
-        .integer("hms.connect_timeout_ms", \.hms.pool.connectTimeoutMs, 100...maxTimeoutMs, "For the pool's connections and the token exchange's connect."),
-        .integer("hms.token_timeout_ms", \.hms.pool.tokenTimeoutMs, 100...maxTimeoutMs, "As for `fcm`."),
-        .optionalText("hms.ca_file", \.hms.pool.caFile, environment: "HERALD_HMS_CA_FILE",
-                      "Extra trusted CA (PEM) for both the push host and the token endpoint, e.g. the simulator's."),
-        .optionalText("hms.proxy", \.hms.pool.proxy, environment: "HERALD_HMS_PROXY", "As for `fcm`."),
-        .integer("hms.max_queued_per_pool", \.hms.pool.maxQueuedPerPool, 1...1_000_000, "As for `apns`."),
-    ]
 
     /// The apps have their own table in the docs (each app is an object of its own); here only their reader.
     static let appsSettings: [Setting<Configuration>] = [
@@ -158,11 +92,18 @@ extension Configuration {
             guard let list = value as? [Any] else { return problems.append("\(name) must be a list") }
             for (index, item) in list.enumerated() {
                 guard let app = item as? [String: Any] else { problems.append("apps[\(index)] must be an object"); continue }
-                var reader = AppReader(problems: [])
-                c.apps.append(reader.readApp(app, index: index))
-                problems += reader.problems
+                c.apps.append(AppReader.readApp(app, index: index, problems: &problems))
             }
         }),
+    ]
+
+    /// The keys every app has, whatever its provider (its credential block is its provider's: `credentialBlocks`).
+    static let appKeys: [Setting<AppSettings>] = [
+        .text("name", \.name, "The app's name: jobs name it in `app`, results and metrics carry it."),
+        .text("bundle_id", \.bundleID, "APNs: the app's bundle ID, the default `apns-topic`."),
+        .list("environments", \.environments, "APNs: `production`, `sandbox` or both."),
+        .text("default_environment", \.defaultEnvironment, "APNs: for jobs that name none."),
+        .flag("environment_fallback", \.environmentFallback, "APNs: a BadDeviceToken is tried once in the other environment."),
     ]
 
     /// The retry policy's numbers, rooted at `RetrySettings` so `retry.queues.<queue>` reads its overrides with

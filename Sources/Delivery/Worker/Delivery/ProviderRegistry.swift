@@ -32,11 +32,24 @@ public final class ProviderRegistry: PushSender {
         }
     }
 
+    /// Every provider, in `Platform.allCases` order (the order of their sections in the configuration file).
+    static let providers: [any PushProvider.Type] = Platform.allCases.map(provider(for:))
+
     /// The provider whose credential an app's settings name: APNs, the first, for an app that names none (a
     /// token or certificate is optional where nothing is loaded, as in tests), and the later one for an app that
     /// names several (which its provider's `problems` refuses).
     static func platform(of app: Configuration.AppSettings) -> Platform {
         Platform.allCases.last { provider(for: $0).owns(app) } ?? .apns
+    }
+
+    /// One rule for every provider: an app takes one provider's credential, so a second block is refused, naming
+    /// both (it would otherwise go silently to the later provider).
+    static func credentialProblems(_ app: Configuration.AppSettings, label: String) -> [String] {
+        let owners = Platform.allCases.filter { provider(for: $0).owns(app) }.map { platform in
+            platform.displayName + " (" + provider(for: platform).credentialBlocks.map { "\"\($0.key)\"" }.joined(separator: " or ") + ")"
+        }
+        guard owners.count > 1 else { return [] }
+        return ["\(label): an app takes one provider's credential, this one names \(owners.joined(separator: " and ")); make an app for each"]
     }
 
     public func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,

@@ -7,6 +7,12 @@ import RedisQueue
 /// other provider's credential), `APNsSender`, and Apple's rules for a job (environment, topic, multicast,
 /// `NotificationValidator`) applied before anything is sent.
 enum APNsProvider: PushProvider {
+    static var section: WritableKeyPath<Configuration, APNsSettings> { \.apns }
+    static let credentialBlocks: [Setting<Configuration.AppSettings>] = [
+        credentialBlock(APNsTokenAuth.key, \.token, blank: .blank, APNsTokenAuth.declared),
+        credentialBlock(APNsCertificateAuth.key, \.certificate, blank: .blank, APNsCertificateAuth.declared),
+    ]
+
     static func owns(_ app: Configuration.AppSettings) -> Bool { app.token != nil || app.certificate != nil }
 
     static func problems(_ configuration: Configuration) -> [String] {
@@ -35,7 +41,6 @@ enum APNsProvider: PushProvider {
             if token.teamID.count != 10 { problems.append("\(label): token.team_id must be 10 characters") }
             if token.keyID.count != 10 { problems.append("\(label): token.key_id must be 10 characters") }
             if token.keyFile.isEmpty { problems.append("\(label): token.key_file is required") }
-            if token.refreshMinutes < 20 || token.refreshMinutes > 60 { problems.append("\(label): token.refresh_minutes must be 20...60 (Apple's window)") }
         case (nil, let cert?):
             if cert.pkcs12File == nil && cert.pemFile == nil { problems.append("\(label): certificate needs pem_file (+ key_file) or pkcs12_file") }
         }

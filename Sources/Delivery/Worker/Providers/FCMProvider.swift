@@ -6,6 +6,9 @@ import RedisQueue
 /// FCM HTTP v1 for the worker: apps with an `fcm` service account, `FCMSender`, and the message object's rules
 /// (`FCMMessageValidator`) applied before anything is sent.
 enum FCMProvider: PushProvider {
+    static var section: WritableKeyPath<Configuration, FCMSettings> { \.fcm }
+    static let credentialBlocks: [Setting<Configuration.AppSettings>] = [credentialBlock(FCMAuth.key, \.fcm, blank: .blank, FCMAuth.declared)]
+
     static func owns(_ app: Configuration.AppSettings) -> Bool { app.fcm != nil }
 
     static func problems(_ configuration: Configuration) -> [String] {
@@ -14,9 +17,6 @@ enum FCMProvider: PushProvider {
 
     static func problems(_ app: Configuration.AppSettings, label: String) -> [String] {
         var problems: [String] = []
-        if app.token != nil || app.certificate != nil {
-            problems.append("\(label): an FCM app (\"fcm\") takes no APNs \"token\" or \"certificate\"; make a second app for APNs")
-        }
         if app.fcm?.serviceAccountFile.isEmpty ?? true { problems.append("\(label): fcm.service_account_file is required") }
         if app.environmentFallback { problems.append("\(label): environment_fallback is for APNs apps") }
         return problems

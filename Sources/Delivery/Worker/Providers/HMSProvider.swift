@@ -6,6 +6,9 @@ import RedisQueue
 /// Huawei Push Kit for the worker: apps with an `hms` app ID and client secret, `HMSSender`, and Push Kit's
 /// message rules (`HMSMessageValidator`) applied before anything is sent.
 enum HMSProvider: PushProvider {
+    static var section: WritableKeyPath<Configuration, HMSSettings> { \.hms }
+    static let credentialBlocks: [Setting<Configuration.AppSettings>] = [credentialBlock(HMSAuth.key, \.hms, blank: .blank, HMSAuth.declared)]
+
     static func owns(_ app: Configuration.AppSettings) -> Bool { app.hms != nil }
 
     static func problems(_ configuration: Configuration) -> [String] {
@@ -15,9 +18,7 @@ enum HMSProvider: PushProvider {
     }
 
     static func problems(_ app: Configuration.AppSettings, label: String) -> [String] {
-        let others = [app.token != nil, app.certificate != nil, app.fcm != nil, app.webpush != nil]
-        var problems = others.contains(true)
-            ? ["\(label): a Huawei app (\"hms\") takes no \"token\", \"certificate\", \"fcm\" or \"webpush\"; make another app for those"] : []
+        var problems: [String] = []
         if app.hms?.appID.isEmpty ?? true { problems.append("\(label): hms.app_id is required") }
         if app.hms?.clientSecretFile.isEmpty ?? true { problems.append("\(label): hms.client_secret_file is required") }
         if app.environmentFallback { problems.append("\(label): environment_fallback is for APNs apps") }

@@ -6,6 +6,13 @@ import RedisQueue
 /// loaded and proven, its sender, its own job rules, and the words of its logs and rejections. Static: a provider is
 /// a type the registry lists (`ProviderRegistry.provider(for:)`), never an object on the send path.
 protocol PushProvider {
+    /// Its section of the configuration file (`apns.*`), declared in its module, and where the configuration keeps it.
+    associatedtype Section: DeclaredSection
+    static var section: WritableKeyPath<Configuration, Section> { get }
+
+    /// The credential blocks of an app that make it this provider's (`fcm`; APNs' `token` or `certificate`).
+    static var credentialBlocks: [Setting<Configuration.AppSettings>] { get }
+
     /// Whether an app's settings name this provider's credential (`fcm` for FCM, `token`/`certificate` for APNs).
     static func owns(_ app: Configuration.AppSettings) -> Bool
 
@@ -49,6 +56,12 @@ protocol PushProvider {
 }
 
 extension PushProvider {
+    /// Its section's settings, lifted under the section's key of the root.
+    static var settings: [Setting<Configuration>] { Section.declared.map { $0.lifted(section, prefix: sectionKey + ".") } }
+
+    /// Its section's key at the top of the file.
+    static var sectionKey: String { Section.section }
+
     /// Loading proved the credential (a token or assertion signed): nothing more to do.
     static func prove(_ app: Configuration.AppSettings, credential: any Sendable, configuration: Configuration) throws -> String? { nil }
 
@@ -61,4 +74,21 @@ extension PushProvider {
             return ProviderApp(index: index, name: loaded.app.name, auth: settings, credential: credential)
         }
     }
+}
+
+/// A provider's credential block of an app (`"fcm": {...}`), read with the settings its module declares for it.
+func credentialBlock<Auth>(_ key: String, _ path: WritableKeyPath<Configuration.AppSettings, Auth?>, blank: Auth,
+                           _ declared: [Setting<Auth>]) -> Setting<Configuration.AppSettings> {
+    Setting<Configuration.AppSettings>.custom(
+        key, default: "none", "Makes the app one of this provider's; its members are the provider's.",
+        read: { (value: Any, app: inout Configuration.AppSettings, name: String, problems: inout [String]) in
+            guard let object = value as? [String: Any] else {
+                problems.append("\(name) must be an object")
+                return
+            }
+            var auth = blank
+            let found: [String] = SettingsReader.apply(declared, object: object, to: &auth, at: name + ".")
+            problems.append(contentsOf: found)
+            app[keyPath: path] = auth
+        })
 }

@@ -8,6 +8,9 @@ import WebPush
 /// push-service origin), and the subscription, payload size, headers and endpoint policy checked before anything
 /// is sent.
 enum WebPushProvider: PushProvider {
+    static var section: WritableKeyPath<Configuration, WebPushSettings> { \.webPush }
+    static let credentialBlocks: [Setting<Configuration.AppSettings>] = [credentialBlock(WebPushAuth.key, \.webpush, blank: .blank, WebPushAuth.declared)]
+
     static func owns(_ app: Configuration.AppSettings) -> Bool { app.webpush != nil }
 
     /// The `web_push.*` settings are bounded where they are declared; nothing here spans them.
@@ -16,9 +19,6 @@ enum WebPushProvider: PushProvider {
     static func problems(_ app: Configuration.AppSettings, label: String) -> [String] {
         guard let webpush = app.webpush else { return ["\(label): webpush (vapid_key or vapid_key_file, subject) is required"] }
         var problems: [String] = []
-        if app.token != nil || app.certificate != nil || app.fcm != nil {
-            problems.append("\(label): a Web Push app (\"webpush\") takes no \"token\", \"certificate\" or \"fcm\"; make another app for those")
-        }
         if webpush.vapidKey.isEmpty && webpush.vapidKeyFile == nil { problems.append("\(label): webpush.vapid_key or webpush.vapid_key_file is required") }
         if webpush.subject.isEmpty { problems.append("\(label): webpush.subject is required (mailto:<address> or an https: URL)") }
         if webpush.policy.hosts.isEmpty { problems.append("\(label): webpush.push_service_hosts must not be empty") }

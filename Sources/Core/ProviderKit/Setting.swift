@@ -1,10 +1,11 @@
 import Foundation
 
-/// One setting of the configuration file, declared once: its key, where its value goes (a key path, which fixes
+/// One setting of a configuration file, declared once: its key, where its value goes (a key path, which fixes
 /// the type; the default is that field's initial value), the values it may take, the environment variable that
 /// overrides it and its help line. The loader, the bounds check (`check-config` and the worker's start),
 /// the overrides, `herald worker --help` and the tables in docs/configuration.md are all made from these
-/// (`Configuration.settings`).
+/// (`Configuration.settings`). A provider declares its section and its apps' credential block with these in its
+/// own module, rooted at its own settings type; the worker lifts them under the section's key (`lifted`).
 ///
 /// `@unchecked Sendable`: the closures only read and write the root they are handed, through key paths, and
 /// capture nothing mutable, so the static list is safe to share between threads.
@@ -18,24 +19,24 @@ public struct Setting<Root>: @unchecked Sendable {
     /// The values it may take, for the docs (`2...86400`, `"priority", "weighted"`); empty for free text.
     public let allowed: String
     /// The default as the docs show it: the declaration's text, else the field's value in `Root`'s default.
-    let defaultText: (Root) -> String
+    public let defaultText: (Root) -> String
     /// Reads a JSON value (never nil) into the root; returns a problem naming `name` instead.
-    let read: (Any, inout Root, _ name: String) -> String?
+    public let read: (Any, inout Root, _ name: String) -> String?
     /// Reads the environment variable's text; nil when the setting has none.
-    let readEnvironment: ((String, inout Root) -> String?)?
+    public let readEnvironment: ((String, inout Root, _ key: String) -> String?)?
     /// The bounds check of the value in the root (whatever set it), naming `name`; nil when it is fine.
-    let check: (Root, _ name: String) -> String?
+    public let check: (Root, _ name: String) -> String?
     /// Whole numbers: the field's value widened, so tests can drive each one to its bounds.
-    let number: NumberAccess<Root>?
+    public let number: NumberAccess<Root>?
 
     /// The same setting inside a larger root (`\Configuration.retry`), its key under `prefix`.
-    func lifted<Outer>(_ path: WritableKeyPath<Outer, Root>, prefix: String) -> Setting<Outer> {
+    public func lifted<Outer>(_ path: WritableKeyPath<Outer, Root>, prefix: String) -> Setting<Outer> {
         let readEnvironment = self.readEnvironment
         return Setting<Outer>(
             key: prefix + key, environment: environment, help: help, allowed: allowed,
             defaultText: { [defaultText] in defaultText($0[keyPath: path]) },
             read: { [read] value, root, name in read(value, &root[keyPath: path], name) },
-            readEnvironment: readEnvironment.map { reader in { text, root in reader(text, &root[keyPath: path]) } },
+            readEnvironment: readEnvironment.map { reader in { text, root, key in reader(text, &root[keyPath: path], key) } },
             check: { [check] root, name in check(root[keyPath: path], name) },
             number: number.map { n in
                 NumberAccess(minimum: n.minimum, maximum: n.maximum, get: { n.get($0[keyPath: path]) }, set: { n.set(&$0[keyPath: path], $1) })
@@ -56,7 +57,7 @@ extension Setting {
     /// A whole number within `range` (inclusive). `off`: what 0 means, when 0 turns the feature off (shown as
     /// `0 (off) ... max`). The bounds are chosen so every value the worker derives (milliseconds, nanoseconds,
     /// doubled back-offs, due times) stays far from overflow.
-    static func integer<T: FixedWidthInteger & Sendable>(
+    public static func integer<T: FixedWidthInteger & Sendable>(
         _ key: String, _ path: WritableKeyPath<Root, T>, _ range: ClosedRange<T>, off: Bool = false, environment: String? = nil,
         default defaultText: String? = nil, _ help: String
     ) -> Setting {
@@ -80,7 +81,7 @@ extension Setting {
                 }
             },
             readEnvironment: environment.map { variable in
-                { text, root in
+                { text, root, key in
                     guard let double = Double(text), Int64(text) != nil || text.allSatisfy(\.isNumber) else {
                         return "\(variable) must be a whole number, got '\(text)'"
                     }
@@ -96,7 +97,7 @@ extension Setting {
     }
 
     /// A number from `minimum` up to but not including `below`.
-    static func fraction(_ key: String, _ path: WritableKeyPath<Root, Double>, from minimum: Double, below: Double, _ help: String) -> Setting {
+    public static func fraction(_ key: String, _ path: WritableKeyPath<Root, Double>, from minimum: Double, below: Double, _ help: String) -> Setting {
         func plain(_ v: Double) -> String { v == v.rounded() && abs(v) < 1e15 ? "\(Int64(v))" : "\(v)" }
         let rangeText = "\(plain(minimum)) to below \(plain(below))"
         let fits = { (v: Double) in v >= minimum && v < below }
@@ -115,7 +116,7 @@ extension Setting {
     }
 
     /// Text. `emptyFromEnvironment`: a set but empty variable applies (metrics.listen: off); else it is ignored.
-    static func text(_ key: String, _ path: WritableKeyPath<Root, String>, environment: String? = nil, emptyFromEnvironment: Bool = false,
+    public static func text(_ key: String, _ path: WritableKeyPath<Root, String>, environment: String? = nil, emptyFromEnvironment: Bool = false,
                      default defaultText: String? = nil, _ help: String) -> Setting {
         Setting(
             key: key, environment: environment, help: help, allowed: "",
@@ -126,7 +127,7 @@ extension Setting {
                 return nil
             },
             readEnvironment: environment.map { _ in
-                { text, root in
+                { text, root, _ in
                     if !text.isEmpty || emptyFromEnvironment { root[keyPath: path] = text }
                     return nil
                 }
@@ -135,7 +136,7 @@ extension Setting {
     }
 
     /// Text that may be absent (JSON null clears it).
-    static func optionalText(_ key: String, _ path: WritableKeyPath<Root, String?>, environment: String? = nil,
+    public static func optionalText(_ key: String, _ path: WritableKeyPath<Root, String?>, environment: String? = nil,
                              default defaultText: String? = nil, _ help: String) -> Setting {
         Setting(
             key: key, environment: environment, help: help, allowed: "",
@@ -147,7 +148,7 @@ extension Setting {
                 return nil
             },
             readEnvironment: environment.map { _ in
-                { text, root in
+                { text, root, _ in
                     if !text.isEmpty { root[keyPath: path] = text }
                     return nil
                 }
@@ -156,7 +157,7 @@ extension Setting {
     }
 
     /// A list of strings; from the environment, comma-separated.
-    static func list(_ key: String, _ path: WritableKeyPath<Root, [String]>, environment: String? = nil,
+    public static func list(_ key: String, _ path: WritableKeyPath<Root, [String]>, environment: String? = nil,
                      default defaultText: String? = nil, _ help: String) -> Setting {
         Setting(
             key: key, environment: environment, help: help, allowed: "",
@@ -167,7 +168,7 @@ extension Setting {
                 return nil
             },
             readEnvironment: environment.map { _ in
-                { text, root in
+                { text, root, _ in
                     guard !text.isEmpty else { return nil }
                     root[keyPath: path] = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
                     return nil
@@ -176,7 +177,7 @@ extension Setting {
             check: { _, _ in nil }, number: nil)
     }
 
-    static func flag(_ key: String, _ path: WritableKeyPath<Root, Bool>, _ help: String) -> Setting {
+    public static func flag(_ key: String, _ path: WritableKeyPath<Root, Bool>, _ help: String) -> Setting {
         Setting(
             key: key, environment: nil, help: help, allowed: "`true`, `false`",
             defaultText: { "`\($0[keyPath: path])`" },
@@ -189,7 +190,7 @@ extension Setting {
     }
 
     /// One of `choices` (their raw values, in the order the message and docs list them).
-    static func choice<T: RawRepresentable<String>>(_ key: String, _ path: WritableKeyPath<Root, T>, _ choices: [T], _ help: String) -> Setting {
+    public static func choice<T: RawRepresentable<String>>(_ key: String, _ path: WritableKeyPath<Root, T>, _ choices: [T], _ help: String) -> Setting {
         let names = choices.map { "\"\($0.rawValue)\"" }
         let listed = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
         return Setting(
@@ -205,7 +206,7 @@ extension Setting {
 
     /// A value with its own structure (a map, a list of objects): `read` gets the JSON value and reports its
     /// problems itself; `check` checks the loaded value.
-    static func custom(_ key: String, default defaultText: String, allowed: String = "", _ help: String,
+    public static func custom(_ key: String, default defaultText: String, allowed: String = "", _ help: String,
                        read: @escaping (Any, inout Root, _ name: String, _ problems: inout [String]) -> Void,
                        check: @escaping (Root) -> [String] = { _ in [] }) -> Setting {
         Setting(
@@ -227,7 +228,7 @@ private struct SettingProblem: Error {
 }
 
 /// JSONSerialization hands booleans back as NSNumber; their Objective-C type code is "c".
-func isBoolean(_ n: NSNumber) -> Bool { String(cString: n.objCType) == "c" }
+public func isBoolean(_ n: NSNumber) -> Bool { String(cString: n.objCType) == "c" }
 
 extension Setting {
     /// The help's first sentence (up to a full stop before a capital, so "e.g. the" does not end it), for
