@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 
 /// One setting of a configuration file, declared once: its key, where its value goes (a key path, which fixes
@@ -191,8 +192,7 @@ extension Setting {
 
     /// One of `choices` (their raw values, in the order the message and docs list them).
     public static func choice<T: RawRepresentable<String>>(_ key: String, _ path: WritableKeyPath<Root, T>, _ choices: [T], _ help: String) -> Setting {
-        let names = choices.map { "\"\($0.rawValue)\"" }
-        let listed = names.count > 1 ? names.dropLast().joined(separator: ", ") + " or " + names.last! : names.joined()
+        let listed = choices.map { "\"\($0.rawValue)\"" }.joinedAsList("or")
         return Setting(
             key: key, environment: nil, help: help, allowed: choices.map { "`\($0.rawValue)`" }.joined(separator: ", "),
             defaultText: { "`\($0[keyPath: path].rawValue)`" },

@@ -1,3 +1,5 @@
+import Basics
+
 /// A job as the producer wrote it, before the worker fills in defaults from configuration.
 /// `payload` holds the exact bytes of the job's `"payload"` value.
 public struct JobSpec: Sendable, Equatable {
@@ -179,8 +181,10 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .badChannel:
             return "\"channel\" is not a channel ID as APNs sends it (base64, at most \(Broadcast.maxChannelIDBytes) characters)"
         case .tokenAndChannel: return "job names \"channel\" and a device token (\"token\" or \"tokens\"); a broadcast has none"
-        case .badPlatform(let v): return "\"platform\" is \"\(v.prefix(64))\"; expected apns, fcm or webpush"
-        case .missingMessage: return "an FCM job needs a \"message\" (the FCM v1 message object)"
+        case .badPlatform(let v): return "\"platform\" is \"\(v.prefix(64))\"; expected " + Platform.allCases.map(\.rawValue).joinedAsList("or")
+        case .missingMessage:
+            return "a job for " + Platform.allCases.filter(\.carriesMessage).map(\.displayName).joinedAsList("or")
+                + " needs a \"message\" (the provider's own message object)"
         case .messageNotAnObject: return "\"message\" is not a JSON object"
         case .missingSubscription: return "a Web Push job needs a \"subscription\" (the browser's PushSubscription.toJSON())"
         case .subscriptionNotAnObject: return "\"subscription\" is not a JSON object"

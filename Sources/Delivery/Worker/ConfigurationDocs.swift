@@ -2,7 +2,7 @@
 /// docs cannot disagree with the loader (`ConfigurationDocsTests` compares them and can rewrite them).
 extension Configuration {
     /// The sections with a generated table (the apps, a list of objects, have a table of their own).
-    public static let documentedSections = ["redis", "apns", "fcm", "web_push", "hms", "retry", "worker", "results", "budgets", "metrics", "api"]
+    public static let documentedSections = sections.filter { $0 != "apps" }
 
     /// The markdown table of one section: key (within the section), default, allowed values, meaning and
     /// the environment variable that overrides it.

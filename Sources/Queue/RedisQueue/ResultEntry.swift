@@ -32,7 +32,7 @@ public struct ResultEntry: Sendable, Equatable {
 
     public var id: String
     public var outcome: Outcome
-    /// HTTP status from APNs, 0 when there was none (rejected before sending, connection failure).
+    /// HTTP status from the provider, 0 when there was none (rejected before sending, connection failure).
     public var status: Int
     public var reason: String?
     public var token: String?
@@ -54,9 +54,10 @@ public struct ResultEntry: Sendable, Equatable {
     public var fallbackFrom: String?
     public var latencyMilliseconds: Int?
     public var worker: String
-    /// `apns` or `fcm`, for jobs the worker read (nil on entries made elsewhere).
+    /// The job's `Platform` raw value, for jobs the worker read (nil on entries made elsewhere).
     public var platform: String?
-    /// FCM's message name (`projects/<project>/messages/<id>`) of a delivered FCM job.
+    /// The provider's name for a delivered message (`fcm_name`): FCM's `projects/<project>/messages/<id>`, a Web Push
+    /// message id, Push Kit's `requestId`.
     public var fcmName: String?
     /// The producer's W3C `traceparent`, when its job carried a valid one.
     public var traceparent: String?
@@ -190,7 +191,7 @@ public struct DroppedToken: Sendable, Equatable {
     public var environment: String
     public var reason: String
     public var invalidSince: Int64?
-    /// `apns` or `fcm` (nil on entries made elsewhere).
+    /// The token's `Platform` raw value (nil on entries made elsewhere).
     public var platform: String?
     /// The app whose credential the token was dropped for: for FCM its project (SENDER_ID_MISMATCH drops a
     /// token for one project only).

@@ -1,4 +1,5 @@
 import Basics
+import PushCore
 
 /// The notifications every benchmark sends: one shape (alert, ~200-byte payload, 64-hex device token) so
 /// that the worker, the bare client, h2load and aioapns all do the same work per request.
@@ -34,21 +35,21 @@ enum BenchJobs {
         "{\"token\":\"\(fcmToken(index))\",\"notification\":{\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\"},\"data\":{\"order\":\"\(index)\"},\"android\":{\"priority\":\"HIGH\"}}"
     }
 
-    /// Each platform's job line, by its `platform` name (`fill --platform`).
-    /// Each platform's job maker, given the command's flags (Web Push cycles through `--subscriptions`).
-    static let byPlatform: [String: @Sendable (ParsedArguments) throws -> @Sendable (Int) -> String] = [
-        "apns": { _ in job },
-        "fcm": { _ in fcmJob },
-        "hms": { flags in
+    /// Each platform's job maker (`fill --platform`), given the command's flags (Web Push cycles through
+    /// `--subscriptions`). Exhaustive, so every platform `fill` lists has its jobs.
+    static func maker(_ platform: Platform, _ flags: ParsedArguments) throws -> @Sendable (Int) -> String {
+        switch platform {
+        case .apns: return job
+        case .fcm: return fcmJob
+        case .hms:
             let tokens = try flags.int("tokens-per-job", default: 1)
             guard (1...1000).contains(tokens) else { throw BenchError("--tokens-per-job must be 1...1000 (Push Kit's most a request)") }
             return { hmsJob($0, tokens: tokens) }
-        },
-        "webpush": { flags in
+        case .webpush:
             let subscriptions = try subscriptions(file: try flags.required("subscriptions"))
             return { webPushJob($0, subscription: subscriptions[$0 % subscriptions.count]) }
-        },
-    ]
+        }
+    }
 
     /// One FCM job line.
     static func fcmJob(_ index: Int) -> String {

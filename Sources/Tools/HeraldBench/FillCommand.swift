@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import PushCore
 import Reactor
 import RedisQueue
 
@@ -14,7 +15,7 @@ enum FillCommand {
             .value("count", "n", "How many jobs (default 0)."),
             .value("first", "i", "Index of the first job (default 0)."),
             .value("rate", "per-second", "Pace the pushes at this rate (default 0: as fast as Redis takes them)."),
-            .value("platform", "apns|fcm|hms|webpush", "Job kind (default apns)."),
+            .value("platform", Platform.allCases.map(\.rawValue).joined(separator: "|"), "Job kind (default apns)."),
             .value("subscriptions", "file", "webpush: the subscriptions to cycle through (herald mock-webpush --subscriptions-file)."),
             .value("tokens-per-job", "n", "hms: device tokens in each job's message.token list, 1...1000 (default 1)."),
         ],
@@ -26,9 +27,7 @@ enum FillCommand {
         let count = try flags.int("count", default: 0)
         let first = try flags.int("first", default: 0)
         let rate = try flags.double("rate", default: 0)
-        let platform = flags.value("platform") ?? "apns"
-        guard let maker = BenchJobs.byPlatform[platform] else { throw BenchError("--platform: no \(platform) (apns, fcm, hms, webpush)") }
-        let makeJob = try maker(flags)
+        let makeJob = try BenchJobs.maker(try flags.choice("platform", Platform.allCases) ?? .apns, flags)
         let redis = try BlockingRedis(url: url)
         defer { redis.close() }
         let key = Array(queue.utf8)

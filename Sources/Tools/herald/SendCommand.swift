@@ -9,7 +9,9 @@ import Worker
 /// `herald send`: one notification from flags, straight to APNs (or any host:port), result as JSON.
 enum SendCommand {
     static let command = Command(
-        name: "send", abstract: "Send one notification now (APNs, or FCM, Web Push, Huawei with --platform) and print the answer as JSON.",
+        name: "send",
+        abstract: "Send one notification now (to " + Platform.allCases.map(\.displayName).joinedAsList("or")
+            + ", by --platform) and print the answer as JSON.",
         discussion: """
         Credentials come from --config (with --app, or the app matching --topic) or inline from --key-file,
         --key-id and --team-id (or --cert/--cert-key/--p12 for certificate auth). The payload comes from
@@ -51,7 +53,8 @@ enum SendCommand {
             .value("ca-file", "pem", "Extra trusted CA (e.g. the simulator's)."),
             .value("timeout-ms", "ms", "Request timeout (default 15000)."),
             .value("timeout", "ms", "Deprecated name of --timeout-ms."),
-            .value("platform", "apns|fcm|webpush|hms", "apns (default), fcm (also implied by --message or --service-account), webpush, or hms."),
+            .value("platform", Platform.allCases.map(\.rawValue).joined(separator: "|"),
+                   Platform.allCases.map(\.rawValue).joinedAsList("or") + "; apns by default, fcm when --message or --service-account is given."),
             .value("service-account", "json", "FCM: the service account's JSON key file."),
             .value("message", "json", "FCM: the v1 message object; hms: the Push Kit message (default: read standard input)."),
             .value("app-id", "id", "hms: the Huawei app ID (OAuth client ID)."),
@@ -68,13 +71,13 @@ enum SendCommand {
         run: run)
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
-        switch args.value("platform") {
-        case "fcm"?: return try SendFCM.run(args)
-        case "webpush"?: return try SendWebPush.run(args)
-        case "hms"?: return try SendHMS.run(args)
-        case nil where args.value("message") != nil || args.value("service-account") != nil: return try SendFCM.run(args)
-        case "apns"?, nil: break
-        case let other?: throw UsageError("--platform must be apns, fcm, webpush or hms, got '\(other)'")
+        let implied: Platform = args.value("message") != nil || args.value("service-account") != nil ? .fcm : .apns
+        // Exhaustive: a new provider does not build until `herald send` can send to it.
+        switch try args.choice("platform", Platform.allCases) ?? implied {
+        case .fcm: return try SendFCM.run(args)
+        case .webpush: return try SendWebPush.run(args)
+        case .hms: return try SendHMS.run(args)
+        case .apns: break
         }
         guard let tokenHex = args.value("token") else { throw UsageError("missing --token") }
         let environment: APNsEnvironment

@@ -2,6 +2,7 @@ import Basics
 import CLinux
 import Foundation
 import MockAPNs
+import PushCore
 import TLS
 import Worker
 
@@ -13,7 +14,8 @@ let heraldVersion = "herald \(BuildInfo.version) (\(BuildInfo.stamp))"
 
 /// `herald <command>`: the command tree. Usage errors exit 64, configuration errors 78.
 let herald = CommandGroup(
-    program: "herald", abstract: "Herald delivers push notifications from a Redis queue to APNs, FCM and Web Push.",
+    program: "herald",
+    abstract: "Herald delivers push notifications from a Redis queue to " + Platform.allCases.map(\.displayName).joinedAsList("and") + ".",
     commands: [
         WorkerCommand.command,
         SchedulerCommand.command,

@@ -346,7 +346,8 @@ public final class DeliveryCore {
         switch intake.admit(lease, claimedAt: now, wallMillis: clock.wallMillis, makeID: nextJobID) {
         case .rejected(let id, let reason, let spec, let app):
             counters.rejected += 1
-            metrics.job(.apns, app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
+            // Counted under the platform its result entry names; a job not read that far as one that named none.
+            metrics.job((spec ?? JobSpec()).platform, app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
             var fields: [String: LogValue] = ["id": .string(id), "reason": .string(reason)]
             let trace = spec?.traceparent ?? JobParser.readableTraceparent(lease.job)
             if let trace { fields["traceparent"] = .string(trace) }
