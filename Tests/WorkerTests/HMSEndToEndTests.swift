@@ -6,7 +6,7 @@ import RedisQueue
 import Testing
 
 /// Huawei Push Kit end to end: `herald worker` processes deliver hms jobs from Redis to `herald mock-hms` (built to
-/// Huawei's documented API by another hand), beside APNs jobs, with the outcomes of docs/huawei.md; `check-config`
+/// Huawei's documented API by another hand), beside APNs jobs, with the outcomes of docs/hms.md; `check-config`
 /// and `herald send --platform hms` against the same simulator.
 extension EndToEnd {
     @Suite struct HMSDelivery {

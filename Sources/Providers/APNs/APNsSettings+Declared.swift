@@ -1,7 +1,8 @@
 import ProviderKit
 
-/// The `apns` section: the push hosts, the pools and their connections, declared once here; the worker lifts it under `apns.` (its docs table,
-/// `check-config`, the environment overrides and `worker --help` come from these).
+/// The `apns` section: the push hosts, the pools and their connections. Declared once here; the worker lifts it
+/// under `apns.`, and its docs table, `check-config`, the environment overrides and `worker --help` come from
+/// these.
 extension APNsSettings: DeclaredSection {
     public static let section = "apns"
 

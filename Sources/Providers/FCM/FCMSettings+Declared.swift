@@ -1,7 +1,7 @@
 import ProviderKit
 
-/// The `fcm` section: the FCM host, a pool per app, the token exchange, declared once here; the worker lifts it under `fcm.` (its docs table,
-/// `check-config`, the environment overrides and `worker --help` come from these).
+/// The `fcm` section: the FCM host, a pool per app, the token exchange. Declared once here; the worker lifts it
+/// under `fcm.`, and its docs table, `check-config`, the environment overrides and `worker --help` come from these.
 extension FCMSettings: DeclaredSection {
     public static let section = "fcm"
 

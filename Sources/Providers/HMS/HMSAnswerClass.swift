@@ -1,6 +1,6 @@
 import PushCore
 
-/// Push Kit's answers in the classes every provider's fall in (docs/huawei.md has the table):
+/// Push Kit's answers in the classes every provider's fall in (docs/hms.md has the table):
 /// - 200 `80000000`: delivered. `80100000` (partial success): delivered, unless the job's token is the one that
 ///   failed (no success counted, or illegal tokens named without counts): drop the token. A many-token job reads
 ///   the illegal tokens per token (`resultFields.goneTokens`, `CompletionBuilder`).

@@ -1,7 +1,8 @@
 import ProviderKit
 
-/// The `hms` section: one pool per Huawei app to the push host, tokens from Huawei's OAuth endpoint (docs/huawei.md), declared once here; the worker lifts it under `hms.` (its docs table,
-/// `check-config`, the environment overrides and `worker --help` come from these).
+/// The `hms` section: one pool per Huawei app to the push host, tokens from Huawei's OAuth endpoint (docs/hms.md).
+/// Declared once here; the worker lifts it under `hms.`, and its docs table, `check-config`, the environment
+/// overrides and `worker --help` come from these.
 extension HMSSettings: DeclaredSection {
     public static let section = "hms"
 

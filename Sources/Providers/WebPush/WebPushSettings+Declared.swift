@@ -1,7 +1,8 @@
 import ProviderKit
 
-/// The `web_push` section: one pool per push-service origin, shared by every Web Push app (docs/webpush.md), declared once here; the worker lifts it under `web_push.` (its docs table,
-/// `check-config`, the environment overrides and `worker --help` come from these).
+/// The `web_push` section: one pool per push-service origin, shared by every Web Push app (docs/webpush.md).
+/// Declared once here; the worker lifts it under `web_push.`, and its docs table, `check-config`, the environment
+/// overrides and `worker --help` come from these.
 extension WebPushSettings: DeclaredSection {
     public static let section = "web_push"
 
