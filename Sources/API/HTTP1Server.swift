@@ -1,5 +1,6 @@
 import Basics
 import Glibc
+import HTTP1
 import HTTP2Server
 import Reactor
 import TLS
