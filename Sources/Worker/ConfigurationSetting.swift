@@ -6,8 +6,7 @@ import Foundation
 /// the overrides, `herald worker --help` and the tables in docs/configuration.md are all made from these
 /// (`Configuration.settings`).
 ///
-/// `@unchecked Sendable`: the closures only read and write the root they are handed, through key paths, and
-/// capture nothing mutable, so the static list is safe to share between threads.
+/// @unchecked: the closures touch only the root they are handed (through key paths) and capture nothing mutable.
 public struct Setting<Root>: @unchecked Sendable {
     /// Dotted key from the root of its file: `worker.lease_seconds`, `tls.ca_file` within `redis`.
     public let key: String
