@@ -11,79 +11,79 @@ let package = Package(
         .executable(name: "herald-bench", targets: ["HeraldBench"]),
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "FCM", targets: ["FCM"]),
-        .library(name: "Huawei", targets: ["Huawei"]),
+        .library(name: "HMS", targets: ["HMS"]),
         .library(name: "MockAPNs", targets: ["MockAPNs"]),
     ],
     targets: [
-        .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
+        .systemLibrary(name: "CLinux", path: "Sources/System/CLinux"),
         .systemLibrary(
-            name: "CHiredis", path: "Sources/CHiredis", pkgConfig: "hiredis",
+            name: "CHiredis", path: "Sources/System/CHiredis", pkgConfig: "hiredis",
             providers: [.apt(["libhiredis-dev"])]),
         .systemLibrary(
-            name: "CNghttp2", path: "Sources/CNghttp2", pkgConfig: "libnghttp2",
+            name: "CNghttp2", path: "Sources/System/CNghttp2", pkgConfig: "libnghttp2",
             providers: [.apt(["libnghttp2-dev"])]),
         .systemLibrary(
-            name: "COpenSSL", path: "Sources/COpenSSL", pkgConfig: "openssl",
+            name: "COpenSSL", path: "Sources/System/COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
         /// libcurl, for plain HTTPS calls outside the HTTP/2 pools (OAuth token exchange, webhooks).
         .systemLibrary(
-            name: "CCurl", path: "Sources/CCurl", pkgConfig: "libcurl",
+            name: "CCurl", path: "Sources/System/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
 
         /// Small pure helpers with no dependencies, one home each: FIFO, JSON escaping, decimal writing, locks, argument parsing.
-        .target(name: "Basics"),
+        .target(name: "Basics", path: "Sources/Base/Basics"),
         /// The commit and build date `herald --version` prints, stamped into the linked binary (scripts/lib.sh).
         /// DWARF 4: clang's default DWARF 5 (.debug_str_offsets, .debug_addr) makes valgrind 3.19's debuginfo reader
         /// give up on the whole binary, and scripts/callgrind-worker counts instructions under valgrind.
-        .target(name: "CBuildInfo", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
-        .target(name: "Reactor", dependencies: ["CLinux", "Basics"]),
+        .target(name: "CBuildInfo", path: "Sources/System/CBuildInfo", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
+        .target(name: "Reactor", dependencies: ["CLinux", "Basics"], path: "Sources/Base/Reactor"),
         /// What every push provider shares, with no provider in it: the job model and its parser, the JSON scanner and
         /// writer, retry settings, `DeliveryResult` and the neutral `OutcomePolicy`, and `ProviderAnswer` (a provider's
         /// answer as the core reads it).
-        .target(name: "PushCore", dependencies: ["COpenSSL", "Basics"]),
+        .target(name: "PushCore", dependencies: ["COpenSSL", "Basics"], path: "Sources/Core/PushCore"),
         /// What a provider's sender stands on, below the worker and above the HTTP/2 pool: the `PushSender` port and
         /// its types, `Logger`, the pools' metric lines, `ConfigurationError`, and the shared OAuth access-token cache.
         /// Apart from PushCore so the job model stays pure (no pools, threads or libcurl).
-        .target(name: "ProviderKit", dependencies: ["PushCore", "HTTP2", "Reactor", "TLS", "CurlHTTP", "Basics"]),
+        .target(name: "ProviderKit", dependencies: ["PushCore", "HTTP2", "Reactor", "TLS", "CurlHTTP", "Basics"], path: "Sources/Core/ProviderKit"),
         /// APNs: Apple's protocol (reasons, validation, ES256 provider tokens, broadcast channels), its answers'
         /// classes, its settings and credential, its HTTP/2 clients (`APNsClient`, `APNsChannelClient`) and its sender.
-        .target(name: "APNs", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "COpenSSL", "Basics"]),
+        .target(name: "APNs", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "COpenSSL", "Basics"], path: "Sources/Providers/APNs"),
         /// FCM HTTP v1: the message validator, the answers and their classes, the service account and its RS256
         /// OAuth assertion, its settings, its access-token grant and its sender.
-        .target(name: "FCM", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "CurlHTTP", "COpenSSL", "Basics"]),
+        .target(name: "FCM", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "CurlHTTP", "COpenSSL", "Basics"], path: "Sources/Providers/FCM"),
         /// Huawei Push Kit: the message validator, the answers and their classes, the app's client credentials and
         /// their OAuth grant, its settings and its sender (on ProviderKit's shared OAuth-bearer HTTP/2 sender).
-        .target(name: "Huawei", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "CurlHTTP", "Basics"]),
+        .target(name: "HMS", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "CurlHTTP", "Basics"], path: "Sources/Providers/HMS"),
         /// Web Push (RFC 8030/8291/8292): subscriptions, aes128gcm message encryption, VAPID tokens (pure, OpenSSL only),
         /// its answers' classes and its sender (a pool per push-service origin).
-        .target(name: "WebPush", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "COpenSSL", "Basics", "CurlHTTP"]),
+        .target(name: "WebPush", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "COpenSSL", "Basics", "CurlHTTP"], path: "Sources/Providers/WebPush"),
         /// TLS over OpenSSL shared by the APNs/FCM connections, Redis and (server side) the simulators: the `SSL_CTX`, one `SSL*` per socket,
         /// non-blocking handshake, read and write steps, and the error texts.
-        .target(name: "TLS", dependencies: ["Basics", "Reactor", "COpenSSL"]),
-        .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"]),
+        .target(name: "TLS", dependencies: ["Basics", "Reactor", "COpenSSL"], path: "Sources/Transport/TLS"),
+        .target(name: "HTTP2", dependencies: ["Basics", "Reactor", "TLS", "CNghttp2", "COpenSSL"], path: "Sources/Transport/HTTP2"),
         /// The Redis client: RESP, the pipelined loop connection, the blocking client, cluster routing, Sentinel,
         /// the TLS transport. Knows nothing of Herald's queue.
-        .target(name: "RedisClient", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"]),
+        .target(name: "RedisClient", dependencies: ["Basics", "Reactor", "TLS", "CHiredis"], path: "Sources/Queue/RedisClient"),
         /// Herald's queue on Redis: scripts, leases, results, archive. Re-exports RedisClient.
-        .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "RedisClient"]),
+        .target(name: "RedisQueue", dependencies: ["Basics", "Reactor", "RedisClient"], path: "Sources/Queue/RedisQueue"),
         /// The server side of HTTP/2 over nghttp2 that the simulators and `herald api` share (session callbacks,
         /// answers). Apart from `HTTP2`, the worker's client, so the simulators stay independent of what they check.
-        .target(name: "HTTP2Server", dependencies: ["CNghttp2"]),
+        .target(name: "HTTP2Server", dependencies: ["CNghttp2"], path: "Sources/Transport/HTTP2Server"),
         /// The one HTTP/1.1 request parser (pure, fuzzed), below both servers that read requests: `herald api` and the
         /// worker's metrics listener.
-        .target(name: "HTTP1", dependencies: ["Basics"]),
+        .target(name: "HTTP1", dependencies: ["Basics"], path: "Sources/Transport/HTTP1"),
         .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "TLS", "HTTP2Server", "CNghttp2", "COpenSSL"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
-        .target(name: "CurlHTTP", dependencies: ["CCurl"]),
-        .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"]),
-        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "Huawei", "WebPush", "HTTP1", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"]),
+        .target(name: "CurlHTTP", dependencies: ["CCurl"], path: "Sources/Transport/CurlHTTP"),
+        .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"], path: "Sources/FrontDoors/Forwarder"),
+        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "HMS", "WebPush", "HTTP1", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"], path: "Sources/Delivery/Worker"),
         /// `herald api`: the HTTP front door on the Reactor loop (HTTP/1.1 by `HTTP1`'s parser, HTTP/2 by nghttp2's server
         /// session, as the simulators use it), validating with the worker's intake.
-        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "Huawei", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/FrontDoors/API"),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HMS", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"], path: "Sources/Tools/herald"),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
-        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
+        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"], path: "Sources/Tools/HeraldBench"),
 
         .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "ProviderKit", "APNs", "FCM", "Worker"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
@@ -98,10 +98,10 @@ let package = Package(
         .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
-        .testTarget(name: "HuaweiTests", dependencies: ["Huawei", "PushCore", "ProviderKit", "CurlHTTP"]),
+        .testTarget(name: "HMSTests", dependencies: ["HMS", "PushCore", "ProviderKit", "CurlHTTP"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush", "CurlHTTP", "HTTP2", "PushCore", "ProviderKit", "Reactor", "MockAPNs", "RedisQueue", "Worker", "HeraldTestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "Huawei", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "HMS", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

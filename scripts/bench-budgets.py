@@ -13,8 +13,8 @@ def swift_string(path, name):
     m = re.search(name + r' = (?:RedisScript\(prelude \+ )?#"""\n(.*?)\n( *)"""#', text, re.S)
     body, indent = m.group(1), m.group(2)
     return '\n'.join(l[len(indent):] if l.startswith(indent) else l.lstrip() for l in body.split('\n'))
-prelude = swift_string(root + '/Sources/RedisQueue/QueueScripts.swift', 'static let prelude')
-body = swift_string(root + '/Sources/RedisQueue/BudgetCheck.swift', 'public static let budgetCheck')
+prelude = swift_string(root + '/Sources/Queue/RedisQueue/QueueScripts.swift', 'static let prelude')
+body = swift_string(root + '/Sources/Queue/RedisQueue/BudgetCheck.swift', 'public static let budgetCheck')
 script = prelude + '\n' + body
 s = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()
 p = subprocess.Popen(['redis-server', '--port', str(port), '--save', '', '--appendonly', 'no'], stdout=subprocess.DEVNULL)

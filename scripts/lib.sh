@@ -41,7 +41,7 @@ stop_redis() {
 # Builds the herald that ships (the .deb and the container image): release, the Swift runtime linked in (Swift
 # is not a Debian package), no $ORIGIN rpath (its directory holds no libraries), immediate binding; then a copy
 # stamped with the commit (HERALD_COMMIT, else git's) and the build date (SOURCE_DATE_EPOCH, else now) that
-# `herald --version` prints (Sources/CBuildInfo). Build output goes to stderr; prints the stamped copy's path.
+# `herald --version` prints (Sources/System/CBuildInfo). Build output goes to stderr; prints the stamped copy's path.
 build_shipped_herald() {
     swift build -c release --product herald --static-swift-stdlib --disable-local-rpath \
         -Xlinker -z -Xlinker now >&2 || return 1

@@ -392,4 +392,18 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
         #expect(validate(body) == nil)
         #expect(String(decoding: FCMSender.body(message: message), as: UTF8.self) == #"{"message":{"token":"t","data":{"k":"v"}}}"#)
     }
+
+    /// Every platform is a job's `platform`, and the refusal of any other names them all: derived from
+    /// `Platform.allCases`, so a new provider is listed without an edit.
+    @Test func aBadPlatformsErrorListsEveryPlatform() throws {
+        let error = try #require(parseError(#"{"platform":"gcm","message":{}}"#))
+        for platform in Platform.allCases {
+            #expect(error.description.contains(platform.rawValue), "\(error)")
+            #expect(try parse(#"{"platform":"\#(platform.rawValue)","message":{},"subscription":{},"token":"\#(token)","payload":{}}"#).platform == platform)
+        }
+        let missing = try #require(parseError(#"{"platform":"hms","payload":{}}"#))
+        for platform in Platform.allCases where platform.carriesMessage {
+            #expect(missing.description.contains(platform.displayName), "\(missing)")
+        }
+    }
 }

@@ -54,6 +54,23 @@ import Testing
         #expect(values.jobLatency[0].count == 6, "the terminal outcomes of sent jobs: 4 delivered, 1 dropped, 1 failed")
     }
 
+    /// A rejected job counts under the platform its result entry names (one of each platform, none configured but
+    /// APNs'); a job not readable as one counts as a job that named none.
+    @Test func aRejectedJobIsCountedUnderItsOwnPlatform() throws {
+        let rig = CoreRig()
+        rig.start()
+        let others = Platform.allCases.filter { $0 != JobSpec().platform }
+        try #require(!others.isEmpty)
+        rig.answerClaim(others.map { rig.lease(#"{"id":"\#($0.rawValue)","platform":"\#($0.rawValue)","message":{},"subscription":{},"payload":{}}"#) } + [rig.lease("not json")])
+        rig.recordAllKeepingResults()
+        #expect(rig.results.map(\.outcome) == Array(repeating: .rejected, count: others.count + 1))
+        let values = rig.core.metrics.values
+        for platform in Platform.allCases {
+            let entries = rig.results.filter { ($0.platform ?? JobSpec().platform.rawValue) == platform.rawValue }.count
+            #expect(values.jobs[values.jobIndex(platform, CoreRig.apps.count, .rejected)] == UInt64(entries), "\(platform)")
+        }
+    }
+
     @Test func aRefusedCredentialShowsAsAPausedDestinationAndCountsOnePause() throws {
         let rig = CoreRig()
         rig.start()

@@ -37,7 +37,7 @@ import Worker
 
     @Test func fcmMistakesAreNamed() {
         let both = #"{"apps":[{"name":"a","fcm":{"service_account_file":"s.json"},"token":{"team_id":"ABCDE12345","key_id":"KEY1234567","key_file":"k"}}]}"#
-        #expect(problems(both).contains { $0.contains("takes no APNs \"token\"") })
+        #expect(problems(both).contains { $0 == #"app 'a': an app takes one provider's credential, this one names APNs ("token" or "certificate") and FCM ("fcm"); make an app for each"# })
         #expect(problems(#"{"apps":[{"name":"a","fcm":{}}]}"#).contains { $0.contains("fcm.service_account_file is required") })
         #expect(problems(#"{"fcm":{"url":"http://x"},"apps":[{"name":"a","fcm":{"service_account_file":"s"}}]}"#)
             .contains { $0.hasPrefix("fcm.url must look like") })

@@ -1,4 +1,4 @@
-import Huawei
+import HMS
 import PushCore
 import RedisQueue
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import HeraldTestSupport
 import MockAPNs
+import PushCore
 import RedisQueue
 import Testing
 
@@ -47,7 +48,8 @@ extension EndToEnd {
         /// message name; Web Push deliveries were decrypted by the push service; dropped tokens and gone
         /// subscriptions reach the dropped-tokens stream once with their platform; bad jobs are refused locally.
         @Test(.timeLimit(.minutes(3)))
-        func tenThousandAPNsFCMAndWebPushJobsEachEndOnceThroughASigkill() throws {
+        func tenThousandJobsOfEveryPlatformEachEndOnceThroughASigkill() throws {
+            #expect(Set(Self.fates.map(\.platform)) == Set(Platform.allCases.map(\.rawValue)), "a platform without fates in the mixed run")
             let apnsFaults = MockFaultScript(seed: 11, latencyMs: MockLatency(min: 0, max: 2), rules: [
                 MockFaultRule(fate: .unregistered, tokenPrefix: "dead"),
                 MockFaultRule(fate: .otherTopic, tokenPrefix: "bad0"),

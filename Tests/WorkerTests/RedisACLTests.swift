@@ -25,7 +25,7 @@ extension EndToEnd {
         /// A script that starts calling a new command must grow the documented line too (ACL checks inside scripts).
         @Test func everyCommandTheScriptsCallIsInTheDocumentedACL() throws {
             let granted = Set(try Self.documentedACL(password: "x").filter { $0.hasPrefix("+") }.map { $0.dropFirst().lowercased() })
-            let directory = DeployFiles.path("Sources/RedisQueue")
+            let directory = DeployFiles.path("Sources/Queue/RedisQueue")
             let pattern = try Regex(#"redis\.p?call\(['"]([A-Za-z]+)['"]"#)
             var called: Set<String> = []
             for file in try FileManager.default.contentsOfDirectory(atPath: directory) where file.hasSuffix(".swift") {

@@ -11,7 +11,7 @@ protocol ListeningCore: AnyObject, SendableMetatype {
     func closeAll()
 }
 
-/// Starting and stopping a simulator (APNs or FCM): a loop thread, a core made on it, listening sockets whose
+/// Starting and stopping a simulator (any provider's): a loop thread, a core made on it, listening sockets whose
 /// connections go to the core. The core and listener stay on the loop, reachable only through the `LoopBound`.
 enum ServerLoop {
     /// The host of `https://<host>:<port>` for a server listening on `listenHost`: a wildcard is reached on

@@ -1,0 +1,135 @@
+import Foundation
+import PushCore
+import RedisQueue
+
+/// Reads the JSON configuration and the environment overrides, collecting every problem instead of
+/// stopping at the first, so `herald check-config` can list them all in one run.
+public enum ConfigurationLoader {
+    /// Environment variables that override the file, from the declarations (documented in docs/configuration.md).
+    public static var environmentOverrides: [String] { Configuration.environmentSettings.compactMap(\.environment) }
+
+    public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
+        try load(root: try path.map(readObject), label: path, environment: environment)
+    }
+
+    /// The same from a parsed file (`root`, nil for none); each of its problems starts with `label`.
+    public static func load(root: [String: Any]?, label: String? = nil, environment: [String: String]) throws(ConfigurationError) -> Configuration {
+        var configuration = Configuration()
+        var problems: [String] = []
+        if let root {
+            let lead = label.map { "\($0): " } ?? ""
+            problems += SettingsReader.apply(Configuration.settings, object: root, to: &configuration, at: "").map { lead + $0 }
+        }
+        problems += applyEnvironment(environment, to: &configuration)
+        problems += validate(configuration)
+        if !problems.isEmpty { throw ConfigurationError(problems) }
+        return configuration
+    }
+
+    /// Only the `redis` section (plus environment overrides), for tools that do not send.
+    public static func loadRedisOnly(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration.RedisSettings {
+        try loadSections(["redis"], path: path, environment: environment).redis
+    }
+
+    /// Only these sections of the file (the rest at their defaults, and unchecked), with the environment's
+    /// overrides: for tools that need a setting or two beside Redis (`herald scheduled cancel`: `results`).
+    public static func loadSections(_ sections: [String], path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
+        throws(ConfigurationError) -> Configuration {
+        let root: [String: Any]
+        do { root = try readObject(path) } catch { throw ConfigurationError(["cannot read configuration file \(path) as a JSON object"]) }
+        var configuration = Configuration()
+        let chosen = Configuration.settings.filter { setting in sections.contains { setting.key.hasPrefix($0 + ".") } }
+        var object: [String: Any] = [:]
+        for section in sections { object[section] = root[section] ?? [String: Any]() }
+        var problems = SettingsReader.apply(chosen, object: object, to: &configuration, at: "")
+        problems += applyEnvironment(environment, to: &configuration)
+        if !problems.isEmpty { throw ConfigurationError(problems) }
+        return configuration
+    }
+
+    /// The defaults with the environment's overrides (HERALD_REDIS_URL, HERALD_REDIS_TLS_*, ...), for tools run
+    /// without a configuration file.
+    public static func redisFromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration.RedisSettings {
+        var configuration = Configuration()
+        let problems = applyEnvironment(environment, to: &configuration)
+        if !problems.isEmpty { throw ConfigurationError(problems) }
+        return configuration.redis
+    }
+
+    private static func readObject(_ path: String) throws(ConfigurationError) -> [String: Any] {
+        guard let data = FileManager.default.contents(atPath: path) else { throw ConfigurationError(["cannot read configuration file \(path)"]) }
+        let object: Any
+        do { object = try JSONSerialization.jsonObject(with: data) } catch {
+            throw ConfigurationError(["\(path): not valid JSON (\(error.localizedDescription))"])
+        }
+        guard let root = object as? [String: Any] else { throw ConfigurationError(["\(path): the top level must be a JSON object"]) }
+        return root
+    }
+
+    /// Every declared override that is set; a set but empty variable counts only where the declaration says so.
+    static func applyEnvironment(_ env: [String: String], to c: inout Configuration) -> [String] {
+        Configuration.environmentSettings.compactMap { setting in
+            guard let name = setting.environment, let value = env[name], let read = setting.readEnvironment else { return nil }
+            return read(value, &c, setting.key)
+        }
+    }
+
+    /// Every declared setting's bounds (`Configuration.settings`, each naming its key), then the rules across
+    /// settings: URLs, keys, topology, app names, exactly one credential per app. `check-config` and the worker's
+    /// start both come here, so what one accepts the other runs.
+    public static func validate(_ c: Configuration) -> [String] {
+        var problems = Configuration.settings.flatMap { setting in
+            setting.check(c, setting.key).map { $0.split(separator: "\n").map(String.init) } ?? []
+        }
+        problems += Configuration.retryProblems(c.retry, [], at: "retry.")
+        do {
+            _ = try RedisURL(parsing: c.redis.url)
+        } catch {
+            // The parse error names the URL with its password redacted.
+            problems.append("redis.url: \(error.description)")
+        }
+        if c.redis.mode == .cluster { problems += c.redis.clusterProblems() }
+        problems += c.redis.tls.problems(url: c.redis.url)
+        if !c.metrics.listen.isEmpty && ListenAddress(c.metrics.listen) == nil {
+            problems.append("metrics.listen must be host:port, [v6]:port or :port (empty turns it off), got '\(c.metrics.listen)'")
+        }
+        if c.redis.prefix.isEmpty { problems.append("redis.prefix must not be empty") }
+        if !QueueKeys.isValid(c.redis.prefix) { problems.append("redis.prefix may not contain quotes, backslashes or control characters") }
+        for queue in c.redis.queues where queue.isEmpty || !QueueKeys.isValid(queue) {
+            problems.append("redis.queues: '\(queue)' is not a usable key (empty, or quotes, backslashes, control characters)")
+        }
+        if let id = c.worker.id, id.isEmpty || !QueueKeys.isValid(id) {
+            problems.append("worker.id '\(id)' may not be empty or contain quotes, backslashes or control characters")
+        }
+        problems += c.redis.shardProblems()
+        problems += c.redis.topologyProblems()
+        for platform in Platform.allCases { problems += ProviderRegistry.provider(for: platform).problems(c) }
+        if LogLevel(name: c.worker.logLevel) == nil { problems.append("worker.log_level must be debug, info, warning or error") }
+        if c.apps.isEmpty { problems.append("no apps configured: add at least one entry to \"apps\"") }
+        var seen = Set<String>()
+        for (index, app) in c.apps.enumerated() {
+            let label = app.name.isEmpty ? "apps[\(index)]" : "app '\(app.name)'"
+            if app.name.isEmpty { problems.append("\(label): name is required") }
+            if !seen.insert(app.name).inserted { problems.append("\(label): the name is used twice") }
+            problems += ProviderRegistry.credentialProblems(app, label: label)
+            problems += ProviderRegistry.provider(for: app.platform).problems(app, label: label)
+        }
+        // A rule checked twice (the shard count is also checked alone, for the tools) is reported once.
+        var reported = Set<String>()
+        return problems.filter { reported.insert($0).inserted }
+    }
+}
+
+/// Reads one app's object: the keys every app has, then its provider's credential block, each declared
+/// (`Configuration.appKeys`, the providers' `credentialBlocks`); their rules across keys are in `validate`.
+enum AppReader {
+    static let settings: [Setting<Configuration.AppSettings>] = Configuration.appKeys + ProviderRegistry.providers.flatMap { $0.credentialBlocks }
+
+    static func readApp(_ app: [String: Any], index: Int, problems: inout [String]) -> Configuration.AppSettings {
+        var settings = Configuration.AppSettings(name: "", bundleID: "")
+        problems += SettingsReader.apply(Self.settings, object: app, to: &settings, at: "apps[\(index)].")
+        // One environment is also the default, unless the app names another (which `validate` refuses).
+        if settings.environments.count == 1 && app["default_environment"] == nil { settings.defaultEnvironment = settings.environments[0] }
+        return settings
+    }
+}

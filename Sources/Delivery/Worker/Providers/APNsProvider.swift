@@ -1,0 +1,108 @@
+import APNs
+import PushCore
+import Reactor
+import RedisQueue
+
+/// APNs for the worker: apps with a `token` or `certificate` (and, as the first provider, any app that names no
+/// other provider's credential), `APNsSender`, and Apple's rules for a job (environment, topic, multicast,
+/// `NotificationValidator`) applied before anything is sent.
+enum APNsProvider: PushProvider {
+    static var section: WritableKeyPath<Configuration, APNsSettings> { \.apns }
+    static let credentialBlocks: [Setting<Configuration.AppSettings>] = [
+        credentialBlock(APNsTokenAuth.key, \.token, blank: .blank, APNsTokenAuth.declared),
+        credentialBlock(APNsCertificateAuth.key, \.certificate, blank: .blank, APNsCertificateAuth.declared),
+    ]
+
+    static func owns(_ app: Configuration.AppSettings) -> Bool { app.token != nil || app.certificate != nil }
+
+    static func problems(_ configuration: Configuration) -> [String] {
+        let apns = configuration.apns
+        return [("apns.production_url", apns.productionURL), ("apns.sandbox_url", apns.sandboxURL),
+                ("apns.channels_production_url", apns.channelsProductionURL), ("apns.channels_sandbox_url", apns.channelsSandboxURL)]
+            .compactMap { name, url in HTTPSURL(url) == nil ? "\(name) must look like https://host[:port], got '\(url)'" : nil }
+    }
+
+    static func problems(_ app: Configuration.AppSettings, label: String) -> [String] {
+        var problems: [String] = []
+        if app.bundleID.isEmpty { problems.append("\(label): bundle_id is required") }
+        for environment in app.environments where APNsEnvironment(rawValue: environment) == nil {
+            problems.append("\(label): environment '\(environment)' is not production or sandbox")
+        }
+        if app.environmentFallback && !(app.environments.contains("production") && app.environments.contains("sandbox")) {
+            problems.append("\(label): environment_fallback needs both production and sandbox in its environments")
+        }
+        if !app.environments.contains(app.defaultEnvironment) {
+            problems.append("\(label): default_environment '\(app.defaultEnvironment)' is not among its environments")
+        }
+        switch (app.token, app.certificate) {
+        case (nil, nil): problems.append("\(label): needs \"token\" (team_id, key_id, key_file), \"certificate\" or \"fcm\" (service_account_file) credentials")
+        case (.some, .some): problems.append("\(label): give either \"token\" or \"certificate\", not both")
+        case (let token?, nil):
+            if token.teamID.count != 10 { problems.append("\(label): token.team_id must be 10 characters") }
+            if token.keyID.count != 10 { problems.append("\(label): token.key_id must be 10 characters") }
+            if token.keyFile.isEmpty { problems.append("\(label): token.key_file is required") }
+        case (nil, let cert?):
+            if cert.pkcs12File == nil && cert.pemFile == nil { problems.append("\(label): certificate needs pem_file (+ key_file) or pkcs12_file") }
+        }
+        return problems
+    }
+
+    static func loadCredential(_ app: Configuration.AppSettings, configuration: Configuration) throws -> any Sendable {
+        try APNsCredential.load(app.apnsAuth, caFile: configuration.apns.caFile)
+    }
+
+    static func credentialFiles(_ app: Configuration.AppSettings) -> [String] { app.apnsAuth.files }
+
+    static func checkedLine(_ app: Configuration.AppSettings, credential: any Sendable) -> String {
+        "(\(app.bundleID)): " + (app.token.map { "signed a test token with key \($0.keyID)" } ?? "client certificate loaded")
+    }
+
+    static func makeSender(credentials: [AppCredentials], loop: EventLoop, configuration: Configuration, logger: Logger) -> PushSender {
+        APNsSender(apps: apps(credentials) { $0.apnsAuth }, loop: loop, apns: configuration.apns, logger: logger)
+    }
+
+    static func admit(_ lease: Lease, id: String, spec: JobSpec, app: Configuration.AppSettings, index: Int,
+                      claimedAt: UInt64) -> JobIntake.Verdict {
+        let environment = spec.environment ?? APNsEnvironment(rawValue: app.defaultEnvironment) ?? .production
+        guard app.environments.contains(environment.rawValue) else {
+            return .rejected(id: id, reason: "BadEnvironment: app '\(app.name)' is not configured for \(environment.rawValue)", spec: spec, app: app.name)
+        }
+        let topic: String
+        if spec.channel != nil {
+            // A broadcast carries no apns-topic: the bundle ID goes into its path.
+            topic = app.bundleID
+        } else if let given = spec.topic {
+            topic = given
+        } else if let derived = spec.pushType.topic(forBundleID: app.bundleID) {
+            topic = derived
+        } else {
+            return .rejected(id: id, reason: "MissingTopic: push type \(spec.pushType.rawValue) needs an explicit topic", spec: spec, app: app.name)
+        }
+        var notification = spec.notification(topic: topic, environment: environment, bundleID: app.bundleID)
+        let multicast = spec.uniqueTokens.flatMap { tokens in
+            spec.tokenJobParts(of: lease.job).map { JobAttempt.Multicast(tokens: tokens, jobPrefix: $0.prefix, jobSuffix: $0.suffix) }
+        }
+        // A multicast job is checked once, with its first token (every token's format was checked when parsed).
+        if let multicast { notification.deviceToken = multicast.tokens[0] }
+        if let failure = NotificationValidator.validate(notification, bundleID: spec.pushType == .mdm ? nil : app.bundleID, fromParsedJob: true) {
+            return .rejected(id: id, reason: "\(failure.reason.rawValue): \(failure.message)", spec: spec, app: app.name)
+        }
+        let destination = Destination(app: index, environment: environment)
+        return .accepted(JobAttempt(lease: lease, id: id, destination: destination, appName: app.name, notification: notification,
+                                    claimedAt: claimedAt, deliverAt: spec.deliverAt, multicast: multicast, hasProducerID: spec.id != nil))
+    }
+
+    static func credentialHint(reason: String) -> String {
+        "check key_id, team_id, key_file, bundle_id and environment (herald check-config)"
+    }
+
+    /// Every reason Apple documents, each once.
+    static let metricsReasons: [String] = {
+        var seen = Set<APNsReason>()
+        return APNsReason.allKnown.compactMap { seen.insert($0.reason).inserted ? $0.reason.rawValue : nil }
+    }()
+
+    static func wrongPlatformDetail(job: Platform, given: Bool) -> String {
+        "an \(job.displayName) job needs an \(job.displayName) app"
+    }
+}

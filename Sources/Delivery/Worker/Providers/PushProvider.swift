@@ -1,0 +1,94 @@
+import PushCore
+import Reactor
+import RedisQueue
+
+/// What a push provider brings to the worker, besides its module: which apps are its own, how their credential is
+/// loaded and proven, its sender, its own job rules, and the words of its logs and rejections. Static: a provider is
+/// a type the registry lists (`ProviderRegistry.provider(for:)`), never an object on the send path.
+protocol PushProvider {
+    /// Its section of the configuration file (`apns.*`), declared in its module, and where the configuration keeps it.
+    associatedtype Section: DeclaredSection
+    static var section: WritableKeyPath<Configuration, Section> { get }
+
+    /// The credential blocks of an app that make it this provider's (`fcm`; APNs' `token` or `certificate`).
+    static var credentialBlocks: [Setting<Configuration.AppSettings>] { get }
+
+    /// Whether an app's settings name this provider's credential (`fcm` for FCM, `token`/`certificate` for APNs).
+    static func owns(_ app: Configuration.AppSettings) -> Bool
+
+    /// What is wrong with its own settings (`apns.*`, `fcm.*`), each problem naming its key.
+    static func problems(_ configuration: Configuration) -> [String]
+
+    /// What is wrong with one of its apps' settings, each problem after `label` ("app 'x'"); nothing is read yet.
+    static func problems(_ app: Configuration.AppSettings, label: String) -> [String]
+
+    /// Reads and proves an app's credential (a token signed, a TLS context made), so `herald check-config` and the
+    /// worker's start fail the same way. What it returns only this provider's sender reads.
+    static func loadCredential(_ app: Configuration.AppSettings, configuration: Configuration) throws -> any Sendable
+
+    /// The files an app's credential reads (the permission warnings).
+    static func credentialFiles(_ app: Configuration.AppSettings) -> [String]
+
+    /// `herald check-config`'s line for an app whose credential loaded (after "ok   app 'x' ").
+    static func checkedLine(_ app: Configuration.AppSettings, credential: any Sendable) -> String
+
+    /// `herald check-config`'s proof beyond loading (Huawei's token exchange): what it showed, nil when there is
+    /// none; throws when the proof fails.
+    static func prove(_ app: Configuration.AppSettings, credential: any Sendable, configuration: Configuration) throws -> String?
+
+    /// Its sender for the apps of `credentials` that are its own (every app of the configuration, in order).
+    static func makeSender(credentials: [AppCredentials], loop: EventLoop, configuration: Configuration, logger: Logger) -> PushSender
+
+    /// The provider's own rules for a job already parsed and matched to one of its apps (`index` among the
+    /// configuration's): its destination and notification, or why it is rejected.
+    static func admit(_ lease: Lease, id: String, spec: JobSpec, app: Configuration.AppSettings, index: Int,
+                      claimedAt: UInt64) -> JobIntake.Verdict
+
+    /// What to check when the provider refused an app's credential (the log of the pause it starts).
+    static func credentialHint(reason: String) -> String
+
+    /// The `reason` label values its answers' `metricsReason` can take (besides "" for success and `other`).
+    static var metricsReasons: [String] { get }
+
+    /// Why a job of platform `job` does not fit one of its apps (after "app 'x' is an <app> app; "). `given`: the
+    /// job named its platform.
+    static func wrongPlatformDetail(job: Platform, given: Bool) -> String
+}
+
+extension PushProvider {
+    /// Its section's settings, lifted under the section's key of the root.
+    static var settings: [Setting<Configuration>] { Section.declared.map { $0.lifted(section, prefix: sectionKey + ".") } }
+
+    /// Its section's key at the top of the file.
+    static var sectionKey: String { Section.section }
+
+    /// Loading proved the credential (a token or assertion signed): nothing more to do.
+    static func prove(_ app: Configuration.AppSettings, credential: any Sendable, configuration: Configuration) throws -> String? { nil }
+
+    /// The apps of `credentials` whose loaded credential is `Credential`, with their `auth` settings, as a sender
+    /// takes them.
+    static func apps<Auth, Credential>(_ credentials: [AppCredentials], auth: (Configuration.AppSettings) -> Auth?)
+        -> [ProviderApp<Auth, Credential>] {
+        credentials.enumerated().compactMap { index, loaded in
+            guard let credential = loaded.credential as? Credential, let settings = auth(loaded.app) else { return nil }
+            return ProviderApp(index: index, name: loaded.app.name, auth: settings, credential: credential)
+        }
+    }
+}
+
+/// A provider's credential block of an app (`"fcm": {...}`), read with the settings its module declares for it.
+func credentialBlock<Auth>(_ key: String, _ path: WritableKeyPath<Configuration.AppSettings, Auth?>, blank: Auth,
+                           _ declared: [Setting<Auth>]) -> Setting<Configuration.AppSettings> {
+    Setting<Configuration.AppSettings>.custom(
+        key, default: "none", "Makes the app one of this provider's; its members are the provider's.",
+        read: { (value: Any, app: inout Configuration.AppSettings, name: String, problems: inout [String]) in
+            guard let object = value as? [String: Any] else {
+                problems.append("\(name) must be an object")
+                return
+            }
+            var auth = blank
+            let found: [String] = SettingsReader.apply(declared, object: object, to: &auth, at: name + ".")
+            problems.append(contentsOf: found)
+            app[keyPath: path] = auth
+        })
+}
