@@ -69,15 +69,18 @@ let package = Package(
         /// The server side of HTTP/2 over nghttp2 that the simulators and `herald api` share (session callbacks,
         /// answers). Apart from `HTTP2`, the worker's client, so the simulators stay independent of what they check.
         .target(name: "HTTP2Server", dependencies: ["CNghttp2"], path: "Sources/Transport/HTTP2Server"),
+        /// The one HTTP/1.1 request parser (pure, fuzzed), below both servers that read requests: `herald api` and the
+        /// worker's metrics listener.
+        .target(name: "HTTP1", dependencies: ["Basics"], path: "Sources/Transport/HTTP1"),
         .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "TLS", "HTTP2Server", "CNghttp2", "COpenSSL"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"], path: "Sources/Transport/CurlHTTP"),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"], path: "Sources/FrontDoors/Forwarder"),
-        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "HMS", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"], path: "Sources/Delivery/Worker"),
-        /// `herald api`: the HTTP front door on the Reactor loop (HTTP/1.1 by its own parser, HTTP/2 by nghttp2's server
+        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "HMS", "WebPush", "HTTP1", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"], path: "Sources/Delivery/Worker"),
+        /// `herald api`: the HTTP front door on the Reactor loop (HTTP/1.1 by `HTTP1`'s parser, HTTP/2 by nghttp2's server
         /// session, as the simulators use it), validating with the worker's intake.
-        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/FrontDoors/API"),
+        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/FrontDoors/API"),
         .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "HMS", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"], path: "Sources/Tools/herald"),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"], path: "Sources/Tools/HeraldBench"),
@@ -85,6 +88,7 @@ let package = Package(
         .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "ProviderKit", "APNs", "FCM", "Worker"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
+        .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "APNsTests", dependencies: ["PushCore", "ProviderKit", "APNs", "FCM", "Basics", "COpenSSL"]),
         .testTarget(
@@ -118,7 +122,7 @@ if Context.environment["HERALD_FUZZ"] == "1" {
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzz/Support"))
     for name in names {
         package.targets.append(.executableTarget(
-            name: name, dependencies: ["FuzzSupport", "API", "PushCore", "APNs", "FCM", "WebPush", "RedisClient", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
+            name: name, dependencies: ["FuzzSupport", "API", "HTTP1", "PushCore", "APNs", "FCM", "WebPush", "RedisClient", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
         package.products.append(.executable(name: name, targets: [name]))
     }
 }

@@ -104,14 +104,6 @@ def main():
           + [bytes([1, 73]) + b"30\0" + b'{"error":{"code":429,"status":"RESOURCE_EXHAUSTED"}}',
              bytes([1, 44]) + b"<html><body>404</body></html>", bytes([0, 100]) + b'{"name":"projects/p/messages/1"}'])
 
-    # Request heads as the metrics listener meets them: good ones, bare line feeds, oversized and garbage.
-    heads = ["GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "HEAD /healthz?x=1 HTTP/1.0\n\n",
-             "GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\nextra", "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
-             "GET nopath HTTP/1.1\r\n\r\n", "\x01\x02 nonsense\r\n\r\n", "GET / HTTP/1.1\n\r\n",
-             "GET /metrics HTTP/1.1\r\nX-Filler: " + "a" * 1100 + "\r\n\r\n", "GET /\x7f HTTP/1.1\r\n\r\n"]
-    heads += [s + "\r\n\r\n" for s in raw_literals("Tests/WorkerTests/MetricsListenerTests.swift") if "HTTP/" in s]
-    write("FuzzHTTPRequestHead", heads)
-
     # Requests as `herald api` meets them, behind the byte that picks the limits: bodies by length and chunked,
     # pipelined pairs, the smuggling shapes the parser refuses, oversized heads.
     job = json.dumps({"token": "ab" * 32, "payload": {"aps": {"alert": "hi"}}})
@@ -123,6 +115,11 @@ def main():
            "POST / HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 4\r\n\r\n",
            "GET / HTTP/1.1\r\nX: a\r\n folded\r\n\r\n", "GET / HTTP/2.0\r\n\r\n",
            "GET / HTTP/1.1\r\nX: " + "a" * 600 + "\r\n\r\n"]
+    # And as the metrics listener meets them (the same parser): good heads, bare line feeds, oversized and garbage.
+    api += ["GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", "HEAD /healthz?x=1 HTTP/1.0\n\n",
+            "GET /readyz HTTP/1.1\r\nConnection: close\r\n\r\nextra", "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n",
+            "GET nopath HTTP/1.1\r\n\r\n", "\x01\x02 nonsense\r\n\r\n", "GET / HTTP/1.1\n\r\n", "GET /\x7f HTTP/1.1\r\n\r\n"]
+    api += [s + "\r\n\r\n" for s in raw_literals("Tests/WorkerTests/MetricsListenerTests.swift") if "HTTP/" in s]
     write("FuzzHTTP1Parser", [bytes([c]) + r.encode() for c in (0x20, 0x7F, 0xFF) for r in api])
 
 

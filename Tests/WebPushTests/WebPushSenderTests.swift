@@ -188,8 +188,10 @@ struct WebPushSenderTests {
         })
         defer { pool.close() }
         let result = LockedValue<Result<HTTP2Response, HTTP2ClientError>?>(nil)
-        #expect(pool.send(url: fixture.servers[0].origin.replacingOccurrences(of: "127.0.0.1", with: "localhost") + "/push/x", headers: [], body: [1]) { answer in
-            result.withLock { $0 = answer }
+        let url = fixture.servers[0].origin.replacingOccurrences(of: "127.0.0.1", with: "localhost") + "/push/x"
+        // On the loop, as the sender sends: the pool holds each completion bound to it.
+        #expect(try fixture.loop.submit {
+            pool.send(url: url, headers: [], body: [1]) { answer in result.withLock { $0 = answer } }
         })
         #expect(waitUntil(seconds: 10) { result.withLock { $0 != nil } })
         guard case .failure(.addressRefused(let why))? = result.withLock({ $0 }) else {

@@ -1,5 +1,5 @@
 import FuzzSupport
-@testable import API
+import HTTP1
 
 /// `herald api` parses requests from whatever producers send: the parser never traps, honours its limits, and
 /// reaches the same answer however the bytes arrive (a connection hands it every longer prefix in turn).

@@ -2,6 +2,7 @@
 /// appends check uniqueness and capacity on every call, a few hundred instructions per argument or header on
 /// the worker's hot paths (`RESPArguments`, `HeaderBlock`). Grown by doubling. A class, so sharing is its
 /// owner's choice: `RESPArguments` copies on write, a connection's `HeaderBlock` keeps one.
+/// @unchecked: written only by its one owner (`RESPArguments` copies a shared one first; a `HeaderBlock` stays on its loop).
 public final class ByteStorage: @unchecked Sendable {
     public private(set) var base: UnsafeMutablePointer<UInt8>
     /// Bytes in use from `base`; the owner advances it past what it wrote after `reserve`.

@@ -42,3 +42,5 @@ public struct FIFO<Element> {
         return all
     }
 }
+
+extension FIFO: Sendable where Element: Sendable {}

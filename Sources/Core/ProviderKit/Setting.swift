@@ -8,8 +8,7 @@ import Foundation
 /// (`Configuration.settings`). A provider declares its section and its apps' credential block with these in its
 /// own module, rooted at its own settings type; the worker lifts them under the section's key (`lifted`).
 ///
-/// `@unchecked Sendable`: the closures only read and write the root they are handed, through key paths, and
-/// capture nothing mutable, so the static list is safe to share between threads.
+/// @unchecked: the closures touch only the root they are handed (through key paths) and capture nothing mutable.
 public struct Setting<Root>: @unchecked Sendable {
     /// Dotted key from the root of its file: `worker.lease_seconds`, `tls.ca_file` within `redis`.
     public let key: String

@@ -1,4 +1,5 @@
 import COpenSSL
+import HTTP1
 import Reactor
 import Worker
 

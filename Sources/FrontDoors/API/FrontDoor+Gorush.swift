@@ -1,4 +1,5 @@
 import Basics
+import HTTP1
 
 /// gorush's routes (`POST /api/push`, `GET /api/stat/app`) over the same checks, ids, shards and pushes as
 /// `POST /v1/jobs`, answered in gorush's shapes (docs/api.md, "gorush compatibility").

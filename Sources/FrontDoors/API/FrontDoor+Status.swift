@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import HTTP1
 import RedisQueue
 
 /// `GET /v1/jobs/<id>`: a job's latest result entries, one per token, from the index the completion script keeps

@@ -1,4 +1,5 @@
 import Basics
+import HTTP1
 import PushCore
 import Reactor
 import RedisQueue

@@ -1,5 +1,6 @@
 import Basics
 import Glibc
+import HTTP1
 import HTTP2Server
 import Reactor
 import TLS
@@ -143,67 +144,102 @@ public final class HTTP1Server: FileDescriptorHandler {
 
     /// One client connection: parse, answer, keep alive.
     private final class Connection: FileDescriptorHandler {
+        /// Where the connection is in its life; each case carries what only that stage has.
+        private enum Phase {
+            /// The TLS handshake, since `startedAt`: it counts as the start of the first request, so a silent TLS
+            /// client meets the request timeout.
+            case handshaking(startedAt: UInt64)
+            /// Cleartext and nothing read yet that tells HTTP/1.1 from h2c with prior knowledge (the HTTP/2 preface).
+            case awaitingPreface(Reading)
+            /// HTTP/1.1 between requests, or reading one into `input`.
+            case reading(Reading)
+            /// HTTP/1.1: a request is with the handler; the next (pipelined) one's bytes wait in `input`.
+            case answering(Answering)
+            /// HTTP/1.1: the last answer (a refusal, or one without keep-alive) is being written, then it closes.
+            case closing
+            /// HTTP/2 once ALPN chose it or the client sent the preface: the framing reads straight from the shared
+            /// buffer (no `input`). `pumpScheduled`: a write of its answers is queued for the end of the loop's turn.
+            case http2(HTTP2Framing, pumpScheduled: Bool)
+            case closed
+        }
+
+        private struct Reading {
+            /// When the first byte of the request being read arrived; nil while none has.
+            var startedAt: UInt64?
+            /// `100 Continue` went out for the request being read.
+            var sentContinue = false
+            /// The peer sent its end of file: the requests already in are answered, in order, then it is closed.
+            var peerClosed = false
+        }
+
+        private struct Answering {
+            /// When the first byte of the next request arrived, if one has.
+            var nextStartedAt: UInt64?
+            /// The peer half-closed meanwhile: epoll would report that on every round until the answer is ready, so
+            /// the socket is off the loop until then (`unpark`).
+            var parked = false
+            var peerClosed = false
+        }
+
         let fd: Int32
         unowned let server: HTTP1Server
         /// Monotonic nanoseconds after which the sweep closes it.
         var deadline: UInt64 = 0
+        private var phase: Phase
         private var input: [UInt8] = []
         /// Bytes of `input` already taken by answered requests.
         private var consumed = 0
         private var output: [UInt8] = []
         private var written = 0
-        /// A request is with the handler.
-        private var busy = false
-        private var closeAfterWrite = false
-        private var sentContinue = false
-        private var requestStartedAt: UInt64?
-        private var isOpen = true
-
-        /// The TLS session over `fd` (HTTPS), and whether its handshake is still going.
+        /// The TLS session over `fd` (HTTPS).
         private let ssl: SSLHandle?
-        private var handshaking: Bool
-        /// HTTP/2 once ALPN chose it or the client sent the preface; nil for HTTP/1.1.
-        private var h2: HTTP2Framing?
-        /// Cleartext, nothing decided yet: the first bytes say whether it is h2c with prior knowledge.
-        private var awaitingPreface: Bool
+
+        private var isOpen: Bool {
+            if case .closed = phase { return false }
+            return true
+        }
 
         init(fd: Int32, server: HTTP1Server, tls: TLSServerContext?) throws {
             self.fd = fd
             self.server = server
             ssl = try tls.map { tls throws(TLSError) in try SSLHandle(accepting: fd, serverContext: tls.context) }
-            handshaking = ssl != nil
-            awaitingPreface = ssl == nil
-            // The handshake counts as the start of the first request: a silent TLS client meets the request timeout.
-            if handshaking { requestStartedAt = monotonicNanos() }
+            phase = ssl != nil ? .handshaking(startedAt: monotonicNanos()) : .awaitingPreface(Reading())
             refreshDeadline()
         }
 
         func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
-            if handshaking { return handshake() }
+            if case .handshaking = phase { return handshake() }
             // Read while the handler has a request too (pipelined bytes wait in `input`): keeping the interest
             // as it is saves two epoll_ctl calls per request; `read` stops at the buffer's bound.
-            if readable && !closeAfterWrite { read() }
+            if readable {
+                switch phase {
+                case .closing, .closed: break
+                default: read()
+                }
+            }
             if isOpen && writable && written < output.count {
                 flush()
-                if h2 != nil { pumpH2() }
+                if case .http2 = phase { pumpH2() }
             }
-            if isOpen && hangup && !busy && written >= output.count { close() }
-            // The peer half-closed while the handler has its request: epoll would report that on every round
-            // until the answer is ready, so the socket leaves the loop until then (`unpark`).
-            if isOpen && hangup && busy && !parked {
-                parked = true
+            guard hangup else { return }
+            switch phase {
+            case .answering(var answering):
+                // The peer half-closed while the handler has its request: off the loop until the answer is ready.
+                guard !answering.parked else { return }
+                answering.parked = true
+                phase = .answering(answering)
                 server.loop.unregister(fd: fd)
+            case .closed: return
+            default:
+                if written >= output.count { close() }
             }
         }
 
-        private var parked = false
-        /// The peer sent its end of file: the requests already in are answered, in order, then it is closed.
-        private var peerClosed = false
-
         /// Back on the loop to write the answer.
         private func unpark() {
-            guard parked else { return }
-            parked = false
+            guard case .answering(var answering) = phase, answering.parked else { return }
+            answering.parked = false
+            phase = .answering(answering)
             interested = (false, true)
             do { try server.loop.register(fd: fd, handler: self, readable: false, writable: true) } catch { close() }
         }
@@ -213,8 +249,7 @@ public final class HTTP1Server: FileDescriptorHandler {
             do {
                 switch try ssl.handshake() {
                 case .done:
-                    handshaking = false
-                    requestStartedAt = nil
+                    phase = .reading(Reading())
                     if ssl.alpnSelected == "h2" {
                         startH2()
                         guard isOpen else { return }
@@ -262,22 +297,28 @@ public final class HTTP1Server: FileDescriptorHandler {
                 do {
                     switch try receive() {
                     case .bytes(let n):
-                        if let h2 {
+                        if case .http2(let h2, _) = phase {
                             // Straight from the shared buffer into nghttp2: an HTTP/2 connection keeps no input.
                             guard server.readBuffer.withUnsafeBufferPointer({ h2.receive($0.baseAddress!, count: n) }) else { return close() }
                             if n < server.readBuffer.count { return pumpH2() }
                             continue
                         }
-                        if requestStartedAt == nil { requestStartedAt = monotonicNanos() }
+                        noteRequestBytes()
                         input.append(contentsOf: server.readBuffer[0..<n])
                         if n < server.readBuffer.count { return process() }
                     case .wouldBlock: return process()
                     case .endOfFile:
                         // A half-close after a whole request still gets its answer.
-                        peerClosed = true
+                        notePeerClosed()
                         process()
-                        if isOpen && !busy && written >= output.count { return close() }
-                        if isOpen && !parked { interest(readable: false, writable: interested.writable) }
+                        switch phase {
+                        case .answering(let answering):
+                            if !answering.parked { interest(readable: false, writable: interested.writable) }
+                        case .closed: break
+                        default:
+                            if written >= output.count { return close() }
+                            interest(readable: false, writable: interested.writable)
+                        }
                         return
                     }
                 } catch {
@@ -287,60 +328,99 @@ public final class HTTP1Server: FileDescriptorHandler {
             process()
         }
 
+        /// Bytes of a request arrived: the request timeout runs from the first of them.
+        private func noteRequestBytes() {
+            switch phase {
+            case .awaitingPreface(var reading) where reading.startedAt == nil:
+                reading.startedAt = monotonicNanos()
+                phase = .awaitingPreface(reading)
+            case .reading(var reading) where reading.startedAt == nil:
+                reading.startedAt = monotonicNanos()
+                phase = .reading(reading)
+            case .answering(var answering) where answering.nextStartedAt == nil:
+                answering.nextStartedAt = monotonicNanos()
+                phase = .answering(answering)
+            default: break
+            }
+        }
+
+        private func notePeerClosed() {
+            switch phase {
+            case .awaitingPreface(var reading):
+                reading.peerClosed = true
+                phase = .awaitingPreface(reading)
+            case .reading(var reading):
+                reading.peerClosed = true
+                phase = .reading(reading)
+            case .answering(var answering):
+                answering.peerClosed = true
+                phase = .answering(answering)
+            case .handshaking, .closing, .http2, .closed: break
+            }
+        }
+
         /// Takes the next whole request from the input, if any, while none is with the handler.
         private func process() {
-            if h2 != nil { return pumpH2() }
-            guard isOpen, !busy, !closeAfterWrite else { return }
-            if awaitingPreface {
+            switch phase {
+            case .http2: return pumpH2()
+            case .awaitingPreface(let reading):
                 let preface = HTTP1Server.h2Preface
                 let count = min(input.count - consumed, preface.count)
                 if input[consumed..<(consumed + count)].elementsEqual(preface[0..<count]) {
                     // A prefix of the preface: wait for the rest (the request timeout runs).
                     guard count == preface.count else { return refreshDeadline() }
-                    awaitingPreface = false
                     startH2()
-                    guard let h2, isOpen else { return }
+                    guard case .http2(let h2, _) = phase else { return }
                     let ok = input[consumed...].withUnsafeBufferPointer { h2.receive($0.baseAddress!, count: $0.count) }
                     input = []
                     consumed = 0
                     return ok ? pumpH2() : close()
                 }
-                awaitingPreface = false
+                phase = .reading(reading)
+                parseRequest(reading)
+            case .reading(let reading): parseRequest(reading)
+            case .handshaking, .answering, .closing, .closed: return
             }
+        }
+
+        private func parseRequest(_ reading: Reading) {
             switch HTTP1Parser.parse(input[consumed...], limits: server.limits.parser) {
             case .incomplete(let expectsContinue):
-                if input.count == consumed { requestStartedAt = nil }
-                if expectsContinue && !sentContinue {
-                    sentContinue = true
-                    queue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8))
-                }
+                var reading = reading
+                if input.count == consumed { reading.startedAt = nil }
+                let sendsContinue = expectsContinue && !reading.sentContinue
+                if sendsContinue { reading.sentContinue = true }
+                phase = .reading(reading)
+                if sendsContinue { queue(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) }
                 refreshDeadline()
             case .failure(let failure):
-                closeAfterWrite = true
+                phase = .closing
                 queue(HTTP1Server.serialize(server.errorBody(failure.status, failure.message), keepAlive: false))
             case .request(let request, let end):
                 consumed = end
-                sentContinue = false
-                busy = true
-                requestStartedAt = nil
+                phase = .answering(Answering(peerClosed: reading.peerClosed))
                 let keepAlive = request.keepAlive
                 let head = request.method == "HEAD"
                 refreshDeadline()
                 server.handler(request) { [weak self] response in
-                    guard let self, self.isOpen, self.busy else { return }
+                    guard let self, case .answering(let answering) = self.phase else { return }
                     self.unpark()
                     guard self.isOpen else { return }
-                    self.busy = false
-                    if !keepAlive { self.closeAfterWrite = true }
+                    self.phase = keepAlive ? .reading(Reading(startedAt: answering.nextStartedAt, peerClosed: answering.peerClosed)) : .closing
                     self.queue(HTTP1Server.serialize(response, keepAlive: keepAlive, omitBody: head))
-                    if self.isOpen && !self.closeAfterWrite {
+                    if case .reading = self.phase {
                         if self.consumed > 0 {
                             if self.consumed == self.input.count { self.input = [] } else { self.input.removeFirst(self.consumed) }
                             self.consumed = 0
                         }
                         self.process()
                     }
-                    if self.isOpen && self.peerClosed && !self.busy && self.written >= self.output.count { self.close() }
+                    if answering.peerClosed && self.written >= self.output.count {
+                        switch self.phase {
+                        case .answering, .closed: break
+                        default: self.close()
+                        }
+                    }
                 }
             }
         }
@@ -350,26 +430,24 @@ public final class HTTP1Server: FileDescriptorHandler {
                   let framing = HTTP2Framing(callbacks: callbacks, limits: server.limits, handler: server.handler, errorBody: server.errorBody,
                                              answered: { [weak self] in self?.schedulePump() })
             else { return close() }
-            h2 = framing
+            phase = .http2(framing, pumpScheduled: false)
         }
-
-        private var pumpScheduled = false
 
         /// Answers that come back from Redis one by one (a reply each, read together) are written together at
         /// the end of the loop's turn: one write for all the streams answered in it, not one each.
         private func schedulePump() {
-            guard !pumpScheduled else { return }
-            pumpScheduled = true
+            guard case .http2(let h2, pumpScheduled: false) = phase else { return }
+            phase = .http2(h2, pumpScheduled: true)
             server.loop.schedule(afterNanoseconds: 0) { [weak self] in
                 guard let self else { return }
-                self.pumpScheduled = false
+                if case .http2(let h2, pumpScheduled: true) = self.phase { self.phase = .http2(h2, pumpScheduled: false) }
                 self.pumpH2()
             }
         }
 
         /// Writes what nghttp2 has to send, as long as the socket takes it; closes once both sides are done.
         private func pumpH2() {
-            guard isOpen, let h2 else { return }
+            guard case .http2(let h2, _) = phase else { return }
             while isOpen && written >= output.count {
                 var bytes: [UInt8] = []
                 guard h2.output(into: &bytes) else { return close() }
@@ -406,7 +484,7 @@ public final class HTTP1Server: FileDescriptorHandler {
                     return close()
                 }
             }
-            if closeAfterWrite && !busy { return close() }
+            if case .closing = phase { return close() }
             // Released, not kept: an idle keep-alive connection should hold no buffer.
             output = []
             written = 0
@@ -418,22 +496,29 @@ public final class HTTP1Server: FileDescriptorHandler {
         /// handler: the handler answers (its Redis calls have their own timeouts).
         private func refreshDeadline() {
             let now = monotonicNanos()
-            if let h2 {
+            let requestTimeout = UInt64(server.limits.requestTimeoutMilliseconds) * 1_000_000
+            let started: UInt64?
+            switch phase {
+            case .http2(let h2, _):
                 if written < output.count {
-                    deadline = now &+ UInt64(server.limits.requestTimeoutMilliseconds) * 1_000_000
+                    deadline = now &+ requestTimeout
                 } else if let started = h2.oldestPartialRequest {
-                    deadline = started &+ UInt64(server.limits.requestTimeoutMilliseconds) * 1_000_000
+                    deadline = started &+ requestTimeout
                 } else {
                     deadline = h2.hasRequestInHand ? UInt64.max : now &+ UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
                 }
                 return
-            }
-            if busy {
+            case .answering:
                 deadline = UInt64.max
-            } else if written < output.count {
-                deadline = now &+ UInt64(server.limits.requestTimeoutMilliseconds) * 1_000_000
-            } else if let started = requestStartedAt {
-                deadline = started &+ UInt64(server.limits.requestTimeoutMilliseconds) * 1_000_000
+                return
+            case .handshaking(let startedAt): started = startedAt
+            case .awaitingPreface(let reading), .reading(let reading): started = reading.startedAt
+            case .closing, .closed: started = nil
+            }
+            if written < output.count {
+                deadline = now &+ requestTimeout
+            } else if let started {
+                deadline = started &+ requestTimeout
             } else {
                 deadline = now &+ UInt64(server.limits.idleTimeoutMilliseconds) * 1_000_000
             }
@@ -441,7 +526,7 @@ public final class HTTP1Server: FileDescriptorHandler {
 
         func close() {
             guard isOpen else { return }
-            isOpen = false
+            phase = .closed
             ssl?.shutdown()
             server.loop.unregister(fd: fd)
             Glibc.close(fd)

@@ -1,4 +1,5 @@
 import CNghttp2
+import HTTP1
 import HTTP2Server
 import Reactor
 

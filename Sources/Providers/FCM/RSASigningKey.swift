@@ -2,8 +2,8 @@ import COpenSSL
 import PushCore
 
 /// An RSA private key (a Google service account's `private_key`), owning its OpenSSL `EVP_PKEY`, freed in deinit.
-/// @unchecked: never modified after init, and each `signRS256` call uses its own `EVP_MD_CTX` (OpenSSL 3
-/// allows concurrent read-only use of one key).
+/// OpenSSL 3 allows concurrent read-only use of one key.
+/// @unchecked: never modified after init, and each `signRS256` call uses its own `EVP_MD_CTX`.
 public final class RSASigningKey: @unchecked Sendable {
     let pkey: OpaquePointer
 

@@ -12,16 +12,15 @@ import Reactor
 /// without HTTP/2 is the exception, so simplicity wins over the threads' cost, which is bounded
 /// (`connections` per such origin, at most `web_push.max_pools` origins). Answers come back on the loop as the
 /// HTTP/2 pool's do, so the sender classifies both alike.
-final class HTTP1OriginPool: @unchecked Sendable {
-    // @unchecked: the queue lives in a LockedValue; `loop` and the settings are immutable.
-    struct Job: @unchecked Sendable {
-        // @unchecked: the completion is only called on the loop (through `loop.execute`).
+final class HTTP1OriginPool: Sendable {
+    struct Job: Sendable {
         let url: String
         let headers: [String]
         let body: [UInt8]
         /// Past this (monotonic nanoseconds) it is never sent: `.queueTimedOut`, as the HTTP/2 pool's queue does.
         let deadline: UInt64
-        let completion: HTTP2Completion
+        /// Made on the loop by `send` and called only there (through `loop.execute`): checked, not promised.
+        let completion: LoopBound<HTTP2Completion>
     }
 
     private struct State {
@@ -53,11 +52,11 @@ final class HTTP1OriginPool: @unchecked Sendable {
     var inFlight: Int { state.withLock { $0.busy } }
     var queued: Int { state.withLock { $0.queue.count } }
 
-    /// Queues a POST; false (the completion never runs) when closed or the queue is full. The completion runs
-    /// once, on the loop.
+    /// Queues a POST, on the loop; false (the completion never runs) when closed or the queue is full. The
+    /// completion runs once, on the loop.
     func send(url: String, headers: [(String, String)], body: [UInt8], completion: @escaping HTTP2Completion) -> Bool {
         let job = Job(url: url, headers: headers.map { "\($0.0): \($0.1)" }, body: body, deadline: monotonicNanos() &+ queueTimeoutNanos,
-                      completion: completion)
+                      completion: LoopBound(completion, loop: loop))
         return state.withLock { state in
             guard !state.closed, state.queue.count < maxQueued else { return false }
             state.queue.append(job)
@@ -71,7 +70,7 @@ final class HTTP1OriginPool: @unchecked Sendable {
             state.closed = true
             return state.queue.removeAll()
         }
-        for job in waiting { loop.execute { job.completion(.failure(.closed)) } }
+        for job in waiting { loop.execute { job.completion.value(.failure(.closed)) } }
     }
 
     private func run(_ options: CurlPost.Options) {
@@ -90,7 +89,7 @@ final class HTTP1OriginPool: @unchecked Sendable {
                 result = .failure(.notSent("curl_easy_init failed"))
             }
             state.withLock { $0.busy -= 1 }
-            loop.execute { job.completion(result) }
+            loop.execute { job.completion.value(result) }
         }
     }
 

@@ -64,19 +64,18 @@ final class WorkerSlot {
 /// worker ids and its metrics listener staying up. An invalid one is refused with the problems logged and
 /// nothing touched. Settings the process holds for its life (Redis, loops, the listener, the id) keep their
 /// old value, named in a warning. Reloads run one at a time on their own queue, never on a loop.
-final class ConfigurationReloader: @unchecked Sendable {
+final class ConfigurationReloader: Sendable {
     private let queue = DispatchQueue(label: "herald.reload")
-    private var source: DispatchSourceSignal?
     private let slots: [LoopBound<WorkerSlot>]
     private let workerIDs: [String]
-    private let reload: () throws -> LoadedWorker
+    private let reload: @Sendable () throws -> LoadedWorker
     let reloads = ConfigReloads()
     /// The endpoint, once started: told of every replaced pipeline.
     private let endpoint = LockedValue<LoopBound<WorkerEndpoint>?>(nil)
     /// The configuration running now and its logger (changed on the reload queue, read by the signal handlers).
     private let state: LockedValue<(configuration: Configuration, logger: Logger, stopping: Bool)>
 
-    init(running: LoadedWorker, slots: [LoopBound<WorkerSlot>], workerIDs: [String], reload: @escaping () throws -> LoadedWorker) {
+    init(running: LoadedWorker, slots: [LoopBound<WorkerSlot>], workerIDs: [String], reload: @escaping @Sendable () throws -> LoadedWorker) {
         self.slots = slots
         self.workerIDs = workerIDs
         self.reload = reload
@@ -92,10 +91,10 @@ final class ConfigurationReloader: @unchecked Sendable {
     func listen() {
         signal(SIGHUP, SIG_IGN)
         let source = DispatchSource.makeSignalSource(signal: SIGHUP, queue: queue)
-        // Several SIGHUPs before the handler runs are one reload: each reads the file as it is then.
-        source.setEventHandler { [weak self] in self?.reloadNow() }
+        // Several SIGHUPs before the handler runs are one reload: each reads the file as it is then. The handler
+        // holds its source, so both live as long as the process (as `SignalWatcher`'s do).
+        source.setEventHandler { [weak self] in withExtendedLifetime(source) { self?.reloadNow() } }
         source.resume()
-        self.source = source
     }
 
     /// SIGTERM: no reload starts after this one; a reload under way stops at the loop it is draining.

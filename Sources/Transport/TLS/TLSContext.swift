@@ -8,8 +8,9 @@ public struct TLSError: Error, Sendable, Equatable, CustomStringConvertible {
 }
 
 /// Owns one client `SSL_CTX` built from a `TLSConfiguration`: trust store, TLS 1.2 minimum, the ALPN protocols
-/// the caller speaks (`h2` for APNs/FCM, none for Redis, which must not be offered h2) and the optional client certificate. Freed in `deinit`. Immutable after `init`, and OpenSSL allows one `SSL_CTX`
-/// to back `SSL` objects on any thread, hence `@unchecked Sendable`; the connections it spawns are loop-confined.
+/// the caller speaks (`h2` for APNs/FCM, none for Redis, which must not be offered h2) and the optional client certificate. Freed in `deinit`.
+/// The connections it spawns are loop-confined.
+/// @unchecked: immutable after `init`, and OpenSSL allows one `SSL_CTX` to back `SSL` objects on any thread.
 public final class TLSContext: @unchecked Sendable {
     public let context: OpaquePointer
     public let configuration: TLSConfiguration

@@ -2,6 +2,7 @@ import COpenSSL
 
 /// A server-side `SSL_CTX` for Herald's own listeners (`herald api`): the certificate chain and its key, TLS 1.2+,
 /// partial writes, and with a client CA every client must present a certificate it signed (mutual TLS).
+/// @unchecked: immutable after `init`, and OpenSSL allows one `SSL_CTX` to back `SSL` objects on any thread.
 public final class TLSServerContext: @unchecked Sendable {
     public let context: OpaquePointer
 

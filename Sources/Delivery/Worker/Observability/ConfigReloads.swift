@@ -3,7 +3,7 @@ import Foundation
 
 /// The worker's configuration reloads (SIGHUP): how many took effect or were refused, and when the running
 /// configuration was last loaded. Written by the reload's queue, read by a scrape on the metrics loop: locked.
-public final class ConfigReloads: @unchecked Sendable {
+public final class ConfigReloads: Sendable {
     private struct Counts {
         var ok: UInt64 = 0
         var refused: UInt64 = 0

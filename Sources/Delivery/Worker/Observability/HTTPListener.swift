@@ -1,4 +1,6 @@
+import Basics
 import Glibc
+import HTTP1
 import Reactor
 
 /// A small HTTP/1.1 server on an event loop, for `/metrics`, health checks and the dashboard: GET and HEAD
@@ -7,17 +9,14 @@ import Reactor
 /// It faces whatever connects to the port, so nothing a client sends can hurt the loop it shares with the
 /// worker: a request head is at most `maxRequestBytes` (else 431), a connection gets `timeoutMilliseconds`
 /// from accept to its last byte written (a slow or silent client is closed), at most `maxConnections` are
-/// open, and malformed requests get a 400. When all are open, a newcomer takes the place of the oldest one
+/// open, and requests are read by `herald api`'s `HTTP1Parser`, whose refusals (400, 413, 431, 501, 505) are
+/// answered as it words them. When all are open, a newcomer takes the place of the oldest one
 /// still without a whole request head (else it is closed at once): slow sockets holding every slot (a
 /// slowloris) cannot starve the health probes, which send their head at once. A round accepts at most a
 /// quarter of the slots, so a newcomer is read before newer ones can push it out. Loop-confined (checked).
 public final class HTTPListener: FileDescriptorHandler {
-    public struct Request: Sendable {
-        public let method: String
-        /// The path without its query string.
-        public let path: String
-        public let query: String
-    }
+    /// The request as the one HTTP/1.1 parser reads it (method, path without its query, query, fields).
+    public typealias Request = HTTP1Parser.Request
 
     public struct Response: Sendable {
         public var status: Int
@@ -37,6 +36,7 @@ public final class HTTPListener: FileDescriptorHandler {
     public typealias Handler = (Request, @escaping (Response) -> Void) -> Void
 
     public struct Limits: Sendable {
+        /// The request head, and the body a request other than GET or HEAD may carry before its 405.
         public var maxRequestBytes = 8192
         public var timeoutMilliseconds = 10_000
         public var maxConnections = 64
@@ -46,6 +46,8 @@ public final class HTTPListener: FileDescriptorHandler {
     public let loop: EventLoop
     public private(set) var port: Int
     private let limits: Limits
+    /// `limits` as the parser takes them.
+    private let parserLimits: HTTP1Parser.Limits
     private let handler: Handler
     private var fd: Int32
     private var connections: [Int32: Connection] = [:]
@@ -54,6 +56,10 @@ public final class HTTPListener: FileDescriptorHandler {
         loop.preconditionInLoop()
         self.loop = loop
         self.limits = limits
+        var parserLimits = HTTP1Parser.Limits()
+        parserLimits.maxHeadBytes = limits.maxRequestBytes
+        parserLimits.maxBodyBytes = limits.maxRequestBytes
+        self.parserLimits = parserLimits
         self.handler = handler
         fd = -1
         self.port = 0
@@ -116,6 +122,15 @@ public final class HTTPListener: FileDescriptorHandler {
         return oldest
     }
 
+    /// The whole answer: never kept alive (one request per connection), never cached.
+    static func serialize(_ response: Response, omitBody: Bool) -> [UInt8] {
+        var bytes: [UInt8] = []
+        HTTPResponseHead.append(status: response.status, contentType: response.contentType, contentLength: response.body.count,
+                                keepAlive: false, extra: [("Cache-Control", "no-store")] + response.headers, to: &bytes)
+        if !omitBody { bytes += response.body }
+        return bytes
+    }
+
     /// One accepted client: reads the request head, asks the handler, writes the answer, closes.
     private final class Connection: FileDescriptorHandler {
         let fd: Int32
@@ -157,20 +172,16 @@ public final class HTTPListener: FileDescriptorHandler {
                 } catch {
                     return close()
                 }
-                // A head larger than the limit is refused even when it arrived whole, blank line and all.
-                if let end = HTTPRequestHead.end(of: input), end <= listener.limits.maxRequestBytes {
-                    return dispatch(head: input[0..<end])
-                }
-                if input.count > listener.limits.maxRequestBytes {
-                    return answer(Response(status: 431, body: "request head larger than \(listener.limits.maxRequestBytes) bytes\n"), head: false)
+                // Bytes past the request (pipelined ones) are never read: one request per connection.
+                switch HTTP1Parser.parse(input[...], limits: listener.parserLimits) {
+                case .incomplete: continue
+                case .failure(let failure): return answer(Response(status: failure.status, body: failure.message + "\n"), head: false)
+                case .request(let request, _): return dispatch(request)
                 }
             }
         }
 
-        private func dispatch(head: ArraySlice<UInt8>) {
-            guard let request = HTTPRequestHead.parse(head) else {
-                return answer(Response(status: 400, body: "malformed request\n"), head: false)
-            }
+        private func dispatch(_ request: Request) {
             guard request.method == "GET" || request.method == "HEAD" else {
                 return answer(Response(status: 405, body: "only GET and HEAD\n", headers: [("Allow", "GET, HEAD")]), head: false)
             }
@@ -183,7 +194,7 @@ public final class HTTPListener: FileDescriptorHandler {
         private func answer(_ response: Response, head: Bool) {
             guard isOpen, output.isEmpty else { return }
             answered = true
-            output = HTTPRequestHead.serialize(response, omitBody: head)
+            output = HTTPListener.serialize(response, omitBody: head)
             flush()
         }
 

@@ -2,7 +2,8 @@ import Glibc
 
 /// One HTTP/1.1 request read from the front of a connection's bytes (RFC 9112): request line, header fields,
 /// and a body framed by `Content-Length` or `Transfer-Encoding: chunked`. Pure (no I/O), so the fuzz target
-/// and the tests feed it anything; every size it reads is bounded by `Limits` before it is trusted.
+/// and the tests feed it anything; every size it reads is bounded by `Limits` before it is trusted. The one
+/// request parser of `herald api` and the worker's metrics listener.
 ///
 /// Strict where leniency invites request smuggling: CRLF line ends only, no whitespace before a field's colon,
 /// no obsolete line folding, `Content-Length` and `Transfer-Encoding` never together, one length only.
@@ -24,15 +25,15 @@ public enum HTTP1Parser {
         public var minorVersion: Int
         /// The header fields' names (lower-cased) and values back to back, one span per field in arrival order:
         /// one buffer per request instead of two strings per field, read through `header(_:)` or `headers`.
-        var fieldBytes: [UInt8]
-        var fieldSpans: [FieldSpan]
+        @usableFromInline var fieldBytes: [UInt8]
+        @usableFromInline var fieldSpans: [FieldSpan]
         public var body: [UInt8]
 
         /// A field within `fieldBytes`: its name is `nameStart..<valueStart`, its value `valueStart..<valueEnd`.
-        struct FieldSpan: Sendable, Equatable {
-            var nameStart: Int
-            var valueStart: Int
-            var valueEnd: Int
+        @usableFromInline struct FieldSpan: Sendable, Equatable {
+            @usableFromInline var nameStart: Int
+            @usableFromInline var valueStart: Int
+            @usableFromInline var valueEnd: Int
         }
 
         /// `headers`: names lower-cased, in arrival order.
@@ -72,8 +73,8 @@ public enum HTTP1Parser {
         }
 
         /// `body` over the bytes of the first field called `name` (lower-case), nil when there is none: for checks
-        /// that need no string of their own.
-        func withValue<R>(of name: String, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
+        /// that need no string of their own. Inlinable so the API's key check is specialised, as it was in-module.
+        @inlinable package func withValue<R>(of name: String, _ body: (UnsafeBufferPointer<UInt8>?) -> R) -> R {
             guard let span = firstSpan(named: name) else { return body(nil) }
             return fieldBytes.withUnsafeBufferPointer { body(UnsafeBufferPointer(rebasing: $0[span.valueStart..<span.valueEnd])) }
         }
@@ -82,7 +83,7 @@ public enum HTTP1Parser {
             fieldSpans.filter { matches($0, name) }.map { text(nameStart: $0.valueStart, end: $0.valueEnd) }
         }
 
-        private func firstSpan(named name: String) -> FieldSpan? { fieldSpans.first { matches($0, name) } }
+        @usableFromInline func firstSpan(named name: String) -> FieldSpan? { fieldSpans.first { matches($0, name) } }
 
         private func matches(_ span: FieldSpan, _ name: String) -> Bool {
             var name = name
@@ -113,6 +114,11 @@ public enum HTTP1Parser {
     public struct Failure: Error, Sendable, Equatable {
         public var status: Int
         public var message: String
+
+        public init(status: Int, message: String) {
+            self.status = status
+            self.message = message
+        }
     }
 
     public enum Outcome: Sendable, Equatable {
