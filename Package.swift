@@ -12,7 +12,7 @@ let package = Package(
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "FCM", targets: ["FCM"]),
         .library(name: "Huawei", targets: ["Huawei"]),
-        .library(name: "MockAPNs", targets: ["MockAPNs"]),
+        .library(name: "Simulators", targets: ["Simulators"]),
     ],
     targets: [
         .systemLibrary(name: "CLinux", path: "Sources/CLinux"),
@@ -69,7 +69,7 @@ let package = Package(
         /// The server side of HTTP/2 over nghttp2 that the simulators and `herald api` share (session callbacks,
         /// answers). Apart from `HTTP2`, the worker's client, so the simulators stay independent of what they check.
         .target(name: "HTTP2Server", dependencies: ["CNghttp2"]),
-        .target(name: "MockAPNs", dependencies: ["Basics", "Reactor", "TLS", "HTTP2Server", "CNghttp2", "COpenSSL"]),
+        .target(name: "Simulators", dependencies: ["Basics", "Reactor", "TLS", "HTTP2Server", "CNghttp2", "COpenSSL"]),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"]),
@@ -78,7 +78,7 @@ let package = Package(
         /// `herald api`: the HTTP front door on the Reactor loop (HTTP/1.1 by its own parser, HTTP/2 by nghttp2's server
         /// session, as the simulators use it), validating with the worker's intake.
         .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP2Server", "CNghttp2", "COpenSSL"]),
-        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "MockAPNs", "APNs", "FCM", "Huawei", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "Simulators", "APNs", "FCM", "Huawei", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"]),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"]),
 
@@ -88,16 +88,16 @@ let package = Package(
         .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "APNsTests", dependencies: ["PushCore", "ProviderKit", "APNs", "FCM", "Basics", "COpenSSL"]),
         .testTarget(
-            name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "MockAPNs", "PushCore", "APNs", "HeraldTestSupport"],
+            name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "Simulators", "PushCore", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
         .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "RedisClient", "Reactor", "TLS", "HeraldTestSupport"]),
-        .testTarget(name: "MockAPNsTests", dependencies: ["MockAPNs", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
-        .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "MockAPNs", "Reactor", "HeraldTestSupport"]),
+        .testTarget(name: "SimulatorsTests", dependencies: ["Simulators", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
+        .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "Simulators", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
         .testTarget(name: "HuaweiTests", dependencies: ["Huawei", "PushCore", "ProviderKit", "CurlHTTP"]),
-        .testTarget(name: "WebPushTests", dependencies: ["WebPush", "CurlHTTP", "HTTP2", "PushCore", "ProviderKit", "Reactor", "MockAPNs", "RedisQueue", "Worker", "HeraldTestSupport"]),
+        .testTarget(name: "WebPushTests", dependencies: ["WebPush", "CurlHTTP", "HTTP2", "PushCore", "ProviderKit", "Reactor", "Simulators", "RedisQueue", "Worker", "HeraldTestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "MockAPNs", "PushCore", "APNs", "FCM", "Huawei", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "Simulators", "PushCore", "APNs", "FCM", "Huawei", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -118,7 +118,7 @@ if Context.environment["HERALD_FUZZ"] == "1" {
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzz/Support"))
     for name in names {
         package.targets.append(.executableTarget(
-            name: name, dependencies: ["FuzzSupport", "API", "PushCore", "APNs", "FCM", "WebPush", "RedisClient", "RedisQueue", "MockAPNs", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
+            name: name, dependencies: ["FuzzSupport", "API", "PushCore", "APNs", "FCM", "WebPush", "RedisClient", "RedisQueue", "Simulators", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
         package.products.append(.executable(name: name, targets: [name]))
     }
 }

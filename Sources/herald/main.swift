@@ -1,7 +1,7 @@
 import Basics
 import CLinux
 import Foundation
-import MockAPNs
+import Simulators
 import TLS
 import Worker
 

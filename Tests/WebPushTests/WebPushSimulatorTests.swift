@@ -1,6 +1,6 @@
 import Foundation
 import HeraldTestSupport
-import MockAPNs
+import Simulators
 import PushCore
 import Testing
 @testable import WebPush

@@ -17,7 +17,7 @@ import WebPush
     /// Where branching on the platform is the point: the providers' modules (senders included), their worker sides
     /// (`Worker/Providers/`), their simulators, the platforms' declaration and the registry.
     static let providerPlaces = [
-        "Sources/APNs/", "Sources/FCM/", "Sources/WebPush/", "Sources/Huawei/", "Sources/MockAPNs/", "Sources/Worker/Providers/", "Sources/Worker/Delivery/ProviderRegistry.swift",
+        "Sources/APNs/", "Sources/FCM/", "Sources/WebPush/", "Sources/Huawei/", "Sources/Simulators/", "Sources/Worker/Providers/", "Sources/Worker/Delivery/ProviderRegistry.swift",
         "Sources/PushCore/Platform.swift",
     ]
 

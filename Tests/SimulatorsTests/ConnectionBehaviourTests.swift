@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// SETTINGS, GOAWAY, RST_STREAM, silence and drops, seen by an independent python3-h2 peer.
 @Suite("connection behaviour")

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import HeraldTestSupport
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// Huawei's own Python admin SDK (python-huawei-push-admin, installed by scripts/setup) against `herald
 /// mock-hms` run as the real command: the SDK fetches a token with its client credentials from the token URL

@@ -1,5 +1,5 @@
 import Foundation
-@testable import MockAPNs
+@testable import Simulators
 
 /// A running Push Kit simulator with its own temporary directory and TLS files, and one app (10000001, secret
 /// "s3cret"). `stop()` ends the server and removes the directory; every test calls it (via `defer`).

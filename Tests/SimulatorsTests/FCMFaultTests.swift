@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// Faults and quotas of the FCM simulator, seen by curl over HTTP/2 and HTTP/1.1.
 @Suite struct FCMFaultTests {

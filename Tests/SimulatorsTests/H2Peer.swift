@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// A hand-made HTTP/2 peer in Debian's python3-h2, for what curl cannot show: SETTINGS values as they change,
 /// RST_STREAM codes, GOAWAY's last-stream-id and debug data, silence and abrupt closes.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// Debian's python3-aioapns is a real APNs client: with the key the simulator wrote out it must get 200,
 /// with certificate auth too, and the error reasons it decodes must be Apple's.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// Debian's curl sends the requests of Apple's broadcast pages (as the reference quotes them) to the simulator, which
 /// must answer the way Apple describes: every channel-management call, a broadcast, and every error of the seed's

@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import HeraldTestSupport
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// Google's own Python SDK (firebase-admin, installed by scripts/setup) against `herald mock-fcm` run as the
 /// real command: the SDK signs the assertion, fetches a token from the service account's token_uri, sends,

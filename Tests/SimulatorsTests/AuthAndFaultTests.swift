@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// Token auth rules and scripted device state, each with the exact answer of the reference.
 @Suite("auth and faults")

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// The command's wiring (flags to server, ready file, config, reload, log file), run in-process with a
 /// stop trigger instead of signals; plus cleartext mode and garbage on the wire.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// The Push Kit simulator's flow control and scripted faults, driven by curl.
 @Suite struct HMSFaultTests {

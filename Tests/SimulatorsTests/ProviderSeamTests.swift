@@ -1,7 +1,7 @@
 import COpenSSL
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// A provider that is neither APNs nor FCM, plugged into the shared simulator server: what docs/simulators.md
 /// says a next provider brings (a request type, a connection handler, a provider and its fault rules) is a whole

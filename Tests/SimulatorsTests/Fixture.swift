@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-@testable import MockAPNs
+@testable import Simulators
 
 /// A running simulator with its own temporary directory, TLS files and a generated provider key.
 /// `stop()` ends the server and removes the directory; every test calls it (via `defer`).

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// The FCM simulator's HTTP/1.1 side at the byte level, with Python's ssl module as the client: pipelined
 /// requests answered in order, no ALPN at all meaning HTTP/1.1, and garbage answered 400 without harm.

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-@testable import MockAPNs
+@testable import Simulators
 
 /// A running FCM simulator with its own temporary directory, TLS files and generated service account.
 /// `stop()` ends the server and removes the directory; every test calls it (via `defer`).

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// The FCM simulator's token endpoint and messages:send, driven by curl (a TLS client nobody here wrote) over
 /// HTTP/2 and HTTP/1.1.

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// The Push Kit simulator's token endpoint and messages:send, driven by curl (a TLS client nobody here wrote)
 /// over HTTP/2 and HTTP/1.1: Huawei's codes, JSON shapes and device fates.

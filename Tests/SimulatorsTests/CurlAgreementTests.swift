@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// Debian's curl (built with nghttp2) is an HTTP/2 client nobody here wrote: it must get the answers the reference gives.
 @Suite("curl against the simulator")

@@ -1,6 +1,6 @@
 import Foundation
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// The `/_mock/...` control paths (not part of APNs), the accepted log file and the command's flag parsing.
 @Suite("control paths and command")

@@ -5,7 +5,7 @@ import HTTP2
 import PushCore
 import Reactor
 import Testing
-@testable import MockAPNs
+@testable import Simulators
 
 /// Herald's channel-management and broadcast requests are the documented ones byte for byte: the simulator records
 /// what curl (sending Apple's examples) and Herald's `APNsChannelClient` / `APNsClient` sent, and the two must
