@@ -94,7 +94,7 @@ struct AuthAndFaultTests {
     @Test func seededRatesRepeat() throws {
         let script = MockFaultScript(seed: 42, rules: [MockFaultRule(fate: .error, rate: 0.5, status: 500, reason: "InternalServerError")])
         func run() -> [Bool] {
-            let engine = FaultEngine(script: script, defaultSeed: 1)
+            let engine = APNsFaultEngine(script: script, defaultSeed: 1)
             return (0..<64).map { _ in if case .accept = engine.decide(token: "00", topic: "t").0 { return true } else { return false } }
         }
         let first = run()
@@ -114,8 +114,8 @@ struct AuthAndFaultTests {
         #expect(script.latencyMs == MockLatency(min: 1, max: 5))
         #expect(script.rules.count == 2)
         #expect(script.rules[1].rate == 0.01)
-        #expect(throws: MockAPNsError.self) { try MockFaultScript.parse(Data(#"{"rules":[{"fate":"explode"}]}"#.utf8)) }
-        #expect(throws: MockAPNsError.self) { try MockFaultScript.parse(Data(#"{"rules":[{"fate":"error"}]}"#.utf8)) }
-        #expect(throws: MockAPNsError.self) { try MockFaultScript.parse(Data("not json".utf8)) }
+        #expect(throws: SimulatorError.self) { try MockFaultScript.parse(Data(#"{"rules":[{"fate":"explode"}]}"#.utf8)) }
+        #expect(throws: SimulatorError.self) { try MockFaultScript.parse(Data(#"{"rules":[{"fate":"error"}]}"#.utf8)) }
+        #expect(throws: SimulatorError.self) { try MockFaultScript.parse(Data("not json".utf8)) }
     }
 }

@@ -19,7 +19,7 @@ struct CommandTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let configFile = directory + "/faults.json"
         try #"{"rules":[{"tokenPrefix":"dead","fate":"unregistered","timestamp":9}]}"#.write(toFile: configFile, atomically: true, encoding: .utf8)
-        let options = try CommandOptions.parse([
+        let options = try MockAPNsOptions.parse([
             "--generate-tls", directory, "--ready-file", directory + "/ready.json", "--print-token", "--config", configFile,
             "--log-file", directory + "/accepted.jsonl", "--sandbox", "--key-id", "CLIKEY0001", "--team-id", "CLITEAM001",
         ])
@@ -80,7 +80,7 @@ struct CommandTests {
         let directory = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try #"{"rules":[{"fate":"throttle"}]}"#.write(toFile: directory + "/bad.json", atomically: true, encoding: .utf8)
-        let options = try CommandOptions.parse(["--config", directory + "/bad.json", "--generate-tls", directory])
+        let options = try MockAPNsOptions.parse(["--config", directory + "/bad.json", "--generate-tls", directory])
         let status = MockAPNsCommand.run(options) { _, _ in Issue.record("must not start") }
         #expect(status == 78)
     }

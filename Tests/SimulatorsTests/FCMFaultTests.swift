@@ -121,9 +121,9 @@ import Testing
     }
 
     @Test func aBadConfigIsRefusedAndTheCommandReportsUsageErrors() throws {
-        #expect(throws: MockAPNsError.self) { try MockFCMFaultScript.parse(Data(#"{"rules":[{"fate":"throttle"}]}"#.utf8)) }
-        #expect(throws: MockAPNsError.self) { try MockFCMFaultScript.parse(Data(#"{"rules":[{"fate":"vanish"}]}"#.utf8)) }
-        #expect(throws: MockAPNsError.self) { try MockFCMFaultScript.parse(Data(#"{"projectQuotaPerMinute":-1}"#.utf8)) }
+        #expect(throws: SimulatorError.self) { try MockFCMFaultScript.parse(Data(#"{"rules":[{"fate":"throttle"}]}"#.utf8)) }
+        #expect(throws: SimulatorError.self) { try MockFCMFaultScript.parse(Data(#"{"rules":[{"fate":"vanish"}]}"#.utf8)) }
+        #expect(throws: SimulatorError.self) { try MockFCMFaultScript.parse(Data(#"{"projectQuotaPerMinute":-1}"#.utf8)) }
         #expect(MockFCMCommand.main(arguments: ["--bogus"]) == 64)
         #expect(MockFCMCommand.main(arguments: ["--cert", "a.pem"]) == 64)
         let directory = try Fixture.temporaryDirectory()

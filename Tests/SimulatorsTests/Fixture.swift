@@ -46,7 +46,7 @@ final class Fixture: @unchecked Sendable {
     static func temporaryDirectory() throws -> String {
         var template = Array((NSTemporaryDirectory() as NSString).appendingPathComponent("mockapns-test.XXXXXX").utf8CString)
         guard let pointer = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw MockAPNsError.file("mkdtemp")
+            throw SimulatorError.file("mkdtemp")
         }
         return String(cString: pointer)
     }

@@ -73,8 +73,8 @@ import Testing
     }
 
     @Test func aBadConfigIsRefusedAndTheCommandReportsUsageErrors() throws {
-        #expect(throws: MockAPNsError.self) { try MockHMSFaultScript.parse(Data(#"{"rules":[{"fate":"error","code":"81"}]}"#.utf8)) }
-        #expect(throws: MockAPNsError.self) { try MockHMSFaultScript.parse(Data(#"{"appQuota":{"limit":1,"windowSeconds":0}}"#.utf8)) }
+        #expect(throws: SimulatorError.self) { try MockHMSFaultScript.parse(Data(#"{"rules":[{"fate":"error","code":"81"}]}"#.utf8)) }
+        #expect(throws: SimulatorError.self) { try MockHMSFaultScript.parse(Data(#"{"appQuota":{"limit":1,"windowSeconds":0}}"#.utf8)) }
         #expect(MockHMSCommand.main(arguments: ["--app", "abc:secret"]) == 64)
         #expect(MockHMSCommand.main(arguments: ["--app", "123"]) == 64)
         #expect(MockHMSCommand.main(arguments: ["--cert", "a.pem"]) == 64)

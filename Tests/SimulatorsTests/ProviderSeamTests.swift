@@ -13,7 +13,7 @@ struct ProviderSeamTests {
         var body: [UInt8] = []
 
         override func setHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-            if RequestRules.equal(name, ":path") { path = String(decoding: value, as: UTF8.self) }
+            if UTF8Matching.equal(name, ":path") { path = String(decoding: value, as: UTF8.self) }
         }
 
         override func append(body chunk: UnsafeBufferPointer<UInt8>) { body.append(contentsOf: chunk) }

@@ -7,7 +7,7 @@ import Reactor
 /// connection-level faults) is its `MockServerConnection`'s, which owns it.
 final class APNsConnection: MockConnectionHandler {
     unowned let connection: MockServerConnection
-    unowned let core: ServerCore
+    unowned let core: APNsCore
     /// The API this connection's port answers.
     let role: ListenerRole
 
@@ -18,7 +18,7 @@ final class APNsConnection: MockConnectionHandler {
     private var certificateTopics: [String]?
     private var streamsRaised = false
 
-    init(connection: MockServerConnection, core: ServerCore, role: ListenerRole) {
+    init(connection: MockServerConnection, core: APNsCore, role: ListenerRole) {
         self.connection = connection
         self.core = core
         self.role = role

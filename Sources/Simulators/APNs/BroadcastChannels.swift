@@ -50,7 +50,7 @@ public struct MockRecordedRequest: Sendable, Codable, Equatable {
 }
 
 /// The channels of one simulated environment: per bundle ID at most `limit`, IDs made like Apple's (base64 of 16
-/// random bytes). Loop-confined inside `ServerCore`.
+/// random bytes). Loop-confined inside `APNsCore`.
 final class ChannelRegistry {
     private(set) var channels: [String: MockChannel] = [:]
     /// Creation order, so listings are stable.

@@ -6,8 +6,8 @@ import Glibc
 /// `herald mock-apns ...`: runs the simulator until SIGTERM/SIGINT; SIGHUP reloads `--config`.
 public enum MockAPNsCommand {
     /// `herald mock-apns`: parsing, `--help` and usage errors as for every herald command.
-    public static let command = Command(CommandOptions.spec) { parsed in
-        run(try CommandOptions(parsed), waitForStop: waitForSignals)
+    public static let command = Command(MockAPNsOptions.spec) { parsed in
+        run(try MockAPNsOptions(parsed), waitForStop: waitForSignals)
     }
 
     /// Runs the command. `arguments` are the words after `mock-apns` (a leading "mock-apns" is skipped too).
@@ -20,7 +20,7 @@ public enum MockAPNsCommand {
 
     /// Starts the server from `options`, prints the ready line, then blocks in `waitForStop` and stops the server.
     /// Tests pass their own `waitForStop`; the command waits for signals.
-    static func run(_ options: CommandOptions, waitForStop: (MockAPNsServer, String?) -> Void) -> Int32 {
+    static func run(_ options: MockAPNsOptions, waitForStop: (MockAPNsServer, String?) -> Void) -> Int32 {
         var configuration = MockAPNsConfiguration()
         configuration.host = options.host
         configuration.port = options.port
@@ -109,7 +109,7 @@ public enum MockAPNsCommand {
     }
 
     /// Keys in a directory: `AuthKey_<KEYID>.p8` (private, as Apple issues them) or `<KEYID>.pem` (public or private).
-    private static func loadKeys(directory: String, options: CommandOptions) throws -> [MockProviderKey] {
+    private static func loadKeys(directory: String, options: MockAPNsOptions) throws -> [MockProviderKey] {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         var keys: [MockProviderKey] = []
         for name in names.sorted() {
@@ -128,7 +128,7 @@ public enum MockAPNsCommand {
 }
 
 /// Parsed `herald mock-apns` flags (see `spec`).
-struct CommandOptions {
+struct MockAPNsOptions {
     var host = "127.0.0.1"
     var port = 0
     var managementPort: Int?
@@ -207,8 +207,8 @@ struct CommandOptions {
         ])
 
     /// `words` as the command line gives them (after `mock-apns`).
-    static func parse(_ words: [String]) throws(UsageError) -> CommandOptions {
-        try CommandOptions(try ParsedArguments.parse(words, spec: spec))
+    static func parse(_ words: [String]) throws(UsageError) -> MockAPNsOptions {
+        try MockAPNsOptions(try ParsedArguments.parse(words, spec: spec))
     }
 
     init() {}

@@ -13,15 +13,15 @@ public final class MockAPNsServer: Sendable {
     /// The channel-management port when `managementPort` was set (Apple's separate `api-manage-broadcast` host).
     public let managementPort: Int?
     public let configuration: MockAPNsConfiguration
-    private let simulator: SimulatorHandle<ServerCore>
+    private let simulator: SimulatorHandle<APNsCore>
 
     /// Binds, starts the loop thread and begins accepting connections.
     public init(configuration: MockAPNsConfiguration) throws {
         self.configuration = configuration
-        // With a management port, each port answers only its own API, as Apple's hosts do (ServerCore maps the listener).
+        // With a management port, each port answers only its own API, as Apple's hosts do (APNsCore maps the listener).
         simulator = try SimulatorHandle(name: "mock-apns", host: configuration.host,
                                         ports: [configuration.port] + (configuration.managementPort.map { [$0] } ?? [])) { counters in
-            try ServerCore(configuration: configuration, counters: counters)
+            try APNsCore(configuration: configuration, counters: counters)
         }
         let ports = simulator.ports
         port = ports[0]

@@ -1,35 +1,5 @@
 import Foundation
 
-/// A latency in milliseconds: a fixed value (`20`) or a uniform random range (`[5, 50]`) in JSON.
-public struct MockLatency: Codable, Sendable, Equatable {
-    public var minMilliseconds: Int
-    public var maxMilliseconds: Int
-
-    public init(milliseconds: Int) { self.init(min: milliseconds, max: milliseconds) }
-    public init(min: Int, max: Int) {
-        minMilliseconds = Swift.max(0, Swift.min(min, max))
-        maxMilliseconds = Swift.max(0, Swift.max(min, max))
-    }
-
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        if let fixed = try? container.decode(Int.self) {
-            self.init(milliseconds: fixed)
-        } else {
-            let pair = try container.decode([Int].self)
-            guard pair.count == 2 else {
-                throw DecodingError.dataCorruptedError(in: container, debugDescription: "latency is a number or [min, max]")
-            }
-            self.init(min: pair[0], max: pair[1])
-        }
-    }
-
-    public func encode(to encoder: Encoder) throws {
-        var container = encoder.singleValueContainer()
-        if minMilliseconds == maxMilliseconds { try container.encode(minMilliseconds) } else { try container.encode([minMilliseconds, maxMilliseconds]) }
-    }
-}
-
 /// What happens to a request a rule matches. Documented with examples in docs/mock-apns.md.
 public enum MockFate: String, Codable, Sendable, CaseIterable {
     /// 200, even if a later rule would match (use it to exempt tokens).
@@ -176,12 +146,12 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
     }
 
     func check() throws {
-        if let idle = idleTimeoutSeconds, !(idle > 0) { throw MockAPNsError.configuration("idleTimeoutSeconds must be above 0") }
+        if let idle = idleTimeoutSeconds, !(idle > 0) { throw SimulatorError.configuration("idleTimeoutSeconds must be above 0") }
         for (index, rule) in rules.enumerated() {
             try ConfigDecoding.checkRule(index, fate: rule.fate.rawValue, rate: rule.rate, count: rule.count, limit: rule.limit, latency: rule.latencyMs)
             if rule.fate == .error {
                 guard let status = rule.status, (400...599).contains(status), rule.reason != nil else {
-                    throw MockAPNsError.configuration("rules[\(index)]: fate error needs status (400-599) and reason")
+                    throw SimulatorError.configuration("rules[\(index)]: fate error needs status (400-599) and reason")
                 }
             }
         }

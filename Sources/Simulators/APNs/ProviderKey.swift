@@ -70,12 +70,12 @@ public final class MockProviderKey: @unchecked Sendable {
 
     /// A provider token (ES256 JWT) signed with this key, for tests and `--print-token`. Needs the private key.
     public func makeToken(issuedAt: Int64 = Int64(Date().timeIntervalSince1970), teamID overrideTeam: String? = nil, keyID overrideKey: String? = nil) throws -> String {
-        guard hasPrivateKey else { throw MockAPNsError.configuration("key \(keyID) has no private key to sign with") }
+        guard hasPrivateKey else { throw SimulatorError.configuration("key \(keyID) has no private key to sign with") }
         let header = Base64URL.encode(Array(#"{"alg":"ES256","kid":"\#(overrideKey ?? keyID)"}"#.utf8))
         let claims = Base64URL.encode(Array(#"{"iss":"\#(overrideTeam ?? teamID)","iat":\#(issuedAt)}"#.utf8))
         let input = Array("\(header).\(claims)".utf8)
         let der = try ES256.sign(input, key: key)
-        guard let raw = ES256.joseSignature(fromDER: der) else { throw MockAPNsError.openSSL("bad DER signature") }
+        guard let raw = ES256.joseSignature(fromDER: der) else { throw SimulatorError.openSSL("bad DER signature") }
         return "\(header).\(claims).\(Base64URL.encode(raw))"
     }
 }

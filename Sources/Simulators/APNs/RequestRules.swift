@@ -48,19 +48,19 @@ final class IncomingRequest: MockRequest {
             slot = String(decoding: value, as: UTF8.self)
         }
         switch name.count {
-        case 5 where RequestRules.equal(name, ":path"):
+        case 5 where UTF8Matching.equal(name, ":path"):
             store(&path)
-            isControl = value.count >= 7 && RequestRules.equal(UnsafeBufferPointer(rebasing: value[0..<7]), "/_mock/")
-        case 7 where RequestRules.equal(name, ":method"): store(&method)
-        case 13 where RequestRules.equal(name, "authorization"): store(&authorization)
-        case 14 where RequestRules.equal(name, "apns-push-type"): store(&pushType)
-        case 10 where RequestRules.equal(name, "apns-topic"): store(&topic)
-        case 7 where RequestRules.equal(name, "apns-id"): store(&apnsID)
-        case 15 where RequestRules.equal(name, "apns-expiration"): store(&expiration)
-        case 13 where RequestRules.equal(name, "apns-priority"): store(&priority)
-        case 16 where RequestRules.equal(name, "apns-collapse-id"): store(&collapseID)
-        case 15 where RequestRules.equal(name, "apns-channel-id"): store(&channelID)
-        case 15 where RequestRules.equal(name, "apns-request-id"): store(&requestID)
+            isControl = value.count >= 7 && UTF8Matching.equal(UnsafeBufferPointer(rebasing: value[0..<7]), "/_mock/")
+        case 7 where UTF8Matching.equal(name, ":method"): store(&method)
+        case 13 where UTF8Matching.equal(name, "authorization"): store(&authorization)
+        case 14 where UTF8Matching.equal(name, "apns-push-type"): store(&pushType)
+        case 10 where UTF8Matching.equal(name, "apns-topic"): store(&topic)
+        case 7 where UTF8Matching.equal(name, "apns-id"): store(&apnsID)
+        case 15 where UTF8Matching.equal(name, "apns-expiration"): store(&expiration)
+        case 13 where UTF8Matching.equal(name, "apns-priority"): store(&priority)
+        case 16 where UTF8Matching.equal(name, "apns-collapse-id"): store(&collapseID)
+        case 15 where UTF8Matching.equal(name, "apns-channel-id"): store(&channelID)
+        case 15 where UTF8Matching.equal(name, "apns-request-id"): store(&requestID)
         default: break
         }
     }
@@ -74,14 +74,6 @@ struct Rejection: Error, Equatable {
 
 /// Apple's header and payload rules (see the reference's request tables), independent of Herald's own validator.
 enum RequestRules {
-    static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
-        let count = text.utf8CodeUnitCount
-        guard bytes.count == count else { return false }
-        let expected = UnsafeBufferPointer(start: text.utf8Start, count: count)
-        for index in 0..<count where bytes[index] != expected[index] { return false }
-        return true
-    }
-
     /// Push type to required topic suffix (nil = no suffix; mdm accepts any topic).
     static let topicSuffixes: [String: String?] = [
         "alert": nil, "background": nil, "location": ".location-query", "voip": ".voip",

@@ -5,44 +5,6 @@ import Glibc
 import Reactor
 import TLS
 
-/// One request as an FCM connection collects it (from HTTP/2 frames or an HTTP/1.1 message).
-final class FCMRequest: MockRequest {
-    var method = ""
-    var path = ""
-    var authorization: String?
-    var body: [UInt8] = []
-    var bodyTooLarge = false
-
-    override func setHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
-        if RequestRules.equal(name, ":path") { path = String(decoding: value, as: UTF8.self) }
-        else if RequestRules.equal(name, ":method") { method = String(decoding: value, as: UTF8.self) }
-        else if RequestRules.equal(name, "authorization") { authorization = String(decoding: value, as: UTF8.self) }
-    }
-
-    override func append(body chunk: UnsafeBufferPointer<UInt8>) {
-        if body.count + chunk.count > FCMMessageRules.bodyLimit { bodyTooLarge = true; return }
-        body.append(contentsOf: chunk)
-    }
-}
-
-/// An answer to send: status, headers (besides content-length) and body.
-struct FCMAnswer {
-    var status: Int
-    var headers: [(String, String)]
-    var body: [UInt8]
-
-    static func json(_ status: Int, _ body: [UInt8], extra: [(String, String)] = []) -> FCMAnswer {
-        FCMAnswer(status: status, headers: [("content-type", "application/json; charset=UTF-8")] + extra, body: body)
-    }
-}
-
-/// What a connection does with a request, after its latency.
-enum FCMOutcome {
-    case answer(FCMAnswer)
-    /// A fault on the connection instead of an answer.
-    case fault(MockServerConnection.Fault)
-}
-
 /// The FCM simulator's provider state on the loop: accounts, issued access tokens, faults, counters and the
 /// accepted log; and the endpoints (`/token`, `messages:send`, `/fcm/send`, `/_mock/...`). The shared
 /// `MockServerCore` runs its connections, each with a `RoutedConnection`.
@@ -94,7 +56,7 @@ final class FCMCore: MockProvider, RoutingProvider {
     // MARK: endpoints
 
     /// Routes one complete request. Sends go through the connection-level faults first (the caller counted them).
-    func handle(_ request: FCMRequest, connection: Int, transport: String) -> (FCMOutcome, Int) {
+    func handle(_ request: RoutedRequest, connection: Int, transport: String) -> (RoutedOutcome, Int) {
         let path = request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
         if UTF8Matching.hasPrefix(path, "/_mock/") { return (.answer(control(request, path: path)), 0) }
         if path == "/token" && request.method == "POST" { return (.answer(token(request)), 0) }
@@ -117,12 +79,12 @@ final class FCMCore: MockProvider, RoutingProvider {
     }
 
     /// True for the path of a send (counted by the connection-level faults).
-    static func isSend(_ request: FCMRequest) -> Bool {
+    static func isSend(_ request: RoutedRequest) -> Bool {
         request.method == "POST" && sendProject(request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? "") != nil
     }
 
     /// Google's front end answers unknown paths (the legacy `/fcm/send` among them) with this plain HTML page.
-    static func notFoundPage(_ path: String) -> FCMAnswer {
+    static func notFoundPage(_ path: String) -> RoutedAnswer {
         var escaped = ""
         for character in path {
             switch character {
@@ -141,7 +103,7 @@ final class FCMCore: MockProvider, RoutingProvider {
           <p>The requested URL <code>\(escaped)</code> was not found on this server.  <ins>That’s all we know.</ins>
 
         """
-        return FCMAnswer(status: 404, headers: [("content-type", "text/html; charset=UTF-8")], body: Array(html.utf8))
+        return RoutedAnswer(status: 404, headers: [("content-type", "text/html; charset=UTF-8")], body: Array(html.utf8))
     }
 
     private func now() -> Int64 { wallClockMillis() / 1000 }
@@ -160,7 +122,7 @@ final class FCMCore: MockProvider, RoutingProvider {
     }
 
     /// `POST /token`: the JWT-bearer grant.
-    private func token(_ request: FCMRequest) -> FCMAnswer {
+    private func token(_ request: RoutedRequest) -> RoutedAnswer {
         stats.tokenRequests += 1
         if faults.tokenRequestFails() {
             stats.tokenErrors["internal_failure", default: 0] += 1
@@ -184,7 +146,7 @@ final class FCMCore: MockProvider, RoutingProvider {
     }
 
     /// The bearer check of `messages:send`, as Google answers it (none of these carry an FcmError detail).
-    private func authenticate(_ request: FCMRequest, project: String) -> FCMError? {
+    private func authenticate(_ request: RoutedRequest, project: String) -> FCMError? {
         guard configuration.requireAuthentication else { return nil }
         let see = " Expected OAuth 2 access token, login cookie or other valid authentication credential. See https://developers.google.com/identity/sign-in/web/devconsole-project."
         guard let header = request.authorization else {
@@ -212,10 +174,10 @@ final class FCMCore: MockProvider, RoutingProvider {
         return nil
     }
 
-    private func send(_ request: FCMRequest, project: String, connection: Int, transport: String) -> (FCMOutcome, Int) {
+    private func send(_ request: RoutedRequest, project: String, connection: Int, transport: String) -> (RoutedOutcome, Int) {
         if let error = authenticate(request, project: project) { return (.answer(reject(error)), 0) }
         if request.bodyTooLarge {
-            return (.answer(reject(.invalid("message", "Message is too big: the request body is over \(FCMMessageRules.bodyLimit) bytes."))), 0)
+            return (.answer(reject(.invalid("message", "Message is too big: the request body is over \(RoutedRequest.bodyLimit) bytes."))), 0)
         }
         let parsed: FCMSend
         switch FCMMessageRules.parse(body: request.body) {
@@ -234,7 +196,7 @@ final class FCMCore: MockProvider, RoutingProvider {
         }
     }
 
-    private func reject(_ error: FCMError) -> FCMAnswer {
+    private func reject(_ error: FCMError) -> RoutedAnswer {
         statusCounts.count(error.status)
         stats.byErrorCode[error.errorCode ?? error.rpcStatus, default: 0] += 1
         var extra: [(String, String)] = []
@@ -242,7 +204,7 @@ final class FCMCore: MockProvider, RoutingProvider {
         return .json(error.status, error.body(), extra: extra)
     }
 
-    private func accept(_ send: FCMSend, project: String, connection: Int, transport: String) -> FCMAnswer {
+    private func accept(_ send: FCMSend, project: String, connection: Int, transport: String) -> RoutedAnswer {
         statusCounts.count(200)
         stats.accepted += 1
         // A dry run answers a fixed fake id, as FCM does.
@@ -273,7 +235,7 @@ final class FCMCore: MockProvider, RoutingProvider {
 
     // MARK: control paths (not part of FCM)
 
-    private func control(_ request: FCMRequest, path: String) -> FCMAnswer {
+    private func control(_ request: RoutedRequest, path: String) -> RoutedAnswer {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         func json(_ value: some Encodable) -> [UInt8] { (try? encoder.encode(value)).map { [UInt8]($0) } ?? Array("{}".utf8) }

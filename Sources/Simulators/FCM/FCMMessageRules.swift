@@ -19,8 +19,6 @@ enum FCMMessageRules {
     /// Payload limit (data keys and values, notification text) for most messages, and for messages to topics.
     static let payloadLimit = 4096
     static let topicPayloadLimit = 2048
-    /// Largest body read at all; anything bigger is "too big" whatever it holds.
-    static let bodyLimit = 256 * 1024
 
     static func parse(body: [UInt8]) -> Result<FCMSend, FCMError> {
         guard let ranges = JSONShape.memberValueRanges(body),

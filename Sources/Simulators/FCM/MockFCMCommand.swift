@@ -118,11 +118,6 @@ struct MockFCMOptions {
             .flag("no-auth", "No bearer check on messages:send (pure load only)."),
         ])
 
-    /// The ready line names files for other processes, which may run elsewhere: absolute paths.
-    static func absolute(_ path: String) -> String {
-        path.hasPrefix("/") ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
-    }
-
     static func parse(_ words: [String]) throws(UsageError) -> MockFCMOptions {
         try MockFCMOptions(try ParsedArguments.parse(words, spec: spec))
     }
@@ -134,10 +129,10 @@ struct MockFCMOptions {
         if let port = try args.integer("port", as: Int.self, in: 0...65535) { self.port = port }
         certFile = args.value("cert")
         keyFile = args.value("key")
-        generateTLS = args.value("generate-tls").map(Self.absolute)
+        generateTLS = args.value("generate-tls").map(CommandSupport.absolute)
         if let project = args.value("project") { self.project = project }
         serviceAccounts = args.all("service-account")
-        serviceAccountDir = args.value("service-account-dir").map(Self.absolute)
+        serviceAccountDir = args.value("service-account-dir").map(CommandSupport.absolute)
         configFile = args.value("config")
         deviceQuota = args.flag("device-quota")
         if let streams = try args.integer("max-streams", as: UInt32.self, in: 1...UInt32.max) { maxStreams = streams }

@@ -171,15 +171,15 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
     func check() throws {
         for (name, value) in [("projectQuotaPerMinute", projectQuotaPerMinute), ("deviceQuotaPerMinute", deviceQuotaPerMinute),
                               ("deviceQuotaPerHour", deviceQuotaPerHour), ("tokenFailFirst", tokenFailFirst)] {
-            if let value, value < 0 { throw MockAPNsError.configuration("\(name) must be 0 or more") }
+            if let value, value < 0 { throw SimulatorError.configuration("\(name) must be 0 or more") }
         }
         for (name, value) in [("quotaMinuteMs", quotaMinuteMs), ("quotaHourMs", quotaHourMs)] {
-            if let value, value < 1 { throw MockAPNsError.configuration("\(name) must be 1 or more") }
+            if let value, value < 1 { throw SimulatorError.configuration("\(name) must be 1 or more") }
         }
         for (index, rule) in rules.enumerated() {
             try ConfigDecoding.checkRule(index, fate: rule.fate.rawValue, rate: rule.rate, count: rule.count, limit: rule.limit, latency: rule.latencyMs)
-            if let status = rule.status, !(400...599).contains(status) { throw MockAPNsError.configuration("rules[\(index)].status must be 400-599") }
-            if let seconds = rule.retryAfterSeconds, seconds < 0 { throw MockAPNsError.configuration("rules[\(index)].retryAfterSeconds must be 0 or more") }
+            if let status = rule.status, !(400...599).contains(status) { throw SimulatorError.configuration("rules[\(index)].status must be 400-599") }
+            if let seconds = rule.retryAfterSeconds, seconds < 0 { throw SimulatorError.configuration("rules[\(index)].retryAfterSeconds must be 0 or more") }
         }
     }
 }

@@ -41,7 +41,7 @@ public final class MockServiceAccount: @unchecked Sendable {
         guard let object = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
               let project = object["project_id"] as? String, let email = object["client_email"] as? String,
               let pem = object["private_key"] as? String else {
-            throw MockAPNsError.configuration("\(file): not a service-account JSON (project_id, client_email, private_key)")
+            throw SimulatorError.configuration("\(file): not a service-account JSON (project_id, client_email, private_key)")
         }
         let key = try OpenSSLSupport.privateKey(pem: Array(pem.utf8))
         return MockServiceAccount(projectID: project, clientEmail: email, privateKeyID: object["private_key_id"] as? String ?? "",
@@ -50,7 +50,7 @@ public final class MockServiceAccount: @unchecked Sendable {
 
     /// The service-account JSON clients read, with `token_uri` pointing at the simulator.
     public func json(tokenURI: String) throws -> [UInt8] {
-        guard hasPrivateKey else { throw MockAPNsError.configuration("account \(clientEmail) has no private key to write") }
+        guard hasPrivateKey else { throw SimulatorError.configuration("account \(clientEmail) has no private key to write") }
         let object: [String: String] = [
             "type": "service_account", "project_id": projectID, "private_key_id": privateKeyID,
             "private_key": String(decoding: try OpenSSLSupport.pkcs8PEM(key), as: UTF8.self),
@@ -70,7 +70,7 @@ public final class MockServiceAccount: @unchecked Sendable {
     public func makeAssertion(audience: String, scope: String? = MockFCMScopes.messaging,
                               issuedAt: Int64 = Int64(Date().timeIntervalSince1970), lifetime: Int64 = 3600,
                               issuer: String? = nil, keyID: String? = nil) throws -> String {
-        guard hasPrivateKey else { throw MockAPNsError.configuration("account \(clientEmail) has no private key to sign with") }
+        guard hasPrivateKey else { throw SimulatorError.configuration("account \(clientEmail) has no private key to sign with") }
         let header = Base64URL.encode(Array(#"{"alg":"RS256","typ":"JWT","kid":"\#(keyID ?? privateKeyID)"}"#.utf8))
         var claims: [String: Any] = ["iss": issuer ?? clientEmail, "aud": audience, "iat": issuedAt, "exp": issuedAt + lifetime]
         if let scope { claims["scope"] = scope }

@@ -6,7 +6,7 @@ import TLS
 
 /// The Push Kit simulator's provider state on the loop: apps, issued access tokens, faults, counters and the
 /// accepted log; and the endpoints (`POST /oauth2/v3/token`, `POST /v1/<app id>/messages:send`, `/_mock/...`).
-/// Requests and answers are FCM's shapes (`FCMRequest`, `FCMAnswer`): the same headers, body and answer parts.
+/// Requests and answers are the shapes it shares with FCM (`RoutedRequest`, `RoutedAnswer`).
 ///
 /// Confined to the loop thread; `MockHMSServer` reaches it only through its `SimulatorHandle`, inside `loop.submit`.
 final class HMSCore: MockProvider, RoutingProvider {
@@ -52,20 +52,20 @@ final class HMSCore: MockProvider, RoutingProvider {
         return app.contains("/") ? nil : app
     }
 
-    private static func pathOnly(_ request: FCMRequest) -> String {
+    private static func pathOnly(_ request: RoutedRequest) -> String {
         request.path.split(separator: "?", maxSplits: 1).first.map(String.init) ?? ""
     }
 
     /// True for a send (what the connection-level faults count).
-    static func isSend(_ request: FCMRequest) -> Bool { request.method == "POST" && sendApp(pathOnly(request)) != nil }
+    static func isSend(_ request: RoutedRequest) -> Bool { request.method == "POST" && sendApp(pathOnly(request)) != nil }
 
     /// Routes one complete request; returns what to do and the latency to add first.
-    func handle(_ request: FCMRequest, connection: Int, transport: String) -> (FCMOutcome, Int) {
+    func handle(_ request: RoutedRequest, connection: Int, transport: String) -> (RoutedOutcome, Int) {
         let path = Self.pathOnly(request)
         if UTF8Matching.hasPrefix(path, "/_mock/") { return (.answer(control(request, path: path)), 0) }
         if path == "/oauth2/v3/token" && request.method == "POST" { return (.answer(token(request)), 0) }
         if let app = Self.sendApp(path), request.method == "POST" { return send(request, app: app, connection: connection, transport: transport) }
-        return (.answer(FCMAnswer(status: 404, headers: [("content-type", "text/plain")], body: Array("Service not found\n".utf8))), 0)
+        return (.answer(RoutedAnswer(status: 404, headers: [("content-type", "text/plain")], body: Array("Service not found\n".utf8))), 0)
     }
 
     private func now() -> Int64 { wallClockMillis() / 1000 }
@@ -78,7 +78,7 @@ final class HMSCore: MockProvider, RoutingProvider {
     }
 
     /// `{"error":1101,"sub_error":N,"error_description":...}` with 400, as Huawei's OAuth server refuses a client.
-    private func oauthError(_ sub: Int, _ description: String, status: Int = 400, error: Int = 1101) -> FCMAnswer {
+    private func oauthError(_ sub: Int, _ description: String, status: Int = 400, error: Int = 1101) -> RoutedAnswer {
         stats.tokenErrors["\(error)/\(sub)", default: 0] += 1
         var body = Array(#"{"error":\#(error),"sub_error":\#(sub),"error_description":"#.utf8)
         appendJSONString(description, to: &body)
@@ -87,10 +87,10 @@ final class HMSCore: MockProvider, RoutingProvider {
     }
 
     /// `POST /oauth2/v3/token`: the client-credentials grant.
-    private func token(_ request: FCMRequest) -> FCMAnswer {
+    private func token(_ request: RoutedRequest) -> RoutedAnswer {
         stats.tokenRequests += 1
         if faults.tokenRequestFails() { return oauthError(0, "System rate limiting triggered", status: 503, error: 503) }
-        let fields = FCMTokenGrant.formFields(request.body)
+        let fields = FormFields.parse(request.body)
         guard fields["grant_type"] == "client_credentials" else { return oauthError(20001, "unsupported grant_type") }
         guard let client = fields["client_id"], !client.isEmpty, client.utf8.count <= 64, client.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) else {
             return oauthError(20002, "invalid client_id format")
@@ -114,7 +114,7 @@ final class HMSCore: MockProvider, RoutingProvider {
     }
 
     /// The bearer check of `messages:send`: unknown, missing or another app's token 80200001, expired 80200003.
-    private func authenticate(_ request: FCMRequest, app: String) -> HMSResult? {
+    private func authenticate(_ request: RoutedRequest, app: String) -> HMSResult? {
         guard configuration.requireAuthentication else { return nil }
         guard let header = request.authorization, header.utf8.count > 7, UTF8Matching.hasPrefixIgnoringCase(header, "bearer ") else {
             return .authenticationError
@@ -124,7 +124,7 @@ final class HMSCore: MockProvider, RoutingProvider {
         return entry.expiresAt <= now() ? .tokenExpired : nil
     }
 
-    private func send(_ request: FCMRequest, app: String, connection: Int, transport: String) -> (FCMOutcome, Int) {
+    private func send(_ request: RoutedRequest, app: String, connection: Int, transport: String) -> (RoutedOutcome, Int) {
         if let error = authenticate(request, app: app) { return (.answer(answer(error)), 0) }
         if request.bodyTooLarge { return (.answer(answer(.bodyTooLarge)), 0) }
         let parsed: HMSSend
@@ -151,7 +151,7 @@ final class HMSCore: MockProvider, RoutingProvider {
         return String(wallClockMillis()) + String(repeating: "0", count: max(0, 11 - sequence.utf8.count)) + sequence
     }
 
-    private func answer(_ result: HMSResult, requestId: String? = nil) -> FCMAnswer {
+    private func answer(_ result: HMSResult, requestId: String? = nil) -> RoutedAnswer {
         statusCounts.count(result.status)
         stats.byCode[result.code, default: 0] += 1
         var extra: [(String, String)] = []
@@ -160,7 +160,7 @@ final class HMSCore: MockProvider, RoutingProvider {
     }
 
     /// A checked send that passed the faults: its tokens' fates decide 80000000, 80100000 or 80300007.
-    private func deliver(_ send: HMSSend, app: String, connection: Int, transport: String) -> FCMAnswer {
+    private func deliver(_ send: HMSSend, app: String, connection: Int, transport: String) -> RoutedAnswer {
         let tokens = send.tokens ?? []
         let script = faults.script
         let illegal = tokens.filter(script.isIllegal)
@@ -200,7 +200,7 @@ final class HMSCore: MockProvider, RoutingProvider {
 
     // MARK: control paths (not part of Push Kit)
 
-    private func control(_ request: FCMRequest, path: String) -> FCMAnswer {
+    private func control(_ request: RoutedRequest, path: String) -> RoutedAnswer {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         func json(_ value: some Encodable) -> [UInt8] { (try? encoder.encode(value)).map { [UInt8]($0) } ?? Array("{}".utf8) }

@@ -124,7 +124,7 @@ struct MockHMSOptions {
         if let port = try args.integer("port", as: Int.self, in: 0...65535) { self.port = port }
         certFile = args.value("cert")
         keyFile = args.value("key")
-        generateTLS = args.value("generate-tls").map(MockFCMOptions.absolute)
+        generateTLS = args.value("generate-tls").map(CommandSupport.absolute)
         for word in args.all("app") {
             let parts = word.split(separator: ":", maxSplits: 1).map(String.init)
             guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.count <= 64, parts[0].utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), !parts[1].isEmpty else {

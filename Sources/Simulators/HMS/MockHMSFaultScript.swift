@@ -144,15 +144,15 @@ public struct MockHMSFaultScript: Codable, Sendable, Equatable {
 
     func check() throws {
         if let quota = appQuota {
-            if quota.limit < 0 { throw MockAPNsError.configuration("appQuota.limit must be 0 or more") }
-            if !(quota.windowSeconds > 0) { throw MockAPNsError.configuration("appQuota.windowSeconds must be above 0") }
+            if quota.limit < 0 { throw SimulatorError.configuration("appQuota.limit must be 0 or more") }
+            if !(quota.windowSeconds > 0) { throw SimulatorError.configuration("appQuota.windowSeconds must be above 0") }
         }
-        if let count = tokenFailFirst, count < 0 { throw MockAPNsError.configuration("tokenFailFirst must be 0 or more") }
+        if let count = tokenFailFirst, count < 0 { throw SimulatorError.configuration("tokenFailFirst must be 0 or more") }
         for (index, rule) in rules.enumerated() {
             try ConfigDecoding.checkRule(index, fate: rule.fate.rawValue, rate: rule.rate, count: rule.count, limit: rule.limit, latency: rule.latencyMs)
-            if let status = rule.status, !(400...599).contains(status) { throw MockAPNsError.configuration("rules[\(index)].status must be 400-599") }
+            if let status = rule.status, !(400...599).contains(status) { throw SimulatorError.configuration("rules[\(index)].status must be 400-599") }
             if let code = rule.code, code.utf8.count != 8 || !code.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-                throw MockAPNsError.configuration("rules[\(index)].code must be Huawei's eight digits (81000001)")
+                throw SimulatorError.configuration("rules[\(index)].code must be Huawei's eight digits (81000001)")
             }
         }
     }

@@ -3,8 +3,8 @@ import Dispatch
 import Foundation
 import Glibc
 
-/// What the simulator commands (`mock-apns`, `mock-fcm`) share: the command line's edges, TLS files, the ready
-/// line, signal handling and scratch directories.
+/// What the simulator commands (`mock-apns`, `mock-fcm`, `mock-hms`, `mock-webpush`) share: the command line's
+/// edges, TLS files, the ready line, signal handling and scratch directories.
 enum CommandSupport {
     /// Runs `command` on the words after its name (a leading `name` is skipped too).
     static func main(_ command: Command, name: String, arguments: [String]) -> Int32 {
@@ -55,11 +55,16 @@ enum CommandSupport {
         for source in sources { source.cancel() }
     }
 
+    /// The ready line names files for other processes, which may run elsewhere: absolute paths.
+    static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : (FileManager.default.currentDirectoryPath as NSString).appendingPathComponent(path)
+    }
+
     /// A new private directory under the system's temporary directory.
     static func temporaryDirectory(prefix: String) throws -> String {
         var template = Array((NSTemporaryDirectory() as NSString).appendingPathComponent("\(prefix).XXXXXX").utf8CString)
         guard let pointer = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw MockAPNsError.file("mkdtemp failed")
+            throw SimulatorError.file("mkdtemp failed")
         }
         return String(cString: pointer)
     }

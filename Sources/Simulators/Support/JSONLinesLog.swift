@@ -7,7 +7,7 @@ final class JSONLinesLog {
     private let file: UnsafeMutablePointer<FILE>
 
     init(path: String) throws {
-        guard let file = fopen(path, "a") else { throw MockAPNsError.file("cannot open log file \(path)") }
+        guard let file = fopen(path, "a") else { throw SimulatorError.file("cannot open log file \(path)") }
         self.file = file
     }
 

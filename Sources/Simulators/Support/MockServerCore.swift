@@ -4,7 +4,8 @@ import HTTP2Server
 import Reactor
 
 /// A provider's simulator as the shared server runs it: what its connections speak and how each is handled.
-/// APNs (`ServerCore`) and FCM (`FCMCore`) are the two; a next provider is one more. Loop-confined.
+/// APNs (`APNsCore`), FCM (`FCMCore`), Push Kit (`HMSCore`) and Web Push (`WebPushCore`); a next provider is one more.
+/// Loop-confined.
 protocol MockProvider: AnyObject, SendableMetatype {
     /// The server-side TLS context (ALPN choice included), owned by the caller; nil: cleartext HTTP/2.
     func makeTLSContext() throws -> OpaquePointer?

@@ -4,7 +4,7 @@ import Foundation
 /// Small helpers over OpenSSL's C API used by the key, certificate and JWT code.
 enum OpenSSLSupport {
     /// The queued OpenSSL error text (and clears the queue), so failures say what OpenSSL said.
-    static func lastError(_ context: String) -> MockAPNsError {
+    static func lastError(_ context: String) -> SimulatorError {
         var buffer = [CChar](repeating: 0, count: 1024)
         let count = copenssl_drain_errors(&buffer, buffer.count)
         let detail = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
@@ -32,7 +32,7 @@ enum OpenSSLSupport {
 
     static func readFile(_ path: String) throws -> [UInt8] {
         guard let data = FileManager.default.contents(atPath: path) else {
-            throw MockAPNsError.file("cannot read \(path)")
+            throw SimulatorError.file("cannot read \(path)")
         }
         return [UInt8](data)
     }
@@ -44,7 +44,7 @@ enum OpenSSLSupport {
             try Data(bytes).write(to: url)
             try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
         } catch {
-            throw MockAPNsError.file("cannot write \(path): \(error)")
+            throw SimulatorError.file("cannot write \(path): \(error)")
         }
     }
 

@@ -1,11 +1,11 @@
-/// A provider whose requests are `FCMRequest`s routed by path (FCM, Push Kit): it says which requests the
+/// A provider whose requests are `RoutedRequest`s routed by path (FCM, Push Kit): it says which requests the
 /// connection-level faults count and what each request gets.
 protocol RoutingProvider: AnyObject {
     var maxConcurrentStreams: UInt32 { get }
     /// True for the provider's sends (what the connection-level faults count; token and control paths are not).
-    static func isSend(_ request: FCMRequest) -> Bool
+    static func isSend(_ request: RoutedRequest) -> Bool
     /// What to do with one complete request, and the latency to add first.
-    func handle(_ request: FCMRequest, connection: Int, transport: String) -> (FCMOutcome, Int)
+    func handle(_ request: RoutedRequest, connection: Int, transport: String) -> (RoutedOutcome, Int)
 }
 
 /// The wire Google's and Huawei's front ends share, given once: HTTP/2 and HTTP/1.1 (ALPN), answers that carry
@@ -13,7 +13,7 @@ protocol RoutingProvider: AnyObject {
 /// body is the provider's size error), a `RoutedConnection` per connection.
 extension RoutingProvider where Self: MockProvider {
     var connectionSettings: MockConnectionSettings {
-        MockConnectionSettings(servesHTTP1: true, http1BodyLimit: FCMMessageRules.bodyLimit, sendsContentLength: true)
+        MockConnectionSettings(servesHTTP1: true, http1BodyLimit: RoutedRequest.bodyLimit, sendsContentLength: true)
     }
 
     func makeHandler(for connection: MockServerConnection, listener: Int) -> any MockConnectionHandler {
@@ -37,10 +37,10 @@ final class RoutedConnection<Core: RoutingProvider>: MockConnectionHandler {
 
     func connectionReady() {}
 
-    func makeRequest(streamID: Int32) -> MockRequest { FCMRequest(streamID: streamID) }
+    func makeRequest(streamID: Int32) -> MockRequest { RoutedRequest(streamID: streamID) }
 
     func requestComplete(_ mockRequest: MockRequest) {
-        let request = unsafeDowncast(mockRequest, to: FCMRequest.self)
+        let request = unsafeDowncast(mockRequest, to: RoutedRequest.self)
         var goawayDue = false
         if Core.isSend(request) {
             guard case .admitted(let due) = connection.admit(request) else { return }
@@ -50,7 +50,7 @@ final class RoutedConnection<Core: RoutingProvider>: MockConnectionHandler {
         connection.after(milliseconds: delay) { [unowned self] in self.apply(outcome, to: request, goawayAfter: goawayDue) }
     }
 
-    private func apply(_ outcome: FCMOutcome, to request: FCMRequest, goawayAfter: Bool) {
+    private func apply(_ outcome: RoutedOutcome, to request: RoutedRequest, goawayAfter: Bool) {
         guard connection.isPending(request) else { return }
         switch outcome {
         case .answer(let answer):

@@ -11,7 +11,7 @@ protocol ListeningCore: AnyObject, SendableMetatype {
     func closeAll()
 }
 
-/// Starting and stopping a simulator (APNs or FCM): a loop thread, a core made on it, listening sockets whose
+/// Starting and stopping a simulator (any provider): a loop thread, a core made on it, listening sockets whose
 /// connections go to the core. The core and listener stay on the loop, reachable only through the `LoopBound`.
 enum ServerLoop {
     /// The host of `https://<host>:<port>` for a server listening on `listenHost`: a wildcard is reached on
@@ -86,7 +86,7 @@ enum ServerLoop {
     /// The context of a TLS-only provider whose front end serves h2 and HTTP/1.1 (FCM, Push Kit): ALPN picks
     /// h2, else http/1.1. `service` names the provider in the error when there is no certificate.
     static func makeH2OrHTTP1Context(_ tls: MockTLSFiles?, service: String) throws -> OpaquePointer {
-        guard let tls else { throw MockAPNsError.configuration("\(service) is TLS only: give a certificate and key (or generate them)") }
+        guard let tls else { throw SimulatorError.configuration("\(service) is TLS only: give a certificate and key (or generate them)") }
         let context = try makeTLSContext(tls)
         SSL_CTX_set_alpn_select_cb(context, selectH2OrHTTP1, nil)
         return context

@@ -49,7 +49,7 @@ public struct MockTLSFiles: Sendable, Equatable {
     /// Issues a client certificate (for certificate-based auth) signed by the generated CA, with the bundle ID
     /// as subject UID and CN "Apple Push Services: <bundle>" as Apple's are. Writes `<name>.pem` and `<name>-key.pem`.
     public func issueClientCertificate(bundleID: String, name: String, in directory: String, days: Int = 30) throws -> (certificateFile: String, keyFile: String) {
-        guard let caFile, let caKeyFile else { throw MockAPNsError.configuration("no CA key to issue client certificates with") }
+        guard let caFile, let caKeyFile else { throw SimulatorError.configuration("no CA key to issue client certificates with") }
         let caCert = try CertificateBuilder.loadCertificate(caFile)
         defer { X509_free(caCert) }
         let caKey = try OpenSSLSupport.privateKey(pem: try OpenSSLSupport.readFile(caKeyFile))

@@ -13,6 +13,15 @@ enum UTF8Matching {
         return a.suffix(b.count).elementsEqual(b)
     }
 
+    /// A header name as received against a name the provider reads.
+    static func equal(_ bytes: UnsafeBufferPointer<UInt8>, _ text: StaticString) -> Bool {
+        let count = text.utf8CodeUnitCount
+        guard bytes.count == count else { return false }
+        let expected = UnsafeBufferPointer(start: text.utf8Start, count: count)
+        for index in 0..<count where bytes[index] != expected[index] { return false }
+        return true
+    }
+
     /// ASCII case-insensitive prefix test.
     static func hasPrefixIgnoringCase(_ text: String, _ prefix: String) -> Bool {
         let a = text.utf8, b = prefix.utf8

@@ -123,7 +123,7 @@ struct MockWebPushOptions {
         if let port = try args.integer("port", as: Int.self, in: 0...65535) { self.port = port }
         certFile = args.value("cert")
         keyFile = args.value("key")
-        generateTLS = args.value("generate-tls").map(MockFCMOptions.absolute)
+        generateTLS = args.value("generate-tls").map(CommandSupport.absolute)
         configFile = args.value("config")
         for word in args.all("mint") {
             let (prefix, countText) = word.lastIndex(of: ":").map { (String(word[..<$0]), word[word.index(after: $0)...]) } ?? ("sub-", Substring(word))
@@ -138,8 +138,8 @@ struct MockWebPushOptions {
             }
             applicationServerKey = key
         }
-        subscriptionsFile = args.value("subscriptions-file").map(MockFCMOptions.absolute)
-        jobsFile = args.value("jobs-file").map(MockFCMOptions.absolute)
+        subscriptionsFile = args.value("subscriptions-file").map(CommandSupport.absolute)
+        jobsFile = args.value("jobs-file").map(CommandSupport.absolute)
         jobsApp = args.value("jobs-app")
         readyFile = args.value("ready-file")
         http1Only = args.flag("http1-only")

@@ -19,9 +19,9 @@ public struct MockWebPushFaultScript: FaultScript, Codable, Equatable {
 
     func check() throws {
         for (index, rule) in rules.enumerated() {
-            if let rate = rule.rate, !(0...1).contains(rate) { throw MockAPNsError.configuration("rules[\(index)].rate must be 0...1") }
-            if rule.fate == .delay && rule.latencyMs == nil { throw MockAPNsError.configuration("rules[\(index)]: delay needs latencyMs") }
-            if rule.fate == .throttle && rule.limit == nil { throw MockAPNsError.configuration("rules[\(index)]: throttle needs limit") }
+            if let rate = rule.rate, !(0...1).contains(rate) { throw SimulatorError.configuration("rules[\(index)].rate must be 0...1") }
+            if rule.fate == .delay && rule.latencyMs == nil { throw SimulatorError.configuration("rules[\(index)]: delay needs latencyMs") }
+            if rule.fate == .throttle && rule.limit == nil { throw SimulatorError.configuration("rules[\(index)]: throttle needs limit") }
         }
     }
 }

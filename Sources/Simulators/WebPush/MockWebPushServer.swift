@@ -29,12 +29,12 @@ public final class MockWebPushServer: Sendable {
     /// A new subscription (`prefix` starts its id: the fault rules match on it). With `applicationServerKey`
     /// (uncompressed point), only that VAPID key is accepted for it, as a browser binds it.
     public func subscribe(prefix: String = "sub-", applicationServerKey: [UInt8]? = nil) throws -> MockWebPushSubscription {
-        let result: Result<MockWebPushSubscription, MockAPNsError>? = simulator.read(nil) { core in
+        let result: Result<MockWebPushSubscription, SimulatorError>? = simulator.read(nil) { core in
             do { return .success(try core.subscribe(prefix: prefix, applicationServerKey: applicationServerKey)) } catch {
-                return .failure(error as? MockAPNsError ?? .openSSL("\(error)"))
+                return .failure(error as? SimulatorError ?? .openSSL("\(error)"))
             }
         }
-        guard let result else { throw MockAPNsError.configuration("the simulator has stopped") }
+        guard let result else { throw SimulatorError.configuration("the simulator has stopped") }
         return try result.get()
     }
 

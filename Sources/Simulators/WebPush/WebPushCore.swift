@@ -15,8 +15,8 @@ final class WebPushRequest: MockRequest {
 
     override func setHeader(name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
         let text = String(decoding: value, as: UTF8.self)
-        if RequestRules.equal(name, ":path") { path = text }
-        else if RequestRules.equal(name, ":method") { method = text }
+        if UTF8Matching.equal(name, ":path") { path = text }
+        else if UTF8Matching.equal(name, ":method") { method = text }
         else { headers[String(decoding: name, as: UTF8.self).lowercased()] = text }
     }
 

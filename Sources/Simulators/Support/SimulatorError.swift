@@ -1,5 +1,5 @@
 /// Everything the simulator can refuse at set-up time, with enough words to fix the cause.
-public enum MockAPNsError: Error, CustomStringConvertible, Sendable {
+public enum SimulatorError: Error, CustomStringConvertible, Sendable {
     case openSSL(String)
     case file(String)
     case configuration(String)

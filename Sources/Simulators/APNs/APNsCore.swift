@@ -6,10 +6,10 @@ import Reactor
 /// the shared `MockServerCore` runs its connections, each with an `APNsConnection`.
 ///
 /// Confined to the loop thread; `MockAPNsServer` reaches it only through its `SimulatorHandle`, inside `loop.submit`.
-final class ServerCore: MockProvider {
+final class APNsCore: MockProvider {
     let configuration: MockAPNsConfiguration
     let verifier: ProviderTokenVerifier
-    let faults: FaultEngine
+    let faults: APNsFaultEngine
     /// The APNs counters; the connection ones are in `counters` (`snapshot()` joins them).
     var stats = MockAPNsStats()
     let counters: ConnectionCounters
@@ -30,7 +30,7 @@ final class ServerCore: MockProvider {
         var keyMap: [String: MockProviderKey] = [:]
         for key in configuration.keys { keyMap[key.keyID] = key }
         verifier = ProviderTokenVerifier(keys: keyMap)
-        faults = FaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
+        faults = APNsFaultEngine(script: configuration.faults, defaultSeed: configuration.seed)
         channels = ChannelRegistry(limit: configuration.maxChannels)
         logFile = try configuration.logFile.map { try JSONLinesLog(path: $0) }
     }
@@ -41,7 +41,7 @@ final class ServerCore: MockProvider {
     }
 
     private static func makeContext(_ configuration: MockAPNsConfiguration) throws -> OpaquePointer {
-        guard let tls = configuration.tls else { throw MockAPNsError.configuration("TLS needs a certificate and key (or generate them)") }
+        guard let tls = configuration.tls else { throw SimulatorError.configuration("TLS needs a certificate and key (or generate them)") }
         let context = try ServerLoop.makeTLSContext(tls)
         var ok = false
         defer { if !ok { SSL_CTX_free(context) } }

@@ -6,7 +6,7 @@ struct ScriptedRejection {
 }
 
 /// The APNs simulator's fault engine: the shared one, over `MockFaultScript`.
-typealias FaultEngine = ScriptedFaults<MockFaultScript>
+typealias APNsFaultEngine = ScriptedFaults<MockFaultScript>
 
 extension ScriptedFaults where Script == MockFaultScript {
     /// The script's verdict for a request that passed Apple's checks (`token`: the device token or channel ID)
