@@ -60,7 +60,7 @@ struct ControlPathTests {
         #expect(MockAPNsCommand.main(arguments: ["--cert", "a.pem"]) == 64)
         #expect(MockAPNsCommand.main(arguments: ["mock-apns", "--environment", "mars"]) == 64)
         let options = try MockAPNsOptions.parse(["--port=8443", "--topics", "a.b, c.d", "--max-streams", "5", "--sandbox", "--no-auth"])
-        #expect(options.port == 8443)
+        #expect(options.server.port == 8443)
         #expect(options.topics == ["a.b", "c.d"])
         #expect(options.maxStreams == 5)
         #expect(options.sandbox && options.noAuth)

@@ -130,7 +130,7 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try #"{"rules":[{"fate":"nope"}]}"#.write(toFile: directory + "/bad.json", atomically: true, encoding: .utf8)
         let options = try MockFCMOptions.parse(["--config", directory + "/bad.json", "--generate-tls", directory])
-        #expect(MockFCMCommand.run(options) { _, _ in Issue.record("must not start") } == 78)
+        #expect(SendAPICommand<MockFCMServer>.run(options) { _, _ in Issue.record("must not start") } == 78)
     }
 
     @Test func theConfigCanBeReplacedAtRunTimeThroughTheControlPath() throws {

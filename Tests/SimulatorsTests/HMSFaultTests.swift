@@ -82,6 +82,6 @@ import Testing
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try #"{"rules":[{"fate":"nope"}]}"#.write(toFile: directory + "/bad.json", atomically: true, encoding: .utf8)
         let options = try MockHMSOptions.parse(["--config", directory + "/bad.json", "--generate-tls", directory])
-        #expect(MockHMSCommand.run(options) { _, _ in Issue.record("must not start") } == 78)
+        #expect(SendAPICommand<MockHMSServer>.run(options) { _, _ in Issue.record("must not start") } == 78)
     }
 }

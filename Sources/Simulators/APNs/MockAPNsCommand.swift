@@ -22,8 +22,8 @@ public enum MockAPNsCommand {
     /// Tests pass their own `waitForStop`; the command waits for signals.
     static func run(_ options: MockAPNsOptions, waitForStop: (MockAPNsServer, String?) -> Void) -> Int32 {
         var configuration = MockAPNsConfiguration()
-        configuration.host = options.host
-        configuration.port = options.port
+        configuration.host = options.server.host
+        configuration.port = options.server.port
         configuration.managementPort = options.managementPort
         configuration.cleartext = options.cleartext
         configuration.clientCAFile = options.clientCA
@@ -50,7 +50,7 @@ public enum MockAPNsCommand {
         var caFile: String?
         if !options.cleartext {
             do {
-                let (files, generatedCA) = try CommandSupport.tlsFiles(certificate: options.certFile, key: options.keyFile,
+                let (files, generatedCA) = try CommandSupport.tlsFiles(certificate: options.server.certFile, key: options.server.keyFile,
                                                                        generateIn: options.generateTLS, prefix: "herald-mock-apns")
                 configuration.tls = files
                 caFile = generatedCA
@@ -78,7 +78,7 @@ public enum MockAPNsCommand {
         let server: MockAPNsServer
         do { server = try MockAPNsServer(configuration: configuration) } catch { return fail("cannot start: \(error)", code: 69) }
 
-        var ready: [String: Any] = ["port": server.port, "pid": Int(getpid()), "host": options.host,
+        var ready: [String: Any] = ["port": server.port, "pid": Int(getpid()), "host": options.server.host,
                                     "environment": configuration.environment.rawValue, "tls": !options.cleartext]
         if let caFile { ready["ca_file"] = caFile }
         if let management = server.managementPort { ready["management_port"] = management }
@@ -129,11 +129,8 @@ public enum MockAPNsCommand {
 
 /// Parsed `herald mock-apns` flags (see `spec`).
 struct MockAPNsOptions {
-    var host = "127.0.0.1"
-    var port = 0
+    var server = ServerFlags()
     var managementPort: Int?
-    var certFile: String?
-    var keyFile: String?
     var generateTLS: String?
     var cleartext = false
     var clientCA: String?
@@ -171,12 +168,9 @@ struct MockAPNsOptions {
         Runs until SIGTERM/SIGINT (exit 0); SIGHUP reloads --config. See docs/mock-apns.md.
         Exit codes: 0 stopped by signal, 64 usage error, 69 cannot start, 73 cannot write, 78 bad config or keys.
         """,
-        options: [
-            .value("host", "address", "Listen address (default 127.0.0.1)."),
-            .value("port", "n", "Port, 0 = a free one (default 0; the ready line says which)."),
+        options: ServerFlags.listenOptions + [
             .value("management-port", "n", "Answer channel management only on this port, 0 = a free one (default: on --port, with pushes)."),
-            .value("cert", "file", "Server certificate chain (PEM); goes with --key."),
-            .value("key", "file", "Server private key (PEM); goes with --cert."),
+        ] + ServerFlags.certificateOptions + [
             .value("generate-tls", "dir", "Write ca.pem, ca-key.pem, server.pem, server-key.pem to this directory and use them (default without --cert: a temporary directory)."),
             .flag("cleartext", "Plain HTTP/2 with prior knowledge instead of TLS (not like APNs; for h2load)."),
             .value("client-ca", "file", "Accept client certificates signed by this CA (certificate-based auth)."),
@@ -214,11 +208,8 @@ struct MockAPNsOptions {
     init() {}
 
     init(_ args: ParsedArguments) throws(UsageError) {
-        if let host = args.value("host") { self.host = host }
-        if let port = try args.integer("port", as: Int.self, in: 0...65535) { self.port = port }
+        server = try ServerFlags(args)
         managementPort = try args.integer("management-port", as: Int.self, in: 0...65535)
-        certFile = args.value("cert")
-        keyFile = args.value("key")
         generateTLS = args.value("generate-tls")
         cleartext = args.flag("cleartext")
         clientCA = args.value("client-ca")
@@ -246,7 +237,6 @@ struct MockAPNsOptions {
         readyFile = args.value("ready-file")
         printToken = args.flag("print-token")
         noAuth = args.flag("no-auth")
-        if (certFile == nil) != (keyFile == nil) { throw UsageError("--cert and --key go together") }
         if keysDir != nil && generateKey != nil { throw UsageError("--keys-dir and --generate-key exclude each other") }
         if cleartext && clientCA != nil { throw UsageError("--client-ca needs TLS") }
     }

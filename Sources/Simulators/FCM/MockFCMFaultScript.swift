@@ -74,33 +74,11 @@ public struct MockFCMRule: Codable, Sendable, Equatable {
         self.retryAfterSeconds = retryAfterSeconds
         self.latencyMs = latencyMs
     }
-
-    /// FCM tokens are case-sensitive, so they compare exactly (unlike APNs' hexadecimal ones).
-    func matches(token candidate: String?, topic candidateTopic: String?, project candidateProject: String) -> Bool {
-        if let token, token != candidate { return false }
-        if let tokenPrefix, !(candidate.map { UTF8Matching.hasPrefix($0, tokenPrefix) } ?? false) { return false }
-        if let tokenSuffix, !(candidate.map { UTF8Matching.hasSuffix($0, tokenSuffix) } ?? false) { return false }
-        if let topic, topic != candidateTopic { return false }
-        if let project, project != candidateProject { return false }
-        return true
-    }
 }
 
-/// Device state, faults and quotas of the FCM simulator: `--config`, `POST /_mock/config`, or the library.
-public struct MockFCMFaultScript: Codable, Sendable, Equatable {
-    /// Seed for every random choice (rates, latency ranges); the same seed and request order give the same run.
-    public var seed: UInt64?
-    /// Latency added to every answer.
-    public var latencyMs: MockLatency?
-    /// HTTP/2: GOAWAY after this many sends on a connection (the Nth answered). HTTP/1.1: `Connection: close` on the Nth.
-    public var goawayAfterRequests: Int?
-    /// Close a connection abruptly when send N+1 arrives (N answered).
-    public var dropAfterRequests: Int?
-    /// Stop reading a connection after N sends: no answers, no PING acks (a dead peer).
-    public var silenceAfterRequests: Int?
-    /// The first N token requests (after a start, a reload or a reset) get 503 `{"error":"internal_failure"}`,
-    /// as Google's token endpoint answers when its backend fails; later ones are checked as usual.
-    public var tokenFailFirst: Int?
+/// FCM's own fields of its fault script: its quotas, per project and per device.
+public struct MockFCMQuotas: SendAPIFaultExtras {
+    public typealias Rule = MockFCMRule
     /// Sends a project may make per minute (FCM's default 600,000); over it 429 QUOTA_EXCEEDED. 0 turns it off.
     public var projectQuotaPerMinute: Int?
     /// Enforce FCM's per-device limits (240 a minute, 5,000 an hour to one token). Off by default.
@@ -111,75 +89,30 @@ public struct MockFCMFaultScript: Codable, Sendable, Equatable {
     /// sees a day's quota behaviour in seconds.
     public var quotaMinuteMs: Int?
     public var quotaHourMs: Int?
-    /// Rules, first match wins (except `delay`, which adds latency and goes on).
-    public var rules: [MockFCMRule]
 
     public static let defaultProjectQuotaPerMinute = 600_000
     public static let defaultDeviceQuotaPerMinute = 240
     public static let defaultDeviceQuotaPerHour = 5_000
 
+    public init() {}
+}
+
+/// Device state, faults and quotas of the FCM simulator: `--config`, `POST /_mock/config`, or the library.
+public typealias MockFCMFaultScript = SendAPIFaultScript<MockFCMQuotas>
+
+extension SendAPIFaultScript where Extras == MockFCMQuotas {
     public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, goawayAfterRequests: Int? = nil, dropAfterRequests: Int? = nil,
                 silenceAfterRequests: Int? = nil, projectQuotaPerMinute: Int? = nil, deviceQuota: Bool? = nil,
                 deviceQuotaPerMinute: Int? = nil, deviceQuotaPerHour: Int? = nil, tokenFailFirst: Int? = nil, quotaMinuteMs: Int? = nil, quotaHourMs: Int? = nil,
                 rules: [MockFCMRule] = []) {
-        self.seed = seed
-        self.latencyMs = latencyMs
-        self.goawayAfterRequests = goawayAfterRequests
-        self.dropAfterRequests = dropAfterRequests
-        self.silenceAfterRequests = silenceAfterRequests
-        self.projectQuotaPerMinute = projectQuotaPerMinute
-        self.deviceQuota = deviceQuota
-        self.deviceQuotaPerMinute = deviceQuotaPerMinute
-        self.deviceQuotaPerHour = deviceQuotaPerHour
-        self.tokenFailFirst = tokenFailFirst
-        self.quotaMinuteMs = quotaMinuteMs
-        self.quotaHourMs = quotaHourMs
-        self.rules = rules
-    }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        seed = try c.decodeIfPresent(UInt64.self, forKey: .seed)
-        latencyMs = try c.decodeIfPresent(MockLatency.self, forKey: .latencyMs)
-        goawayAfterRequests = try c.decodeIfPresent(Int.self, forKey: .goawayAfterRequests)
-        dropAfterRequests = try c.decodeIfPresent(Int.self, forKey: .dropAfterRequests)
-        silenceAfterRequests = try c.decodeIfPresent(Int.self, forKey: .silenceAfterRequests)
-        projectQuotaPerMinute = try c.decodeIfPresent(Int.self, forKey: .projectQuotaPerMinute)
-        deviceQuota = try c.decodeIfPresent(Bool.self, forKey: .deviceQuota)
-        deviceQuotaPerMinute = try c.decodeIfPresent(Int.self, forKey: .deviceQuotaPerMinute)
-        deviceQuotaPerHour = try c.decodeIfPresent(Int.self, forKey: .deviceQuotaPerHour)
-        tokenFailFirst = try c.decodeIfPresent(Int.self, forKey: .tokenFailFirst)
-        quotaMinuteMs = try c.decodeIfPresent(Int.self, forKey: .quotaMinuteMs)
-        quotaHourMs = try c.decodeIfPresent(Int.self, forKey: .quotaHourMs)
-        rules = try c.decodeIfPresent([MockFCMRule].self, forKey: .rules) ?? []
-    }
-
-    /// The rules `MockServerConnection` counts per connection (sends only).
-    var connectionFaults: ConnectionFaults {
-        ConnectionFaults(goawayAfterRequests: goawayAfterRequests, dropAfterRequests: dropAfterRequests, silenceAfterRequests: silenceAfterRequests)
-    }
-
-    /// Parses the JSON config format; errors name the offending field.
-    public static func parse(_ data: Data) throws -> MockFCMFaultScript {
-        try ConfigDecoding.script(MockFCMFaultScript.self, from: data)
-    }
-
-    public static func load(file: String) throws -> MockFCMFaultScript {
-        try parse(try ConfigDecoding.read(file))
-    }
-
-    func check() throws {
-        for (name, value) in [("projectQuotaPerMinute", projectQuotaPerMinute), ("deviceQuotaPerMinute", deviceQuotaPerMinute),
-                              ("deviceQuotaPerHour", deviceQuotaPerHour), ("tokenFailFirst", tokenFailFirst)] {
-            if let value, value < 0 { throw SimulatorError.configuration("\(name) must be 0 or more") }
-        }
-        for (name, value) in [("quotaMinuteMs", quotaMinuteMs), ("quotaHourMs", quotaHourMs)] {
-            if let value, value < 1 { throw SimulatorError.configuration("\(name) must be 1 or more") }
-        }
-        for (index, rule) in rules.enumerated() {
-            try ConfigDecoding.checkRule(index, fate: rule.fate.rawValue, rate: rule.rate, count: rule.count, limit: rule.limit, latency: rule.latencyMs)
-            if let status = rule.status, !(400...599).contains(status) { throw SimulatorError.configuration("rules[\(index)].status must be 400-599") }
-            if let seconds = rule.retryAfterSeconds, seconds < 0 { throw SimulatorError.configuration("rules[\(index)].retryAfterSeconds must be 0 or more") }
-        }
+        var quotas = MockFCMQuotas()
+        quotas.projectQuotaPerMinute = projectQuotaPerMinute
+        quotas.deviceQuota = deviceQuota
+        quotas.deviceQuotaPerMinute = deviceQuotaPerMinute
+        quotas.deviceQuotaPerHour = deviceQuotaPerHour
+        quotas.quotaMinuteMs = quotaMinuteMs
+        quotas.quotaHourMs = quotaHourMs
+        self.init(seed: seed, latencyMs: latencyMs, goawayAfterRequests: goawayAfterRequests, dropAfterRequests: dropAfterRequests,
+                  silenceAfterRequests: silenceAfterRequests, tokenFailFirst: tokenFailFirst, rules: rules, extras: quotas)
     }
 }

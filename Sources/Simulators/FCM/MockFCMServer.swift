@@ -1,7 +1,4 @@
-import Basics
 import Foundation
-import Glibc
-import Reactor
 
 /// An HTTPS server that answers like FCM HTTP v1 and Google's OAuth token endpoint, with scripted device state,
 /// faults and quotas, on its own loop thread. HTTP/2 and HTTP/1.1 (ALPN) on the same port.
@@ -20,7 +17,7 @@ public final class MockFCMServer: Sendable {
     public let tokenURI: String
     /// `https://<host>:<port>`: the root to put in place of `https://fcm.googleapis.com`.
     public let baseURL: String
-    private let simulator: SimulatorHandle<FCMCore>
+    private let simulator: SimulatorHandle<SendAPICore<FCMHandler>>
 
     /// The first account, its project and its file: what a single-project test needs.
     public var serviceAccount: MockServiceAccount { serviceAccounts[0] }
@@ -38,7 +35,7 @@ public final class MockFCMServer: Sendable {
         let accounts = configuration.serviceAccounts.isEmpty ? [try MockServiceAccount.generate(projectID: configuration.projectID)] : configuration.serviceAccounts
         serviceAccounts = accounts
         let simulator = try SimulatorHandle(name: "mock-fcm", host: configuration.host, ports: [configuration.port]) { counters in
-            try FCMCore(configuration: configuration, accounts: accounts, counters: counters)
+            try SendAPICore(configuration: configuration, handler: FCMHandler(accounts: accounts), counters: counters)
         }
         let port = simulator.ports[0]
         (self.simulator, self.port) = (simulator, port)
@@ -55,7 +52,7 @@ public final class MockFCMServer: Sendable {
                 files.append(path)
             }
             serviceAccountFiles = files
-            try simulator.run { [tokenURI] in $0.tokenURI = tokenURI }
+            try simulator.run { [tokenURI] in $0.handler.tokenURI = tokenURI }
         } catch {
             simulator.stop()
             throw error
@@ -64,39 +61,22 @@ public final class MockFCMServer: Sendable {
 
     deinit { stop() }
 
-    /// A snapshot of the counters.
-    public func stats() -> MockFCMStats {
-        simulator.read(MockFCMStats()) { $0.snapshot() }
-    }
+    public func stats() -> MockFCMStats { simulator.stats() }
 
     /// Accepted messages so far (only when `recordAccepted` is on).
-    public func acceptedMessages() -> [MockFCMAcceptedMessage] {
-        simulator.read([]) { $0.accepted }
-    }
+    public func acceptedMessages() -> [MockFCMAcceptedMessage] { simulator.acceptedMessages() }
 
-    /// The fault script in force.
-    public func faults() -> MockFCMFaultScript {
-        simulator.read(MockFCMFaultScript()) { $0.faults.script }
-    }
+    public func faults() -> MockFCMFaultScript { simulator.faults() }
 
     /// Replaces device state, faults and quotas (per-token counters and quota windows start afresh).
-    public func replaceFaults(_ script: MockFCMFaultScript) throws {
-        try script.check()
-        try simulator.run { [configuration] in $0.faults.replace(script, defaultSeed: configuration.seed) }
-    }
+    public func replaceFaults(_ script: MockFCMFaultScript) throws { try simulator.replaceFaults(script) }
 
     /// Refuses every access token issued so far with 401 (a revoked token); new ones are issued as before.
-    public func revokeAccessTokens() {
-        try? simulator.run { $0.revokeAccessTokens() }
-    }
+    public func revokeAccessTokens() { simulator.revokeAccessTokens() }
 
     /// Zeroes the counters, the accepted log, the fault counters and the quota windows (connections and tokens stay).
-    public func resetStats() {
-        try? simulator.run { $0.resetCounters() }
-    }
+    public func resetStats() { simulator.resetStats() }
 
     /// Closes every connection and the listener, and ends the loop thread. Idempotent.
-    public func stop() {
-        simulator.stop()
-    }
+    public func stop() { simulator.stop() }
 }

@@ -82,48 +82,16 @@ public struct MockHMSQuota: Codable, Sendable, Equatable {
     }
 }
 
-/// Device state, faults and quotas of the Push Kit simulator: `--config`, `POST /_mock/config`, or the library.
-public struct MockHMSFaultScript: Codable, Sendable, Equatable {
-    public var seed: UInt64?
-    /// Latency added to every answer.
-    public var latencyMs: MockLatency?
-    public var goawayAfterRequests: Int?
-    public var dropAfterRequests: Int?
-    public var silenceAfterRequests: Int?
+/// Push Kit's own fields of its fault script: the device state (tokens it calls illegal) and its flow control.
+public struct MockHMSDeviceState: SendAPIFaultExtras {
+    public typealias Rule = MockHMSRule
     /// Tokens Push Kit calls illegal (reported in `illegal_tokens`, or 80300007 when every token of a send is).
     public var invalidTokens: [String]?
     public var invalidTokenPrefixes: [String]?
     /// Per-app flow control; nil: none.
     public var appQuota: MockHMSQuota?
-    /// The first N token requests (after a start, a reload or a reset) get 503, as the OAuth server answers
-    /// under its own rate limiting; later ones are checked as usual.
-    public var tokenFailFirst: Int?
-    /// Request rules, first match wins (except `delay`); stored optional so a script may leave `rules` out.
-    public var rules: [MockHMSRule] {
-        get { ruleList ?? [] }
-        set { ruleList = newValue }
-    }
-    private var ruleList: [MockHMSRule]?
 
-    public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, invalidTokens: [String]? = nil, invalidTokenPrefixes: [String]? = nil,
-                appQuota: MockHMSQuota? = nil, tokenFailFirst: Int? = nil, rules: [MockHMSRule] = []) {
-        self.seed = seed
-        self.latencyMs = latencyMs
-        self.invalidTokens = invalidTokens
-        self.invalidTokenPrefixes = invalidTokenPrefixes
-        self.appQuota = appQuota
-        self.tokenFailFirst = tokenFailFirst
-        self.ruleList = rules
-    }
-
-    enum CodingKeys: String, CodingKey {
-        case seed, latencyMs, goawayAfterRequests, dropAfterRequests, silenceAfterRequests, invalidTokens, invalidTokenPrefixes
-        case appQuota, tokenFailFirst, ruleList = "rules"
-    }
-
-    var connectionFaults: ConnectionFaults {
-        ConnectionFaults(goawayAfterRequests: goawayAfterRequests, dropAfterRequests: dropAfterRequests, silenceAfterRequests: silenceAfterRequests)
-    }
+    public init() {}
 
     /// True when Push Kit calls `token` illegal: scripted, or not a token at all (empty, too long, or with a
     /// character no HMS token has, such as the stray space Huawei's FAQ names).
@@ -133,27 +101,18 @@ public struct MockHMSFaultScript: Codable, Sendable, Equatable {
         if invalidTokens?.contains(token) == true { return true }
         return invalidTokenPrefixes?.contains { UTF8Matching.hasPrefix(token, $0) } ?? false
     }
+}
 
-    public static func parse(_ data: Data) throws -> MockHMSFaultScript {
-        try ConfigDecoding.script(MockHMSFaultScript.self, from: data)
-    }
+/// Device state, faults and quotas of the Push Kit simulator: `--config`, `POST /_mock/config`, or the library.
+public typealias MockHMSFaultScript = SendAPIFaultScript<MockHMSDeviceState>
 
-    public static func load(file: String) throws -> MockHMSFaultScript {
-        try parse(try ConfigDecoding.read(file))
-    }
-
-    func check() throws {
-        if let quota = appQuota {
-            if quota.limit < 0 { throw SimulatorError.configuration("appQuota.limit must be 0 or more") }
-            if !(quota.windowSeconds > 0) { throw SimulatorError.configuration("appQuota.windowSeconds must be above 0") }
-        }
-        if let count = tokenFailFirst, count < 0 { throw SimulatorError.configuration("tokenFailFirst must be 0 or more") }
-        for (index, rule) in rules.enumerated() {
-            try ConfigDecoding.checkRule(index, fate: rule.fate.rawValue, rate: rule.rate, count: rule.count, limit: rule.limit, latency: rule.latencyMs)
-            if let status = rule.status, !(400...599).contains(status) { throw SimulatorError.configuration("rules[\(index)].status must be 400-599") }
-            if let code = rule.code, code.utf8.count != 8 || !code.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }) {
-                throw SimulatorError.configuration("rules[\(index)].code must be Huawei's eight digits (81000001)")
-            }
-        }
+extension SendAPIFaultScript where Extras == MockHMSDeviceState {
+    public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, invalidTokens: [String]? = nil, invalidTokenPrefixes: [String]? = nil,
+                appQuota: MockHMSQuota? = nil, tokenFailFirst: Int? = nil, rules: [MockHMSRule] = []) {
+        var state = MockHMSDeviceState()
+        state.invalidTokens = invalidTokens
+        state.invalidTokenPrefixes = invalidTokenPrefixes
+        state.appQuota = appQuota
+        self.init(seed: seed, latencyMs: latencyMs, tokenFailFirst: tokenFailFirst, rules: rules, extras: state)
     }
 }

@@ -15,7 +15,7 @@ public final class MockHMSServer: Sendable {
     public let baseURL: String
     /// `<baseURL>/oauth2/v3/token`: in place of `https://oauth-login.cloud.huawei.com/oauth2/v3/token`.
     public let tokenURL: String
-    private let simulator: SimulatorHandle<HMSCore>
+    private let simulator: SimulatorHandle<SendAPICore<HMSHandler>>
 
     /// The first app: what a single-app test needs.
     public var app: MockHMSApp { apps[0] }
@@ -27,7 +27,6 @@ public final class MockHMSServer: Sendable {
 
     /// Binds, starts the loop thread and begins accepting connections.
     public init(configuration: MockHMSConfiguration) throws {
-        try configuration.faults.check()
         self.configuration = configuration
         var apps = configuration.apps
         if apps.isEmpty {
@@ -38,7 +37,7 @@ public final class MockHMSServer: Sendable {
         }
         self.apps = apps
         let simulator = try SimulatorHandle(name: "mock-hms", host: configuration.host, ports: [configuration.port]) { [apps] counters in
-            try HMSCore(configuration: configuration, apps: apps, counters: counters)
+            try SendAPICore(configuration: configuration, handler: HMSHandler(apps: apps), counters: counters)
         }
         self.simulator = simulator
         port = simulator.ports[0]
@@ -48,27 +47,24 @@ public final class MockHMSServer: Sendable {
 
     deinit { stop() }
 
-    public func stats() -> MockHMSStats { simulator.read(MockHMSStats()) { $0.snapshot() } }
+    public func stats() -> MockHMSStats { simulator.stats() }
 
     /// Checked sends so far (only when `recordAccepted` is on).
-    public func acceptedMessages() -> [MockHMSAcceptedMessage] { simulator.read([]) { $0.accepted } }
+    public func acceptedMessages() -> [MockHMSAcceptedMessage] { simulator.acceptedMessages() }
 
-    public func faults() -> MockHMSFaultScript { simulator.read(MockHMSFaultScript()) { $0.faults.script } }
+    public func faults() -> MockHMSFaultScript { simulator.faults() }
 
     /// Replaces device state, faults and quotas (their counters and windows start afresh).
-    public func replaceFaults(_ script: MockHMSFaultScript) throws {
-        try script.check()
-        try simulator.run { [configuration] in $0.faults.replace(script, defaultSeed: configuration.seed) }
-    }
+    public func replaceFaults(_ script: MockHMSFaultScript) throws { try simulator.replaceFaults(script) }
 
     /// Every access token issued so far is unknown from now on (80200001).
-    public func revokeAccessTokens() { try? simulator.run { $0.revokeAccessTokens() } }
+    public func revokeAccessTokens() { simulator.revokeAccessTokens() }
 
     /// Every access token issued so far has expired from now on (80200003).
-    public func expireAccessTokens() { try? simulator.run { $0.expireAccessTokens() } }
+    public func expireAccessTokens() { try? simulator.run { $0.handler.expireAccessTokens() } }
 
     /// Zeroes the counters, the accepted log, the fault counters and the quota windows (connections and tokens stay).
-    public func resetStats() { try? simulator.run { $0.resetCounters() } }
+    public func resetStats() { simulator.resetStats() }
 
     /// Closes every connection and the listener, and ends the loop thread. Idempotent.
     public func stop() { simulator.stop() }

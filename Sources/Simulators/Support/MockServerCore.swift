@@ -4,7 +4,8 @@ import HTTP2Server
 import Reactor
 
 /// A provider's simulator as the shared server runs it: what its connections speak and how each is handled.
-/// APNs (`APNsCore`), FCM (`FCMCore`), Push Kit (`HMSCore`) and Web Push (`WebPushCore`); a next provider is one more.
+/// APNs (`APNsCore`), FCM and Push Kit (each a `SendAPICore` with its handler) and Web Push (`WebPushCore`); a next
+/// provider is one more.
 /// Loop-confined.
 protocol MockProvider: AnyObject, SendableMetatype {
     /// The server-side TLS context (ALPN choice included), owned by the caller; nil: cleartext HTTP/2.

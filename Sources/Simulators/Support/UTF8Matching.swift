@@ -22,6 +22,14 @@ enum UTF8Matching {
         return true
     }
 
+    /// What stands between `prefix` and `suffix` in `text` when it is one non-empty path segment (no `/`): the
+    /// project or app of a send path.
+    static func segment(of text: String, between prefix: String, and suffix: String) -> String? {
+        guard text.utf8.count > prefix.utf8.count + suffix.utf8.count, hasPrefix(text, prefix), hasSuffix(text, suffix) else { return nil }
+        let segment = String(text.utf8.dropFirst(prefix.utf8.count).dropLast(suffix.utf8.count))!
+        return segment.contains("/") ? nil : segment
+    }
+
     /// ASCII case-insensitive prefix test.
     static func hasPrefixIgnoringCase(_ text: String, _ prefix: String) -> Bool {
         let a = text.utf8, b = prefix.utf8

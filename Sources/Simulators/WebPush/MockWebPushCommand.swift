@@ -18,12 +18,12 @@ public enum MockWebPushCommand {
         var caFile: String?
         let tls: MockTLSFiles
         do {
-            (tls, caFile) = try CommandSupport.tlsFiles(certificate: options.certFile, key: options.keyFile,
+            (tls, caFile) = try CommandSupport.tlsFiles(certificate: options.server.certFile, key: options.server.keyFile,
                                                         generateIn: options.generateTLS, prefix: "herald-mock-webpush")
         } catch { return fail("TLS: \(error)", code: 69) }
 
         let server: MockWebPushServer
-        do { server = try MockWebPushServer(tls: tls, host: options.host, port: options.port, faults: faults, http1Only: options.http1Only) } catch {
+        do { server = try MockWebPushServer(tls: tls, host: options.server.host, port: options.server.port, faults: faults, http1Only: options.http1Only) } catch {
             return fail("cannot start: \(error)", code: 69)
         }
         var minted: [MockWebPushSubscription] = []
@@ -42,7 +42,7 @@ public enum MockWebPushCommand {
             }
         }
 
-        var ready: [String: Any] = ["port": server.port, "pid": Int(getpid()), "host": options.host, "origin": server.origin,
+        var ready: [String: Any] = ["port": server.port, "pid": Int(getpid()), "host": options.server.host, "origin": server.origin,
                                     "subscribe_url": server.origin + "/_mock/subscribe", "stats_url": server.origin + "/_mock/stats",
                                     "subscriptions": minted.count, "http1_only": options.http1Only]
         if let caFile { ready["ca_file"] = caFile }
@@ -74,10 +74,7 @@ extension MockWebPushFaultScript {
 
 /// Parsed `herald mock-webpush` flags (see `spec`).
 struct MockWebPushOptions {
-    var host = "127.0.0.1"
-    var port = 0
-    var certFile: String?
-    var keyFile: String?
+    var server = ServerFlags()
     var generateTLS: String?
     var configFile: String?
     /// Subscriptions to mint at start: (id prefix, how many), in order.
@@ -102,11 +99,7 @@ struct MockWebPushOptions {
         "subscriptions":N,...}. Runs until SIGTERM/SIGINT (exit 0); SIGHUP reloads --config. See docs/webpush.md.
         Exit codes: 0 stopped by signal, 64 usage error, 69 cannot start, 73 cannot write, 78 bad config.
         """,
-        options: [
-            .value("host", "address", "Listen address (default 127.0.0.1)."),
-            .value("port", "n", "Port, 0 = a free one (default 0; the ready line says which)."),
-            .value("cert", "file", "Server certificate chain (PEM); goes with --key."),
-            .value("key", "file", "Server private key (PEM); goes with --cert."),
+        options: ServerFlags.listenOptions + ServerFlags.certificateOptions + [
             .value("generate-tls", "dir", "Write ca.pem, ca-key.pem, server.pem and server-key.pem to this directory (default without --cert: a temporary directory)."),
             .value("config", "file", "Fault rules by subscription prefix (JSON; reloaded on SIGHUP)."),
             .value("mint", "[prefix:]n", "Mint n subscriptions at start whose ids begin with prefix (default sub-).", repeatable: true),
@@ -119,10 +112,7 @@ struct MockWebPushOptions {
         ])
 
     init(_ args: ParsedArguments) throws(UsageError) {
-        if let host = args.value("host") { self.host = host }
-        if let port = try args.integer("port", as: Int.self, in: 0...65535) { self.port = port }
-        certFile = args.value("cert")
-        keyFile = args.value("key")
+        server = try ServerFlags(args)
         generateTLS = args.value("generate-tls").map(CommandSupport.absolute)
         configFile = args.value("config")
         for word in args.all("mint") {
@@ -143,7 +133,6 @@ struct MockWebPushOptions {
         jobsApp = args.value("jobs-app")
         readyFile = args.value("ready-file")
         http1Only = args.flag("http1-only")
-        if (certFile == nil) != (keyFile == nil) { throw UsageError("--cert and --key go together") }
         if (subscriptionsFile != nil || jobsFile != nil) && mint.isEmpty { throw UsageError("--subscriptions-file and --jobs-file need --mint") }
         if let jobsApp, jobsApp.isEmpty || jobsApp.contains("\"") { throw UsageError("--jobs-app is an app name") }
     }
