@@ -1,9 +1,9 @@
 import Foundation
-import HeraldTestSupport
 
-/// scripts/webpush/webpush_peer.py run by the first python3 that imports its PyPI packages (scripts/setup
+/// scripts/webpush/webpush_peer.py (pywebpush, http_ece, py_vapid: a Web Push peer Herald's sender and the simulator
+/// are both checked against) run by the first python3 that imports its PyPI packages (scripts/setup
 /// installs them): one JSON object back per call.
-enum PythonPeer {
+public enum WebPushPeer {
     static var script: String {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("scripts/webpush/webpush_peer.py").path
@@ -22,9 +22,9 @@ enum PythonPeer {
         return nil
     }()
 
-    struct Failure: Error, CustomStringConvertible { let description: String }
+    public struct Failure: Error, CustomStringConvertible { public let description: String }
 
-    static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> [String: Any] {
+    public static func run(_ arguments: [String], environment: [String: String] = [:]) throws -> [String: Any] {
         guard let python else { throw Failure(description: "no python3 with http_ece, py_vapid and pywebpush: run scripts/setup") }
         let child = try ChildProcess(name: "webpush-peer", executable: python, arguments: [script] + arguments, environment: environment)
         guard let status = child.waitForExit(seconds: 60) else { throw Failure(description: "peer timed out") }

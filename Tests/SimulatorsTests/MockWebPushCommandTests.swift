@@ -48,12 +48,12 @@ struct MockWebPushCommandTests {
         #expect(jobs.count == 3 && jobs.allSatisfy { $0.contains(#""app":"web","platform":"webpush","subscription":{"endpoint":"\#(origin)/push/"#) })
 
         // pywebpush (PyPI) to a good subscription and to a gone one; Herald's own sender to the second good one.
-        let vapid = try PythonPeer.run(["vapid-key"])
+        let vapid = try WebPushPeer.run(["vapid-key"])
         let raw = try #require(vapid["private_raw"] as? String)
         let environment = ["REQUESTS_CA_BUNDLE": caFile]
-        let peerOK = try PythonPeer.run(["send", lines[0], "hello", raw, "mailto:peer@example.com"], environment: environment)
+        let peerOK = try WebPushPeer.run(["send", lines[0], "hello", raw, "mailto:peer@example.com"], environment: environment)
         #expect(peerOK["status"] as? Int == 201, "\(peerOK)")
-        let peerGone = try PythonPeer.run(["send", lines[2], "hello", raw, "mailto:peer@example.com"], environment: environment)
+        let peerGone = try WebPushPeer.run(["send", lines[2], "hello", raw, "mailto:peer@example.com"], environment: environment)
         #expect(peerGone["status"] as? Int == 410, "\(peerGone)")
         let send = try ChildProcess(name: "send-webpush", executable: herald, arguments: [
             "send", "--platform", "webpush", "--subscription", lines[1], "--payload", #"{"title":"hi"}"#, "--vapid-key", raw,
@@ -80,7 +80,7 @@ struct MockWebPushCommandTests {
         try #"{"rules":[]}"#.write(toFile: directory + "/faults.json", atomically: true, encoding: .utf8)
         simulator.signal(SIGHUP)
         #expect(waitUntil(seconds: 10) { simulator.output.contains("herald mock-webpush: reloaded") }, "\(simulator.output)")
-        let afterReload = try PythonPeer.run(["send", lines[2], "hello again", raw, "mailto:peer@example.com"], environment: environment)
+        let afterReload = try WebPushPeer.run(["send", lines[2], "hello again", raw, "mailto:peer@example.com"], environment: environment)
         #expect(afterReload["status"] as? Int == 201, "\(afterReload)")
 
         simulator.signal(SIGTERM)
