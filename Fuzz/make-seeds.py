@@ -81,7 +81,7 @@ def main():
     write("FuzzConfiguration", configs)
 
     # The simulator's header/payload table in CurlAgreementTests, as "name: value" lines, a blank line, the body.
-    table = open(os.path.join(ROOT, "Tests/MockAPNsTests/CurlAgreementTests.swift"), encoding="utf-8").read()
+    table = open(os.path.join(ROOT, "Tests/SimulatorsTests/CurlAgreementTests.swift"), encoding="utf-8").read()
     requests = []
     token = "/3/device/" + "ab" * 32
     for headers, body in re.findall(r'\(\[((?:"[^"]*",?\s*)*)\],\s*(#"(?:.*?)"#|"[^"]*")', table):

@@ -2,7 +2,7 @@ import APNs
 import Basics
 import Foundation
 import HTTP2
-import MockAPNs
+import Simulators
 import PushCore
 import Reactor
 import Synchronization

@@ -2,7 +2,7 @@ import Basics
 import Foundation
 import Glibc
 import HTTP2
-import MockAPNs
+import Simulators
 import Reactor
 import Testing
 

@@ -2,7 +2,7 @@ import Basics
 import Foundation
 import Glibc
 import HTTP2
-import MockAPNs
+import Simulators
 import Reactor
 
 /// Herald's APNs simulator in-process (port 0, its own TLS files and provider key) plus a client loop.

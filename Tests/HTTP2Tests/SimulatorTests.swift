@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 import HeraldTestSupport
 import HTTP2
-import MockAPNs
+import Simulators
 import Reactor
 import Testing
 

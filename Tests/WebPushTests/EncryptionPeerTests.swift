@@ -9,7 +9,7 @@ import Testing
 @Suite("Web Push encryption against http_ece")
 struct EncryptionPeerTests {
     static func subscriber() throws -> (subscription: PushSubscription, privatePEM: String, auth: String) {
-        let made = try PythonPeer.run(["subscriber"])
+        let made = try WebPushPeer.run(["subscriber"])
         let pem = try #require(made["private_pem"] as? String)
         let p256dh = try #require(made["p256dh"] as? String)
         let auth = try #require(made["auth"] as? String)
@@ -23,7 +23,7 @@ struct EncryptionPeerTests {
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let file = directory + "/body"
         try Data(body).write(to: URL(fileURLWithPath: file))
-        let answer = try PythonPeer.run(["decrypt", pem, auth, file])
+        let answer = try WebPushPeer.run(["decrypt", pem, auth, file])
         let text = try #require(answer["plaintext"] as? String)
         return (try #require(base64URLDecoded(text)), try #require(answer["record_size"] as? Int))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import PushCore
 import Testing
 @testable import WebPush
@@ -8,7 +9,7 @@ import Testing
 @Suite("VAPID against py_vapid")
 struct VAPIDPeerTests {
     @Test func pyVapidVerifiesHeraldsHeaderAndReadsItsClaims() throws {
-        let made = try PythonPeer.run(["vapid-key"])
+        let made = try WebPushPeer.run(["vapid-key"])
         let key = try VAPIDKey(text: try #require(made["private_pem"] as? String))
         #expect(key.applicationServerKey == made["public"] as? String)
         let signer = try VAPIDSigner(key: key, subject: "mailto:ops@example.com")
@@ -16,7 +17,7 @@ struct VAPIDPeerTests {
         let now = Int64(Date().timeIntervalSince1970)
         let header = try cache.authorization(origin: "https://fcm.googleapis.com", now: now)
         #expect(header.hasPrefix("vapid t="))
-        let answer = try PythonPeer.run(["verify-vapid", header, "https://fcm.googleapis.com"])
+        let answer = try WebPushPeer.run(["verify-vapid", header, "https://fcm.googleapis.com"])
         #expect(answer["verified"] as? Bool == true)
         #expect(answer["audience_matches"] as? Bool == true)
         #expect(answer["k"] as? String == made["public"] as? String)
@@ -30,18 +31,18 @@ struct VAPIDPeerTests {
     }
 
     @Test func theRawBase64URLKeyWebPushLibrariesPrintIsTheSameKey() throws {
-        let made = try PythonPeer.run(["vapid-key"])
+        let made = try WebPushPeer.run(["vapid-key"])
         let fromPEM = try VAPIDKey(text: try #require(made["private_pem"] as? String))
         let fromRaw = try VAPIDKey(text: try #require(made["private_raw"] as? String))
         #expect(fromRaw.publicKey == fromPEM.publicKey)
         let signer = try VAPIDSigner(key: fromRaw, subject: "https://example.com/contact")
         let header = signer.authorization(token: try signer.token(audience: "https://web.push.apple.com", expiresAt: 2_000_000_000))
-        let answer = try PythonPeer.run(["verify-vapid", header, "https://web.push.apple.com"])
+        let answer = try WebPushPeer.run(["verify-vapid", header, "https://web.push.apple.com"])
         #expect(answer["verified"] as? Bool == true)
     }
 
     @Test func aTamperedSignatureIsRefusedByPyVapid() throws {
-        let made = try PythonPeer.run(["vapid-key"])
+        let made = try WebPushPeer.run(["vapid-key"])
         let signer = try VAPIDSigner(key: VAPIDKey(text: try #require(made["private_raw"] as? String)), subject: "mailto:a@b.c")
         let token = try signer.token(audience: "https://push.example.net", expiresAt: 2_000_000_000)
         // Another audience under the same signature: the signed input changed, so it must not verify.
@@ -49,7 +50,7 @@ struct VAPIDPeerTests {
         let otherClaims = base64URLEncoded(Array(#"{"aud":"https://evil.example","exp":2000000000,"sub":"mailto:a@b.c"}"#.utf8))
         let forged = parts[0] + "." + otherClaims + "." + parts[2]
         #expect(throws: (any Error).self) {
-            try PythonPeer.run(["verify-vapid", signer.authorization(token: String(forged)), "https://evil.example"])
+            try WebPushPeer.run(["verify-vapid", signer.authorization(token: String(forged)), "https://evil.example"])
         }
     }
 }

@@ -3,7 +3,7 @@ import CurlHTTP
 import Foundation
 import HTTP2
 import HeraldTestSupport
-import MockAPNs
+import Simulators
 import ProviderKit
 import PushCore
 import Reactor

@@ -1,6 +1,6 @@
 import Foundation
 import HeraldTestSupport
-import MockAPNs
+import Simulators
 import RedisQueue
 import Testing
 

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import HeraldTestSupport
-import MockAPNs
+import Simulators
 import RedisQueue
 import Testing
 

@@ -1,7 +1,7 @@
 import CurlHTTP
 import Foundation
 import HeraldTestSupport
-import MockAPNs
+import Simulators
 import RedisQueue
 import Testing
 

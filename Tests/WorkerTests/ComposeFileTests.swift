@@ -2,7 +2,7 @@ import Foundation
 import HeraldTestSupport
 import Testing
 import APNs
-import MockAPNs
+import Simulators
 import Worker
 
 /// The compose files and the Dockerfile checked statically: they parse, docker-compose accepts them, and every

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 import HeraldTestSupport
-import MockAPNs
+import Simulators
 import RedisQueue
 import Testing
 
@@ -215,7 +215,7 @@ final class EndToEndWorld: @unchecked Sendable {
 
 /// The in-process simulator writes to sockets that workers close (SIGTERM, SIGKILL); a write to a closed
 /// socket raises SIGPIPE, whose default action would end the whole test process. `herald` itself ignores it
-/// in main; the MockAPNs library leaves that to its host, so the tests do it too.
+/// in main; the Simulators library leaves that to its host, so the tests do it too.
 func ignoreBrokenPipes() {
     signal(SIGPIPE, SIG_IGN)
 }

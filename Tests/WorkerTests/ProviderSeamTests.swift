@@ -41,9 +41,9 @@ import WebPush
     }
 
     static let allowances = [
-        Allowance(place: "Sources/MockAPNs/FCM/", platforms: [.fcm],
+        Allowance(place: "Sources/Simulators/FCM/", platforms: [.fcm],
                   why: "the FCM simulator names its own provider (its errors are FCM's)"),
-        Allowance(place: "Sources/MockAPNs/FCM/FCMMessageRules.swift", platforms: [.apns, .webpush],
+        Allowance(place: "Sources/Simulators/FCM/FCMMessageRules.swift", platforms: [.apns, .webpush],
                   why: "FCM v1's message has `apns` and `webpush` override blocks: FCM's field names, not platforms"),
         Allowance(place: "Sources/Tools/herald/Send", platforms: Set(Platform.allCases),
                   why: "`herald send` is each provider's one-off sender (its own flags and credential), picked by one exhaustive switch"),

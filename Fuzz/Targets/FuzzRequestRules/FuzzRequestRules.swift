@@ -1,7 +1,7 @@
 import APNs
 import FuzzSupport
 import PushCore
-@testable import MockAPNs
+@testable import Simulators
 
 /// The simulator's checks of one request: headers and body from the network must give an answer, never a trap.
 /// Input: `name: value` lines, an empty line, then the body (like HTTP/1, so seeds are readable).

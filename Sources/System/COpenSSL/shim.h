@@ -35,7 +35,7 @@ static inline long copenssl_ctx_add_extra_chain_cert(SSL_CTX *ctx, X509 *x) { re
 static inline EVP_PKEY *copenssl_ec_gen(const char *curve) { return EVP_EC_gen(curve); }
 static inline EVP_PKEY *copenssl_rsa_gen(unsigned int bits) { return EVP_RSA_gen(bits); }
 
-// --- MockAPNs (the APNs simulator) ---
+// --- Simulators (the APNs simulator) ---
 /// ALPN for a server that speaks only HTTP/2: pick "h2" or fail the handshake (APNs refuses other protocols).
 static inline int copenssl_mock_alpn_select_h2(SSL *ssl, const unsigned char **out, unsigned char *outlen,
                                               const unsigned char *in, unsigned int inlen, void *arg) {

@@ -1,7 +1,7 @@
 import Basics
 import Foundation
 import Glibc
-import MockAPNs
+import Simulators
 import RedisQueue
 
 /// `herald demo`: the whole product on one machine in a minute. Starts a private redis-server, the APNs, FCM,

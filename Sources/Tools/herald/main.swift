@@ -1,7 +1,7 @@
 import Basics
 import CLinux
 import Foundation
-import MockAPNs
+import Simulators
 import PushCore
 import TLS
 import Worker

@@ -1,6 +1,6 @@
 import CNghttp2
 
-// The server side of HTTP/2 over nghttp2, shared by the simulators (MockAPNs) and `herald api`: the session
+// The server side of HTTP/2 over nghttp2, shared by the simulators (Simulators) and `herald api`: the session
 // callbacks, the box that carries a connection through nghttp2's `user_data`, and submitting an answer.
 
 /// Why a server session could not be made (nghttp2 out of memory).

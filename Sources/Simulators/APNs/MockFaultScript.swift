@@ -1,0 +1,159 @@
+import Foundation
+
+/// What happens to a request a rule matches. Documented with examples in docs/mock-apns.md.
+public enum MockFate: String, Codable, Sendable, CaseIterable {
+    /// 200, even if a later rule would match (use it to exempt tokens).
+    case accept
+    /// 410 Unregistered with `timestamp` (the rule's, or the server's start time).
+    case unregistered
+    /// 410 ExpiredToken with `timestamp`.
+    case expiredToken
+    /// 400 BadDeviceToken: a token of the other environment.
+    case otherEnvironment
+    /// 400 DeviceTokenNotForTopic: a token of another app.
+    case otherTopic
+    /// Answer `status` with `reason` (500 InternalServerError, 503 ServiceUnavailable, anything).
+    case error
+    /// The first `count` attempts of each matching token get `status`/`reason` (default 503 ServiceUnavailable), then it passes on.
+    case failFirst
+    /// 429 TooManyRequests once a token had `limit` pushes within `windowSeconds`.
+    case throttle
+    /// RST_STREAM REFUSED_STREAM instead of an answer.
+    case refuseStream
+    /// Never answer the request (the stream stays open).
+    case silence
+    /// Close the TCP connection abruptly, without answering.
+    case drop
+    /// Answer nothing and send GOAWAY with `reason` (default Shutdown); streams above it are refused.
+    case goaway
+    /// Add `latencyMs` and keep evaluating later rules.
+    case delay
+}
+
+/// One scripted rule: which requests (by token and topic), how often (`rate`), and what happens.
+public struct MockFaultRule: Codable, Sendable, Equatable {
+    public var token: String?
+    public var tokenPrefix: String?
+    public var tokenSuffix: String?
+    public var topic: String?
+    /// Probability 0...1 that a matching request is affected (seeded, so runs repeat). Default 1.
+    public var rate: Double?
+    public var fate: MockFate
+    public var status: Int?
+    public var reason: String?
+    public var count: Int?
+    public var limit: Int?
+    public var windowSeconds: Double?
+    public var timestamp: Int64?
+    public var latencyMs: MockLatency?
+
+    public init(fate: MockFate, token: String? = nil, tokenPrefix: String? = nil, tokenSuffix: String? = nil, topic: String? = nil,
+                rate: Double? = nil, status: Int? = nil, reason: String? = nil, count: Int? = nil, limit: Int? = nil,
+                windowSeconds: Double? = nil, timestamp: Int64? = nil, latencyMs: MockLatency? = nil) {
+        self.fate = fate
+        self.token = token
+        self.tokenPrefix = tokenPrefix
+        self.tokenSuffix = tokenSuffix
+        self.topic = topic
+        self.rate = rate
+        self.status = status
+        self.reason = reason
+        self.count = count
+        self.limit = limit
+        self.windowSeconds = windowSeconds
+        self.timestamp = timestamp
+        self.latencyMs = latencyMs
+    }
+
+    /// `candidate` is the lowercased device token; rule tokens compare case-insensitively.
+    func matches(token candidate: String, topic candidateTopic: String) -> Bool {
+        if let token, token.lowercased() != candidate { return false }
+        if let tokenPrefix, !UTF8Matching.hasPrefix(candidate, tokenPrefix.lowercased()) { return false }
+        if let tokenSuffix, !UTF8Matching.hasSuffix(candidate, tokenSuffix.lowercased()) { return false }
+        if let topic, topic != candidateTopic { return false }
+        return true
+    }
+}
+
+/// Device state and faults, as loaded from `--config` or `POST /_mock/config`, or set through the library.
+public struct MockFaultScript: Codable, Sendable, Equatable {
+    /// Seed for every random choice (rates, latency ranges); the same seed and request order give the same run.
+    public var seed: UInt64?
+    /// Latency added to every answer.
+    public var latencyMs: MockLatency?
+    /// Send GOAWAY after this many requests on a connection (the Nth is answered; later streams refused).
+    public var goawayAfterRequests: Int?
+    /// The GOAWAY reason for `goawayAfterRequests` (default "Shutdown").
+    public var goawayReason: String?
+    /// Close a connection abruptly when request N+1 arrives (N answered).
+    public var dropAfterRequests: Int?
+    /// Stop reading a connection after N requests: no answers, no PING acks (a dead peer).
+    public var silenceAfterRequests: Int?
+    /// Close a connection idle (no new request) for this long with GOAWAY `{"reason":"IdleTimeout"}`.
+    public var idleTimeoutSeconds: Double?
+    /// Drop SETTINGS_MAX_CONCURRENT_STREAMS to 1 after a rejected push, back up after the next accepted one.
+    public var dropStreamsAfterRejection: Bool?
+    /// Record a push that will be accepted when it arrives, before its latency, as a real provider has processed
+    /// a request it received even if the client cancels the stream before the answer (the accepted log then
+    /// counts it; without this a push cancelled during its latency is never seen).
+    public var recordOnReceipt: Bool?
+    /// Rules, first match wins (except `delay`, which adds latency and goes on).
+    public var rules: [MockFaultRule]
+
+    public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, goawayAfterRequests: Int? = nil, goawayReason: String? = nil,
+                dropAfterRequests: Int? = nil, silenceAfterRequests: Int? = nil, idleTimeoutSeconds: Double? = nil,
+                dropStreamsAfterRejection: Bool? = nil, recordOnReceipt: Bool? = nil,
+                rules: [MockFaultRule] = []) {
+        self.seed = seed
+        self.latencyMs = latencyMs
+        self.goawayAfterRequests = goawayAfterRequests
+        self.goawayReason = goawayReason
+        self.dropAfterRequests = dropAfterRequests
+        self.silenceAfterRequests = silenceAfterRequests
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+        self.dropStreamsAfterRejection = dropStreamsAfterRejection
+        self.recordOnReceipt = recordOnReceipt
+        self.rules = rules
+    }
+
+    public init(from decoder: Decoder) throws {
+        let c = try decoder.container(keyedBy: CodingKeys.self)
+        seed = try c.decodeIfPresent(UInt64.self, forKey: .seed)
+        latencyMs = try c.decodeIfPresent(MockLatency.self, forKey: .latencyMs)
+        goawayAfterRequests = try c.decodeIfPresent(Int.self, forKey: .goawayAfterRequests)
+        goawayReason = try c.decodeIfPresent(String.self, forKey: .goawayReason)
+        dropAfterRequests = try c.decodeIfPresent(Int.self, forKey: .dropAfterRequests)
+        silenceAfterRequests = try c.decodeIfPresent(Int.self, forKey: .silenceAfterRequests)
+        idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds)
+        dropStreamsAfterRejection = try c.decodeIfPresent(Bool.self, forKey: .dropStreamsAfterRejection)
+        recordOnReceipt = try c.decodeIfPresent(Bool.self, forKey: .recordOnReceipt)
+        rules = try c.decodeIfPresent([MockFaultRule].self, forKey: .rules) ?? []
+    }
+
+    /// The rules `MockServerConnection` counts per connection.
+    var connectionFaults: ConnectionFaults {
+        ConnectionFaults(goawayAfterRequests: goawayAfterRequests, dropAfterRequests: dropAfterRequests,
+                         silenceAfterRequests: silenceAfterRequests, idleTimeoutSeconds: idleTimeoutSeconds)
+    }
+
+    /// Parses the JSON config format; errors name the offending field.
+    public static func parse(_ data: Data) throws -> MockFaultScript {
+        try ConfigDecoding.script(MockFaultScript.self, from: data)
+    }
+
+    public static func load(file: String) throws -> MockFaultScript {
+        try parse(try ConfigDecoding.read(file))
+    }
+
+    func check() throws {
+        if let idle = idleTimeoutSeconds, !(idle > 0) { throw SimulatorError.configuration("idleTimeoutSeconds must be above 0") }
+        for (index, rule) in rules.enumerated() {
+            try ConfigDecoding.checkRule(index, fate: rule.fate.rawValue, rate: rule.rate, count: rule.count, limit: rule.limit, latency: rule.latencyMs)
+            if rule.fate == .error {
+                guard let status = rule.status, (400...599).contains(status), rule.reason != nil else {
+                    throw SimulatorError.configuration("rules[\(index)]: fate error needs status (400-599) and reason")
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,105 @@
+import Reactor
+
+extension MockFCMRule: SendAPIRule {
+    var fateName: String { fate.rawValue }
+
+    /// FCM tokens are case-sensitive, so they compare exactly (unlike APNs' hexadecimal ones).
+    func matches(_ subject: SendSubject) -> Bool {
+        if let token, token != subject.tokens.first { return false }
+        if let tokenPrefix, !(subject.tokens.first.map { UTF8Matching.hasPrefix($0, tokenPrefix) } ?? false) { return false }
+        if let tokenSuffix, !(subject.tokens.first.map { UTF8Matching.hasSuffix($0, tokenSuffix) } ?? false) { return false }
+        if let topic, topic != subject.topic { return false }
+        if let project, project != subject.target { return false }
+        return true
+    }
+
+    func effect(startMillis: Int64) -> RuleEffect<FCMError> {
+        switch fate {
+        case .accept: return .verdict(.accept)
+        case .delay: return .delay
+        case .unregistered: return .verdict(.answer(.fcm(404, "UNREGISTERED", message: message)))
+        case .invalidToken: return .verdict(.answer(.invalidToken))
+        case .senderIdMismatch: return .verdict(.answer(.fcm(403, "SENDER_ID_MISMATCH", message: message)))
+        case .thirdPartyAuth: return .verdict(.answer(.fcm(401, "THIRD_PARTY_AUTH_ERROR", message: message)))
+        case .unauthenticated: return .verdict(.answer(.unauthenticated(message)))
+        case .quotaExceeded: return .verdict(.answer(.fcm(429, "QUOTA_EXCEEDED", message: message, retryAfter: retryAfterSeconds ?? 60)))
+        case .error: return .verdict(.answer(scriptedError(status: status ?? 500)))
+        case .failFirst: return .failFirst(count: count ?? 0, answer: scriptedError(status: status ?? 503))
+        case .throttle: return .throttle(limit: limit ?? 0, windowSeconds: windowSeconds ?? 60)
+        case .silence: return .verdict(.connection(.silence))
+        case .drop: return .verdict(.connection(.drop))
+        case .goaway: return .verdict(.connection(.goaway(reason: nil)))
+        }
+    }
+
+    func throttled(retryAfter: Int) -> FCMError {
+        .fcm(429, "QUOTA_EXCEEDED", message: message, retryAfter: retryAfterSeconds ?? retryAfter)
+    }
+
+    func check(_ index: Int) throws {
+        if let seconds = retryAfterSeconds, seconds < 0 { throw SimulatorError.configuration("rules[\(index)].retryAfterSeconds must be 0 or more") }
+    }
+
+    /// `status` with the rule's `errorCode` (else the one FCM pairs with the status).
+    private func scriptedError(status: Int) -> FCMError {
+        .fcm(status, errorCode ?? FCMError.errorCode(for: status), message: message, retryAfter: retryAfterSeconds)
+    }
+}
+
+extension MockFCMQuotas: SendAPIFaults {
+    typealias Quota = FCMQuota
+
+    func check() throws {
+        for (name, value) in [("projectQuotaPerMinute", projectQuotaPerMinute), ("deviceQuotaPerMinute", deviceQuotaPerMinute),
+                              ("deviceQuotaPerHour", deviceQuotaPerHour)] {
+            if let value, value < 0 { throw SimulatorError.configuration("\(name) must be 0 or more") }
+        }
+        for (name, value) in [("quotaMinuteMs", quotaMinuteMs), ("quotaHourMs", quotaHourMs)] {
+            if let value, value < 1 { throw SimulatorError.configuration("\(name) must be 1 or more") }
+        }
+    }
+}
+
+/// FCM's quotas: per project per minute (always), per device per minute and per hour (when `deviceQuota`).
+/// Loop-confined, inside the fault engine.
+struct FCMQuota: SendAPIQuota {
+    private var projectWindows: [String: CountingWindow] = [:]
+    private var deviceMinute: [String: CountingWindow] = [:]
+    private var deviceHour: [String: CountingWindow] = [:]
+
+    mutating func spend(_ subject: SendSubject, _ quotas: MockFCMQuotas) -> FCMError? {
+        let project = subject.target, token = subject.tokens.first
+        let now = monotonicNanos()
+        let projectLimit = quotas.projectQuotaPerMinute ?? MockFCMQuotas.defaultProjectQuotaPerMinute
+        let minuteLength = UInt64(quotas.quotaMinuteMs ?? 60_000) * 1_000_000
+        let hourLength = UInt64(quotas.quotaHourMs ?? 3_600_000) * 1_000_000
+        if projectLimit > 0 {
+            var window = projectWindows[project]
+            let over = CountingWindow.spend(&window, limit: projectLimit, length: minuteLength, now: now)
+            projectWindows[project] = window
+            if let over {
+                return .fcm(429, "QUOTA_EXCEEDED", message: "Quota exceeded for quota metric 'Send requests' and limit 'Send requests per minute' of service 'fcm.googleapis.com' for consumer 'project_number:\(project)'.", retryAfter: over)
+            }
+        }
+        if quotas.deviceQuota == true, let token {
+            var minute = deviceMinute[token]
+            var hour = deviceHour[token]
+            let overMinute = CountingWindow.spend(&minute, limit: quotas.deviceQuotaPerMinute ?? MockFCMQuotas.defaultDeviceQuotaPerMinute,
+                                                  length: minuteLength, now: now)
+            let overHour = CountingWindow.spend(&hour, limit: quotas.deviceQuotaPerHour ?? MockFCMQuotas.defaultDeviceQuotaPerHour,
+                                                length: hourLength, now: now)
+            let refused = overMinute != nil || overHour != nil
+            if refused {
+                // A refused send counts in neither window: take it back from the one that did count it.
+                if overMinute == nil { minute?.count -= 1 }
+                if overHour == nil { hour?.count -= 1 }
+            }
+            deviceMinute[token] = minute
+            deviceHour[token] = hour
+            if refused {
+                return .fcm(429, "QUOTA_EXCEEDED", message: "Device message rate exceeded.", retryAfter: max(overMinute ?? 0, overHour ?? 0))
+            }
+        }
+        return nil
+    }
+}

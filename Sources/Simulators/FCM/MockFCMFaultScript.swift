@@ -1,0 +1,118 @@
+import Foundation
+
+/// What happens to an FCM send a rule matches. Documented with examples in docs/mock-fcm.md.
+public enum MockFCMFate: String, Codable, Sendable, CaseIterable {
+    /// 200, even if a later rule would match (use it to exempt tokens).
+    case accept
+    /// 404 NOT_FOUND, errorCode UNREGISTERED: the app was removed or the token expired.
+    case unregistered
+    /// 400 INVALID_ARGUMENT, errorCode INVALID_ARGUMENT: "The registration token is not a valid FCM registration token".
+    case invalidToken
+    /// 403 PERMISSION_DENIED, errorCode SENDER_ID_MISMATCH: the token belongs to another project.
+    case senderIdMismatch
+    /// 401 UNAUTHENTICATED, errorCode THIRD_PARTY_AUTH_ERROR: the APNs key in Firebase is missing or invalid.
+    case thirdPartyAuth
+    /// 401 UNAUTHENTICATED without an FcmError detail, as for a revoked access token: a client should refresh
+    /// its token once, then give up (park the app).
+    case unauthenticated
+    /// 429 RESOURCE_EXHAUSTED, errorCode QUOTA_EXCEEDED, with `Retry-After: retryAfterSeconds` (default 60).
+    case quotaExceeded
+    /// Answer `status` (default 500) with `errorCode` (default from the status: INTERNAL, UNAVAILABLE, ...).
+    case error
+    /// The first `count` attempts of each matching token get `status`/`errorCode` (default 503 UNAVAILABLE), then it passes on.
+    case failFirst
+    /// 429 QUOTA_EXCEEDED once a token had `limit` sends within `windowSeconds` (default 60).
+    case throttle
+    /// Never answer the request (the stream, or the HTTP/1.1 connection, stays open).
+    case silence
+    /// Close the TCP connection abruptly, without answering.
+    case drop
+    /// HTTP/2: answer nothing and send GOAWAY, later streams refused. HTTP/1.1: close the connection without answering.
+    case goaway
+    /// Add `latencyMs` and keep evaluating later rules.
+    case delay
+}
+
+/// One scripted rule: which sends (by token, topic or project), how often (`rate`), and what happens.
+public struct MockFCMRule: Codable, Sendable, Equatable {
+    public var token: String?
+    public var tokenPrefix: String?
+    public var tokenSuffix: String?
+    /// Exact topic name (for messages sent to a topic).
+    public var topic: String?
+    /// Exact project ID of the request path.
+    public var project: String?
+    /// Probability 0...1 that a matching request is affected (seeded, so runs repeat). Default 1.
+    public var rate: Double?
+    public var fate: MockFCMFate
+    public var status: Int?
+    public var errorCode: String?
+    public var message: String?
+    public var count: Int?
+    public var limit: Int?
+    public var windowSeconds: Double?
+    public var retryAfterSeconds: Int?
+    public var latencyMs: MockLatency?
+
+    public init(fate: MockFCMFate, token: String? = nil, tokenPrefix: String? = nil, tokenSuffix: String? = nil, topic: String? = nil,
+                project: String? = nil, rate: Double? = nil, status: Int? = nil, errorCode: String? = nil, message: String? = nil,
+                count: Int? = nil, limit: Int? = nil, windowSeconds: Double? = nil, retryAfterSeconds: Int? = nil,
+                latencyMs: MockLatency? = nil) {
+        self.fate = fate
+        self.token = token
+        self.tokenPrefix = tokenPrefix
+        self.tokenSuffix = tokenSuffix
+        self.topic = topic
+        self.project = project
+        self.rate = rate
+        self.status = status
+        self.errorCode = errorCode
+        self.message = message
+        self.count = count
+        self.limit = limit
+        self.windowSeconds = windowSeconds
+        self.retryAfterSeconds = retryAfterSeconds
+        self.latencyMs = latencyMs
+    }
+}
+
+/// FCM's own fields of its fault script: its quotas, per project and per device.
+public struct MockFCMQuotas: SendAPIFaultExtras {
+    public typealias Rule = MockFCMRule
+    /// Sends a project may make per minute (FCM's default 600,000); over it 429 QUOTA_EXCEEDED. 0 turns it off.
+    public var projectQuotaPerMinute: Int?
+    /// Enforce FCM's per-device limits (240 a minute, 5,000 an hour to one token). Off by default.
+    public var deviceQuota: Bool?
+    public var deviceQuotaPerMinute: Int?
+    public var deviceQuotaPerHour: Int?
+    /// How long the quotas' "minute" and "hour" windows really last (ms; default 60,000 and 3,600,000), so a test
+    /// sees a day's quota behaviour in seconds.
+    public var quotaMinuteMs: Int?
+    public var quotaHourMs: Int?
+
+    public static let defaultProjectQuotaPerMinute = 600_000
+    public static let defaultDeviceQuotaPerMinute = 240
+    public static let defaultDeviceQuotaPerHour = 5_000
+
+    public init() {}
+}
+
+/// Device state, faults and quotas of the FCM simulator: `--config`, `POST /_mock/config`, or the library.
+public typealias MockFCMFaultScript = SendAPIFaultScript<MockFCMQuotas>
+
+extension SendAPIFaultScript where Extras == MockFCMQuotas {
+    public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, goawayAfterRequests: Int? = nil, dropAfterRequests: Int? = nil,
+                silenceAfterRequests: Int? = nil, projectQuotaPerMinute: Int? = nil, deviceQuota: Bool? = nil,
+                deviceQuotaPerMinute: Int? = nil, deviceQuotaPerHour: Int? = nil, tokenFailFirst: Int? = nil, quotaMinuteMs: Int? = nil, quotaHourMs: Int? = nil,
+                rules: [MockFCMRule] = []) {
+        var quotas = MockFCMQuotas()
+        quotas.projectQuotaPerMinute = projectQuotaPerMinute
+        quotas.deviceQuota = deviceQuota
+        quotas.deviceQuotaPerMinute = deviceQuotaPerMinute
+        quotas.deviceQuotaPerHour = deviceQuotaPerHour
+        quotas.quotaMinuteMs = quotaMinuteMs
+        quotas.quotaHourMs = quotaHourMs
+        self.init(seed: seed, latencyMs: latencyMs, goawayAfterRequests: goawayAfterRequests, dropAfterRequests: dropAfterRequests,
+                  silenceAfterRequests: silenceAfterRequests, tokenFailFirst: tokenFailFirst, rules: rules, extras: quotas)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+
+/// What happens to a Push Kit send a rule matches (a whole request: one answer for all its tokens). Device
+/// fates (a token Huawei calls illegal) are `MockHMSFaultScript.invalidTokens`/`invalidTokenPrefixes`, per token.
+/// Documented with examples in docs/mock-hms.md.
+public enum MockHMSFate: String, Codable, Sendable, CaseIterable {
+    /// Checked as usual, even if a later rule would match (use it to exempt an app or tokens).
+    case accept
+    /// Answer `status` (default 500) with `code` (default 81000001, "System internal error") and `message`.
+    case error
+    /// HTTP 503, Huawei's traffic control (`retryAfterSeconds` adds a Retry-After header; Huawei sends none).
+    case flowControl
+    /// 401 80200003: the access token expired (a client refreshes it once and resends).
+    case tokenExpired
+    /// The first `count` attempts of each matching first token get `status`/`code` (default 503 flow control).
+    case failFirst
+    /// 503 flow control once a first token had `limit` sends within `windowSeconds` (default 1).
+    case throttle
+    /// Never answer the request.
+    case silence
+    /// Close the TCP connection abruptly, without answering.
+    case drop
+    /// HTTP/2: GOAWAY, the request unanswered. HTTP/1.1: close the connection without answering.
+    case goaway
+    /// Add `latencyMs` and keep evaluating later rules.
+    case delay
+}
+
+/// One scripted rule: which sends (by app, by a token among the request's, by topic), how often, what happens.
+public struct MockHMSRule: Codable, Sendable, Equatable {
+    /// Exact app id of the request path.
+    public var app: String?
+    /// The request names this token (among its up to 1000).
+    public var token: String?
+    /// The request names a token with this prefix.
+    public var tokenPrefix: String?
+    public var topic: String?
+    /// Probability 0...1 that a matching request is affected (seeded, so runs repeat). Default 1.
+    public var rate: Double?
+    public var fate: MockHMSFate
+    public var status: Int?
+    /// Huawei's result code, as a string ("81000001").
+    public var code: String?
+    public var message: String?
+    public var count: Int?
+    public var limit: Int?
+    public var windowSeconds: Double?
+    public var retryAfterSeconds: Int?
+    public var latencyMs: MockLatency?
+
+    public init(fate: MockHMSFate, app: String? = nil, token: String? = nil, tokenPrefix: String? = nil, topic: String? = nil,
+                rate: Double? = nil, status: Int? = nil, code: String? = nil, message: String? = nil, count: Int? = nil,
+                limit: Int? = nil, windowSeconds: Double? = nil, retryAfterSeconds: Int? = nil, latencyMs: MockLatency? = nil) {
+        self.fate = fate
+        self.app = app
+        self.token = token
+        self.tokenPrefix = tokenPrefix
+        self.topic = topic
+        self.rate = rate
+        self.status = status
+        self.code = code
+        self.message = message
+        self.count = count
+        self.limit = limit
+        self.windowSeconds = windowSeconds
+        self.retryAfterSeconds = retryAfterSeconds
+        self.latencyMs = latencyMs
+    }
+}
+
+/// A per-app send quota: at most `limit` sends in each window of `windowSeconds`; past it, 503 flow control.
+public struct MockHMSQuota: Codable, Sendable, Equatable {
+    public var limit: Int
+    public var windowSeconds: Double
+    /// Count tokens (a 1000-token send spends 1000) instead of requests.
+    public var perToken: Bool?
+
+    public init(limit: Int, windowSeconds: Double = 1, perToken: Bool? = nil) {
+        self.limit = limit
+        self.windowSeconds = windowSeconds
+        self.perToken = perToken
+    }
+}
+
+/// Push Kit's own fields of its fault script: the device state (tokens it calls illegal) and its flow control.
+public struct MockHMSDeviceState: SendAPIFaultExtras {
+    public typealias Rule = MockHMSRule
+    /// Tokens Push Kit calls illegal (reported in `illegal_tokens`, or 80300007 when every token of a send is).
+    public var invalidTokens: [String]?
+    public var invalidTokenPrefixes: [String]?
+    /// Per-app flow control; nil: none.
+    public var appQuota: MockHMSQuota?
+
+    public init() {}
+
+    /// True when Push Kit calls `token` illegal: scripted, or not a token at all (empty, too long, or with a
+    /// character no HMS token has, such as the stray space Huawei's FAQ names).
+    func isIllegal(_ token: String) -> Bool {
+        if token.isEmpty || token.utf8.count > 512 { return true }
+        if !token.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7f && $0 != UInt8(ascii: "\"") }) { return true }
+        if invalidTokens?.contains(token) == true { return true }
+        return invalidTokenPrefixes?.contains { UTF8Matching.hasPrefix(token, $0) } ?? false
+    }
+}
+
+/// Device state, faults and quotas of the Push Kit simulator: `--config`, `POST /_mock/config`, or the library.
+public typealias MockHMSFaultScript = SendAPIFaultScript<MockHMSDeviceState>
+
+extension SendAPIFaultScript where Extras == MockHMSDeviceState {
+    public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, invalidTokens: [String]? = nil, invalidTokenPrefixes: [String]? = nil,
+                appQuota: MockHMSQuota? = nil, tokenFailFirst: Int? = nil, rules: [MockHMSRule] = []) {
+        var state = MockHMSDeviceState()
+        state.invalidTokens = invalidTokens
+        state.invalidTokenPrefixes = invalidTokenPrefixes
+        state.appQuota = appQuota
+        self.init(seed: seed, latencyMs: latencyMs, tokenFailFirst: tokenFailFirst, rules: rules, extras: state)
+    }
+}
