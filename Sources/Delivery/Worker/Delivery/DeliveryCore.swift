@@ -1,4 +1,3 @@
-import APNs
 import PushCore
 import RedisQueue
 
@@ -167,7 +166,7 @@ public final class DeliveryCore {
         claims = ClaimState(backoff: settings.emptyClaimBackoff)
         budgets = settings.budgets.anyOn ? Budgets(settings: settings.budgets, appCount: apps.count) : nil
         metrics = DeliveryMetrics(appNames: apps.map(\.name),
-                                  appEnvironments: apps.map { $0.platform.hasEnvironments ? $0.environments : [APNsEnvironment.production.rawValue] })
+                                  appEnvironments: apps.map { ProviderRegistry.provider(for: $0.platform).environments(of: $0) })
     }
 
     /// Destinations paused now, for `/metrics` and the dashboard.
@@ -561,13 +560,15 @@ public final class DeliveryCore {
                 "app": .string(job.appName), "pause_ms": .int(Int(milliseconds)), "reason": .string(answer?.reasonName ?? "HTTP 429"),
             ])
         }
+        // The provider's word that a dropped token may be another environment's (APNs' BadDeviceToken).
+        let fallback: APNsEnvironment? = if case .dropToken = decision, let answer { fallbackEnvironment(job, after: answer) } else { nil }
         switch decision {
-        case .dropToken(_, let reason) where reason == APNsReason.badDeviceToken.rawValue && mayFallBack(job):
-            // Apple says BadDeviceToken to a token of the other environment too: try that one once first.
+        case .dropToken where fallback != nil:
+            // Tried once in that environment before it is dropped.
             counters.fallbacks += 1
             metrics.resend(job.platform, .environmentFallback)
             job.attempt += 1
-            job.fallBack()
+            job.fallBack(to: fallback!)
             dispatch(job)
         case .delivered, .dropToken, .dropChannel, .fail, .retry:
             finishJob(job, decision, answer: answer)
@@ -613,11 +614,12 @@ public final class DeliveryCore {
     private func policy(for job: JobAttempt) -> OutcomePolicy { queuePolicies[job.lease.queueKey] ?? policy }
 
 
-    /// Environment fallback is opt-in per app, needs both environments, and happens once per job.
-    private func mayFallBack(_ job: JobAttempt) -> Bool {
+    /// Environment fallback is opt-in per app and happens once per job; the provider says after which answers and
+    /// to which of the app's environments.
+    private func fallbackEnvironment(_ job: JobAttempt, after answer: any ProviderAnswer) -> APNsEnvironment? {
         let app = apps[job.destination.app]
-        return app.environmentFallback && job.fallbackFrom == nil
-            && app.environments.contains(APNsEnvironment.production.rawValue) && app.environments.contains(APNsEnvironment.sandbox.rawValue)
+        guard app.environmentFallback && job.fallbackFrom == nil else { return nil }
+        return ProviderRegistry.provider(for: job.platform).fallbackEnvironment(after: answer, in: job.destination.environment, of: app)
     }
 
     private func finishJob(_ job: JobAttempt, _ decision: Decision, answer: (any ProviderAnswer)?) {
