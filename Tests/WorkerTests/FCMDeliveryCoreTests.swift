@@ -162,6 +162,23 @@ extension CoreRig {
         #expect(parked?.reason == "AppPaused: UNAUTHENTICATED: access token refused after a refresh")
     }
 
+    /// A rejected job counts under its own platform, not APNs': an FCM job FCM's rules refuse and one that names
+    /// `fcm` but does not parse under `fcm`; one that is not JSON or names no platform Herald knows under `unknown`.
+    @Test func rejectedJobsCountUnderThePlatformTheyNameElseUnknown() {
+        let rig = fcmRig()
+        rig.answerClaim([rig.lease(#"{"id":"r1","platform":"fcm","message":{"token":"x","topic":"news"}}"#),
+                         rig.lease(#"{"id":"r2","platform":"fcm","message":{"token":"x"},"payload":"#),
+                         rig.lease("not json"),
+                         rig.lease(#"{"id":"r4","platform":"blackberry","message":{"token":"x"}}"#)])
+        #expect(rig.core.counters.rejected == 4 && rig.takeSends().isEmpty)
+        let text = WorkerMetricsText.render(rig.core.metrics.values)
+        #expect(text.contains(#"herald_results_total{app="android",platform="fcm",outcome="rejected"} 1"#), "\(text)")
+        #expect(text.contains(#"herald_results_total{app="unknown",platform="fcm",outcome="rejected"} 1"#))
+        #expect(text.contains(#"herald_results_total{app="unknown",platform="unknown",outcome="rejected"} 2"#))
+        #expect(text.contains(#"herald_results_total{app="shop",platform="apns",outcome="rejected"} 0"#))
+        #expect(!text.contains(#"herald_results_total{app="unknown",platform="apns""#))
+    }
+
     @Test func jobsForAnAppOfTheOtherPlatformAreRejectedWithWhy() {
         let rig = fcmRig()
         rig.answerClaim([

@@ -187,7 +187,8 @@ struct CompletionBuilder {
         completion.result = ResultEntry(
             id: id, outcome: .rejected, status: 0, reason: reason, token: spec?.token, topic: spec?.topic,
             environment: spec?.environment?.rawValue, app: app, attempt: lease.attempt, latencyMilliseconds: 0, worker: workerID)
-        completion.result?.platform = spec?.platform.rawValue
+        // The platform it parsed to, else the one a job that does not parse still names; none when it cannot be told.
+        completion.result?.platform = (spec?.platform ?? JobParser.readablePlatform(lease.job))?.rawValue
         completion.result?.channel = spec?.channel
         completion.result?.traceparent = traceparent
         return completion

@@ -345,13 +345,14 @@ public final class DeliveryCore {
         switch intake.admit(lease, claimedAt: now, wallMillis: clock.wallMillis, makeID: nextJobID) {
         case .rejected(let id, let reason, let spec, let app):
             counters.rejected += 1
-            // Counted under the platform its result entry names; a job not read that far as one that named none.
-            metrics.job((spec ?? JobSpec()).platform, app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
             var fields: [String: LogValue] = ["id": .string(id), "reason": .string(reason)]
             let trace = spec?.traceparent ?? JobParser.readableTraceparent(lease.job)
             if let trace { fields["traceparent"] = .string(trace) }
             log(.info, "job rejected", fields)
-            record(builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, traceparent: trace, wallMillis: clock.wallMillis))
+            let completion = builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, traceparent: trace, wallMillis: clock.wallMillis)
+            // Under the platform its result entry names; `unknown` when it names none (the job's cannot be told).
+            metrics.job(completion.result?.platform.flatMap(Platform.init(rawValue:)), app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
+            record(completion)
         case .accepted(let job):
             if settings.idempotencyWindowMilliseconds > 0 && job.hasProducerID {
                 // The producer's own copy: Redis decides which copy of the id sends. A job back from the retry
