@@ -47,6 +47,7 @@ extension CoreRig {
         let results = rig.flushResults()
         let fcm = results.first { $0.id == "f1" }
         #expect(fcm?.platform == "fcm" && fcm?.fcmName == "projects/p/messages/42" && fcm?.environment == nil && fcm?.token == "tok-1:APA91b")
+        #expect(fcm?.messageID == "projects/p/messages/42" && fcm?.apnsID == nil)
         let apns = results.first { $0.id == "j2" }
         #expect(apns?.platform == "apns" && apns?.fcmName == nil && apns?.environment == "production")
     }
@@ -75,6 +76,7 @@ extension CoreRig {
         #expect(outcomes["j1"]?.outcome == .validated && outcomes["j1"]?.status == 0 && outcomes["j1"]?.reason == nil)
         #expect(outcomes["j2"]?.outcome == .delivered)
         #expect(outcomes["f3"]?.outcome == .validated && outcomes["f3"]?.status == 200 && outcomes["f3"]?.fcmName == nil)
+        #expect(outcomes["f3"]?.messageID == nil, "a dry run's message name names no message")
         #expect(outcomes["f4"]?.outcome == .tokenDropped)
         #expect(outcomes["j5"]?.outcome == .rejected)
         #expect(outcomes["j6"]?.outcome == .failed && outcomes["j6"]?.reason == "Expired")

@@ -25,6 +25,8 @@ struct CompletionBuilder {
         result.fallbackFrom = job.fallbackFrom?.rawValue
         result.platform = n.platform.rawValue
         if outcome == .delivered { result.fcmName = fields?.messageName }
+        // Every entry an answer that names the message decided, but a validate-only job's: nothing was delivered.
+        if outcome != .validated { result.messageID = fields?.messageID }
         result.channel = n.channelID
         result.traceparent = job.traceparent
         return result
