@@ -59,11 +59,12 @@ import Testing
     }
 
     @Test func resultEntryFieldsRoundTrip() throws {
-        let entry = ResultEntry(id: "j1", outcome: .tokenDropped, status: 410, reason: "Unregistered", token: "aa",
+        var entry = ResultEntry(id: "j1", outcome: .tokenDropped, status: 410, reason: "Unregistered", token: "aa",
                                 topic: "t", environment: "production", app: "a", apnsID: "u", apnsUniqueID: "v",
                                 attempt: 2, invalidSince: 99, latencyMilliseconds: 12, worker: "w")
+        entry.messageID = "u"
         let map = Dictionary(uniqueKeysWithValues: entry.fields)
-        #expect(map["outcome"] == "token_dropped" && map["invalid_since"] == "99" && map["apns_unique_id"] == "v")
+        #expect(map["outcome"] == "token_dropped" && map["invalid_since"] == "99" && map["apns_unique_id"] == "v" && map["message_id"] == "u")
         #expect(ResultEntry(fields: map) == entry)
         #expect(ResultEntry.Outcome.retrying.isTerminal == false)
     }

@@ -46,9 +46,10 @@ import Testing
     }
 
     @Test func resultFieldsWrittenInPlaceMatchTheFieldList() {
-        let full = ResultEntry(id: "j1", outcome: .retrying, status: 503, reason: "ServiceUnavailable", token: "ab", topic: "t",
+        var full = ResultEntry(id: "j1", outcome: .retrying, status: 503, reason: "ServiceUnavailable", token: "ab", topic: "t",
                                environment: "sandbox", app: "a", apnsID: "x", apnsUniqueID: "u", attempt: 3, retryAt: 99,
                                invalidSince: 7, latencyMilliseconds: 12, worker: "w")
+        full.messageID = "x"
         let sparse = ResultEntry(id: "j2", outcome: .rejected, worker: "w")
         for entry in [full, sparse] {
             var args = RESPArguments()

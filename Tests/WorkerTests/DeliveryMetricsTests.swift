@@ -31,16 +31,19 @@ import Testing
 
         let values = rig.core.metrics.values
         var expected: [String: UInt64] = [:]
-        for result in rig.results { expected["\(result.app ?? "unknown")/\(result.outcome.rawValue)", default: 0] += 1 }
+        for result in rig.results { expected["\(result.app ?? "unknown")/\(result.platform ?? "unknown")/\(result.outcome.rawValue)", default: 0] += 1 }
         var counted: [String: UInt64] = [:]
-        for (app, name) in (CoreRig.apps.map(\.name) + ["unknown"]).enumerated() {
-            for outcome in JobOutcome.allCases {
-                let n = values.jobs[values.jobIndex(.apns, app, outcome)]
-                if n > 0 { counted["\(name)/\(outcome.rawValue)"] = n }
+        for platform in MetricsSnapshot.jobPlatforms {
+            for (app, name) in (CoreRig.apps.map(\.name) + ["unknown"]).enumerated() {
+                for outcome in JobOutcome.allCases {
+                    let n = values.jobs[values.jobIndex(platform, app, outcome)]
+                    if n > 0 { counted["\(name)/\(platform?.rawValue ?? "unknown")/\(outcome.rawValue)"] = n }
+                }
             }
         }
         #expect(counted == expected)
-        #expect(counted["shop/delivered"] == 3 && counted["news/delivered"] == 1 && counted["unknown/rejected"] == 1)
+        #expect(counted["shop/apns/delivered"] == 3 && counted["news/apns/delivered"] == 1 && counted["unknown/unknown/rejected"] == 1,
+                "the job that is not JSON names no platform: \(counted)")
         #expect(values.jobs(.tokenDropped) == 1 && values.jobs(.failed) == 1 && values.jobs(.retrying) == 1)
 
         let text = WorkerMetricsText.render(values)
@@ -55,7 +58,7 @@ import Testing
     }
 
     /// A rejected job counts under the platform its result entry names (one of each platform, none configured but
-    /// APNs'); a job not readable as one counts as a job that named none.
+    /// APNs'); a job not readable as one names none and counts under `unknown`.
     @Test func aRejectedJobIsCountedUnderItsOwnPlatform() throws {
         let rig = CoreRig()
         rig.start()
@@ -64,10 +67,12 @@ import Testing
         rig.answerClaim(others.map { rig.lease(#"{"id":"\#($0.rawValue)","platform":"\#($0.rawValue)","message":{},"subscription":{},"payload":{}}"#) } + [rig.lease("not json")])
         rig.recordAllKeepingResults()
         #expect(rig.results.map(\.outcome) == Array(repeating: .rejected, count: others.count + 1))
+        #expect(others.allSatisfy { platform in rig.results.contains { $0.id == platform.rawValue && $0.platform == platform.rawValue } }, "\(rig.results)")
+        #expect(rig.results.filter { $0.platform == nil }.count == 1, "the job that is not JSON names no platform")
         let values = rig.core.metrics.values
-        for platform in Platform.allCases {
-            let entries = rig.results.filter { ($0.platform ?? JobSpec().platform.rawValue) == platform.rawValue }.count
-            #expect(values.jobs[values.jobIndex(platform, CoreRig.apps.count, .rejected)] == UInt64(entries), "\(platform)")
+        for platform in MetricsSnapshot.jobPlatforms {
+            let entries = rig.results.filter { $0.platform == platform?.rawValue }.count
+            #expect(values.jobs[values.jobIndex(platform, CoreRig.apps.count, .rejected)] == UInt64(entries), "\(platform?.rawValue ?? "unknown")")
         }
     }
 

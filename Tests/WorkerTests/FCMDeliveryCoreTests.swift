@@ -47,6 +47,7 @@ extension CoreRig {
         let results = rig.flushResults()
         let fcm = results.first { $0.id == "f1" }
         #expect(fcm?.platform == "fcm" && fcm?.fcmName == "projects/p/messages/42" && fcm?.environment == nil && fcm?.token == "tok-1:APA91b")
+        #expect(fcm?.messageID == "projects/p/messages/42" && fcm?.apnsID == nil)
         let apns = results.first { $0.id == "j2" }
         #expect(apns?.platform == "apns" && apns?.fcmName == nil && apns?.environment == "production")
     }
@@ -75,6 +76,7 @@ extension CoreRig {
         #expect(outcomes["j1"]?.outcome == .validated && outcomes["j1"]?.status == 0 && outcomes["j1"]?.reason == nil)
         #expect(outcomes["j2"]?.outcome == .delivered)
         #expect(outcomes["f3"]?.outcome == .validated && outcomes["f3"]?.status == 200 && outcomes["f3"]?.fcmName == nil)
+        #expect(outcomes["f3"]?.messageID == nil, "a dry run's message name names no message")
         #expect(outcomes["f4"]?.outcome == .tokenDropped)
         #expect(outcomes["j5"]?.outcome == .rejected)
         #expect(outcomes["j6"]?.outcome == .failed && outcomes["j6"]?.reason == "Expired")
@@ -160,6 +162,23 @@ extension CoreRig {
         rig.answerFCM(resent[0], FCMResponse(status: 401, rpcStatus: "UNAUTHENTICATED", afterTokenRefresh: true))
         let parked = rig.flushResults().first
         #expect(parked?.reason == "AppPaused: UNAUTHENTICATED: access token refused after a refresh")
+    }
+
+    /// A rejected job counts under its own platform, not APNs': an FCM job FCM's rules refuse and one that names
+    /// `fcm` but does not parse under `fcm`; one that is not JSON or names no platform Herald knows under `unknown`.
+    @Test func rejectedJobsCountUnderThePlatformTheyNameElseUnknown() {
+        let rig = fcmRig()
+        rig.answerClaim([rig.lease(#"{"id":"r1","platform":"fcm","message":{"token":"x","topic":"news"}}"#),
+                         rig.lease(#"{"id":"r2","platform":"fcm","message":{"token":"x"},"payload":"#),
+                         rig.lease("not json"),
+                         rig.lease(#"{"id":"r4","platform":"blackberry","message":{"token":"x"}}"#)])
+        #expect(rig.core.counters.rejected == 4 && rig.takeSends().isEmpty)
+        let text = WorkerMetricsText.render(rig.core.metrics.values)
+        #expect(text.contains(#"herald_results_total{app="android",platform="fcm",outcome="rejected"} 1"#), "\(text)")
+        #expect(text.contains(#"herald_results_total{app="unknown",platform="fcm",outcome="rejected"} 1"#))
+        #expect(text.contains(#"herald_results_total{app="unknown",platform="unknown",outcome="rejected"} 2"#))
+        #expect(text.contains(#"herald_results_total{app="shop",platform="apns",outcome="rejected"} 0"#))
+        #expect(!text.contains(#"herald_results_total{app="unknown",platform="apns""#))
     }
 
     @Test func jobsForAnAppOfTheOtherPlatformAreRejectedWithWhy() {

@@ -48,6 +48,8 @@ private func answer(_ body: String, status: Int = 200) -> HMSResponse { HMSRespo
         #expect(entries.count == 3 && byToken(entries) == ["a": .delivered, "b": .tokenDropped, "c": .delivered])
         #expect(entries.allSatisfy { $0.id == "m1" && $0.platform == "hms" && $0.app == "huawei" })
         #expect(entries.filter { $0.outcome == .delivered }.allSatisfy { $0.fcmName == "r9" })
+        // The request id of every token's entry, the dropped one's too (fcm_name stays on the delivered ones only).
+        #expect(entries.allSatisfy { $0.messageID == "r9" } && entries.first { $0.token == "b" }?.fcmName == nil)
         #expect(dropped.map(\.token) == ["b"] && dropped.first?.platform == "hms" && dropped.first?.app == "huawei")
         #expect(entries.first { $0.token == "b" }?.reason?.hasPrefix("80100000") == true)
         #expect(rig.core.counters.delivered == 2 && rig.core.counters.tokensDropped == 1)
@@ -128,5 +130,6 @@ private func answer(_ body: String, status: Int = 200) -> HMSResponse { HMSRespo
     @Test func aJobWithOneTokenWritesOneEntryAsBefore() throws {
         let (entries, _, _) = try outcome(tokens: ["solo"], answer(#"{"code":"80000000","msg":"Success","requestId":"r1"}"#))
         #expect(entries.count == 1 && entries[0].token == "solo" && entries[0].outcome == .delivered && entries[0].fcmName == "r1")
+        #expect(entries[0].messageID == "r1")
     }
 }

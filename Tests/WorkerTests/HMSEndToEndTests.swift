@@ -104,8 +104,8 @@ extension EndToEnd {
             let requestIDs = Dictionary(accepted.filter { $0.code == "80000000" || $0.code == "80100000" }.flatMap { m in (m.tokens ?? []).map { ($0, m.requestId) } }) { a, _ in a }
             let delivered = ledger.entries.filter { $0.outcome == "delivered" && $0.fields["platform"] == "hms" }
             #expect(!delivered.isEmpty && delivered.allSatisfy { entry in
-                entry.fields["fcm_name"].map { !$0.isEmpty && requestIDs[entry.fields["token"] ?? ""] == $0 } ?? false
-            }, "delivered hms entries without their send's requestId: \(delivered.prefix(3).map(\.fields))")
+                entry.fields["fcm_name"].map { !$0.isEmpty && requestIDs[entry.fields["token"] ?? ""] == $0 && entry.fields["message_id"] == $0 } ?? false
+            }, "delivered hms entries without their send's requestId (message_id and fcm_name): \(delivered.prefix(3).map(\.fields))")
             #expect(env.hms.stats().tokensIssued == 1, "\(env.hms.stats())")
             let dropped = try readStream(try env.world.connectRedis(), "herald:dropped-tokens").filter { $0.fields["platform"] == "hms" }
             #expect(dropped.count == 21 && dropped.allSatisfy { $0.fields["app"] == "huawei" }, "\(dropped.count) hms dropped tokens")

@@ -109,6 +109,11 @@ extension EndToEnd {
             }
             let retriedStatus = jsonObject(try get(port, "/v1/jobs/st-retried", key: "key-all").body)["results"] as? [[String: String]]
             #expect(retriedStatus?.map { $0["outcome"] } == ["delivered"] && retriedStatus?.first?["attempt"] == "2")
+            // The provider's message id in `message_id`, beside the fields that carried it before (apns_id, fcm_name).
+            let okStatus = (jsonObject(try get(port, "/v1/jobs/st-ok", key: "key-all").body)["results"] as? [[String: String]])?.first ?? [:]
+            #expect(!(okStatus["message_id"] ?? "").isEmpty && okStatus["message_id"] == okStatus["apns_id"], "\(okStatus)")
+            let fcmStatus = (jsonObject(try get(port, "/v1/jobs/st-fcm", key: "key-all").body)["results"] as? [[String: String]])?.first ?? [:]
+            #expect(fcmStatus["message_id"]?.hasPrefix("projects/") == true && fcmStatus["message_id"] == fcmStatus["fcm_name"], "\(fcmStatus)")
             let multi = jsonObject(try get(port, "/v1/jobs/st-multi", key: "key-all").body)["results"] as? [[String: String]] ?? []
             #expect(Dictionary(multi.map { ($0["token"] ?? "", $0["outcome"] ?? "") }, uniquingKeysWith: { a, _ in a })
                     == [ok: "delivered", retried: "delivered", dead: "token_dropped"])

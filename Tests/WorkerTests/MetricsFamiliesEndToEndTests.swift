@@ -90,6 +90,7 @@ extension EndToEnd {
                 jobs.append(Array(#"{"id":"later-\#(i)","token":"\#(deviceToken(prefix: "00", index: 1_000 + i))","deliver_at":\#(due),"payload":{"aps":{"alert":"later"}}}"#.utf8))
             }
             for i in 0..<5 { jobs.append(Array("not json \(i)".utf8)) }  // rejected: a dead letter each
+            jobs.append(Array(#"{"id":"fcm-rejected","platform":"fcm","message":{"token":"x","topic":"news"}}"#.utf8))  // FCM's rules refuse it
             try world.push(jobs)
 
             // A third app with certificate auth: the certificate it holds has its expiry on the page too.
@@ -171,6 +172,9 @@ extension EndToEnd {
             // An FCM app has no sandbox: no series says it has one.
             #expect(last.body.contains(#"herald_app_paused{app="android",environment="production",kind="outage"} 0"#), "\(last.body)")
             #expect(!last.body.contains(#"herald_app_paused{app="android",environment="sandbox""#), "\(last.body)")
+            // A rejected job counts under its own platform, one whose platform cannot be told under "unknown".
+            #expect(last.body.contains(#"herald_results_total{app="android",platform="fcm",outcome="rejected"} 1"#), "\(last.body)")
+            #expect(last.body.contains(#"herald_results_total{app="unknown",platform="unknown",outcome="rejected"} 5"#), "\(last.body)")
             // FCM's answers carry its own reasons as labels, like Apple's (once they were all "other").
             #expect(last.body.contains(#"herald_push_responses_total{platform="fcm",status="404",reason="UNREGISTERED"}"#), "\(last.body)")
             #expect(last.body.contains(#"herald_push_responses_total{platform="fcm",status="503",reason="UNAVAILABLE"}"#), "\(last.body)")

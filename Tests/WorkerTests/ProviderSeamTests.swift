@@ -127,6 +127,27 @@ import WebPush
         }
     }
 
+    /// The delivery core (`Worker/Delivery/`) knows no provider: what it needs of one it asks the registry's
+    /// `PushProvider` (environment fallback among it), so no file there imports a provider's module.
+    @Test func noDeliveryCoreFileImportsAProviderModule() throws {
+        // Found by its DeliveryCore.swift, wherever the folder sits under Sources.
+        let enumerator = try #require(FileManager.default.enumerator(at: Self.root.appendingPathComponent("Sources"), includingPropertiesForKeys: nil))
+        let core = try #require(enumerator.compactMap { $0 as? URL }.first { $0.lastPathComponent == "DeliveryCore.swift" }, "no DeliveryCore.swift under Sources")
+        let directory = core.deletingLastPathComponent()
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".swift") }
+        #expect(files.count > 5, "\(directory.path): \(files)")
+        let providers: Set<String> = ["APNs", "FCM", "WebPush", "HMS"]
+        for file in files.sorted() {
+            let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
+            let imported = text.split(separator: "\n").compactMap { line -> String? in
+                let words = line.split(separator: " ")
+                guard let at = words.firstIndex(of: "import"), at + 1 < words.count else { return nil }
+                return words[..<at].allSatisfy { $0.hasPrefix("@") || ["public", "internal", "package"].contains($0) } ? String(words[at + 1]) : nil
+            }
+            #expect(providers.isDisjoint(with: imported), "\(file) imports \(imported.filter(providers.contains))")
+        }
+    }
+
     /// The registry finds each platform's sender at its `slot`, in `allCases` order.
     @Test func eachPlatformsSlotIsItsIndexAmongAllCases() {
         for (index, platform) in Platform.allCases.enumerated() { #expect(platform.slot == index, "\(platform)") }

@@ -11,11 +11,16 @@ import WebPush
 struct WebPushOriginPauseTests {
     static let origins = ["https://a.push.example", "https://b.push.example"]
 
-    static func rig() -> CoreRig {
+    /// The Web Push app "web", allowed to send to both `origins`.
+    static let app: Configuration.AppSettings = {
         var web = Configuration.AppSettings(name: "web", bundleID: "")
         web.webpush = WebPushAuth(vapidKey: String(repeating: "A", count: 42) + "Q", subject: "mailto:ops@example.com",
                                   policy: PushServicePolicy(hosts: ["a.push.example", "b.push.example"]))
-        return CoreRig(apps: CoreRig.apps + [web]) {
+        return web
+    }()
+
+    static func rig() -> CoreRig {
+        CoreRig(apps: CoreRig.apps + [app]) {
             $0.retry.outagePauseSeconds = 1
             $0.retry.outagePauseCapSeconds = 1
         }

@@ -48,6 +48,9 @@ extension EndToEndWaiting {
             #expect(ledger.contractProblems(expected: Dictionary(uniqueKeysWithValues: upIDs.map { ($0, "delivered") })).isEmpty)
             let grouped = ledger.byJob
             #expect(upIDs.allSatisfy { grouped[$0]?.map(\.outcome) == ["delivered"] }, "the service that is up never waited")
+            // The service's message id (from `Location`) in `message_id`, and in the deprecated `fcm_name` as before.
+            #expect(upIDs.allSatisfy { id in grouped[id]?.first.map { !($0.fields["message_id"] ?? "").isEmpty && $0.fields["message_id"] == $0.fields["fcm_name"] } ?? false },
+                    "\(upIDs.prefix(3).map { grouped[$0]?.first?.fields ?? [:] })")
             let heldBack = downIDs.compactMap { grouped[$0] }.flatMap { $0 }
             #expect(!heldBack.isEmpty && heldBack.allSatisfy { $0.outcome == "retrying" }, "\(Set(heldBack.map(\.outcome)))")
             #expect(heldBack.allSatisfy { $0.fields["reason"]?.hasPrefix("Unavailable:") == true }, "\(Set(heldBack.compactMap { $0.fields["reason"] }))")

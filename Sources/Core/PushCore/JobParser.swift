@@ -197,6 +197,9 @@ public enum JobParser {
         readable(.traceparent, in: bytes).flatMap { TraceParent.isValid($0) ? $0 : nil }
     }
 
+    /// The job's `platform` when a job that does not parse still names a known one (for its rejection's metrics).
+    public static func readablePlatform(_ bytes: [UInt8]) -> Platform? { readable(.platform, in: bytes).flatMap(Platform.init(rawValue:)) }
+
     /// The first member `field` of a top-level object, as text, whatever the rest of the job holds.
     private static func readable(_ field: Field, in bytes: [UInt8]) -> String? {
         bytes.withUnsafeBufferPointer { buffer -> String? in

@@ -46,11 +46,16 @@ public struct AnswerFields: Sendable, Equatable {
     /// APNs' `apns-id` and `apns-unique-id`.
     public var apnsID: String?
     public var apnsUniqueID: String?
-    /// FCM's message name, written on delivery.
+    /// The message's id from any other provider: FCM's message name, Web Push's `Location` id, Push Kit's
+    /// `requestId` (on delivery also in the deprecated `fcm_name`).
     public var messageName: String?
     /// A many-token send's tokens the provider named as gone (Push Kit's `illegal_tokens`): dropped, the others
     /// delivered.
     public var goneTokens: [String]
+
+    /// The provider's id of the message, whichever provider answered: the result entry's `message_id`.
+    @inline(__always)
+    public var messageID: String? { apnsID ?? messageName }
 
     public init(apnsID: String? = nil, apnsUniqueID: String? = nil, messageName: String? = nil, goneTokens: [String] = []) {
         self.apnsID = apnsID

@@ -56,11 +56,14 @@ public struct ResultEntry: Sendable, Equatable {
     public var worker: String
     /// The job's `Platform` raw value, for jobs the worker read (nil on entries made elsewhere).
     public var platform: String?
-    /// The provider's name for a delivered message (`fcm_name`): FCM's `projects/<project>/messages/<id>`, a Web Push
-    /// message id, Push Kit's `requestId`.
+    /// Deprecated for `messageID`, still written: the message id of a delivered job of a provider other than APNs
+    /// (FCM's `projects/<project>/messages/<id>`, Web Push's, Push Kit's `requestId`).
     public var fcmName: String?
     /// The producer's W3C `traceparent`, when its job carried a valid one.
     public var traceparent: String?
+    /// The provider's id of the message, whichever provider: APNs' `apns-id` (as `apnsID`), FCM's message name,
+    /// Web Push's `Location` id, Push Kit's `requestId`.
+    public var messageID: String?
 
     public init(id: String, outcome: Outcome, status: Int = 0, reason: String? = nil, token: String? = nil,
                 topic: String? = nil, environment: String? = nil, app: String? = nil, apnsID: String? = nil,
@@ -106,6 +109,7 @@ public struct ResultEntry: Sendable, Equatable {
         if let platform { out.append(("platform", Self.text(platform))) }
         if let fcmName { out.append(("fcm_name", Self.text(fcmName))) }
         if let traceparent { out.append(("traceparent", Self.text(traceparent))) }
+        if let messageID { out.append(("message_id", Self.text(messageID))) }
         return out
     }
 
@@ -127,6 +131,7 @@ public struct ResultEntry: Sendable, Equatable {
         if platform != nil { n += 1 }
         if fcmName != nil { n += 1 }
         if traceparent != nil { n += 1 }
+        if messageID != nil { n += 1 }
         return n
     }
 
@@ -152,6 +157,7 @@ public struct ResultEntry: Sendable, Equatable {
         if let platform { args.append("platform"); args.append(Self.text(platform)) }
         if let fcmName { args.append("fcm_name"); args.append(Self.text(fcmName)) }
         if let traceparent { args.append("traceparent"); args.append(Self.text(traceparent)) }
+        if let messageID { args.append("message_id"); args.append(Self.text(messageID)) }
     }
 
     /// Its field in the job's result index: the token, else the broadcast channel, else "" (one entry per job).
@@ -179,6 +185,7 @@ public struct ResultEntry: Sendable, Equatable {
         platform = map["platform"]
         fcmName = map["fcm_name"]
         traceparent = map["traceparent"]
+        messageID = map["message_id"]
     }
 
     public static func == (a: ResultEntry, b: ResultEntry) -> Bool { a.fields.elementsEqual(b.fields, by: ==) }

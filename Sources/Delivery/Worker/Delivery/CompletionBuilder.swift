@@ -1,4 +1,3 @@
-import APNs
 import PushCore
 import RedisQueue
 
@@ -26,6 +25,8 @@ struct CompletionBuilder {
         result.fallbackFrom = job.fallbackFrom?.rawValue
         result.platform = n.platform.rawValue
         if outcome == .delivered { result.fcmName = fields?.messageName }
+        // Every entry an answer that names the message decided, but a validate-only job's: nothing was delivered.
+        if outcome != .validated { result.messageID = fields?.messageID }
         result.channel = n.channelID
         result.traceparent = job.traceparent
         return result
@@ -188,7 +189,8 @@ struct CompletionBuilder {
         completion.result = ResultEntry(
             id: id, outcome: .rejected, status: 0, reason: reason, token: spec?.token, topic: spec?.topic,
             environment: spec?.environment?.rawValue, app: app, attempt: lease.attempt, latencyMilliseconds: 0, worker: workerID)
-        completion.result?.platform = spec?.platform.rawValue
+        // The platform it parsed to, else the one a job that does not parse still names; none when it cannot be told.
+        completion.result?.platform = (spec?.platform ?? JobParser.readablePlatform(lease.job))?.rawValue
         completion.result?.channel = spec?.channel
         completion.result?.traceparent = traceparent
         return completion

@@ -1,4 +1,3 @@
-import APNs
 import PushCore
 import RedisQueue
 
@@ -167,7 +166,7 @@ public final class DeliveryCore {
         claims = ClaimState(backoff: settings.emptyClaimBackoff)
         budgets = settings.budgets.anyOn ? Budgets(settings: settings.budgets, appCount: apps.count) : nil
         metrics = DeliveryMetrics(appNames: apps.map(\.name),
-                                  appEnvironments: apps.map { $0.platform.hasEnvironments ? $0.environments : [APNsEnvironment.production.rawValue] })
+                                  appEnvironments: apps.map { ProviderRegistry.provider(for: $0.platform).environments(of: $0) })
     }
 
     /// Destinations paused now, for `/metrics` and the dashboard.
@@ -346,13 +345,14 @@ public final class DeliveryCore {
         switch intake.admit(lease, claimedAt: now, wallMillis: clock.wallMillis, makeID: nextJobID) {
         case .rejected(let id, let reason, let spec, let app):
             counters.rejected += 1
-            // Counted under the platform its result entry names; a job not read that far as one that named none.
-            metrics.job((spec ?? JobSpec()).platform, app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
             var fields: [String: LogValue] = ["id": .string(id), "reason": .string(reason)]
             let trace = spec?.traceparent ?? JobParser.readableTraceparent(lease.job)
             if let trace { fields["traceparent"] = .string(trace) }
             log(.info, "job rejected", fields)
-            record(builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, traceparent: trace, wallMillis: clock.wallMillis))
+            let completion = builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, traceparent: trace, wallMillis: clock.wallMillis)
+            // Under the platform its result entry names; `unknown` when it names none (the job's cannot be told).
+            metrics.job(completion.result?.platform.flatMap(Platform.init(rawValue:)), app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
+            record(completion)
         case .accepted(let job):
             if settings.idempotencyWindowMilliseconds > 0 && job.hasProducerID {
                 // The producer's own copy: Redis decides which copy of the id sends. A job back from the retry
@@ -561,13 +561,15 @@ public final class DeliveryCore {
                 "app": .string(job.appName), "pause_ms": .int(Int(milliseconds)), "reason": .string(answer?.reasonName ?? "HTTP 429"),
             ])
         }
+        // The provider's word that a dropped token may be another environment's (APNs' BadDeviceToken).
+        let fallback: APNsEnvironment? = if case .dropToken = decision, let answer { fallbackEnvironment(job, after: answer) } else { nil }
         switch decision {
-        case .dropToken(_, let reason) where reason == APNsReason.badDeviceToken.rawValue && mayFallBack(job):
-            // Apple says BadDeviceToken to a token of the other environment too: try that one once first.
+        case .dropToken where fallback != nil:
+            // Tried once in that environment before it is dropped.
             counters.fallbacks += 1
             metrics.resend(job.platform, .environmentFallback)
             job.attempt += 1
-            job.fallBack()
+            job.fallBack(to: fallback!)
             dispatch(job)
         case .delivered, .dropToken, .dropChannel, .fail, .retry:
             finishJob(job, decision, answer: answer)
@@ -613,11 +615,12 @@ public final class DeliveryCore {
     private func policy(for job: JobAttempt) -> OutcomePolicy { queuePolicies[job.lease.queueKey] ?? policy }
 
 
-    /// Environment fallback is opt-in per app, needs both environments, and happens once per job.
-    private func mayFallBack(_ job: JobAttempt) -> Bool {
+    /// Environment fallback is opt-in per app and happens once per job; the provider says after which answers and
+    /// to which of the app's environments.
+    private func fallbackEnvironment(_ job: JobAttempt, after answer: any ProviderAnswer) -> APNsEnvironment? {
         let app = apps[job.destination.app]
-        return app.environmentFallback && job.fallbackFrom == nil
-            && app.environments.contains(APNsEnvironment.production.rawValue) && app.environments.contains(APNsEnvironment.sandbox.rawValue)
+        guard app.environmentFallback && job.fallbackFrom == nil else { return nil }
+        return ProviderRegistry.provider(for: job.platform).fallbackEnvironment(after: answer, in: job.destination.environment, of: app)
     }
 
     private func finishJob(_ job: JobAttempt, _ decision: Decision, answer: (any ProviderAnswer)?) {

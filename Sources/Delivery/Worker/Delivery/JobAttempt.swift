@@ -1,4 +1,3 @@
-import APNs
 import PushCore
 import RedisQueue
 
@@ -72,12 +71,11 @@ public final class JobAttempt {
         self.firstAttemptAt = lease.firstAttemptAt
     }
 
-    /// Environment fallback: the same job, once, to the other environment of the same app.
-    func fallBack() {
-        let other: APNsEnvironment = destination.environment == .production ? .sandbox : .production
+    /// Environment fallback: the same job, once, to `environment` of the same app (its provider's choice).
+    func fallBack(to environment: APNsEnvironment) {
         fallbackFrom = destination.environment
-        destination = Destination(app: destination.app, environment: other)
-        notification.environment = other
+        destination = Destination(app: destination.app, environment: environment, platform: destination.platform, route: destination.route)
+        notification.environment = environment
     }
 
     /// `validate_only`: checked (and for FCM dry-run) instead of delivered.

@@ -74,9 +74,10 @@ public final class DeliveryMetrics {
         values = MetricsSnapshot(appNames: appNames, appEnvironments: appEnvironments)
     }
 
-    /// A result entry was built for a job of app `app` (nil: the job named no known app).
+    /// A result entry was built for a job of app `app` (nil: the job named no known app) and `platform` (nil: a
+    /// rejected job whose platform cannot be told).
     @inline(__always)
-    func job(_ platform: Platform, app: Int?, _ outcome: JobOutcome) {
+    func job(_ platform: Platform?, app: Int?, _ outcome: JobOutcome) {
         values.jobs[values.jobIndex(platform, app ?? appNames.count, outcome)] &+= 1
     }
 

@@ -10,7 +10,7 @@ public struct MetricsSnapshot: Sendable {
     /// The environments each app has (an APNs app its configured ones, the others only `production`): the
     /// per-environment families list no series an app cannot have.
     public var appEnvironments: [[String]]
-    /// [platform][app, then "unknown"][outcome]
+    /// [platform, then "unknown"][app, then "unknown"][outcome]
     public var jobs: [UInt64]
     /// [platform][status slot][reason slot]
     public var responses: [UInt64]
@@ -58,7 +58,7 @@ public struct MetricsSnapshot: Sendable {
         self.appNames = appNames
         self.appEnvironments = appEnvironments ?? appNames.map { _ in ["production", "sandbox"] }
         let platforms = Platform.allCases.count
-        jobs = [UInt64](repeating: 0, count: platforms * (appNames.count + 1) * Self.outcomeCount)
+        jobs = [UInt64](repeating: 0, count: (platforms + 1) * (appNames.count + 1) * Self.outcomeCount)
         fallbacks = [UInt64](repeating: 0, count: appNames.count * 2)
         responses = [UInt64](repeating: 0, count: platforms * (DeliveryMetrics.statuses.count + 1) * DeliveryMetrics.reasonNames.count)
         transport = [UInt64](repeating: 0, count: platforms * TransportFailureKind.allCases.count)
@@ -68,9 +68,13 @@ public struct MetricsSnapshot: Sendable {
         provider = ProviderMetrics(apps: appNames.count)
     }
 
+    /// The platforms of `jobs` in slot order, nil for `unknown` (a rejected job whose platform cannot be told).
+    static let jobPlatforms: [Platform?] = Platform.allCases.map { $0 } + [nil]
+
+    /// `platform` nil: the `unknown` slot, after every platform's.
     @inline(__always)
-    func jobIndex(_ platform: Platform, _ app: Int, _ outcome: JobOutcome) -> Int {
-        (platform.slot * (appNames.count + 1) + app) * Self.outcomeCount + Self.outcomeSlot(outcome)
+    func jobIndex(_ platform: Platform?, _ app: Int, _ outcome: JobOutcome) -> Int {
+        ((platform?.slot ?? Platform.allCases.count) * (appNames.count + 1) + app) * Self.outcomeCount + Self.outcomeSlot(outcome)
     }
 
     @inline(__always)
@@ -99,7 +103,7 @@ public struct MetricsSnapshot: Sendable {
     /// Jobs of one outcome over every app and platform (tests, the dashboard's cross-check).
     public func jobs(_ outcome: JobOutcome) -> UInt64 {
         var total: UInt64 = 0
-        for platform in Platform.allCases {
+        for platform in Self.jobPlatforms {
             for app in 0...appNames.count { total &+= jobs[jobIndex(platform, app, outcome)] }
         }
         return total

@@ -8,13 +8,14 @@ public enum WorkerMetricsText {
         let apps = s.appNames + ["unknown"]
 
         out.family("herald_results_total", .counter, "Result entries written, by app, platform and outcome (retrying included; agrees with the results stream).")
-        for platform in Platform.allCases {
+        for platform in MetricsSnapshot.jobPlatforms {
             for (app, name) in apps.enumerated() {
                 for outcome in JobOutcome.allCases {
                     let value = s.jobs[s.jobIndex(platform, app, outcome)]
-                    // The "unknown" app (rejected jobs naming no configured app) only once it has happened.
-                    if app == s.appNames.count && value == 0 { continue }
-                    out.sample("herald_results_total", [("app", name), ("platform", platform.rawValue), ("outcome", outcome.rawValue)], value)
+                    // The "unknown" app and platform (rejected jobs naming no configured app, no platform that parses)
+                    // only once it has happened.
+                    if (app == s.appNames.count || platform == nil) && value == 0 { continue }
+                    out.sample("herald_results_total", [("app", name), ("platform", platform?.rawValue ?? "unknown"), ("outcome", outcome.rawValue)], value)
                 }
             }
         }

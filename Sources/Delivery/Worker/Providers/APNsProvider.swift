@@ -105,4 +105,15 @@ enum APNsProvider: PushProvider {
     static func wrongPlatformDetail(job: Platform, given: Bool) -> String {
         "an \(job.displayName) job needs an \(job.displayName) app"
     }
+
+    static func environments(of app: Configuration.AppSettings) -> [String] { app.environments }
+
+    /// Apple answers BadDeviceToken to a token of the other environment too: an app with both tries that one once.
+    static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: APNsEnvironment,
+                                    of app: Configuration.AppSettings) -> APNsEnvironment? {
+        guard (answer as? APNsResponse)?.reason == .badDeviceToken,
+              app.environments.contains(APNsEnvironment.production.rawValue) && app.environments.contains(APNsEnvironment.sandbox.rawValue)
+        else { return nil }
+        return environment == .production ? .sandbox : .production
+    }
 }

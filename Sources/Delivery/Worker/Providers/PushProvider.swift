@@ -53,6 +53,15 @@ protocol PushProvider {
     /// Why a job of platform `job` does not fit one of its apps (after "app 'x' is an <app> app; "). `given`: the
     /// job named its platform.
     static func wrongPlatformDetail(job: Platform, given: Bool) -> String
+
+    /// The environments an app's destinations go to: the `environment` labels of its per-destination metrics.
+    static func environments(of app: Configuration.AppSettings) -> [String]
+
+    /// Environment fallback (`environment_fallback`, opted into by the app): the other environment of `app` in
+    /// which a job may be tried once more after `answer` in `environment`, or nil when the answer stands. The core
+    /// applies it without knowing which answers or environments these are.
+    static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: APNsEnvironment,
+                                    of app: Configuration.AppSettings) -> APNsEnvironment?
 }
 
 extension PushProvider {
@@ -61,6 +70,13 @@ extension PushProvider {
 
     /// Its section's key at the top of the file.
     static var sectionKey: String { Section.section }
+
+    /// Without environments of its own, every destination of the provider is in `production` (as its `admit` makes it).
+    static func environments(of app: Configuration.AppSettings) -> [String] { [APNsEnvironment.production.rawValue] }
+
+    /// No environment to fall back to.
+    static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: APNsEnvironment,
+                                    of app: Configuration.AppSettings) -> APNsEnvironment? { nil }
 
     /// Loading proved the credential (a token or assertion signed): nothing more to do.
     static func prove(_ app: Configuration.AppSettings, credential: any Sendable, configuration: Configuration) throws -> String? { nil }
