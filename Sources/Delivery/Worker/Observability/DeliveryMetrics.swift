@@ -1,4 +1,3 @@
-import APNs
 import PushCore
 import RedisQueue
 

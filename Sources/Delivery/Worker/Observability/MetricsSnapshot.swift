@@ -1,4 +1,3 @@
-import APNs
 import ProviderKit
 import PushCore
 import RedisQueue

@@ -1,4 +1,3 @@
-import APNs
 import PushCore
 import TLS
 /// A worker's `/metrics` page: every family documented in docs/observability.md, from one merged snapshot.
