@@ -17,11 +17,11 @@ enum KeyCheck {
     for _, k in ipairs(KEYS) do __kcDeclared[k] = true end
     local __kcFirstKey = {}
     for _, c in ipairs({'TYPE', 'GET', 'SET', 'EXISTS', 'ZADD', 'ZREM', 'ZSCORE', 'ZRANGE', 'ZRANGEBYSCORE', 'ZCOUNT', 'ZCARD', 'ZREMRANGEBYSCORE', 'PEXPIRE',
-                        'RPOP', 'RPUSH', 'LPUSH', 'LTRIM', 'LREM', 'LLEN', 'LRANGE', 'HSET', 'HGET', 'HGETALL', 'HMGET',
+                        'RPOP', 'RPUSH', 'LPUSH', 'LPOP', 'LINDEX', 'INCR', 'LTRIM', 'LREM', 'LLEN', 'LRANGE', 'HSET', 'HGET', 'HGETALL', 'HMGET',
                         'HDEL', 'HKEYS', 'HEXISTS', 'HLEN', 'EXPIRE', 'PTTL', 'XADD', 'XTRIM', 'XRANGE', 'XDEL', 'XLEN'}) do
       __kcFirstKey[c] = true
     end
-    local __kcAllKeys = {DEL = true, UNLINK = true}
+    local __kcAllKeys = {DEL = true, UNLINK = true, RENAME = true}
     local __kcNoKeys = {TIME = true}
     local function __kcCheck(cmd, ...)
       local name = string.upper(cmd)

@@ -1,6 +1,6 @@
-/// Runs one of the tools' batch scripts (`deadRequeue`, `deadPurge`, `replay`) over many items, 200 to a call:
+/// Runs one of the tools' batch scripts (`replay`) over many items, 200 to a call:
 /// each batch's keys and arguments come from `build`, and the script answers `{codes, problems}`, one code per
-/// item and the queue keys it found of another type. One loop for `herald dead` and `herald replay`.
+/// item and the queue keys it found of another type. The loop of `herald replay`.
 enum BatchedScript {
     static let batchSize = 200
 

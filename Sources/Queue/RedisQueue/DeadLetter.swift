@@ -15,6 +15,9 @@ public struct DeadLetterEntry: Sendable, Equatable {
     public var job: [UInt8]
     public var truncated: Bool
     public var originalLength: Int
+    /// Its place in `<p>:dead` (`"seq"`, written by the completion script: larger is newer), nil in letters written
+    /// before the dead-letter index.
+    public var seq: Int64?
 
     /// 16 MiB by default: room for the 10 MB jobs the issue requires without letting one bad producer fill Redis.
     public static let defaultMaxJobBytes = 16 * 1024 * 1024
@@ -75,6 +78,8 @@ public struct DeadLetterEntry: Sendable, Equatable {
         }
         let truncated = object["truncated"] as? Bool ?? false
         let length = (object["job_bytes"] as? NSNumber)?.intValue ?? job.count
-        return DeadLetterEntry(reason: reason, at: at, id: object["id"] as? String, job: job, truncated: truncated, originalLength: length)
+        var entry = DeadLetterEntry(reason: reason, at: at, id: object["id"] as? String, job: job, truncated: truncated, originalLength: length)
+        entry.seq = (object["seq"] as? NSNumber)?.int64Value
+        return entry
     }
 }

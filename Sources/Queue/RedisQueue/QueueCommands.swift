@@ -53,7 +53,7 @@ struct QueueCommands: Sendable {
     /// (about 300 bytes a job that Redis would parse for nothing); completions answered 3 go again with them.
     func complete(_ batch: [JobCompletion], withJobs: Bool = false) -> (RedisScript, [[UInt8]], RESPArguments) {
         var declared = DeclaredKeys([keys.leases(worker: workerID), keys.results, keys.droppedTokens, keys.retry, keys.dead, keys.epoch,
-                                     keys.droppedChannels, keys.archive])
+                                     keys.droppedChannels, keys.archive, keys.deadIDs, keys.deadSeq])
         var args = RESPArguments(capacity: batch.reduce(64) { $0 + $1.lease.raw.count + 400 })
         args.append(options.resultsMaxLength)
         args.append(options.deadMaxLength)

@@ -26,6 +26,14 @@ public struct QueueKeys: Sendable, Equatable {
     /// STREAM of broadcast channels APNs answered ChannelNotRegistered for.
     public var droppedChannels: String { "\(prefix):dropped-channels" }
     public var dead: String { "\(prefix):dead" }
+    /// HASH id (as written in the letter, JSON-escaped) -> the seqs of its letters: `herald dead --id` without a scan.
+    public var deadIDs: String { "\(prefix):dead:ids" }
+    /// STRING counter: the seq the next dead letter is stamped with.
+    public var deadSeq: String { "\(prefix):dead:seq" }
+    /// LIST: the letters a running `herald dead purge|requeue` has still to look at (`<p>:dead` renamed).
+    public var deadSweep: String { "\(prefix):dead:sweep" }
+    /// STRING: the token of the `herald dead purge|requeue` pass running, with an expiry.
+    public var deadLock: String { "\(prefix):dead:lock" }
     /// SET of queue keys an operator paused (`herald queue pause`): the claim script takes nothing from them.
     public var paused: String { "\(prefix):paused" }
     /// STREAM of jobs that ended `failed` or `token_dropped`, bytes and reason, for `herald replay`.

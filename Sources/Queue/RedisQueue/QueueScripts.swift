@@ -321,8 +321,8 @@ public enum QueueScripts {
     return {#gone, problems, needs}
     """#)
 
-    /// KEYS: leases hash, results, dropped-tokens, retry, dead, epoch, dropped-channels, archive, then the
-    /// queue keys and `<p>:once:<id>` keys the batch touches, each once. ARGV: results max length, dead max
+    /// KEYS: leases hash, results, dropped-tokens, retry, dead, epoch, dropped-channels, archive, dead-letter
+    /// index (`<p>:dead:ids`), dead-letter counter (`<p>:dead:seq`), then the queue keys and `<p>:once:<id>` keys the batch touches, each once. ARGV: results max length, dead max
     /// length, count, then per completion: lease id, the epoch it was claimed in, the KEYS index of its queue key
     /// or '', job bytes as claimed, r (its result entries: one, or one per token of a many-token send) and r
     /// times n, n result field/value args, retry due ms or '', retry member, dead entry or '', d and d times m, m
@@ -349,7 +349,7 @@ public enum QueueScripts {
     /// is in its queue already or with the worker that took it from there; nothing written).
     /// Before anything is written, every key the batch would write is checked: one of the wrong type refuses the
     /// whole batch (`HERALD_WRONGTYPE`), so the caller keeps its leases and sends the same batch again later.
-    public static let complete = RedisScript(prelude + #"""
+    public static let complete = RedisScript(prelude + deadIndex + #"""
     local resultsMax = ARGV[1]
     local deadMax = tonumber(ARGV[2])
     local count = tonumber(ARGV[3])
@@ -404,7 +404,11 @@ public enum QueueScripts {
     if results then writes[#writes + 1] = KEYS[2]; writes[#writes + 1] = 'stream' end
     if tokens then writes[#writes + 1] = KEYS[3]; writes[#writes + 1] = 'stream' end
     if retries then writes[#writes + 1] = KEYS[4]; writes[#writes + 1] = 'zset' end
-    if deads then writes[#writes + 1] = KEYS[5]; writes[#writes + 1] = 'list' end
+    if deads then
+      writes[#writes + 1] = KEYS[5]; writes[#writes + 1] = 'list'
+      writes[#writes + 1] = KEYS[9]; writes[#writes + 1] = 'hash'
+      writes[#writes + 1] = KEYS[10]; writes[#writes + 1] = 'string'
+    end
     if channels then writes[#writes + 1] = KEYS[7]; writes[#writes + 1] = 'stream' end
     local bad = refusal(unpack(writes))
     if bad then return bad end
@@ -468,10 +472,7 @@ public enum QueueScripts {
         elseif retryDue ~= '' then
           redis.call('ZADD', KEYS[4], retryDue, retryMember)
         end
-        if deadEntry ~= '' then
-          redis.call('LPUSH', KEYS[5], deadEntry)
-          redis.call('LTRIM', KEYS[5], 0, deadMax - 1)
-        end
+        if deadEntry ~= '' then pushLetter(KEYS[5], KEYS[9], KEYS[10], deadEntry, deadMax) end
         p = droppedAt[c] + 1
         for _ = 1, tonumber(ARGV[droppedAt[c]]) do
           local n = tonumber(ARGV[p])
@@ -699,37 +700,227 @@ public enum QueueScripts {
     if wrote then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', ARGV[1]) end
     return {codes, problems}
     """#)
-    /// KEYS: dead, the queue. ARGV: count, then per letter its dead-list element (exact bytes) and its job. Each element
-    /// still on the list is removed (LREM, once) and its job pushed onto the queue as a producer pushes (LPUSH); with a
-    /// queue key of another type nothing moves. Returns {codes (1 requeued, 0 no longer listed, -1 kept), problems}.
-    public static let deadRequeue = RedisScript(prelude + #"""
-    local bad = refusal(KEYS[1], 'list')
-    if bad then return bad end
-    local codes = {}
-    local usable = usableList(KEYS[2])
-    for c = 1, tonumber(ARGV[1]) do
-      if not usable then
-        codes[c] = -1
-      elseif redis.call('LREM', KEYS[1], 1, ARGV[2 * c]) == 1 then
-        redis.call('LPUSH', KEYS[2], ARGV[2 * c + 1])
-        codes[c] = 1
-      else
-        codes[c] = 0
+    /// The dead-letter index, for the scripts that write or remove letters (docs/queue-design.md, "Dead letters").
+    /// Every letter a worker of this version writes starts `{"seq":<n>,` (n from `<p>:dead:seq`, so seqs fall
+    /// from the head of `<p>:dead` to its tail), and `<p>:dead:ids` maps its id, as written in the letter
+    /// (JSON-escaped), to the seqs of its letters, space separated. `letterSeq(e)`, `letterID(e)`: read them (nil
+    /// when absent: letters written before the index). `unindexLetter(ids, e)`: takes a letter out of the index.
+    /// `pushLetter(dead, ids, seq, entry, max)`: stamps, pushes and indexes a letter, then trims the list to `max`
+    /// and unindexes what the trim drops. `locate(get, seq, lo, hi)`: binary search of positions lo..hi (`get(i)`
+    /// gives the letter at i) for the letter with that seq: its position and bytes, or nil; a run of up to 64
+    /// unstamped letters is stepped over, a longer one gives nil.
+    static let deadIndex = #"""
+    local function letterSeq(e)
+      return tonumber(string.match(string.sub(e, 1, 32), '^{"seq":(%d+),'))
+    end
+    -- Inside JSON strings quotes are escaped, so the first ',"id":"' is the id field; the id ends at the first
+    -- quote preceded by an even number of backslashes. Reason (4 KiB at most) and time come before it.
+    local function letterID(e)
+      local head = string.sub(e, 1, 65536)
+      local s = string.find(head, ',"id":"', 1, true)
+      if not s then return nil end
+      local i = s + 7
+      local j = i
+      while true do
+        local q = string.find(head, '"', j, true)
+        if not q then return nil end
+        local b = q - 1
+        while b >= i and string.byte(head, b) == 92 do b = b - 1 end
+        if (q - 1 - b) % 2 == 0 then return string.sub(head, i, q - 1) end
+        j = q + 1
       end
+    end
+    local function unindexLetter(ids, e)
+      local seq = letterSeq(e)
+      local id = seq and letterID(e)
+      if not id then return end
+      local v = redis.call('HGET', ids, id)
+      if not v then return end
+      local rest = {}
+      for s in string.gmatch(v, '%d+') do
+        if tonumber(s) ~= seq then rest[#rest + 1] = s end
+      end
+      if #rest == 0 then redis.call('HDEL', ids, id) else redis.call('HSET', ids, id, table.concat(rest, ' ')) end
+    end
+    local function pushLetter(dead, ids, seqKey, entry, max)
+      local seq = redis.call('INCR', seqKey)
+      local e = '{"seq":' .. seq .. ',' .. string.sub(entry, 2)
+      redis.call('LPUSH', dead, e)
+      local id = letterID(e)
+      if id then
+        local v = redis.call('HGET', ids, id)
+        redis.call('HSET', ids, id, v and (v .. ' ' .. seq) or tostring(seq))
+      end
+      local over = redis.call('LLEN', dead) - max
+      if over > 0 then
+        for _, old in ipairs(redis.call('LRANGE', dead, -over, -1)) do unindexLetter(ids, old) end
+        redis.call('LTRIM', dead, 0, max - 1)
+      end
+    end
+    local function locate(get, seq, lo, hi)
+      while lo <= hi do
+        local mid = math.floor((lo + hi) / 2)
+        local j, s, e = mid, nil, nil
+        while j <= hi and j < mid + 64 do
+          e = get(j)
+          s = letterSeq(e)
+          if s then break end
+          j = j + 1
+        end
+        if not s then
+          j = mid - 1
+          while j >= lo and j > mid - 64 do
+            e = get(j)
+            s = letterSeq(e)
+            if s then break end
+            j = j - 1
+          end
+          if not s then return nil end
+        end
+        if s == seq then return j, e end
+        if s > seq then lo = j + 1 else hi = j - 1 end
+      end
+      return nil
+    end
+
+    """#
+
+    /// KEYS: dead, sweep, ids. ARGV: ids as written in letters (JSON-escaped). Read only: finds each id's letters
+    /// through the index in `<p>:dead` followed by `<p>:dead:sweep` (one list while a purge or requeue runs:
+    /// seqs still fall along it). Returns {argument index, letter, ...}; stale index entries are skipped.
+    public static let deadFind = RedisScript(prelude + deadIndex + #"""
+    local nd = redis.call('LLEN', KEYS[1])
+    local n = nd + redis.call('LLEN', KEYS[2])
+    local function get(i)
+      if i < nd then return redis.call('LINDEX', KEYS[1], i) end
+      return redis.call('LINDEX', KEYS[2], i - nd)
+    end
+    local found = {}
+    for a = 1, #ARGV do
+      local v = redis.call('HGET', KEYS[3], ARGV[a])
+      if v then
+        for s in string.gmatch(v, '%d+') do
+          local p, e = locate(get, tonumber(s), 0, n - 1)
+          if p then
+            found[#found + 1] = a
+            found[#found + 1] = e
+          end
+        end
+      end
+    end
+    return found
+    """#)
+
+    /// KEYS: dead, ids, the queue (requeue only). ARGV: `p` (purge) or `r` (requeue), count, then per letter its
+    /// exact bytes and its job. Each letter still listed is removed, from the nearer end of the list (found by
+    /// its seq; an unstamped one from the tail, where older workers' letters are), and unindexed; on requeue its
+    /// job is pushed onto the queue as a producer pushes (LPUSH) in the same script. With a queue key of another
+    /// type nothing moves. Returns {codes (1 done, 0 no longer listed, -1 kept), problems}.
+    public static let deadRemove = RedisScript(prelude + deadIndex + #"""
+    local bad = refusal(KEYS[1], 'list', KEYS[2], 'hash')
+    if bad then return bad end
+    local requeue = ARGV[1] == 'r'
+    local usable = not requeue or usableList(KEYS[3])
+    local n = redis.call('LLEN', KEYS[1])
+    local function get(i) return redis.call('LINDEX', KEYS[1], i) end
+    local codes = {}
+    for c = 1, tonumber(ARGV[2]) do
+      local e, job = ARGV[2 * c + 1], ARGV[2 * c + 2]
+      local seq = letterSeq(e)
+      local code = 0
+      if not usable then
+        code = -1
+      else
+        local dir = -1
+        if seq then
+          local p = locate(get, seq, 0, n - 1)
+          if p and p < n / 2 then dir = 1 end
+          if not p then dir = nil end
+        end
+        if dir and redis.call('LREM', KEYS[1], dir, e) == 1 then
+          n = n - 1
+          unindexLetter(KEYS[2], e)
+          if requeue then redis.call('LPUSH', KEYS[3], job) end
+          code = 1
+        end
+      end
+      codes[c] = code
     end
     return {codes, problems}
     """#)
 
-    /// KEYS: dead. ARGV: count, then the dead-list elements to remove (exact bytes, each once). Returns {codes (1
-    /// removed, 0 no longer listed), problems}.
-    public static let deadPurge = RedisScript(prelude + #"""
-    local bad = refusal(KEYS[1], 'list')
+    /// KEYS: dead, sweep, lock. ARGV: token, lock ms. Starts a purge or requeue pass (`DeadLetters.sweep`): takes
+    /// the lock (refused while another token holds it: {'busy', ms left}); a sweep list left by a pass that died
+    /// must first go back ({'restore', its length}: `deadRestore`, then start again); else renames the list to
+    /// `<p>:dead:sweep` (O(1)), so workers' new letters go to a fresh `<p>:dead`, and answers {'started', length}.
+    public static let deadSweepStart = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'list', KEYS[2], 'list', KEYS[3], 'string')
     if bad then return bad end
-    local codes = {}
-    for c = 1, tonumber(ARGV[1]) do
-      codes[c] = redis.call('LREM', KEYS[1], 1, ARGV[c + 1])
+    local holder = redis.call('GET', KEYS[3])
+    if holder and holder ~= ARGV[1] then return {'busy', redis.call('PTTL', KEYS[3])} end
+    redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])
+    if redis.call('EXISTS', KEYS[2]) == 1 then return {'restore', redis.call('LLEN', KEYS[2])} end
+    if redis.call('EXISTS', KEYS[1]) == 0 then return {'started', 0} end
+    redis.call('RENAME', KEYS[1], KEYS[2])
+    return {'started', redis.call('LLEN', KEYS[2])}
+    """#)
+
+    /// KEYS: sweep, dead, lock, ids, the queue (requeue only). ARGV: token, lock ms, n, then per letter of the n at
+    /// the head of the sweep list (newest first): its action (`k` keep, `p` purge, `r` requeue), its length in
+    /// bytes, its job (`r`) or ''. Letters purged or requeued leave the list and the index (a requeued job is
+    /// LPUSHed onto the queue in this script); kept ones are RPUSHed onto `<p>:dead`'s tail, where they were
+    /// relative to every newer letter. Returns {status, done, kept for a queue of another type, problems}: status 1
+    /// applied, -1 the head is not what the caller read (nothing done), -2 the lock is another's (nothing done).
+    public static let deadSweepStep = RedisScript(prelude + deadIndex + #"""
+    local bad = refusal(KEYS[1], 'list', KEYS[2], 'list', KEYS[3], 'string', KEYS[4], 'hash')
+    if bad then return bad end
+    if redis.call('GET', KEYS[3]) ~= ARGV[1] then return {-2, 0, 0, problems} end
+    local n = tonumber(ARGV[3])
+    local window = redis.call('LRANGE', KEYS[1], 0, n - 1)
+    if #window ~= n then return {-1, 0, 0, problems} end
+    local requeues = false
+    for c = 1, n do
+      if #window[c] ~= tonumber(ARGV[3 * c + 2]) then return {-1, 0, 0, problems} end
+      if ARGV[3 * c + 1] == 'r' then requeues = true end
     end
-    return {codes, problems}
+    local usable = not requeues or usableList(KEYS[5])
+    local keep, done, kept = {}, 0, 0
+    for c = 1, n do
+      local action, e = ARGV[3 * c + 1], window[c]
+      if action == 'p' or (action == 'r' and usable) then
+        if action == 'r' then redis.call('LPUSH', KEYS[5], ARGV[3 * c + 3]) end
+        unindexLetter(KEYS[4], e)
+        done = done + 1
+      else
+        if action == 'r' then kept = kept + 1 end
+        keep[#keep + 1] = e
+      end
+    end
+    redis.call('LTRIM', KEYS[1], n, -1)
+    if #keep > 0 then redis.call('RPUSH', KEYS[2], unpack(keep)) end
+    redis.call('PEXPIRE', KEYS[3], ARGV[2])
+    return {1, done, kept, problems}
+    """#)
+
+    /// KEYS: sweep, dead, lock. ARGV: token, lock ms, max. Moves up to max letters from the sweep list's head to
+    /// `<p>:dead`'s tail, unchanged (a pass that stops, or one left by a pass that died). Returns how many are
+    /// left, or -2 when the lock is another's (nothing moved).
+    public static let deadRestore = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'list', KEYS[2], 'list', KEYS[3], 'string')
+    if bad then return bad end
+    if redis.call('GET', KEYS[3]) ~= ARGV[1] then return -2 end
+    local moved = redis.call('LPOP', KEYS[1], tonumber(ARGV[3]))
+    if moved then redis.call('RPUSH', KEYS[2], unpack(moved)) end
+    redis.call('PEXPIRE', KEYS[3], ARGV[2])
+    return redis.call('LLEN', KEYS[1])
+    """#)
+
+    /// KEYS: lock. ARGV: token. Ends a pass: deletes the lock if it is still this token's. Returns 1 or 0.
+    public static let deadSweepEnd = RedisScript(prelude + #"""
+    local bad = refusal(KEYS[1], 'string')
+    if bad then return bad end
+    if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+    return redis.call('DEL', KEYS[1])
     """#)
 
     /// KEYS: retry, results, then the batch's `<p>:once:<id>` and `<p>:result:<id>` keys, each once. ARGV: results

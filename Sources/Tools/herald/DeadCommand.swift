@@ -14,8 +14,12 @@ enum DeadCommand {
             takes it off the list in the same step, so a fixed producer's mistake (an app added since, a worker \
             upgraded) can be sent; purge removes them. requeue and purge need a filter or --all; with --dry-run they \
             list what they would do and change nothing. Every shard is read (redis.shards); a requeued job goes to its \
-            own shard's copy of the queue. Times: ISO 8601, milliseconds since the epoch, or an age (90s, 30m, 2h, 1d).
-            Exits 0, 1 when some letters were kept (a queue key of another type, a truncated job), 64 on usage errors.
+            own shard's copy of the queue. Times: ISO 8601, milliseconds since the epoch, or an age (90s, 30m, 2h, 1d). \
+            A purge or requeue is one pass over the list, a page at a time (one pass per shard at a time); list and \
+            show --id use the index. SIGINT or SIGTERM stops after the page in progress: what was done is reported, the rest is \
+            still listed; exit 130 or 143.
+            Exits 0, 1 when some letters were kept (a queue key of another type, a truncated job) or another pass was \
+            running, 64 on usage errors.
 
             Examples:
               herald dead list --reason unknown_app --since 1h
@@ -61,47 +65,67 @@ enum DeadCommand {
             throw UsageError("--queue \(queue) is not one of the configured queues (\(settings.shards.configuredQueues.joined(separator: ", "))): no worker would read it")
         }
         let redis = try settings.connect()
-        var chosen: [(shard: QueueShards.Shard, letters: [DeadLetter])] = []
-        var total = 0
-        for shard in settings.shards.shards where total < limit {
-            let letters = try DeadLetters.select(redis: redis, keys: shard.keys, filter: filter, limit: limit - total)
-            chosen.append((shard, letters))
-            total += letters.count
-        }
-        let all = chosen.flatMap(\.letters)
+        // SIGINT/SIGTERM: stop after the page or step in progress, put back what a pass has not looked at, report
+        // what was done, exit 130/143; a second one exits at once.
+        let stop = StopRequest()
+        let watcher = SignalWatcher(onSignal: { stop.request(signal: $0) }, onSecond: { exit(128 + $0) })
+        defer { withExtendedLifetime(watcher) {} }
+        let stopped = { stop.signal != nil }
+        let json = args.flag("json")
+        let printLetter = { (letter: DeadLetter) in print(json ? jsonLine(letter) : verb == .show ? showText(letter) : humanLine(letter)) }
         if !changes || args.flag("dry-run") {
-            for letter in all { print(args.flag("json") ? jsonLine(letter) : verb == .show ? showText(letter) : humanLine(letter)) }
+            // Oldest first, a page at a time; with --limit the newest that match (held, then printed).
+            var total = 0
+            if limit == .max {
+                for shard in settings.shards.shards where !stopped() {
+                    total += try DeadLetters.each(redis: redis, keys: shard.keys, filter: filter, stop: stopped, printLetter)
+                }
+            } else {
+                for shard in settings.shards.shards where total < limit && !stopped() {
+                    let letters = try DeadLetters.select(redis: redis, keys: shard.keys, filter: filter, limit: limit - total)
+                    letters.forEach(printLetter)
+                    total += letters.count
+                }
+            }
             if changes { printError("\(total) dead letter(s) would be \(verb == .requeue ? "requeued onto \(queue)" : "purged") (dry run: nothing changed)") }
+            if let signal = stop.signal {
+                printError("herald dead \(verb.rawValue): stopped by \(signalName(signal)) after \(total) dead letter(s)")
+                return 128 + signal
+            }
             return ExitCode.success
         }
         var report = DeadLetterReport()
-        var truncated = 0
-        for (shard, letters) in chosen where !letters.isEmpty {
-            let part: DeadLetterReport
-            if verb == .requeue {
-                let sendable = letters.filter(\.requeueable)
-                truncated += letters.count - sendable.count
-                let shardQueue = settings.shards.key(queue, inShard: shard.index) ?? queue
-                part = try DeadLetters.requeue(sendable, redis: redis, keys: shard.keys, queue: shardQueue)
-            } else {
-                part = try DeadLetters.purge(letters, redis: redis, keys: shard.keys)
+        // One pass per shard, whatever the filter (--id too: taking a letter from the middle of a list scans it in
+        // one command; a pass moves each letter once, a page a step).
+        for shard in settings.shards.shards where !stopped() {
+            let left = limit == .max ? .max : limit - report.done - report.truncated - report.kept
+            if left <= 0 { break }
+            let shardQueue = settings.shards.key(queue, inShard: shard.index) ?? queue
+            let action: DeadLetterAction = verb == .requeue ? .requeue(queue: shardQueue) : .purge
+            let part = try DeadLetters.sweep(redis: redis, keys: shard.keys, filter: filter, limit: left, action: action, stop: stopped)
+            if part.busy {
+                printError("herald dead \(verb.rawValue): another purge or requeue is running on \(shard.keys.dead) (\(shard.keys.deadLock)); try again when it ends")
             }
-            report.done += part.done
-            report.gone += part.gone
-            report.kept += part.kept
-            report.problems += part.problems
+            report.add(part)
         }
         var summary = "\(report.done) dead letter(s) \(verb == .requeue ? "requeued onto \(queue)" : "purged")"
         if report.gone > 0 { summary += ", \(report.gone) no longer listed (requeued or purged meanwhile, or trimmed)" }
-        if truncated > 0 { summary += ", \(truncated) kept: their job was truncated when it was dead-lettered" }
+        if report.truncated > 0 { summary += ", \(report.truncated) kept: their job was truncated when it was dead-lettered" }
         if report.kept > 0 { summary += ", \(report.kept) kept: the queue key holds another type" }
+        if let signal = stop.signal { summary += "; stopped by \(signalName(signal)): the letters not yet looked at are still listed" }
         for problem in report.problems { summary += "\n  \(problem.key) is a \(problem.found), not a \(problem.expected)" }
         print(summary)
-        return report.kept > 0 || truncated > 0 ? ExitCode.failure : ExitCode.success
+        if let signal = stop.signal { return 128 + signal }
+        return report.kept > 0 || report.truncated > 0 || report.busy ? ExitCode.failure : ExitCode.success
     }
 
+    static func signalName(_ signal: Int32) -> String { signal == SIGINT ? "SIGINT" : "SIGTERM" }
+
+    /// One formatter for every line: making one costs more than the rest of a line.
+    nonisolated(unsafe) static let formatter = ISO8601DateFormatter()
+
     static func time(_ millis: Int64) -> String {
-        ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
+        formatter.string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
     }
 
     static func humanLine(_ letter: DeadLetter) -> String {
