@@ -1,6 +1,7 @@
 /// RFC 8291 message encryption in RFC 8188's aes128gcm content coding: a fresh P-256 key and 16-byte salt per
 /// message, the keys derived with HKDF from the ECDH secret and the subscriber's auth secret, and the payload in
-/// one AES-128-GCM record (payload, the 0x02 last-record delimiter, zero padding). Every primitive is OpenSSL's.
+/// one AES-128-GCM record (payload, the 0x02 last-record delimiter, zero padding). Every primitive is OpenSSL's;
+/// `MessageEncryptor` does the work.
 public enum MessageEncryption {
     /// The record size written in the header: the whole body must fit in 4096 bytes, what every push service
     /// accepts (RFC 8291 section 4).
@@ -13,9 +14,9 @@ public enum MessageEncryption {
     /// Payloads are padded up to a multiple of this (never past the limit), so their exact length does not show.
     public static let paddingBlock = 32
 
-    /// The encrypted body for `subscription`.
+    /// The encrypted body for `subscription`, with an encryptor of its own (a sender keeps one: `MessageEncryptor`).
     public static func encrypt(_ payload: [UInt8], for subscription: PushSubscription) throws(EncryptionError) -> [UInt8] {
-        try encrypt(payload, for: subscription, senderKey: EphemeralKey(), salt: randomBytes(16))
+        try MessageEncryptor().encrypt(payload, for: subscription)
     }
 
     /// The body length a payload of `length` bytes encrypts to (the size check needs no keys).
@@ -32,26 +33,7 @@ public enum MessageEncryption {
     static func encrypt(_ payload: [UInt8], for subscription: PushSubscription, senderKey: EphemeralKey, salt: [UInt8])
         throws(EncryptionError) -> [UInt8]
     {
-        guard payload.count <= maxPayloadLength else { throw .tooLarge(payload.count) }
-        guard let receiver = ReceiverKey(point: subscription.p256dh) else { throw .openSSL("bad subscriber key") }
-        let ecdhSecret = try senderKey.sharedSecret(with: receiver)
-        // RFC 8291 section 3.4: key_info = "WebPush: info" || 0x00 || ua_public || as_public.
-        let keyInfo = Array("WebPush: info".utf8) + [0] + subscription.p256dh + senderKey.publicPoint
-        let ikm = try hkdf(salt: subscription.auth, key: ecdhSecret, info: keyInfo, length: 32)
-        let cek = try hkdf(salt: salt, key: ikm, info: Array("Content-Encoding: aes128gcm".utf8) + [0], length: 16)
-        let nonce = try hkdf(salt: salt, key: ikm, info: Array("Content-Encoding: nonce".utf8) + [0], length: 12)
-        var record = payload
-        record.reserveCapacity(paddedLength(payload.count) + 1 + tagLength)
-        record.append(0x02)
-        record.append(contentsOf: repeatElement(0, count: paddedLength(payload.count) - payload.count))
-        var body = salt
-        body.reserveCapacity(headerLength + record.count + tagLength)
-        let rs = UInt32(recordSize)
-        body.append(contentsOf: [UInt8(rs >> 24), UInt8(rs >> 16 & 0xFF), UInt8(rs >> 8 & 0xFF), UInt8(rs & 0xFF)])
-        body.append(UInt8(senderKey.publicPoint.count))
-        body.append(contentsOf: senderKey.publicPoint)
-        body.append(contentsOf: try aes128GCMSeal(key: cek, nonce: nonce, plaintext: record))
-        return body
+        try MessageEncryptor().encrypt(payload, for: subscription, senderKey: senderKey.pkey, salt: salt)
     }
 }
 

@@ -17,7 +17,7 @@ public struct PushSubscription: Sendable, Equatable {
         guard p256dh.count == Self.publicKeyLength, p256dh.first == 0x04 else {
             throw .badKey(field: "keys.p256dh", detail: "is \(p256dh.count) bytes, not a 65-byte uncompressed P-256 point")
         }
-        guard ReceiverKey(point: p256dh) != nil else {
+        guard isP256Point(p256dh) else {
             throw .badKey(field: "keys.p256dh", detail: "is not a point on P-256")
         }
         guard auth.count == Self.authSecretLength else {

@@ -26,11 +26,15 @@ public struct VAPIDKey: Sendable {
         guard privateScalar.count == 32 else {
             throw .unreadableKey(detail: "a base64url VAPID private key is 32 bytes, this one is \(privateScalar.count)")
         }
-        // SEQUENCE { INTEGER 1, OCTET STRING d, [0] prime256v1 } (RFC 5915).
+        try self.init(signingKey: SigningKey(pem: Self.pem(privateScalar: privateScalar)))
+    }
+
+    /// A 32-byte P-256 private scalar as SEC1 PEM, SEQUENCE { INTEGER 1, OCTET STRING d, [0] prime256v1 }
+    /// (RFC 5915), without the public part.
+    static func pem(privateScalar: [UInt8]) -> String {
         let der: [UInt8] = [0x30, 0x31, 0x02, 0x01, 0x01, 0x04, 0x20] + privateScalar
             + [0xA0, 0x0A, 0x06, 0x08, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x03, 0x01, 0x07]
-        let pem = "-----BEGIN EC PRIVATE KEY-----\n" + base64Encoded(der) + "\n-----END EC PRIVATE KEY-----\n"
-        try self.init(signingKey: SigningKey(pem: pem))
+        return "-----BEGIN EC PRIVATE KEY-----\n" + base64Encoded(der) + "\n-----END EC PRIVATE KEY-----\n"
     }
 
     public init(signingKey: SigningKey) throws(CredentialError) {

@@ -37,10 +37,11 @@ public struct WebPushMessage: Sendable, Equatable {
         self.topic = topic
     }
 
-    /// The request: encrypted body (fresh key and salt) and the headers, the `Authorization` from the cache.
-    public func request(vapid: VAPIDTokenCache, now: Int64) throws(WebPushMessageError) -> WebPushRequest {
+    /// The request: encrypted body (fresh key and salt; by `encryptor` when the caller keeps one) and the headers,
+    /// the `Authorization` from the cache.
+    public func request(vapid: VAPIDTokenCache, now: Int64, encryptor: MessageEncryptor? = nil) throws(WebPushMessageError) -> WebPushRequest {
         let body: [UInt8]
-        do { body = try MessageEncryption.encrypt(payload, for: subscription) } catch { throw .encryption(error.description) }
+        do { body = try (encryptor ?? MessageEncryptor()).encrypt(payload, for: subscription) } catch { throw .encryption("\(error)") }
         let authorization: String
         do { authorization = try vapid.authorization(origin: subscription.endpoint.origin, now: now) } catch {
             throw .vapid(error.description)

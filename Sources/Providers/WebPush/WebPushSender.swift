@@ -23,6 +23,9 @@ public final class WebPushSender: PushSender {
     private let now: () -> Int64
     /// One TLS context for every push service: it offers h2 and http/1.1, so a service without HTTP/2 says so.
     private var tls: TLSContext?
+    /// One encryptor for every message, made on first use: its OpenSSL contexts may be used by one thread at a
+    /// time, and this sender uses it on its loop only. While OpenSSL cannot make one, each request tries and says why.
+    private var encryptor: MessageEncryptor?
 
     /// One app's VAPID cache and allow-list.
     final class App {
@@ -106,7 +109,8 @@ public final class WebPushSender: PushSender {
             return .accepted
         }
         let request: WebPushRequest
-        do { request = try message.request(vapid: app.credential.tokens, now: now()) } catch {
+        if encryptor == nil { encryptor = try? MessageEncryptor() }
+        do { request = try message.request(vapid: app.credential.tokens, now: now(), encryptor: encryptor) } catch {
             completion(PushOutcome(result: .answer(WebPushResponse(status: 0, serviceReason: "\(error)")), connectionID: 0))
             return .accepted
         }

@@ -17,6 +17,26 @@ enum VAPIDCheck {
         let detail: String
     }
 
+    /// Headers that verified, by origin and header text; bounded (emptied when full).
+    struct Verified {
+        var byHeader: [String: Accepted] = [:]
+        static let limit = 4096
+    }
+
+    /// As below, a header verified before checked again only for what can change: the subscription's bound key
+    /// and the clock (the same text has the same signature, `aud` and `sub`).
+    static func verify(_ header: String?, origin: String, boundKey: [UInt8]?, now: Int64, verified: inout Verified) -> Result<Accepted, Refusal> {
+        guard let header else { return verify(nil, origin: origin, boundKey: boundKey, now: now) }
+        let key = origin + " " + header
+        if let known = verified.byHeader[key], known.expiresAt > now, boundKey == nil || boundKey == known.key { return .success(known) }
+        let result = verify(header, origin: origin, boundKey: boundKey, now: now)
+        if case .success(let accepted) = result {
+            if verified.byHeader.count >= Verified.limit { verified.byHeader.removeAll() }
+            verified.byHeader[key] = accepted
+        }
+        return result
+    }
+
     static func verify(_ header: String?, origin: String, boundKey: [UInt8]?, now: Int64) -> Result<Accepted, Refusal> {
         func bad(_ detail: String) -> Result<Accepted, Refusal> { .failure(Refusal(status: 403, reason: "BadJwtToken", detail: detail)) }
         guard let header, !header.isEmpty else {

@@ -66,6 +66,10 @@ final class WebPushCore: MockProvider {
     var stats = MockWebPushStats()
     private var minted = 0
     private var messageCount = 0
+    private let decryption: MockDecryptionContexts
+    /// VAPID headers whose signature verified, by origin and header: a sender sends one token per origin for
+    /// many messages, and verifying it anew each time cost the simulator more CPU than the sender spends.
+    private var verifiedVAPID = VAPIDCheck.Verified()
 
     /// HTTP/1.1 only, or refusing every handshake: what its ALPN callback answers.
     let alpn: WebPushALPNChoice
@@ -76,6 +80,7 @@ final class WebPushCore: MockProvider {
         alpn = WebPushALPNChoice(http1Only: http1Only)
         self.counters = counters
         faults = ScriptedFaults(script: script, defaultSeed: 23)
+        decryption = try MockDecryptionContexts()
     }
 
     func makeTLSContext() throws -> OpaquePointer? {
@@ -111,7 +116,8 @@ final class WebPushCore: MockProvider {
         guard let subscriber = subscribers[id] else { return (.answer(.reason(404, "NotFound")), 0) }
         let now = Int64(Date().timeIntervalSince1970)
         let accepted: VAPIDCheck.Accepted
-        switch VAPIDCheck.verify(request.headers["authorization"], origin: origin, boundKey: subscriber.applicationServerKey, now: now) {
+        switch VAPIDCheck.verify(request.headers["authorization"], origin: origin, boundKey: subscriber.applicationServerKey, now: now,
+                                 verified: &verifiedVAPID) {
         case .success(let a): accepted = a
         case .failure(let refusal):
             stats.vapidRefused += 1
@@ -126,7 +132,7 @@ final class WebPushCore: MockProvider {
         if request.bodyTooLarge || request.body.count > 4096 { return (.answer(.reason(413, "PayloadTooLarge")), 0) }
         let (verdict, delay) = faults.evaluate(key: id, id)
         if let verdict, case .accept = verdict {} else if let verdict { return (verdict, delay) }
-        switch subscriber.decrypt(request.body) {
+        switch subscriber.decrypt(request.body, with: decryption) {
         case .failure(let why):
             stats.decryptionFailures += 1
             return (.answer(.reason(400, "DecryptionFailed", detail: "\(why)")), delay)
