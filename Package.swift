@@ -90,7 +90,11 @@ let package = Package(
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL", "Reactor", "HeraldTestSupport"]),
-        .testTarget(name: "APNsTests", dependencies: ["PushCore", "ProviderKit", "APNs", "FCM", "Basics", "COpenSSL"]),
+        /// A test target per module, named for it: what the module holds is tested there, with HeraldTestSupport's
+        /// shared helpers where a test needs one. The end-to-end worlds (herald processes, Redis, simulators) are WorkerTests'.
+        .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "APNs", "FCM", "Basics"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "COpenSSL", "HeraldTestSupport"]),
+        .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "ProviderKit", "APNs", "COpenSSL"]),
         .testTarget(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "Simulators", "PushCore", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),

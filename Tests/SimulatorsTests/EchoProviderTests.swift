@@ -3,11 +3,11 @@ import Foundation
 import Testing
 @testable import Simulators
 
-/// A provider that is neither APNs nor FCM, plugged into the shared simulator server: what docs/simulators.md
+/// A generic echo provider, none of Herald's own, plugged into the shared simulator server: what docs/simulators.md
 /// says a next provider brings (a request type, a connection handler, a provider and its fault rules) is a whole
 /// simulator, with the shared connection, fault engine and counters doing the rest.
-@Suite("a third provider on the shared simulator server")
-struct ProviderSeamTests {
+@Suite("a generic echo provider on the shared simulator server")
+struct EchoProviderTests {
     final class EchoRequest: MockRequest {
         var path = ""
         var body: [UInt8] = []
