@@ -1,5 +1,6 @@
 import COpenSSL
 import Foundation
+import HeraldTestSupport
 import Testing
 @testable import Simulators
 
@@ -98,7 +99,7 @@ struct EchoProviderTests {
     }
 
     @Test func aHandlerAndItsFaultRulesAreAWholeSimulator() throws {
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let tls = try MockTLSFiles.generate(in: directory)
         let script = EchoScript(rules: [EchoRule(path: "/flaky", failFirst: 2)])
