@@ -17,9 +17,11 @@ public final class ManualClock: DeliveryClock, Sendable {
     public var seconds: Int64 { wallMillis / 1000 }
     public var function: @Sendable () -> Int64 { { self.seconds } }
 
+    /// A negative move sets the wall clock back (as an operator or NTP can) and leaves the monotonic one, which
+    /// never runs backwards.
     public func advance(milliseconds: Int64) {
         readings.withLock {
-            $0.monotonicNanos &+= UInt64(milliseconds) * 1_000_000
+            if milliseconds > 0 { $0.monotonicNanos &+= UInt64(milliseconds) * 1_000_000 }
             $0.wallMillis += milliseconds
         }
     }
