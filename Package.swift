@@ -85,12 +85,16 @@ let package = Package(
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"], path: "Sources/Tools/HeraldBench"),
 
-        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "ProviderKit", "APNs", "FCM", "Worker"], path: "Tests/HeraldTestSupport"),
+        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "ProviderKit", "APNs", "FCM", "Worker", "Simulators"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL", "Reactor", "HeraldTestSupport"]),
-        .testTarget(name: "APNsTests", dependencies: ["PushCore", "ProviderKit", "APNs", "FCM", "Basics", "COpenSSL"]),
+        /// A test target per module, named for it: what the module holds is tested there, with HeraldTestSupport's
+        /// shared helpers where a test needs one. The end-to-end worlds (herald processes, Redis, simulators) are WorkerTests'.
+        .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "APNs", "FCM", "Basics"]),
+        .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "COpenSSL", "HeraldTestSupport"]),
+        .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "ProviderKit", "APNs", "COpenSSL"]),
         .testTarget(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "Simulators", "PushCore", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),

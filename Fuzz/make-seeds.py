@@ -53,11 +53,12 @@ def write(target, seeds):
 
 
 def main():
-    jobs = raw_literals("Tests/APNsTests/JobParserTests.swift", "Tests/RedisQueueTests/EnvelopeTests.swift")
+    jobs = raw_literals("Tests/PushCoreTests/JobParserTests.swift", "Tests/RedisQueueTests/EnvelopeTests.swift")
     jobs += open(os.path.join(ROOT, "examples", "sample-jobs.jsonl"), encoding="utf-8").read().splitlines()[:3]
     write("FuzzJobParser", [j for j in jobs if j.lstrip().startswith(("{", "["))])
 
-    json_docs = raw_literals("Tests/APNsTests/*.swift", "Tests/WorkerTests/ConfigurationTests.swift")
+    json_docs = raw_literals("Tests/PushCoreTests/*.swift", "Tests/APNsTests/*.swift", "Tests/FCMTests/*.swift",
+                             "Tests/WorkerTests/ConfigurationTests.swift")
     json_docs += ['"x"', "-0.5e+3", "[true,false,null]", '{"a":"\\ud83d\\ude00"}', "[[[[]]]]", " 12 "]
     write("FuzzJSONScanner", json_docs)
 
@@ -97,7 +98,7 @@ def main():
 
     # FCM's answers: the error bodies the unit tests decode, behind a status (as FuzzAPNsResponse) and an
     # optional Retry-After header ended by a NUL byte.
-    fcm_bodies = [b for b in raw_literals("Tests/APNsTests/FCMOutcomeTests.swift", "Tests/APNsTests/ResponseTests.swift")
+    fcm_bodies = [b for b in raw_literals("Tests/FCMTests/FCMOutcomeTests.swift", "Tests/APNsTests/ResponseTests.swift")
                   if b.lstrip().startswith("{")]
     fcm_statuses = [200, 400, 401, 403, 404, 429, 500, 503]
     write("FuzzFCMResponse", [bytes([(s - 100) >> 8, (s - 100) & 0xFF]) + b.encode() for s in fcm_statuses for b in fcm_bodies[:4]]

@@ -42,41 +42,10 @@ final class APIProcess {
     deinit { _ = child.stop(grace: 5) }
 }
 
-/// Runs a program to its end (with a deadline) and returns what it printed on stdout and its exit status.
+/// Runs a program (found on PATH) to its end with a deadline: what it printed on stdout and its exit status.
 func run(_ program: String, _ arguments: [String], input: String? = nil, seconds: Double = 30) throws -> (output: String, status: Int32) {
-    guard let path = which(program) else { throw TestSupportError("\(program) is not installed (run scripts/setup)") }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    let out = Pipe()
-    process.standardOutput = out
-    process.standardError = FileHandle.nullDevice
-    let inPipe = Pipe()
-    process.standardInput = input == nil ? FileHandle.nullDevice : inPipe
-    try process.run()
-    if let input {
-        inPipe.fileHandleForWriting.write(Data(input.utf8))
-        try? inPipe.fileHandleForWriting.close()
-    }
-    let collected = LockedData()
-    let reader = Thread {
-        collected.set(out.fileHandleForReading.readDataToEndOfFile())
-    }
-    reader.start()
-    let done = waitUntil(seconds: seconds) { !process.isRunning }
-    if !done {
-        kill(process.processIdentifier, SIGKILL)
-        throw TestSupportError("\(program) \(arguments) did not finish in \(seconds) s")
-    }
-    _ = waitUntil(seconds: 5) { collected.get() != nil }
-    return (String(decoding: collected.get() ?? Data(), as: UTF8.self), process.terminationStatus)
-}
-
-final class LockedData: @unchecked Sendable {
-    private let lock = NSLock()
-    private var data: Data?
-    func set(_ value: Data) { lock.lock(); data = value; lock.unlock() }
-    func get() -> Data? { lock.lock(); defer { lock.unlock() }; return data }
+    let result = try runProgram(program, arguments, input: input, errorsApart: true, seconds: seconds)
+    return (result.output, result.status)
 }
 
 /// `curl` with the status code on the last line: (status, body).

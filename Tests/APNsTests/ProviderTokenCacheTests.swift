@@ -1,16 +1,7 @@
 import APNs
+import HeraldTestSupport
 import PushCore
-import Synchronization
 import Testing
-
-/// A clock the test moves by hand.
-final class ManualClock: Sendable {
-    private let now: Mutex<Int64>
-    init(_ start: Int64) { now = Mutex(start) }
-    func advance(_ seconds: Int64) { now.withLock { $0 += seconds } }
-    var seconds: Int64 { now.withLock { $0 } }
-    var function: @Sendable () -> Int64 { { self.seconds } }
-}
 
 private let sharedKey: SigningKey = try! SigningKey(pem: KeyGenerator.generateP256PKCS8PEM())
 

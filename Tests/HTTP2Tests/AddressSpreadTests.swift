@@ -1,6 +1,7 @@
 import Basics
 import Foundation
 import Glibc
+import HeraldTestSupport
 import HTTP2
 import Simulators
 import Reactor
@@ -72,14 +73,14 @@ import Testing
         let pool = try makePool(fixture, port: port, count: 2, staggerMilliseconds: 0, resolver: resolver, events: events)
         defer { try? fixture.loop.submit { pool.value.close(graceful: false) } }  // on the loop, before the fixture stops it
         let spread = ["127.0.0.1:\(port)": 1, "127.0.0.2:\(port)": 1]
-        #expect(eventually(seconds: 10) { remotes(fixture, pool) == spread }, "\(remotes(fixture, pool))")
+        #expect(waitUntil(seconds: 10) { remotes(fixture, pool) == spread }, "\(remotes(fixture, pool))")
         #expect(fixture.server.stats().connectionsAccepted == 1 && other.stats().connectionsAccepted == 1)
         #expect(resolver.calls == 2)
 
         // The replacement of a retired connection resolves again and takes the address it left free.
         let retired = try fixture.loop.submit { pool.value.connectionIDs[0] }
         try fixture.loop.submit { pool.value.retire(connectionID: retired) }
-        #expect(eventually(seconds: 10) { events.connectedAt.count == 3 && remotes(fixture, pool) == spread }, "\(remotes(fixture, pool))")
+        #expect(waitUntil(seconds: 10) { events.connectedAt.count == 3 && remotes(fixture, pool) == spread }, "\(remotes(fixture, pool))")
         #expect(resolver.calls == 3)
         #expect(fixture.server.stats().connectionsAccepted + other.stats().connectionsAccepted == 3)
     }
@@ -94,7 +95,7 @@ import Testing
         let pool = try makePool(fixture, port: port, count: 2, staggerMilliseconds: 0, resolver: resolver, events: events)
         defer { try? fixture.loop.submit { pool.value.close(graceful: false) } }  // on the loop, before the fixture stops it
         // The first tries 127.0.0.2 first; the second prefers the address not in use, 127.0.0.2 again: both fall back.
-        #expect(eventually(seconds: 10) { remotes(fixture, pool) == ["127.0.0.1:\(port)": 2] }, "\(remotes(fixture, pool))")
+        #expect(waitUntil(seconds: 10) { remotes(fixture, pool) == ["127.0.0.1:\(port)": 2] }, "\(remotes(fixture, pool))")
         #expect(events.closedCount == 0)
         #expect(try fixture.loop.submit { pool.value.status.consecutiveFailures } == 0)
     }
@@ -108,7 +109,7 @@ import Testing
         let start = monotonicNanos()
         let pool = try makePool(fixture, port: fixture.server.port, count: 3, staggerMilliseconds: 300, resolver: resolver, events: events)
         defer { try? fixture.loop.submit { pool.value.close(graceful: false) } }  // on the loop, before the fixture stops it
-        #expect(eventually(seconds: 10) { (try? fixture.loop.submit { pool.value.liveConnections }) == 3 })
+        #expect(waitUntil(seconds: 10) { (try? fixture.loop.submit { pool.value.liveConnections }) == 3 })
         #expect(events.connectedAt.count == 3)
         // The pool starts each connection 300 ms after the one before (its events come from the loop's thread, so
         // their stamps show the stagger); DNS and handshakes run elsewhere and may bunch on a loaded machine.

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 import HTTP2
 import Reactor
 import Testing
@@ -13,7 +14,7 @@ final class BenchmarkTests {
         let certificates = try TestCertificates()
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates)
         defer { server.stop() }
         let body = #"{"aps":{"alert":"hello"}}"#
         try body.write(toFile: docroot + "/body.json", atomically: true, encoding: .utf8)
@@ -29,7 +30,7 @@ final class BenchmarkTests {
             pool.start()
             return LoopBound(pool, loop: loop)
         }
-        _ = eventually(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == connections }
+        _ = waitUntil(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == connections }
         let runner = BoundedRunner(total: total, window: 100 * connections, request: postRequest())
         let started = Date()
         try loop.submit { runner.start(pool.value) }
@@ -42,17 +43,9 @@ final class BenchmarkTests {
     }
 
     private func h2load(port: Int, total: Int, connections: Int, bodyFile: String) throws -> Double {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/h2load")
-        process.arguments = ["-n", String(total), "-c", String(connections), "-m", "100", "-d", bodyFile,
-                             "-H", "authorization: bearer test", "-H", "apns-topic: com.example.app",
-                             "https://127.0.0.1:\(port)/device"]
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
+        let output = try runProgram("/usr/bin/h2load", ["-n", String(total), "-c", String(connections), "-m", "100", "-d", bodyFile,
+                                                         "-H", "authorization: bearer test", "-H", "apns-topic: com.example.app",
+                                                         "https://127.0.0.1:\(port)/device"], errorsApart: true, seconds: 300).output
         // "finished in 1.23s, 81234.56 req/s, ..."
         guard let line = output.split(separator: "\n").first(where: { $0.hasPrefix("finished in") }),
               let rate = line.split(separator: ",").dropFirst().first?.split(separator: " ").first.flatMap({ Double($0) }) else {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 @testable import HTTP2
 import Reactor
 import Testing
@@ -28,7 +29,7 @@ import Testing
     }
 
     @Test func closingBeforeConnectFailsQueuedRequestsAsClosedAndRefusesNewOnes() throws {
-        let connection = try connection(port: try freePort())
+        let connection = try connection(port: freeLoopbackPort())
         let outcomes = Outcomes(expected: 2)
         let (queuedWhileIdle, acceptedAfterClose, state) = try loop.submit { () -> (Int, Bool, HTTP2ClientConnection.State) in
             for index in 0..<2 where !connection.value.send(postRequest(), completion: { outcomes.record(index, $0) }) {
@@ -47,7 +48,7 @@ import Testing
     }
 
     @Test func aGracefulCloseWhileResolvingEndsAtOnceAndTheLateLookupChangesNothing() throws {
-        let connection = try connection(host: "localhost", port: try freePort())
+        let connection = try connection(host: "localhost", port: freeLoopbackPort())
         let outcomes = Outcomes(expected: 1)
         let events = EventLog()
         let state = try loop.submit { () -> HTTP2ClientConnection.State in
@@ -77,7 +78,7 @@ import Testing
             connection.value.connect()
             if !connection.value.send(postRequest(), completion: { outcomes.record(0, $0) }) { outcomes.record(0, .failure(.queueFull)) }
         }
-        let handshaking = eventually(seconds: 5) {
+        let handshaking = waitUntil(seconds: 5) {
             (try? loop.submit { () -> Bool in if case .handshaking = connection.value.phase { true } else { false } }) == true
         }
         #expect(handshaking, "never reached the TLS handshake")

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 @testable import HTTP2
 import Reactor
 import Testing
@@ -35,7 +36,7 @@ import Testing
             return LoopBound(connection, loop: loop)
         }
         if sendWhenReady {
-            #expect(eventually(seconds: 10) { (try? loop.submit { connection.value.state }) == .ready })
+            #expect(waitUntil(seconds: 10) { (try? loop.submit { connection.value.state }) == .ready })
             try loop.submit { Self.send(count, request, on: connection.value, into: outcomes) }
         }
         #expect(outcomes.wait(seconds: waitSeconds), "not every request completed in time")
@@ -52,7 +53,7 @@ import Testing
     @Test func thousandsOfConcurrentPostsOverOneConnection() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates)
         defer { server.stop() }
         let (outcomes, connection) = try fire(5_000, port: server.port, tls: try tls())
         #expect(outcomes.completedOnceEach)
@@ -68,7 +69,7 @@ import Testing
     @Test func honoursASmallMaxConcurrentStreams() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=3"])
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=3"])
         defer { server.stop() }
         let (outcomes, connection) = try fire(300, port: server.port, tls: try tls())
         #expect(outcomes.successes.count == 300)
@@ -105,7 +106,7 @@ import Testing
     @Test func refusesAServerItCannotVerify() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates)
         defer { server.stop() }
 
         let (untrusted, _) = try fire(3, port: server.port, tls: try tls(trustingTestCA: false))
@@ -179,10 +180,10 @@ import Testing
             #expect(error.safeToResend)
         }
         let connectionID = try loop.submit { connection.value.id }
-        #expect(eventually(seconds: 5) {
+        #expect(waitUntil(seconds: 5) {
             events.all.contains(.connection(.goaway(connectionID: connectionID, lastStreamID: 9, errorCode: 0, reason: "Shutdown")))
         })
-        #expect(eventually(seconds: 5) { (try? loop.submit { connection.value.state }) == .closed })
+        #expect(waitUntil(seconds: 5) { (try? loop.submit { connection.value.state }) == .closed })
     }
 
     @Test func refusedStreamsAreReportedAsNotProcessed() throws {
@@ -200,7 +201,7 @@ import Testing
         // IPv6-first answer exercises falling through to the next address. The certificate names localhost.
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates)
         defer { server.stop() }
         let tls = try tls()
         let outcomes = Outcomes(expected: 1)
@@ -224,7 +225,7 @@ import Testing
             Self.send(count, postRequest(), on: connection, into: outcomes)
             return LoopBound(connection, loop: loop)
         }
-        #expect(eventually(seconds: 10) { (try? loop.submit { connection.value.openStreams }) == 100 })
+        #expect(waitUntil(seconds: 10) { (try? loop.submit { connection.value.openStreams }) == 100 })
         try loop.submit { usleep(1_500_000) }
         return (outcomes, connection)
     }
@@ -267,7 +268,7 @@ import Testing
     @Test func aClosedConnectionIsFreed() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates)
         defer { server.stop() }
         let watcher = WeakWatcher()
         do {
@@ -279,11 +280,11 @@ import Testing
             }
         }
         // No cycle through timers, the loop or nghttp2's user data keeps a closed connection alive.
-        #expect(eventually(seconds: 5) { (try? loop.submit { watcher.object == nil }) == true })
+        #expect(waitUntil(seconds: 5) { (try? loop.submit { watcher.object == nil }) == true })
     }
 
     @Test func connectionRefusedFailsAsConnectFailed() throws {
-        let (outcomes, _) = try fire(2, port: try freePort(), tls: try tls(), waitSeconds: 10)
+        let (outcomes, _) = try fire(2, port: freeLoopbackPort(), tls: try tls(), waitSeconds: 10)
         #expect(outcomes.completedOnceEach)
         #expect(outcomes.failures.allSatisfy { if case .connectFailed = $0 { true } else { false } }, "\(outcomes.failures)")
     }
@@ -346,7 +347,7 @@ import Testing
     @Test func clientCertificatesAsPEMOrPKCS12() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--verify-client"])
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates, extra: ["--verify-client"])
         defer { server.stop() }
         let ca = certificates.caCertificate
         let pem = try one(port: server.port, TLSConfiguration(caFile: ca, clientCertificateFile: certificates.clientCertificate, clientKeyFile: certificates.clientKey))
@@ -364,7 +365,7 @@ import Testing
     @Test func connectsThroughAConnectProxy() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates)
         defer { server.stop() }
         let report = NSTemporaryDirectory() + "herald-h2-proxy-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: report) }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 import HTTP2
 import Reactor
 
@@ -49,135 +50,59 @@ final class TestCertificates: Sendable {
 
 /// Runs a tool to completion (deadline 30 s) and throws when it fails.
 func runTool(_ path: String, _ arguments: [String]) throws {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let deadline = Date().addingTimeInterval(30)
-    while ServerProcess.alive(process.processIdentifier) && Date() < deadline { usleep(5_000) }
-    if ServerProcess.alive(process.processIdentifier) {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        throw FixtureError(description: "\(path) did not finish")
-    }
-    process.waitUntilExit()
-    guard process.terminationStatus == 0 else { throw FixtureError(description: "\(path) \(arguments) failed") }
+    let result = try runProgram(path, arguments, seconds: 30)
+    guard result.status == 0 else { throw FixtureError(description: "\(path) \(arguments) failed: \(result.output)") }
 }
 
-/// A port nobody listens on right now (bound, read, closed).
-func freePort() throws -> Int {
-    let fd = try Sockets.listen(host: "127.0.0.1", port: 0)
-    defer { close(fd) }
-    return Sockets.localPort(fd)
-}
-
-/// A server process the test started; `stop()` (also in deinit) ends it by its pid.
+/// A server process the test started (a `ChildProcess`); `stop()` (also in deinit) ends it by its pid.
 final class ServerProcess: @unchecked Sendable {
-    let process: Process
+    let child: ChildProcess
     let port: Int
 
-    init(process: Process, port: Int) {
-        self.process = process
+    init(child: ChildProcess, port: Int) {
+        self.child = child
         self.port = port
     }
 
-    /// SIGKILL by default: children started from a test thread inherit its blocked-signal mask, so SIGTERM may wait.
+    /// SIGKILL by default: nothing of a throwaway server needs a clean exit. SIGKILL after 5 s if it is still there.
     func stop(signal: Int32 = SIGKILL) {
-        guard Self.alive(process.processIdentifier) else { process.waitUntilExit(); return }
-        let pid = process.processIdentifier
-        kill(pid, signal)
-        let deadline = Date().addingTimeInterval(5)
-        while Self.alive(pid) && Date() < deadline { usleep(10_000) }
-        if Self.alive(pid) { kill(pid, SIGKILL) }
-        process.waitUntilExit()
-    }
-
-    /// Foundation's `isRunning` learns of an exit late; /proc knows at once (a zombie counts as gone).
-    static func alive(_ pid: Int32) -> Bool {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = stat.lastIndex(of: ")") else { return false }
-        let state = stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first
-        return state != "Z" && state != "X"
+        child.signal(signal)
+        if child.waitForExit(seconds: 5) == nil {
+            child.signal(SIGKILL)
+            _ = child.waitForExit(seconds: 5)
+        }
     }
 
     deinit { stop(signal: SIGKILL) }
 
     /// nghttpd serving `docroot` over TLS on 127.0.0.1:`port`; returns once it accepts connections.
     static func nghttpd(port: Int, docroot: String, certificates: TestCertificates, extra: [String] = []) throws -> ServerProcess {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: ["/usr/sbin/nghttpd", "/usr/bin/nghttpd"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "nghttpd")
-        process.arguments = ["--address=127.0.0.1", "-d", docroot] + extra
-            + [String(port), certificates.serverKey, certificates.serverCertificate]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let server = ServerProcess(process: process, port: port)
-        let deadline = Date().addingTimeInterval(10)
-        while Date() < deadline {
-            if canConnect(port: port) { return server }
-            if !alive(process.processIdentifier) { break }
-            usleep(20_000)
-        }
+        let executable = ["/usr/sbin/nghttpd", "/usr/bin/nghttpd"].first { FileManager.default.isExecutableFile(atPath: $0) } ?? "nghttpd"
+        let child = try ChildProcess(name: "nghttpd", executable: executable, arguments: ["--address=127.0.0.1", "-d", docroot] + extra
+            + [String(port), certificates.serverKey, certificates.serverCertificate])
+        let server = ServerProcess(child: child, port: port)
+        if waitUntil(seconds: 10, { loopbackAccepts(port: port) || !processIsAlive(child.pid) }), processIsAlive(child.pid) { return server }
         server.stop()
-        throw FixtureError(description: "nghttpd did not start on port \(port)")
+        throw FixtureError(description: "nghttpd did not start on port \(port): \(child.output)")
     }
 
-    /// The scripted python3-h2 peer (Fixtures/h2_peer.py) in `mode`; reads the port it prints.
+    /// The scripted python3-h2 peer (Fixtures/h2_peer.py) in `mode`; reads the port it prints (`PORT n`).
     static func peer(mode: String, certificates: TestCertificates, extra: [String] = []) throws -> ServerProcess {
         let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/h2_peer.py").path
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = [script, "--mode", mode, "--cert", certificates.serverCertificate, "--key", certificates.serverKey] + extra
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let line = LineBox()
-        let got = DispatchSemaphore(value: 0)
-        let handle = pipe.fileHandleForReading
-        Thread.detachNewThread {
-            var bytes: [UInt8] = []
-            while true {
-                let chunk = handle.availableData
-                if chunk.isEmpty { break }
-                bytes.append(contentsOf: chunk)
-                if bytes.contains(10) { break }
-            }
-            line.set(String(decoding: bytes, as: UTF8.self))
-            got.signal()
+        let child = try ChildProcess(name: "h2-peer", executable: "/usr/bin/python3",
+                                     arguments: [script, "--mode", mode, "--cert", certificates.serverCertificate, "--key", certificates.serverKey] + extra,
+                                     errorsApart: true)
+        var port: Int?
+        _ = waitUntil(seconds: 10) {
+            port = child.output.split(separator: "\n").first { $0.hasPrefix("PORT ") }.flatMap { Int($0.dropFirst(5).trimmingCharacters(in: .whitespaces)) }
+            return port != nil || !processIsAlive(child.pid)
         }
-        let server: ServerProcess
-        if got.wait(timeout: .now() + 10) == .success, let text = line.get(),
-           let port = Int(text.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "PORT ", with: "")) {
-            server = ServerProcess(process: process, port: port)
-        } else {
-            kill(process.processIdentifier, SIGKILL)
-            throw FixtureError(description: "h2_peer.py (\(mode)) did not report its port")
+        guard let port else {
+            child.signal(SIGKILL)
+            throw FixtureError(description: "h2_peer.py (\(mode)) did not report its port: \(child.errorOutput)")
         }
-        return server
+        return ServerProcess(child: child, port: port)
     }
-}
-
-private final class LineBox: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: String?
-    func set(_ text: String) { lock.withLock { value = text } }
-    func get() -> String? { lock.withLock { value } }
-}
-
-func canConnect(port: Int) -> Bool {
-    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    guard fd >= 0 else { return false }
-    defer { close(fd) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_port = UInt16(port).bigEndian
-    address.sin_addr.s_addr = UInt32(0x7F00_0001).bigEndian
-    return withUnsafePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-    } == 0
 }
 
 /// A directory with one small file, for nghttpd to answer POSTs to `/device` with 200.
@@ -231,16 +156,6 @@ final class EventLog: @unchecked Sendable {
     private var events: [HTTP2PoolEvent] = []
     func append(_ event: HTTP2PoolEvent) { lock.withLock { events.append(event) } }
     var all: [HTTP2PoolEvent] { lock.withLock { events } }
-}
-
-/// Polls `condition` until true or the deadline passes.
-func eventually(seconds: Double, _ condition: () throws -> Bool) rethrows -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if try condition() { return true }
-        usleep(20_000)
-    }
-    return try condition()
 }
 
 func postRequest(timeoutMilliseconds: Int = 20_000) -> HTTP2Request {

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 import HTTP2
 import Reactor
 import Testing
@@ -42,11 +43,11 @@ import Testing
     @Test func spreadsRequestsOverSeveralConnections() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=10"])
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=10"])
         defer { server.stop() }
         let events = EventLog()
         let pool = try makePool(port: server.port, options: HTTP2PoolOptions(connectionCount: 3), events: events)
-        #expect(eventually(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == 3 })
+        #expect(waitUntil(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == 3 })
         let outcomes = try send(2_000, on: pool)
         #expect(outcomes.wait(seconds: 60))
         #expect(outcomes.completedOnceEach)
@@ -55,13 +56,13 @@ import Testing
         #expect(try loop.submit { pool.value.maxObservedOpenStreams } <= 10)
         #expect(try loop.submit { (pool.value.inFlight, pool.value.queued) } == (0, 0))
         try loop.submit { pool.value.close(graceful: true) }
-        #expect(eventually(seconds: 5) { events.all.filter { if case .connection(.closed) = $0 { true } else { false } }.count == 3 })
+        #expect(waitUntil(seconds: 5) { events.all.filter { if case .connection(.closed) = $0 { true } else { false } }.count == 3 })
     }
 
     @Test func completionsMayCallBackIntoThePool() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=7"])
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=7"])
         defer { server.stop() }
         let pool = try makePool(port: server.port, options: HTTP2PoolOptions(connectionCount: 2), events: EventLog())
         let total = 500
@@ -95,7 +96,7 @@ import Testing
     @Test func reconnectsAfterTheServerIsKilledAndRestarted() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let port = try freePort()
+        let port = freeLoopbackPort()
         var server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
         defer { server.stop() }
         let events = EventLog()
@@ -106,7 +107,7 @@ import Testing
         #expect(first.successes.count == 10)
 
         server.stop(signal: SIGKILL)
-        #expect(eventually(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == 0 })
+        #expect(waitUntil(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == 0 })
         // While the server is down requests fail as never sent: at the next failed attempt, or at their deadline.
         let during = try send(5, on: pool, request: postRequest(timeoutMilliseconds: 300))
         #expect(during.wait(seconds: 10))
@@ -129,21 +130,21 @@ import Testing
         // Nobody listens: nothing can leave the queue.
         let options = HTTP2PoolOptions(maxQueuedRequests: 5, reconnectMinimumMilliseconds: 100, reconnectMaximumMilliseconds: 200,
                                        failWaitingRequestsWhenUnreachable: false)
-        let pool = try makePool(port: try freePort(), options: options, events: events)
+        let pool = try makePool(port: freeLoopbackPort(), options: options, events: events)
         let accepted = try loop.submit { () -> [Bool] in
             (0..<7).map { _ in pool.value.send(postRequest(timeoutMilliseconds: 200)) { _ in } }
         }
         #expect(accepted == [true, true, true, true, true, false, false])
         #expect(try loop.submit { pool.value.queued } == 5)
-        #expect(eventually(seconds: 5) { (try? loop.submit { pool.value.queued }) == 0 })
-        #expect(eventually(seconds: 5) { events.all.contains { if case .connection(.closed(_, .connectFailed?)) = $0 { true } else { false } } })
+        #expect(waitUntil(seconds: 5) { (try? loop.submit { pool.value.queued }) == 0 })
+        #expect(waitUntil(seconds: 5) { events.all.contains { if case .connection(.closed(_, .connectFailed?)) = $0 { true } else { false } } })
         try loop.submit { pool.value.close(graceful: false) }
         #expect(try loop.submit { pool.value.send(postRequest()) { _ in } } == false)
     }
 
     @Test func aDroppedPoolStillCompletesEveryRequest() throws {
         let tls = try TLSContext(TLSConfiguration(caFile: certificates.caCertificate))
-        let port = try freePort()
+        let port = freeLoopbackPort()
         let outcomes = Outcomes(expected: 3)
         try loop.submit { [loop] in
             let pool = HTTP2ConnectionPool(loop: loop, endpoint: HTTP2Endpoint(host: "127.0.0.1", port: port), tls: tls)
@@ -157,7 +158,7 @@ import Testing
     }
 
     @Test func anUnreachableServerFailsWaitingRequestsAtOnce() throws {
-        let pool = try makePool(port: try freePort(), options: HTTP2PoolOptions(), events: EventLog())
+        let pool = try makePool(port: freeLoopbackPort(), options: HTTP2PoolOptions(), events: EventLog())
         let outcomes = try send(3, on: pool)  // 20 s deadlines: an answer within 10 s proves they did not wait
         #expect(outcomes.wait(seconds: 10))
         #expect(outcomes.failures.allSatisfy { if case .connectFailed = $0 { true } else { false } }, "\(outcomes.failures)")
@@ -169,9 +170,9 @@ import Testing
     /// queue deadline, it now fails at once as never sent, so its owner can hand the job on.
     @Test func aRequestThatCannotGetAConnectionBeforeItsDeadlineFailsAtOnceAsNeverSent() throws {
         let options = HTTP2PoolOptions(reconnectMinimumMilliseconds: 20_000, reconnectMaximumMilliseconds: 20_000)
-        let pool = try makePool(port: try freePort(), options: options, events: EventLog())
+        let pool = try makePool(port: freeLoopbackPort(), options: options, events: EventLog())
         defer { try? loop.submit { pool.value.close(graceful: false) } }
-        #expect(eventually(seconds: 10) { ((try? loop.submit { pool.value.status.consecutiveFailures }) ?? 0) >= 1 })
+        #expect(waitUntil(seconds: 10) { ((try? loop.submit { pool.value.status.consecutiveFailures }) ?? 0) >= 1 })
         let started = Date()
         let outcomes = try send(1, on: pool, request: postRequest(timeoutMilliseconds: 5_000))
         #expect(outcomes.wait(seconds: 10))
@@ -186,15 +187,15 @@ import Testing
     @Test func connectNowCutsAReconnectBackOffShort() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let port = try freePort()
+        let port = freeLoopbackPort()
         let options = HTTP2PoolOptions(reconnectMinimumMilliseconds: 60_000, reconnectMaximumMilliseconds: 60_000)
         let pool = try makePool(port: port, options: options, events: EventLog())
         defer { try? loop.submit { pool.value.close(graceful: false) } }
-        #expect(eventually(seconds: 10) { ((try? loop.submit { pool.value.status.consecutiveFailures }) ?? 0) >= 1 })
+        #expect(waitUntil(seconds: 10) { ((try? loop.submit { pool.value.status.consecutiveFailures }) ?? 0) >= 1 })
         let server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
         defer { server.stop() }
         try loop.submit { pool.value.connectNow() }
-        #expect(eventually(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == 1 }, "the next attempt was 30-60 s away")
+        #expect(waitUntil(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == 1 }, "the next attempt was 30-60 s away")
         let outcomes = try send(1, on: pool)
         #expect(outcomes.wait(seconds: 10))
         #expect(outcomes.successes.first?.status == 200, "\(outcomes.failures)")
@@ -203,7 +204,7 @@ import Testing
     @Test func retiringAConnectionMovesRequestsToAFreshOne() throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates)
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates)
         defer { server.stop() }
         let events = EventLog()
         let pool = try makePool(port: server.port, options: HTTP2PoolOptions(connectionCount: 1), events: events)
@@ -218,14 +219,14 @@ import Testing
         #expect(resent.wait(seconds: 10))
         let newID = try #require(resent.successes.first?.connectionID)
         #expect(newID > oldID)
-        #expect(eventually(seconds: 5) { events.all.contains(.connection(.closed(connectionID: oldID, error: nil))) })
+        #expect(waitUntil(seconds: 5) { events.all.contains(.connection(.closed(connectionID: oldID, error: nil))) })
         try loop.submit { pool.value.close(graceful: true) }
     }
 
     @Test func statusCountsFailuresInARowWhileTheServerIsUnreachable() throws {
         let options = HTTP2PoolOptions(reconnectMinimumMilliseconds: 20, reconnectMaximumMilliseconds: 40)
-        let pool = try makePool(port: try freePort(), options: options, events: EventLog())
-        #expect(eventually(seconds: 10) { ((try? loop.submit { pool.value.status.consecutiveFailures }) ?? 0) >= 3 })
+        let pool = try makePool(port: freeLoopbackPort(), options: options, events: EventLog())
+        #expect(waitUntil(seconds: 10) { ((try? loop.submit { pool.value.status.consecutiveFailures }) ?? 0) >= 3 })
         let status = try loop.submit { pool.value.status }
         #expect(!status.hasUsableConnection)
         #expect(status.streamLimit == nil)
@@ -237,10 +238,10 @@ import Testing
     @Test(arguments: [0, 7]) func statusReportsTheServersStreamLimitEvenZero(limit: Int) throws {
         let docroot = try makeDocroot()
         defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let server = try ServerProcess.nghttpd(port: try freePort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=\(limit)"])
+        let server = try ServerProcess.nghttpd(port: freeLoopbackPort(), docroot: docroot, certificates: certificates, extra: ["--max-concurrent-streams=\(limit)"])
         defer { server.stop() }
         let pool = try makePool(port: server.port, options: HTTP2PoolOptions(), events: EventLog())
-        #expect(eventually(seconds: 10) { (try? loop.submit { pool.value.status.hasUsableConnection }) == true })
+        #expect(waitUntil(seconds: 10) { (try? loop.submit { pool.value.status.hasUsableConnection }) == true })
         #expect(try loop.submit { pool.value.status } == HTTP2PoolStatus(hasUsableConnection: true, consecutiveFailures: 0, streamLimit: limit))
         let outcomes = try send(1, on: pool, request: postRequest(timeoutMilliseconds: 500))
         #expect(outcomes.wait(seconds: 10))

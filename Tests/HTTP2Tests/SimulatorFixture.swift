@@ -1,45 +1,31 @@
 import Basics
 import Foundation
 import Glibc
+import HeraldTestSupport
 import HTTP2
 import Simulators
 import Reactor
 
-/// Herald's APNs simulator in-process (port 0, its own TLS files and provider key) plus a client loop.
+/// Herald's APNs simulator in-process (HeraldTestSupport's `APNsSimulatorFixture`) plus a client loop.
 /// `stop()` closes the pools it made, ends both loops and removes the directory; every test calls it.
 final class SimulatorFixture: Sendable {
-    static let topic = "com.example.app"
+    static let topic = APNsSimulatorFixture.topic
 
-    let directory: String
-    let key: MockProviderKey
-    let server: MockAPNsServer
-    /// What `server` was started with: a second simulator (another address, same port) starts from it.
-    let configuration: MockAPNsConfiguration
+    let simulator: APNsSimulatorFixture
+    var server: MockAPNsServer { simulator.server }
+    var configuration: MockAPNsConfiguration { simulator.configuration }
+    var bearer: String { simulator.bearer }
     let loop: EventLoop
     let tls: TLSContext
-    /// One token for the whole test: a connection that switches tokens gets 429 TooManyProviderTokenUpdates.
-    let bearer: String
     private let pools = LockedValue<[LoopBound<HTTP2ConnectionPool>]>([])
 
     init(faults: MockFaultScript = MockFaultScript(), _ configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
-        directory = NSTemporaryDirectory() + "herald-simtests-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        let files = try MockTLSFiles.generate(in: directory)
-        key = try MockProviderKey.generate(keyID: "KEY1234567", teamID: "TEAM123456", directory: directory)
-        var configuration = MockAPNsConfiguration()
-        configuration.tls = files
-        configuration.keys = [key]
-        configuration.faults = faults
-        configuration.recordAccepted = true
-        configure(&configuration)
-        bearer = "bearer " + (try key.makeToken())
-        self.configuration = configuration
-        tls = try TLSContext(TLSConfiguration(caFile: files.caFile))
-        server = try MockAPNsServer(configuration: configuration)
+        simulator = try APNsSimulatorFixture(faults: faults, configure)
         do {
+            tls = try TLSContext(TLSConfiguration(caFile: simulator.tls.caFile))
             loop = try EventLoop.startThread(name: "simtests-client")
         } catch {
-            server.stop()
+            simulator.stop()
             throw error
         }
     }
@@ -86,8 +72,7 @@ final class SimulatorFixture: Sendable {
         try? loop.submit { for pool in all { pool.value.close(graceful: false) } }
         loop.stop()
         loop.waitUntilStopped()
-        server.stop()
-        try? FileManager.default.removeItem(atPath: directory)
+        simulator.stop()
     }
 }
 

@@ -170,7 +170,7 @@ import Testing
         defer { sim.stop() }
         let events = EventLog()
         let pool = try sim.makePool(events: events)
-        #expect(eventually(seconds: 30) { (try? sim.loop.submit { pool.value.liveConnections }) == 1 })
+        #expect(waitUntil(seconds: 30) { (try? sim.loop.submit { pool.value.liveConnections }) == 1 })
         #expect(try sim.loop.submit { pool.value.availableStreams } == 1, "before any token the simulator allows 1 stream")
 
         // A burst while the limit is 1: one stream goes out, the rest wait in the pool until the limit rises.
@@ -190,14 +190,14 @@ import Testing
             delivered += burstIDs
         }
         try burst(100, from: 10_000)
-        #expect(eventually(seconds: 30) { (try? sim.loop.submit { pool.value.availableStreams }) == 50 }, "the limit rose to 50")
+        #expect(waitUntil(seconds: 30) { (try? sim.loop.submit { pool.value.availableStreams }) == 50 }, "the limit rose to 50")
 
         // One rejected push: the simulator drops the limit to 1 and the client follows.
         let rejected = AttemptLedger(expected: 1)
         try sim.loop.submit { sendAll([sim.request(token: deviceToken("bad0", 1), apnsID: lowerUUID())], on: pool, into: rejected) }
         #expect(rejected.wait(seconds: Self.waitSeconds))
         #expect((try? rejected.finalResults[0]?.get())?.status == 400)
-        #expect(eventually(seconds: 30) { (try? sim.loop.submit { pool.value.availableStreams }) == 1 }, "the limit fell to 1")
+        #expect(waitUntil(seconds: 30) { (try? sim.loop.submit { pool.value.availableStreams }) == 1 }, "the limit fell to 1")
         try burst(100, from: 20_000)
 
         // Mixed traffic: a rejection every 25 pushes, so the limit keeps falling and rising under load.

@@ -56,13 +56,8 @@ public final class RedisClusterFixture: @unchecked Sendable {
     /// Runs `redis-cli` with `arguments` (deadline `seconds`); stdout and stderr together.
     @discardableResult
     public func run(_ arguments: [String], seconds: Double = 10) throws -> (status: Int32, output: String) {
-        let child = try ChildProcess(name: "redis-cli", executable: redisCLI, arguments: arguments)
-        guard let status = child.waitForExit(seconds: seconds) else {
-            child.signal(SIGKILL)
-            _ = child.waitForExit(seconds: 5)
-            throw TestSupportError("redis-cli \(arguments.joined(separator: " ")) did not finish within \(seconds) s")
-        }
-        return (status, child.output)
+        let result = try runProgram(redisCLI, arguments, seconds: seconds)
+        return (result.status, result.output)
     }
 
     /// One command on the node at `port`; the reply as redis-cli prints it (raw, one line per element).

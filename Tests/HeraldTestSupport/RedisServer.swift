@@ -1,7 +1,9 @@
 import Foundation
 import Glibc
+import RedisQueue
 
-/// A redis-server of the test's own, on a free loopback port, for tests that kill or restart Redis.
+/// A redis-server of the test's own, on a free loopback port, for tests that kill or restart Redis, need its
+/// settings (a password, a socket, a replica) or its whole keyspace. Stopped by its pid; every wait has a deadline.
 /// Tests that only need a Redis use `sharedRedisURL` (started by scripts/test) with a unique key prefix.
 public final class RedisServer: @unchecked Sendable {
     public let port: Int
@@ -20,6 +22,8 @@ public final class RedisServer: @unchecked Sendable {
     }
 
     public var url: String { "redis://127.0.0.1:\(port)/0" }
+    /// `url` as the Redis client takes it.
+    public var redisURL: RedisURL { RedisURL(endpoint: .tcp(host: "127.0.0.1", port: port)) }
 
     /// Starts (or restarts) the server on the same port and directory, so an AOF survives restarts.
     public func start() throws { try start(adding: []) }
@@ -51,7 +55,7 @@ public final class RedisServer: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// True when something on `port` answers a RESP PING with +PONG.
+    /// True when something on `port` answers a RESP PING: +PONG, or -NOAUTH from a server with a password.
     public static func ping(port: Int) -> Bool {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { return false }
@@ -68,7 +72,7 @@ public final class RedisServer: @unchecked Sendable {
         guard write(fd, ping, ping.count) == ping.count else { return false }
         var buffer = [UInt8](repeating: 0, count: 16)
         let n = read(fd, &buffer, buffer.count)
-        return n >= 5 && Array(buffer[0..<5]) == Array("+PONG".utf8)
+        return (n >= 5 && Array(buffer[0..<5]) == Array("+PONG".utf8)) || (n >= 7 && Array(buffer[0..<7]) == Array("-NOAUTH".utf8))
     }
 }
 

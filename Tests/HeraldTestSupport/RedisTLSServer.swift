@@ -37,13 +37,8 @@ public struct TLSTestCertificates: Sendable {
     }
 
     static func openssl(_ arguments: [String]) throws {
-        guard let binary = which("openssl") else { throw TestSupportError("openssl is not installed (run scripts/setup)") }
-        let process = try ChildProcess(name: "openssl", executable: binary, arguments: arguments)
-        guard let status = process.waitForExit(seconds: 30) else {
-            _ = process.stop(grace: 1)
-            throw TestSupportError("openssl \(arguments.first ?? "") did not finish in 30 s")
-        }
-        if status != 0 { throw TestSupportError("openssl \(arguments.joined(separator: " ")) failed (\(status)): \(process.output)") }
+        let result = try runProgram("openssl", arguments, seconds: 30)
+        if result.status != 0 { throw TestSupportError("openssl \(arguments.joined(separator: " ")) failed (\(result.status)): \(result.output)") }
     }
 }
 
@@ -84,7 +79,7 @@ public final class RedisTLSServer: @unchecked Sendable {
         let process = try ChildProcess(name: "redis-tls-\(port)", executable: binary, arguments: arguments)
         child = process
         // Listening is enough: redis-server binds its port only once it is ready to serve.
-        let ready = waitUntil(seconds: 10) { process.isRunning && Self.accepts(port: port) }
+        let ready = waitUntil(seconds: 10) { process.isRunning && loopbackAccepts(port: port) }
         if !ready {
             _ = process.stop(grace: 2)
             throw TestSupportError("redis-server (TLS) on port \(port) did not start: \(process.output)")
@@ -101,17 +96,4 @@ public final class RedisTLSServer: @unchecked Sendable {
         try? FileManager.default.removeItem(atPath: directory)
     }
 
-    /// True when a TCP connect to 127.0.0.1:`port` succeeds.
-    static func accepts(port: Int) -> Bool {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return false }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = UInt16(port).bigEndian
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
-        } == 0
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 import Reactor
 import Testing
 @testable import RedisClient
@@ -9,7 +10,7 @@ import Testing
     /// A refused AUTH leaves no socket behind, keeps the waiting command (it never reached Redis), backs off and
     /// retries; once the password is accepted the waiting command goes out on the new link.
     @Test func aRefusedAuthBacksOffWithoutASocketAndTheWaitingCommandGoesOutOnceAuthPasses() throws {
-        let server = try RedisServer.start(extraArguments: ["--requirepass", "other"])
+        let server = try RedisServer(extraArguments: ["--requirepass", "other"])
         defer { server.stop() }
         let harness = try LoopHarness()
         defer { harness.stop() }
@@ -26,7 +27,7 @@ import Testing
             redis.send(["PING"]) { result in reply.value = (try? result.get())?.string ?? "\(result)" }
             connection.value = redis
         }
-        #expect(waitUntil {
+        #expect(waitUntil(seconds: 10) {
             (try? harness.loop.submit {
                 guard case let .backingOff(reason, _, _) = connection.value!.phase else { return false }
                 return reason.contains("AUTH refused")
@@ -37,7 +38,7 @@ import Testing
 
         let admin = try BlockingRedis(url: RedisURL(parsing: "redis://:other@127.0.0.1:\(server.port)/0"))
         _ = try admin.command(["CONFIG", "SET", "requirepass", "s3cret"])
-        #expect(waitUntil { (try? harness.loop.submit { reply.value }) ?? nil != nil })
+        #expect(waitUntil(seconds: 10) { (try? harness.loop.submit { reply.value }) ?? nil != nil })
         let after = try harness.loop.submit { () -> (String?, String, Int, UInt64, [String]) in
             let redis = connection.value!
             defer { redis.close() }
@@ -74,10 +75,10 @@ import Testing
                 seen.value.append("pending \(connection.pendingCount)")
             }
         }
-        #expect(waitUntil { (try? harness.loop.submit { clientID.value }) ?? -1 > 0 })
+        #expect(waitUntil(seconds: 10) { (try? harness.loop.submit { clientID.value }) ?? -1 > 0 })
         let id = try harness.loop.submit { clientID.value }
         // BLPOP is in flight once the server lists the client as blocked in it.
-        #expect(try waitUntil { try admin.command(["CLIENT", "LIST", "ID", "\(id)"]).string?.contains("cmd=blpop") == true })
+        #expect(try waitUntil(seconds: 10) { try admin.command(["CLIENT", "LIST", "ID", "\(id)"]).string?.contains("cmd=blpop") == true })
         #expect(try admin.command(["CLIENT", "KILL", "ID", "\(id)"]).int == 1)
         #expect(done.wait(timeout: .now() + 10) == .success)
         #expect(try harness.loop.submit { seen.value } == ["lost", "backingOff", "no socket", "pending 1", "PONG", "connected connects=2"])
@@ -87,7 +88,7 @@ import Testing
     @Test func closeWhileBackingOffFailsTheWaitingCommandAndNeverReconnects() throws {
         let harness = try LoopHarness()
         defer { harness.stop() }
-        let port = try RedisServer.freePort()  // nothing listens there
+        let port = freeLoopbackPort()  // nothing listens there
         var options = RedisConnection.Options()
         options.reconnectInitialMilliseconds = 20
         options.reconnectMaxMilliseconds = 20
@@ -99,7 +100,7 @@ import Testing
             redis.send(["PING"]) { if case .failure(let error) = $0 { result.value = error } }
             connection.value = redis
         }
-        #expect(waitUntil { (try? harness.loop.submit { connection.value!.phase.name == "backingOff" }) ?? false })
+        #expect(waitUntil(seconds: 10) { (try? harness.loop.submit { connection.value!.phase.name == "backingOff" }) ?? false })
         try harness.loop.submit {
             connection.value!.close()
             connection.value!.onStateChange = { _ in changes.value += 1 }

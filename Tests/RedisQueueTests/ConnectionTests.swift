@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 import Reactor
 import Testing
 @testable import RedisQueue
@@ -62,7 +63,7 @@ final class LoopHarness: @unchecked Sendable {
     @Test func waitingCommandsAreBoundedAndTimeOut() throws {
         let harness = try LoopHarness()
         defer { harness.stop() }
-        let port = try RedisServer.freePort()  // nothing listens there
+        let port = freeLoopbackPort()  // nothing listens there
         var options = RedisConnection.Options()
         options.waitingLimit = 1
         options.commandTimeoutMilliseconds = 200
@@ -90,7 +91,7 @@ final class LoopHarness: @unchecked Sendable {
     }
 
     @Test func authAndSelectOnConnect() throws {
-        let server = try RedisServer.start(extraArguments: ["--requirepass", "s3cret"])
+        let server = try RedisServer(extraArguments: ["--requirepass", "s3cret"])
         defer { server.stop() }
         #expect(throws: RedisError.self) { try BlockingRedis(url: RedisURL(endpoint: .tcp(host: "127.0.0.1", port: server.port), password: "wrong")) }
         let good = try BlockingRedis(url: RedisURL(parsing: "redis://default:s3cret@127.0.0.1:\(server.port)/5"))
@@ -142,7 +143,7 @@ final class LoopHarness: @unchecked Sendable {
                 }
             }
         }
-        #expect(waitUntil { (try? harness.loop.submit { clientID.value }) ?? -1 > 0 })
+        #expect(waitUntil(seconds: 10) { (try? harness.loop.submit { clientID.value }) ?? -1 > 0 })
         usleep(50_000)  // let BLPOP reach the server
         let id = try harness.loop.submit { clientID.value }
         #expect(try admin.command(["CLIENT", "KILL", "ID", "\(id)"]).int == 1)
@@ -152,7 +153,7 @@ final class LoopHarness: @unchecked Sendable {
 
     @Test func unixSocket() throws {
         let socketPath = NSTemporaryDirectory() + "herald-\(UInt32.random(in: 0...UInt32.max)).sock"
-        let server = try RedisServer.start(extraArguments: ["--unixsocket", socketPath, "--unixsocketperm", "700"])
+        let server = try RedisServer(extraArguments: ["--unixsocket", socketPath, "--unixsocketperm", "700"])
         defer { server.stop(); unlink(socketPath) }
         let url = try RedisURL(parsing: "unix://\(socketPath)?db=2")
         let blocking = try BlockingRedis(url: url)
@@ -194,9 +195,9 @@ final class LoopHarness: @unchecked Sendable {
             events.value = []
             harness.loop.schedule(afterMilliseconds: 3_000) { queue.stopMaintenance(); connection.close() }
         }
-        #expect(try waitUntil { try redis.command(["LLEN", keys.queue]).int == 3 })
+        #expect(try waitUntil(seconds: 10) { try redis.command(["LLEN", keys.queue]).int == 3 })
         // The replies reach the loop just after Redis applied the scripts.
-        #expect(try waitUntil {
+        #expect(try waitUntil(seconds: 10) {
             let seen = try harness.loop.submit { events.value }
             return seen.contains(.reaped(jobs: 2)) && seen.contains(.movedRetries(1))
         })

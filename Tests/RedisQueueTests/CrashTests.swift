@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 import Reactor
 import Testing
 @testable import RedisQueue
@@ -12,17 +13,15 @@ import Testing
         let jobs = (0..<300).map { "k\($0)" }
         try push(redis, key: keys.queue, jobs: jobs)
         guard case .tcp(let host, let port) = TestRedis.url.endpoint else { Issue.record("needs TCP"); return }
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: "/bin/sh")
-        child.arguments = ["-c", #"redis-cli -h "$1" -p "$2" -n "$3" EVAL "$0" 5 "$4" "$5" "$6" "$7" "$8" killed 400 120 1. e1 >/dev/null; exec sleep 30"#,
-                           QueueScripts.claim.source, host, "\(port)", "\(TestRedis.url.database)",
-                           keys.workers, keys.leases(worker: "killed"), keys.epoch, keys.paused, keys.queue]
-        try child.run()
-        defer { if child.isRunning { kill(child.processIdentifier, SIGKILL); child.waitUntilExit() } }
-        #expect(try waitUntil { try redis.command(["HLEN", keys.leases(worker: "killed")]).int == 120 })
-        kill(child.processIdentifier, SIGKILL)
-        child.waitUntilExit()
-        #expect(child.terminationReason == .uncaughtSignal)
+        let child = try ChildProcess(name: "claimer", executable: "/bin/sh", arguments: [
+            "-c", #"redis-cli -h "$1" -p "$2" -n "$3" EVAL "$0" 5 "$4" "$5" "$6" "$7" "$8" killed 400 120 1. e1 >/dev/null; exec sleep 30"#,
+            QueueScripts.claim.source, host, "\(port)", "\(TestRedis.url.database)",
+            keys.workers, keys.leases(worker: "killed"), keys.epoch, keys.paused, keys.queue])
+        defer { child.signal(SIGKILL); _ = child.waitForExit(seconds: 10) }
+        #expect(try waitUntil(seconds: 10) { try redis.command(["HLEN", keys.leases(worker: "killed")]).int == 120 })
+        child.signal(SIGKILL)
+        #expect(child.waitForExit(seconds: 10) != nil)
+        #expect(child.process.terminationReason == .uncaughtSignal)
 
         let survivor = try BlockingJobQueue(redis: try TestRedis.blocking(), keys: keys, workerID: "survivor")
         let finished = try waitUntil(seconds: 20) {
@@ -40,10 +39,10 @@ import Testing
     /// Redis is SIGKILLed mid-run (AOF, fsync always) and restarted; the worker reconnects by itself, scripts are
     /// re-sent after NOSCRIPT, and every job ends with exactly one result.
     @Test func redisRestartMidRunLosesNothingAcknowledged() throws {
-        let server = try RedisServer.start(appendOnly: true)
+        let server = try RedisServer(appendOnly: true)
         defer { server.stop() }
         let keys = TestRedis.keys()
-        let admin = try BlockingRedis(url: server.url)
+        let admin = try BlockingRedis(url: server.redisURL)
         let total = 4_000
         let jobs = (0..<total).map { "r\($0)" }
         try push(admin, key: keys.queue, jobs: jobs)
@@ -56,7 +55,7 @@ import Testing
         try harness.loop.submit {
             var options = RedisConnection.Options()
             options.commandTimeoutMilliseconds = 2_000
-            let connection = RedisConnection(url: server.url, loop: harness.loop, options: options)
+            let connection = RedisConnection(url: server.redisURL, loop: harness.loop, options: options)
             connection.onStateChange = { state in
                 switch state {
                 case .connected: stateLog.value.append("up")
@@ -93,14 +92,14 @@ import Testing
             step()
         }
         defer { try? harness.loop.submit { running.value = false } }
-        #expect(try waitUntil { try admin.command(["ZSCORE", keys.workers, "w1"]).int ?? 0 > 0 })
+        #expect(try waitUntil(seconds: 10) { try admin.command(["ZSCORE", keys.workers, "w1"]).int ?? 0 > 0 })
         #expect(try waitUntil(seconds: 30) { try admin.command(["XLEN", keys.results]).int ?? 0 >= 800 })
         let resultsBeforeKill = try admin.command(["XLEN", keys.results]).int ?? 0
-        server.stop(kill: SIGKILL)
+        server.crash()
         #expect(resultsBeforeKill < Int64(total), "Redis went away mid-run")
         usleep(300_000)
-        try server.launch()
-        let check = try BlockingRedis(url: server.url)
+        try server.start()
+        let check = try BlockingRedis(url: server.redisURL)
         let done = try waitUntil(seconds: 60) {
             let replies = try check.pipeline([["XLEN", keys.results], ["LLEN", keys.queue], ["HLEN", keys.leases(worker: "w1")]])
             return replies.map { $0.int ?? -1 } == [Int64(total), 0, 0]

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 @testable import RedisQueue
 
@@ -6,10 +7,10 @@ import Testing
 /// (`forgotten`) instead of blaming another worker or a repeated batch.
 @Suite struct ForgottenLeaseTests {
     @Test func completionAfterFlushAllReportsForgottenNotLost() throws {
-        let server = try RedisServer.start()  // of its own: FLUSHALL must not touch other tests' keys
+        let server = try RedisServer()  // of its own: FLUSHALL must not touch other tests' keys
         defer { server.stop() }
         let keys = TestRedis.keys()
-        let redis = try BlockingRedis(url: server.url)
+        let redis = try BlockingRedis(url: server.redisURL)
         try push(redis, key: keys.queue, jobs: (0..<6).map { "f\($0)" })
         let queue = try BlockingJobQueue(redis: redis, keys: keys, workerID: "w")
         let leases = try queue.claim(max: 6)

@@ -156,7 +156,7 @@ import Testing
         let server = try RedisTLSServer()
         let plainToTLS = try #require(try Self.blockingFailure(server, nil, url: "redis://127.0.0.1:\(server.port)/0"))
         #expect(plainToTLS.contains("rediss://"), "\(plainToTLS)")
-        let plainServer = try RedisServer.start()
+        let plainServer = try RedisServer()
         defer { plainServer.stop() }
         let tlsToPlain = try #require(try Self.blockingFailure(server, try Self.context(server), url: "rediss://127.0.0.1:\(plainServer.port)/0"))
         #expect(tlsToPlain.contains("does not speak TLS") || tlsToPlain.contains("is this port serving TLS"), "\(tlsToPlain)")

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 import Reactor
 import Testing
 @testable import RedisQueue
@@ -31,34 +32,24 @@ import Testing
     }
 
     @Test func writesAReplicaConfirmedComeBackAsTheScriptsReply() throws {
-        let master = try RedisServer.start(extraArguments: ["--repl-diskless-sync-delay", "0"])
+        let master = try RedisServer(extraArguments: ["--repl-diskless-sync-delay", "0"])
         defer { master.stop() }
-        let replica = try RedisServer.start(extraArguments: ["--replicaof", "127.0.0.1", String(master.port)])
+        let replica = try RedisServer(extraArguments: ["--replicaof", "127.0.0.1", String(master.port)])
         defer { replica.stop() }
-        let synced = waitUntil(seconds: 15) { (try? BlockingRedis(url: replica.url).command(["INFO", "replication"]).string)??.contains("master_link_status:up") == true }
+        let synced = waitUntil(seconds: 15) { (try? BlockingRedis(url: replica.redisURL).command(["INFO", "replication"]).string)??.contains("master_link_status:up") == true }
         #expect(synced)
-        let results = try twoWrites(master.url, replicas: 1, key: "confirmed", waitMilliseconds: 3_000)
+        let results = try twoWrites(master.redisURL, replicas: 1, key: "confirmed", waitMilliseconds: 3_000)
         #expect(results.allSatisfy { if case .success(.bulk) = $0 { true } else { false } }, "\(results)")
         // WAIT covered both: the replica has both increments the moment the replies arrived.
-        #expect(try BlockingRedis(url: replica.url).command(["GET", "confirmed"]) == .bulk(Array("2".utf8)))
+        #expect(try BlockingRedis(url: replica.redisURL).command(["GET", "confirmed"]) == .bulk(Array("2".utf8)))
     }
 
     @Test func writesNoReplicaConfirmedFailAsNotReplicatedYetRanOnTheMaster() throws {
-        let master = try RedisServer.start()
+        let master = try RedisServer()
         defer { master.stop() }
-        let results = try twoWrites(master.url, replicas: 1, key: "unconfirmed")
+        let results = try twoWrites(master.redisURL, replicas: 1, key: "unconfirmed")
         #expect(results == [.failure(.notReplicated(acknowledged: 0, wanted: 1)), .failure(.notReplicated(acknowledged: 0, wanted: 1))])
         #expect(RedisError.notReplicated(acknowledged: 0, wanted: 1).outcomeUnknown)
-        #expect(try BlockingRedis(url: master.url).command(["GET", "unconfirmed"]) == .bulk(Array("2".utf8)))
+        #expect(try BlockingRedis(url: master.redisURL).command(["GET", "unconfirmed"]) == .bulk(Array("2".utf8)))
     }
-}
-
-/// Polls until `condition` holds or the deadline passes.
-private func waitUntil(seconds: Double, _ condition: () -> Bool) -> Bool {
-    let deadline = Date().addingTimeInterval(seconds)
-    while Date() < deadline {
-        if condition() { return true }
-        usleep(50_000)
-    }
-    return condition()
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 import Testing
 @testable import Simulators
 
@@ -15,7 +16,7 @@ struct CommandTests {
     }
 
     @Test func commandServesWithGeneratedMaterialAndReloads() throws {
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let configFile = directory + "/faults.json"
         try #"{"rules":[{"tokenPrefix":"dead","fate":"unregistered","timestamp":9}]}"#.write(toFile: configFile, atomically: true, encoding: .utf8)
@@ -77,7 +78,7 @@ struct CommandTests {
     }
 
     @Test func badConfigFileIsAConfigError() throws {
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try #"{"rules":[{"fate":"throttle"}]}"#.write(toFile: directory + "/bad.json", atomically: true, encoding: .utf8)
         let options = try MockAPNsOptions.parse(["--config", directory + "/bad.json", "--generate-tls", directory])

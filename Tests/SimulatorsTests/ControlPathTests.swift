@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 @testable import Simulators
 
@@ -6,7 +7,7 @@ import Testing
 @Suite("control paths and command")
 struct ControlPathTests {
     @Test func statsConfigAndResetOverHTTP() throws {
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let logFile = directory + "/accepted.jsonl"
         let fixture = try Fixture { $0.logFile = logFile; $0.logPayloads = true }

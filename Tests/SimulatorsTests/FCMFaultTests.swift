@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 @testable import Simulators
 
@@ -126,7 +127,7 @@ import Testing
         #expect(throws: SimulatorError.self) { try MockFCMFaultScript.parse(Data(#"{"projectQuotaPerMinute":-1}"#.utf8)) }
         #expect(MockFCMCommand.main(arguments: ["--bogus"]) == 64)
         #expect(MockFCMCommand.main(arguments: ["--cert", "a.pem"]) == 64)
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try #"{"rules":[{"fate":"nope"}]}"#.write(toFile: directory + "/bad.json", atomically: true, encoding: .utf8)
         let options = try MockFCMOptions.parse(["--config", directory + "/bad.json", "--generate-tls", directory])

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 @testable import Simulators
 
 /// A running FCM simulator with its own temporary directory, TLS files and generated service account.
@@ -10,7 +11,7 @@ final class FCMFixture: @unchecked Sendable {
     static let token = "fcm-token-0123456789_abcdefABCDEF:APA91b"
 
     init(faults: MockFCMFaultScript = MockFCMFaultScript(), _ configure: (inout MockFCMConfiguration) -> Void = { _ in }) throws {
-        directory = try Fixture.temporaryDirectory()
+        directory = makeTemporaryDirectory("herald-sim-test")
         var configuration = MockFCMConfiguration()
         configuration.tls = try MockTLSFiles.generate(in: directory)
         configuration.faults = faults

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 @testable import Simulators
 
@@ -42,7 +43,7 @@ print(json.dumps(out))
     @Test func pipelinedRequestsAreAnsweredInOrderAndGarbageGetsA400() throws {
         let fixture = try FCMFixture()
         defer { fixture.stop() }
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try Self.script.write(toFile: directory + "/wire.py", atomically: true, encoding: .utf8)
         let args = try JSONSerialization.data(withJSONObject: ["port": fixture.server.port, "ca": fixture.caFile])

@@ -1,54 +1,31 @@
 import Foundation
 import Glibc
+import HeraldTestSupport
 @testable import Simulators
 
-/// A running simulator with its own temporary directory, TLS files and a generated provider key.
+/// A running APNs simulator (HeraldTestSupport's `APNsSimulatorFixture`) with what curl needs to talk to it.
 /// `stop()` ends the server and removes the directory; every test calls it (via `defer`).
 final class Fixture: @unchecked Sendable {
-    let directory: String
-    let tls: MockTLSFiles
-    let key: MockProviderKey
-    let server: MockAPNsServer
-    /// One token for the whole test: ES256 signatures differ each time, and a connection that switches
-    /// tokens too often gets 429 TooManyProviderTokenUpdates, as on APNs.
-    let defaultBearer: String
-    static let topic = "com.example.app"
+    let simulator: APNsSimulatorFixture
+    var tls: MockTLSFiles { simulator.tls }
+    var key: MockProviderKey { simulator.key }
+    var server: MockAPNsServer { simulator.server }
+    var defaultBearer: String { simulator.bearer }
+    static let topic = APNsSimulatorFixture.topic
     static let token = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 
     init(faults: MockFaultScript = MockFaultScript(), extraKeys: [MockProviderKey] = [],
          _ configure: (inout MockAPNsConfiguration) -> Void = { _ in }) throws {
-        directory = try Fixture.temporaryDirectory()
-        let generated = try MockTLSFiles.generate(in: directory)
-        key = try MockProviderKey.generate(keyID: "KEY1234567", teamID: "TEAM123456", directory: directory)
-        var configuration = MockAPNsConfiguration()
-        configuration.tls = generated
-        configuration.keys = [key] + extraKeys
-        configuration.faults = faults
-        configuration.recordAccepted = true
-        configure(&configuration)
-        tls = configuration.tls ?? generated
-        defaultBearer = "bearer \(try key.makeToken())"
-        server = try MockAPNsServer(configuration: configuration)
+        simulator = try APNsSimulatorFixture(faults: faults, extraKeys: extraKeys, configure)
     }
 
-    func stop() {
-        server.stop()
-        try? FileManager.default.removeItem(atPath: directory)
-    }
+    func stop() { simulator.stop() }
 
     var url: String { "https://127.0.0.1:\(server.port)" }
     func deviceURL(_ token: String = Fixture.token) -> String { "\(url)/3/device/\(token)" }
 
     func bearer(_ key: MockProviderKey? = nil, issuedAt: Int64 = wallClockSeconds()) throws -> String {
         "bearer \(try (key ?? self.key).makeToken(issuedAt: issuedAt))"
-    }
-
-    static func temporaryDirectory() throws -> String {
-        var template = Array((NSTemporaryDirectory() as NSString).appendingPathComponent("mockapns-test.XXXXXX").utf8CString)
-        guard let pointer = template.withUnsafeMutableBufferPointer({ mkdtemp($0.baseAddress!) }) else {
-            throw SimulatorError.file("mkdtemp")
-        }
-        return String(cString: pointer)
     }
 
     /// Standard headers of a valid alert push.
@@ -75,35 +52,12 @@ struct CurlAnswer {
     }
 }
 
-enum ProcessError: Error { case timeout(String), failed(String) }
+enum ProcessError: Error { case failed(String) }
 
-/// Runs a program with a deadline; stdout and stderr go to files (no pipe deadlock). Killed by pid on timeout.
+/// Runs a program to its end with a deadline (HeraldTestSupport's `runProgram`), stdout and stderr apart.
 func runProcess(_ executable: String, _ arguments: [String], environment: [String: String] = [:], seconds: Double = 20) throws -> (status: Int32, output: String, error: String) {
-    let directory = try Fixture.temporaryDirectory()
-    defer { try? FileManager.default.removeItem(atPath: directory) }
-    let outPath = directory + "/out", errPath = directory + "/err"
-    _ = FileManager.default.createFile(atPath: outPath, contents: nil)
-    _ = FileManager.default.createFile(atPath: errPath, contents: nil)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    var env = ProcessInfo.processInfo.environment
-    for (key, value) in environment { env[key] = value }
-    process.environment = env
-    process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
-    process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-    process.standardInput = FileHandle.nullDevice
-    try process.run()
-    let deadline = Date().addingTimeInterval(seconds)
-    while process.isRunning && Date() < deadline { usleep(5_000) }
-    if process.isRunning {
-        kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
-        throw ProcessError.timeout("\(executable) \(arguments.prefix(3)) timed out")
-    }
-    let output = (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? ""
-    let error = (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""
-    return (process.terminationStatus, output, error)
+    let result = try runProgram(executable, arguments, environment: environment, errorsApart: true, seconds: seconds)
+    return (result.status, result.output, result.errorOutput)
 }
 
 /// Sends one or more requests with Debian's curl over one HTTP/2 connection (`--next` between transfers).
@@ -116,7 +70,7 @@ func curl(_ fixture: Fixture, _ transfers: [(url: String, method: String, header
 /// The same against any server: `caFile` nil means cleartext (pass `--http2-prior-knowledge` in `extra`).
 func curl(caFile: String?, _ transfers: [(url: String, method: String, headers: [String], body: String?)],
           extra: [String] = []) throws -> [CurlAnswer] {
-    let directory = try Fixture.temporaryDirectory()
+    let directory = makeTemporaryDirectory("herald-sim-test")
     defer { try? FileManager.default.removeItem(atPath: directory) }
     var arguments: [String] = []
     for (index, transfer) in transfers.enumerated() {

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 @testable import Simulators
 
@@ -124,7 +125,7 @@ print(json.dumps(report))
 
     /// Runs the requests on one TLS connection and reports what the server did.
     static func run(_ fixture: Fixture, _ requests: [Request], timeout: Double = 5) throws -> Report {
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try script.write(toFile: directory + "/peer.py", atomically: true, encoding: .utf8)
         struct Arguments: Encodable { let ca: String; let port: Int; let timeout: Double; let requests: [Request] }

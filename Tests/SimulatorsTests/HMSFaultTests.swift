@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 @testable import Simulators
 
@@ -78,7 +79,7 @@ import Testing
         #expect(MockHMSCommand.main(arguments: ["--app", "abc:secret"]) == 64)
         #expect(MockHMSCommand.main(arguments: ["--app", "123"]) == 64)
         #expect(MockHMSCommand.main(arguments: ["--cert", "a.pem"]) == 64)
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try #"{"rules":[{"fate":"nope"}]}"#.write(toFile: directory + "/bad.json", atomically: true, encoding: .utf8)
         let options = try MockHMSOptions.parse(["--config", directory + "/bad.json", "--generate-tls", directory])

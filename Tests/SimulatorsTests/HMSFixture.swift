@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 @testable import Simulators
 
 /// A running Push Kit simulator with its own temporary directory and TLS files, and one app (10000001, secret
@@ -12,7 +13,7 @@ final class HMSFixture: @unchecked Sendable {
     static let token = "IQAAAACy0kYQAADZ3m4_good-token-0001-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789"
 
     init(faults: MockHMSFaultScript = MockHMSFaultScript(), _ configure: (inout MockHMSConfiguration) -> Void = { _ in }) throws {
-        directory = try Fixture.temporaryDirectory()
+        directory = makeTemporaryDirectory("herald-sim-test")
         var configuration = MockHMSConfiguration()
         configuration.tls = try MockTLSFiles.generate(in: directory)
         configuration.apps = [MockHMSApp(appId: Self.appID, clientSecret: Self.secret), MockHMSApp(appId: "20000002", clientSecret: "other")]

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 @testable import Simulators
 
@@ -41,7 +42,7 @@ asyncio.run(main())
     }
 
     static func run(_ fixture: Fixture, tokens: [String], key: MockProviderKey? = nil, certificate: (String, String)? = nil) throws -> [Result] {
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try script.write(toFile: directory + "/client.py", atomically: true, encoding: .utf8)
         let signing = key ?? fixture.key
@@ -76,7 +77,7 @@ asyncio.run(main())
     @Test func aioapnsWithAWrongKeyGetsInvalidProviderToken() throws {
         let fixture = try Fixture()
         defer { fixture.stop() }
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let impostor = try MockProviderKey.generate(keyID: fixture.key.keyID, teamID: fixture.key.teamID, directory: directory)
         let results = try Self.run(fixture, tokens: [Fixture.token], key: impostor)
@@ -85,7 +86,7 @@ asyncio.run(main())
     }
 
     @Test func certificateAuthNeedsNoTokenAndChecksTheTopic() throws {
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let tls = try MockTLSFiles.generate(in: directory)
         let fixture = try Fixture { $0.tls = tls; $0.clientCAFile = tls.caFile }

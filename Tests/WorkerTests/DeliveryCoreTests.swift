@@ -1,19 +1,9 @@
 import APNs
+import HeraldTestSupport
 import PushCore
 import RedisQueue
 import Testing
 @testable import Worker
-
-/// A clock the test moves by hand.
-final class ManualClock: DeliveryClock {
-    var monotonicNanos: UInt64 = 5_000_000_000
-    var wallMillis: Int64 = 1_800_000_000_000
-
-    func advance(milliseconds: Int64) {
-        monotonicNanos &+= UInt64(milliseconds) * 1_000_000
-        wallMillis += milliseconds
-    }
-}
 
 /// Drives a `DeliveryCore` by hand: no loop, no Redis, no APNs. Collects what the core asks for so a test can
 /// answer claims, sends and batches the way the real source and sender would.

@@ -27,18 +27,10 @@ enum DeployFiles {
         return try #require(documents.first as? [String: Any], "\(relative) is not a mapping")
     }
 
-    /// Runs a program to its end, stdout and stderr together.
-    static func run(_ executable: String, _ arguments: [String]) throws -> (status: Int32, text: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+    /// Runs a program to its end with a deadline, stdout and stderr together.
+    static func run(_ executable: String, _ arguments: [String], seconds: Double = 60) throws -> (status: Int32, text: String) {
+        let result = try runProgram(executable, arguments, seconds: seconds)
+        return (result.status, result.output)
     }
 
     /// Checks that an argument list is a herald command line: the subcommand exists, and every `--flag` is one

@@ -220,13 +220,16 @@ func ignoreBrokenPipes() {
     signal(SIGPIPE, SIG_IGN)
 }
 
-/// Runs the `herald` executable once with a deadline; output is stdout and stderr together.
+/// Runs the `herald` executable once with a deadline; output is stdout and stderr together, status nil when
+/// it was still running at the deadline (and was stopped by its pid).
 enum HeraldRun {
     static func run(herald: String, _ arguments: [String], seconds: Double = 30) throws -> (status: Int32?, output: String) {
-        let process = try ChildProcess(name: "herald-\(arguments.first ?? "run")", executable: herald, arguments: arguments)
-        let status = process.waitForExit(seconds: seconds)
-        if status == nil { process.stop(grace: 2) }
-        return (status, process.output)
+        do {
+            let result = try runProgram(herald, arguments, seconds: seconds)
+            return (result.status, result.output)
+        } catch let timeout as ProgramTimeout {
+            return (nil, timeout.output)
+        }
     }
 }
 

@@ -135,8 +135,8 @@ extension EndToEnd {
             var lines = ledger.entries.map { String(decoding: try! JSONSerialization.data(withJSONObject: $0.fields), as: UTF8.self) }
             for id in ["st-ok", "st-multi", "v-fcm", "v-bad"] { lines.append(try get(port, "/v1/jobs/\(id)", key: "key-all").body) }
             try lines.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
-            let check = try HeraldRun.runProgram("python3", [Self.root + "/Tests/APITests/Fixtures/check_result_schema.py", "schemas/result.schema.json", file],
-                                                 directory: Self.root)
+            let check = try runProgram("python3", [Self.root + "/Tests/APITests/Fixtures/check_result_schema.py", "schemas/result.schema.json", file],
+                                       directory: Self.root)
             #expect(check.status == 0, "\(check.output)")
             let seen = Set((check.output.split(separator: "\n").first?.split(separator: " ").last ?? "").split(separator: ",").map(String.init))
             #expect(seen.isSuperset(of: ["delivered", "retrying", "token_dropped", "rejected", "duplicate", "validated", "cancelled"]), "\(check.output)")
@@ -196,24 +196,12 @@ extension EndToEnd {
         }
 
         private func sha256Hex(_ text: String) throws -> String {
-            let run = try HeraldRun.runProgram("sh", ["-c", "printf %s '\(text)' | sha256sum"], directory: "/")
+            let run = try runProgram("sh", ["-c", "printf %s '\(text)' | sha256sum"], directory: "/")
             return String(run.output.prefix(64))
         }
 
         private func jsonObject(_ text: String) -> [String: Any] {
             (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] ?? [:]
         }
-    }
-}
-
-extension HeraldRun {
-    /// Runs `program` (found on PATH) in `directory` to completion with a deadline: its status and output.
-    static func runProgram(_ program: String, _ arguments: [String], directory: String, seconds: Double = 30) throws -> (status: Int32?, output: String) {
-        guard let path = which(program) else { throw TestSupportError("\(program) is not installed (run scripts/setup)") }
-        let process = try ChildProcess(name: program, executable: "/bin/sh",
-                                       arguments: ["-c", "cd \"$0\" && exec \"$@\"", directory, path] + arguments)
-        let status = process.waitForExit(seconds: seconds)
-        if status == nil { process.stop(grace: 2) }
-        return (status, process.output)
     }
 }

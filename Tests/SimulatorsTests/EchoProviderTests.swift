@@ -1,13 +1,14 @@
 import COpenSSL
 import Foundation
+import HeraldTestSupport
 import Testing
 @testable import Simulators
 
-/// A provider that is neither APNs nor FCM, plugged into the shared simulator server: what docs/simulators.md
+/// A generic echo provider, none of Herald's own, plugged into the shared simulator server: what docs/simulators.md
 /// says a next provider brings (a request type, a connection handler, a provider and its fault rules) is a whole
 /// simulator, with the shared connection, fault engine and counters doing the rest.
-@Suite("a third provider on the shared simulator server")
-struct ProviderSeamTests {
+@Suite("a generic echo provider on the shared simulator server")
+struct EchoProviderTests {
     final class EchoRequest: MockRequest {
         var path = ""
         var body: [UInt8] = []
@@ -98,7 +99,7 @@ struct ProviderSeamTests {
     }
 
     @Test func aHandlerAndItsFaultRulesAreAWholeSimulator() throws {
-        let directory = try Fixture.temporaryDirectory()
+        let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let tls = try MockTLSFiles.generate(in: directory)
         let script = EchoScript(rules: [EchoRule(path: "/flaky", failFirst: 2)])
