@@ -61,7 +61,16 @@ extension EndToEndWaiting {
             try set.master.start(adding: ["--replicaof", "127.0.0.1", String(set.replica.port)])
 
             // Run until every job has its outcome, or nothing moves any more with the queue and retries empty.
-            let promoted = try BlockingRedis(url: try RedisURL(parsing: set.replica.url))
+            // The test's own reads of the promoted node go on a fresh connection each, tried again within a deadline:
+            // the sentinels' reconfiguration may close a client connection of the test's (it once failed a fresh-clone
+            // run with "connection to Redis lost"), which says nothing of the workers under test.
+            let promotedURL = try RedisURL(parsing: set.replica.url)
+            func onPromoted<T>(_ body: (BlockingRedis) throws -> T) throws -> T {
+                let deadline = Date().addingTimeInterval(15)
+                while true {
+                    do { return try body(try BlockingRedis(url: promotedURL)) } catch where Date() < deadline { usleep(200_000) }
+                }
+            }
             var lastCount = -1
             var quietSince = Date()
             let settled = try waitUntil(seconds: 60, interval: 0.2) {
@@ -71,14 +80,15 @@ extension EndToEndWaiting {
                 ledger.poll()
                 if ledger.terminalCount >= total { return true }
                 if ledger.terminalCount != lastCount { lastCount = ledger.terminalCount; quietSince = Date(); return false }
-                let idle = (try? promoted.command(["LLEN", "herald:queue"]).int) == 0 && (try? promoted.command(["ZCARD", "herald:retry"]).int) == 0
+                let idle = (try? onPromoted { try $0.command(["LLEN", "herald:queue"]).int }) == 0
+                    && (try? onPromoted { try $0.command(["ZCARD", "herald:retry"]).int }) == 0
                 return idle && Date().timeIntervalSince(quietSince) > 3
             }
             #expect(settled, "the run neither finished nor settled after the failover:\n\(world.workerLogs(lastLines: 30))")
             let finishedWithoutHelp = ledger.terminalCount
             // Jobs whose completion the failover lost stay in the lease hash of a live worker (its heartbeats go on).
             var stuckLeases = 0
-            for id in world.workers.keys { stuckLeases += Int(try promoted.command(["HLEN", "herald:leases:\(id)"]).int ?? 0) }
+            for id in world.workers.keys { stuckLeases += Int(try onPromoted { try $0.command(["HLEN", "herald:leases:\(id)"]).int } ?? 0) }
 
             // Stopping the workers hands those leases back (retire); a fresh worker sends them again.
             for (id, worker) in world.workers {
@@ -95,7 +105,7 @@ extension EndToEndWaiting {
             let problems = ledger.contractProblems(expected: expected)
             #expect(problems.isEmpty, "\(summarize(problems))")
             #expect(queuedAtCrash > 200, "the crash must land mid-run: queue \(queuedAtCrash)")
-            let final = Set(try readStream(promoted, "herald:results").map(\.streamID))
+            let final = Set(try onPromoted { try readStream($0, "herald:results") }.map(\.streamID))
             let lostResults = onMaster.filter { !final.contains($0) }.count
             let (_, duplicates) = duplicateDeliveries(world.simulator.acceptedNotifications())
             let logs = world.workers.values.map(\.output)
