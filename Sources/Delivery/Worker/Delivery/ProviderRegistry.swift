@@ -1,3 +1,4 @@
+import Basics
 import ProviderKit
 import PushCore
 import Reactor
@@ -46,10 +47,10 @@ public final class ProviderRegistry: PushSender {
     /// both (it would otherwise go silently to the later provider).
     static func credentialProblems(_ app: Configuration.AppSettings, label: String) -> [String] {
         let owners = Platform.allCases.filter { provider(for: $0).owns(app) }.map { platform in
-            platform.displayName + " (" + provider(for: platform).credentialBlocks.map { "\"\($0.key)\"" }.joined(separator: " or ") + ")"
+            platform.displayName + " (" + provider(for: platform).credentialBlocks.map { "\"\($0.key)\"" }.joinedAsList("or") + ")"
         }
         guard owners.count > 1 else { return [] }
-        return ["\(label): an app takes one provider's credential, this one names \(owners.joined(separator: " and ")); make an app for each"]
+        return ["\(label): an app takes one provider's credential, this one names \(owners.joinedAsList("and")); make an app for each"]
     }
 
     public func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
