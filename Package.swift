@@ -37,6 +37,10 @@ let package = Package(
         /// give up on the whole binary, and scripts/callgrind-worker counts instructions under valgrind.
         .target(name: "CBuildInfo", path: "Sources/System/CBuildInfo", cSettings: [.unsafeFlags(["-gdwarf-4"])]),
         .target(name: "Reactor", dependencies: ["CLinux", "Basics"], path: "Sources/Base/Reactor"),
+        /// One declaration per setting (`Setting<Root>`: key, bounds, default, meaning, environment override) and the
+        /// reader that applies them to a JSON object: the worker's file, each provider's section and credential
+        /// block, and the simulators' flags and JSON. Below everything that has settings.
+        .target(name: "Settings", dependencies: ["Basics"], path: "Sources/Base/Settings"),
         /// What every push provider shares, with no provider in it: the job model and its parser, the JSON scanner and
         /// writer, retry settings, `DeliveryResult` and the neutral `OutcomePolicy`, and `ProviderAnswer` (a provider's
         /// answer as the core reads it).
@@ -44,7 +48,7 @@ let package = Package(
         /// What a provider's sender stands on, below the worker and above the HTTP/2 pool: the `PushSender` port and
         /// its types, `Logger`, the pools' metric lines, `ConfigurationError`, and the shared OAuth access-token cache.
         /// Apart from PushCore so the job model stays pure (no pools, threads or libcurl).
-        .target(name: "ProviderKit", dependencies: ["PushCore", "HTTP2", "Reactor", "TLS", "CurlHTTP", "Basics"], path: "Sources/Core/ProviderKit"),
+        .target(name: "ProviderKit", dependencies: ["PushCore", "Settings", "HTTP2", "Reactor", "TLS", "CurlHTTP", "Basics"], path: "Sources/Core/ProviderKit"),
         /// APNs: Apple's protocol (reasons, validation, ES256 provider tokens, broadcast channels), its answers'
         /// classes, its settings and credential, its HTTP/2 clients (`APNsClient`, `APNsChannelClient`) and its sender.
         .target(name: "APNs", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "COpenSSL", "Basics"], path: "Sources/Providers/APNs"),
