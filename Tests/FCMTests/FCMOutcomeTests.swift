@@ -140,6 +140,10 @@ private func fcm(_ status: Int, _ code: String?, rpc: String? = nil, fields: [St
         #expect(failure(#"{"token":"t","data":["a"]}"#) == "INVALID_ARGUMENT: message.data must be an object")
         #expect(failure(#"{"token":"t","android":"high"}"#) == "INVALID_ARGUMENT: message.android must be an object")
         #expect(failure(#"{"token":"t","to":"legacy"}"#)?.contains("Unknown name \"to\"") == true)
+        // FCM's newer members pass as FCM takes them (issue 54): `android_v2` in either spelling.
+        #expect((try? check(#"{"token":"t","android_v2":{"remote_notification":{"title":"x"}}}"#).get()) == .token("t"))
+        #expect((try? check(#"{"token":"t","androidV2":{"background_sync":{}}}"#).get()) == .token("t"))
+        #expect(failure(#"{"token":"t","android_v2":true}"#) == "INVALID_ARGUMENT: message.android_v2 must be an object")
     }
 
     @Test func sizeLimitIs4096AndHalfThatForTopics() {
@@ -165,7 +169,7 @@ private func fcm(_ status: Int, _ code: String?, rpc: String? = nil, fields: [St
         // APNs stays the default: a job with token and payload is an APNs job, as before.
         let apns = try JobParser.parse(Array(#"{"token":"ab12","payload":{"aps":{}}}"#.utf8))
         #expect(apns.platform == .apns)
-        #expect(throws: JobError.missingMessage) { try JobParser.parse(Array(#"{"platform":"fcm","payload":{"aps":{}}}"#.utf8)) }
+        #expect(throws: JobError.missingMessage(.fcm)) { try JobParser.parse(Array(#"{"platform":"fcm","payload":{"aps":{}}}"#.utf8)) }
         #expect(throws: JobError.badPlatform("gcm")) { try JobParser.parse(Array(#"{"platform":"gcm","message":{}}"#.utf8)) }
         #expect(throws: JobError.messageNotAnObject) { try JobParser.parse(Array(#"{"platform":"fcm","message":"hi"}"#.utf8)) }
         // Producers' own `platform` and `message` fields on APNs jobs keep working, as before FCM.

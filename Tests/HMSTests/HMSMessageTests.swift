@@ -44,6 +44,12 @@ private func reason(_ message: String) -> String? {
         #expect(reason(many) == "80300010 message.token lists 1001 tokens; at most 1000")
     }
 
+    /// A Push Kit job without its `message` is told so in Push Kit's name, not FCM's (issue 54).
+    @Test func aJobWithoutItsMessageIsToldItIsAPushKitJob() {
+        #expect(throws: JobError.missingMessage(.hms)) { try JobParser.parse(Array(#"{"platform":"hms","payload":{}}"#.utf8)) }
+        #expect(JobError.missingMessage(.hms).description == #"a Huawei Push Kit job needs a "message" (the provider's own message object)"#)
+    }
+
     /// The job's message reaches Push Kit byte for byte, inside Push Kit's request body.
     @Test func theBodyCarriesTheMessageBytesAsWritten() {
         let message = Array(#"{ "data" : "caf\u00e9", "token":["t"] }"#.utf8)

@@ -358,6 +358,10 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
                     valid + "-extra", "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7", "trace", ""] {
             #expect(try parse(#"{"token":"\#(token)","traceparent":"\#(bad)","payload":{}}"#).traceparent == nil, "\(bad)")
         }
+        // Not a string at all is malformed too: ignored, the job kept (issue 54).
+        for notText in ["42", "true", "null", "{\"v\":1}", "[\"\(valid)\"]"] {
+            #expect(try parse(#"{"token":"\#(token)","traceparent":\#(notText),"payload":{}}"#).traceparent == nil, "\(notText)")
+        }
         #expect(TraceParent.isValid("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01-future"), "a later version may add fields")
         #expect(parseError(#"{"token":"\#(token)","traceparent":"\#(valid)","traceparent":"\#(valid)","payload":{}}"#) == .duplicateField("traceparent"))
     }
@@ -401,9 +405,10 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
             #expect(error.description.contains(platform.rawValue), "\(error)")
             #expect(try parse(#"{"platform":"\#(platform.rawValue)","message":{},"subscription":{},"token":"\#(token)","payload":{}}"#).platform == platform)
         }
-        let missing = try #require(parseError(#"{"platform":"hms","payload":{}}"#))
+        // A job of a provider that takes its own `message` and has none is told so in its own provider's name.
         for platform in Platform.allCases where platform.carriesMessage {
-            #expect(missing.description.contains(platform.displayName), "\(missing)")
+            let missing = try #require(parseError(#"{"platform":"\#(platform.rawValue)","payload":{}}"#))
+            #expect(missing == .missingMessage(platform) && missing.description.hasPrefix("a \(platform.displayName) job"), "\(missing)")
         }
     }
 }

@@ -151,6 +151,8 @@ import Testing
             (#"{"message":{"token":"\#(token)","colour":"red"}}"#, "message"),
             (#"{"message":{"token":"\#(token)","android":{"priority":"high"}}}"#, "message.android.priority"),
             (#"{"message":{"token":"\#(token)","android":{"ttl":"one hour"}}}"#, "message.android.ttl"),
+            (#"{"message":{"token":"\#(token)","android":{"restricted_satellite_ok":"yes"}}}"#, "message.android.restricted_satellite_ok"),
+            (#"{"message":{"token":"\#(token)","android_v2":{"priority":"HIGH"}}}"#, "message.android_v2"),
             (#"{"message":{"token":"\#(token)","apns":{"headers":{"apns-priority":10}}}}"#, "message.apns.headers[apns-priority].value"),
             (#"{"message":{"topic":"bad topic!"}}"#, "message.topic"),
             (#"{"message":{"token":"has space"}}"#, "message.token"),
@@ -162,11 +164,17 @@ import Testing
             #expect(answer.errorStatus == "INVALID_ARGUMENT", "\(body.prefix(80))")
             #expect(answer.fieldViolations == [field], "\(body.prefix(80)): \(answer.body)")
         }
+        // FCM's newer members are accepted as FCM accepts them (issue 54).
+        for accepted in [#""android":{"bandwidth_constrained_ok":true,"restricted_satellite_ok":false}"#,
+                         #""androidV2":{"remote_notification":{"title":"t"},"bandwidthConstrainedOk":true,"ttl":"60s"}"#,
+                         #""android_v2":{"background_sync":{},"restricted_satellite_ok":true}"#] {
+            #expect(try fixture.send(#"{"message":{"token":"\#(token)",\#(accepted)}}"#, bearer: bearer).status == 200, "\(accepted)")
+        }
         // A topic message has half the room: 2,100 bytes pass to a token but not to a topic.
         let medium = String(repeating: "y", count: 2100)
         #expect(try fixture.send(#"{"message":{"token":"\#(token)","data":{"k":"\#(medium)"}}}"#, bearer: bearer).status == 200)
         #expect(try fixture.send(#"{"message":{"topic":"news","data":{"k":"\#(medium)"}}}"#, bearer: bearer).status == 400)
-        #expect(fixture.server.stats().accepted == 1)
+        #expect(fixture.server.stats().accepted == 4)
     }
 
     @Test func aTokenOfAnotherProjectOrWithoutTheScopeIsRefusedWith403() throws {

@@ -94,9 +94,9 @@ public enum JobParser {
                 case .collapseID: job.collapseID = try string(value, field, scanner)
                 case .apnsID: job.apnsID = try string(value, field, scanner)
                 case .traceparent:
-                    // W3C Trace Context: a malformed value is ignored (as its spec asks), never a reason to refuse the job.
-                    let text = try string(value, field, scanner)
-                    job.traceparent = TraceParent.isValid(text) ? text : nil
+                    // W3C Trace Context: a malformed value (a number, an object, a bad string) is ignored, as its spec
+                    // asks, never a reason to refuse the job.
+                    job.traceparent = value.kind == .string ? TraceParent.valid(scanner.stringValue(value)) : nil
                 case .tokens:
                     tokensValue = value
                     job.tokensMember = key.range.lowerBound..<value.range.upperBound
@@ -113,9 +113,8 @@ public enum JobParser {
                     subscriptionIsObject = value.kind == .object
                     if subscriptionIsObject { job.subscription = Array(UnsafeBufferPointer(rebasing: buffer[value.range])) }
                 case .ttl:
-                    let v = try integer(value, field, scanner)
-                    guard v >= 0 else { throw JobError.outOfRange(field: field.name) }
-                    job.ttl = v
+                    // Its range is the provider's rule (Web Push's `BadMessage`), as documented there.
+                    job.ttl = try integer(value, field, scanner)
                 case .urgency: job.urgency = try string(value, field, scanner)
                 case .validateOnly:
                     guard value.kind == .bool else { throw JobError.wrongType(field: "validate_only", expected: "true or false") }
@@ -169,7 +168,7 @@ public enum JobParser {
         }
         if payloadSeen, payloadValue?.kind != .object { throw JobError.payloadNotAnObject }
         if job.platform.carriesMessage {
-            guard messageSeen else { throw JobError.missingMessage }
+            guard messageSeen else { throw JobError.missingMessage(job.platform) }
             guard messageIsObject else { throw JobError.messageNotAnObject }
             return job
         }
@@ -194,7 +193,7 @@ public enum JobParser {
 
     /// The job's valid `traceparent` when a job that does not parse still has one readable (for its rejection).
     public static func readableTraceparent(_ bytes: [UInt8]) -> String? {
-        readable(.traceparent, in: bytes).flatMap { TraceParent.isValid($0) ? $0 : nil }
+        readable(.traceparent, in: bytes).flatMap(TraceParent.valid)
     }
 
     /// The job's `platform` when a job that does not parse still names a known one (for its rejection's metrics).

@@ -129,7 +129,8 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
     case badChannel
     case tokenAndChannel
     case badPlatform(String)
-    case missingMessage
+    /// A job for a provider whose jobs carry its own `message` (FCM, Push Kit) has none.
+    case missingMessage(Platform)
     case messageNotAnObject
     case missingSubscription
     case subscriptionNotAnObject
@@ -182,9 +183,8 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
             return "\"channel\" is not a channel ID as APNs sends it (base64, at most \(Broadcast.maxChannelIDBytes) characters)"
         case .tokenAndChannel: return "job names \"channel\" and a device token (\"token\" or \"tokens\"); a broadcast has none"
         case .badPlatform(let v): return "\"platform\" is \"\(v.prefix(64))\"; expected " + Platform.allCases.map(\.rawValue).joinedAsList("or")
-        case .missingMessage:
-            return "a job for " + Platform.allCases.filter(\.carriesMessage).map(\.displayName).joinedAsList("or")
-                + " needs a \"message\" (the provider's own message object)"
+        case .missingMessage(let platform):
+            return "a \(platform.displayName) job needs a \"message\" (the provider's own message object)"
         case .messageNotAnObject: return "\"message\" is not a JSON object"
         case .missingSubscription: return "a Web Push job needs a \"subscription\" (the browser's PushSubscription.toJSON())"
         case .subscriptionNotAnObject: return "\"subscription\" is not a JSON object"

@@ -15,4 +15,7 @@ public enum TraceParent {
         if version == "00" { return bytes.count == 55 }
         return bytes.count == 55 || bytes[55] == UInt8(ascii: "-")
     }
+
+    /// `text` when it is a valid `traceparent`, else nil (a malformed one is ignored, never an error).
+    public static func valid(_ text: String) -> String? { isValid(text) ? text : nil }
 }

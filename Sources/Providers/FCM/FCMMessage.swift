@@ -31,8 +31,9 @@ public struct FCMValidationFailure: Error, Equatable, Sendable, CustomStringConv
 public enum FCMMessageValidator {
     public static let maxPayloadBytes = 4096
     public static let maxTopicPayloadBytes = 2048
-    /// FCM reads proto JSON, which accepts the lowerCamelCase spelling of every member as well.
-    static let objectMembers: Set<String> = ["notification", "android", "apns", "webpush", "fcm_options", "fcmOptions", "data"]
+    /// FCM reads proto JSON, which accepts the lowerCamelCase spelling of every member as well. `android_v2`
+    /// (`AndroidConfigV2`, a preview FCM accepts beside `android`) is passed on as written, like the others.
+    static let objectMembers: Set<String> = ["notification", "android", "android_v2", "androidV2", "apns", "webpush", "fcm_options", "fcmOptions", "data"]
     static let knownMembers: Set<String> = objectMembers.union(["token", "fid", "topic", "condition", "name"])
 
     /// The target, or the failure FCM would answer.

@@ -94,7 +94,13 @@ enum FCMMessageRules {
     private static let androidShape: [String: Kind] = [
         "collapse_key": .string, "priority": .priority, "ttl": .duration, "restricted_package_name": .string,
         "data": .stringMap, "notification": .anyObject, "fcm_options": fcmOptions, "direct_boot_ok": .bool,
+        "bandwidth_constrained_ok": .bool, "restricted_satellite_ok": .bool,
     ]
+    /// `AndroidConfigV2` (preview): `android`'s options without `priority` and `notification`, which its two message
+    /// kinds (`remote_notification`, `background_sync`) replace.
+    private static let androidV2Shape: [String: Kind] = androidShape
+        .filter { $0.key != "priority" && $0.key != "notification" }
+        .merging(["remote_notification": .anyObject, "background_sync": .anyObject]) { old, _ in old }
     private static let apnsShape: [String: Kind] = [
         "headers": .stringMap, "payload": .anyObject, "live_activity_token": .string,
         "fcm_options": .fields(["analytics_label": .string, "image": .string]),
@@ -105,7 +111,7 @@ enum FCMMessageRules {
     ]
     private static let messageShape: [String: Kind] = [
         "name": .string, "data": .stringMap, "notification": .fields(["title": .string, "body": .string, "image": .string]),
-        "android": .fields(androidShape), "apns": .fields(apnsShape), "webpush": .fields(webpushShape),
+        "android": .fields(androidShape), "android_v2": .fields(androidV2Shape), "apns": .fields(apnsShape), "webpush": .fields(webpushShape),
         "fcm_options": fcmOptions, "token": .string, "topic": .string, "condition": .string, "fid": .string,
     ]
 
