@@ -81,6 +81,24 @@ private func fcm(_ status: Int, _ code: String?, rpc: String? = nil, fields: [St
         #expect(!policy.refusesCredential(fcm(404, "UNREGISTERED")))
     }
 
+    /// Issue 54: a `Retry-After` past its class's cap is held to the cap (a throttle to `throttle_cap_seconds`, a
+    /// server error to `server_error_cap_seconds`), for the job and for the project's slow-down, and reported.
+    @Test func aRetryAfterPastItsCapIsHeldToTheCap() {
+        let absurd: Int64 = 999_999_999
+        #expect(policy.decide(fcm(429, "QUOTA_EXCEEDED", retryAfter: absurd), attempt: 1, expiration: nil, nowSeconds: 0)
+            == .retry(afterMilliseconds: 600_000, reason: "QUOTA_EXCEEDED"))
+        #expect(policy.slowDownMilliseconds(fcm(429, "QUOTA_EXCEEDED", retryAfter: absurd)) == 600_000)
+        #expect(policy.decide(fcm(503, "UNAVAILABLE", retryAfter: absurd), attempt: 1, expiration: nil, nowSeconds: 0)
+            == .retry(afterMilliseconds: 14_400_000, reason: "UNAVAILABLE"))
+        #expect(policy.cappedRetryAfter(fcm(429, "QUOTA_EXCEEDED", retryAfter: absurd))! == (absurd * 1000, 600_000))
+        #expect(policy.cappedRetryAfter(fcm(503, "UNAVAILABLE", retryAfter: absurd))! == (absurd * 1000, 14_400_000))
+        // Within the cap it is honoured as asked, and nothing is reported.
+        #expect(policy.decide(fcm(429, "QUOTA_EXCEEDED", retryAfter: 600), attempt: 1, expiration: nil, nowSeconds: 0)
+            == .retry(afterMilliseconds: 600_000, reason: "QUOTA_EXCEEDED"))
+        #expect(policy.cappedRetryAfter(fcm(429, "QUOTA_EXCEEDED", retryAfter: 600)) == nil)
+        #expect(policy.cappedRetryAfter(fcm(200, nil)) == nil)
+    }
+
     /// Found by FuzzFCMResponse: `"status":""` made the reason (results, logs, the throttle pause) an empty string.
     @Test func anEmptyStatusOrCodeFallsBackToTheHTTPStatusAsTheReason() {
         let r = FCMResponse.decode(status: 429, body: Array(#"{"error":{"code":429,"status":""}}"#.utf8), retryAfter: "30")

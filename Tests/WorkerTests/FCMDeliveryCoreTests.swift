@@ -121,7 +121,7 @@ extension CoreRig {
         rig.answerFCM(sends[0], FCMResponse(status: 429, rpcStatus: "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED", retryAfterSeconds: 30))
         rig.answer(sends[1], status: 200)
         #expect(rig.takeSends().isEmpty, "job 2 is parked, not sent into the quota")
-        #expect(rig.logs.contains { $0.0 == .warning && $0.1.hasPrefix("fcm quota exceeded") })
+        #expect(rig.logs.contains { $0.0 == .warning && $0.1.hasPrefix("FCM throttled the app") })
         let results = rig.flushResults()
         let one = results.first { $0.id == "f1" }
         #expect(one?.outcome == .retrying && one?.reason == "QUOTA_EXCEEDED" && one?.retryAt == rig.clock.wallMillis - 10 + 30_000, "Retry-After beats the 10 s back-off")
@@ -138,6 +138,24 @@ extension CoreRig {
         rig.answerClaim([rig.fcmJob(7)])
         #expect(rig.takeSends().map(\.id) == ["f7"], "after the Retry-After one probe goes to the project again")
         #expect(rig.reloads.isEmpty, "a quota pause is no credential problem")
+    }
+
+    /// Issue 54: one `Retry-After: 999999999` (31 years) holds the project back for `retry.throttle_cap_seconds`
+    /// (10 minutes), not until 2058; the job's retry is capped alike, and the absurd header is logged.
+    @Test func anAbsurdRetryAfterIsHeldToTheThrottleCap() {
+        let rig = fcmRig()
+        rig.answerClaim([rig.fcmJob(1)])
+        rig.answerFCM(rig.takeSends()[0], FCMResponse(status: 429, rpcStatus: "RESOURCE_EXHAUSTED", errorCode: "QUOTA_EXCEEDED", retryAfterSeconds: 999_999_999))
+        let one = rig.flushResults().first { $0.id == "f1" }
+        #expect(one?.outcome == .retrying && one?.retryAt == rig.clock.wallMillis - 10 + 600_000, "\(String(describing: one?.retryAt)) at \(rig.clock.wallMillis)")
+        let capped = rig.logs.filter { $0.0 == .warning && $0.1.hasPrefix("Retry-After beyond the retry policy's cap") }
+        #expect(capped.count == 1)
+        rig.advance(milliseconds: 599_000)
+        rig.answerClaim([rig.fcmJob(2)])
+        #expect(rig.takeSends().isEmpty, "held back for the cap")
+        rig.advance(milliseconds: 1000)
+        rig.answerClaim([rig.fcmJob(3)])
+        #expect(rig.takeSends().map(\.id) == ["f3"], "after the cap, one probe goes to the project again")
     }
 
     @Test func thirdPartyAuthErrorParksTheFCMAppAndReloadsItsServiceAccount() {

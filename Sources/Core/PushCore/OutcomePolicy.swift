@@ -125,9 +125,11 @@ public struct OutcomePolicy: Sendable {
         case .resendNow(let fresh, let refresh): .resendNow(freshConnection: fresh, refreshToken: refresh)
         case .deferForConfiguration(let reason): .deferForConfiguration(reason: reason)
         case .throttled(let reason, let retryAfter, _):
-            .retry(afterMilliseconds: max(retryAfter, jittered(throttleDelaySeconds(attempt: attempt))), reason: reason)
+            .retry(afterMilliseconds: max(min(retryAfter, settings.throttleCapSeconds * 1000), jittered(throttleDelaySeconds(attempt: attempt))),
+                   reason: reason)
         case .serverError(let reason, let retryAfter):
-            .retry(afterMilliseconds: max(retryAfter, jittered(serverErrorDelaySeconds(attempt: attempt))), reason: reason)
+            .retry(afterMilliseconds: max(min(retryAfter, settings.serverErrorCapSeconds * 1000), jittered(serverErrorDelaySeconds(attempt: attempt))),
+                   reason: reason)
         case .fail(let reason): .fail(reason: reason)
         }
     }
@@ -136,7 +138,23 @@ public struct OutcomePolicy: Sendable {
     /// than let every waiting job meet the same quota); nil for every answer whose class does not slow it.
     public func slowDownMilliseconds(_ result: DeliveryResult) -> Int64? {
         guard case .answer(let answer) = result, case .throttled(_, let retryAfter, true) = answer.answerClass else { return nil }
-        return max(retryAfter, settings.throttleBaseSeconds * 1000)
+        return max(min(retryAfter, settings.throttleCapSeconds * 1000), settings.throttleBaseSeconds * 1000)
+    }
+
+    /// A provider's `Retry-After` beyond its class's cap (`throttle_cap_seconds` for a throttle,
+    /// `server_error_cap_seconds` for a server error), in milliseconds as it asked, with the cap the policy
+    /// holds it to; nil when it asked for no more. One absurd header (`Retry-After: 999999999`) must not park a
+    /// job, or a whole app, for decades: it waits the cap and is tried again.
+    public func cappedRetryAfter(_ result: DeliveryResult) -> (asked: Int64, cap: Int64)? {
+        guard case .answer(let answer) = result else { return nil }
+        switch answer.answerClass {
+        case .throttled(_, let retryAfter, _) where retryAfter > settings.throttleCapSeconds * 1000:
+            return (retryAfter, settings.throttleCapSeconds * 1000)
+        case .serverError(_, let retryAfter) where retryAfter > settings.serverErrorCapSeconds * 1000:
+            return (retryAfter, settings.serverErrorCapSeconds * 1000)
+        default:
+            return nil
+        }
     }
 
     /// The short name of a result, as reasons name it (`TimedOut`, `NotProcessed`, `BadDeviceToken`, ...).

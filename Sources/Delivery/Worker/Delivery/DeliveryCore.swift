@@ -119,6 +119,8 @@ public final class DeliveryCore {
     private var onceWaiting: [JobAttempt] = []
     private var onceAgain: [(at: UInt64, batch: OnceBatch)] = []
     private var onceWarnings = WarningThrottle(seconds: 10)
+    /// A provider that keeps answering an absurd `Retry-After` is reported every 10 s, not on every answer.
+    private var retryAfterWarnings = WarningThrottle(seconds: 10)
     /// Nil when every budget is off: then no job is looked at for budgets.
     private let budgets: Budgets?
     /// Jobs of this claim (or idempotency answer) waiting to ask about their budgets, and asks that failed, due again.
@@ -553,11 +555,18 @@ public final class DeliveryCore {
         if outcome.result.isAnswer { job.unprocessedResends = 0 }
         if let budgets, let answer { budgets.answered(app: job.destination.app, status: answer.status, delivered: decision == .delivered) }
         let wasProbe = gate.answered(job, reachedAPNs: outcome.result.isAnswer) { !self.policy.refusesCredential(outcome.result) }
-        // FCM's 429: hold the whole project back for the Retry-After, not just this job.
+        if let capped = policy.cappedRetryAfter(outcome.result), retryAfterWarnings.allow(now: clock.monotonicNanos) {
+            log(.warning, "Retry-After beyond the retry policy's cap; the cap is waited instead", [
+                "app": .string(job.appName), "platform": .string(job.platform.rawValue), "retry_after_ms": .int(Int(clamping: capped.asked)),
+                "cap_ms": .int(Int(clamping: capped.cap)), "reason": .string(answer?.reasonName ?? ""),
+            ])
+        }
+        // A provider's word to slow the whole app down (FCM's quota 429, Push Kit's flow control): hold the
+        // destination back for the Retry-After, not just this job.
         if let milliseconds = policy.slowDownMilliseconds(outcome.result),
-           pause(gate, .throttle, reason: answer?.reasonName ?? "QUOTA_EXCEEDED", milliseconds: milliseconds) {
+           pause(gate, .throttle, reason: answer?.reasonName ?? "Throttled", milliseconds: milliseconds) {
             counters.throttlePauses += 1
-            log(.warning, "fcm quota exceeded; project slowed down, jobs wait in Redis", [
+            log(.warning, "\(job.platform.displayName) throttled the app; it is slowed down, its jobs wait in Redis", [
                 "app": .string(job.appName), "pause_ms": .int(Int(milliseconds)), "reason": .string(answer?.reasonName ?? "HTTP 429"),
             ])
         }
