@@ -247,4 +247,50 @@ import Testing
         #expect(try redis.command(["LLEN", key]).int == 1)
         #expect(problems.map(\.key) == [key] && problems.first?.expected == "string")
     }
+
+    /// Issue 54: a frontier ~292 years ahead (as a stray write left one) crashed the worker and was written back
+    /// with a 292,000-year TTL. Now any frontier that is not a time, or lies beyond the 3,650-day horizon, is
+    /// reported and reset: the job goes now, the key is rewritten with a fresh frontier and a short life.
+    @Test(arguments: ["9223372036854775807", "1e300", "inf", "nan", "soon"])
+    func aFrontierThatIsNoUsableTimeIsReportedAndReset(value: String) throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        let worker = try BlockingJobQueue(redis: redis, keys: keys, workerID: "w")
+        var problems: [QueueKeyProblem] = []
+        worker.onKeyProblem = { problems.append($0) }
+        let key = "\(keys.prefix):budget:device:tok:s"
+        _ = try redis.command(["SET", key, value])
+        let limit = [BudgetLimit(name: "device:tok:s", intervalMicros: 1_000_000)]
+        let before = try serverMillis()
+        let verdicts = try worker.checkBudgets([limit, limit])
+        #expect(verdicts.first == .allowed, "\(value): the first job goes at once")
+        guard case .held(let at, _)? = verdicts.last else { Issue.record("\(value): the second job waits its interval"); return }
+        #expect(at >= before + 1000 && at <= before + 2000, "\(value): \(at - before) ms")
+        #expect(problems.map(\.key) == [key] && problems.first?.wasReset == true, "\(problems)")
+        #expect(problems.first?.description.contains("reset") == true)
+        let frontier = try #require(Double(redis.command(["GET", key]).string ?? ""))
+        #expect(frontier < Double(before + 10_000) * 1000, "\(value): rewritten with a fresh frontier, not the bad value")
+        let ttl = try #require(redis.command(["PTTL", key]).int)
+        #expect(ttl > 0 && ttl <= 3_000, "\(value): a short life, not the bad value's: \(ttl) ms")
+        // The next call finds a good frontier: nothing more to report.
+        _ = try worker.checkBudgets([limit])
+        #expect(problems.count == 1)
+    }
+
+    /// A frontier far ahead but within the horizon is a backlog pacing made: honoured, not reset.
+    @Test func aFrontierWithinTheHorizonIsHonoured() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        let worker = try BlockingJobQueue(redis: redis, keys: keys, workerID: "w")
+        var problems: [QueueKeyProblem] = []
+        worker.onKeyProblem = { problems.append($0) }
+        let key = "\(keys.prefix):budget:device:tok:h"
+        let tenDays: Int64 = 10 * 86_400_000
+        let now = try serverMillis()
+        _ = try redis.command(["SET", key, String((now + tenDays) * 1000)])
+        let verdicts = try worker.checkBudgets([[BudgetLimit(name: "device:tok:h", intervalMicros: 3_600_000_000)]])
+        guard case .held(let at, _)? = verdicts.first else { Issue.record("held behind the backlog"); return }
+        #expect(at - now >= tenDays - 1000 && at - now <= tenDays + 1000)
+        #expect(problems.isEmpty)
+    }
 }

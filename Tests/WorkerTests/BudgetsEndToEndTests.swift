@@ -70,6 +70,35 @@ extension EndToEndWaiting {
         /// 10,000 jobs to one token under a per-device budget of 1,000 a second: every job is delivered, the run
         /// takes at least the 10 s the budget allows, and by the simulator's own clock no second holds more than
         /// 1,000 sends and the stalls of a loaded machine.
+        /// Issue 54: a device budget key holding a time ~292 years ahead trapped the worker (and again after every
+        /// restart) and was written back with a 292,000-year TTL. A real worker now reports it, resets it and
+        /// delivers the device's jobs, paced from a fresh start.
+        @Test(.timeLimit(.minutes(2)))
+        func aBudgetKeyFarInTheFutureIsResetAndTheJobsDelivered() throws {
+            let world = try EndToEndWorld()
+            defer { world.shutdown(); world.removeFiles() }
+            let config = try world.writeConfig(name: "corrupt-budget", budgets: ["device_per_second": 20])
+            let token = deviceToken(prefix: "00", index: 1)
+            let key = "herald:budget:device:\(token):s"
+            _ = try world.connectRedis().command(["SET", key, String(Int64.max / 1000), "PX", String(Int64.max / 1_000_000)])
+            var jobs: [[UInt8]] = []
+            var expected: [String: String] = [:]
+            for i in 0..<10 {
+                jobs.append(jobBytes(id: "corrupt-\(i)", token: token))
+                expected["corrupt-\(i)"] = "delivered"
+            }
+            try world.push(jobs)
+            let worker = try world.startWorker(id: "c1", config: config)
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            let (finished, problems) = try world.finish(jobs.count, in: ledger, seconds: 30, expected: expected)
+            #expect(finished, "\(ledger.terminalCount) of \(jobs.count)\n\(world.workerLogs())")
+            #expect(problems.isEmpty, "\(summarize(problems))")
+            #expect(worker.isRunning, "the worker did not trap")
+            #expect(worker.output.contains("budget key held no usable time; reset"), "\(world.workerLogs())")
+            let ttl = try #require(world.connectRedis().command(["PTTL", key]).int)
+            #expect(ttl < 60_000, "the key lives as long as its pacing, not 292,000 years: \(ttl) ms")
+        }
+
         @Test(.timeLimit(.minutes(3)))
         func tenThousandJobsToOneTokenGoAtMostNASecond() throws {
             let perSecond = 1_000

@@ -58,11 +58,16 @@ extension QueueScripts {
     /// `x.5` says its calendar has entries; without it the calendar is not read, so budgets without calendars (the
     /// common case) stay a GET and a SET per key. Jobs are decided in order, so a batch's own jobs count against
     /// each other. A key of another type is reported and not used: a bad frontier's jobs go as if the budget were
-    /// unset, a bad calendar's budget is a plain GCRA (every reservation moves the frontier).
+    /// unset, a bad calendar's budget is a plain GCRA (every reservation moves the frontier). A frontier that is
+    /// not a time, or lies more than 3,650 days ahead (no pacing sets one there: it was written by hand or
+    /// corrupted), is reported (`QueueKeyProblem.wasReset`) and reset: its budget starts afresh, the bad value
+    /// is neither used nor written back.
     /// Answers `{{due ms or 0, limit position or 0, ...}, problems}`.
     public static let budgetCheck = RedisScript(prelude + #"""
     local t = redis.call('TIME')
     local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+    -- 3,650 days in µs: the furthest ahead a frontier may lie (no budget's pacing gets near it)
+    local horizon = 315360000000000
     local n = tonumber(ARGV[2])
     local tat, interval, bad, dirty = {}, {}, {}, {}
     -- ck[i]: budget i's calendar key; cal[i]: true while it may hold entries, false when empty, nil when there is
@@ -84,6 +89,13 @@ extension QueueScripts {
         report(KEYS[i], redis.call('TYPE', KEYS[i]).ok, 'string')
       else
         tat[i] = tonumber(v) or 0
+        if (v and not tonumber(v)) or tat[i] ~= tat[i] or tat[i] > now + horizon then
+          -- not a time, or one no pacing could have set: reported and reset, never used or written back
+          report(KEYS[i], tonumber(v) and string.format('a time %.0f days ahead', (tat[i] - now) / 86400000000)
+            or ('%q (not a time)'):format(tostring(v):sub(1, 32)), 'budget time')
+          tat[i] = 0
+          dirty[i] = true
+        end
         if ck[i] then cal[i] = false end
         if tat[i] % 1 ~= 0 then
           -- a frontier of x.5 says its calendar has entries: only then is the calendar read

@@ -20,9 +20,14 @@ public struct QueueKeyProblem: Sendable, Equatable, CustomStringConvertible {
         self.sentUnchecked = sentUnchecked
     }
 
+    /// A budget frontier that held no usable time (`QueueScripts.budgetCheck` names it `budget time`): the script
+    /// reset it, so its budget starts afresh.
+    public var wasReset: Bool { expected == "budget time" }
+
     public var description: String {
         "Redis key \(key.debugDescription) holds \(found), expected a \(expected): "
-            + (sentUnchecked ? "its job was sent without the idempotency check" : "skipped, nothing taken from or put there")
+            + (sentUnchecked ? "its job was sent without the idempotency check"
+               : wasReset ? "reset, its budget starts afresh" : "skipped, nothing taken from or put there")
     }
 
     /// The scripts' flat `{key, found, expected, ...}` list.

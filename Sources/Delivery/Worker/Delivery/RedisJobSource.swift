@@ -48,7 +48,11 @@ public final class RedisJobSource: JobSource {
                 var throttle = throttles[problem.key] ?? WarningThrottle(seconds: 30)
                 if throttle.allow() {
                     let fields: [String: LogValue] = ["key": .string(problem.key), "found": .string(problem.found), "expected": .string(problem.expected)]
-                    if problem.sentUnchecked {
+                    if problem.wasReset {
+                        logger.error("budget key held no usable time; reset, its budget starts afresh", fields.merging([
+                            "hint": .string("something other than Herald wrote it; its jobs are paced from now"),
+                        ]) { $1 })
+                    } else if problem.sentUnchecked {
                         logger.error("idempotency key has the wrong type; its job was sent without the check", fields.merging([
                             "hint": .string("every copy of this job id is sent until the key is deleted or renamed"),
                         ]) { $1 })

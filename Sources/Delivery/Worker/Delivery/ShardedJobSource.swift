@@ -279,7 +279,9 @@ public final class ShardedJobSource: JobSource {
             passes[shard].soonest = min(passes[shard].soonest ?? .max, earliest)
             return
         }
-        let ms = Int(max(0, earliest - wallClockMillis()))
+        // A day caps it: the pass due within a second comes first anyway, and a time from Redis far ahead (a corrupt
+        // budget) must not overflow the nanoseconds below.
+        let ms = Int(min(max(0, earliest - wallClockMillis()), 86_400_000))
         guard monotonicNanos() &+ UInt64(ms) * 1_000_000 &+ 1_000_000 < passes[shard].due else { return }
         timers[passes[shard].timer].cancel()
         retryPass(shard, after: ms)
