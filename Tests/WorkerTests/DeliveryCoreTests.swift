@@ -393,7 +393,9 @@ final class CoreRig {
         #expect(rig.takeSends().map(\.id) == ["j2"], "the next job is a probe again, not a proven send")
     }
 
-    @Test func aLostConnectionResendsOnANewerConnectionAndCountsAnAttempt() {
+    /// Issue 54: a token refused before processing (ExpiredProviderToken) is resent on a newer connection with a
+    /// fresh token and spends no attempt; a lost connection (the send may have been processed) spends one.
+    @Test func anExpiredTokenResendSpendsNoAttemptButALostConnectionDoes() {
         let rig = CoreRig()
         rig.start()
         rig.answerClaim([rig.job(1)])
@@ -401,15 +403,36 @@ final class CoreRig {
         rig.answer(job, status: 403, reason: "ExpiredProviderToken", connection: 7)
         let again = rig.takeSends()
         #expect(again.count == 1 && again[0] === job)
-        #expect(job.attempt == 2)
+        #expect(job.attempt == 1)
         #expect(job.afterConnection == 7)
         rig.fail(job, .outcomeUnknown)
-        #expect(job.attempt == 3)
+        #expect(job.attempt == 2)
         rig.answer(rig.takeSends()[0], status: 200)
         rig.recordAllKeepingResults()
         #expect(rig.results.map(\.outcome) == [.delivered])
-        #expect(rig.results[0].attempt == 3)
+        #expect(rig.results[0].attempt == 2)
         #expect(rig.core.counters.resent == 2)
+    }
+
+    /// Refresh resends spend no attempt, so they have their own bound: a provider that refuses every fresh
+    /// token (a clock an hour off, a revoked key) pauses the app as a refused credential after three, and the
+    /// job waits with its attempts untouched, instead of resending for ever.
+    @Test func tokensRefusedAgainAndAgainPauseTheAppWithoutSpendingAttempts() {
+        let rig = CoreRig()
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        for connection in 1...2 {
+            let job = rig.takeSends()[0]
+            rig.answer(job, status: 403, reason: "ExpiredProviderToken", connection: connection)
+        }
+        let job = rig.takeSends()[0]
+        rig.answer(job, status: 403, reason: "ExpiredProviderToken", connection: 3)
+        #expect(rig.takeSends().isEmpty, "the third refusal in a row pauses the app")
+        #expect(rig.logs.contains { $0.0 == .error && $0.1 == "app paused: credential rejected" })
+        rig.recordAllKeepingResults()
+        let parked = rig.results.first
+        #expect(parked?.outcome == .retrying && parked?.attempt == 1, "\(String(describing: parked))")
+        #expect(parked?.reason == "AppPaused: ExpiredProviderToken after 3 credential refreshes", "\(parked?.reason ?? "none")")
     }
 
     @Test func unprocessedSendsAreNotAttemptsButAServerThatProcessesNothingPausesTheDestination() {

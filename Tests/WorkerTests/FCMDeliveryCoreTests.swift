@@ -176,7 +176,7 @@ extension CoreRig {
         rig.answerClaim([rig.fcmJob(1)])
         rig.answerFCM(rig.takeSends()[0], FCMResponse(status: 401, rpcStatus: "UNAUTHENTICATED"))
         let resent = rig.takeSends()
-        #expect(resent.map(\.id) == ["f1"] && resent.first?.attempt == 2)
+        #expect(resent.map(\.id) == ["f1"] && resent.first?.attempt == 1, "a refused token spends no attempt")
         rig.answerFCM(resent[0], FCMResponse(status: 401, rpcStatus: "UNAUTHENTICATED", afterTokenRefresh: true))
         let parked = rig.flushResults().first
         #expect(parked?.reason == "AppPaused: UNAUTHENTICATED: access token refused after a refresh")

@@ -53,6 +53,9 @@ public struct DeliverySettings: Sendable {
     /// Certainly unprocessed resends of one job in a row, with no other job answered between them, before its
     /// destination counts as down.
     public var unprocessedResendsBeforeOutage = 3
+    /// Resends of one job after the provider refused its credential unprocessed (each after a refresh) before the
+    /// credential counts as refused and the app pauses: they spend no attempt, so they need a bound of their own.
+    public var refreshResendsBeforePause = 3
     public var recordRetryMilliseconds = 250
     public var claimRetryMilliseconds = 500
     public var emptyClaimBackoff = ClaimBackoff(initialMilliseconds: 2, maxMilliseconds: 200)
@@ -582,10 +585,14 @@ public final class DeliveryCore {
             dispatch(job)
         case .delivered, .dropToken, .dropChannel, .fail, .retry:
             finishJob(job, decision, answer: answer)
-        case .resendNow(let fresh, _):
+        case .resendNow(_, true) where job.refreshResends + 1 >= settings.refreshResendsBeforePause:
+            // The provider keeps refusing fresh credentials: a credential problem, not this job's.
+            credentialRefused(job, gate, reason: policy.reasonText(outcome.result) + " after \(job.refreshResends + 1) credential refreshes")
+        case .resendNow(let fresh, let refresh):
             counters.resent += 1
             metrics.resend(job.platform, DeliveryMetrics.resendCause(outcome.result))
-            job.attempt += 1
+            // A credential refused before processing sent nothing to the device: no attempt spent.
+            if refresh { job.refreshResends += 1 } else { job.attempt += 1 }
             job.resendCause = policy.reasonText(outcome.result)
             if fresh { job.afterConnection = max(job.afterConnection, outcome.connectionID) }
             dispatch(job)
@@ -604,20 +611,25 @@ public final class DeliveryCore {
         case .unavailable(let reason):
             outage(gate, job, reason: reason)
         case .deferForConfiguration(let reason):
-            let started = pause(gate, .credential, reason: reason, milliseconds: settings.retry.configurationPauseSeconds * 1000)
-            if started {
-                log(.error, "app paused: credential rejected", [
-                    "app": .string(job.appName), "environment": .string(job.destination.environmentLabel),
-                    "reason": .string(reason), "pause_s": .int(Int(settings.retry.configurationPauseSeconds)),
-                    "hint": .string(ProviderRegistry.provider(for: job.destination.platform).credentialHint(reason: reason)),
-                ])
-            }
-            park(job, gate, after: started || gate.pause?.kind == .credential ? nil : reason)
+            credentialRefused(job, gate, reason: reason)
         }
         // After the decision (a credential error or an outage has paused the destination by now).
         if wasProbe || gate.probe == nil { releaseWaiting(gate) }
         retryBacklog()
         settle()
+    }
+
+    /// The provider refused the app's credential: the app's destination pauses (no attempt spent) and the job waits.
+    private func credentialRefused(_ job: JobAttempt, _ gate: DestinationGate, reason: String) {
+        let started = pause(gate, .credential, reason: reason, milliseconds: settings.retry.configurationPauseSeconds * 1000)
+        if started {
+            log(.error, "app paused: credential rejected", [
+                "app": .string(job.appName), "environment": .string(job.destination.environmentLabel),
+                "reason": .string(reason), "pause_s": .int(Int(settings.retry.configurationPauseSeconds)),
+                "hint": .string(ProviderRegistry.provider(for: job.destination.platform).credentialHint(reason: reason)),
+            ])
+        }
+        park(job, gate, after: started || gate.pause?.kind == .credential ? nil : reason)
     }
 
     /// The retry policy of the job's origin queue.

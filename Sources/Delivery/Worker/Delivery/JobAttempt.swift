@@ -12,12 +12,16 @@ public final class JobAttempt {
     public private(set) var notification: PushNotification
     /// The environment first tried, once environment fallback has moved the job to the other one.
     public private(set) var fallbackFrom: APNsEnvironment?
-    /// 1-based; resends after an answer that may have been processed count (they are attempts at APNs).
+    /// 1-based; resends after an answer that may have been processed count (they are attempts at the provider);
+    /// resends after a refused credential do not (`refreshResends`).
     public internal(set) var attempt: Int
     /// Resends in a row that APNs certainly did not process (refused stream, GOAWAY, never written), with no
     /// answer from the destination to any job in between: not attempts, but a sign the server processes
     /// nothing (an outage). A refusal while other jobs are answered is bad luck, and starts the count again.
     var unprocessedResends = 0
+    /// Resends after the provider refused the credential before processing (an expired token, refreshed): not
+    /// attempts, since nothing was sent to the device; `DeliveryCore.Settings.refreshResendsBeforePause` bounds them.
+    var refreshResends = 0
     /// The destination's `processedAnswers` at this job's last unprocessed send.
     var processedAnswersAtLastUnprocessed: UInt64 = 0
     /// Why the job is being sent again (`TimedOut`, `NotProcessed`, ...), until it goes out: the reason of its
