@@ -25,6 +25,28 @@ import Testing
     }
 }
 
+/// Issue 54: a claim carries Redis's clock at the claim, by which the worker judges how late a paced job came
+/// back (its slot was set on that clock), whatever the worker's own clock says.
+@Suite struct ClaimClockTests {
+    @Test func everyLeaseOfAClaimCarriesRedisTimeAtTheClaim() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        try push(redis, key: keys.queue, jobs: ["a", "b"])
+        func redisMillis() throws -> Int64 {
+            let parts = try redis.command(["TIME"]).array?.compactMap(\.string).compactMap { Int64($0) } ?? []
+            return parts[0] * 1000 + parts[1] / 1000
+        }
+        let before = try redisMillis()
+        let leases = try BlockingJobQueue(redis: redis, keys: keys, workerID: "clock").claim(max: 2)
+        let after = try redisMillis()
+        #expect(leases.count == 2)
+        for lease in leases {
+            let at = try #require(lease.claimedAtRedisMillis)
+            #expect(at >= before && at <= after, "\(at) not within \(before)...\(after)")
+        }
+    }
+}
+
 /// A completion batch whose reply was lost is sent again; it must change nothing, even when a byte-identical
 /// job waits in the queue (two identical strings are two jobs).
 @Suite struct RepeatedBatchTests {

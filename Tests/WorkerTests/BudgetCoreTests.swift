@@ -28,10 +28,11 @@ import Testing
         return (rig, due)
     }
 
-    /// The retry envelope as the scheduler moves it back (marked with the dataset's epoch), claimed again.
-    private func comingBack(_ envelope: [UInt8]) -> Lease {
+    /// The retry envelope as the scheduler moves it back (marked with the dataset's epoch), claimed again
+    /// (`redisMillis`: Redis's clock at that claim, when the test gives one).
+    private func comingBack(_ envelope: [UInt8], redisMillis: Int64? = nil) -> Lease {
         let marked = String(decoding: envelope, as: UTF8.self).replacingOccurrences(of: #"},"job":"#, with: #","epoch":"e"},"job":"#)
-        return Lease(id: "again", queueKey: "q", raw: Array(marked.utf8), epoch: "e")
+        return Lease(id: "again", queueKey: "q", raw: Array(marked.utf8), epoch: "e", claimedAtRedisMillis: redisMillis)
     }
 
     @Test func withEveryBudgetOffNothingIsAskedAndJobsGoAtOnce() {
@@ -97,6 +98,27 @@ import Testing
         rig.answerClaim([comingBack(retry.envelope)])
         #expect(rig.budgetBatches.count == 1, "21 ms late: checked again")
         #expect(rig.sends.isEmpty)
+    }
+
+    /// Issue 54: a worker whose clock is off from Redis's (here 500 ms either way) judges a paced job's lateness on
+    /// Redis's clock, which set its slot: back in its slot, it goes without a second check. (With the worker's
+    /// own clock 30 ms ahead, every paced job looked late, took a new slot, and came back late again, for ever.)
+    @Test(arguments: [500, -500] as [Int64])
+    func aPacedJobBackInItsSlotGoesWhateverTheWorkersClockSays(workerAhead: Int64) throws {
+        let (rig, due) = oneHeld(in: 2000)
+        rig.advance(milliseconds: 10)
+        let retry = try #require(rig.batches.flatMap(\.completions).first?.retry)
+        rig.clock.advance(milliseconds: due + workerAhead - rig.clock.wallMillis)
+        rig.answerClaim([comingBack(retry.envelope, redisMillis: due + 3)])
+        #expect(rig.budgetBatches.isEmpty, "3 ms after its slot by Redis's clock: paid for, whatever the worker's clock says")
+        #expect(rig.takeSends().count == 1)
+        // Late by Redis's clock is late, whatever the worker's clock says.
+        let (late, lateDue) = oneHeld(in: 2000)
+        late.advance(milliseconds: 10)
+        let lateRetry = try #require(late.batches.flatMap(\.completions).first?.retry)
+        late.clock.advance(milliseconds: lateDue - workerAhead - late.clock.wallMillis)
+        late.answerClaim([comingBack(lateRetry.envelope, redisMillis: lateDue + 21)])
+        #expect(late.budgetBatches.count == 1, "21 ms late by Redis's clock: checked again")
     }
 
     @Test func aJobThatWouldExpireBeforeItsTimeFailsAsExpired() throws {

@@ -26,9 +26,14 @@ public struct Lease: Sendable, Equatable {
     /// Its budgets already reserved this time for it (ms since the epoch; see `BudgetCheck`): sent without a new
     /// check. Believed, like `attempt`, only from an envelope Herald's scheduler marked.
     public let pacedAt: Int64?
+    /// Redis's clock when the claim took it (ms since the epoch): how late a paced job came back is measured on
+    /// the clock that set its slot, so a worker's clock off by some milliseconds does not make every paced job
+    /// late (and check its budgets again, for ever). Nil for a lease not claimed from Redis.
+    public let claimedAtRedisMillis: Int64?
 
-    public init(id: String, queueKey: String, raw: [UInt8], epoch: String = "") {
+    public init(id: String, queueKey: String, raw: [UInt8], epoch: String = "", claimedAtRedisMillis: Int64? = nil) {
         self.id = id
+        self.claimedAtRedisMillis = claimedAtRedisMillis
         self.queueKey = queueKey
         self.raw = raw
         self.epoch = epoch

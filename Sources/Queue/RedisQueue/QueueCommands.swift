@@ -33,7 +33,8 @@ struct QueueCommands: Sendable {
     }
 
     func parseClaim(_ reply: RESPValue) throws(RedisError) -> (leases: [Lease], problems: [QueueKeyProblem]) {
-        guard let parts = reply.array, parts.count == 3, let epoch = parts[0].string, let items = parts[1].array, items.count % 3 == 0 else {
+        guard let parts = reply.array, parts.count == 4, let epoch = parts[0].string, let items = parts[1].array, items.count % 3 == 0,
+              let claimedAt = parts[3].int else {
             throw .protocolError("claim reply: \(reply)")
         }
         var leases: [Lease] = []
@@ -43,7 +44,7 @@ struct QueueCommands: Sendable {
             guard let id = items[index].string, let queue = items[index + 1].string, let raw = items[index + 2].bytes else {
                 throw .protocolError("claim reply element")
             }
-            leases.append(Lease(id: id, queueKey: queue, raw: raw, epoch: epoch))
+            leases.append(Lease(id: id, queueKey: queue, raw: raw, epoch: epoch, claimedAtRedisMillis: claimedAt))
             index += 3
         }
         return (leases, try QueueKeyProblem.parse(parts[2]))

@@ -139,7 +139,7 @@ public enum QueueScripts {
     /// max jobs, lease id prefix (ids are prefix..1, prefix..2, ...), a random epoch candidate. Refreshes the
     /// heartbeat, pops up to max jobs (oldest first) from the queue keys that are lists and not in the paused set
     /// (one of another type pauses nothing and is reported), leases each. Returns
-    /// {epoch, {lease id, queue key, job, ...}, {problem key, found, expected, ...}}.
+    /// {epoch, {lease id, queue key, job, ...}, {problem key, found, expected, ...}, Redis's time in ms}.
     public static let claim = RedisScript(prelude + #"""
     local bad = refusal(KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'string')
     if bad then return bad end
@@ -177,7 +177,7 @@ public enum QueueScripts {
     for k = 1, #fields, 2000 do
       redis.call('HSET', KEYS[2], unpack(fields, k, math.min(k + 1999, #fields)))
     end
-    return {epoch, out, problems}
+    return {epoch, out, problems, nowMs()}
     """#)
 
     /// KEYS: workers. ARGV: worker id, lease ttl ms. Returns Redis's time in ms.

@@ -396,8 +396,9 @@ public final class DeliveryCore {
         if job.firstAttemptAt == nil { job.firstAttemptAt = wall }
         // A job its budgets already paced (back from the retry set at its reserved time) is not charged again,
         // unless it comes back later than `pacedGraceMilliseconds` after its slot: sent then, it would go in a
-        // burst with the jobs of later slots, so it takes a new slot instead.
-        if let budgets, job.lease.pacedAt.map({ wall - $0 > Self.pacedGraceMilliseconds }) ?? true {
+        // burst with the jobs of later slots, so it takes a new slot instead. Late by Redis's clock, which set the
+        // slot: the worker's own may be off.
+        if let budgets, job.lease.pacedAt.map({ (job.lease.claimedAtRedisMillis ?? wall) - $0 > Self.pacedGraceMilliseconds }) ?? true {
             let (limits, kinds) = budgets.limits(for: job)
             if !limits.isEmpty {
                 budgetWaiting.jobs.append(job)
