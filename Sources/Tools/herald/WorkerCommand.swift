@@ -1,12 +1,13 @@
 import Basics
 import Foundation
+import PushCore
 import Reactor
 import Worker
 
 /// `herald worker`: claims jobs and delivers them until SIGTERM/SIGINT, then drains and exits 0.
 enum WorkerCommand {
     static let command = Command(
-        name: "worker", abstract: "Claim jobs from Redis and deliver them to APNs and FCM.",
+        name: "worker", abstract: "Claim jobs from Redis and deliver them to " + Platform.allCases.map(\.displayName).joinedAsList("and") + ".",
         discussion: """
         SIGHUP reloads the configuration file (docs/operations.md, "Reload"): checked as at the start, refused
         with the problems logged when invalid (the old one keeps running), else each event loop drains as at
