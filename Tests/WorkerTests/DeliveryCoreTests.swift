@@ -97,8 +97,8 @@ final class CoreRig {
 
     /// A started rig that sent one job to each environment of "shop": `down`'s failed to connect (that destination
     /// is paused now), the other's was delivered; results recorded, one claim outstanding.
-    static func withOneEnvironmentDown(_ down: APNsEnvironment) -> CoreRig {
-        let rig = CoreRig()
+    static func withOneEnvironmentDown(_ down: APNsEnvironment, adjust: (inout DeliverySettings) -> Void = { _ in }) -> CoreRig {
+        let rig = CoreRig(adjust)
         rig.start()
         rig.answerClaim([rig.job(1), rig.job(2, environment: "sandbox")])
         let sends = rig.takeSends()
@@ -594,6 +594,62 @@ final class CoreRig {
         #expect(resent?.result?.attempt == 2 && resent?.result?.retryAt == wall)
         #expect(resent?.retry.map { Lease(id: "x", queueKey: "q", raw: $0.envelope).jobID } == "j4")
         #expect(rig.core.counters.handedBack == 3 && rig.core.counters.outagePauses == 1)
+    }
+
+    /// Issue 54: with one destination down and another healthy, claims go on and the down one's jobs came back
+    /// to this worker again and again, each time handed back with a new `retrying` entry (~110 a second for ~40
+    /// jobs). Now a pause hands a job back once; met again within the same pause it waits out the pause in the
+    /// retry set, quietly (a second, then two, four... up to the pause's end, so another worker that reaches the
+    /// destination still gets it soon); the next pause may hand it back once more. One entry per job per pause.
+    @Test func aJobHandedBackOnceWaitsOutThePauseQuietlyWhenItComesBackWithinIt() throws {
+        let rig = CoreRig.withOneEnvironmentDown(.production)
+        func completions(of id: String) -> [JobCompletion] {
+            rig.advance(milliseconds: 10)
+            let found = rig.batches.flatMap(\.completions).filter {
+                $0.result?.id == id || $0.retry.map { Lease(id: "x", queueKey: "q", raw: $0.envelope).jobID } == id
+            }
+            rig.recordAll()
+            return found
+        }
+        rig.answerClaim([rig.job(3)])
+        let first = completions(of: "j3")
+        #expect(first.count == 1 && first[0].handedBack && first[0].results.map(\.outcome) == [.retrying])
+        #expect(rig.core.counters.handedBack == 2)
+        rig.advance(milliseconds: 2)
+        rig.answerClaim([rig.job(3)])
+        let again = completions(of: "j3")
+        #expect(again.count == 1 && !again[0].handedBack, "not round the queue again")
+        #expect(again.first?.results.isEmpty == true, "no second entry within the pause")
+        let due = try #require(again.first?.retry?.dueAt)
+        #expect(due > rig.clock.wallMillis && due <= rig.clock.wallMillis + 1000, "waits a second at most: \(due - rig.clock.wallMillis) ms")
+        #expect(rig.core.counters.handedBack == 2 && rig.core.counters.retrying == 2)
+        // The pause ends, the probe meets the outage again: a new pause, which may hand the job back once more.
+        rig.advance(milliseconds: 1000)
+        while !rig.claims.isEmpty { rig.answerClaim([]) }
+        rig.advance(milliseconds: 200)
+        rig.answerClaim([rig.job(5)])
+        rig.fail(try #require(rig.takeSends().first { $0.id == "j5" }), .connectionFailed("refused"))
+        rig.answerClaim([rig.job(3)])
+        let third = completions(of: "j3")
+        #expect(third.count == 1 && third[0].handedBack && third[0].results.count == 1, "a new pause: handed back once, with its entry")
+    }
+
+    /// Within a long pause a job that keeps coming back waits longer each time: 1 s, 2 s, 4 s..., so a backlog
+    /// does not go round this worker's claims every second for a whole minute.
+    @Test func aJobThatKeepsComingBackWithinALongPauseWaitsLongerEachTime() throws {
+        let rig = CoreRig.withOneEnvironmentDown(.production) { $0.retry.outagePauseSeconds = 60; $0.retry.outagePauseCapSeconds = 60 }
+        var waits: [Int64] = []
+        for round in 0..<5 {
+            rig.advance(milliseconds: 2)
+            if rig.claims.isEmpty { rig.advance(milliseconds: 200) }
+            rig.answerClaim([rig.job(3)])
+            rig.advance(milliseconds: 10)
+            let completion = try #require(rig.batches.flatMap(\.completions).first, "round \(round)")
+            if round > 0 { waits.append((completion.retry?.dueAt ?? 0) - rig.clock.wallMillis) }
+            #expect(completion.handedBack == (round == 0) && completion.results.count == (round == 0 ? 1 : 0), "round \(round)")
+            rig.recordAll()
+        }
+        #expect(waits.map { ($0 + 500) / 1000 } == [1, 2, 4, 8], "\(waits)")
     }
 
     /// Handed-back jobs are taken by whoever claims next; a worker whose claim went back whole (its only open

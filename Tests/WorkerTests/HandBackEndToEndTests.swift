@@ -46,5 +46,39 @@ extension EndToEnd {
                 #expect(worker.waitForExit(seconds: 10) == 0, "worker \(id) did not exit 0")
             }
         }
+
+        /// Issue 54: with APNs down and FCM healthy the worker kept claiming and handing the same APNs jobs back,
+        /// a `retrying` entry each time: 41,097 entries for ~40 jobs in 6.5 minutes. A real worker, APNs a closed
+        /// port, FCM the simulator, a mixed backlog for 12 s: every FCM job is delivered, and each APNs job has at
+        /// most one entry per pause (the pauses double from 1 s, so a handful), not hundreds.
+        @Test(.timeLimit(.minutes(2)))
+        func anOutageOfOneProviderBesideAHealthyOneWritesOneEntryPerJobPerPause() throws {
+            let world = try EndToEndWorld(fcmFaults: MockFCMFaultScript())
+            defer { world.shutdown(); world.removeFiles() }
+            let deadPort = try world.unusedPort()
+            var jobs: [[UInt8]] = []
+            var expectedFCM: [String: String] = [:]
+            for i in 0..<40 { jobs.append(jobBytes(id: "down-\(i)", token: deviceToken(prefix: "14", index: i))) }
+            for i in 0..<400 {
+                jobs.append(fcmJobBytes(id: "up-\(i)", token: "up-\(i)-dGVzdA:APA91bHerald_outage"))
+                expectedFCM["up-\(i)"] = "delivered"
+            }
+            try world.push(jobs)
+            let config = try world.writeConfig(name: "half-down", apns: ["production_url": "https://127.0.0.1:\(deadPort)", "connect_timeout_ms": 500])
+            let started = Date()
+            try world.startWorker(id: "half-down", config: config)
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            #expect(try world.waitForTerminal(expectedFCM.count, in: ledger, seconds: 30), "\(world.workerLogs(lastLines: 30))")
+            let rest = 12 - Date().timeIntervalSince(started)
+            if rest > 0 { usleep(UInt32(rest * 1_000_000)) }
+            ledger.poll()
+            let perJob = Dictionary(grouping: ledger.entries.filter { $0.id.hasPrefix("down-") && $0.outcome == "retrying" }, by: \.id).mapValues(\.count)
+            let pauses = world.workers["half-down"]?.output.components(separatedBy: "unreachable; destination paused").count ?? 1
+            print("outage beside a healthy provider: \(perJob.values.reduce(0, +)) retrying entries for \(perJob.count) APNs jobs in 12 s, most for one job \(perJob.values.max() ?? 0), \(pauses - 1) pauses logged")
+            #expect(perJob.count == 40, "every APNs job was claimed and held: \(perJob.count)")
+            #expect((perJob.values.max() ?? 0) <= 8, "at most one entry per job per pause: \(perJob.values.sorted().suffix(5))")
+            #expect(ledger.entries.filter { $0.id.hasPrefix("down-") && $0.isTerminal }.isEmpty, "an outage fails no job")
+            #expect(ledger.entries.filter { $0.id.hasPrefix("up-") }.allSatisfy { $0.outcome == "delivered" })
+        }
     }
 }

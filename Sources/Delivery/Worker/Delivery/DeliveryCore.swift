@@ -721,15 +721,29 @@ public final class DeliveryCore {
             reason = (pause.kind == .outage ? "Unavailable: " : pause.kind == .throttle ? "Throttled: " : "AppPaused: ") + pause.reason
         }
         if let cause { reason += " (after \(cause))" }
-        if mayHandBack(job, gate) {
+        // Handed back once a pause; met again within it, the job waits quietly (its `retrying` entry was written
+        // when it was handed back: one per job per pause), 1 s, then 2, 4... up to the pause's end.
+        var quiet = false
+        switch mayHandBack(job, gate) ? gate.handBack(job.id) : .park {
+        case .handBack:
             counters.handedBack += 1
             return recordRetrying(job, builder.handedBack(job, reason: reason, now: now, wallMillis: wall))
+        case .alreadyHandedBack(let returns):
+            quiet = true
+            waitMilliseconds = min(waitMilliseconds, 1000 << min(returns - 1, 20))
+        case .park:
+            break
         }
         let due = wall + waitMilliseconds
         if policy.wouldExpire(job.notification.expiration, atMilliseconds: due) {
             return finishJob(job, .fail(reason: "Expired"), answer: nil)
         }
-        recordRetrying(job, builder.retry(job, dueAt: due, attempt: job.attempt, reason: reason, now: now))
+        var completion = builder.retry(job, dueAt: due, attempt: job.attempt, reason: reason, now: now)
+        if quiet {
+            completion.results = []
+            return record(completion)
+        }
+        recordRetrying(job, completion)
     }
 
     /// A job that waits (parked, held by a budget, handed back): counted once per `retrying` entry it writes, as

@@ -35,6 +35,14 @@ final class DestinationGate {
     private(set) var proven = false
     private(set) var probe: JobAttempt?
     private(set) var waiting: [JobAttempt] = []
+    /// Jobs this pause handed back to their queue (ids), with how often they came back to this worker since: one
+    /// that comes back within the same pause waits in the retry set, quietly, a second, then two, four...
+    /// (at most to the pause's end), instead of going round the queue again at once with a new entry each time
+    /// (issue 54: an outage of one provider beside a healthy one wrote ~110 `retrying` entries a second for the
+    /// same jobs). Short waits first, so another worker that reaches the destination still gets them soon.
+    private var handedBack: [String: Int] = [:]
+    /// Past this many ids a pause hands back no more (its jobs wait in the retry set): bounds the memory.
+    static let maxHandedBackPerPause = 100_000
 
     init(_ destination: Destination) { self.destination = destination }
 
@@ -85,8 +93,30 @@ final class DestinationGate {
         if isPaused(at: now) { return false }
         if kind == .outage { consecutiveOutages += 1 }
         pause = Pause(kind: kind, reason: reason, until: now &+ UInt64(max(1, milliseconds)) * 1_000_000)
+        handedBack.removeAll()
         proven = false
         return true
+    }
+
+    /// What the running pause does with job `id` that it would hand back to its queue.
+    enum HandBack {
+        /// The first time it meets the job: back to its queue, for a worker that may reach the destination.
+        case handBack
+        /// It handed the job back already, and met it `returns` times since: the job waits in the retry set,
+        /// with no new entry.
+        case alreadyHandedBack(returns: Int)
+        /// Too many ids remembered: the job waits out the pause in the retry set, with its entry.
+        case park
+    }
+
+    func handBack(_ id: String) -> HandBack {
+        if let returns = handedBack[id] {
+            handedBack[id] = returns + 1
+            return .alreadyHandedBack(returns: returns + 1)
+        }
+        guard handedBack.count < Self.maxHandedBackPerPause else { return .park }
+        handedBack[id] = 0
+        return .handBack
     }
 
     /// Called on every tick: a pause whose time is up ends (outage), or turns into a reload (credential, set-up).
@@ -94,6 +124,7 @@ final class DestinationGate {
     func endPauseIfDue(now: UInt64) -> PauseKind? {
         guard let pause, now >= pause.until else { return nil }
         self.pause = nil
+        handedBack.removeAll()
         if pause.kind == .credential || pause.kind == .setup { reloading = true }
         return pause.kind
     }
