@@ -121,6 +121,25 @@ import Testing
         #expect(late.budgetBatches.count == 1, "21 ms late by Redis's clock: checked again")
     }
 
+    /// Issue 54: a slot at most 50 ms away is waited for in memory, with no `retrying` entry and no trip through
+    /// the retry set, so a budget near or above what the worker can send costs nothing; one further away waits in
+    /// the retry set as before.
+    @Test func aSlotAFewMillisecondsAwayIsWaitedForInMemory() throws {
+        let rig = rig { $0.devicePerSecond = 100 }
+        rig.answerClaim([rig.job(1), rig.job(2)])
+        let now = rig.clock.wallMillis
+        rig.core.budgetsChecked(rig.budgetBatches.removeFirst(), .success([.held(atMillis: now + 30, limit: 0), .held(atMillis: now + 60, limit: 0)]))
+        rig.drain()
+        #expect(rig.takeSends().isEmpty, "not before its slot")
+        rig.advance(milliseconds: 29)
+        #expect(rig.takeSends().isEmpty)
+        rig.advance(milliseconds: 1)
+        #expect(rig.takeSends().map(\.id) == ["j1"], "sent in its slot, 30 ms on")
+        rig.recordAllKeepingResults()
+        #expect(rig.results.map(\.id) == ["j2"], "only the job 60 ms away has a retrying entry: \(rig.results.map(\.id))")
+        #expect(rig.results.first?.outcome == .retrying && rig.results.first?.retryAt == now + 60)
+    }
+
     @Test func aJobThatWouldExpireBeforeItsTimeFailsAsExpired() throws {
         let rig = rig { $0.devicePerSecond = 1 }
         let expiration = rig.clock.wallMillis / 1000 + 5
