@@ -202,10 +202,12 @@ extension Configuration {
                  "Keep a small index of each job's latest result entries (one per token) at `<prefix>:result:<job id>`, expiring this many seconds after the job's last entry, for `GET /v1/jobs/<id>` (docs/api.md, \"Job status\"; its Redis cost in docs/results.md). E.g. `86400`; at most 30 days. 0 writes none. The API process reads it; workers write it."),
     ]
 
+    /// Budgets pace in whole microseconds (Redis's `TIME`): a million a second is the most one can space, so the
+    /// bounds stop there (issue 54: 10,000,000 a second was accepted and ran at a tenth of it).
     static let budgetSettings: [Setting<Configuration>] = [
-        .integer("budgets.app_per_second", \.budgets.appPerSecond, 0...10_000_000, off: true, default: "0 (off)",
+        .integer("budgets.app_per_second", \.budgets.appPerSecond, 0...1_000_000, off: true, default: "0 (off)",
                  "Sends per second to each app (an FCM project, an APNs app), for every worker together, evenly spaced; a job over it waits in the retry set (`RateLimited:app`, no attempt spent). Lowered after a provider's 429 and climbs back (`adaptive_*`). docs/budgets.md."),
-        .integer("budgets.app_per_minute", \.budgets.appPerMinute, 0...600_000_000, off: true, default: "0 (off)",
+        .integer("budgets.app_per_minute", \.budgets.appPerMinute, 0...60_000_000, off: true, default: "0 (off)",
                  "Sends per minute to each app, e.g. `600000`, FCM's project quota."),
         .integer("budgets.device_per_second", \.budgets.devicePerSecond, 0...1_000_000, off: true, default: "0 (off)",
                  "Sends per second to one device token (`RateLimited:device`). A Huawei many-token job is paced by the app and queue budgets only."),
@@ -215,7 +217,7 @@ extension Configuration {
                  "Sends per hour to one device token."),
         .flag("budgets.fcm_device_defaults",  \.budgets.fcmDeviceDefaults,
               "FCM's published per-device limits for FCM tokens: 240 a minute and 5,000 an hour, where `device_per_minute` and `device_per_hour` are 0."),
-        .integer("budgets.queue_per_second", \.budgets.queuePerSecond, 0...10_000_000, off: true, default: "0 (off)",
+        .integer("budgets.queue_per_second", \.budgets.queuePerSecond, 0...1_000_000, off: true, default: "0 (off)",
                  "Sends per second from each queue (a tenant's share; `RateLimited:queue`). Fair share and `retry.queues` still apply."),
         .integer("budgets.channel_per_second", \.budgets.channelPerSecond, 0...1_000_000, off: true, default: "0 (off)",
                  "Broadcasts per second to one APNs channel (`RateLimited:channel`)."),
