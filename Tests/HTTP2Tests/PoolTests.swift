@@ -125,6 +125,34 @@ import Testing
         try loop.submit { pool.value.close(graceful: false) }
     }
 
+    /// Issue 54: a connection that answered requests and then died was counted as a failed connect, so a server
+    /// that cuts connections now and then drove the back-off up (and the destination into pauses). Six times over,
+    /// the server serves and is then killed and restarted: the failures in a row never pile up beyond the
+    /// connects that failed while it was down, because each connection that served resets them.
+    @Test func aConnectionThatServedResetsTheFailuresHoweverItEnds() throws {
+        let docroot = try makeDocroot()
+        defer { try? FileManager.default.removeItem(atPath: docroot) }
+        let port = freeLoopbackPort()
+        var server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
+        defer { server.stop() }
+        let events = EventLog()
+        let options = HTTP2PoolOptions(connectionCount: 1, reconnectMinimumMilliseconds: 200, reconnectMaximumMilliseconds: 60_000)
+        let pool = try makePool(port: port, options: options, events: events)
+        var mostInARow = 0
+        for cycle in 0..<6 {
+            let served = try send(5, on: pool)
+            #expect(served.wait(seconds: 30), "cycle \(cycle)")
+            #expect(served.successes.count == 5, "cycle \(cycle): \(served.failures)")
+            mostInARow = max(mostInARow, try loop.submit { pool.value.status.consecutiveFailures })
+            server.stop(signal: SIGKILL)
+            server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
+        }
+        let scheduled = events.all.compactMap { if case .reconnectScheduled(_, let failures) = $0 { failures } else { nil } }
+        print("served-then-cut: reconnects scheduled after \(scheduled) failures in a row")
+        #expect(mostInARow <= 2 && (scheduled.max() ?? 0) <= 3, "each cut counted as a failure: \(scheduled)")
+        try loop.submit { pool.value.close(graceful: false) }
+    }
+
     @Test func aFullQueuePushesBack() throws {
         let events = EventLog()
         // Nobody listens: nothing can leave the queue.

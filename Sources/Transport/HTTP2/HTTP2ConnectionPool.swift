@@ -345,12 +345,13 @@ public final class HTTP2ConnectionPool {
         if connection.state != .closed { retiring.append(connection) }
         guard !closed else { return }
         let lived = readyAt[connection.id].map { monotonicNanos() &- $0 } ?? 0
-        // Healthy: it lived long, or it answered requests and then ended gracefully (GOAWAY, or retired by us):
-        // APNs closes busy connections that way. Counting those as failures made back-off stall delivery for
-        // up to a minute after every GOAWAY. Abrupt deaths of young connections still back off, so a flapping
-        // server is not hammered with new connections.
-        let servedThenLeft = graceful && connection.responsesReceived > 0
-        if lived >= UInt64(options.healthyLifetimeMilliseconds) &* 1_000_000 || servedThenLeft {
+        // Healthy: it lived long, or it answered requests before it ended, however it ended (GOAWAY, retired by
+        // us, or cut): the server was reachable and working. Back-off is for connects that fail and connections
+        // that die before any answer, so a server refusing connections is not hammered; counting connections that
+        // served (APNs' GOAWAY on busy ones, a service cutting one request in 500) made back-off stall delivery
+        // and pause healthy destinations (issue 54: 1,356 `Unavailable` entries, 53 s of back-off).
+        let served = connection.responsesReceived > 0
+        if lived >= UInt64(options.healthyLifetimeMilliseconds) &* 1_000_000 || served {
             backoff.succeeded()
             ensureConnections()
             return
