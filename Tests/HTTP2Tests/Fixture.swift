@@ -106,6 +106,33 @@ final class ServerProcess: @unchecked Sendable {
 }
 
 /// A directory with one small file, for nghttpd to answer POSTs to `/device` with 200.
+/// nghttpd that a test kills and starts again on the same port and docroot (removed by `stop`).
+final class RestartableNghttpd {
+    let port = freeLoopbackPort()
+    let docroot: String
+    private let certificates: TestCertificates
+    private var server: ServerProcess?
+
+    init(certificates: TestCertificates) throws {
+        self.certificates = certificates
+        docroot = try makeDocroot()
+        try start()
+    }
+
+    func start() throws { server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates) }
+
+    /// SIGKILL: the connections die without a word.
+    func kill() {
+        server?.stop(signal: SIGKILL)
+        server = nil
+    }
+
+    func stop() {
+        kill()
+        try? FileManager.default.removeItem(atPath: docroot)
+    }
+}
+
 func makeDocroot() throws -> String {
     let directory = NSTemporaryDirectory() + "herald-h2-docroot-\(UUID().uuidString)"
     try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)

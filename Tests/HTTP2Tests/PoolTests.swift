@@ -29,6 +29,15 @@ import Testing
         }
     }
 
+    /// nghttpd on a port of its own serving a fresh docroot, and a one-connection pool to it with `reconnect` back-off.
+    private func restartablePool(reconnect: ClosedRange<Int>, events: EventLog) throws
+        -> (server: RestartableNghttpd, pool: LoopBound<HTTP2ConnectionPool>) {
+        let server = try RestartableNghttpd(certificates: certificates)
+        let options = HTTP2PoolOptions(connectionCount: 1, reconnectMinimumMilliseconds: reconnect.lowerBound,
+                                       reconnectMaximumMilliseconds: reconnect.upperBound)
+        return (server, try makePool(port: server.port, options: options, events: events))
+    }
+
     /// Sends `count` requests through the pool from the loop; returns the outcomes to wait on.
     private func send(_ count: Int, on pool: LoopBound<HTTP2ConnectionPool>, request: HTTP2Request = postRequest()) throws -> Outcomes {
         let outcomes = Outcomes(expected: count)
@@ -94,19 +103,14 @@ import Testing
     }
 
     @Test func reconnectsAfterTheServerIsKilledAndRestarted() throws {
-        let docroot = try makeDocroot()
-        defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let port = freeLoopbackPort()
-        var server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
-        defer { server.stop() }
         let events = EventLog()
-        let options = HTTP2PoolOptions(connectionCount: 1, reconnectMinimumMilliseconds: 100, reconnectMaximumMilliseconds: 400)
-        let pool = try makePool(port: port, options: options, events: events)
+        let (server, pool) = try restartablePool(reconnect: 100...400, events: events)
+        defer { server.stop() }
         let first = try send(10, on: pool)
         #expect(first.wait(seconds: 10))
         #expect(first.successes.count == 10)
 
-        server.stop(signal: SIGKILL)
+        server.kill()
         #expect(waitUntil(seconds: 10) { (try? loop.submit { pool.value.liveConnections }) == 0 })
         // While the server is down requests fail as never sent: at the next failed attempt, or at their deadline.
         let during = try send(5, on: pool, request: postRequest(timeoutMilliseconds: 300))
@@ -114,7 +118,7 @@ import Testing
         #expect(during.failures.count == 5)
         #expect(during.failures.allSatisfy { $0.safeToResend }, "\(during.failures)")
 
-        server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
+        try server.start()
         let after = try send(10, on: pool)
         #expect(after.wait(seconds: 30))
         #expect(after.completedOnceEach)
@@ -130,22 +134,17 @@ import Testing
     /// the server serves and is then killed and restarted: the failures in a row never pile up beyond the
     /// connects that failed while it was down, because each connection that served resets them.
     @Test func aConnectionThatServedResetsTheFailuresHoweverItEnds() throws {
-        let docroot = try makeDocroot()
-        defer { try? FileManager.default.removeItem(atPath: docroot) }
-        let port = freeLoopbackPort()
-        var server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
-        defer { server.stop() }
         let events = EventLog()
-        let options = HTTP2PoolOptions(connectionCount: 1, reconnectMinimumMilliseconds: 200, reconnectMaximumMilliseconds: 60_000)
-        let pool = try makePool(port: port, options: options, events: events)
+        let (server, pool) = try restartablePool(reconnect: 200...60_000, events: events)
+        defer { server.stop() }
         var mostInARow = 0
         for cycle in 0..<6 {
             let served = try send(5, on: pool)
             #expect(served.wait(seconds: 30), "cycle \(cycle)")
             #expect(served.successes.count == 5, "cycle \(cycle): \(served.failures)")
             mostInARow = max(mostInARow, try loop.submit { pool.value.status.consecutiveFailures })
-            server.stop(signal: SIGKILL)
-            server = try ServerProcess.nghttpd(port: port, docroot: docroot, certificates: certificates)
+            server.kill()
+            try server.start()
         }
         let scheduled = events.all.compactMap { if case .reconnectScheduled(_, let failures) = $0 { failures } else { nil } }
         print("served-then-cut: reconnects scheduled after \(scheduled) failures in a row")
