@@ -95,7 +95,14 @@ import Testing
         let refused = OAuthTokenAnswer.decode(status: 400, body: Array(#"{"error":"invalid_grant","error_description":"Invalid grant: account not found"}"#.utf8))
         #expect(refused == .refused(error: "invalid_grant", detail: "Invalid grant: account not found"))
         #expect(OAuthTokenAnswer.decode(status: 503, body: Array("<html>busy</html>".utf8)) == .unusable("token endpoint answered HTTP 503 without an OAuth error"))
-        if case .unusable = OAuthTokenAnswer.decode(status: 200, body: Array(#"{"expires_in":10}"#.utf8)) {} else { Issue.record("no token accepted") }
+        // Issue 54: what is no token endpoint as configured is refused (a configuration error), not retried for ever.
+        for (status, body) in [(200, #"{"expires_in":10}"#), (200, "<html>login</html>"), (302, ""), (404, "<html>not found</html>"),
+                               (200, #"{"access_token":"x","token_type":"mac"}"#), (200, #"{"access_token":"x","expires_in":0}"#)] {
+            guard case .refused(let error, let detail) = OAuthTokenAnswer.decode(status: status, body: Array(body.utf8)) else {
+                Issue.record("\(status) \(body): not refused"); continue
+            }
+            #expect(error == "not_a_token_endpoint" && detail.hasSuffix("check the token URL"), "\(status) \(body): \(detail)")
+        }
         if case .unusable = OAuthTokenAnswer.decode(status: 500, body: Array(#"{"error":"internal_failure"}"#.utf8)) {} else { Issue.record("5xx refusal") }
     }
 }

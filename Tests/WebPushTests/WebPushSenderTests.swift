@@ -30,7 +30,7 @@ struct WebPushSenderTests {
 
         /// `http1Only`: which servers speak only HTTP/1.1 (by index); `policy`: the app's, else 127.0.0.1 allowed.
         init(idlePoolMs: Int = 300_000, servers count: Int = 1, faults: MockWebPushFaultScript = MockWebPushFaultScript(),
-             http1Only: Set<Int> = [], policy: PushServicePolicy? = nil) throws {
+             http1Only: Set<Int> = [], policy: PushServicePolicy? = nil, requestTimeoutMs: Int? = nil) throws {
             let tls = try MockTLSFiles.generate(in: directory)
             servers = try (0..<count).map { try MockWebPushServer(tls: tls, faults: faults, http1Only: http1Only.contains($0)) }
             loop = try EventLoop.startThread(name: "webpush-sender-test")
@@ -38,6 +38,7 @@ struct WebPushSenderTests {
             var settings = WebPushSettings()
             settings.caFile = tls.caFile
             settings.idlePoolMs = idlePoolMs
+            if let requestTimeoutMs { settings.requestTimeoutMs = requestTimeoutMs }
             let auth = WebPushAuth(vapidKey: base64URLEncoded(key), subject: "mailto:ops@example.com",
                                    policy: policy ?? PushServicePolicy(hosts: ["127.0.0.1"], allowsIPLiterals: true, allowsPrivateAddresses: true))
             let app = ProviderApp(index: 0, name: "web", auth: auth, credential: try auth.load())
@@ -161,7 +162,9 @@ struct WebPushSenderTests {
     /// fails unsent with the policy's reason, nothing reaches the service. With private addresses allowed (the
     /// test setting) the same name is sent to.
     @Test func aNameResolvingToALoopbackAddressIsRefusedAtConnectTime() throws {
-        let refusing = try Fixture(policy: PushServicePolicy(hosts: ["localhost"]))
+        // A request timeout shorter than the pool's reconnect back-off: a later message cannot wait for the next
+        // connect and fails at once, with the refusal the last connect met.
+        let refusing = try Fixture(policy: PushServicePolicy(hosts: ["localhost"]), requestTimeoutMs: 300)
         let made = try refusing.servers[0].subscribe()
         let local = made.json.replacingOccurrences(of: "https://127.0.0.1:", with: "https://localhost:")
         let message = try WebPushMessage(subscription: PushSubscription.parse(Array(local.utf8)), payload: [1])
@@ -169,6 +172,13 @@ struct WebPushSenderTests {
         #expect(refused.status == 0)
         #expect(refused.reasonName == "EndpointRefused: push service localhost is a loopback or private address", "\(refused.reasonName)")
         #expect(refused.answerClass == .fail(reason: refused.reasonName))
+        #expect(refusing.servers[0].stats().connectionsAccepted == 0)
+        // Issue 54: later messages to the same origin, while its pool backs off, are refused alike (they failed as
+        // `ConnectionFailed`: an outage, retried for ever), never an outage.
+        for round in 0..<3 {
+            let again = try refusing.send(message)
+            #expect(again.webPush?.reasonName == refused.reasonName, "round \(round): \(String(describing: again))")
+        }
         #expect(refusing.servers[0].stats().connectionsAccepted == 0)
 
         let allowing = try Fixture(policy: PushServicePolicy(hosts: ["localhost"], allowsPrivateAddresses: true))

@@ -34,10 +34,11 @@ public enum OAuthTokenEndpoint {
 /// What a token endpoint answered, decoded. Pure; `accessToken` is never part of `description`.
 public enum OAuthTokenAnswer: Sendable, Equatable, CustomStringConvertible {
     case token(accessToken: String, expiresInSeconds: Int64)
-    /// The endpoint refused the grant (`invalid_grant`, `unauthorized_client`...): the account or key is wrong,
-    /// trying again will not help until the file changes.
+    /// The endpoint refused the grant (`invalid_grant`, `unauthorized_client`...), or what answered is no token
+    /// endpoint as configured (a 200 without a token, a redirect, a 4xx page without an OAuth error): the account,
+    /// key or `token_url` is wrong, and trying again will not help until the configuration changes.
     case refused(error: String, detail: String)
-    /// Anything else (5xx, a proxy's HTML, a body that is not the documented JSON): may pass if tried again.
+    /// A server error (5xx, whatever its body): may pass if tried again.
     case unusable(String)
 
     public var description: String {
@@ -50,15 +51,18 @@ public enum OAuthTokenAnswer: Sendable, Equatable, CustomStringConvertible {
 
     public static func decode(status: Int, body: [UInt8]) -> OAuthTokenAnswer {
         let fields = flatStringFields(body)
+        // Issue 54: junk, HTML or a redirect where the token should be was an outage retried for ever; it is a
+        // configuration error (the app pauses as for a refused credential, and says why), a 5xx alone may pass.
+        func notAnEndpoint(_ why: String) -> OAuthTokenAnswer { .refused(error: "not_a_token_endpoint", detail: why + "; check the token URL") }
         if status == 200 {
             guard let token = fields.strings["access_token"], !token.isEmpty else {
-                return .unusable("token endpoint answered 200 without an access_token")
+                return notAnEndpoint("token endpoint answered 200 without an access_token")
             }
             if let type = fields.strings["token_type"], type.lowercased() != "bearer" {
-                return .unusable("token endpoint answered token_type \(type.prefix(40)), not Bearer")
+                return notAnEndpoint("token endpoint answered token_type \(type.prefix(40)), not Bearer")
             }
             let expires = fields.numbers["expires_in"] ?? 3600
-            guard expires > 0 else { return .unusable("token endpoint answered expires_in \(expires)") }
+            guard expires > 0 else { return notAnEndpoint("token endpoint answered expires_in \(expires)") }
             return .token(accessToken: token, expiresInSeconds: expires)
         }
         if let error = fields.strings["error"] {
@@ -74,7 +78,8 @@ public enum OAuthTokenAnswer: Sendable, Equatable, CustomStringConvertible {
         if let code = fields.numbers["error"], (400..<500).contains(status) {
             return .refused(error: String(code), detail: String((fields.strings["error_description"] ?? "").prefix(200)))
         }
-        return .unusable("token endpoint answered HTTP \(status) without an OAuth error")
+        if status >= 500 { return .unusable("token endpoint answered HTTP \(status) without an OAuth error") }
+        return notAnEndpoint("token endpoint answered HTTP \(status) without an OAuth error")
     }
 
     /// The top-level string and integer members of a JSON object; empty for anything else.

@@ -94,6 +94,10 @@ public final class HTTP2ConnectionPool {
     private var reconnectTimer: LoopTimer?
     /// When the pending reconnect attempt is due (monotonic nanoseconds); nil when none is pending.
     private var reconnectAt: UInt64?
+    /// Why the last connect was refused by `addressCheck` (the name resolved to an address the owner refuses),
+    /// until a connection gets ready: requests that cannot wait for the next try fail with it, not as an outage,
+    /// so their owner ends them (Web Push's `EndpointRefused`) instead of retrying them for ever (issue 54).
+    private var addressRefusal: String?
     /// A zero-delay timer that fails what cannot be sent before its queue deadline (never inside `send`).
     private var hopelessTimer: LoopTimer?
     private var sweepTimer: LoopTimer?
@@ -320,6 +324,7 @@ public final class HTTP2ConnectionPool {
         switch event {
         case .connected:
             readyAt[connection.id] = monotonicNanos()
+            addressRefusal = nil
             dispatch()
         case .capacityAvailable:
             dispatch()
@@ -327,6 +332,7 @@ public final class HTTP2ConnectionPool {
             connectionEnded(connection, graceful: true)
         case let .closed(_, error):
             let neverReady = readyAt[connection.id] == nil
+            if neverReady, case .addressRefused(let why)? = error { addressRefusal = why }
             connectionEnded(connection, graceful: false)
             retiring.removeAll { $0 === connection }
             readyAt[connection.id] = nil
@@ -376,7 +382,7 @@ public final class HTTP2ConnectionPool {
     private func failWaitingBeyondReconnect() {
         guard options.failWaitingRequestsWhenUnreachable, connections.isEmpty, let at = reconnectAt else { return }
         let now = monotonicNanos()
-        let error = HTTP2ClientError.connectFailed(
+        let error = addressRefusal.map(HTTP2ClientError.addressRefused) ?? .connectFailed(
             "\(endpoint): reconnecting in \((at > now ? at - now : 0) / 1_000_000) ms after \(backoff.consecutiveFailures) failed connections")
         var hopeless: [RequestContext] = []
         for list in [queue, freshQueue] {
