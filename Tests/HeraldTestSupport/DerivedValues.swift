@@ -6,8 +6,8 @@ import Worker
 
 /// Computes what the worker derives from a configuration's numbers, through the worker's own code: the core's
 /// share of `max_in_flight`, the idempotency window, every retry policy's back-off, give-up and expiry
-/// arithmetic at every attempt up to `max_attempts`, the outage pauses, the FCM slow-down, and the shutdown
-/// deadline. A value the bounds let through that overflows traps here (the `ConfigurationBoundsTests` and the
+/// arithmetic at every attempt up to `max_attempts`, the outage pauses, the FCM slow-down, the budgets' spacing and
+/// the shutdown deadline. A value the bounds let through that overflows traps here (the `ConfigurationBoundsTests` and the
 /// `FuzzConfigurationBounds` target call it), as it would in the worker at the first 503 or SIGTERM.
 public enum DerivedValues {
     public static func compute(_ c: Configuration) -> Int64 {
@@ -45,6 +45,9 @@ public enum DerivedValues {
                 }
             }
         }
+        // Budgets: every one's spacing, alone and shared among the shards (issue 54: the budget arithmetic is
+        // fuzzed as the other bounds are).
+        for interval in c.budgets.intervalsMicros(shards: c.redis.shards) { sum &+= interval }
         return sum
     }
 }

@@ -95,4 +95,20 @@ import Testing
         #expect(lease.job == bytes(#"{"token":"aa"}"#))
         #expect(JobEnvelope.unwrap(lease.raw).epoch == lease.epoch)
     }
+
+    /// Issue 54: times read back from Redis are bounded before any arithmetic: a `since` or `paced` before the
+    /// epoch or past 2^42 ms (the year 2109) is no time Herald wrote, and is dropped (a job then is checked
+    /// again or given up by its own clock), as is such a time in a budget reply (the job goes now).
+    @Test func timesOutOfBoundsAreNotBelieved() throws {
+        let job = bytes(#"{"token":"aa"}"#)
+        for bad: Int64 in [-1, Int64.min, JobEnvelope.latestMillis + 1, Int64.max] {
+            let unwrapped = JobEnvelope.unwrap(JobEnvelope.wrap(job: job, attempt: 2, id: "j", queue: "q", since: bad, paced: bad))
+            #expect(unwrapped.since == nil && unwrapped.paced == nil && unwrapped.attempt == 2, "\(bad)")
+        }
+        let good: Int64 = 1_800_000_000_000
+        let kept = JobEnvelope.unwrap(JobEnvelope.wrap(job: job, attempt: 2, id: "j", queue: "q", since: good, paced: good + 5))
+        #expect(kept.since == good && kept.paced == good + 5)
+        let reply = RESPValue.array([.array([.integer(Int64.max), .integer(1), .integer(good), .integer(2), .integer(-5), .integer(1)]), .array([])])
+        #expect(try QueueCommands.parseBudgetCheck(reply, count: 3) .0 == [.allowed, .held(atMillis: good, limit: 1), .allowed])
+    }
 }

@@ -244,7 +244,9 @@ extension QueueCommands {
         verdicts.reserveCapacity(count)
         for j in 0..<count {
             guard let due = codes[2 * j].int, let limit = codes[2 * j + 1].int else { throw .protocolError("budgetCheck reply element") }
-            verdicts.append(due == 0 ? .allowed : .held(atMillis: due, limit: max(0, Int(limit) - 1)))
+            // A time no pacing could have given (the script resets frontiers beyond its horizon) goes now.
+            let at = JobEnvelope.plausibleTime(due) ?? 0
+            verdicts.append(at == 0 ? .allowed : .held(atMillis: at, limit: max(0, Int(limit) - 1)))
         }
         return (verdicts, try QueueKeyProblem.parse(parts[1]))
     }

@@ -41,6 +41,14 @@ public enum JobEnvelope {
         return out
     }
 
+    /// The latest time (ms since the epoch, 2^42: the year 2109) Herald takes from Redis: a `since`, `paced` or
+    /// budget time beyond it, or before the epoch, is no time Herald wrote, and is not used (issue 54: such a
+    /// value trapped the worker's arithmetic).
+    public static let latestMillis: Int64 = 1 << 42
+
+    /// `value` when it lies within 0...`latestMillis`, else nil.
+    static func plausibleTime(_ value: Int64?) -> Int64? { value.flatMap { (0...latestMillis).contains($0) ? $0 : nil } }
+
     public static func unwrap(_ bytes: [UInt8]) -> (job: [UInt8], attempt: Int, id: String?, queue: String?, epoch: String?, since: Int64?, paced: Int64?) {
         guard bytes.count > prefix.count + jobMarker.count, bytes.starts(with: prefix), bytes.last == UInt8(ascii: "}"),
               let marker = JSONBytes.find(jobMarker, in: bytes, from: prefix.count, limit: min(bytes.count, 64 * 1024)) else {
@@ -54,6 +62,6 @@ public enum JobEnvelope {
         }
         let job = Array(bytes[(marker + jobMarker.count)..<(bytes.count - 1)])
         return (job, max(1, attempt), object["id"] as? String, object["queue"] as? String, object["epoch"] as? String,
-                (object["since"] as? NSNumber)?.int64Value, (object["paced"] as? NSNumber)?.int64Value)
+                plausibleTime((object["since"] as? NSNumber)?.int64Value), plausibleTime((object["paced"] as? NSNumber)?.int64Value))
     }
 }

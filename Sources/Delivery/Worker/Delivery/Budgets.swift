@@ -27,7 +27,7 @@ final class Budgets {
     private static func interval(perSecond rate: Double, seconds: Int64 = 1) -> Int64 {
         Int64(((Double(seconds) * 1_000_000 + Double(DeliveryCore.pacedGraceMilliseconds) * 1000) / rate).rounded(.up))
     }
-    private static func interval(_ count: Int, perSeconds seconds: Int64) -> Int64 { interval(perSecond: Double(count), seconds: seconds) }
+    static func interval(_ count: Int, perSeconds seconds: Int64) -> Int64 { interval(perSecond: Double(count), seconds: seconds) }
 
     /// A budget's name, `<head><subject><tail>`, in one allocation: interpolating it grew the string twice
     /// (about 1,700 instructions a job with a device budget).
@@ -111,4 +111,17 @@ public struct BudgetBatch {
     public let jobs: [JobAttempt]
     public let limits: [[BudgetLimit]]
     let kinds: [[BudgetKind]]
+}
+
+extension Configuration.BudgetSettings {
+    /// Each budget that is on, as the spacing of its slots in µs, and that spacing shared among `shards`: the
+    /// arithmetic the bounds must keep from overflowing (`DerivedValues`, run by `FuzzConfigurationBounds`).
+    public func intervalsMicros(shards: Int) -> [Int64] {
+        let rates = [(appPerSecond, 1), (appPerMinute, 60), (devicePerSecond, 1), (devicePerMinute, 60), (devicePerHour, 3600),
+                     (queuePerSecond, 1), (channelPerSecond, 1)] as [(Int, Int64)]
+        return rates.filter { $0.0 > 0 }.flatMap { rate, seconds in
+            let limit = BudgetLimit(name: "", intervalMicros: Budgets.interval(rate, perSeconds: seconds))
+            return [limit.intervalMicros, limit.share(among: Int64(max(1, shards))).intervalMicros]
+        }
+    }
 }
