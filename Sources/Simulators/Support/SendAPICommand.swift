@@ -31,7 +31,7 @@ protocol SendAPIServing: AnyObject, Sendable {
     init(configuration: SendAPIConfiguration<Settings>) throws
     var port: Int { get }
     func stop()
-    func replaceFaults(_ script: SendAPIFaultScript<Settings.Faults>) throws
+    func replaceFaults(_ script: FaultScript<Settings.Faults>) throws
     /// Its fields of the ready line, once its files are written (in `directory`).
     func readyFields(directory: String?) throws(CommandFailure) -> [String: Any]
 }

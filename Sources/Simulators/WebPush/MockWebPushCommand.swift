@@ -66,13 +66,6 @@ public enum MockWebPushCommand {
     }
 }
 
-extension MockWebPushFaultScript {
-    /// The rules from a `--config` file (JSON, as `Codable` spells them); errors name the offending field.
-    public static func load(file: String) throws -> MockWebPushFaultScript {
-        try ConfigDecoding.script(MockWebPushFaultScript.self, from: try ConfigDecoding.read(file))
-    }
-}
-
 /// Parsed `herald mock-webpush` flags (see `spec`).
 struct MockWebPushOptions {
     var server = ServerFlags()
@@ -126,7 +119,7 @@ struct MockWebPushOptions {
         --subscriptions-file, one PushSubscription.toJSON() a line) or from POST /_mock/subscribe
         ({"prefix":...,"applicationServerKey":...}); GET /_mock/stats gives the counters. Prints one JSON line when
         ready: {"ca_file":...,"host":...,"origin":...,"pid":...,"port":...,"stats_url":...,"subscribe_url":...,
-        "subscriptions":N,...}. Runs until SIGTERM/SIGINT (exit 0); SIGHUP reloads --config. See docs/webpush.md.
+        "subscriptions":N,...}. Runs until SIGTERM/SIGINT (exit 0); SIGHUP reloads --config. See docs/mock-webpush.md and docs/webpush.md.
         Exit codes: 0 stopped by signal, 64 usage error, 69 cannot start, 73 cannot write, 78 bad config.
         """,
         options: SettingsReader.options(settings))
