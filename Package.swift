@@ -76,7 +76,7 @@ let package = Package(
         /// The one HTTP/1.1 request parser (pure, fuzzed), below both servers that read requests: `herald api` and the
         /// worker's metrics listener.
         .target(name: "HTTP1", dependencies: ["Basics"], path: "Sources/Transport/HTTP1"),
-        .target(name: "Simulators", dependencies: ["Basics", "Reactor", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/Simulators"),
+        .target(name: "Simulators", dependencies: ["Basics", "Settings", "Reactor", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/Simulators"),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"], path: "Sources/Transport/CurlHTTP"),

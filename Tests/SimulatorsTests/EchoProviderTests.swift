@@ -6,7 +6,7 @@ import Testing
 
 /// A generic echo provider, none of Herald's own, plugged into the shared simulator server: what docs/simulators.md
 /// says a next provider brings (a request type, a connection handler, a provider and its fault rules) is a whole
-/// simulator, with the shared connection, fault engine and counters doing the rest.
+/// simulator, with the shared connection, fault script, fault engine and counters doing the rest.
 @Suite("a generic echo provider on the shared simulator server")
 struct EchoProviderTests {
     final class EchoRequest: MockRequest {
@@ -21,7 +21,7 @@ struct EchoProviderTests {
     }
 
     /// Answers `status` for requests to `path`; with `failFirst`, only the first that many per path.
-    struct EchoRule: ScriptedRule, Codable {
+    struct EchoRule: ScriptedRule, Codable, Sendable, Equatable {
         var path: String?
         var failFirst: Int?
         var status = 503
@@ -38,17 +38,16 @@ struct EchoProviderTests {
         func throttled(retryAfter: Int) -> Int { 429 }
     }
 
-    struct EchoScript: FaultScript, Codable {
-        var seed: UInt64?
-        var latencyMs: MockLatency?
-        var rules: [EchoRule] = []
-        var connectionFaults: ConnectionFaults { ConnectionFaults() }
-        func check() throws {}
+    /// Its rule vocabulary, with no fields of its own: the script is the shared `FaultScript`.
+    struct EchoFaults: FaultVocabulary {
+        typealias Rule = EchoRule
+        static func check(_ script: FaultScript<EchoFaults>) throws {}
     }
+    typealias EchoScript = FaultScript<EchoFaults>
 
     /// HTTP/2 over TLS; the body comes back, unless a rule answers first.
     final class EchoProvider: MockProvider {
-        let faults: ScriptedFaults<EchoScript>
+        let faults: ScriptedFaults<EchoFaults>
         let counters: ConnectionCounters
         let tls: MockTLSFiles
 
@@ -102,7 +101,7 @@ struct EchoProviderTests {
         let directory = makeTemporaryDirectory("herald-sim-test")
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let tls = try MockTLSFiles.generate(in: directory)
-        let script = EchoScript(rules: [EchoRule(path: "/flaky", failFirst: 2)])
+        let script = EchoScript(rules: [EchoRule(path: "/flaky", failFirst: 2)], extras: EchoFaults())
         let simulator = try SimulatorHandle<EchoProvider>(name: "mock-echo", host: "127.0.0.1", ports: [0]) { counters in
             EchoProvider(script: script, tls: tls, counters: counters)
         }

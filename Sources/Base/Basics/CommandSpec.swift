@@ -64,6 +64,19 @@ public struct CommandSpec: Sendable {
     }
 }
 
+extension CommandSpec {
+    /// The options as a markdown table (`| flag | meaning |`), the same words as `help`, for a command's docs page.
+    public var optionTable: String {
+        var rows = ["| flag | meaning |", "|---|---|"]
+        for option in options {
+            let flag = "--\(option.name)" + (option.valueName.map { " <\($0)>" } ?? "")
+            let help = option.help + (option.repeatable ? " Repeatable." : "")
+            rows.append("| `\(flag)` | \(help.split(separator: "|", omittingEmptySubsequences: false).joined(separator: "\\|")) |")
+        }
+        return rows.joined(separator: "\n")
+    }
+}
+
 /// Two-column help rows and word wrapping, shared by command and group help.
 enum HelpLayout {
     static let width = 110

@@ -28,6 +28,8 @@ public struct Setting<Root>: @unchecked Sendable {
     public let check: (Root, _ name: String) -> String?
     /// Whole numbers: the field's value widened, so tests can drive each one to its bounds.
     public let number: NumberAccess<Root>?
+    /// How it is given on a command line, for a setting that is a flag (the simulators'); nil: not a flag.
+    public var commandLine: CommandLineForm<Root>? = nil
 
     /// The same setting inside a larger root (`\Configuration.retry`), its key under `prefix`.
     public func lifted<Outer>(_ path: WritableKeyPath<Outer, Root>, prefix: String) -> Setting<Outer> {
@@ -40,6 +42,9 @@ public struct Setting<Root>: @unchecked Sendable {
             check: { [check] root, name in check(root[keyPath: path], name) },
             number: number.map { n in
                 NumberAccess(minimum: n.minimum, maximum: n.maximum, get: { n.get($0[keyPath: path]) }, set: { n.set(&$0[keyPath: path], $1) })
+            },
+            commandLine: commandLine.map { form in
+                CommandLineForm(valueName: form.valueName, repeatable: form.repeatable) { args, root throws(UsageError) in try form.read(args, &root[keyPath: path]) }
             })
     }
 }

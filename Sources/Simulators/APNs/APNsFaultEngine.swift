@@ -6,9 +6,9 @@ struct ScriptedRejection {
 }
 
 /// The APNs simulator's fault engine: the shared one, over `MockFaultScript`.
-typealias APNsFaultEngine = ScriptedFaults<MockFaultScript>
+typealias APNsFaultEngine = ScriptedFaults<MockAPNsFaultFields>
 
-extension ScriptedFaults where Script == MockFaultScript {
+extension ScriptedFaults where Vocabulary == MockAPNsFaultFields {
     /// The script's verdict for a request that passed Apple's checks (`token`: the device token or channel ID)
     /// and the latency to add before answering.
     func decide(token: String, topic: String) -> (FaultVerdict<ScriptedRejection>, Int) {
@@ -18,8 +18,6 @@ extension ScriptedFaults where Script == MockFaultScript {
         return (verdict ?? .accept, delay)
     }
 }
-
-extension MockFaultScript: FaultScript {}
 
 extension MockFaultRule: ScriptedRule {
     func matches(_ subject: (token: String, topic: String)) -> Bool { matches(token: subject.token, topic: subject.topic) }

@@ -2,6 +2,7 @@ import Basics
 import Dispatch
 import Foundation
 import Glibc
+import Settings
 
 /// `herald mock-apns ...`: runs the simulator until SIGTERM/SIGINT; SIGHUP reloads `--config`.
 public enum MockAPNsCommand {
@@ -159,6 +160,42 @@ struct MockAPNsOptions {
     var tokenLifetime: Int64?
     var allowMissingPushType = false
 
+    /// Every flag, declared once: parsing, `--help` and docs/mock-apns.md's table are made from these.
+    static var settings: [Setting<MockAPNsOptions>] {
+        ServerFlags.listen(at: \.server) + [
+            .option("management-port", \.managementPort, "n", in: 0...65535,
+                    "Answer channel management only on this port, 0 = a free one (the ready line gives management_port), as Apple's separate api-manage-broadcast host; the main port then answers pushes and broadcasts only, and a path of the other API gets 404 BadPath (default: on --port, with pushes)."),
+        ] + ServerFlags.certificate(at: \.server) + [
+            .option("generate-tls", \.generateTLS, "dir", "Write a throwaway CA and a server certificate for localhost, 127.0.0.1 and ::1 (ca.pem, ca-key.pem, server.pem, server-key.pem) to this directory and use them (default without --cert: a temporary directory)."),
+            .option("cleartext", \.cleartext, "Plain HTTP/2 with prior knowledge instead of TLS (not like APNs; for h2load http://... or curl --http2-prior-knowledge)."),
+            .option("client-ca", \.clientCA, "file", "Accept client certificates signed by this CA (certificate-based auth)."),
+            .commaList("cert-topics", \.certificateTopics, "a,b", "Topics for certificate connections (default: the certificate's UID, else CN)."),
+            .option("keys-dir", \.keysDir, "dir", "Provider keys: AuthKey_<KEYID>.p8 (private, as Apple issues them) or <KEYID>.pem (public or private); all get --team-id, --environment and --topics."),
+            .option("generate-key", \.generateKey, "dir", "Generate a P-256 key and write AuthKey_<KEYID>.p8 (PKCS#8 PEM) here (default when no --keys-dir: the --generate-tls directory, else a temporary one)."),
+            .option("key-id", \.keyID, "id", "Key ID of the generated key (default ABC123DEFG)."),
+            .option("team-id", \.teamID, "id", "Team ID of the keys (default DEF123GHIJ)."),
+            .commaList("topics", \.topics, "a,b", "Bundle IDs the keys may push to, push-type suffixes included (default: any)."),
+            .option("environment", \.keyEnvironment, "env", MockEnvironment.allCases, "Environment of the keys: production, sandbox or both (default both)."),
+            .option("sandbox", \.sandbox, "Behave as the sandbox host (adds apns-unique-id; production-only keys get BadEnvironmentKeyIdInToken)."),
+            .option("config", \.configFile, "file", "Device state and faults (JSON, format in docs/mock-apns.md; reloaded on SIGHUP)."),
+            .option("max-streams", \.maxStreams, "n", in: 1...UInt32.max, "SETTINGS_MAX_CONCURRENT_STREAMS after a connection's first valid token (default 1000)."),
+            .option("drop-streams-after-rejection", \.dropStreamsAfterRejection, "Advertise 1 stream after a rejected push, back to --max-streams after the next accepted one (as APNs was seen doing)."),
+            .option("token-update-window", \.tokenUpdateWindow, "seconds", minimum: 0, "Minimum seconds between token changes on a connection (default 1200; lower it in tests)."),
+            .option("token-lifetime", \.tokenLifetime, "seconds", "Age of iat that makes a token expired (default 3600)."),
+            .option("allow-missing-push-type", \.allowMissingPushType, "Treat a missing apns-push-type as alert instead of 400 MissingPushType."),
+            .option("seed", \.seed, "n", "Seed for rates and latency ranges (default 1; the config's seed wins)."),
+            .option("log-file", \.logFile, "file", "Append accepted notifications as JSON lines."),
+            .option("log-payloads", \.logPayloads, "Include the payload text in the accepted log."),
+            .option("record", \.record, "Keep accepted notifications in memory for GET /_mock/accepted (broadcasts: GET /_mock/broadcasts)."),
+            .option("record-requests", \.recordRequests, "Keep every APNs request as received (headers in order, body) for GET /_mock/requests."),
+            .option("max-channels", \.maxChannels, "n", in: 0...1_000_000, "Broadcast channels one app may hold (default 10000, Apple's limit per environment; one more is 400 CannotCreateChannelConfig)."),
+            .commaList("broadcast-bundles", \.broadcastBundleIDs, "a,b", "Bundle IDs with the broadcast capability (default: all; others get 400 FeatureNotEnabled)."),
+            .option("ready-file", \.readyFile, "file", "Write the ready JSON line to this file once listening (scripts wait for it)."),
+            .option("print-token", \.printToken, "Add a provider token signed with the (first) key to the ready line."),
+            .option("no-auth", \.noAuth, "No authorization checks at all and every stream from the start (pure HTTP/2 load only)."),
+        ]
+    }
+
     static let spec = CommandSpec(
         usageName: "herald mock-apns",
         abstract: "Run the APNs simulator (HTTP/2, TLS, token auth, scripted faults).",
@@ -168,37 +205,7 @@ struct MockAPNsOptions {
         Runs until SIGTERM/SIGINT (exit 0); SIGHUP reloads --config. See docs/mock-apns.md.
         Exit codes: 0 stopped by signal, 64 usage error, 69 cannot start, 73 cannot write, 78 bad config or keys.
         """,
-        options: ServerFlags.listenOptions + [
-            .value("management-port", "n", "Answer channel management only on this port, 0 = a free one (default: on --port, with pushes)."),
-        ] + ServerFlags.certificateOptions + [
-            .value("generate-tls", "dir", "Write ca.pem, ca-key.pem, server.pem, server-key.pem to this directory and use them (default without --cert: a temporary directory)."),
-            .flag("cleartext", "Plain HTTP/2 with prior knowledge instead of TLS (not like APNs; for h2load)."),
-            .value("client-ca", "file", "Accept client certificates signed by this CA (certificate-based auth)."),
-            .value("cert-topics", "a,b", "Topics for certificate connections (default: the certificate's UID, else CN)."),
-            .value("keys-dir", "dir", "Provider keys: AuthKey_<KEYID>.p8 or <KEYID>.pem (public or private), team --team-id."),
-            .value("generate-key", "dir", "Generate a P-256 key and write AuthKey_<KEYID>.p8 here (default when no --keys-dir: the --generate-tls directory, else a temporary one)."),
-            .value("key-id", "id", "Key ID of the generated key (default ABC123DEFG)."),
-            .value("team-id", "id", "Team ID of the keys (default DEF123GHIJ)."),
-            .value("topics", "a,b", "Bundle IDs the keys may push to (default: any)."),
-            .value("environment", "env", "Environment of the keys: production, sandbox or both (default both)."),
-            .flag("sandbox", "Behave as the sandbox host (adds apns-unique-id; production-only keys get BadEnvironmentKeyIdInToken)."),
-            .value("config", "file", "Device state and faults (JSON; reloaded on SIGHUP)."),
-            .value("max-streams", "n", "SETTINGS_MAX_CONCURRENT_STREAMS after the first valid token (default 1000)."),
-            .flag("drop-streams-after-rejection", "Advertise 1 stream after a rejected push, back after the next accepted one."),
-            .value("token-update-window", "seconds", "Minimum seconds between token changes on a connection (default 1200)."),
-            .value("token-lifetime", "seconds", "Age of iat that makes a token expired (default 3600)."),
-            .flag("allow-missing-push-type", "Treat a missing apns-push-type as alert instead of 400 MissingPushType."),
-            .value("seed", "n", "Seed for rates and latency ranges (default 1; the config's seed wins)."),
-            .value("log-file", "file", "Append accepted notifications as JSON lines."),
-            .flag("log-payloads", "Include the payload text in the accepted log."),
-            .flag("record", "Keep accepted notifications in memory for GET /_mock/accepted (broadcasts: GET /_mock/broadcasts)."),
-            .flag("record-requests", "Keep every APNs request (headers in order, body) for GET /_mock/requests."),
-            .value("max-channels", "n", "Broadcast channels one app may hold (default 10000; more is CannotCreateChannelConfig)."),
-            .value("broadcast-bundles", "a,b", "Bundle IDs with the broadcast capability (default: all; others get FeatureNotEnabled)."),
-            .value("ready-file", "file", "Write the ready JSON line to this file once listening."),
-            .flag("print-token", "Add a provider token signed with the (first) key to the ready line."),
-            .flag("no-auth", "No authorization checks at all (pure HTTP/2 load only)."),
-        ])
+        options: SettingsReader.options(settings))
 
     /// `words` as the command line gives them (after `mock-apns`).
     static func parse(_ words: [String]) throws(UsageError) -> MockAPNsOptions {
@@ -208,35 +215,8 @@ struct MockAPNsOptions {
     init() {}
 
     init(_ args: ParsedArguments) throws(UsageError) {
-        server = try ServerFlags(args)
-        managementPort = try args.integer("management-port", as: Int.self, in: 0...65535)
-        generateTLS = args.value("generate-tls")
-        cleartext = args.flag("cleartext")
-        clientCA = args.value("client-ca")
-        certificateTopics = args.list("cert-topics")
-        keysDir = args.value("keys-dir")
-        generateKey = args.value("generate-key")
-        if let keyID = args.value("key-id") { self.keyID = keyID }
-        if let teamID = args.value("team-id") { self.teamID = teamID }
-        if let topics = args.list("topics") { self.topics = topics }
-        if let environment = try args.choice("environment", MockEnvironment.allCases) { keyEnvironment = environment }
-        sandbox = args.flag("sandbox")
-        configFile = args.value("config")
-        if let streams = try args.integer("max-streams", as: UInt32.self, in: 1...UInt32.max) { maxStreams = streams }
-        dropStreamsAfterRejection = args.flag("drop-streams-after-rejection")
-        tokenUpdateWindow = try args.double("token-update-window", minimum: 0)
-        tokenLifetime = try args.integer("token-lifetime", as: Int64.self)
-        allowMissingPushType = args.flag("allow-missing-push-type")
-        if let seed = try args.integer("seed", as: UInt64.self) { self.seed = seed }
-        logFile = args.value("log-file")
-        logPayloads = args.flag("log-payloads")
-        record = args.flag("record")
-        recordRequests = args.flag("record-requests")
-        if let n = try args.integer("max-channels", as: Int.self, in: 0...1_000_000) { maxChannels = n }
-        broadcastBundleIDs = args.list("broadcast-bundles")
-        readyFile = args.value("ready-file")
-        printToken = args.flag("print-token")
-        noAuth = args.flag("no-auth")
+        try SettingsReader.apply(Self.settings, arguments: args, to: &self)
+        try server.check()
         if keysDir != nil && generateKey != nil { throw UsageError("--keys-dir and --generate-key exclude each other") }
         if cleartext && clientCA != nil { throw UsageError("--client-ca needs TLS") }
     }

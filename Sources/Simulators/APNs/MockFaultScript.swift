@@ -75,20 +75,11 @@ public struct MockFaultRule: Codable, Sendable, Equatable {
     }
 }
 
-/// Device state and faults, as loaded from `--config` or `POST /_mock/config`, or set through the library.
-public struct MockFaultScript: Codable, Sendable, Equatable {
-    /// Seed for every random choice (rates, latency ranges); the same seed and request order give the same run.
-    public var seed: UInt64?
-    /// Latency added to every answer.
-    public var latencyMs: MockLatency?
-    /// Send GOAWAY after this many requests on a connection (the Nth is answered; later streams refused).
-    public var goawayAfterRequests: Int?
+/// APNs' own fields of its fault script, beside the shared ones (`FaultScript`).
+public struct MockAPNsFaultFields: FaultScriptExtras {
+    public typealias Rule = MockFaultRule
     /// The GOAWAY reason for `goawayAfterRequests` (default "Shutdown").
     public var goawayReason: String?
-    /// Close a connection abruptly when request N+1 arrives (N answered).
-    public var dropAfterRequests: Int?
-    /// Stop reading a connection after N requests: no answers, no PING acks (a dead peer).
-    public var silenceAfterRequests: Int?
     /// Close a connection idle (no new request) for this long with GOAWAY `{"reason":"IdleTimeout"}`.
     public var idleTimeoutSeconds: Double?
     /// Drop SETTINGS_MAX_CONCURRENT_STREAMS to 1 after a rejected push, back up after the next accepted one.
@@ -97,57 +88,38 @@ public struct MockFaultScript: Codable, Sendable, Equatable {
     /// a request it received even if the client cancels the stream before the answer (the accepted log then
     /// counts it; without this a push cancelled during its latency is never seen).
     public var recordOnReceipt: Bool?
-    /// Rules, first match wins (except `delay`, which adds latency and goes on).
-    public var rules: [MockFaultRule]
 
+    public init() {}
+}
+
+/// Device state and faults of the APNs simulator, as loaded from `--config` or `POST /_mock/config`, or set
+/// through the library.
+public typealias MockFaultScript = FaultScript<MockAPNsFaultFields>
+
+extension FaultScript where Extras == MockAPNsFaultFields {
     public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, goawayAfterRequests: Int? = nil, goawayReason: String? = nil,
                 dropAfterRequests: Int? = nil, silenceAfterRequests: Int? = nil, idleTimeoutSeconds: Double? = nil,
                 dropStreamsAfterRejection: Bool? = nil, recordOnReceipt: Bool? = nil,
                 rules: [MockFaultRule] = []) {
-        self.seed = seed
-        self.latencyMs = latencyMs
-        self.goawayAfterRequests = goawayAfterRequests
-        self.goawayReason = goawayReason
-        self.dropAfterRequests = dropAfterRequests
-        self.silenceAfterRequests = silenceAfterRequests
-        self.idleTimeoutSeconds = idleTimeoutSeconds
-        self.dropStreamsAfterRejection = dropStreamsAfterRejection
-        self.recordOnReceipt = recordOnReceipt
-        self.rules = rules
-    }
-
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        seed = try c.decodeIfPresent(UInt64.self, forKey: .seed)
-        latencyMs = try c.decodeIfPresent(MockLatency.self, forKey: .latencyMs)
-        goawayAfterRequests = try c.decodeIfPresent(Int.self, forKey: .goawayAfterRequests)
-        goawayReason = try c.decodeIfPresent(String.self, forKey: .goawayReason)
-        dropAfterRequests = try c.decodeIfPresent(Int.self, forKey: .dropAfterRequests)
-        silenceAfterRequests = try c.decodeIfPresent(Int.self, forKey: .silenceAfterRequests)
-        idleTimeoutSeconds = try c.decodeIfPresent(Double.self, forKey: .idleTimeoutSeconds)
-        dropStreamsAfterRejection = try c.decodeIfPresent(Bool.self, forKey: .dropStreamsAfterRejection)
-        recordOnReceipt = try c.decodeIfPresent(Bool.self, forKey: .recordOnReceipt)
-        rules = try c.decodeIfPresent([MockFaultRule].self, forKey: .rules) ?? []
-    }
-
-    /// The rules `MockServerConnection` counts per connection.
-    var connectionFaults: ConnectionFaults {
-        ConnectionFaults(goawayAfterRequests: goawayAfterRequests, dropAfterRequests: dropAfterRequests,
-                         silenceAfterRequests: silenceAfterRequests, idleTimeoutSeconds: idleTimeoutSeconds)
+        var fields = MockAPNsFaultFields()
+        fields.goawayReason = goawayReason
+        fields.idleTimeoutSeconds = idleTimeoutSeconds
+        fields.dropStreamsAfterRejection = dropStreamsAfterRejection
+        fields.recordOnReceipt = recordOnReceipt
+        self.init(seed: seed, latencyMs: latencyMs, goawayAfterRequests: goawayAfterRequests, dropAfterRequests: dropAfterRequests,
+                  silenceAfterRequests: silenceAfterRequests, rules: rules, extras: fields)
     }
 
     /// Parses the JSON config format; errors name the offending field.
-    public static func parse(_ data: Data) throws -> MockFaultScript {
-        try ConfigDecoding.script(MockFaultScript.self, from: data)
-    }
+    public static func parse(_ data: Data) throws -> MockFaultScript { try decode(data) }
 
-    public static func load(file: String) throws -> MockFaultScript {
-        try parse(try ConfigDecoding.read(file))
-    }
+    public static func load(file: String) throws -> MockFaultScript { try read(file: file) }
+}
 
-    func check() throws {
-        if let idle = idleTimeoutSeconds, !(idle > 0) { throw SimulatorError.configuration("idleTimeoutSeconds must be above 0") }
-        for (index, rule) in rules.enumerated() {
+extension MockAPNsFaultFields: FaultVocabulary {
+    static func check(_ script: MockFaultScript) throws {
+        if let idle = script.idleTimeoutSeconds, !(idle > 0) { throw SimulatorError.configuration("idleTimeoutSeconds must be above 0") }
+        for (index, rule) in script.rules.enumerated() {
             try ConfigDecoding.checkRule(index, fate: rule.fate.rawValue, rate: rule.rate, count: rule.count, limit: rule.limit, latency: rule.latencyMs)
             if rule.fate == .error {
                 guard let status = rule.status, (400...599).contains(status), rule.reason != nil else {

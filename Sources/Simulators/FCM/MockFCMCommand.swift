@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import Settings
 
 /// `herald mock-fcm ...`: runs the FCM simulator until SIGTERM/SIGINT; SIGHUP reloads `--config`.
 public enum MockFCMCommand {
@@ -14,7 +15,7 @@ public enum MockFCMCommand {
 typealias MockFCMOptions = SendAPIOptions<MockFCMServer>
 
 /// `herald mock-fcm`'s own flags, parsed.
-struct MockFCMFlags {
+struct MockFCMFlags: CommandFlags {
     var project = "herald-mock"
     var serviceAccounts: [String] = []
     var serviceAccountDir: String?
@@ -35,23 +36,19 @@ extension MockFCMServer: SendAPIServing {
     static let generatedFile = "service-account.json"
     static let configHolds = "Device state, faults and quotas"
     static let kept = "accepted messages"
-    static let flags: [OptionSpec] = [
-        .value("project", "id", "Project of the generated service account (default herald-mock)."),
-        .value("service-account", "file", "Accept this service-account JSON instead of generating one (written out again with token_uri pointing here).", repeatable: true),
-        .value("service-account-dir", "dir", "Where to write the service-account JSON files (default: the --generate-tls directory)."),
-    ]
-    static let flagsAfterConfig: [OptionSpec] = [
-        .flag("device-quota", "Enforce FCM's per-device limits (240 a minute, 5000 an hour to one token)."),
-    ]
+    static var settings: [Setting<MockFCMFlags>] {
+        [
+            .option("project", \.project, "id", "Project of the generated service account (default herald-mock)."),
+            .repeated("service-account", \.serviceAccounts, "file", "Accept this service-account JSON instead of generating one; it is written out again (service-account.json, service-account-2.json, ...) with token_uri pointing here."),
+            .option("service-account-dir", \.serviceAccountDir, "dir", as: CommandSupport.absolute, "Where to write the service-account JSON files (default: the --generate-tls directory)."),
+        ]
+    }
+    static var settingsAfterConfig: [Setting<MockFCMFlags>] {
+        [.option("device-quota", \.deviceQuota, "Enforce FCM's per-device limits (240 a minute, 5000 an hour to one token).")]
+    }
 
-    static func parseFlags(_ args: ParsedArguments) throws(UsageError) -> MockFCMFlags {
-        var flags = MockFCMFlags()
-        if let project = args.value("project") { flags.project = project }
-        flags.serviceAccounts = args.all("service-account")
-        flags.serviceAccountDir = args.value("service-account-dir").map(CommandSupport.absolute)
-        flags.deviceQuota = args.flag("device-quota")
+    static func check(_ flags: MockFCMFlags, given args: ParsedArguments) throws(UsageError) {
         if !flags.serviceAccounts.isEmpty && args.value("project") != nil { throw UsageError("--project names the generated account; --service-account files carry their own") }
-        return flags
     }
 
     static func configure(_ configuration: inout MockFCMConfiguration, from options: MockFCMOptions) throws(CommandFailure) {

@@ -77,7 +77,7 @@ public struct MockFCMRule: Codable, Sendable, Equatable {
 }
 
 /// FCM's own fields of its fault script: its quotas, per project and per device.
-public struct MockFCMQuotas: SendAPIFaultExtras {
+public struct MockFCMQuotas: FaultScriptExtras {
     public typealias Rule = MockFCMRule
     /// Sends a project may make per minute (FCM's default 600,000); over it 429 QUOTA_EXCEEDED. 0 turns it off.
     public var projectQuotaPerMinute: Int?
@@ -89,6 +89,9 @@ public struct MockFCMQuotas: SendAPIFaultExtras {
     /// sees a day's quota behaviour in seconds.
     public var quotaMinuteMs: Int?
     public var quotaHourMs: Int?
+    /// The first N `POST /token` requests (after a start, a reload or a reset) get 503, as Google's token
+    /// endpoint answers when its backend fails; later ones are checked as usual.
+    public var tokenFailFirst: Int?
 
     public static let defaultProjectQuotaPerMinute = 600_000
     public static let defaultDeviceQuotaPerMinute = 240
@@ -98,14 +101,15 @@ public struct MockFCMQuotas: SendAPIFaultExtras {
 }
 
 /// Device state, faults and quotas of the FCM simulator: `--config`, `POST /_mock/config`, or the library.
-public typealias MockFCMFaultScript = SendAPIFaultScript<MockFCMQuotas>
+public typealias MockFCMFaultScript = FaultScript<MockFCMQuotas>
 
-extension SendAPIFaultScript where Extras == MockFCMQuotas {
+extension FaultScript where Extras == MockFCMQuotas {
     public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, goawayAfterRequests: Int? = nil, dropAfterRequests: Int? = nil,
                 silenceAfterRequests: Int? = nil, projectQuotaPerMinute: Int? = nil, deviceQuota: Bool? = nil,
                 deviceQuotaPerMinute: Int? = nil, deviceQuotaPerHour: Int? = nil, tokenFailFirst: Int? = nil, quotaMinuteMs: Int? = nil, quotaHourMs: Int? = nil,
                 rules: [MockFCMRule] = []) {
         var quotas = MockFCMQuotas()
+        quotas.tokenFailFirst = tokenFailFirst
         quotas.projectQuotaPerMinute = projectQuotaPerMinute
         quotas.deviceQuota = deviceQuota
         quotas.deviceQuotaPerMinute = deviceQuotaPerMinute
@@ -113,6 +117,6 @@ extension SendAPIFaultScript where Extras == MockFCMQuotas {
         quotas.quotaMinuteMs = quotaMinuteMs
         quotas.quotaHourMs = quotaHourMs
         self.init(seed: seed, latencyMs: latencyMs, goawayAfterRequests: goawayAfterRequests, dropAfterRequests: dropAfterRequests,
-                  silenceAfterRequests: silenceAfterRequests, tokenFailFirst: tokenFailFirst, rules: rules, extras: quotas)
+                  silenceAfterRequests: silenceAfterRequests, rules: rules, extras: quotas)
     }
 }

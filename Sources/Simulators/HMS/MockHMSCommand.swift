@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import Settings
 
 /// `herald mock-hms ...`: runs the Push Kit simulator until SIGTERM/SIGINT; SIGHUP reloads `--config`.
 public enum MockHMSCommand {
@@ -12,6 +13,11 @@ public enum MockHMSCommand {
 
 /// Parsed `herald mock-hms` flags.
 typealias MockHMSOptions = SendAPIOptions<MockHMSServer>
+
+/// `herald mock-hms`'s own flags, parsed.
+struct MockHMSFlags: CommandFlags {
+    var apps: [MockHMSApp] = []
+}
 
 /// What `herald mock-hms` adds to the shared command: the apps, and the first app's secret in a file.
 extension MockHMSServer: SendAPIServing {
@@ -28,25 +34,26 @@ extension MockHMSServer: SendAPIServing {
     static let generatedFile = "hms-client-secret"
     static let configHolds = "Device state, faults and flow control"
     static let kept = "checked sends"
-    static let flags: [OptionSpec] = [
-        .value("app", "id:secret", "Accept this app id (digits) with this client secret (default: app 10000001 with a generated secret).", repeatable: true),
-    ]
-    static let flagsAfterConfig: [OptionSpec] = []
-
-    static func parseFlags(_ args: ParsedArguments) throws(UsageError) -> [MockHMSApp] {
-        var apps: [MockHMSApp] = []
-        for word in args.all("app") {
-            let parts = word.split(separator: ":", maxSplits: 1).map(String.init)
-            guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.count <= 64, parts[0].utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), !parts[1].isEmpty else {
-                throw UsageError("--app takes id:secret, the id digits (Huawei's client_id)")
-            }
-            apps.append(MockHMSApp(appId: parts[0], clientSecret: parts[1]))
-        }
-        return apps
+    static var settings: [Setting<MockHMSFlags>] {
+        [
+            .commandLine("app", "id:secret", repeatable: true, default: "app 10000001 with a generated secret",
+                         "Accept this app id (digits, as Huawei's client ids) with this client secret (default: app 10000001 with a generated secret).") { args, flags throws(UsageError) in
+                for word in args.all("app") {
+                    let parts = word.split(separator: ":", maxSplits: 1).map(String.init)
+                    guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.count <= 64, parts[0].utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), !parts[1].isEmpty else {
+                        throw UsageError("--app takes id:secret, the id digits (Huawei's client_id)")
+                    }
+                    flags.apps.append(MockHMSApp(appId: parts[0], clientSecret: parts[1]))
+                }
+            },
+        ]
     }
+    static var settingsAfterConfig: [Setting<MockHMSFlags>] { [] }
+
+    static func check(_ flags: MockHMSFlags, given args: ParsedArguments) throws(UsageError) {}
 
     static func configure(_ configuration: inout MockHMSConfiguration, from options: MockHMSOptions) throws(CommandFailure) {
-        configuration.apps = options.provider
+        configuration.apps = options.provider.apps
     }
 
     /// The secret file goes beside the generated TLS files (or into a scratch directory with --cert).

@@ -83,13 +83,16 @@ public struct MockHMSQuota: Codable, Sendable, Equatable {
 }
 
 /// Push Kit's own fields of its fault script: the device state (tokens it calls illegal) and its flow control.
-public struct MockHMSDeviceState: SendAPIFaultExtras {
+public struct MockHMSDeviceState: FaultScriptExtras {
     public typealias Rule = MockHMSRule
     /// Tokens Push Kit calls illegal (reported in `illegal_tokens`, or 80300007 when every token of a send is).
     public var invalidTokens: [String]?
     public var invalidTokenPrefixes: [String]?
     /// Per-app flow control; nil: none.
     public var appQuota: MockHMSQuota?
+    /// The first N token requests (after a start, a reload or a reset) get 503, as Huawei's OAuth server
+    /// answers when its backend fails or limits; later ones are checked as usual.
+    public var tokenFailFirst: Int?
 
     public init() {}
 
@@ -104,15 +107,16 @@ public struct MockHMSDeviceState: SendAPIFaultExtras {
 }
 
 /// Device state, faults and quotas of the Push Kit simulator: `--config`, `POST /_mock/config`, or the library.
-public typealias MockHMSFaultScript = SendAPIFaultScript<MockHMSDeviceState>
+public typealias MockHMSFaultScript = FaultScript<MockHMSDeviceState>
 
-extension SendAPIFaultScript where Extras == MockHMSDeviceState {
+extension FaultScript where Extras == MockHMSDeviceState {
     public init(seed: UInt64? = nil, latencyMs: MockLatency? = nil, invalidTokens: [String]? = nil, invalidTokenPrefixes: [String]? = nil,
                 appQuota: MockHMSQuota? = nil, tokenFailFirst: Int? = nil, rules: [MockHMSRule] = []) {
         var state = MockHMSDeviceState()
+        state.tokenFailFirst = tokenFailFirst
         state.invalidTokens = invalidTokens
         state.invalidTokenPrefixes = invalidTokenPrefixes
         state.appQuota = appQuota
-        self.init(seed: seed, latencyMs: latencyMs, tokenFailFirst: tokenFailFirst, rules: rules, extras: state)
+        self.init(seed: seed, latencyMs: latencyMs, rules: rules, extras: state)
     }
 }

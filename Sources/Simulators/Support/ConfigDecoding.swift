@@ -16,13 +16,6 @@ enum ConfigDecoding {
         }
     }
 
-    /// A fault script from its JSON config format, checked; errors name the offending field.
-    static func script<Script: FaultScript>(_ type: Script.Type, from data: Data) throws -> Script {
-        let script = try decode(type, from: data)
-        try script.check()
-        return script
-    }
-
     /// What every rule of both simulators must satisfy: a rate within 0...1, and the field its fate needs
     /// (failFirst a count, throttle a limit, delay a latency).
     static func checkRule(_ index: Int, fate: String, rate: Double?, count: Int?, limit: Int?, latency: MockLatency?) throws {

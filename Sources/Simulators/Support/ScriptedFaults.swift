@@ -60,21 +60,6 @@ protocol ScriptedRule {
     func throttled(retryAfter: Int) -> Answer
 }
 
-/// A provider's fault script, as `ScriptedFaults` and `MockServerConnection` read it.
-protocol FaultScript: Decodable, Sendable {
-    associatedtype Rule: ScriptedRule
-    /// Seed for every random choice; nil: the server's.
-    var seed: UInt64? { get }
-    /// Latency added to every answer.
-    var latencyMs: MockLatency? { get }
-    /// In order, first match wins (but for `delay`).
-    var rules: [Rule] { get }
-    /// What connections count (GOAWAY, drop, silence after N requests; idle timeout).
-    var connectionFaults: ConnectionFaults { get }
-    /// Throws, naming the field, what a decoded script may not say (a rate above 1, a fate without its field, ...).
-    func check() throws
-}
-
 /// A fixed counting window: `count` requests since `start` (monotonic nanoseconds).
 struct CountingWindow {
     var start: UInt64
@@ -99,7 +84,8 @@ struct CountingWindow {
 /// The fault engine every simulator shares: applies a provider's `FaultScript` to requests (latency, rules in
 /// order, seeded rates) and keeps the per-key counters of `failFirst` and `throttle` rules.
 /// Confined to the server's loop thread: no locks on the request path.
-final class ScriptedFaults<Script: FaultScript> {
+final class ScriptedFaults<Vocabulary: FaultVocabulary> {
+    typealias Script = FaultScript<Vocabulary>
     private(set) var script: Script
     private var random: SeededRandom
     private let startMillis: Int64
@@ -126,7 +112,7 @@ final class ScriptedFaults<Script: FaultScript> {
 
     /// Evaluates the script for one request: `key` is what `failFirst` and `throttle` count by. Returns the
     /// verdict (nil when no rule decided: the provider's default) and the latency to add before answering.
-    func evaluate(key: String, _ subject: Script.Rule.Subject) -> (FaultVerdict<Script.Rule.Answer>?, Int) {
+    func evaluate(key: String, _ subject: Vocabulary.Rule.Subject) -> (FaultVerdict<Vocabulary.Rule.Answer>?, Int) {
         var delay = script.latencyMs.map(latency) ?? 0
         for (index, rule) in script.rules.enumerated() {
             guard rule.matches(subject) else { continue }

@@ -1,13 +1,14 @@
 import Basics
 import Foundation
 import Glibc
+import Settings
 
 /// What the command of a send-API simulator (`mock-fcm`, `mock-hms`) needs of its provider's server: its words
 /// and own flags, its settings from them, and its fields of the ready line. The rest is `SendAPICommand`'s.
 protocol SendAPIServing: AnyObject, Sendable {
     associatedtype Settings: SendAPISettings where Settings.Faults: SendAPIFaults
     /// The provider's own flags, parsed.
-    associatedtype Flags
+    associatedtype Flags: CommandFlags
     /// `mock-fcm`, `mock-hms`.
     static var name: String { get }
     static var abstract: String { get }
@@ -17,11 +18,11 @@ protocol SendAPIServing: AnyObject, Sendable {
     /// What `--config` holds, and what `--log-file` and `--record` keep.
     static var configHolds: String { get }
     static var kept: String { get }
-    /// Its own flags: after `--generate-tls`, and after `--config`.
-    static var flags: [OptionSpec] { get }
-    static var flagsAfterConfig: [OptionSpec] { get }
-    /// Its own flags from `args` (the shared ones are read); throws what they may not say.
-    static func parseFlags(_ args: ParsedArguments) throws(UsageError) -> Flags
+    /// Its own flags, declared: after `--generate-tls`, and after `--config`.
+    static var settings: [Setting<Flags>] { get }
+    static var settingsAfterConfig: [Setting<Flags>] { get }
+    /// Throws what its flags may not say together (`args`: what was given).
+    static func check(_ flags: Flags, given args: ParsedArguments) throws(UsageError)
     /// Its settings from its flags.
     static func configure(_ configuration: inout SendAPIConfiguration<Settings>, from options: SendAPIOptions<Self>) throws(CommandFailure)
     /// The directory for the generated TLS files and its own (nil: the TLS files are given, and it needs none).
@@ -30,10 +31,13 @@ protocol SendAPIServing: AnyObject, Sendable {
     init(configuration: SendAPIConfiguration<Settings>) throws
     var port: Int { get }
     func stop()
-    func replaceFaults(_ script: SendAPIFaultScript<Settings.Faults>) throws
+    func replaceFaults(_ script: FaultScript<Settings.Faults>) throws
     /// Its fields of the ready line, once its files are written (in `directory`).
     func readyFields(directory: String?) throws(CommandFailure) -> [String: Any]
 }
+
+/// A provider's own flags before the command line sets them.
+protocol CommandFlags { init() }
 
 /// Why a simulator command stops before serving: what it says, and its exit code.
 struct CommandFailure: Error {
@@ -53,24 +57,27 @@ struct SendAPIOptions<Server: SendAPIServing> {
     var record = false
     var readyFile: String?
     var noAuth = false
-    var provider: Server.Flags
+    var provider = Server.Flags()
+
+    /// Every flag, declared once: parsing, `--help` and the docs' table are made from these.
+    static var settings: [Setting<Self>] {
+        ServerFlags.listen(at: \.server) + ServerFlags.certificate(at: \.server) + [
+            .option("generate-tls", \.generateTLS, "dir", as: CommandSupport.absolute, "Write ca.pem, ca-key.pem, server.pem, server-key.pem and \(Server.generatedFile) to this directory (default without --cert: a temporary directory)."),
+        ] + Server.settings.map { $0.lifted(\.provider, prefix: "") } + [
+            .option("config", \.configFile, "file", "\(Server.configHolds) (JSON, format in docs/\(Server.name).md; reloaded on SIGHUP, a bad file keeps the old one)."),
+        ] + Server.settingsAfterConfig.map { $0.lifted(\.provider, prefix: "") } + [
+            .option("max-streams", \.maxStreams, "n", in: 1...UInt32.max, "SETTINGS_MAX_CONCURRENT_STREAMS on HTTP/2 connections (default 100)."),
+            .option("token-lifetime", \.tokenLifetime, "seconds", in: 1...86_400, "expires_in of issued access tokens (default 3600); an older token is refused."),
+            .option("seed", \.seed, "n", "Seed for rates and latency ranges (default 1; the config's seed wins)."),
+            .option("log-file", \.logFile, "file", "Append \(Server.kept) as JSON lines."),
+            .option("record", \.record, "Keep \(Server.kept) in memory for GET /_mock/accepted."),
+            .option("ready-file", \.readyFile, "file", "Write the ready JSON line to this file once listening."),
+            .option("no-auth", \.noAuth, "No bearer check on messages:send (pure load only)."),
+        ]
+    }
 
     static var spec: CommandSpec {
-        CommandSpec(
-            usageName: "herald \(Server.name)", abstract: Server.abstract, discussion: Server.discussion,
-            options: ServerFlags.listenOptions + ServerFlags.certificateOptions + [
-                .value("generate-tls", "dir", "Write ca.pem, ca-key.pem, server.pem, server-key.pem and \(Server.generatedFile) to this directory (default without --cert: a temporary directory)."),
-            ] + Server.flags + [
-                .value("config", "file", "\(Server.configHolds) (JSON; reloaded on SIGHUP)."),
-            ] + Server.flagsAfterConfig + [
-                .value("max-streams", "n", "SETTINGS_MAX_CONCURRENT_STREAMS on HTTP/2 connections (default 100)."),
-                .value("token-lifetime", "seconds", "expires_in of issued access tokens (default 3600)."),
-                .value("seed", "n", "Seed for rates and latency ranges (default 1; the config's seed wins)."),
-                .value("log-file", "file", "Append \(Server.kept) as JSON lines."),
-                .flag("record", "Keep \(Server.kept) in memory for GET /_mock/accepted."),
-                .value("ready-file", "file", "Write the ready JSON line to this file once listening."),
-                .flag("no-auth", "No bearer check on messages:send (pure load only)."),
-            ])
+        CommandSpec(usageName: "herald \(Server.name)", abstract: Server.abstract, discussion: Server.discussion, options: SettingsReader.options(settings))
     }
 
     static func parse(_ words: [String]) throws(UsageError) -> Self {
@@ -78,17 +85,9 @@ struct SendAPIOptions<Server: SendAPIServing> {
     }
 
     init(_ args: ParsedArguments) throws(UsageError) {
-        server = try ServerFlags(args)
-        generateTLS = args.value("generate-tls").map(CommandSupport.absolute)
-        configFile = args.value("config")
-        if let streams = try args.integer("max-streams", as: UInt32.self, in: 1...UInt32.max) { maxStreams = streams }
-        tokenLifetime = try args.integer("token-lifetime", as: Int.self, in: 1...86_400)
-        if let seed = try args.integer("seed", as: UInt64.self) { self.seed = seed }
-        logFile = args.value("log-file")
-        record = args.flag("record")
-        readyFile = args.value("ready-file")
-        noAuth = args.flag("no-auth")
-        provider = try Server.parseFlags(args)
+        try SettingsReader.apply(Self.settings, arguments: args, to: &self)
+        try server.check()
+        try Server.check(provider, given: args)
     }
 }
 

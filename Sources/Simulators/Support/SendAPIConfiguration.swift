@@ -1,7 +1,7 @@
 /// What a send-API provider adds to its simulator's configuration (FCM's service accounts, Push Kit's apps), and
 /// its fault script's own fields.
 public protocol SendAPISettings: Sendable {
-    associatedtype Faults: SendAPIFaultExtras
+    associatedtype Faults: FaultScriptExtras
     init()
 }
 
@@ -23,7 +23,7 @@ public struct SendAPIConfiguration<Settings: SendAPISettings>: Sendable {
     /// SETTINGS_MAX_CONCURRENT_STREAMS on HTTP/2 connections (Google's front end advertises 100).
     public var maxConcurrentStreams: UInt32 = 100
     /// Device state, faults and quotas; replaceable at run time.
-    public var faults = SendAPIFaultScript<Settings.Faults>(extras: Settings.Faults())
+    public var faults = FaultScript<Settings.Faults>(extras: Settings.Faults())
     /// Seed used when the fault script has none.
     public var seed: UInt64 = 1
     /// Keep accepted messages in memory for `acceptedMessages()` and `GET /_mock/accepted`.

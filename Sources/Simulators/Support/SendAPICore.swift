@@ -46,7 +46,7 @@ protocol SendAPIHandler: AnyObject {
 ///
 /// Confined to the loop thread; the public server reaches it only through its `SimulatorHandle`, inside `loop.submit`.
 final class SendAPICore<Handler: SendAPIHandler>: MockProvider, RoutingProvider {
-    typealias Script = SendAPIFaultScript<Handler.Settings.Faults>
+    typealias Script = FaultScript<Handler.Settings.Faults>
     let configuration: SendAPIConfiguration<Handler.Settings>
     let faults: SendAPIFaultEngine<Handler.Settings.Faults>
     let handler: Handler

@@ -2,18 +2,18 @@
 /// the count of token requests `tokenFailFirst` fails. Confined to the server's loop thread: no locks on the
 /// request path.
 final class SendAPIFaultEngine<Extras: SendAPIFaults> {
-    private let rules: ScriptedFaults<SendAPIFaultScript<Extras>>
+    private let rules: ScriptedFaults<Extras>
     private var quota = Extras.Quota()
     private var tokenRequests = 0
 
-    var script: SendAPIFaultScript<Extras> { rules.script }
+    var script: FaultScript<Extras> { rules.script }
 
-    init(script: SendAPIFaultScript<Extras>, defaultSeed: UInt64) {
+    init(script: FaultScript<Extras>, defaultSeed: UInt64) {
         rules = ScriptedFaults(script: script, defaultSeed: defaultSeed)
     }
 
     /// A new script; the rules' counters, the quota windows and the token requests start afresh.
-    func replace(_ newScript: SendAPIFaultScript<Extras>, defaultSeed: UInt64) {
+    func replace(_ newScript: FaultScript<Extras>, defaultSeed: UInt64) {
         rules.replace(newScript, defaultSeed: defaultSeed)
         quota = Extras.Quota()
         tokenRequests = 0
@@ -34,6 +34,6 @@ final class SendAPIFaultEngine<Extras: SendAPIFaults> {
     /// True when this token request is one of the script's `tokenFailFirst`.
     func tokenRequestFails() -> Bool {
         tokenRequests += 1
-        return tokenRequests <= (script.tokenFailFirst ?? 0)
+        return tokenRequests <= (script.extras.tokenFailFirst ?? 0)
     }
 }

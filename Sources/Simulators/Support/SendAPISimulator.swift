@@ -12,12 +12,12 @@ extension SimulatorHandle {
     }
 
     /// The fault script in force.
-    func faults<Handler>() -> SendAPIFaultScript<Handler.Settings.Faults> where Provider == SendAPICore<Handler> {
-        read(SendAPIFaultScript(extras: Handler.Settings.Faults())) { $0.faults.script }
+    func faults<Handler>() -> FaultScript<Handler.Settings.Faults> where Provider == SendAPICore<Handler> {
+        read(FaultScript(extras: Handler.Settings.Faults())) { $0.faults.script }
     }
 
     /// Replaces device state, faults and quotas (per-token counters and quota windows start afresh).
-    func replaceFaults<Handler>(_ script: SendAPIFaultScript<Handler.Settings.Faults>) throws where Provider == SendAPICore<Handler> {
+    func replaceFaults<Handler>(_ script: FaultScript<Handler.Settings.Faults>) throws where Provider == SendAPICore<Handler> {
         try script.check()
         try run { $0.faults.replace(script, defaultSeed: $0.configuration.seed) }
     }

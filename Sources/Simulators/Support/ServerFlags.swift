@@ -1,4 +1,5 @@
 import Basics
+import Settings
 
 /// The flags every simulator command reads alike: where it listens, and the server certificate it is given.
 struct ServerFlags {
@@ -8,23 +9,29 @@ struct ServerFlags {
     var keyFile: String?
 
     /// `--host` and `--port`, in every command's help first.
-    static let listenOptions: [OptionSpec] = [
-        .value("host", "address", "Listen address (default 127.0.0.1)."),
-        .value("port", "n", "Port, 0 = a free one (default 0; the ready line says which)."),
-    ]
+    static var listenSettings: [Setting<ServerFlags>] {
+        [
+            .option("host", \.host, "address", "Listen address (default 127.0.0.1; ::1 and 0.0.0.0 work)."),
+            .option("port", \.port, "n", in: 0...65535, "Port, 0 = a free one (default 0; the ready line says which)."),
+        ]
+    }
     /// `--cert` and `--key` (a command may list its own flags between these and the listen options).
-    static let certificateOptions: [OptionSpec] = [
-        .value("cert", "file", "Server certificate chain (PEM); goes with --key."),
-        .value("key", "file", "Server private key (PEM); goes with --cert."),
-    ]
+    static var certificateSettings: [Setting<ServerFlags>] {
+        [
+            .option("cert", \.certFile, "file", "Server certificate chain (PEM); goes with --key."),
+            .option("key", \.keyFile, "file", "Server private key (PEM); goes with --cert."),
+        ]
+    }
 
-    init() {}
-
-    init(_ args: ParsedArguments) throws(UsageError) {
-        if let host = args.value("host") { self.host = host }
-        if let port = try args.integer("port", as: Int.self, in: 0...65535) { self.port = port }
-        certFile = args.value("cert")
-        keyFile = args.value("key")
+    /// What the flags may not say together.
+    func check() throws(UsageError) {
         if (certFile == nil) != (keyFile == nil) { throw UsageError("--cert and --key go together") }
     }
+}
+
+extension ServerFlags {
+    /// `--host` and `--port` inside a command's options, found at `path`.
+    static func listen<Root>(at path: WritableKeyPath<Root, ServerFlags>) -> [Setting<Root>] { listenSettings.map { $0.lifted(path, prefix: "") } }
+    /// `--cert` and `--key` inside a command's options, found at `path`.
+    static func certificate<Root>(at path: WritableKeyPath<Root, ServerFlags>) -> [Setting<Root>] { certificateSettings.map { $0.lifted(path, prefix: "") } }
 }

@@ -1,6 +1,7 @@
 import Basics
 import Foundation
 import Glibc
+import Settings
 
 /// `herald mock-webpush ...`: runs the push-service simulator until SIGTERM/SIGINT; SIGHUP reloads `--config`.
 public enum MockWebPushCommand {
@@ -65,13 +66,6 @@ public enum MockWebPushCommand {
     }
 }
 
-extension MockWebPushFaultScript {
-    /// The rules from a `--config` file (JSON, as `Codable` spells them); errors name the offending field.
-    public static func load(file: String) throws -> MockWebPushFaultScript {
-        try ConfigDecoding.script(MockWebPushFaultScript.self, from: try ConfigDecoding.read(file))
-    }
-}
-
 /// Parsed `herald mock-webpush` flags (see `spec`).
 struct MockWebPushOptions {
     var server = ServerFlags()
@@ -86,6 +80,35 @@ struct MockWebPushOptions {
     var readyFile: String?
     var http1Only = false
 
+    /// Every flag, declared once: parsing, `--help` and docs/mock-webpush.md's table are made from these.
+    static var settings: [Setting<MockWebPushOptions>] {
+        ServerFlags.listen(at: \.server) + ServerFlags.certificate(at: \.server) + [
+            .option("generate-tls", \.generateTLS, "dir", as: CommandSupport.absolute, "Write ca.pem, ca-key.pem, server.pem and server-key.pem to this directory (default without --cert: a temporary directory)."),
+            .option("config", \.configFile, "file", "Fault rules by subscription prefix (JSON; reloaded on SIGHUP, a bad file keeps the old rules)."),
+            .commandLine("mint", "[prefix:]n", repeatable: true, "Mint n subscriptions at start whose ids begin with prefix (default sub-).") { args, options throws(UsageError) in
+                for word in args.all("mint") {
+                    let (prefix, countText) = word.lastIndex(of: ":").map { (String(word[..<$0]), word[word.index(after: $0)...]) } ?? ("sub-", Substring(word))
+                    guard let count = Int(countText), (1...100_000).contains(count), !prefix.isEmpty, !prefix.contains("/") else {
+                        throw UsageError("--mint takes [prefix:]n with n in 1...100000 and a prefix without '/', not '\(word)'")
+                    }
+                    options.mint.append((prefix, count))
+                }
+            },
+            .commandLine("application-server-key", "key", "Bind minted subscriptions to this VAPID public key (base64url, uncompressed point), as a browser does.") { args, options throws(UsageError) in
+                guard let text = args.value("application-server-key") else { return }
+                guard let key = Base64URL.decode(text), key.count == 65, key.first == 4 else {
+                    throw UsageError("--application-server-key is a P-256 public key, base64url of its 65-byte uncompressed point")
+                }
+                options.applicationServerKey = key
+            },
+            .option("subscriptions-file", \.subscriptionsFile, "file", as: CommandSupport.absolute, "Write the minted subscriptions here, one PushSubscription.toJSON() a line."),
+            .option("jobs-file", \.jobsFile, "file", as: CommandSupport.absolute, "Also write a Herald Web Push job per minted subscription, for herald enqueue --file (the demo's)."),
+            .option("jobs-app", \.jobsApp, "name", "The app those jobs name (default: none, the configuration's Web Push app)."),
+            .option("ready-file", \.readyFile, "file", "Write the ready JSON line to this file once listening."),
+            .option("http1-only", \.http1Only, "Be a push service without HTTP/2: its ALPN picks http/1.1 only, as some services do."),
+        ]
+    }
+
     static let spec = CommandSpec(
         usageName: "herald mock-webpush",
         abstract: "Run the Web Push simulator (a push service: subscriptions, VAPID check, payload decryption, scripted fates).",
@@ -96,43 +119,14 @@ struct MockWebPushOptions {
         --subscriptions-file, one PushSubscription.toJSON() a line) or from POST /_mock/subscribe
         ({"prefix":...,"applicationServerKey":...}); GET /_mock/stats gives the counters. Prints one JSON line when
         ready: {"ca_file":...,"host":...,"origin":...,"pid":...,"port":...,"stats_url":...,"subscribe_url":...,
-        "subscriptions":N,...}. Runs until SIGTERM/SIGINT (exit 0); SIGHUP reloads --config. See docs/webpush.md.
+        "subscriptions":N,...}. Runs until SIGTERM/SIGINT (exit 0); SIGHUP reloads --config. See docs/mock-webpush.md and docs/webpush.md.
         Exit codes: 0 stopped by signal, 64 usage error, 69 cannot start, 73 cannot write, 78 bad config.
         """,
-        options: ServerFlags.listenOptions + ServerFlags.certificateOptions + [
-            .value("generate-tls", "dir", "Write ca.pem, ca-key.pem, server.pem and server-key.pem to this directory (default without --cert: a temporary directory)."),
-            .value("config", "file", "Fault rules by subscription prefix (JSON; reloaded on SIGHUP)."),
-            .value("mint", "[prefix:]n", "Mint n subscriptions at start whose ids begin with prefix (default sub-).", repeatable: true),
-            .value("application-server-key", "key", "Bind minted subscriptions to this VAPID public key (base64url, uncompressed point), as a browser does."),
-            .value("subscriptions-file", "file", "Write the minted subscriptions here, one PushSubscription.toJSON() a line."),
-            .value("jobs-file", "file", "Also write a Herald Web Push job per minted subscription, for herald enqueue --file (the demo's)."),
-            .value("jobs-app", "name", "The app those jobs name (default: none, the configuration's Web Push app)."),
-            .value("ready-file", "file", "Write the ready JSON line to this file once listening."),
-            .flag("http1-only", "Be a push service without HTTP/2: its ALPN picks http/1.1 only, as some services do."),
-        ])
+        options: SettingsReader.options(settings))
 
     init(_ args: ParsedArguments) throws(UsageError) {
-        server = try ServerFlags(args)
-        generateTLS = args.value("generate-tls").map(CommandSupport.absolute)
-        configFile = args.value("config")
-        for word in args.all("mint") {
-            let (prefix, countText) = word.lastIndex(of: ":").map { (String(word[..<$0]), word[word.index(after: $0)...]) } ?? ("sub-", Substring(word))
-            guard let count = Int(countText), (1...100_000).contains(count), !prefix.isEmpty, !prefix.contains("/") else {
-                throw UsageError("--mint takes [prefix:]n with n in 1...100000 and a prefix without '/', not '\(word)'")
-            }
-            mint.append((prefix, count))
-        }
-        if let text = args.value("application-server-key") {
-            guard let key = Base64URL.decode(text), key.count == 65, key.first == 4 else {
-                throw UsageError("--application-server-key is a P-256 public key, base64url of its 65-byte uncompressed point")
-            }
-            applicationServerKey = key
-        }
-        subscriptionsFile = args.value("subscriptions-file").map(CommandSupport.absolute)
-        jobsFile = args.value("jobs-file").map(CommandSupport.absolute)
-        jobsApp = args.value("jobs-app")
-        readyFile = args.value("ready-file")
-        http1Only = args.flag("http1-only")
+        try SettingsReader.apply(Self.settings, arguments: args, to: &self)
+        try server.check()
         if (subscriptionsFile != nil || jobsFile != nil) && mint.isEmpty { throw UsageError("--subscriptions-file and --jobs-file need --mint") }
         if let jobsApp, jobsApp.isEmpty || jobsApp.contains("\"") { throw UsageError("--jobs-app is an app name") }
     }

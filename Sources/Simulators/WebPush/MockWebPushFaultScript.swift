@@ -1,24 +1,28 @@
 import Foundation
 
-/// The Web Push simulator's fault rules: by subscription (its id's prefix, as minted), the fates a push service
-/// answers, or a connection fault. JSON, as `--config` or `MockWebPushServer.replaceFaults` take it.
-public struct MockWebPushFaultScript: FaultScript, Codable, Equatable {
-    public var seed: UInt64?
-    public var latencyMs: MockLatency?
-    public var rules: [MockWebPushRule]
-    public var goawayAfterRequests: Int?
-    public var dropAfterRequests: Int?
+/// The Web Push simulator's own part of its fault script: its rules (by subscription: its id's prefix, as
+/// minted), and no fields beyond the shared ones.
+public struct MockWebPushFaultFields: FaultScriptExtras {
+    public typealias Rule = MockWebPushRule
+    public init() {}
+}
 
+/// The Web Push simulator's fault rules: the fates a push service answers, or a connection fault. JSON, as
+/// `--config` or `MockWebPushServer.replaceFaults` take it.
+public typealias MockWebPushFaultScript = FaultScript<MockWebPushFaultFields>
+
+extension FaultScript where Extras == MockWebPushFaultFields {
     public init(rules: [MockWebPushRule] = [], seed: UInt64? = nil, latencyMs: MockLatency? = nil) {
-        self.rules = rules
-        self.seed = seed
-        self.latencyMs = latencyMs
+        self.init(seed: seed, latencyMs: latencyMs, rules: rules, extras: MockWebPushFaultFields())
     }
 
-    var connectionFaults: ConnectionFaults { ConnectionFaults(goawayAfterRequests: goawayAfterRequests, dropAfterRequests: dropAfterRequests) }
+    /// The rules from a `--config` file (JSON, as `Codable` spells them); errors name the offending field.
+    public static func load(file: String) throws -> MockWebPushFaultScript { try read(file: file) }
+}
 
-    func check() throws {
-        for (index, rule) in rules.enumerated() {
+extension MockWebPushFaultFields: FaultVocabulary {
+    static func check(_ script: MockWebPushFaultScript) throws {
+        for (index, rule) in script.rules.enumerated() {
             if let rate = rule.rate, !(0...1).contains(rate) { throw SimulatorError.configuration("rules[\(index)].rate must be 0...1") }
             if rule.fate == .delay && rule.latencyMs == nil { throw SimulatorError.configuration("rules[\(index)]: delay needs latencyMs") }
             if rule.fate == .throttle && rule.limit == nil { throw SimulatorError.configuration("rules[\(index)]: throttle needs limit") }

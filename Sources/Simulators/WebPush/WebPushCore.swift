@@ -57,7 +57,7 @@ public struct MockWebPushStats: Sendable, Codable, Equatable, ReportsConnectionC
 /// service's endpoint (`POST /push/<id>`) and its control paths (`POST /_mock/subscribe`, `GET /_mock/stats`).
 final class WebPushCore: MockProvider {
     let tls: MockTLSFiles
-    let faults: ScriptedFaults<MockWebPushFaultScript>
+    let faults: ScriptedFaults<MockWebPushFaultFields>
     let counters: ConnectionCounters
     /// `https://host:port`, set once the port is known: the `aud` VAPID tokens must carry.
     var origin = ""

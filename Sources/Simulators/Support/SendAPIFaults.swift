@@ -1,0 +1,60 @@
+import Foundation
+
+/// A send-API provider's rule as the shared checks and engine read it.
+protocol SendAPIRule: ScriptedRule where Subject == SendSubject, Answer: Error {
+    var fateName: String { get }
+    var status: Int? { get }
+    var count: Int? { get }
+    var limit: Int? { get }
+    /// Throws, naming the field, what else the provider refuses in rule `index`.
+    func check(_ index: Int) throws
+}
+
+/// A send-API provider's extras as the shared checks and engine read them: its own checks, and its quota, which
+/// the engine asks once the rules let a send pass.
+protocol SendAPIFaults: FaultVocabulary where Rule: SendAPIRule {
+    associatedtype Quota: SendAPIQuota where Quota.Extras == Self
+    /// The first N token requests (after a start, a reload or a reset) get 503, as the provider's OAuth server
+    /// answers when its backend fails or limits; later ones are checked as usual.
+    var tokenFailFirst: Int? { get }
+    /// Throws, naming the field, what the provider's own fields may not say.
+    func check() throws
+}
+
+/// A provider's quota windows (loop-confined, inside the engine; a new script starts them afresh).
+protocol SendAPIQuota {
+    associatedtype Extras: SendAPIFaults
+    init()
+    /// The quota's refusal of `subject` (the send not counted), or nil: it counted and passes.
+    mutating func spend(_ subject: SendSubject, _ extras: Extras) -> Extras.Rule.Answer?
+}
+
+/// What a send-API rule and quota compare with: the project or app of the path, the request's tokens, its topic.
+struct SendSubject {
+    var target: String
+    var tokens: [String]
+    var topic: String?
+
+    /// What `failFirst` and `throttle` count by: the first token, else the topic.
+    var key: String { tokens.first ?? topic.map { "/topics/" + $0 } ?? "" }
+}
+
+extension FaultScript where Extras: SendAPIFaults {
+    /// Parses the JSON config format; errors name the offending field.
+    static func parse(_ data: Data) throws -> Self { try decode(data) }
+
+    static func load(file: String) throws -> Self { try read(file: file) }
+}
+
+extension SendAPIFaults {
+    /// What every send-API script may not say, then the provider's own fields' checks.
+    static func check(_ script: FaultScript<Self>) throws {
+        try script.extras.check()
+        if let count = script.extras.tokenFailFirst, count < 0 { throw SimulatorError.configuration("tokenFailFirst must be 0 or more") }
+        for (index, rule) in script.rules.enumerated() {
+            try ConfigDecoding.checkRule(index, fate: rule.fateName, rate: rule.rate, count: rule.count, limit: rule.limit, latency: rule.latencyMs)
+            if let status = rule.status, !(400...599).contains(status) { throw SimulatorError.configuration("rules[\(index)].status must be 400-599") }
+            try rule.check(index)
+        }
+    }
+}
