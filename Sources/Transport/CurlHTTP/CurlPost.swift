@@ -59,8 +59,8 @@ public final class CurlSession {
     private let keepBodyBytes: Int
     /// Why setting the handle up failed, reported by the first post.
     private var setupFailure: CurlFailure?
-    /// The address check's state, reached from the socket callback.
-    private let addressGuard: AddressGuard?
+    /// The socket callback's state: the address check and what it refused during the current post.
+    private let gate: SocketGate
 
     /// libcurl's global state, set up once per process before the first handle (Swift's lazy globals are
     /// thread-safe).
@@ -70,7 +70,7 @@ public final class CurlSession {
         guard Self.globalInit == CURLE_OK, let handle = curl_easy_init() else { return nil }
         self.handle = handle
         self.keepBodyBytes = keepBodyBytes
-        addressGuard = options.addressCheck.map(AddressGuard.init)
+        gate = SocketGate(handle: handle, check: options.addressCheck)
         var code = CURLE_OK
         func set(_ result: CURLcode) { if code == CURLE_OK { code = result } }
         set(ccurl_setopt_long(handle, CURLOPT_NOSIGNAL, 1))
@@ -86,10 +86,8 @@ public final class CurlSession {
         set(ccurl_setopt_write_function(handle, collectBody))
         set(ccurl_setopt_header_function(handle, collectHeader))
         if options.http1Only { set(ccurl_setopt_long(handle, CURLOPT_HTTP_VERSION, Int(CURL_HTTP_VERSION_1_1))) }
-        if let addressGuard {
-            set(ccurl_setopt_opensocket_function(handle, openCheckedSocket))
-            set(ccurl_setopt_pointer(handle, CURLOPT_OPENSOCKETDATA, Unmanaged.passUnretained(addressGuard).toOpaque()))
-        }
+        set(ccurl_setopt_opensocket_function(handle, openCheckedSocket))
+        set(ccurl_setopt_pointer(handle, CURLOPT_OPENSOCKETDATA, Unmanaged.passUnretained(gate).toOpaque()))
         if code != CURLE_OK { setupFailure = CurlFailure(String(cString: curl_easy_strerror(code))) }
     }
 
@@ -102,7 +100,8 @@ public final class CurlSession {
         for header in headers { list = curl_slist_append(list, header) }
         // No `Expect: 100-continue` round trip for bodies over 1 KB.
         list = curl_slist_append(list, "Expect:")
-        addressGuard?.refusal = nil
+        gate.refusal = nil
+        gate.refusedResend = false
         defer { curl_slist_free_all(list) }
         let sink = BodySink(keep: keepBodyBytes)
         let unmanaged = Unmanaged.passRetained(sink)
@@ -139,10 +138,15 @@ public final class CurlSession {
             let neverSent = [CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR,
                              CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CACERT_BADFILE, CURLE_UNSUPPORTED_PROTOCOL, CURLE_URL_MALFORMAT]
                 .contains(code)
+            if gate.refusedResend {
+                // Sent once on a connection that died before its answer: what happened to it is unknown, and the
+                // caller decides whether and when to send again (an attempt of its own), not libcurl.
+                return .failure(CurlFailure("connection closed after the request was sent, before an answer; libcurl's own resend refused"))
+            }
             var failure = CurlFailure(detail.isEmpty ? name : "\(name): \(detail)", isConfiguration: configuration)
-            failure.neverSent = neverSent || addressGuard?.refusal != nil
+            failure.neverSent = neverSent || gate.refusal != nil
             failure.timedOut = code == CURLE_OPERATION_TIMEDOUT
-            failure.refusedAddress = addressGuard?.refusal
+            failure.refusedAddress = gate.refusal
             return .failure(failure)
         }
         var status = 0
@@ -159,25 +163,41 @@ private final class BodySink {
     init(keep: Int) { self.keep = keep }
 }
 
-/// A session's address check and what it refused during the current post.
-private final class AddressGuard {
-    let check: @Sendable ([UInt8]) -> String?
+/// A session's socket callback state: its address check, what the check refused during the current post, and
+/// whether it refused libcurl's own resend of a request already sent.
+private final class SocketGate {
+    let handle: UnsafeMutableRawPointer
+    let check: (@Sendable ([UInt8]) -> String?)?
     var refusal: String?
-    init(_ check: @escaping @Sendable ([UInt8]) -> String?) { self.check = check }
+    var refusedResend = false
+    init(handle: UnsafeMutableRawPointer, check: (@Sendable ([UInt8]) -> String?)?) {
+        self.handle = handle
+        self.check = check
+    }
 }
 
 /// Opens the socket for an address the check accepts; refuses (no socket, libcurl gives up on it) the others.
+/// Also refuses any connection opened after this post's request went out: libcurl resends a request whose reused
+/// connection died before the answer, on a new connection, behind the caller's back (issue 54: a push sent twice,
+/// no attempt counted, a lost 429's Retry-After ignored). The caller then sees the outcome as unknown.
 private func openCheckedSocket(_ user: UnsafeMutableRawPointer?, _ purpose: curlsocktype, _ address: UnsafeMutablePointer<curl_sockaddr>?) -> curl_socket_t {
     guard let user, let address else { return -1 }
-    let addressGuard = Unmanaged<AddressGuard>.fromOpaque(user).takeUnretainedValue()
+    let gate = Unmanaged<SocketGate>.fromOpaque(user).takeUnretainedValue()
+    var issued = 0
+    if ccurl_getinfo_long(gate.handle, CURLINFO_REQUEST_SIZE, &issued) == CURLE_OK, issued > 0 {
+        gate.refusedResend = true
+        return -1
+    }
     let family = address.pointee.family
     let raw = UnsafeRawPointer(ccurl_sockaddr_address(address)!)
-    var ip: [UInt8]?
-    if family == AF_INET { ip = Array(UnsafeRawBufferPointer(start: raw + 4, count: 4)) }
-    if family == AF_INET6 { ip = Array(UnsafeRawBufferPointer(start: raw + 8, count: 16)) }
-    guard let ip, addressGuard.check(ip) == nil else {
-        addressGuard.refusal = ip.flatMap(addressGuard.check) ?? "not an IP address"
-        return -1
+    if let check = gate.check {
+        var ip: [UInt8]?
+        if family == AF_INET { ip = Array(UnsafeRawBufferPointer(start: raw + 4, count: 4)) }
+        if family == AF_INET6 { ip = Array(UnsafeRawBufferPointer(start: raw + 8, count: 16)) }
+        guard let ip, check(ip) == nil else {
+            gate.refusal = ip.flatMap(check) ?? "not an IP address"
+            return -1
+        }
     }
     return socket(family, address.pointee.socktype, ccurl_sockaddr_protocol(address))
 }
