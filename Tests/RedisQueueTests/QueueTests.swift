@@ -306,6 +306,16 @@ func push(_ redis: any BlockingRedisCommands, key: String, jobs: [String]) throw
         #expect(try redis.command(["ZCARD", keys.workers]).int == 0)
     }
 
+    /// Issue 54: while a purge or requeue pass runs, the letters it has not looked at yet sit in `dead:sweep`; they
+    /// are still dead letters, and `herald stats` counts them (it showed only the ones written since the pass began).
+    @Test func statsCountTheLettersAPassHasNotLookedAtYet() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        try push(redis, key: keys.deadSweep, jobs: ["old-1", "old-2", "old-3"])
+        try push(redis, key: keys.dead, jobs: ["new-1"])
+        #expect(try QueueStats.read(redis: redis, keys: keys).deadLetters == 4)
+    }
+
     @Test func enqueuerPushesGoodLinesAndReportsRefusals() throws {
         let keys = TestRedis.keys()
         let redis = try TestRedis.blocking()

@@ -42,7 +42,9 @@ public struct QueueStats: Sendable, Equatable {
             ["ZCOUNT", keys.retry, "(\(now)", "\(now + 60_000)"],
             ["ZCOUNT", keys.retry, "(\(now + 60_000)", "\(now + 3_600_000)"],
             ["ZCOUNT", keys.retry, "(\(now + 3_600_000)", "+inf"],
+            // A purge or requeue pass holds the letters it has not looked at in `dead:sweep`: they are listed still.
             ["LLEN", keys.dead],
+            ["LLEN", keys.deadSweep],
             ["XLEN", keys.results],
             ["XLEN", keys.droppedTokens],
             ["XLEN", keys.droppedChannels],
@@ -63,6 +65,7 @@ public struct QueueStats: Sendable, Equatable {
         stats.retryDueNextHour = Int(next().int ?? 0)
         stats.retryDueLater = Int(next().int ?? 0)
         stats.deadLetters = Int(next().int ?? 0)
+        stats.deadLetters += Int(next().int ?? 0)
         stats.resultsLength = Int(next().int ?? 0)
         stats.droppedTokensLength = Int(next().int ?? 0)
         stats.droppedChannelsLength = Int(next().int ?? 0)

@@ -43,7 +43,7 @@ public struct QueueOverview: Sendable {
         var commands: [[String]] = queues.map { ["LLEN", $0] }
         commands += [
             ["ZCARD", keys.retry], ["ZCOUNT", keys.retry, "-inf", "\(now)"], ["ZRANGE", keys.retry, "0", "0", "WITHSCORES"],
-            ["LLEN", keys.dead], ["XLEN", keys.results], ["XLEN", keys.droppedTokens], ["ZRANGE", keys.workers, "0", "-1", "WITHSCORES"],
+            ["LLEN", keys.dead], ["LLEN", keys.deadSweep], ["XLEN", keys.results], ["XLEN", keys.droppedTokens], ["ZRANGE", keys.workers, "0", "-1", "WITHSCORES"],
             ["SMEMBERS", keys.paused],
         ]
         let replies = try redis.pipeline(commands)
@@ -58,7 +58,8 @@ public struct QueueOverview: Sendable {
             overview.retryNextDueMilliseconds = Int64(score)
         }
         i += 1
-        overview.deadLetters = int(replies[i]); i += 1
+        // With a purge or requeue pass under way, the letters it has not looked at yet are in `dead:sweep`.
+        overview.deadLetters = int(replies[i]) + int(replies[i + 1]); i += 2
         overview.resultsLength = int(replies[i]); i += 1
         overview.droppedTokensLength = int(replies[i]); i += 1
         let pairs = replies[i].array ?? []
