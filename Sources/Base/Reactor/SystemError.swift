@@ -11,8 +11,9 @@ public struct SystemError: Error, CustomStringConvertible, Equatable, Sendable {
         self.errno = errno
     }
 
+    /// Errno 0 is no error of the system's (a resolver failure says its own words in `call`): no "Success".
     public var description: String {
-        "\(call): \(String(cString: strerror(errno))) (errno \(errno))"
+        errno == 0 ? call : "\(call): \(String(cString: strerror(errno))) (errno \(errno))"
     }
 
     /// The socket would block: wait for readiness instead of failing.
