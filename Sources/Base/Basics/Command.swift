@@ -90,7 +90,8 @@ public struct CommandGroup: Sendable {
             return ExitCode.success
         }
         guard let command = commands.first(where: { $0.spec.name == first }) else {
-            printError("\(program): unknown command '\(first)'\n\n" + help)
+            let unknown = Suggestion.text("\(program): unknown command '\(first)'", word: first, among: commands.map(\.spec.name))
+            printError(unknown + "\n\n" + help)
             return ExitCode.usage
         }
         return command.main(Array(arguments.dropFirst()), failure: failure)

@@ -54,7 +54,10 @@ public struct ParsedArguments: Sendable {
                 inlineValue = String(name[name.index(after: equals)...])
                 name = String(name[..<equals])
             }
-            guard let option = declared[name] else { throw UsageError("unknown option '--\(name)'") }
+            guard let option = declared[name] else {
+                let close = Suggestion.closest(to: name, among: declared.keys.sorted()).map { "; did you mean '--\($0)'?" } ?? ""
+                throw UsageError("unknown option '--\(name)'" + close)
+            }
             guard let valueName = option.valueName else {
                 if inlineValue != nil { throw UsageError("--\(name) takes no value") }
                 flags.insert(name)

@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 
 /// Reads declared settings out of a parsed JSON object: each value at its dotted key, wrong types and bounds as
@@ -40,7 +41,8 @@ public enum SettingsReader {
         for key in object.keys.sorted() where !key.hasPrefix("//") {
             let child = path.isEmpty ? key : path + "." + key
             if !names.contains(key) {
-                problems.append("unknown setting '\(prefix)\(child)'")
+                problems.append(Suggestion.text("unknown setting '\(prefix)\(child)'", word: key, among: names.sorted(),
+                                                prefix: prefix + (path.isEmpty ? "" : path + ".")))
             } else if known[child] != nil, let inner = object[key] as? [String: Any] {
                 problems += unknownKeys(inner, known: known, path: child, at: prefix)
             }
