@@ -66,6 +66,30 @@ extension EndToEnd {
             #expect(!loose.output.contains(body))
         }
 
+        /// Issue 52: `enqueue --queue` to a queue no worker reads passed without a word. With the workers'
+        /// configuration it is refused, as `dead requeue` refuses it; with only `--redis` it warns and pushes.
+        @Test func enqueueToAQueueNoWorkerReadsIsRefusedOrWarnedAbout() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            let redis = try RedisServer()
+            let directory = makeTemporaryDirectory("herald-cli")
+            defer { redis.stop(); try? FileManager.default.removeItem(atPath: directory) }
+            let file = directory + "/jobs.jsonl"
+            try "{\"token\":\"\(deviceToken(prefix: "00", index: 1))\",\"payload\":{}}\n".write(toFile: file, atomically: true, encoding: .utf8)
+            let config = directory + "/herald.json"
+            try #"{"redis":{"url":"\#(redis.url)","queues":["herald:queue:high","herald:queue:low"]}}"#.write(toFile: config, atomically: true, encoding: .utf8)
+            let refused = try HeraldRun.run(herald: herald, ["enqueue", "--config", config, "--queue", "herald:queue:hihg", "--file", file])
+            #expect(refused.status == 64 && refused.output.contains("not one of the configured queues (herald:queue:high, herald:queue:low)"),
+                    "\(refused.output)")
+            let taken = try HeraldRun.run(herald: herald, ["enqueue", "--config", config, "--queue", "herald:queue:low", "--file", file])
+            #expect(taken.status == 0 && !taken.output.contains("warning"), "\(taken.output)")
+            let warned = try HeraldRun.run(herald: herald, ["enqueue", "--redis", redis.url, "--queue", "herald:queue:other", "--file", file])
+            #expect(warned.status == 0 && warned.output.contains("warning: --queue herald:queue:other is not one of the configured queues"),
+                    "\(warned.output)")
+            let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+            #expect(try client.command(["LLEN", "herald:queue:hihg"]).int == 0)
+            #expect(try client.command(["LLEN", "herald:queue:other"]).int == 1)
+        }
+
         @Test func enqueuePushesValidLinesAndReportsRefusedOnes() throws {
             guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
             let redis = try RedisServer()

@@ -39,7 +39,7 @@ func redisSettings(_ args: ParsedArguments) throws -> ToolRedis {
     if let problem = settings.shardProblems().first { throw UsageError(problem) }
     let shards: QueueShards
     do { shards = try settings.queueShards() } catch { throw UsageError(error.description) }
-    return ToolRedis(settings: settings, keys: keys, queues: settings.queueKeys, shards: shards)
+    return ToolRedis(settings: settings, keys: keys, queues: settings.queueKeys, shards: shards, configured: path != nil)
 }
 
 /// A tool's Redis: where and how to connect (`settings`), the keys, the queues in priority order, and every
@@ -49,6 +49,9 @@ struct ToolRedis {
     let keys: QueueKeys
     let queues: [String]
     let shards: QueueShards
+    /// The queues came from a configuration file (the workers'), not from defaults: a queue not among them is one
+    /// no worker reads.
+    let configured: Bool
 
     /// For log lines (no password).
     var description: String { settings.redactedURL }

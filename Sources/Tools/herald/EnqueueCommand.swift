@@ -60,6 +60,13 @@ enum EnqueueCommand {
         let queueKey = args.value("queue") ?? shards.configuredQueues[0]
         var router: ShardRouter
         do { router = try ShardRouter(shards: shards, queue: queueKey) } catch { throw UsageError("--\(error.description)") }
+        if !shards.configuredQueues.contains(queueKey) {
+            // Issue 52: jobs pushed where no worker reads wait for ever. With the workers' configuration this is
+            // refused, as `dead requeue`, `replay` and the API refuse it; without one the queues are not known.
+            let problem = "--queue \(queueKey) is not one of the configured queues (\(shards.configuredQueues.joined(separator: ", ")))"
+            if settings.configured { throw UsageError(problem + ": no worker would read it") }
+            printError("herald enqueue: warning: \(problem); give --config to check it against the workers' queues")
+        }
         let shardQueues = router.shardQueues
         let admit: ([UInt8]) -> Enqueuer.Admission = { line in
             let (problem, id) = check(line)
