@@ -13,6 +13,22 @@ public enum ExitCode {
     public static let interrupted: Int32 = 130
     /// Stopped by SIGTERM (128 + 15).
     public static let terminated: Int32 = 143
+
+    /// Every code a Herald tool exits with and what it means: the one table (docs/operations.md, "Exit codes",
+    /// is checked against it).
+    public static let table: [(code: Int32, meaning: String)] = [
+        (success, "done"),
+        (failure, "the operation failed, or did only part of its work (what was left is reported)"),
+        (usage, "a usage error: an unknown command or option, a bad value"),
+        (dataError, "input refused: `enqueue` lines that are not valid jobs (the rest was pushed)"),
+        (noInput, "an input file cannot be read"),
+        (unavailable, "a service cannot be reached: Redis (a connect that failed, a connection lost or timed out), or a simulator cannot start"),
+        (cannotCreate, "an output file cannot be written (a ready file, a PID file)"),
+        (ioError, "reading or writing failed part way"),
+        (configuration, "the configuration is invalid or a credential does not load (`check-config` says which)"),
+        (interrupted, "stopped by SIGINT, after the step in progress (a second one stops at once)"),
+        (terminated, "stopped by SIGTERM, after the step in progress"),
+    ]
 }
 
 /// A command-line mistake: printed with the command's help, exit 64.

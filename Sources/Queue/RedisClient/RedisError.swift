@@ -24,6 +24,15 @@ public enum RedisError: Error, Sendable, Equatable, CustomStringConvertible {
     /// within the WAIT timeout: a failover now could lose it. Outcome unknown, like `.connectionLost`.
     case notReplicated(acknowledged: Int, wanted: Int)
 
+    /// Redis could not be reached or answered nothing in time (connect failed, connection lost or closed, a
+    /// timeout): the tools exit 69, "service unavailable".
+    public var isUnreachable: Bool {
+        switch self {
+        case .connectionLost, .notConnected, .timeout, .connectFailed, .closed: true
+        case .server, .protocolError, .wrongType, .notReplicated: false
+        }
+    }
+
     public var description: String {
         switch self {
         case .connectionLost: return "connection to Redis lost (command outcome unknown)"

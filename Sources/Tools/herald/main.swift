@@ -3,6 +3,7 @@ import CLinux
 import Foundation
 import Simulators
 import PushCore
+import RedisQueue
 import TLS
 import Worker
 
@@ -43,6 +44,8 @@ let herald = CommandGroup(
         if let error = error as? ConfigurationError {
             return ("configuration problems:\n" + error.problems.map { "  - \($0)" }.joined(separator: "\n"), ExitCode.configuration)
         }
+        // Redis out of reach is a service unavailable (69), as the worker's documented codes have it, not a failure.
+        if let error = error as? RedisError, error.isUnreachable { return ("\(error)", ExitCode.unavailable) }
         return ("\(error)", ExitCode.failure)
     })
 
