@@ -43,6 +43,10 @@ extension EndToEndWaiting {
             process.signal(SIGHUP)
             let reloaded = waitUntil(seconds: 30) { process.output.contains("\"msg\":\"configuration reloaded\"") }
             #expect(reloaded, "no reload:\n\(world.workerLogs(lastLines: 30))")
+            // Issue 52: the reload's drain says it is a reload's, not a shutdown's.
+            #expect(process.output.contains("\"msg\":\"draining for a reload\"") && process.output.contains("drained for the reload"),
+                    "\(process.output.suffix(3000))")
+            #expect(!process.output.contains("\"msg\":\"draining\"") && !process.output.contains("\"msg\":\"stopped\""), "\(process.output.suffix(3000))")
             let requestsAtReload = world.simulator.recordedRequests().count
             #expect(ledger.poll() && ledger.terminalCount < before, "the load must still be flowing at the reload (\(ledger.terminalCount) done)")
 
@@ -148,7 +152,7 @@ extension EndToEndWaiting {
             let ledger = ResultsLedger(redisURL: world.redisURL)
             #expect(try world.waitForTerminal(50, in: ledger, seconds: 30), "\(world.workerLogs(lastLines: 30))")
             first.signal(SIGHUP)
-            #expect(waitUntil(seconds: 10) { first.output.contains("\"msg\":\"draining\"") }, "\(first.output.suffix(2000))")
+            #expect(waitUntil(seconds: 10) { first.output.contains("\"msg\":\"draining for a reload\"") }, "\(first.output.suffix(2000))")
             first.signal(SIGTERM)
             #expect(first.waitForExit(seconds: 20) == 0, "\(first.output.suffix(3000))")
             #expect(!first.output.contains("configuration reloaded"))

@@ -35,7 +35,7 @@ final class WorkerSlot {
         pipeline.loop.preconditionInLoop()
         guard !stopped, !replacing else { return done(false) }
         replacing = true
-        pipeline.shutdown(deadlineSeconds: deadlineSeconds) { [self] in
+        pipeline.shutdown(deadlineSeconds: deadlineSeconds, forReload: true) { [self] in
             replacing = false
             if let stop = stopWhenDrained {
                 stopWhenDrained = nil

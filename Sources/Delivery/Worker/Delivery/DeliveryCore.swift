@@ -226,14 +226,15 @@ public final class DeliveryCore {
         settle()
     }
 
-    /// Stops claiming; in-flight jobs finish until `deadlineSeconds`, then `drained` is emitted.
-    public func shutdown(deadlineSeconds: Int) {
+    /// Stops claiming; in-flight jobs finish until `deadlineSeconds`, then `drained` is emitted. `forReload`: the
+    /// drain before a SIGHUP's new configuration takes over, which its log line says (not a shutdown's words).
+    public func shutdown(deadlineSeconds: Int, forReload: Bool = false) {
         guard phase == .running || phase == .idle else { return }
         let wasIdle = phase == .idle
         phase = .draining
         claims.notBefore = nil
         if wasIdle { return finish() }
-        log(.info, "draining", ["in_flight": .int(inFlight), "deadline_s": .int(deadlineSeconds)])
+        log(.info, forReload ? "draining for a reload" : "draining", ["in_flight": .int(inFlight), "deadline_s": .int(deadlineSeconds)])
         shutdownAt = clock.monotonicNanos &+ UInt64(max(0, deadlineSeconds)) * 1_000_000_000
         settle()
     }

@@ -22,6 +22,8 @@ public final class DeliveryPipeline {
     private var timerDeadline: UInt64 = .max
     private var progressTimer: LoopTimer?
     private var shutdownDone: (() -> Void)?
+    /// The drain under way is a reload's (its log lines say so), not a shutdown's.
+    private var drainingForReload = false
 
     /// The production wiring: Redis as the source, every provider's sender behind the registry, the system clock. `loops`: how many
     /// event loops share the process's `worker.max_in_flight`.
@@ -86,10 +88,12 @@ public final class DeliveryPipeline {
 
     /// Stops claiming, lets in-flight requests finish until `deadlineSeconds`, writes their results, returns
     /// every lease still held to its queue, closes connections, then calls `done` (on the loop).
-    public func shutdown(deadlineSeconds: Int, done: @escaping () -> Void) {
+    /// `forReload`: a SIGHUP's drain before the new configuration's pipeline starts; its log lines say so.
+    public func shutdown(deadlineSeconds: Int, forReload: Bool = false, done: @escaping () -> Void) {
         loop.preconditionInLoop()
         shutdownDone = done
-        core.shutdown(deadlineSeconds: deadlineSeconds)
+        drainingForReload = forReload
+        core.shutdown(deadlineSeconds: deadlineSeconds, forReload: forReload)
         run()
     }
 
@@ -208,7 +212,8 @@ public final class DeliveryPipeline {
                     self.logger.error("could not return leases (they expire and are reaped)", ["error": .string(error.description)])
                 }
                 self.redisSource?.close()
-                self.logger.info("stopped", self.counters.logFields)
+                self.logger.info(self.drainingForReload ? "drained for the reload; the new configuration takes over" : "stopped",
+                                 self.counters.logFields)
                 let done = self.shutdownDone
                 self.shutdownDone = nil
                 done?()
