@@ -121,8 +121,14 @@ public enum MockAPNsCommand {
                 keyID = String(name.dropLast(4))
             }
             guard let keyID, !keyID.isEmpty else { continue }
-            keys.append(try MockProviderKey.load(file: (directory as NSString).appendingPathComponent(name), keyID: keyID,
-                                                 teamID: options.teamID, environment: options.keyEnvironment, topics: options.topics))
+            let file = (directory as NSString).appendingPathComponent(name)
+            do {
+                keys.append(try MockProviderKey.load(file: file, keyID: keyID, teamID: options.teamID, environment: options.keyEnvironment,
+                                                     topics: options.topics))
+            } catch {
+                // Issue 52: a bad key among several named no file.
+                throw SimulatorError.file("\(file): \(error)")
+            }
         }
         return keys
     }
