@@ -45,12 +45,8 @@ public final class JobAttempt {
     /// Idempotency: what this job's `<p>:once:<id>` key holds for it, once it took part (nil: it does not).
     var onceExpect: OnceUpdate.Expect?
 
-    /// A multicast job's tokens (each once, in the producer's order) and its bytes around the `tokens` member.
-    struct Multicast {
-        let tokens: [String]
-        let jobPrefix: [UInt8]
-        let jobSuffix: [UInt8]
-    }
+    /// A multicast job's tokens and its bytes around the `tokens` member, as its provider admitted it.
+    typealias Multicast = JobMulticast
     /// When its first attempt was made (ms since the epoch): from the retry envelope, else set when the core
     /// first dispatches it. Travels in the retry envelope for the queue's give-up limit.
     var firstAttemptAt: Int64?
