@@ -89,13 +89,13 @@ let package = Package(
         /// session, as the simulators use it), validating with the worker's intake.
         .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/FrontDoors/API"),
         /// The composition root's list of providers (`heraldProviders`), the one place the provider modules meet the
-        /// worker, and the loader's entries with it, for `herald`, `herald-bench`, the test support and the fuzz targets.
+        /// worker, and the loader's entries with it, for `herald`, the tests and the fuzz targets.
         .target(name: "HeraldProviders", dependencies: ["ProviderKit", "Worker", "APNs", "FCM", "HMS", "WebPush"], path: "Sources/Tools/HeraldProviders"),
         .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "Simulators", "HeraldProviders", "APNs", "FCM", "HMS", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"], path: "Sources/Tools/herald"),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
-        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "HeraldProviders", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"], path: "Sources/Tools/HeraldBench"),
+        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"], path: "Sources/Tools/HeraldBench"),
 
-        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "ProviderKit", "APNs", "FCM", "Worker", "HeraldProviders", "Simulators"], path: "Tests/HeraldTestSupport"),
+        .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "ProviderKit", "APNs", "FCM", "Worker", "Simulators"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
         .testTarget(name: "BasicsTests", dependencies: ["Basics"]),
         .testTarget(name: "HTTP1Tests", dependencies: ["HTTP1"]),

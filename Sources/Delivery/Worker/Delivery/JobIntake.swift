@@ -58,9 +58,8 @@ struct JobIntake {
         case .rejected(let reason):
             return .rejected(id: id, reason: reason, spec: spec, app: app.name)
         case .accepted(let admitted):
-            return .accepted(JobAttempt(lease: lease, id: id, destination: admitted.destination, appName: app.name,
-                                        notification: admitted.notification, claimedAt: claimedAt, deliverAt: spec.deliverAt,
-                                        multicast: admitted.multicast, batchTokens: admitted.batchTokens, hasProducerID: spec.id != nil))
+            return .accepted(JobAttempt(lease: lease, id: id, appName: app.name, admitted: admitted, claimedAt: claimedAt,
+                                        deliverAt: spec.deliverAt, hasProducerID: spec.id != nil))
         }
     }
 }
