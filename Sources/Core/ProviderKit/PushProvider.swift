@@ -41,7 +41,7 @@ public protocol PushProvider: SendableMetatype {
 
     /// The provider's own rules for a job already parsed (`spec`, from the bytes `job`) and matched to one of its
     /// apps (`index` among the configuration's): its destination and notification, or why it is rejected.
-    static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) -> ProviderAdmission
+    static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob
 
     /// What to check when the provider refused an app's credential (the log of the pause it starts).
     static func credentialHint(reason: String) -> String

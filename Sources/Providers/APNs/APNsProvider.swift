@@ -59,10 +59,10 @@ public enum APNsProvider: PushProvider {
         APNsSender(apps: apps(credentials) { $0.apnsAuth }, loop: loop, apns: configuration.apns, logger: logger)
     }
 
-    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) -> ProviderAdmission {
+    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
         let environment = spec.environment ?? APNsEnvironment(rawValue: app.defaultEnvironment) ?? .production
         guard app.environments.contains(environment.rawValue) else {
-            return .rejected("BadEnvironment: app '\(app.name)' is not configured for \(environment.rawValue)")
+            throw AdmissionRefusal("BadEnvironment: app '\(app.name)' is not configured for \(environment.rawValue)")
         }
         let topic: String
         if spec.channel != nil {
@@ -73,7 +73,7 @@ public enum APNsProvider: PushProvider {
         } else if let derived = spec.pushType.topic(forBundleID: app.bundleID) {
             topic = derived
         } else {
-            return .rejected("MissingTopic: push type \(spec.pushType.rawValue) needs an explicit topic")
+            throw AdmissionRefusal("MissingTopic: push type \(spec.pushType.rawValue) needs an explicit topic")
         }
         var notification = spec.notification(topic: topic, environment: environment, bundleID: app.bundleID)
         let multicast = spec.uniqueTokens.flatMap { tokens in
@@ -82,10 +82,10 @@ public enum APNsProvider: PushProvider {
         // A multicast job is checked once, with its first token (every token's format was checked when parsed).
         if let multicast { notification.deviceToken = multicast.tokens[0] }
         if let failure = NotificationValidator.validate(notification, bundleID: spec.pushType == .mdm ? nil : app.bundleID, fromParsedJob: true) {
-            return .rejected("\(failure.reason.rawValue): \(failure.message)")
+            throw AdmissionRefusal("\(failure.reason.rawValue): \(failure.message)")
         }
         let destination = Destination(app: index, environment: environment)
-        return .accepted(AdmittedJob(destination: destination, notification: notification, multicast: multicast))
+        return AdmittedJob(destination: destination, notification: notification, multicast: multicast)
     }
 
     public static func credentialHint(reason: String) -> String {

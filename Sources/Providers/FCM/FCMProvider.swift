@@ -37,14 +37,14 @@ public enum FCMProvider: PushProvider {
         FCMSender(apps: apps(credentials) { $0.fcm }, loop: loop, fcm: configuration.fcm, logger: logger)
     }
 
-    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) -> ProviderAdmission {
+    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
         let target: FCMTarget
         switch FCMMessageValidator.validate(spec.message) {
         case .success(let t): target = t
-        case .failure(let failure): return .rejected(failure.description)
+        case .failure(let failure): throw AdmissionRefusal(failure.description)
         }
         let destination = Destination(app: index, environment: .production, platform: .fcm)
-        return .accepted(AdmittedJob(destination: destination, notification: spec.fcmNotification(target: target)))
+        return AdmittedJob(destination: destination, notification: spec.fcmNotification(target: target))
     }
 
     public static func credentialHint(reason: String) -> String { FCMSender.credentialHint(reason) }

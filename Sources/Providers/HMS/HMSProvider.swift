@@ -50,15 +50,15 @@ public enum HMSProvider: PushProvider {
         HMSSender(apps: apps(credentials) { $0.hms }, loop: loop, hms: configuration.hms, logger: logger)
     }
 
-    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) -> ProviderAdmission {
+    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
         switch HMSMessageValidator.validate(spec.message) {
         case .failure(let failure):
-            return .rejected(failure.description)
+            throw AdmissionRefusal(failure.description)
         case .success(let target):
             // Several tokens: one request as written (Push Kit's many-token send), an outcome per token from its answer.
             let tokens: [String] = if case .tokens(let list) = target { list } else { [] }
-            return .accepted(AdmittedJob(destination: Destination(app: index, environment: .production, platform: .hms),
-                                         notification: spec.hmsNotification(target: target), batchTokens: tokens))
+            return AdmittedJob(destination: Destination(app: index, environment: .production, platform: .hms),
+                               notification: spec.hmsNotification(target: target), batchTokens: tokens)
         }
     }
 

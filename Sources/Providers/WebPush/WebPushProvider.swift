@@ -44,7 +44,7 @@ public enum WebPushProvider: PushProvider {
         WebPushSender(apps: apps(credentials) { $0.webpush }, loop: loop, settings: configuration.webPush, logger: logger)
     }
 
-    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) -> ProviderAdmission {
+    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
         let policy = app.webpush?.policy ?? PushServicePolicy()
         var multicast: JobMulticast?
         var single = spec
@@ -53,7 +53,7 @@ public enum WebPushProvider: PushProvider {
             for subscription in subscriptions.dropFirst() {
                 single.subscription = Array(subscription.utf8)
                 if case .failure(let failure) = WebPushJob.message(single, policy: policy) {
-                    return .rejected(failure.description)
+                    throw AdmissionRefusal(failure.description)
                 }
             }
             single.subscription = Array(subscriptions[0].utf8)
@@ -62,11 +62,11 @@ public enum WebPushProvider: PushProvider {
         let message: WebPushMessage
         switch WebPushJob.message(single, policy: policy) {
         case .success(let m): message = m
-        case .failure(let failure): return .rejected(failure.description)
+        case .failure(let failure): throw AdmissionRefusal(failure.description)
         }
         // Per push service: one unreachable or refusing origin pauses its own jobs, never the app's others.
         let destination = Destination(app: index, environment: .production, platform: .webpush, route: message.subscription.endpoint.origin)
-        return .accepted(AdmittedJob(destination: destination, notification: single.webPushNotification(message), multicast: multicast))
+        return AdmittedJob(destination: destination, notification: single.webPushNotification(message), multicast: multicast)
     }
 
     public static func credentialHint(reason: String) -> String { WebPushSender.credentialHint(reason) }

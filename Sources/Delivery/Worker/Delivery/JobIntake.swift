@@ -54,12 +54,12 @@ struct JobIntake {
                              + provider.wrongPlatformDetail(job: spec.platform, given: spec.platformGiven),
                              spec: spec, app: app.name)
         }
-        switch provider.admit(job: lease.job, spec: spec, app: app, index: index) {
-        case .rejected(let reason):
-            return .rejected(id: id, reason: reason, spec: spec, app: app.name)
-        case .accepted(let admitted):
+        do {
+            let admitted = try provider.admit(job: lease.job, spec: spec, app: app, index: index)
             return .accepted(JobAttempt(lease: lease, id: id, appName: app.name, admitted: admitted, claimedAt: claimedAt,
                                         deliverAt: spec.deliverAt, hasProducerID: spec.id != nil))
+        } catch {
+            return .rejected(id: id, reason: error.reason, spec: spec, app: app.name)
         }
     }
 }

@@ -1,15 +1,16 @@
 import PushCore
 
-/// A provider's word on a job matched to one of its apps (`PushProvider.admit`): where it goes and what is sent,
-/// or why it is rejected. The worker makes its attempt (lease, id, times) from it, so the provider needs nothing
-/// of the worker.
-public enum ProviderAdmission {
-    case accepted(AdmittedJob)
-    /// Why, as the result's reason (`BadEnvironment: ...`).
-    case rejected(String)
+/// Why a provider refuses a job matched to one of its apps (`PushProvider.admit` throws it), as the result's reason
+/// (`BadEnvironment: ...`).
+public struct AdmissionRefusal: Error {
+    public let reason: String
+
+    public init(_ reason: String) { self.reason = reason }
 }
 
-/// What a provider admitted: the destination, the notification, and how a job of several tokens goes.
+/// What a provider admitted (`PushProvider.admit`): the destination, the notification, and how a job of several
+/// tokens goes. The worker makes its attempt (lease, id, times) from it, so the provider needs nothing of the worker.
+/// Returned as it is, not in an enum: wrapped, it was copied once more per job.
 public struct AdmittedJob {
     public var destination: Destination
     public var notification: PushNotification
