@@ -45,12 +45,15 @@ let package = Package(
         /// writer, retry settings, `DeliveryResult` and the neutral `OutcomePolicy`, and `ProviderAnswer` (a provider's
         /// answer as the core reads it).
         .target(name: "PushCore", dependencies: ["COpenSSL", "Basics"], path: "Sources/Core/PushCore"),
-        /// What a provider's sender stands on, below the worker and above the HTTP/2 pool: the `PushSender` port and
-        /// its types, `Logger`, the pools' metric lines, `ConfigurationError`, and the shared OAuth access-token cache.
-        /// Apart from PushCore so the job model stays pure (no pools, threads or libcurl).
+        /// What a provider stands on, below the worker and above the HTTP/2 pool: the `PushProvider` seam and its
+        /// neutral admission, the `PushSender` port and its types, the configuration's data (`Configuration`, its
+        /// apps, each provider's section and credential block kept by key), `AppCredentials`, `Logger`, the pools'
+        /// metric lines, `ConfigurationError`, and the shared OAuth access-token cache. Apart from PushCore so the
+        /// job model stays pure (no pools, threads or libcurl).
         .target(name: "ProviderKit", dependencies: ["PushCore", "Settings", "HTTP2", "Reactor", "TLS", "CurlHTTP", "Basics"], path: "Sources/Core/ProviderKit"),
         /// APNs: Apple's protocol (reasons, validation, ES256 provider tokens, broadcast channels), its answers'
-        /// classes, its settings and credential, its HTTP/2 clients (`APNsClient`, `APNsChannelClient`) and its sender.
+        /// classes, its settings and credential, its HTTP/2 clients (`APNsClient`, `APNsChannelClient`), its sender,
+        /// its `APNsProvider` and `ChannelManager` (`herald channels`).
         .target(name: "APNs", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "TLS", "COpenSSL", "Basics"], path: "Sources/Providers/APNs"),
         /// FCM HTTP v1: the message validator, the answers and their classes, the service account and its RS256
         /// OAuth assertion, its settings, its access-token grant and its sender.
@@ -81,11 +84,14 @@ let package = Package(
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"], path: "Sources/Transport/CurlHTTP"),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"], path: "Sources/FrontDoors/Forwarder"),
-        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "APNs", "FCM", "HMS", "WebPush", "HTTP1", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"], path: "Sources/Delivery/Worker"),
+        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "HTTP1", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"], path: "Sources/Delivery/Worker"),
         /// `herald api`: the HTTP front door on the Reactor loop (HTTP/1.1 by `HTTP1`'s parser, HTTP/2 by nghttp2's server
         /// session, as the simulators use it), validating with the worker's intake.
         .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/FrontDoors/API"),
-        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "Simulators", "APNs", "FCM", "HMS", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"], path: "Sources/Tools/herald"),
+        /// The composition root's list of providers (`heraldProviders`), the one place the provider modules meet the
+        /// worker, and the loader's entries with it, for `herald`, the tests and the fuzz targets.
+        .target(name: "HeraldProviders", dependencies: ["ProviderKit", "Worker", "APNs", "FCM", "HMS", "WebPush"], path: "Sources/Tools/HeraldProviders"),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "Simulators", "HeraldProviders", "APNs", "FCM", "HMS", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"], path: "Sources/Tools/herald"),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"], path: "Sources/Tools/HeraldBench"),
 
@@ -108,8 +114,8 @@ let package = Package(
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
         .testTarget(name: "HMSTests", dependencies: ["HMS", "PushCore", "ProviderKit", "CurlHTTP"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush", "CurlHTTP", "HTTP2", "PushCore", "ProviderKit", "Reactor", "Simulators", "RedisQueue", "Worker", "HeraldTestSupport"]),
-        .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "ProviderKit", "CurlHTTP", "Simulators", "PushCore", "APNs", "FCM", "HMS", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "FCM", "HMS", "WebPush", "HeraldProviders", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "HeraldProviders", "ProviderKit", "CurlHTTP", "Simulators", "PushCore", "APNs", "FCM", "HMS", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )
@@ -130,7 +136,7 @@ if Context.environment["HERALD_FUZZ"] == "1" {
     package.targets.append(.target(name: "FuzzSupport", path: "Fuzz/Support"))
     for name in names {
         package.targets.append(.executableTarget(
-            name: name, dependencies: ["FuzzSupport", "API", "HTTP1", "PushCore", "APNs", "FCM", "WebPush", "RedisClient", "RedisQueue", "Simulators", "Worker", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
+            name: name, dependencies: ["FuzzSupport", "API", "HTTP1", "PushCore", "APNs", "FCM", "WebPush", "RedisClient", "RedisQueue", "Simulators", "Worker", "HeraldProviders", "HeraldTestSupport"], path: "Fuzz/Targets/" + name))
         package.products.append(.executable(name: name, targets: [name]))
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldProviders
 import Testing
 @testable import API
 import Worker

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldProviders
 import HeraldTestSupport
 import PushCore
 import RedisQueue
@@ -106,7 +107,7 @@ import Testing
     /// rejected) match the result schema: a provider the schemas do not know fails here.
     @Test func aDocumentedJobAndTheWorkersResultEntriesOfEveryPlatformMatchTheSchemas() throws {
         let documented = try Self.documentedJobs()
-        let intake = JobIntake(directory: AppDirectory(Platform.allCases.map(Self.app(of:))))
+        let intake = JobIntake(directory: AppDirectory(Platform.allCases.map(Self.app(of:))), providers: heraldProviders)
         let builder = CompletionBuilder(workerID: "host-1")
         let now: Int64 = 1_764_590_000_000
         var jobs: [String] = [], entries: [String] = []

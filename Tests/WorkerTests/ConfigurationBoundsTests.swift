@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import HeraldProviders
 import HeraldTestSupport
 import Simulators
 import Testing

@@ -1,4 +1,5 @@
 import APNs
+import HeraldProviders
 import HeraldTestSupport
 import PushCore
 import RedisQueue
@@ -33,6 +34,7 @@ final class CoreRig {
 
     init(apps: [Configuration.AppSettings] = CoreRig.apps, _ adjust: (inout DeliverySettings) -> Void = { _ in }) {
         var settings = DeliverySettings(workerID: "w1")
+        settings.providers = heraldProviders
         settings.maxInFlight = 100
         settings.claimBatch = 10
         settings.flushBatch = 1000

@@ -1,5 +1,6 @@
 import APNs
 import Dispatch
+import HeraldProviders
 import PushCore
 import Reactor
 import RedisQueue
@@ -133,6 +134,7 @@ final class ScriptedSender: PushSender {
             source.failRecords = 2
             let sender = ScriptedSender(loop: loop)
             var settings = DeliverySettings(workerID: "w")
+            settings.providers = heraldProviders
             settings.maxInFlight = 300
             settings.claimBatch = 64
             let core = DeliveryCore(settings: settings, apps: apps, clock: SystemDeliveryClock())

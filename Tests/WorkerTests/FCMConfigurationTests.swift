@@ -1,5 +1,6 @@
 import APNs
 import Foundation
+import HeraldProviders
 import HeraldTestSupport
 import PushCore
 import Testing

@@ -1,4 +1,5 @@
 import Foundation
+import HeraldProviders
 import PushCore
 import Testing
 
@@ -18,6 +19,13 @@ import Testing
         Listing(file: "docs/job-format.md", anchor: "every other job is an APNs job", names: { "`\"\($0.rawValue)\"`" }),
         Listing(file: "README.md", anchor: "scripts/demo    #", names: { $0.displayName }),
     ]
+
+    /// The composition root's list is the one list of providers: each `Platform` case's provider once, at its
+    /// `slot` (intake finds a job's provider by that index).
+    @Test func theProviderListHoldsEveryPlatformOnceInOrder() {
+        #expect(heraldProviders.map { $0.platform } == Platform.allCases)
+        for platform in Platform.allCases { #expect(heraldProviders.provider(for: platform).platform == platform, "\(platform)") }
+    }
 
     @Test func everyDocumentedListOfPlatformsNamesEveryPlatform() throws {
         for listing in Self.listings {

@@ -1,11 +1,14 @@
+import FCM
 import Foundation
+import HeraldProviders
 import PushCore
 import Testing
 import WebPush
 @testable import Worker
 
-/// The provider seam: code outside the registry and the providers does not branch on the platform, so a new
-/// provider is its module and one line in `ProviderRegistry`, not edits across the worker (docs/adding-a-provider.md).
+/// The provider seam: code outside the providers does not branch on the platform, and the worker and the API link
+/// no provider, so a new provider is its module and one line in `heraldProviders`, not edits across the worker
+/// (docs/adding-a-provider.md).
 @Suite struct ProviderSeamTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -26,12 +29,9 @@ import WebPush
     /// A match on a provider's own case of an answer (`case .response`): provider code whatever it names.
     static let answerMatch = try! NSRegularExpression(pattern: #"case +\.response\b"#)
 
-    /// Where branching on the platform is the point: the providers' modules (senders included), their worker sides
-    /// (`Worker/Providers/`), the platforms' declaration and the registry.
-    static let providerPlaces = [
-        "Sources/Providers/", "Sources/Delivery/Worker/Providers/", "Sources/Delivery/Worker/Delivery/ProviderRegistry.swift",
-        "Sources/Core/PushCore/Platform.swift",
-    ]
+    /// Where branching on the platform is the point: the providers' modules (senders and `PushProvider`s included)
+    /// and the platforms' declaration.
+    static let providerPlaces = ["Sources/Providers/", "Sources/Core/PushCore/Platform.swift"]
 
     /// Code outside those places that may name these platforms, each for its reason; anything else it names fails.
     struct Allowance {
@@ -91,7 +91,7 @@ import WebPush
 
     @Test func noBranchOnThePlatformOutsideTheRegistryAndTheProviders() throws {
         let found = try Self.findings()
-        #expect(found.contains { $0.file == "Sources/Delivery/Worker/Delivery/ProviderRegistry.swift" }, "the registry's own switch was not seen: is \(Self.root.path) the repository?")
+        #expect(found.contains { $0.file.hasPrefix("Sources/Providers/") }, "the providers' own branches were not seen: is \(Self.root.path) the repository?")
         let outside = found.filter { finding in !Self.providerPlaces.contains(where: finding.file.hasPrefix) }
         for (file, lines) in Dictionary(grouping: outside, by: \.file).sorted(by: { $0.key < $1.key }) {
             let allowed = Self.allowances.filter { file.hasPrefix($0.place) }.reduce(into: Set<Platform>()) { $0.formUnion($1.platforms) }
@@ -127,28 +127,47 @@ import WebPush
         }
     }
 
-    /// The delivery core (`Worker/Delivery/`) knows no provider: what it needs of one it asks the registry's
-    /// `PushProvider` (environment fallback among it), so no file there imports a provider's module.
-    @Test func noDeliveryCoreFileImportsAProviderModule() throws {
-        // Found by its DeliveryCore.swift, wherever the folder sits under Sources.
-        let enumerator = try #require(FileManager.default.enumerator(at: Self.root.appendingPathComponent("Sources"), includingPropertiesForKeys: nil))
-        let core = try #require(enumerator.compactMap { $0 as? URL }.first { $0.lastPathComponent == "DeliveryCore.swift" }, "no DeliveryCore.swift under Sources")
-        let directory = core.deletingLastPathComponent()
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".swift") }
-        #expect(files.count > 5, "\(directory.path): \(files)")
-        let providers: Set<String> = ["APNs", "FCM", "WebPush", "HMS"]
-        for file in files.sorted() {
-            let text = try String(contentsOf: directory.appendingPathComponent(file), encoding: .utf8)
-            let imported = text.split(separator: "\n").compactMap { line -> String? in
-                let words = line.split(separator: " ")
-                guard let at = words.firstIndex(of: "import"), at + 1 < words.count else { return nil }
-                return words[..<at].allSatisfy { $0.hasPrefix("@") || ["public", "internal", "package"].contains($0) } ? String(words[at + 1]) : nil
+    /// Package.swift's targets: each one's folder (`path:`) and its declared dependencies.
+    static func targets() throws -> [String: (path: String, dependencies: Set<String>)] {
+        let package = try String(contentsOf: Self.root.appendingPathComponent("Package.swift"), encoding: .utf8)
+        let target = try NSRegularExpression(pattern: #"\.(?:target|executableTarget)\(\s*name: "(\w+)"(?:, dependencies: \[([^\]]*)\])?[^\n]*?path: "([^"]+)""#)
+        var found: [String: (path: String, dependencies: Set<String>)] = [:]
+        for match in target.matches(in: package, range: NSRange(package.startIndex..., in: package)) {
+            let text = { (i: Int) in Range(match.range(at: i), in: package).map { String(package[$0]) } ?? "" }
+            let dependencies = text(2).split(separator: ",").map { $0.trimmingCharacters(in: CharacterSet(charactersIn: " \"")) }
+            found[text(1)] = (text(3), Set(dependencies.filter { !$0.isEmpty }))
+        }
+        return found
+    }
+
+    /// The worker and the API know no provider: what they need of one they ask the configuration's `PushProvider`s
+    /// (the composition root's list), so neither depends on a provider module in Package.swift, and no file of
+    /// theirs imports one.
+    @Test func noWorkerOrAPIFileImportsAProviderModule() throws {
+        let targets = try Self.targets()
+        let providers = Set(targets.filter { $0.value.path.hasPrefix("Sources/Providers/") }.keys)
+        // A module per platform under Sources/Providers/: Package.swift was read, and its folders are the providers'.
+        #expect(providers.count == Platform.allCases.count, "Package.swift's provider targets: \(providers.sorted())")
+        for name in ["Worker", "API"] {
+            let target = try #require(targets[name], "no target \(name) in Package.swift")
+            #expect(providers.isDisjoint(with: target.dependencies), "\(name) depends on \(target.dependencies.intersection(providers).sorted())")
+            let folder = Self.root.appendingPathComponent(target.path)
+            let enumerator = try #require(FileManager.default.enumerator(at: folder, includingPropertiesForKeys: nil))
+            let files = enumerator.compactMap { $0 as? URL }.filter { $0.pathExtension == "swift" }
+            #expect(files.count > 5, "\(folder.path): \(files.count) files")
+            for file in files.sorted(by: { $0.path < $1.path }) {
+                let text = try String(contentsOf: file, encoding: .utf8)
+                let imported = text.split(separator: "\n").compactMap { line -> String? in
+                    let words = line.split(separator: " ")
+                    guard let at = words.firstIndex(of: "import"), at + 1 < words.count else { return nil }
+                    return words[..<at].allSatisfy { $0.hasPrefix("@") || ["public", "internal", "package"].contains($0) } ? String(words[at + 1]) : nil
+                }
+                #expect(providers.isDisjoint(with: imported), "\(file.path) imports \(imported.filter(providers.contains))")
             }
-            #expect(providers.isDisjoint(with: imported), "\(file) imports \(imported.filter(providers.contains))")
         }
     }
 
-    /// The registry finds each platform's sender at its `slot`, in `allCases` order.
+    /// The configuration's providers are found at each platform's `slot`, in `allCases` order.
     @Test func eachPlatformsSlotIsItsIndexAmongAllCases() {
         for (index, platform) in Platform.allCases.enumerated() { #expect(platform.slot == index, "\(platform)") }
     }
@@ -166,7 +185,7 @@ import WebPush
         #expect([apns, fcm, web, huawei, bare].map(\.platform) == [Platform.apns, .fcm, .webpush, .hms, .apns])
         let owners: [Platform: String] = [.apns: "shop", .fcm: "android", .webpush: "web", .hms: "huawei"]
         for platform in Platform.allCases {
-            let owned = [apns, fcm, web, huawei].filter { ProviderRegistry.provider(for: platform).owns($0) }.map(\.name)
+            let owned = [apns, fcm, web, huawei].filter { heraldProviders.provider(for: platform).owns($0) }.map(\.name)
             #expect(owned == owners[platform].map { [$0] }, "\(platform)")
         }
         let loaded = [AppCredentials(app: apns, credential: 1), AppCredentials(app: fcm, credential: "account")]

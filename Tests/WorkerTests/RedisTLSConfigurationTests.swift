@@ -1,4 +1,5 @@
 import Foundation
+import HeraldProviders
 import HeraldTestSupport
 import Testing
 import Worker

@@ -1,6 +1,7 @@
 import Basics
 import Dispatch
 import Glibc
+import HeraldProviders
 import HeraldTestSupport
 import Reactor
 import RedisQueue

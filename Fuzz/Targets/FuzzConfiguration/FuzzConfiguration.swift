@@ -1,4 +1,5 @@
 import FuzzSupport
+import HeraldProviders
 import Worker
 
 #if canImport(Glibc)

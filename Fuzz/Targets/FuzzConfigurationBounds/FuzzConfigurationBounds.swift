@@ -1,5 +1,6 @@
 import Foundation
 import FuzzSupport
+import HeraldProviders
 import HeraldTestSupport
 @testable import Worker
 

@@ -1,4 +1,5 @@
 import ProviderKit
+import PushCore
 
 /// The `apns` section: the push hosts, the pools and their connections. Declared once here; the worker lifts it
 /// under `apns.`, and its docs table, `check-config`, the environment overrides and `worker --help` come from
@@ -31,7 +32,8 @@ extension APNsSettings: DeclaredSection {
 }
 
 /// An APNs app's credential, one of two blocks: `token` (a .p8 signing key, Apple's recommendation) or `certificate`.
-extension APNsTokenAuth {
+extension APNsTokenAuth: CredentialBlock {
+    public static let platform = Platform.apns
     public static let key = "token"
     public static let blank = APNsTokenAuth(teamID: "", keyID: "", keyFile: "")
 
@@ -43,7 +45,8 @@ extension APNsTokenAuth {
     ]
 }
 
-extension APNsCertificateAuth {
+extension APNsCertificateAuth: CredentialBlock {
+    public static let platform = Platform.apns
     public static let key = "certificate"
     public static let blank = APNsCertificateAuth()
 

@@ -1,4 +1,5 @@
 import ProviderKit
+import PushCore
 
 /// The `fcm` section: the FCM host, a pool per app, the token exchange. Declared once here; the worker lifts it
 /// under `fcm.`, and its docs table, `check-config`, the environment overrides and `worker --help` come from these.
@@ -23,7 +24,8 @@ extension FCMSettings: DeclaredSection {
 }
 
 /// An FCM app's credential block.
-extension FCMAuth {
+extension FCMAuth: CredentialBlock {
+    public static let platform = Platform.fcm
     public static let key = "fcm"
     public static let blank = FCMAuth(serviceAccountFile: "")
 

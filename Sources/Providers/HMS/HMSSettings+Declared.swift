@@ -1,4 +1,5 @@
 import ProviderKit
+import PushCore
 
 /// The `hms` section: one pool per Huawei app to the push host, tokens from Huawei's OAuth endpoint (docs/hms.md).
 /// Declared once here; the worker lifts it under `hms.`, and its docs table, `check-config`, the environment
@@ -23,7 +24,8 @@ extension HMSSettings: DeclaredSection {
 }
 
 /// A Huawei app's credential block.
-extension HMSAuth {
+extension HMSAuth: CredentialBlock {
+    public static let platform = Platform.hms
     public static let key = "hms"
     public static let blank = HMSAuth(appID: "", clientSecretFile: "")
 

@@ -1,4 +1,5 @@
 import ProviderKit
+import PushCore
 
 /// The `web_push` section: one pool per push-service origin, shared by every Web Push app (docs/webpush.md).
 /// Declared once here; the worker lifts it under `web_push.`, and its docs table, `check-config`, the environment
@@ -22,7 +23,8 @@ extension WebPushSettings: DeclaredSection {
 }
 
 /// A Web Push app's credential block: its VAPID key and subject, and the push services its subscriptions may name.
-extension WebPushAuth {
+extension WebPushAuth: CredentialBlock {
+    public static let platform = Platform.webpush
     public static let key = "webpush"
     public static let blank = WebPushAuth(subject: "")
 

@@ -1,6 +1,7 @@
 import APNs
 import Basics
 import Foundation
+import HeraldProviders
 import PushCore
 import RedisQueue
 import Worker
@@ -35,7 +36,7 @@ enum CheckConfigCommand {
                 } catch {
                     problems.append("app '\(app.name)': \(error)")
                 }
-                warnings += AppCredentials.warnings(app)
+                warnings += AppCredentials.warnings(app, configuration: configuration)
             }
             if !args.flag("skip-redis") {
                 do {

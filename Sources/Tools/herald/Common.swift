@@ -1,6 +1,7 @@
 import APNs
 import Basics
 import Foundation
+import HeraldProviders
 import Glibc
 import PushCore
 import Reactor

@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import HeraldProviders
 import RedisQueue
 import Worker
 

@@ -1,5 +1,6 @@
 import Basics
 import Foundation
+import HeraldProviders
 import PushCore
 import Reactor
 import Worker
@@ -119,7 +120,7 @@ enum WorkerCommand {
             } catch {
                 problems.append("app '\(app.name)': \(error)")
             }
-            warnings += AppCredentials.warnings(app)
+            warnings += AppCredentials.warnings(app, configuration: configuration)
         }
         if !problems.isEmpty { throw ConfigurationError(problems) }
         return LoadedWorker(configuration: configuration, credentials: credentials, warnings: warnings)

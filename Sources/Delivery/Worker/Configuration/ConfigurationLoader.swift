@@ -3,22 +3,27 @@ import PushCore
 import RedisQueue
 
 /// Reads the JSON configuration and the environment overrides, collecting every problem instead of
-/// stopping at the first, so `herald check-config` can list them all in one run.
+/// stopping at the first, so `herald check-config` can list them all in one run. `providers`: the composition
+/// root's list (`heraldProviders`), one per `Platform` case in `allCases` order; the loaded configuration carries it.
 public enum ConfigurationLoader {
     /// Environment variables that override the file, from the declarations (documented in docs/configuration.md).
-    public static var environmentOverrides: [String] { Configuration.environmentSettings.compactMap(\.environment) }
+    public static func environmentOverrides(_ providers: [any PushProvider.Type]) -> [String] {
+        Configuration.environmentSettings(providers).compactMap(\.environment)
+    }
 
-    public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
-        try load(root: try path.map(readObject), label: path, environment: environment)
+    public static func load(path: String?, providers: [any PushProvider.Type],
+                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
+        try load(root: try path.map(readObject), label: path, providers: providers, environment: environment)
     }
 
     /// The same from a parsed file (`root`, nil for none); each of its problems starts with `label`.
-    public static func load(root: [String: Any]?, label: String? = nil, environment: [String: String]) throws(ConfigurationError) -> Configuration {
-        var configuration = Configuration()
+    public static func load(root: [String: Any]?, label: String? = nil, providers: [any PushProvider.Type],
+                            environment: [String: String]) throws(ConfigurationError) -> Configuration {
+        var configuration = Configuration(providers: checked(providers))
         var problems: [String] = []
         if let root {
             let lead = label.map { "\($0): " } ?? ""
-            problems += SettingsReader.apply(Configuration.settings, object: root, to: &configuration, at: "").map { lead + $0 }
+            problems += SettingsReader.apply(Configuration.settings(providers), object: root, to: &configuration, at: "").map { lead + $0 }
         }
         problems += applyEnvironment(environment, to: &configuration)
         problems += validate(configuration)
@@ -26,19 +31,27 @@ public enum ConfigurationLoader {
         return configuration
     }
 
+    /// The list as given, once held to `Platform.allCases`: a provider per case at its `slot`, which intake's lookup
+    /// (an index) relies on. A wrong list is the composition root's bug, not the file's.
+    static func checked(_ providers: [any PushProvider.Type]) -> [any PushProvider.Type] {
+        precondition(providers.map { $0.platform } == Platform.allCases, "the providers must be one per Platform case, in allCases order")
+        return providers
+    }
+
     /// Only the `redis` section (plus environment overrides), for tools that do not send.
-    public static func loadRedisOnly(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration.RedisSettings {
-        try loadSections(["redis"], path: path, environment: environment).redis
+    public static func loadRedisOnly(path: String, providers: [any PushProvider.Type],
+                                     environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration.RedisSettings {
+        try loadSections(["redis"], path: path, providers: providers, environment: environment).redis
     }
 
     /// Only these sections of the file (the rest at their defaults, and unchecked), with the environment's
     /// overrides: for tools that need a setting or two beside Redis (`herald scheduled cancel`: `results`).
-    public static func loadSections(_ sections: [String], path: String, environment: [String: String] = ProcessInfo.processInfo.environment)
-        throws(ConfigurationError) -> Configuration {
+    public static func loadSections(_ sections: [String], path: String, providers: [any PushProvider.Type],
+                                    environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
         let root: [String: Any]
         do { root = try readObject(path) } catch { throw ConfigurationError(["cannot read configuration file \(path) as a JSON object"]) }
-        var configuration = Configuration()
-        let chosen = Configuration.settings.filter { setting in sections.contains { setting.key.hasPrefix($0 + ".") } }
+        var configuration = Configuration(providers: checked(providers))
+        let chosen = Configuration.settings(providers).filter { setting in sections.contains { setting.key.hasPrefix($0 + ".") } }
         var object: [String: Any] = [:]
         for section in sections { object[section] = root[section] ?? [String: Any]() }
         var problems = SettingsReader.apply(chosen, object: object, to: &configuration, at: "")
@@ -49,8 +62,9 @@ public enum ConfigurationLoader {
 
     /// The defaults with the environment's overrides (HERALD_REDIS_URL, HERALD_REDIS_TLS_*, ...), for tools run
     /// without a configuration file.
-    public static func redisFromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration.RedisSettings {
-        var configuration = Configuration()
+    public static func redisFromEnvironment(_ environment: [String: String] = ProcessInfo.processInfo.environment,
+                                            providers: [any PushProvider.Type]) throws(ConfigurationError) -> Configuration.RedisSettings {
+        var configuration = Configuration(providers: checked(providers))
         let problems = applyEnvironment(environment, to: &configuration)
         if !problems.isEmpty { throw ConfigurationError(problems) }
         return configuration.redis
@@ -68,7 +82,7 @@ public enum ConfigurationLoader {
 
     /// Every declared override that is set; a set but empty variable counts only where the declaration says so.
     static func applyEnvironment(_ env: [String: String], to c: inout Configuration) -> [String] {
-        Configuration.environmentSettings.compactMap { setting in
+        Configuration.environmentSettings(c.providers).compactMap { setting in
             guard let name = setting.environment, let value = env[name], let read = setting.readEnvironment else { return nil }
             return read(value, &c, setting.key)
         }
@@ -78,7 +92,7 @@ public enum ConfigurationLoader {
     /// settings: URLs, keys, topology, app names, exactly one credential per app. `check-config` and the worker's
     /// start both come here, so what one accepts the other runs.
     public static func validate(_ c: Configuration) -> [String] {
-        var problems = Configuration.settings.flatMap { setting in
+        var problems = Configuration.settings(c.providers).flatMap { setting in
             setting.check(c, setting.key).map { $0.split(separator: "\n").map(String.init) } ?? []
         }
         problems += Configuration.retryProblems(c.retry, [], at: "retry.")
@@ -103,7 +117,7 @@ public enum ConfigurationLoader {
         }
         problems += c.redis.shardProblems()
         problems += c.redis.topologyProblems()
-        for platform in Platform.allCases { problems += ProviderRegistry.provider(for: platform).problems(c) }
+        for provider in c.providers { problems += provider.problems(c) }
         if LogLevel(name: c.worker.logLevel) == nil { problems.append("worker.log_level must be debug, info, warning or error") }
         if c.apps.isEmpty { problems.append("no apps configured: add at least one entry to \"apps\"") }
         var seen = Set<String>()
@@ -111,8 +125,8 @@ public enum ConfigurationLoader {
             let label = app.name.isEmpty ? "apps[\(index)]" : "app '\(app.name)'"
             if app.name.isEmpty { problems.append("\(label): name is required") }
             if !seen.insert(app.name).inserted { problems.append("\(label): the name is used twice") }
-            problems += ProviderRegistry.credentialProblems(app, label: label)
-            problems += ProviderRegistry.provider(for: app.platform).problems(app, label: label)
+            problems += ProviderRegistry.credentialProblems(app, label: label, providers: c.providers)
+            problems += c.providers.provider(for: app.platform).problems(app, label: label)
         }
         // A rule checked twice (the shard count is also checked alone, for the tools) is reported once.
         var reported = Set<String>()
@@ -123,11 +137,13 @@ public enum ConfigurationLoader {
 /// Reads one app's object: the keys every app has, then its provider's credential block, each declared
 /// (`Configuration.appKeys`, the providers' `credentialBlocks`); their rules across keys are in `validate`.
 enum AppReader {
-    static let settings: [Setting<Configuration.AppSettings>] = Configuration.appKeys + ProviderRegistry.providers.flatMap { $0.credentialBlocks }
+    static func settings(_ providers: [any PushProvider.Type]) -> [Setting<Configuration.AppSettings>] {
+        Configuration.appKeys + providers.flatMap { $0.credentialBlocks }
+    }
 
-    static func readApp(_ app: [String: Any], index: Int, problems: inout [String]) -> Configuration.AppSettings {
+    static func readApp(_ app: [String: Any], index: Int, providers: [any PushProvider.Type], problems: inout [String]) -> Configuration.AppSettings {
         var settings = Configuration.AppSettings(name: "", bundleID: "")
-        problems += SettingsReader.apply(Self.settings, object: app, to: &settings, at: "apps[\(index)].")
+        problems += SettingsReader.apply(Self.settings(providers), object: app, to: &settings, at: "apps[\(index)].")
         // One environment is also the default, unless the app names another (which `validate` refuses).
         if settings.environments.count == 1 && app["default_environment"] == nil { settings.defaultEnvironment = settings.environments[0] }
         return settings

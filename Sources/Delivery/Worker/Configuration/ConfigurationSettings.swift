@@ -7,12 +7,16 @@ import PushCore
 /// in step). Upper bounds are generous but keep every derived value (milliseconds, nanoseconds, doubled
 /// back-offs, due times in ms since the epoch) far from Int64's limit: what `check-config` accepts, the worker runs.
 extension Configuration {
-    public static let settings: [Setting<Configuration>] = redisSettings + ProviderRegistry.providers.flatMap { $0.settings } + appsSettings
-        + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + resultsSettings + budgetSettings + metricsSettings + apiSettings
+    /// With `providers`' sections (the composition root's list), each after `redis` in the list's order.
+    public static func settings(_ providers: [any PushProvider.Type]) -> [Setting<Configuration>] {
+        redisSettings + providers.flatMap { $0.settings } + appsSettings
+            + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + resultsSettings + budgetSettings + metricsSettings + apiSettings
+    }
 
     /// The sections, in file order (the top-level keys).
-    public static let sections = ["redis"] + ProviderRegistry.providers.map { $0.sectionKey }
-        + ["apps", "retry", "worker", "results", "budgets", "metrics", "api"]
+    public static func sections(_ providers: [any PushProvider.Type]) -> [String] {
+        ["redis"] + providers.map { $0.sectionKey } + ["apps", "retry", "worker", "results", "budgets", "metrics", "api"]
+    }
 
     /// The longest timeout a setting in milliseconds takes: an hour.
     static let maxTimeoutMs = SettingBounds.maxTimeoutMs
@@ -92,7 +96,7 @@ extension Configuration {
             guard let list = value as? [Any] else { return problems.append("\(name) must be a list") }
             for (index, item) in list.enumerated() {
                 guard let app = item as? [String: Any] else { problems.append("apps[\(index)] must be an object"); continue }
-                c.apps.append(AppReader.readApp(app, index: index, problems: &problems))
+                c.apps.append(AppReader.readApp(app, index: index, providers: c.providers, problems: &problems))
             }
         }),
     ]
@@ -301,10 +305,12 @@ extension Configuration {
     ]
 
     /// The settings an environment variable overrides, in declaration order.
-    public static var environmentSettings: [Setting<Configuration>] { settings.filter { $0.environment != nil } }
+    public static func environmentSettings(_ providers: [any PushProvider.Type]) -> [Setting<Configuration>] {
+        settings(providers).filter { $0.environment != nil }
+    }
 
     /// The settings whose value is a whole number, with their bounds and access to the field.
-    public static var numericSettings: [(key: String, access: NumberAccess<Configuration>)] {
-        settings.compactMap { s in s.number.map { (s.key, $0) } }
+    public static func numericSettings(_ providers: [any PushProvider.Type]) -> [(key: String, access: NumberAccess<Configuration>)] {
+        settings(providers).compactMap { s in s.number.map { (s.key, $0) } }
     }
 }

@@ -67,6 +67,8 @@ public struct DeliverySettings: Sendable {
     public var budgets = Configuration.BudgetSettings()
     /// Prefix of the ids made for jobs that name none.
     public var idPrefix = String(UInt64.random(in: 0...UInt64.max) & 0xFFFF_FFFF_FFFF, radix: 36)
+    /// The providers, in `Platform.allCases` order (the configuration's): intake, metrics and pauses ask them.
+    public var providers: [any PushProvider.Type] = []
 
     public init(workerID: String) { self.workerID = workerID }
 
@@ -81,6 +83,7 @@ public struct DeliverySettings: Sendable {
         idempotencyWindowMilliseconds = Int64(configuration.worker.idempotencyWindowSeconds) * 1000
         maxScheduleMilliseconds = Int64(configuration.worker.maxScheduleDays) * 86_400_000
         retry = configuration.retry
+        providers = configuration.providers
         queueRetry = configuration.shardQueueRetry
         budgets = configuration.budgets
     }
@@ -171,12 +174,13 @@ public final class DeliveryCore {
         self.clock = clock
         policy = OutcomePolicy(settings: settings.retry, random: random)
         queuePolicies = settings.queueRetry.mapValues { OutcomePolicy(settings: $0, random: random) }
-        intake = JobIntake(directory: AppDirectory(apps), maxScheduleMilliseconds: settings.maxScheduleMilliseconds)
+        intake = JobIntake(directory: AppDirectory(apps), providers: settings.providers, maxScheduleMilliseconds: settings.maxScheduleMilliseconds)
         builder = CompletionBuilder(workerID: settings.workerID)
         claims = ClaimState(backoff: settings.emptyClaimBackoff)
         budgets = settings.budgets.anyOn ? Budgets(settings: settings.budgets, appCount: apps.count) : nil
         metrics = DeliveryMetrics(appNames: apps.map(\.name),
-                                  appEnvironments: apps.map { ProviderRegistry.provider(for: $0.platform).environments(of: $0) })
+                                  appEnvironments: apps.map { settings.providers.provider(for: $0.platform).environments(of: $0) },
+                                  reasonNames: DeliveryMetrics.reasonNames(of: settings.providers))
     }
 
     /// Destinations paused now, for `/metrics` and the dashboard.
@@ -647,7 +651,7 @@ public final class DeliveryCore {
             log(.error, "app paused: credential rejected", [
                 "app": .string(job.appName), "environment": .string(job.destination.environmentLabel),
                 "reason": .string(reason), "pause_s": .int(Int(settings.retry.configurationPauseSeconds)),
-                "hint": .string(ProviderRegistry.provider(for: job.destination.platform).credentialHint(reason: reason)),
+                "hint": .string(settings.providers.provider(for: job.destination.platform).credentialHint(reason: reason)),
             ])
         }
         park(job, gate, after: started || gate.pause?.kind == .credential ? nil : reason)
@@ -662,7 +666,7 @@ public final class DeliveryCore {
     private func fallbackEnvironment(_ job: JobAttempt, after answer: any ProviderAnswer) -> APNsEnvironment? {
         let app = apps[job.destination.app]
         guard app.environmentFallback && job.fallbackFrom == nil else { return nil }
-        return ProviderRegistry.provider(for: job.platform).fallbackEnvironment(after: answer, in: job.destination.environment, of: app)
+        return settings.providers.provider(for: job.platform).fallbackEnvironment(after: answer, in: job.destination.environment, of: app)
     }
 
     private func finishJob(_ job: JobAttempt, _ decision: Decision, answer: (any ProviderAnswer)?) {

@@ -1,3 +1,4 @@
+import ProviderKit
 import PushCore
 import RedisQueue
 
@@ -6,10 +7,13 @@ import RedisQueue
 public final class JobAttempt {
     public let lease: Lease
     public let id: String
+    /// Where it goes, what is sent and how its tokens go, as its provider admitted it: kept whole, so intake moves
+    /// the admission in without copying the notification.
+    private var admitted: AdmittedJob
     /// Changes only when environment fallback sends the job to the other environment.
-    public private(set) var destination: Destination
+    public var destination: Destination { admitted.destination }
     public let appName: String
-    public private(set) var notification: PushNotification
+    public var notification: PushNotification { admitted.notification }
     /// The environment first tried, once environment fallback has moved the job to the other one.
     public private(set) var fallbackFrom: APNsEnvironment?
     /// 1-based; resends after an answer that may have been processed count (they are attempts at the provider);
@@ -38,10 +42,10 @@ public final class JobAttempt {
     /// `deliver_at` (ms since the epoch): the job waits in the retry set until then.
     let deliverAt: Int64?
     /// A multicast job (`tokens`): fanned out into one job per token instead of being sent.
-    let multicast: Multicast?
+    var multicast: Multicast? { admitted.multicast }
     /// A many-token send (Push Kit's `token` list): every token the one request carries, each once; each gets
     /// its own result entry. Empty for a job with one destination.
-    let batchTokens: [String]
+    var batchTokens: [String] { admitted.batchTokens }
     /// The `id` came from the producer (idempotency applies only to such ids).
     let hasProducerID: Bool
     /// The producer's W3C `traceparent`, carried into every result entry and log line of the job.
@@ -49,28 +53,23 @@ public final class JobAttempt {
     /// Idempotency: what this job's `<p>:once:<id>` key holds for it, once it took part (nil: it does not).
     var onceExpect: OnceUpdate.Expect?
 
-    /// A multicast job's tokens (each once, in the producer's order) and its bytes around the `tokens` member.
-    struct Multicast {
-        let tokens: [String]
-        let jobPrefix: [UInt8]
-        let jobSuffix: [UInt8]
-    }
+    /// A multicast job's tokens and its bytes around the `tokens` member, as its provider admitted it.
+    typealias Multicast = JobMulticast
     /// When its first attempt was made (ms since the epoch): from the retry envelope, else set when the core
     /// first dispatches it. Travels in the retry envelope for the queue's give-up limit.
     var firstAttemptAt: Int64?
 
-    init(lease: Lease, id: String, destination: Destination, appName: String, notification: PushNotification, claimedAt: UInt64,
-         deliverAt: Int64? = nil, multicast: Multicast? = nil, batchTokens: [String] = [], hasProducerID: Bool = false) {
+    init(lease: Lease, id: String, appName: String, admitted: AdmittedJob, claimedAt: UInt64, deliverAt: Int64? = nil,
+         hasProducerID: Bool = false) {
         self.lease = lease
         self.id = id
-        self.destination = destination
+        self.admitted = admitted
+        // A "many-token" send of one token is a plain send.
+        if self.admitted.batchTokens.count == 1 { self.admitted.batchTokens = [] }
         self.appName = appName
-        self.notification = notification
         self.attempt = lease.attempt
         self.claimedAt = claimedAt
         self.deliverAt = deliverAt
-        self.multicast = multicast
-        self.batchTokens = batchTokens.count > 1 ? batchTokens : []
         self.hasProducerID = hasProducerID
         self.firstAttemptAt = lease.firstAttemptAt
     }
@@ -78,12 +77,12 @@ public final class JobAttempt {
     /// Environment fallback: the same job, once, to `environment` of the same app (its provider's choice).
     func fallBack(to environment: APNsEnvironment) {
         fallbackFrom = destination.environment
-        destination = Destination(app: destination.app, environment: environment, platform: destination.platform, route: destination.route)
-        notification.environment = environment
+        admitted.destination = Destination(app: destination.app, environment: environment, platform: destination.platform, route: destination.route)
+        admitted.notification.environment = environment
     }
 
     /// `validate_only`: checked (and for FCM dry-run) instead of delivered.
-    func markValidateOnly() { notification.validateOnly = true }
+    func markValidateOnly() { admitted.notification.validateOnly = true }
     var validateOnly: Bool { notification.validateOnly }
 
     func latencyMilliseconds(now: UInt64) -> Int { Int((now &- claimedAt) / 1_000_000) }

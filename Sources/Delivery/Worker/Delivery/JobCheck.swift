@@ -8,7 +8,7 @@ public struct JobCheck: Sendable {
     private let intake: JobIntake
 
     public init(configuration: Configuration) {
-        intake = JobIntake(directory: AppDirectory(configuration.apps),
+        intake = JobIntake(directory: AppDirectory(configuration.apps), providers: configuration.providers,
                            maxScheduleMilliseconds: Int64(configuration.worker.maxScheduleDays) * 86_400_000)
     }
 

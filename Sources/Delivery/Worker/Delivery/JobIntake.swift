@@ -3,9 +3,11 @@ import RedisQueue
 
 /// Turns a claimed lease into a job ready to send, or the reason it is rejected: parse, find the app, check it is
 /// of the job's platform, then the app's provider applies its own rules (`PushProvider.admit`: Apple's, FCM's
-/// message rules) locally so a malformed job never reaches the provider. Pure.
+/// message rules) locally so a malformed job never reaches the provider, and its admission becomes the attempt. Pure.
 struct JobIntake {
     let directory: AppDirectory
+    /// The configuration's providers, in `Platform.allCases` order.
+    let providers: [any PushProvider.Type]
     /// `deliver_at` further ahead than this is refused: a producer who sent µs or ns would otherwise wait for ever.
     var maxScheduleMilliseconds: Int64 = 365 * 86_400_000
 
@@ -46,12 +48,18 @@ struct JobIntake {
         }
         let app = directory.apps[index]
         let platform = directory.platforms[index]
-        let provider = ProviderRegistry.provider(for: platform)
+        let provider = providers.provider(for: platform)
         guard platform == spec.platform else {
             return .rejected(id: id, reason: "WrongPlatform: app '\(app.name)' is an \(platform.displayName) app; "
                              + provider.wrongPlatformDetail(job: spec.platform, given: spec.platformGiven),
                              spec: spec, app: app.name)
         }
-        return provider.admit(lease, id: id, spec: spec, app: app, index: index, claimedAt: claimedAt)
+        do {
+            let admitted = try provider.admit(job: lease.job, spec: spec, app: app, index: index)
+            return .accepted(JobAttempt(lease: lease, id: id, appName: app.name, admitted: admitted, claimedAt: claimedAt,
+                                        deliverAt: spec.deliverAt, hasProducerID: spec.id != nil))
+        } catch {
+            return .rejected(id: id, reason: error.reason, spec: spec, app: app.name)
+        }
     }
 }

@@ -51,26 +51,25 @@ public typealias JobOutcome = ResultEntry.Outcome
 public final class DeliveryMetrics {
     /// The statuses the providers document; anything else counts under `other`.
     static let statuses = [200, 201, 400, 401, 403, 404, 405, 410, 413, 429, 500, 502, 503]
-    /// Reason slots: 0 is "no reason" (a success), then every reason a provider documents (each once, in the
-    /// registry's order), then `other`.
-    static let reasonNames: [String] = [""] + uniqueReasonNames() + ["other"]
-    private static let reasonSlots: [String: Int] = {
-        var slots: [String: Int] = [:]
-        for (slot, name) in reasonNames.enumerated().dropFirst().dropLast() { slots[name] = slot }
-        return slots
-    }()
-
-    private static func uniqueReasonNames() -> [String] {
+    /// Reason slots: 0 is "no reason" (a success), then every reason the providers document (each once, in the
+    /// providers' order), then `other`.
+    public static func reasonNames(of providers: [any PushProvider.Type]) -> [String] {
         var seen = Set<String>()
-        return Platform.allCases.flatMap { ProviderRegistry.provider(for: $0).metricsReasons }.filter { seen.insert($0).inserted }
+        return [""] + providers.flatMap { $0.metricsReasons }.filter { seen.insert($0).inserted } + ["other"]
     }
+    /// Each documented reason's slot among the snapshot's `reasonNames`.
+    private let reasonSlots: [String: Int]
 
     let appNames: [String]
     private(set) var values: MetricsSnapshot
 
-    public init(appNames: [String], appEnvironments: [[String]]? = nil) {
+    /// `reasonNames`: `reasonNames(of:)` the configuration's providers; without them every reason counts as `other`.
+    public init(appNames: [String], appEnvironments: [[String]]? = nil, reasonNames: [String] = reasonNames(of: [])) {
         self.appNames = appNames
-        values = MetricsSnapshot(appNames: appNames, appEnvironments: appEnvironments)
+        var slots: [String: Int] = [:]
+        for (slot, name) in reasonNames.enumerated().dropFirst().dropLast() { slots[name] = slot }
+        reasonSlots = slots
+        values = MetricsSnapshot(appNames: appNames, appEnvironments: appEnvironments, reasonNames: reasonNames)
     }
 
     /// A result entry was built for a job of app `app` (nil: the job named no known app) and `platform` (nil: a
@@ -97,7 +96,7 @@ public final class DeliveryMetrics {
         case .answer(let answer):
             let status = Self.statuses.firstIndex(of: answer.status) ?? Self.statuses.count
             let name = answer.metricsReason
-            let reason = name.isEmpty ? 0 : Self.reasonSlots[name] ?? Self.reasonNames.count - 1
+            let reason = name.isEmpty ? 0 : reasonSlots[name] ?? values.reasonNames.count - 1
             values.responses[values.responseIndex(platform, status: status, reason: reason)] &+= 1
         case .transport(let failure):
             values.transport[platform.slot * TransportFailureKind.allCases.count + TransportFailureKind(failure).rawValue] &+= 1

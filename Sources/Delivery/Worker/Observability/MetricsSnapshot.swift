@@ -53,13 +53,17 @@ public struct MetricsSnapshot: Sendable {
 
     static let outcomeCount = JobOutcome.allCases.count
 
-    init(appNames: [String], appEnvironments: [[String]]? = nil) {
+    /// The `reason` labels of `responses`, by slot (`DeliveryMetrics.reasonNames(of:)`).
+    public let reasonNames: [String]
+
+    init(appNames: [String], appEnvironments: [[String]]? = nil, reasonNames: [String] = DeliveryMetrics.reasonNames(of: [])) {
         self.appNames = appNames
+        self.reasonNames = reasonNames
         self.appEnvironments = appEnvironments ?? appNames.map { _ in ["production", "sandbox"] }
         let platforms = Platform.allCases.count
         jobs = [UInt64](repeating: 0, count: (platforms + 1) * (appNames.count + 1) * Self.outcomeCount)
         fallbacks = [UInt64](repeating: 0, count: appNames.count * 2)
-        responses = [UInt64](repeating: 0, count: platforms * (DeliveryMetrics.statuses.count + 1) * DeliveryMetrics.reasonNames.count)
+        responses = [UInt64](repeating: 0, count: platforms * (DeliveryMetrics.statuses.count + 1) * reasonNames.count)
         transport = [UInt64](repeating: 0, count: platforms * TransportFailureKind.allCases.count)
         resends = [UInt64](repeating: 0, count: platforms * ResendCause.allCases.count)
         jobLatency = [LatencyHistogram](repeating: LatencyHistogram(), count: platforms)
@@ -96,7 +100,7 @@ public struct MetricsSnapshot: Sendable {
 
     @inline(__always)
     func responseIndex(_ platform: Platform, status: Int, reason: Int) -> Int {
-        (platform.slot * (DeliveryMetrics.statuses.count + 1) + status) * DeliveryMetrics.reasonNames.count + reason
+        (platform.slot * (DeliveryMetrics.statuses.count + 1) + status) * reasonNames.count + reason
     }
 
     /// Jobs of one outcome over every app and platform (tests, the dashboard's cross-check).

@@ -24,12 +24,12 @@ public enum WorkerMetricsText {
         out.family("herald_push_responses_total", .counter, "HTTP answers from the push service, by status and reason.")
         for platform in Platform.allCases {
             for status in 0...DeliveryMetrics.statuses.count {
-                for reason in DeliveryMetrics.reasonNames.indices {
+                for reason in s.reasonNames.indices {
                     let value = s.responses[s.responseIndex(platform, status: status, reason: reason)]
                     guard value > 0 else { continue }
                     let statusLabel = status < DeliveryMetrics.statuses.count ? String(DeliveryMetrics.statuses[status]) : "other"
                     out.sample("herald_push_responses_total", [
-                        ("platform", platform.rawValue), ("status", statusLabel), ("reason", DeliveryMetrics.reasonNames[reason]),
+                        ("platform", platform.rawValue), ("status", statusLabel), ("reason", s.reasonNames[reason]),
                     ], value)
                 }
             }

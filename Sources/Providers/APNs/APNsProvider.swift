@@ -1,28 +1,26 @@
-import APNs
+import ProviderKit
 import PushCore
 import Reactor
-import RedisQueue
 
 /// APNs for the worker: apps with a `token` or `certificate` (and, as the first provider, any app that names no
 /// other provider's credential), `APNsSender`, and Apple's rules for a job (environment, topic, multicast,
 /// `NotificationValidator`) applied before anything is sent.
-enum APNsProvider: PushProvider {
-    static var section: WritableKeyPath<Configuration, APNsSettings> { \.apns }
-    static let credentialBlocks: [Setting<Configuration.AppSettings>] = [
-        credentialBlock(APNsTokenAuth.key, \.token, blank: .blank, APNsTokenAuth.declared),
-        credentialBlock(APNsCertificateAuth.key, \.certificate, blank: .blank, APNsCertificateAuth.declared),
+public enum APNsProvider: PushProvider {
+    public static var platform: Platform { APNsTokenAuth.platform }
+    public static var section: WritableKeyPath<Configuration, APNsSettings> { \.apns }
+    public static let credentialBlocks: [Setting<Configuration.AppSettings>] = [
+        credentialBlock(\.token, blank: .blank, APNsTokenAuth.declared),
+        credentialBlock(\.certificate, blank: .blank, APNsCertificateAuth.declared),
     ]
 
-    static func owns(_ app: Configuration.AppSettings) -> Bool { app.token != nil || app.certificate != nil }
-
-    static func problems(_ configuration: Configuration) -> [String] {
+    public static func problems(_ configuration: Configuration) -> [String] {
         let apns = configuration.apns
         return [("apns.production_url", apns.productionURL), ("apns.sandbox_url", apns.sandboxURL),
                 ("apns.channels_production_url", apns.channelsProductionURL), ("apns.channels_sandbox_url", apns.channelsSandboxURL)]
             .compactMap { name, url in HTTPSURL(url) == nil ? "\(name) must look like https://host[:port], got '\(url)'" : nil }
     }
 
-    static func problems(_ app: Configuration.AppSettings, label: String) -> [String] {
+    public static func problems(_ app: Configuration.AppSettings, label: String) -> [String] {
         var problems: [String] = []
         if app.bundleID.isEmpty { problems.append("\(label): bundle_id is required") }
         for environment in app.environments where APNsEnvironment(rawValue: environment) == nil {
@@ -47,25 +45,24 @@ enum APNsProvider: PushProvider {
         return problems
     }
 
-    static func loadCredential(_ app: Configuration.AppSettings, configuration: Configuration) throws -> any Sendable {
+    public static func loadCredential(_ app: Configuration.AppSettings, configuration: Configuration) throws -> any Sendable {
         try APNsCredential.load(app.apnsAuth, caFile: configuration.apns.caFile)
     }
 
-    static func credentialFiles(_ app: Configuration.AppSettings) -> [String] { app.apnsAuth.files }
+    public static func credentialFiles(_ app: Configuration.AppSettings) -> [String] { app.apnsAuth.files }
 
-    static func checkedLine(_ app: Configuration.AppSettings, credential: any Sendable) -> String {
+    public static func checkedLine(_ app: Configuration.AppSettings, credential: any Sendable) -> String {
         "(\(app.bundleID)): " + (app.token.map { "signed a test token with key \($0.keyID)" } ?? "client certificate loaded")
     }
 
-    static func makeSender(credentials: [AppCredentials], loop: EventLoop, configuration: Configuration, logger: Logger) -> PushSender {
+    public static func makeSender(credentials: [AppCredentials], loop: EventLoop, configuration: Configuration, logger: Logger) -> PushSender {
         APNsSender(apps: apps(credentials) { $0.apnsAuth }, loop: loop, apns: configuration.apns, logger: logger)
     }
 
-    static func admit(_ lease: Lease, id: String, spec: JobSpec, app: Configuration.AppSettings, index: Int,
-                      claimedAt: UInt64) -> JobIntake.Verdict {
+    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
         let environment = spec.environment ?? APNsEnvironment(rawValue: app.defaultEnvironment) ?? .production
         guard app.environments.contains(environment.rawValue) else {
-            return .rejected(id: id, reason: "BadEnvironment: app '\(app.name)' is not configured for \(environment.rawValue)", spec: spec, app: app.name)
+            throw AdmissionRefusal("BadEnvironment: app '\(app.name)' is not configured for \(environment.rawValue)")
         }
         let topic: String
         if spec.channel != nil {
@@ -76,40 +73,39 @@ enum APNsProvider: PushProvider {
         } else if let derived = spec.pushType.topic(forBundleID: app.bundleID) {
             topic = derived
         } else {
-            return .rejected(id: id, reason: "MissingTopic: push type \(spec.pushType.rawValue) needs an explicit topic", spec: spec, app: app.name)
+            throw AdmissionRefusal("MissingTopic: push type \(spec.pushType.rawValue) needs an explicit topic")
         }
         var notification = spec.notification(topic: topic, environment: environment, bundleID: app.bundleID)
         let multicast = spec.uniqueTokens.flatMap { tokens in
-            spec.tokenJobParts(of: lease.job).map { JobAttempt.Multicast(tokens: tokens, jobPrefix: $0.prefix, jobSuffix: $0.suffix) }
+            spec.tokenJobParts(of: job).map { JobMulticast(tokens: tokens, jobPrefix: $0.prefix, jobSuffix: $0.suffix) }
         }
         // A multicast job is checked once, with its first token (every token's format was checked when parsed).
         if let multicast { notification.deviceToken = multicast.tokens[0] }
         if let failure = NotificationValidator.validate(notification, bundleID: spec.pushType == .mdm ? nil : app.bundleID, fromParsedJob: true) {
-            return .rejected(id: id, reason: "\(failure.reason.rawValue): \(failure.message)", spec: spec, app: app.name)
+            throw AdmissionRefusal("\(failure.reason.rawValue): \(failure.message)")
         }
         let destination = Destination(app: index, environment: environment)
-        return .accepted(JobAttempt(lease: lease, id: id, destination: destination, appName: app.name, notification: notification,
-                                    claimedAt: claimedAt, deliverAt: spec.deliverAt, multicast: multicast, hasProducerID: spec.id != nil))
+        return AdmittedJob(destination: destination, notification: notification, multicast: multicast)
     }
 
-    static func credentialHint(reason: String) -> String {
+    public static func credentialHint(reason: String) -> String {
         "check key_id, team_id, key_file, bundle_id and environment (herald check-config)"
     }
 
     /// Every reason Apple documents, each once.
-    static let metricsReasons: [String] = {
+    public static let metricsReasons: [String] = {
         var seen = Set<APNsReason>()
         return APNsReason.allKnown.compactMap { seen.insert($0.reason).inserted ? $0.reason.rawValue : nil }
     }()
 
-    static func wrongPlatformDetail(job: Platform, given: Bool) -> String {
+    public static func wrongPlatformDetail(job: Platform, given: Bool) -> String {
         "an \(job.displayName) job needs an \(job.displayName) app"
     }
 
-    static func environments(of app: Configuration.AppSettings) -> [String] { app.environments }
+    public static func environments(of app: Configuration.AppSettings) -> [String] { app.environments }
 
     /// Apple answers BadDeviceToken to a token of the other environment too: an app with both tries that one once.
-    static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: APNsEnvironment,
+    public static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: APNsEnvironment,
                                     of app: Configuration.AppSettings) -> APNsEnvironment? {
         guard (answer as? APNsResponse)?.reason == .badDeviceToken,
               app.environments.contains(APNsEnvironment.production.rawValue) && app.environments.contains(APNsEnvironment.sandbox.rawValue)

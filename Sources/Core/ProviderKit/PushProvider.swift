@@ -1,20 +1,20 @@
 import PushCore
 import Reactor
-import RedisQueue
 
-/// What a push provider brings to the worker, besides its module: which apps are its own, how their credential is
-/// loaded and proven, its sender, its own job rules, and the words of its logs and rejections. Static: a provider is
-/// a type the registry lists (`ProviderRegistry.provider(for:)`), never an object on the send path.
-protocol PushProvider {
+/// What a push provider brings to the worker, declared in its own module: which apps are its own, how their
+/// credential is loaded and proven, its sender, its own job rules, and the words of its logs and rejections.
+/// Static: a provider is a type the composition root lists (`heraldProviders`, in `Platform.allCases` order, handed
+/// to the loader), never an object on the send path. Below the worker, so an adapter needs nothing of it.
+public protocol PushProvider: SendableMetatype {
+    /// The platform whose jobs it takes (its place in the list).
+    static var platform: Platform { get }
+
     /// Its section of the configuration file (`apns.*`), declared in its module, and where the configuration keeps it.
     associatedtype Section: DeclaredSection
     static var section: WritableKeyPath<Configuration, Section> { get }
 
     /// The credential blocks of an app that make it this provider's (`fcm`; APNs' `token` or `certificate`).
     static var credentialBlocks: [Setting<Configuration.AppSettings>] { get }
-
-    /// Whether an app's settings name this provider's credential (`fcm` for FCM, `token`/`certificate` for APNs).
-    static func owns(_ app: Configuration.AppSettings) -> Bool
 
     /// What is wrong with its own settings (`apns.*`, `fcm.*`), each problem naming its key.
     static func problems(_ configuration: Configuration) -> [String]
@@ -39,10 +39,9 @@ protocol PushProvider {
     /// Its sender for the apps of `credentials` that are its own (every app of the configuration, in order).
     static func makeSender(credentials: [AppCredentials], loop: EventLoop, configuration: Configuration, logger: Logger) -> PushSender
 
-    /// The provider's own rules for a job already parsed and matched to one of its apps (`index` among the
-    /// configuration's): its destination and notification, or why it is rejected.
-    static func admit(_ lease: Lease, id: String, spec: JobSpec, app: Configuration.AppSettings, index: Int,
-                      claimedAt: UInt64) -> JobIntake.Verdict
+    /// The provider's own rules for a job already parsed (`spec`, from the bytes `job`) and matched to one of its
+    /// apps (`index` among the configuration's): its destination and notification, or why it is rejected.
+    static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob
 
     /// What to check when the provider refused an app's credential (the log of the pause it starts).
     static func credentialHint(reason: String) -> String
@@ -66,24 +65,27 @@ protocol PushProvider {
 
 extension PushProvider {
     /// Its section's settings, lifted under the section's key of the root.
-    static var settings: [Setting<Configuration>] { Section.declared.map { $0.lifted(section, prefix: sectionKey + ".") } }
+    public static var settings: [Setting<Configuration>] { Section.declared.map { $0.lifted(section, prefix: sectionKey + ".") } }
 
     /// Its section's key at the top of the file.
-    static var sectionKey: String { Section.section }
+    public static var sectionKey: String { Section.section }
+
+    /// Whether an app's settings name this provider's credential (`fcm` for FCM, `token`/`certificate` for APNs).
+    public static func owns(_ app: Configuration.AppSettings) -> Bool { app.credentials.platforms.contains(platform) }
 
     /// Without environments of its own, every destination of the provider is in `production` (as its `admit` makes it).
-    static func environments(of app: Configuration.AppSettings) -> [String] { [APNsEnvironment.production.rawValue] }
+    public static func environments(of app: Configuration.AppSettings) -> [String] { [APNsEnvironment.production.rawValue] }
 
     /// No environment to fall back to.
-    static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: APNsEnvironment,
-                                    of app: Configuration.AppSettings) -> APNsEnvironment? { nil }
+    public static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: APNsEnvironment,
+                                           of app: Configuration.AppSettings) -> APNsEnvironment? { nil }
 
     /// Loading proved the credential (a token or assertion signed): nothing more to do.
-    static func prove(_ app: Configuration.AppSettings, credential: any Sendable, configuration: Configuration) throws -> String? { nil }
+    public static func prove(_ app: Configuration.AppSettings, credential: any Sendable, configuration: Configuration) throws -> String? { nil }
 
     /// The apps of `credentials` whose loaded credential is `Credential`, with their `auth` settings, as a sender
     /// takes them.
-    static func apps<Auth, Credential>(_ credentials: [AppCredentials], auth: (Configuration.AppSettings) -> Auth?)
+    public static func apps<Auth, Credential>(_ credentials: [AppCredentials], auth: (Configuration.AppSettings) -> Auth?)
         -> [ProviderApp<Auth, Credential>] {
         credentials.enumerated().compactMap { index, loaded in
             guard let credential = loaded.credential as? Credential, let settings = auth(loaded.app) else { return nil }
@@ -92,10 +94,18 @@ extension PushProvider {
     }
 }
 
+extension Array where Element == any PushProvider.Type {
+    /// The provider of `platform`. The list is in `Platform.allCases` order (the loader holds it to that), so
+    /// this is an index, not a search: intake asks it for every job.
+    @inline(__always)
+    public func provider(for platform: Platform) -> any PushProvider.Type { self[platform.slot] }
+}
+
 /// A provider's credential block of an app (`"fcm": {...}`), read with the settings its module declares for it.
-func credentialBlock<Auth>(_ key: String, _ path: WritableKeyPath<Configuration.AppSettings, Auth?>, blank: Auth,
-                           _ declared: [Setting<Auth>]) -> Setting<Configuration.AppSettings> {
-    Setting<Configuration.AppSettings>.custom(
+public func credentialBlock<Auth: CredentialBlock>(_ path: WritableKeyPath<Configuration.AppSettings, Auth?>, blank: Auth,
+                                                   _ declared: [Setting<Auth>]) -> Setting<Configuration.AppSettings> {
+    let key = Auth.key
+    return Setting<Configuration.AppSettings>.custom(
         key, default: "none", "Makes the app one of this provider's; its members are the provider's.",
         read: { (value: Any, app: inout Configuration.AppSettings, name: String, problems: inout [String]) in
             guard let object = value as? [String: Any] else {

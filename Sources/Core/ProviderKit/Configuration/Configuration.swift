@@ -1,19 +1,17 @@
-import APNs
-import FCM
-import HMS
-import WebPush
 import Foundation
 import PushCore
 
 /// Everything a worker process needs, from one JSON file (`--config` or `HERALD_CONFIG`) with
 /// environment-variable overrides for the settings operators change most. Every field has a default
-/// except the apps; see docs/configuration.md.
+/// except the apps; see docs/configuration.md. Below the providers: each provider's section is kept by its key
+/// (`sections`), its typed accessor (`configuration.apns`) declared in the provider's module.
 public struct Configuration: Sendable {
+    /// The providers the file was read with (the composition root's list, in `Platform.allCases` order): what
+    /// reads the configuration asks them, so nothing below the root names a provider.
+    public var providers: [any PushProvider.Type] = []
     public var redis = RedisSettings()
-    public var apns = APNsSettings()
-    public var fcm = FCMSettings.fcm
-    public var webPush = WebPushSettings()
-    public var hms = HMSSettings()
+    /// Each provider's section, by its key; a section the file does not give reads as its default.
+    public var sections = ProviderSections()
     public var apps: [AppSettings] = []
     public var retry = RetrySettings()
     /// Per-queue retry policies (`retry.queues`): queue key -> the global `retry` with that queue's overrides.
@@ -29,6 +27,8 @@ public struct Configuration: Sendable {
     public func retry(forQueue queueKey: String) -> RetrySettings { queueRetry[queueKey] ?? retry }
 
     public init() {}
+
+    public init(providers: [any PushProvider.Type]) { self.providers = providers }
 
     /// Rate budgets shared by every worker (docs/budgets.md): each off at 0, the default.
     public struct BudgetSettings: Sendable, Equatable {
@@ -125,11 +125,6 @@ public struct Configuration: Sendable {
         case weighted
     }
 
-    /// Each provider's settings live in its module; the configuration holds them under these names.
-    public typealias APNsSettings = APNs.APNsSettings
-    public typealias FCMSettings = FCM.FCMSettings
-    public typealias HMSSettings = HMS.HMSSettings
-
     /// One app: a bundle ID and how it authenticates. Each distinct credential gets its own connections.
     public struct AppSettings: Sendable, Equatable {
         public var name: String
@@ -139,35 +134,17 @@ public struct Configuration: Sendable {
         /// Opt-in: a token one environment answers 400 BadDeviceToken is tried once on the other before it is
         /// dropped (Apple gives that answer to a sandbox token sent to production, and the reverse).
         public var environmentFallback = false
-        public var token: TokenAuth? = nil
-        public var certificate: CertificateAuth? = nil
-        /// An app of kind FCM: its service account; it takes FCM jobs only, and needs no bundle ID.
-        public var fcm: FCMAuth? = nil
-        /// An app of kind Web Push: its VAPID key, subject and allowed push services; it takes Web Push jobs only.
-        public var webpush: WebPushAuth? = nil
-        /// An app of kind Huawei Push Kit: its app ID and client secret file; it takes hms jobs only.
-        public var hms: HMSAuth? = nil
+        /// Its provider's credential blocks, by key (`fcm`; APNs' `token` or `certificate`); each provider's module
+        /// declares the typed accessor (`app.fcm`).
+        public var credentials = CredentialBlocks()
 
-        public init(name: String, bundleID: String, token: TokenAuth? = nil, certificate: CertificateAuth? = nil, fcm: FCMAuth? = nil) {
+        public init(name: String, bundleID: String) {
             self.name = name
             self.bundleID = bundleID
-            self.token = token
-            self.certificate = certificate
-            self.fcm = fcm
         }
 
-        /// Its APNs credential settings (`token` or `certificate`).
-        public var apnsAuth: APNsAuth { APNsAuth(token: token, certificate: certificate) }
-
-        /// The service the app's jobs go to.
-        public var platform: Platform { ProviderRegistry.platform(of: self) }
-
-        /// Each provider's per-app credential settings live in its module.
-        public typealias FCMAuth = FCM.FCMAuth
-        public typealias WebPushAuth = WebPush.WebPushAuth
-        public typealias HMSAuth = HMS.HMSAuth
-        public typealias TokenAuth = APNsTokenAuth
-        public typealias CertificateAuth = APNsCertificateAuth
+        /// The service the app's jobs go to: its credential's.
+        public var platform: Platform { credentials.platform }
     }
 
     public struct WorkerSettings: Sendable, Equatable {

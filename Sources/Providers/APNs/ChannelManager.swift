@@ -1,6 +1,6 @@
-import APNs
 import Basics
 import HTTP2
+import ProviderKit
 import PushCore
 import Reactor
 
