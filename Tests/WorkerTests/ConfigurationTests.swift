@@ -13,6 +13,26 @@ import Worker
 
     private let oneApp = #"{"apps":[{"name":"shop","bundle_id":"com.example.shop","token":{"team_id":"ABCDE12345","key_id":"KEY1234567","key_file":"k.p8"}}]}"#
 
+    /// Issue 54: a worker's reload was refused because `api.keys` named an app the new file removed, though the
+    /// worker does not read `api` (docs/configuration.md). The worker loads ignoring it; `herald api` and
+    /// `check-config`, which load it, still refuse the same file.
+    @Test func aSectionTheProcessDoesNotReadIsNeitherReadNorChecked() throws {
+        let hash = String(repeating: "a", count: 64)
+        let path = try write(#"""
+            {"apps":[{"name":"shop","bundle_id":"com.example.shop","token":{"team_id":"ABCDE12345","key_id":"KEY1234567","key_file":"k.p8"}}],
+             "api":{"keys":[{"name":"k","sha256":"\#(hash)","apps":["removed"]}],"max_connections":0}}
+            """#)
+        let worker = try ConfigurationLoader.load(path: path, environment: ["HERALD_API_LISTEN": "nonsense"], ignoring: ["api"])
+        #expect(worker.api.keys.isEmpty && worker.api.listen == Configuration.APISettings().listen, "left at its defaults")
+        do {
+            _ = try ConfigurationLoader.load(path: path, environment: [:])
+            Issue.record("the full load accepted api.keys naming a removed app")
+        } catch {
+            #expect(error.problems.contains("api.keys: key 'k' names app 'removed', which is not configured"), "\(error.problems)")
+            #expect(error.problems.contains { $0.contains("api.max_connections") }, "\(error.problems)")
+        }
+    }
+
     @Test func defaultsFillEverythingButTheApps() throws {
         let configuration = try ConfigurationLoader.load(path: try write(oneApp), environment: [:])
         #expect(configuration.redis.url == "redis://127.0.0.1:6379/0")

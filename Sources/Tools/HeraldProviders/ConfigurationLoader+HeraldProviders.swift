@@ -5,8 +5,9 @@ import Worker
 /// The loader's entries with Herald's providers (`heraldProviders`), for the tools and the tests: the worker takes
 /// the list as an argument, the composition root passes it here once.
 extension ConfigurationLoader {
-    public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
-        try load(path: path, providers: heraldProviders, environment: environment)
+    public static func load(path: String?, environment: [String: String] = ProcessInfo.processInfo.environment,
+                            ignoring: Set<String> = []) throws(ConfigurationError) -> Configuration {
+        try load(path: path, providers: heraldProviders, environment: environment, ignoring: ignoring)
     }
 
     public static func load(root: [String: Any]?, label: String? = nil, environment: [String: String]) throws(ConfigurationError) -> Configuration {

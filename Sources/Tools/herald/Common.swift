@@ -9,9 +9,11 @@ import RedisQueue
 import Worker
 
 /// Loads the configuration from `--config` or `HERALD_CONFIG`, with environment overrides.
-func loadConfiguration(_ args: ParsedArguments, environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Configuration {
+/// `ignoring`: sections this process does not read (see `ConfigurationLoader.load`).
+func loadConfiguration(_ args: ParsedArguments, environment: [String: String] = ProcessInfo.processInfo.environment,
+                       ignoring: Set<String> = []) throws -> Configuration {
     let path = args.value("config") ?? environment["HERALD_CONFIG"]
-    return try ConfigurationLoader.load(path: path, environment: environment)
+    return try ConfigurationLoader.load(path: path, environment: environment, ignoring: ignoring)
 }
 
 /// Redis settings for commands that need only Redis: `--redis` and `--prefix` flags, else the config file,

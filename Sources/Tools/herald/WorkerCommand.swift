@@ -105,7 +105,8 @@ enum WorkerCommand {
         var environment = ProcessInfo.processInfo.environment
         if let url = args.value("redis") { environment["HERALD_REDIS_URL"] = url }
         if let prefix = args.value("prefix") { environment["HERALD_REDIS_PREFIX"] = prefix }
-        var configuration = try loadConfiguration(args, environment: environment)
+        // The `api` section is `herald api`'s: the worker neither reads nor checks it (docs/configuration.md).
+        var configuration = try loadConfiguration(args, environment: environment, ignoring: ["api"])
         if let level = args.value("log-level") {
             guard LogLevel(name: level) != nil else { throw UsageError("--log-level must be debug, info, warning or error") }
             configuration.worker.logLevel = level

@@ -11,21 +11,26 @@ public enum ConfigurationLoader {
         Configuration.environmentSettings(providers).compactMap(\.environment)
     }
 
+    /// `ignoring`: top-level sections a process does not use, neither read nor checked (the worker's `api`: a
+    /// reload is not refused for a key the API alone reads, issue 54); they stay at their defaults.
     public static func load(path: String?, providers: [any PushProvider.Type],
-                            environment: [String: String] = ProcessInfo.processInfo.environment) throws(ConfigurationError) -> Configuration {
-        try load(root: try path.map(readObject), label: path, providers: providers, environment: environment)
+                            environment: [String: String] = ProcessInfo.processInfo.environment,
+                            ignoring: Set<String> = []) throws(ConfigurationError) -> Configuration {
+        try load(root: try path.map(readObject), label: path, providers: providers, environment: environment, ignoring: ignoring)
     }
 
     /// The same from a parsed file (`root`, nil for none); each of its problems starts with `label`.
     public static func load(root: [String: Any]?, label: String? = nil, providers: [any PushProvider.Type],
-                            environment: [String: String]) throws(ConfigurationError) -> Configuration {
+                            environment: [String: String], ignoring: Set<String> = []) throws(ConfigurationError) -> Configuration {
         var configuration = Configuration(providers: checked(providers))
         var problems: [String] = []
         if let root {
             let lead = label.map { "\($0): " } ?? ""
-            problems += SettingsReader.apply(Configuration.settings(providers), object: root, to: &configuration, at: "").map { lead + $0 }
+            let read = root.filter { !ignoring.contains($0.key) }
+            problems += SettingsReader.apply(Configuration.settings(providers), object: read, to: &configuration, at: "").map { lead + $0 }
         }
-        problems += applyEnvironment(environment, to: &configuration)
+        problems += applyEnvironment(environment.filter { name, _ in !ignoring.contains { name.hasPrefix("HERALD_\($0.uppercased())_") } },
+                                     to: &configuration)
         problems += validate(configuration)
         if !problems.isEmpty { throw ConfigurationError(problems) }
         return configuration
