@@ -40,6 +40,17 @@ extension EndToEnd {
             let failLines = run.output.split(separator: "\n").filter { $0.hasPrefix("FAIL") }
             #expect(failLines.count >= 7, "every problem on its own line:\n\(run.output)")
 
+            // Issue 54: a setting's problem no longer hides a credential's: one run names both (the credential of
+            // an app whose own settings are fine is proven as the worker would).
+            let mixedPath = directory + "/mixed.json"
+            try """
+            {"worker": {"lease_seconds": 1},
+             "apps": [{"name": "m", "bundle_id": "com.example.m", "token": {"team_id": "TEAMOK1234", "key_id": "KEY1234567", "key_file": "/nonexistent/AuthKey.p8"}}]}
+            """.write(toFile: mixedPath, atomically: true, encoding: .utf8)
+            let mixed = try HeraldRun.run(herald: herald, ["check-config", "--config", mixedPath, "--skip-redis"])
+            #expect(mixed.status == 78 && mixed.output.contains("lease_seconds") && mixed.output.contains("FAIL app 'm': "), "\(mixed.output)")
+            #expect(mixed.output.contains("/nonexistent/AuthKey.p8"), "the credential's own problem: \(mixed.output)")
+
             // A good file passes: the key signs a test token.
             let key = try MockProviderKey.generate(keyID: "KEYOK12345", teamID: "TEAMOK1234", directory: directory)
             let goodPath = directory + "/good.json"

@@ -10,6 +10,10 @@ extension ConfigurationLoader {
         try load(path: path, providers: heraldProviders, environment: environment, ignoring: ignoring)
     }
 
+    public static func read(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> (Configuration, [String]) {
+        read(path: path, providers: heraldProviders, environment: environment)
+    }
+
     public static func load(root: [String: Any]?, label: String? = nil, environment: [String: String]) throws(ConfigurationError) -> Configuration {
         try load(root: root, label: label, providers: heraldProviders, environment: environment)
     }

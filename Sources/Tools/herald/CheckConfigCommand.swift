@@ -20,33 +20,29 @@ enum CheckConfigCommand {
     static func run(_ args: ParsedArguments) throws -> Int32 {
         let path = args.value("config") ?? ProcessInfo.processInfo.environment["HERALD_CONFIG"]
         guard let path else { throw UsageError("give --config FILE or set HERALD_CONFIG") }
-        var problems: [String] = []
         var warnings: [String] = []
-        var configuration: Configuration? = nil
-        do {
-            configuration = try ConfigurationLoader.load(path: path)
-        } catch {
-            problems += error.problems
-        }
-        if let configuration {
-            for app in configuration.apps {
-                do {
-                    let credentials = try AppCredentials.load(app, configuration: configuration)
-                    print("ok   app '\(app.name)' " + (try credentials.checkedLine(configuration: configuration)))
-                } catch {
-                    problems.append("app '\(app.name)': \(error)")
-                }
-                warnings += AppCredentials.warnings(app, configuration: configuration)
+        // Every problem at once (issue 54): the settings' problems, then the credentials of the apps that read,
+        // proven as the worker would, rather than the credentials' only once the settings are right.
+        let (configuration, settingProblems) = ConfigurationLoader.read(path: path)
+        var problems = settingProblems
+        // An app whose own settings have a problem is left to it (its credential cannot be read as written).
+        for app in configuration.apps where !app.name.isEmpty && !settingProblems.contains(where: { $0.contains("app '\(app.name)'") }) {
+            do {
+                let credentials = try AppCredentials.load(app, configuration: configuration)
+                print("ok   app '\(app.name)' " + (try credentials.checkedLine(configuration: configuration)))
+            } catch {
+                problems.append("app '\(app.name)': \(error)")
             }
-            if !args.flag("skip-redis") {
-                do {
-                    let redis = try configuration.redis.makeBlockingClient()
-                    _ = try redis.command(["PING"])
-                    print("ok   redis \(configuration.redis.redactedURL) answers")
-                } catch {
-                    // Unreachable may be temporary (a warning); a refusal is the configuration's (an error).
-                    if isRefusal(error.description) { problems.append("redis: \(error)") } else { warnings.append("redis: \(error)") }
-                }
+            warnings += AppCredentials.warnings(app, configuration: configuration)
+        }
+        if !args.flag("skip-redis") && !settingProblems.contains(where: { $0.contains("redis.") }) {
+            do {
+                let redis = try configuration.redis.makeBlockingClient()
+                _ = try redis.command(["PING"])
+                print("ok   redis \(configuration.redis.redactedURL) answers")
+            } catch {
+                // Unreachable may be temporary (a warning); a refusal is the configuration's (an error).
+                if isRefusal(error.description) { problems.append("redis: \(error)") } else { warnings.append("redis: \(error)") }
             }
         }
         for warning in warnings { print("warn \(warning)") }

@@ -22,6 +22,24 @@ public enum ConfigurationLoader {
     /// The same from a parsed file (`root`, nil for none); each of its problems starts with `label`.
     public static func load(root: [String: Any]?, label: String? = nil, providers: [any PushProvider.Type],
                             environment: [String: String], ignoring: Set<String> = []) throws(ConfigurationError) -> Configuration {
+        let (configuration, problems) = read(root: root, label: label, providers: providers, environment: environment, ignoring: ignoring)
+        if !problems.isEmpty { throw ConfigurationError(problems) }
+        return configuration
+    }
+
+    /// The configuration as far as it reads, with every problem, for `check-config`: it goes on to prove the
+    /// credentials of what did read, so one run shows the settings' problems and the credentials' together.
+    public static func read(path: String, providers: [any PushProvider.Type],
+                            environment: [String: String] = ProcessInfo.processInfo.environment) -> (Configuration, [String]) {
+        do {
+            return read(root: try readObject(path), label: path, providers: providers, environment: environment)
+        } catch {
+            return (Configuration(providers: checked(providers)), error.problems)
+        }
+    }
+
+    static func read(root: [String: Any]?, label: String?, providers: [any PushProvider.Type],
+                     environment: [String: String], ignoring: Set<String> = []) -> (Configuration, [String]) {
         var configuration = Configuration(providers: checked(providers))
         var problems: [String] = []
         if let root {
@@ -32,8 +50,7 @@ public enum ConfigurationLoader {
         problems += applyEnvironment(environment.filter { name, _ in !ignoring.contains { name.hasPrefix("HERALD_\($0.uppercased())_") } },
                                      to: &configuration)
         problems += validate(configuration)
-        if !problems.isEmpty { throw ConfigurationError(problems) }
-        return configuration
+        return (configuration, problems)
     }
 
     /// The list as given, once held to `Platform.allCases`: a provider per case at its `slot`, which intake's lookup
