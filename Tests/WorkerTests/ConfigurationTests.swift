@@ -33,6 +33,22 @@ import Worker
         }
     }
 
+    /// Issue 52: the file is strict JSON (a trailing comma is refused, as JSON has it), and a broken one is named at
+    /// its line and column.
+    @Test func brokenJSONIsNamedAtItsLineAndColumnAndATrailingCommaIsRefused() throws {
+        for (json, place) in [("{\n  \"redis\": {\"url\": \"redis://x\",}\n}", "line 2, column 32"),
+                              ("{\n  \"apps\": [\n    {\"name\": \"a\"},\n  ],\n}", "line 4, column 3"),
+                              ("{\"apps\": [}", "line 1, column 11"), ("{\"apps\": ", "line 1, column 10")] {
+            let path = try write(json)
+            do {
+                _ = try ConfigurationLoader.load(path: path, environment: [:])
+                Issue.record("accepted: \(json)")
+            } catch {
+                #expect(error.problems.count == 1 && error.problems[0].contains("not valid JSON at \(place)"), "\(json): \(error.problems)")
+            }
+        }
+    }
+
     @Test func defaultsFillEverythingButTheApps() throws {
         let configuration = try ConfigurationLoader.load(path: try write(oneApp), environment: [:])
         #expect(configuration.redis.url == "redis://127.0.0.1:6379/0")

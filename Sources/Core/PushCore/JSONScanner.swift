@@ -25,6 +25,25 @@ public enum JSONScanError: Error, Equatable, Sendable, CustomStringConvertible {
         case .trailingData(let o): return "data after the JSON value at offset \(o)"
         }
     }
+
+    /// Where in the input it went wrong (nil for the end of input and the depth limit).
+    public var offset: Int? {
+        switch self {
+        case .unexpectedEnd, .tooDeep: nil
+        case .unexpectedByte(_, let o), .invalidEscape(let o), .invalidSurrogate(let o), .controlCharacterInString(let o),
+             .invalidUTF8(let o), .invalidNumber(let o), .trailingData(let o): o
+        }
+    }
+
+    /// 1-based line and column (in bytes) of `offset` in `bytes`, for people reading a file.
+    public static func lineAndColumn(of offset: Int, in bytes: some Collection<UInt8>) -> (line: Int, column: Int) {
+        var line = 1
+        var column = 1
+        for byte in bytes.prefix(offset) {
+            if byte == UInt8(ascii: "\n") { line += 1; column = 1 } else { column += 1 }
+        }
+        return (line, column)
+    }
 }
 
 public enum JSONKind: Sendable, Equatable {

@@ -94,6 +94,16 @@ public enum ConfigurationLoader {
 
     private static func readObject(_ path: String) throws(ConfigurationError) -> [String: Any] {
         guard let data = FileManager.default.contents(atPath: path) else { throw ConfigurationError(["cannot read configuration file \(path)"]) }
+        // Strict JSON first (issue 52: a trailing comma passed, and an error named no place): the scanner the jobs
+        // are read with, its error at a line and column.
+        var bytes = [UInt8](data)
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) { bytes.removeFirst(3) }
+        do {
+            _ = try bytes.withUnsafeBufferPointer { buffer throws(JSONScanError) in try JSONScanner.validate(buffer) }
+        } catch {
+            let (line, column) = JSONScanError.lineAndColumn(of: error.offset ?? bytes.count, in: bytes)
+            throw ConfigurationError(["\(path): not valid JSON at line \(line), column \(column): \(error)"])
+        }
         let object: Any
         do { object = try JSONSerialization.jsonObject(with: data) } catch {
             throw ConfigurationError(["\(path): not valid JSON (\(error.localizedDescription))"])
