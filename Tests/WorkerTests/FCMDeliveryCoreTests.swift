@@ -182,6 +182,22 @@ extension CoreRig {
         #expect(parked?.reason == "AppPaused: UNAUTHENTICATED: access token refused after a refresh")
     }
 
+    /// Issue 52: `herald_results_total` listed every app under every platform (80 series for 2 apps, 60 of them
+    /// impossible, e.g. `{app="android",platform="hms"}`): an app's zero series are its own platform's only.
+    @Test func resultSeriesExistOnlyForAnAppsOwnPlatformUntilSomethingIsCounted() {
+        let rig = fcmRig()
+        let text = WorkerMetricsText.render(rig.core.metrics.values)
+        let series = text.split(separator: "\n").filter { $0.hasPrefix("herald_results_total{") }
+        #expect(series.contains { $0.contains(#"app="android",platform="fcm",outcome="delivered"} 0"#) })
+        #expect(series.contains { $0.contains(#"app="shop",platform="apns",outcome="delivered"} 0"#) })
+        #expect(!series.contains { $0.contains(#"app="android",platform="hms""#) || $0.contains(#"app="shop",platform="fcm""#) }, "\(series)")
+        #expect(series.count == 2 * JobOutcome.allCases.count, "\(series.count) series")
+        // A job that names the FCM app but is of another platform is counted where it happened.
+        rig.answerClaim([rig.lease(#"{"id":"w1","app":"android","token":"aa","payload":{}}"#)])
+        let after = WorkerMetricsText.render(rig.core.metrics.values)
+        #expect(after.contains(#"herald_results_total{app="android",platform="apns",outcome="rejected"} 1"#), "\(after)")
+    }
+
     /// A rejected job counts under its own platform, not APNs': an FCM job FCM's rules refuse and one that names
     /// `fcm` but does not parse under `fcm`; one that is not JSON or names no platform Herald knows under `unknown`.
     @Test func rejectedJobsCountUnderThePlatformTheyNameElseUnknown() {

@@ -180,6 +180,7 @@ public final class DeliveryCore {
         budgets = settings.budgets.anyOn ? Budgets(settings: settings.budgets, appCount: apps.count) : nil
         metrics = DeliveryMetrics(appNames: apps.map(\.name),
                                   appEnvironments: apps.map { settings.providers.provider(for: $0.platform).environments(of: $0) },
+                                  appPlatforms: apps.map(\.platform),
                                   reasonNames: DeliveryMetrics.reasonNames(of: settings.providers))
     }
 

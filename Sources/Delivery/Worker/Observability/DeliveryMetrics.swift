@@ -64,12 +64,13 @@ public final class DeliveryMetrics {
     private(set) var values: MetricsSnapshot
 
     /// `reasonNames`: `reasonNames(of:)` the configuration's providers; without them every reason counts as `other`.
-    public init(appNames: [String], appEnvironments: [[String]]? = nil, reasonNames: [String] = reasonNames(of: [])) {
+    public init(appNames: [String], appEnvironments: [[String]]? = nil, appPlatforms: [Platform]? = nil,
+                reasonNames: [String] = reasonNames(of: [])) {
         self.appNames = appNames
         var slots: [String: Int] = [:]
         for (slot, name) in reasonNames.enumerated().dropFirst().dropLast() { slots[name] = slot }
         reasonSlots = slots
-        values = MetricsSnapshot(appNames: appNames, appEnvironments: appEnvironments, reasonNames: reasonNames)
+        values = MetricsSnapshot(appNames: appNames, appEnvironments: appEnvironments, appPlatforms: appPlatforms, reasonNames: reasonNames)
     }
 
     /// A result entry was built for a job of app `app` (nil: the job named no known app) and `platform` (nil: a

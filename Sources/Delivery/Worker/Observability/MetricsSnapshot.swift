@@ -9,6 +9,9 @@ public struct MetricsSnapshot: Sendable {
     /// The environments each app has (an APNs app its configured ones, the others only `production`): the
     /// per-environment families list no series an app cannot have.
     public var appEnvironments: [[String]]
+    /// Each app's platform, when known: `herald_results_total` lists an app's zero series for its own platform only
+    /// (issue 52: 80 series for 2 apps, 60 of them impossible); another platform's shows once it has a count.
+    public var appPlatforms: [Platform]?
     /// [platform, then "unknown"][app, then "unknown"][outcome]
     public var jobs: [UInt64]
     /// [platform][status slot][reason slot]
@@ -56,8 +59,10 @@ public struct MetricsSnapshot: Sendable {
     /// The `reason` labels of `responses`, by slot (`DeliveryMetrics.reasonNames(of:)`).
     public let reasonNames: [String]
 
-    init(appNames: [String], appEnvironments: [[String]]? = nil, reasonNames: [String] = DeliveryMetrics.reasonNames(of: [])) {
+    init(appNames: [String], appEnvironments: [[String]]? = nil, appPlatforms: [Platform]? = nil,
+         reasonNames: [String] = DeliveryMetrics.reasonNames(of: [])) {
         self.appNames = appNames
+        self.appPlatforms = appPlatforms
         self.reasonNames = reasonNames
         self.appEnvironments = appEnvironments ?? appNames.map { _ in ["production", "sandbox"] }
         let platforms = Platform.allCases.count

@@ -14,6 +14,8 @@ public enum WorkerMetricsText {
                     // The "unknown" app and platform (rejected jobs naming no configured app, no platform that parses)
                     // only once it has happened.
                     if (app == s.appNames.count || platform == nil) && value == 0 { continue }
+                    // A configured app's zero series for its own platform only: no line for one it cannot have.
+                    if value == 0, let platforms = s.appPlatforms, app < platforms.count, platform != platforms[app] { continue }
                     out.sample("herald_results_total", [("app", name), ("platform", platform?.rawValue ?? "unknown"), ("outcome", outcome.rawValue)], value)
                 }
             }
