@@ -6,6 +6,7 @@ extension JSONScanner {
     /// decodes nothing). `body`'s first failure is thrown only once the whole document has proved valid, so input
     /// that is not one JSON object always reads as such, whatever its members; after it `body` is not called.
     /// False when `bytes` is not one valid JSON object. One pass instead of a validation and then a walk.
+    @inlinable
     public static func scanObject<E: Error>(_ bytes: UnsafeBufferPointer<UInt8>,
                                             _ body: (_ scanner: JSONScanner, _ key: JSONToken, _ value: JSONToken) throws(E) -> Void) throws(E) -> Bool {
         var scanner = JSONScanner(bytes)
@@ -28,6 +29,7 @@ extension JSONScanner {
 
     /// Calls `body` with each member of the (already validated) object starting at `offset`, keys not decoded, as
     /// `members(at:)` lists them, without the list.
+    @inlinable
     public func forEachMember<E: Error>(at offset: Int, _ body: (_ key: JSONToken, _ value: JSONToken) throws(E) -> Void) throws(E) {
         var scanner = self
         scanner.position = offset
@@ -74,7 +76,9 @@ extension JSONScanner {
     }
 }
 
-/// The members a provider knows in an object it reads: each case's spelling, and the case a key spells.
+/// The members a provider knows in an object it reads: each case's spelling, and the case a key spells. The
+/// look-up and the scans above are `@inlinable`, so each provider's module specializes them for its own members
+/// and closures instead of going through generic witnesses for every key.
 public protocol JSONMemberName: CaseIterable {
     /// Its spelling in the JSON.
     var name: StaticString { get }
@@ -82,6 +86,7 @@ public protocol JSONMemberName: CaseIterable {
 
 extension JSONMemberName {
     /// The member `key` spells, compared in place (nothing decoded for a key without escapes); nil for another.
+    @inlinable
     public init?(_ key: JSONToken, in scanner: JSONScanner) {
         guard let member = Self.allCases.first(where: { scanner.stringEquals(key, $0.name) }) else { return nil }
         self = member
