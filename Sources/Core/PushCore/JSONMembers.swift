@@ -81,14 +81,14 @@ extension JSONScanner {
 /// and closures instead of going through generic witnesses for every key.
 public protocol JSONMemberName: CaseIterable {
     /// Its spelling in the JSON.
-    var name: StaticString { get }
+    var spelling: StaticString { get }
 }
 
 extension JSONMemberName {
     /// The member `key` spells, compared in place (nothing decoded for a key without escapes); nil for another.
     @inlinable
     public init?(_ key: JSONToken, in scanner: JSONScanner) {
-        guard let member = Self.allCases.first(where: { scanner.stringEquals(key, $0.name) }) else { return nil }
+        guard let member = Self.allCases.first(where: { scanner.stringEquals(key, $0.spelling) }) else { return nil }
         self = member
     }
 }

@@ -36,7 +36,7 @@ public enum FCMMessageValidator {
         case token, fid, topic, condition, name, data, notification, android, apns, webpush, fcmOptionsSnake, fcmOptions
 
         /// Its spelling in a message: the targets, `name`, then the objects.
-        var name: StaticString {
+        var spelling: StaticString {
             switch self {
             case .token: "token"
             case .fid: "fid"
@@ -72,7 +72,7 @@ public enum FCMMessageValidator {
                 throw FCMValidationFailure("Invalid JSON payload received. Unknown name \"\(scanner.stringValue(key).prefix(64))\" at 'message'")
             }
             if value.kind == .null { return }
-            let name = member.name
+            let name = member.spelling
             switch member {
             case .token, .fid, .topic, .condition:
                 guard value.kind == .string else { throw FCMValidationFailure("message.\(name) must be a string") }

@@ -32,7 +32,7 @@ public enum HMSMessageValidator {
         case notification, android, apns, webpush, data, token, topic, condition
 
         /// Its spelling in a message.
-        var name: StaticString {
+        var spelling: StaticString {
             switch self {
             case .notification: "notification"
             case .android: "android"
@@ -71,7 +71,7 @@ public enum HMSMessageValidator {
         let isObject = try JSONScanner.scanObject(buffer) { (scanner, key, value) throws(HMSValidationFailure) in
             guard let member = Member(key, in: scanner) else { throw structure("unknown member \"\(scanner.stringValue(key).prefix(64))\" in message") }
             if value.kind == .null { return }
-            let name = member.name
+            let name = member.spelling
             let found: HMSTarget
             switch member {
             case .token:
