@@ -31,10 +31,31 @@ public struct FCMValidationFailure: Error, Equatable, Sendable, CustomStringConv
 public enum FCMMessageValidator {
     public static let maxPayloadBytes = 4096
     public static let maxTopicPayloadBytes = 2048
-    /// FCM reads proto JSON, which accepts the lowerCamelCase spelling of every member as well. `android_v2`
-    /// (`AndroidConfigV2`, a preview FCM accepts beside `android`) is passed on as written, like the others.
-    static let objectMembers: Set<String> = ["notification", "android", "android_v2", "androidV2", "apns", "webpush", "fcm_options", "fcmOptions", "data"]
-    static let knownMembers: Set<String> = objectMembers.union(["token", "fid", "topic", "condition", "name"])
+    /// A message's members: FCM reads proto JSON, which accepts the lowerCamelCase spelling of every member as well.
+    /// `android_v2` (`AndroidConfigV2`, a preview FCM accepts beside `android`) is passed on as written, like the others.
+    enum Member: JSONMemberName {
+        case token, fid, topic, condition, name, data, notification, android, androidV2Snake, androidV2, apns, webpush, fcmOptionsSnake, fcmOptions
+
+        /// Its spelling in a message: the targets, `name`, then the objects.
+        var spelling: StaticString {
+            switch self {
+            case .token: "token"
+            case .fid: "fid"
+            case .topic: "topic"
+            case .condition: "condition"
+            case .name: "name"
+            case .data: "data"
+            case .notification: "notification"
+            case .android: "android"
+            case .androidV2Snake: "android_v2"
+            case .androidV2: "androidV2"
+            case .apns: "apns"
+            case .webpush: "webpush"
+            case .fcmOptionsSnake: "fcm_options"
+            case .fcmOptions: "fcmOptions"
+            }
+        }
+    }
 
     /// The target, or the failure FCM would answer.
     public static func validate(_ message: [UInt8]) -> Result<FCMTarget, FCMValidationFailure> {
@@ -43,42 +64,48 @@ public enum FCMMessageValidator {
         }
     }
 
+    /// One pass over the message (`JSONScanner.scanObject`): it is validated and its members checked as they are
+    /// scanned, a member's failure counting only once the whole message proved to be JSON.
     static func validate(_ buffer: UnsafeBufferPointer<UInt8>) throws(FCMValidationFailure) -> FCMTarget {
-        guard (try? JSONScanner.validate(buffer))?.kind == .object else { throw FCMValidationFailure("message must be a JSON object") }
-        let scanner = JSONScanner(buffer)
-        var targets: [FCMTarget] = []
+        var target: FCMTarget? = nil
+        var targets = 0
         var payloadBytes = 0
-        for (name, value) in members(scanner, at: 0) {
-            guard knownMembers.contains(name) else {
-                throw FCMValidationFailure("Invalid JSON payload received. Unknown name \"\(name.prefix(64))\" at 'message'")
+        let isObject = try JSONScanner.scanObject(buffer) { (scanner, key, value) throws(FCMValidationFailure) in
+            guard let member = Member(key, in: scanner) else {
+                throw FCMValidationFailure("Invalid JSON payload received. Unknown name \"\(scanner.stringValue(key).prefix(64))\" at 'message'")
             }
-            if value.kind == .null { continue }
-            switch name {
-            case "token", "fid", "topic", "condition":
+            if value.kind == .null { return }
+            let name = member.spelling
+            switch member {
+            case .token, .fid, .topic, .condition:
                 guard value.kind == .string else { throw FCMValidationFailure("message.\(name) must be a string") }
                 let text = scanner.stringValue(value)
                 guard !text.isEmpty else { throw FCMValidationFailure("message.\(name) must not be empty") }
-                switch name {
+                let found: FCMTarget
+                switch member {
                 // A Firebase installation ID addresses one app instance, as a token does.
-                case "token", "fid": targets.append(.token(text))
-                case "topic":
+                case .token, .fid: found = .token(text)
+                case .topic:
                     guard isTopicName(text.hasPrefix("/topics/") ? String(text.dropFirst(8)) : text) else {
                         throw FCMValidationFailure("message.topic \"\(text.prefix(64))\" does not match [a-zA-Z0-9-_.~%]+")
                     }
-                    targets.append(.topic(text))
-                default: targets.append(.condition(text))
+                    found = .topic(text)
+                default: found = .condition(text)
                 }
-            case "name":
+                targets += 1
+                if target == nil { target = found }
+            case .name:
                 guard value.kind == .string else { throw FCMValidationFailure("message.name must be a string") }
             default:
                 guard value.kind == .object else { throw FCMValidationFailure("message.\(name) must be an object") }
-                if name == "data" { payloadBytes += try dataBytes(scanner, value) }
-                if name == "notification" { payloadBytes += notificationBytes(scanner, value) }
+                if member == .data { payloadBytes += try dataBytes(scanner, value) }
+                if member == .notification { payloadBytes += notificationBytes(scanner, value) }
             }
         }
-        guard targets.count == 1, let target = targets.first else {
-            throw FCMValidationFailure(targets.isEmpty ? "message needs one target: token, topic or condition"
-                                                       : "message has \(targets.count) targets; exactly one of token, topic or condition")
+        guard isObject else { throw FCMValidationFailure("message must be a JSON object") }
+        guard targets == 1, let target else {
+            throw FCMValidationFailure(targets == 0 ? "message needs one target: token, topic or condition"
+                                                    : "message has \(targets) targets; exactly one of token, topic or condition")
         }
         let limit = if case .topic = target { maxTopicPayloadBytes } else { maxPayloadBytes }
         guard payloadBytes <= limit else {
@@ -93,23 +120,44 @@ public enum FCMMessageValidator {
     /// `data`: every value a string, no reserved key; returns the bytes of its keys and values.
     private static func dataBytes(_ scanner: JSONScanner, _ object: JSONToken) throws(FCMValidationFailure) -> Int {
         var total = 0
-        for (name, value) in members(scanner, at: object.range.lowerBound) {
+        try scanner.forEachMember(at: object.range.lowerBound) { (key, value) throws(FCMValidationFailure) in
             guard value.kind == .string else {
-                throw FCMValidationFailure("message.data.\(name.prefix(64)) must be a string (FCM data values are strings)")
+                throw FCMValidationFailure("message.data.\(scanner.stringValue(key).prefix(64)) must be a string (FCM data values are strings)")
             }
-            if isReservedDataKey(name) {
-                throw FCMValidationFailure("message.data: \"\(name.prefix(64))\" is a reserved key (from, message_type, google*, gcm*)")
+            if isReservedDataKey(key, in: scanner) {
+                throw FCMValidationFailure("message.data: \"\(scanner.stringValue(key).prefix(64))\" is a reserved key (from, message_type, google*, gcm*)")
             }
-            total += name.utf8.count + scanner.stringValue(value).utf8.count
+            total += decodedCount(scanner, key) + decodedCount(scanner, value)
         }
         return total
     }
 
     private static func notificationBytes(_ scanner: JSONScanner, _ object: JSONToken) -> Int {
-        members(scanner, at: object.range.lowerBound).reduce(0) { total, member in
-            let value = member.1
-            return total + member.0.utf8.count + (value.kind == .string ? scanner.stringValue(value).utf8.count : value.range.count)
+        var total = 0
+        scanner.forEachMember(at: object.range.lowerBound) { key, value in
+            total += decodedCount(scanner, key) + (value.kind == .string ? decodedCount(scanner, value) : value.range.count)
         }
+        return total
+    }
+
+    /// A string token's UTF-8 length once decoded: its raw content when it has no escapes (nothing to decode).
+    private static func decodedCount(_ scanner: JSONScanner, _ string: JSONToken) -> Int {
+        string.hasEscapes ? scanner.stringValue(string).utf8.count : string.contentRange.count
+    }
+
+    /// `isReservedDataKey` of a key token, read in place when it is plain ASCII (where `lowercased` and
+    /// `hasPrefix` are byte by byte); any other key is decoded and given to the String version.
+    static func isReservedDataKey(_ key: JSONToken, in scanner: JSONScanner) -> Bool {
+        let bytes = UnsafeBufferPointer(rebasing: scanner.bytes[key.contentRange])
+        guard !key.hasEscapes, bytes.allSatisfy({ $0 < 0x80 }) else { return isReservedDataKey(scanner.stringValue(key)) }
+        func lowered(_ b: UInt8) -> UInt8 { b >= 0x41 && b <= 0x5A ? b | 0x20 : b }
+        func equals(_ name: StaticString, prefix: Bool) -> Bool {
+            let n = name.utf8CodeUnitCount
+            guard prefix ? bytes.count >= n : bytes.count == n else { return false }
+            for i in 0..<n where lowered(bytes[i]) != name.utf8Start[i] { return false }
+            return true
+        }
+        return equals("from", prefix: false) || equals("message_type", prefix: false) || equals("google", prefix: true) || equals("gcm", prefix: true)
     }
 
     /// FCM's reserved data keys: `from`, `message_type`, and anything starting with `google` or `gcm`.

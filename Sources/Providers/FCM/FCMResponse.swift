@@ -48,20 +48,21 @@ public struct FCMResponse: Sendable, Equatable {
         var response = FCMResponse(status: status)
         response.retryAfterSeconds = retryAfter.flatMap(parseRetryAfterSeconds)
         body.withUnsafeBufferPointer { buffer in
-            guard (try? JSONScanner.validate(buffer))?.kind == .object else { return }
-            let scanner = JSONScanner(buffer)
-            for (key, value) in FCMMessageValidator.members(scanner, at: 0) {
-                if key == "name", value.kind == .string { response.name = text(scanner, value) }
-                guard key == "error", value.kind == .object else { continue }
-                for (field, item) in FCMMessageValidator.members(scanner, at: value.range.lowerBound) {
-                    switch (field, item.kind) {
-                    case ("status", .string): response.rpcStatus = text(scanner, item)
-                    case ("message", .string): response.message = text(scanner, item)
-                    case ("details", .array): readDetails(scanner, item, into: &response)
+            // Read as scanned, kept only if the whole body proves to be one JSON object.
+            var read = response
+            let isObject = JSONScanner.scanObject(buffer) { scanner, key, value in
+                if value.kind == .string, scanner.stringEquals(key, "name") { read.name = text(scanner, value) }
+                guard value.kind == .object, scanner.stringEquals(key, "error") else { return }
+                scanner.forEachMember(at: value.range.lowerBound) { field, item in
+                    switch item.kind {
+                    case .string where scanner.stringEquals(field, "status"): read.rpcStatus = text(scanner, item)
+                    case .string where scanner.stringEquals(field, "message"): read.message = text(scanner, item)
+                    case .array where scanner.stringEquals(field, "details"): readDetails(scanner, item, into: &read)
                     default: break
                     }
                 }
             }
+            if isObject { response = read }
         }
         return response
     }

@@ -34,9 +34,10 @@ public final class FCMSender: BearerPoolBacked {
     public static func body(message: [UInt8], validateOnly: Bool = false) -> [UInt8] {
         var body: [UInt8] = []
         body.reserveCapacity(message.count + 34)
-        body.append(contentsOf: Array("{\"message\":".utf8))
+        // The literals' bytes straight in, no intermediate arrays.
+        body.append(contentsOf: "{\"message\":".utf8)
         body.append(contentsOf: message)
-        if validateOnly { body.append(contentsOf: Array(",\"validate_only\":true".utf8)) }
+        if validateOnly { body.append(contentsOf: ",\"validate_only\":true".utf8) }
         body.append(UInt8(ascii: "}"))
         return body
     }

@@ -13,6 +13,8 @@ import PushCore
 extension HMSResponse: ProviderAnswer {
     public var answerClass: AnswerClass {
         if let refusal = grantRefused { return .deferForConfiguration(reason: "TokenRefused: " + refusal) }
+        // The common answer, before `reasonName` is joined for the others.
+        if status == 200 && code == "80000000" { return .delivered }
         let name = reasonName
         if refusesAccessToken {
             return afterTokenRefresh ? .deferForConfiguration(reason: name + ": access token refused after a refresh")
@@ -21,8 +23,6 @@ extension HMSResponse: ProviderAnswer {
         // Flow control is the status's, whatever code the body carries.
         if status == 503 || status == 429 { return .throttled(reason: name, retryAfterMilliseconds: 0, slowsDestination: true) }
         switch code {
-        case "80000000"? where status == 200:
-            return .delivered
         case "80100000"? where status == 200:
             return successCount == 0 || (successCount == nil && !illegalTokens.isEmpty) ? .dropToken(invalidSince: nil, reason: name) : .delivered
         case "80300007"?:

@@ -27,8 +27,24 @@ public enum HMSMessageValidator {
     public static let maxPayloadBytes = 4096
     /// Push Kit's most tokens in one request.
     public static let maxTokens = 1000
-    static let objectMembers: Set<String> = ["notification", "android", "apns", "webpush"]
-    static let knownMembers: Set<String> = objectMembers.union(["data", "token", "topic", "condition"])
+    /// A message's members.
+    enum Member: JSONMemberName {
+        case notification, android, apns, webpush, data, token, topic, condition
+
+        /// Its spelling in a message.
+        var spelling: StaticString {
+            switch self {
+            case .notification: "notification"
+            case .android: "android"
+            case .apns: "apns"
+            case .webpush: "webpush"
+            case .data: "data"
+            case .token: "token"
+            case .topic: "topic"
+            case .condition: "condition"
+            }
+        }
+    }
 
     /// Push Kit's codes for a refused message: its structure, a parameter's value, its size, its token count.
     public static let structureCode = "80100003"
@@ -46,34 +62,42 @@ public enum HMSMessageValidator {
         }
     }
 
+    /// One pass over the message (`JSONScanner.scanObject`): it is validated and its members checked as they are
+    /// scanned, a member's failure counting only once the whole message proved to be JSON.
     static func validate(_ buffer: UnsafeBufferPointer<UInt8>) throws(HMSValidationFailure) -> HMSTarget {
-        guard (try? JSONScanner.validate(buffer))?.kind == .object else { throw structure("message must be a JSON object") }
-        let scanner = JSONScanner(buffer)
-        var targets: [HMSTarget] = []
+        var target: HMSTarget? = nil
+        var targets = 0
         var tokenBytes = 0
-        for (name, value) in scanner.members(at: 0) {
-            guard knownMembers.contains(name) else { throw structure("unknown member \"\(name.prefix(64))\" in message") }
-            if value.kind == .null { continue }
-            switch name {
-            case "token":
-                targets.append(try token(scanner, value))
+        let isObject = try JSONScanner.scanObject(buffer) { (scanner, key, value) throws(HMSValidationFailure) in
+            guard let member = Member(key, in: scanner) else { throw structure("unknown member \"\(scanner.stringValue(key).prefix(64))\" in message") }
+            if value.kind == .null { return }
+            let name = member.spelling
+            let found: HMSTarget
+            switch member {
+            case .token:
+                found = try token(scanner, value)
                 tokenBytes = value.range.count
-            case "topic", "condition":
+            case .topic, .condition:
                 guard value.kind == .string, case let text = scanner.stringValue(value), !text.isEmpty else {
                     throw structure("message.\(name) must be a non-empty string")
                 }
-                targets.append(name == "topic" ? .topic(text) : .condition(text))
-            case "data":
+                found = member == .topic ? .topic(text) : .condition(text)
+            case .data:
                 // Push Kit's data is a string (often JSON text), not FCM's map.
                 guard value.kind == .string else { throw structure("message.data must be a string") }
+                return
             default:
                 guard value.kind == .object else { throw structure("message.\(name) must be an object") }
-                if name == "android" { try android(scanner, value) }
+                if member == .android { try android(scanner, value) }
+                return
             }
+            targets += 1
+            if target == nil { target = found }
         }
-        guard !targets.isEmpty else { throw HMSValidationFailure(code: tooManyTokensCode, message: "message needs one target: token, topic or condition") }
-        guard targets.count == 1, let target = targets.first else {
-            throw parameter("message has \(targets.count) targets; exactly one of token, topic or condition")
+        guard isObject else { throw structure("message must be a JSON object") }
+        guard let target else { throw HMSValidationFailure(code: tooManyTokensCode, message: "message needs one target: token, topic or condition") }
+        guard targets == 1 else {
+            throw parameter("message has \(targets) targets; exactly one of token, topic or condition")
         }
         let payloadBytes = buffer.count - tokenBytes
         guard payloadBytes <= maxPayloadBytes else {
@@ -90,39 +114,42 @@ public enum HMSMessageValidator {
         guard tokens.count <= maxTokens else {
             throw HMSValidationFailure(code: tooManyTokensCode, message: "message.token lists \(tokens.count) tokens; at most \(maxTokens)")
         }
-        for (index, element) in tokens.enumerated() where element.kind != .string || scanner.stringValue(element).isEmpty {
+        for (index, element) in tokens.enumerated() where element.kind != .string || element.contentRange.isEmpty {
             throw parameter("message.token[\(index)] is not a non-empty string")
         }
+        // One token (the common job) has nothing to deduplicate.
+        if tokens.count == 1 { return .tokens([scanner.stringValue(tokens[0])]) }
         var seen = Set<String>()
         return .tokens(tokens.map { scanner.stringValue($0) }.filter { seen.insert($0).inserted })
     }
 
+    /// Android's members that must be strings, if given.
+    static let androidStrings: [StaticString] = ["data", "category", "bi_tag", "receipt_id"]
+
     /// Android's members whose forms Push Kit checks before sending.
     private static func android(_ scanner: JSONScanner, _ object: JSONToken) throws(HMSValidationFailure) {
-        for (name, value) in scanner.members(at: object.range.lowerBound) where value.kind != .null {
-            switch name {
-            case "urgency":
-                guard value.kind == .string, ["HIGH", "NORMAL"].contains(scanner.stringValue(value)) else {
+        try scanner.forEachMember(at: object.range.lowerBound) { (key, value) throws(HMSValidationFailure) in
+            guard value.kind != .null else { return }
+            if scanner.stringEquals(key, "urgency") {
+                guard value.kind == .string, scanner.stringEquals(value, "HIGH") || scanner.stringEquals(value, "NORMAL") else {
                     throw parameter("message.android.urgency must be \"HIGH\" or \"NORMAL\"")
                 }
-            case "ttl":
+            } else if scanner.stringEquals(key, "ttl") {
                 guard value.kind == .string, let seconds = durationSeconds(scanner.stringValue(value)), seconds <= maxTTLSeconds else {
                     throw parameter("message.android.ttl must be seconds up to 15 days, such as \"86400s\" or \"1.5\"")
                 }
-            case "collapse_key":
+            } else if scanner.stringEquals(key, "collapse_key") {
                 guard value.isInteger, let key = scanner.int64Value(value), (-1...100).contains(key) else {
                     throw HMSValidationFailure(code: collapseKeyCode, message: "message.android.collapse_key must be an integer from -1 to 100")
                 }
-            case "fast_app_target":
+            } else if scanner.stringEquals(key, "fast_app_target") {
                 guard value.isInteger, let target = scanner.int64Value(value), target == 1 || target == 2 else {
                     throw parameter("message.android.fast_app_target must be 1 (development) or 2 (production)")
                 }
-            case "data", "category", "bi_tag", "receipt_id":
+            } else if let name = Self.androidStrings.first(where: { scanner.stringEquals(key, $0) }) {
                 guard value.kind == .string else { throw structure("message.android.\(name) must be a string") }
-            case "notification":
+            } else if scanner.stringEquals(key, "notification") {
                 guard value.kind == .object else { throw structure("message.android.notification must be an object") }
-            default:
-                break
             }
         }
     }

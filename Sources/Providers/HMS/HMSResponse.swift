@@ -42,25 +42,29 @@ public struct HMSResponse: Sendable, Equatable {
     public static func decode(status: Int, body: [UInt8]) -> HMSResponse {
         var response = HMSResponse(status: status)
         body.withUnsafeBufferPointer { buffer in
-            guard (try? JSONScanner.validate(buffer))?.kind == .object else { return }
-            let scanner = JSONScanner(buffer)
-            for (key, value) in scanner.members(at: 0) {
-                switch (key, value.kind) {
+            // Read as scanned, kept only if the whole body proves to be one JSON object.
+            var read = response
+            let isObject = JSONScanner.scanObject(buffer) { scanner, key, value in
+                switch value.kind {
                 // Documented as a string; a number is read as its digits.
-                case ("code", .string): response.code = text(scanner, value)
-                case ("code", .number): response.code = scanner.text(value)
-                case ("msg", .string): response.msg = scanner.stringValue(value)
-                case ("requestId", .string): response.requestID = text(scanner, value)
+                case .string where scanner.stringEquals(key, "code"): read.code = text(scanner, value)
+                case .number where scanner.stringEquals(key, "code"): read.code = scanner.text(value)
+                case .string where scanner.stringEquals(key, "msg"): read.msg = scanner.stringValue(value)
+                case .string where scanner.stringEquals(key, "requestId"): read.requestID = text(scanner, value)
                 default: break
                 }
             }
+            if isObject { response = read }
         }
-        if let msg = response.msg {
+        // Only an object can be a partial success's counts (a success's `msg` is just "Success").
+        if let msg = response.msg, msg.utf8.first(where: { !Self.isJSONWhitespace($0) }) == UInt8(ascii: "{") {
             readPartial(Array(msg.utf8), into: &response)
-            response.msg = BoundedText.truncate(msg, maxBytes: maxTextBytes)
         }
+        if let msg = response.msg { response.msg = BoundedText.truncate(msg, maxBytes: maxTextBytes) }
         return response
     }
+
+    private static func isJSONWhitespace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
 
     /// A partial success's `msg`: `{"success":1,"failure":1,"illegal_tokens":["..."]}` (also `illegalTokens`).
     private static func readPartial(_ bytes: [UInt8], into response: inout HMSResponse) {

@@ -28,7 +28,15 @@ public final class HMSSender: BearerPoolBacked {
     /// The body Push Kit expects around the producer's message bytes, which are not re-encoded; `validateOnly`
     /// asks for Push Kit's dry run.
     public static func body(message: [UInt8], validateOnly: Bool = false) -> [UInt8] {
-        Array("{\"validate_only\":\(validateOnly),\"message\":".utf8) + message + [UInt8(ascii: "}")]
+        // One allocation, sized once: the literal's bytes are copied straight in (no interpolated String, no
+        // intermediate arrays).
+        let head = validateOnly ? "{\"validate_only\":true,\"message\":" : "{\"validate_only\":false,\"message\":"
+        var body: [UInt8] = []
+        body.reserveCapacity(head.utf8.count + message.count + 1)
+        body.append(contentsOf: head.utf8)
+        body.append(contentsOf: message)
+        body.append(UInt8(ascii: "}"))
+        return body
     }
 
     public func send(_ notification: PushNotification, to destination: Destination, afterConnection: Int,
