@@ -52,5 +52,44 @@ extension EndToEndWaiting {
             worker.signal(SIGTERM)
             #expect(worker.waitForExit(seconds: 10) == 0)
         }
+
+        /// Issue 54's trial: tokens revoked again and again while 5,000 good jobs go out (each revocation makes the
+        /// sends in flight meet 401s, then refreshes). A refresh spends no attempt, so no good job fails (before:
+        /// 3 of 5,000 ended `MaxAttempts:QUOTA_EXCEEDED`, most of their attempts spent on 401 refreshes); every job
+        /// is delivered once.
+        @Test(.timeLimit(.minutes(3)))
+        func tokensRevokedAgainAndAgainFailNoGoodJob() throws {
+            let world = try EndToEndWorld(faults: MockFaultScript(rules: []), fcmFaults: MockFCMFaultScript(latencyMs: MockLatency(min: 1, max: 3), rules: []))
+            defer { world.shutdown(); world.removeFiles() }
+            let fcm = try #require(world.fcm)
+            let config = try world.writeConfig(worker: ["max_in_flight": 500, "claim_batch": 100], retry: ["configuration_pause_seconds": 1])
+            let total = 5_000
+            var expected: [String: String] = [:]
+            try world.push((0..<total).map { i in
+                expected["rv-\(i)"] = "delivered"
+                return fcmJobBytes(id: "rv-\(i)", token: "phone-\(i):APA91b")
+            })
+            let worker = try world.startWorker(id: "revoked", config: config)
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            var revocations = 0
+            let finished = try ledger.waitForTerminal(total, seconds: 120) {
+                if !worker.isRunning { throw TestSupportError("the worker exited:\n\(worker.output.suffix(2000))") }
+                if revocations < 40 {
+                    fcm.revokeAccessTokens()
+                    revocations += 1
+                }
+            }
+            usleep(500_000)
+            ledger.poll()
+            #expect(finished, "\(ledger.terminalCount) of \(total):\n\(world.workerLogs(lastLines: 30))")
+            let problems = ledger.contractProblems(expected: expected)
+            #expect(problems.isEmpty, "\(summarize(problems))")
+            #expect(!ledger.entries.contains { $0.outcome == "failed" }, "a good job failed")
+            let attempts = ledger.entries.filter(\.isTerminal).compactMap { $0.fields["attempt"].flatMap { Int($0) } }
+            print("token revocation: \(revocations) revocations, \(fcm.stats().tokensIssued) tokens issued, \(total) jobs, "
+                  + "most attempts \(attempts.max() ?? 0), \(ledger.entries.filter { !$0.isTerminal }.count) retrying entries")
+            #expect(fcm.stats().tokensIssued > 1, "the revocations took effect")
+            #expect(attempts.allSatisfy { $0 == 1 }, "a refresh spent an attempt: \(attempts.max() ?? 0)")
+        }
     }
 }

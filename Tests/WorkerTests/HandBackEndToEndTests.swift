@@ -49,36 +49,66 @@ extension EndToEnd {
 
         /// Issue 54: with APNs down and FCM healthy the worker kept claiming and handing the same APNs jobs back,
         /// a `retrying` entry each time: 41,097 entries for ~40 jobs in 6.5 minutes. A real worker, APNs a closed
-        /// port, FCM the simulator, a mixed backlog for 12 s: every FCM job is delivered, and each APNs job has at
-        /// most one entry per pause (the pauses double from 1 s, so a handful), not hundreds.
-        @Test(.timeLimit(.minutes(2)))
+        /// port, FCM the simulator, a mixed backlog: every FCM job is delivered, each APNs job has at most one entry
+        /// per pause, the worker's CPU stays near idle; then APNs comes back and every APNs job is delivered once.
+        /// 12 s here; `HERALD_OUTAGE_TRIAL_SECONDS=600` is the issue's ten-minute trial.
+        @Test(.timeLimit(.minutes(15)))
         func anOutageOfOneProviderBesideAHealthyOneWritesOneEntryPerJobPerPause() throws {
+            let seconds = Double(ProcessInfo.processInfo.environment["HERALD_OUTAGE_TRIAL_SECONDS"] ?? "") ?? 12
             let world = try EndToEndWorld(fcmFaults: MockFCMFaultScript())
             defer { world.shutdown(); world.removeFiles() }
             let deadPort = try world.unusedPort()
             var jobs: [[UInt8]] = []
-            var expectedFCM: [String: String] = [:]
-            for i in 0..<40 { jobs.append(jobBytes(id: "down-\(i)", token: deviceToken(prefix: "14", index: i))) }
+            var expected: [String: String] = [:]
+            for i in 0..<40 {
+                jobs.append(jobBytes(id: "down-\(i)", token: deviceToken(prefix: "14", index: i)))
+                expected["down-\(i)"] = "delivered"
+            }
             for i in 0..<400 {
                 jobs.append(fcmJobBytes(id: "up-\(i)", token: "up-\(i)-dGVzdA:APA91bHerald_outage"))
-                expectedFCM["up-\(i)"] = "delivered"
+                expected["up-\(i)"] = "delivered"
             }
             try world.push(jobs)
-            let config = try world.writeConfig(name: "half-down", apns: ["production_url": "https://127.0.0.1:\(deadPort)", "connect_timeout_ms": 500])
+            let config = try world.writeConfig(apns: ["production_url": "https://127.0.0.1:\(deadPort)", "connect_timeout_ms": 500])
             let started = Date()
-            try world.startWorker(id: "half-down", config: config)
+            let worker = try world.startWorker(id: "half-down", config: config)
             let ledger = ResultsLedger(redisURL: world.redisURL)
-            #expect(try world.waitForTerminal(expectedFCM.count, in: ledger, seconds: 30), "\(world.workerLogs(lastLines: 30))")
-            let rest = 12 - Date().timeIntervalSince(started)
+            #expect(try ledger.waitForTerminal(400, seconds: 30), "\(world.workerLogs(lastLines: 30))")
+            let cpuAtFCMDone = Self.cpuSeconds(worker.pid)
+            let fcmDone = Date()
+            let rest = seconds - Date().timeIntervalSince(started)
             if rest > 0 { usleep(UInt32(rest * 1_000_000)) }
+            let outageCPU = Self.cpuSeconds(worker.pid) - cpuAtFCMDone
+            let outageWall = Date().timeIntervalSince(fcmDone)
             ledger.poll()
             let perJob = Dictionary(grouping: ledger.entries.filter { $0.id.hasPrefix("down-") && $0.outcome == "retrying" }, by: \.id).mapValues(\.count)
-            let pauses = world.workers["half-down"]?.output.components(separatedBy: "unreachable; destination paused").count ?? 1
-            print("outage beside a healthy provider: \(perJob.values.reduce(0, +)) retrying entries for \(perJob.count) APNs jobs in 12 s, most for one job \(perJob.values.max() ?? 0), \(pauses - 1) pauses logged")
+            let pauses = worker.output.components(separatedBy: "unreachable; destination paused").count - 1
+            print("outage beside a healthy provider: \(perJob.values.reduce(0, +)) retrying entries for \(perJob.count) APNs jobs in "
+                  + "\(Int(seconds)) s, most for one job \(perJob.values.max() ?? 0), \(pauses) pauses logged; worker CPU "
+                  + String(format: "%.2f s over the %.0f s after the FCM jobs (%.1f %%)", outageCPU, outageWall, 100 * outageCPU / max(1, outageWall)))
             #expect(perJob.count == 40, "every APNs job was claimed and held: \(perJob.count)")
-            #expect((perJob.values.max() ?? 0) <= 8, "at most one entry per job per pause: \(perJob.values.sorted().suffix(5))")
+            #expect((perJob.values.max() ?? 0) <= max(1, pauses), "at most one entry per job per pause (\(pauses)): \(perJob.values.sorted().suffix(5))")
             #expect(ledger.entries.filter { $0.id.hasPrefix("down-") && $0.isTerminal }.isEmpty, "an outage fails no job")
-            #expect(ledger.entries.filter { $0.id.hasPrefix("up-") }.allSatisfy { $0.outcome == "delivered" })
+            #expect(outageCPU < 0.1 * outageWall, "the worker is near idle while only the paused destination's jobs wait")
+
+            // APNs comes back: every held job is delivered, once.
+            let back = try world.extraSimulator(port: deadPort)
+            defer { back.stop() }
+            #expect(try ledger.waitForTerminal(jobs.count, seconds: 90), "after APNs came back:\n\(world.workerLogs(lastLines: 30))")
+            usleep(500_000)
+            ledger.poll()
+            let problems = ledger.contractProblems(expected: expected)
+            #expect(problems.isEmpty, "\(summarize(problems))")
+            #expect(duplicateDeliveries(back.acceptedNotifications()).duplicates == 0)
+        }
+
+        /// User and system CPU seconds a process has used (/proc/<pid>/stat, fields 14 and 15).
+        static func cpuSeconds(_ pid: Int32) -> Double {
+            guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+                  let close = stat.lastIndex(of: ")") else { return 0 }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+            return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
         }
     }
 }
