@@ -34,6 +34,16 @@ import Testing
             #expect(link == "docs/alerts.md#" + name.lowercased(), "\(name): runbook_url \(link)")
             #expect(anchors.contains(name.lowercased()), "\(name): no section '## \(name)' in docs/alerts.md")
         }
+        // Issue 52: the table at the top listed 14 of 16 rules. It lists each rule once, with its severity.
+        let rows = runbook.split(separator: "\n").filter { $0.hasPrefix("| [Herald") }.map { line in
+            line.split(separator: "|").map { $0.trimmingCharacters(in: .whitespaces) }
+        }
+        let tabled = rows.map { $0[0].dropFirst().prefix { $0 != "]" } }.map(String.init)
+        #expect(tabled.sorted() == alerts.compactMap { $0["alert"] as? String }.sorted(), "docs/alerts.md's table: \(tabled)")
+        for (row, name) in zip(rows, tabled) {
+            let severity = (alerts.first { $0["alert"] as? String == name }?["labels"] as? [String: Any])?["severity"] as? String
+            #expect(row.count > 1 && row[1] == severity, "\(name): the table says \(row.count > 1 ? row[1] : "nothing"), the rule \(severity ?? "none")")
+        }
     }
 
     @Test func everyMetricARuleReadsIsDocumented() throws {
