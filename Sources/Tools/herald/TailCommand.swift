@@ -9,7 +9,7 @@ enum TailCommand {
         name: "tail", abstract: "Follow the results stream.",
         options: redisOptions + [
             .flag("json", "One JSON object per entry."),
-            .value("outcome", "name", "Only this outcome (delivered, retrying, token_dropped, channel_dropped, failed, rejected, duplicate, replayed); repeatable.", repeatable: true),
+            .value("outcome", "name", "Only this outcome (" + ResultEntry.Outcome.allCases.map(\.rawValue).joined(separator: ", ") + "); repeatable.", repeatable: true),
             .flag("from-start", "Start at the oldest entry instead of new ones."),
             .value("count", "n", "Exit after printing this many entries."),
             .value("stream", "key", "Follow another stream, e.g. <prefix>:dropped-tokens or <prefix>:dropped-channels."),

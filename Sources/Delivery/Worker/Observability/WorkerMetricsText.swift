@@ -107,7 +107,7 @@ public enum WorkerMetricsText {
             out.sample("herald_environment_fallbacks_total", [("app", name), ("result", "not_resolved")], s.fallbacks[index * 2 + 1])
         }
         out.single("herald_destination_pauses_total", .counter, "Pauses started (each once, however many jobs it parked).", Double(s.pauses))
-        out.family("herald_provider_tokens_signed_total", .counter, "APNs provider tokens signed, by app (the first and every refresh).")
+        out.family("herald_provider_tokens_signed_total", .counter, "Provider tokens signed, by app: APNs' ES256 tokens (the first and every refresh), an OAuth app's token fetches.")
         for (index, name) in s.appNames.enumerated() { out.sample("herald_provider_tokens_signed_total", [("app", name)], s.tokensSigned[index]) }
         out.family("herald_provider_token_exchange_failures_total", .counter, "Access-token exchanges (FCM's OAuth grant) that brought no token: refused (the credential) or unavailable (the endpoint).")
         for (index, name) in s.appNames.enumerated() {
