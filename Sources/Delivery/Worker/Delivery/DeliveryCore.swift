@@ -584,7 +584,8 @@ public final class DeliveryCore {
         if outcome.result.isAnswer { job.unprocessedResends = 0 }
         if let budgets, let answer { budgets.answered(app: job.destination.app, status: answer.status, delivered: decision == .delivered) }
         let wasProbe = gate.answered(job, reachedAPNs: outcome.result.isAnswer) { !self.policy.refusesCredential(outcome.result) }
-        if let capped = policy.cappedRetryAfter(outcome.result), retryAfterWarnings.allow(now: clock.monotonicNanos) {
+        // Only a retry can have waited a capped Retry-After: a delivered job's answer is not asked again.
+        if case .retry = decision, let capped = policy.cappedRetryAfter(outcome.result), retryAfterWarnings.allow(now: clock.monotonicNanos) {
             log(.warning, "Retry-After beyond the retry policy's cap; the cap is waited instead", [
                 "app": .string(job.appName), "platform": .string(job.platform.rawValue), "retry_after_ms": .int(Int(clamping: capped.asked)),
                 "cap_ms": .int(Int(clamping: capped.cap)), "reason": .string(answer?.reasonName ?? ""),
