@@ -112,3 +112,28 @@ extension EndToEnd {
         }
     }
 }
+
+extension EndToEnd {
+    /// Issue 52: a worker killed with SIGKILL is reaped within seconds by another worker's reaper, so the
+    /// dashboard's `herald_workers_expired` is 1 only briefly and `HeraldNoHeartbeat` could not fire. The reaping
+    /// worker counts it in `herald_workers_reaped_total`, which the alert reads.
+    @Suite struct ReapedWorkers {
+        @Test(.timeLimit(.minutes(2)))
+        func aWorkerKilledAndReapedByAnotherIsCounted() throws {
+            let world = try EndToEndWorld()
+            defer { world.shutdown(); world.removeFiles() }
+            let port = try world.unusedPort()
+            let killed = try world.startWorker(id: "doomed", config: try world.writeConfig(name: "doomed", worker: ["lease_seconds": 2]))
+            #expect(waitUntil(seconds: 20) { killed.output.contains("worker started") }, "\(world.workerLogs())")
+            killed.signal(SIGKILL)
+            _ = killed.waitForExit(seconds: 10)
+            let reaper = try world.writeConfig(name: "reaper", worker: ["lease_seconds": 2], metricsListen: "127.0.0.1:\(port)")
+            try world.startWorker(id: "reaper", config: reaper)
+            let counted = waitUntil(seconds: 30, interval: 0.2) {
+                guard let page = try? httpGet(port: port, "/metrics", timeoutSeconds: 5), page.status == 200 else { return false }
+                return page.body.contains("herald_workers_reaped_total 1")
+            }
+            #expect(counted, "\(world.workerLogs())")
+        }
+    }
+}

@@ -18,6 +18,9 @@ public final class JobQueue {
     /// Fair share between the queues (`JobQueueOptions.queueWeights`); nil for strict priority.
     private var rotation: QueueRotation?
     private var heartbeatTimer: LoopTimer?
+    /// Workers whose heartbeat had run out that this queue's reaper found and reaped (`herald_workers_reaped_total`:
+    /// a worker that died without ending cleanly, even when another worker's reaper got to it first).
+    public private(set) var workersReaped = 0
     private var reapTimer: LoopTimer?
     private var schedulerTimer: LoopTimer?
     /// Hears of every key a script passed over (a queue key holding a string, say): the claim skipped that
@@ -253,7 +256,10 @@ public final class JobQueue {
             case .success(let dead) where dead.isEmpty: completion(.success(0))
             case .success(let dead):
                 guard let self else { return completion(.failure(.closed)) }
-                self.runCount("reap", { commands.reap(dead: dead, learnt: $0) }, completion)
+                self.runCount("reap", { commands.reap(dead: dead, learnt: $0) }) { [weak self] result in
+                    if case .success = result { self?.workersReaped += dead.count }
+                    completion(result)
+                }
             }
         }
     }

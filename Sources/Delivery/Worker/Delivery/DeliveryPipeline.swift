@@ -60,6 +60,7 @@ public final class DeliveryPipeline {
         if let redisSource {
             snapshot.redis = redisSource.redisStats
             snapshot.redisConnected = redisSource.isConnected ? 1 : 0
+            snapshot.workersReaped = UInt64(redisSource.workersReaped)
         }
         snapshot.claimingLoops = core.phase == .running ? 1 : 0
         snapshot.drainingLoops = core.phase == .draining ? 1 : 0

@@ -71,6 +71,8 @@ public final class RedisJobSource: JobSource {
     public var queue: JobQueue { shards.queues[0] }
 
     public var isConnected: Bool { redis.isConnected }
+    /// Dead workers this loop's reaper reaped.
+    public var workersReaped: Int { shards.workersReaped }
     public var redisStats: RedisConnectionStats {
         var stats = redis.stats
         stats.notReplicated = waiting?.shortfalls ?? 0

@@ -194,6 +194,9 @@ public final class ShardedJobSource: JobSource {
 
     // MARK: maintenance
 
+    /// Dead workers this source's reapers reaped, over every shard.
+    public var workersReaped: Int { queues.reduce(0) { $0 + $1.workersReaped } }
+
     /// Starts heartbeats, the reaper and the retry scheduler in every shard.
     public func open() {
         guard !isOpen else { return }

@@ -27,6 +27,8 @@ public struct MetricsSnapshot: Sendable {
     public var unguarded: UInt64 = 0
     /// Destination pauses started (outage, refused credential, set-up failure).
     public var pauses: UInt64 = 0
+    /// Workers whose heartbeat ran out that this process's reapers reaped.
+    public var workersReaped: UInt64 = 0
 
     // Gauges and counters read from their owners when the copy is taken.
     public var inFlight = 0
@@ -136,6 +138,7 @@ public struct MetricsSnapshot: Sendable {
         c.scheduled &+= b.scheduled
         c.unguarded &+= b.unguarded
         c.pauses &+= b.pauses
+        c.workersReaped &+= b.workersReaped
         c.inFlight += b.inFlight
         c.backlog += b.backlog
         for pool in b.pools {

@@ -126,6 +126,8 @@ public enum WorkerMetricsText {
         out.single("herald_redis_errors_total", .counter, "Redis commands failed (error replies, timeouts, lost with the connection).", Double(s.redis.errors))
         out.single("herald_redis_connects_total", .counter, "Redis connections established (the first and every reconnect).", Double(s.redis.connects))
         out.single("herald_redis_not_replicated_total", .counter, "Script calls fewer replicas than redis.wait_replicas confirmed in time (each retried or put back).", Double(s.redis.notReplicated))
+        out.single("herald_workers_reaped_total", .counter, "Workers whose heartbeat ran out that this worker's reaper reaped (their leased jobs went back to the queue).",
+                   Double(s.workersReaped))
         out.single("herald_redis_connected_loops", .gauge, "Event loops whose Redis connection is up.", Double(s.redisConnected))
         out.single("herald_event_loops", .gauge, "Event loops running a delivery pipeline.", Double(s.loops))
         out.single("herald_worker_claiming", .gauge, "Event loops claiming jobs (0 while draining on SIGTERM).", Double(s.claimingLoops))
