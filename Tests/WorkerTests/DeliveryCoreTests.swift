@@ -534,6 +534,23 @@ final class CoreRig {
         #expect(rig.results.allSatisfy { $0.attempt == 1 })
     }
 
+    /// Issue 52: after an outage pause with nothing left to send, nothing probes the destination, and
+    /// `herald_app_paused` fell to 0 while the provider was still down. It stays an outage until an answer.
+    @Test func aDestinationStaysDownAfterItsPauseUntilAnAnswerProvesItReachable() {
+        let rig = CoreRig { $0.retry.outagePauseSeconds = 2 }
+        rig.start()
+        rig.answerClaim([rig.job(1)])
+        rig.fail(rig.takeSends()[0], .connectionFailed("connect: Connection refused"))
+        rig.recordAll()
+        #expect(rig.core.pausedDestinations.map(\.kind) == ["outage"])
+        rig.advance(milliseconds: 2_500)
+        #expect(rig.core.pausedDestinations.map(\.kind) == ["outage"], "the pause is over, but nothing has reached the provider since")
+        if rig.claims.isEmpty { rig.advance(milliseconds: 300) }
+        rig.answerClaim([rig.job(2)])
+        rig.answer(rig.takeSends()[0], status: 200)
+        #expect(rig.core.pausedDestinations.isEmpty, "an answer proves it reachable")
+    }
+
     /// Issue 30, item 13: after an outage the probes met a pool still waiting out its own reconnect back-off
     /// (grown to 42-54 s), so the first send came long after `outage_pause_cap_seconds`. Every probe now asks the
     /// sender for a connection attempt at once, before the probe itself; ordinary sends to a proven destination do not.

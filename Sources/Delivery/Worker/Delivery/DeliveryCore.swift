@@ -188,10 +188,13 @@ public final class DeliveryCore {
     public var pausedDestinations: [PausedDestination] {
         let now = clock.monotonicNanos
         return gates.values.compactMap { gate in
-            guard gate.isPaused(at: now) else { return nil }
+            // Between outage pauses, until an answer proves it reachable again, a destination still counts as down
+            // (issue 52: with nothing to probe it, `HeraldAppPaused` cleared while the service was still down).
+            let unreachable = !gate.isPaused(at: now) && gate.consecutiveOutages > 0
+            guard gate.isPaused(at: now) || unreachable else { return nil }
             // A gate reloading its credential has no running pause; it paused for the credential.
             return PausedDestination(app: apps[gate.destination.app].name, environment: gate.destination.pauseLabel,
-                                     kind: gate.pause.map { "\($0.kind)" } ?? "credential")
+                                     kind: unreachable ? "\(DestinationGate.PauseKind.outage)" : gate.pause.map { "\($0.kind)" } ?? "credential")
         }
     }
 

@@ -82,7 +82,7 @@ public enum WorkerMetricsText {
         }
 
         // One series per kind, each 0 or 1: a pause that changes kind moves no series between label values.
-        out.family("herald_app_paused", .gauge, "1 while the app's destination is paused for this kind of cause (outage, credential, setup, throttle).")
+        out.family("herald_app_paused", .gauge, "1 while the app's destination is paused for this kind of cause (outage, credential, setup, throttle); an outage's until an answer proves it reachable again.")
         for (index, name) in s.appNames.enumerated() {
             for environment in s.appEnvironments[index] {
                 let pause = s.paused.first { $0.app == name && $0.environment == environment }
