@@ -70,7 +70,7 @@ import Worker
         let words = try DeployFiles.run(herald, ["--version"]).text.split(separator: " ")
         let version = try #require(words.count > 1 ? String(words[1]) : nil)
         let uid = try #require(Int(image.user.split(separator: ":").first ?? ""))
-        for (name, subcommand) in [("herald-worker", "worker"), ("herald-scheduler", "scheduler"), ("herald-dashboard", "dashboard")] {
+        for (name, subcommand) in [("herald-worker", "worker"), ("herald-scheduler", "scheduler"), ("herald-dashboard", "dashboard"), ("herald-api", "api")] {
             let deployment = try #require(objects["Deployment/\(name)"], "no Deployment \(name)")
             let container = try Self.container(deployment)
             #expect(container["image"] as? String == "herald:\(version)", "\(name) should run the image of this version")
@@ -129,7 +129,13 @@ import Worker
         let listenIndex = try #require(dashboardArgs.firstIndex(of: "--listen"), "the dashboard should listen on the pod IP")
         let dashboardListen = try #require(ListenAddress(dashboardArgs[listenIndex + 1]))
         #expect(!["127.0.0.1", "::1", "localhost"].contains(dashboardListen.host), "the dashboard listens on loopback")
-        for (name, port, readiness) in [("herald-worker", listen.port, "/readyz"), ("herald-dashboard", dashboardListen.port, "/healthz")] {
+        let api = try #require(objects["Deployment/herald-api"], "no api Deployment")
+        let apiArgs = try #require(try Self.container(api)["args"] as? [String])
+        let apiListenIndex = try #require(apiArgs.firstIndex(of: "--listen"), "the API should listen on the pod IP")
+        let apiListen = try #require(ListenAddress(apiArgs[apiListenIndex + 1]))
+        #expect(!["127.0.0.1", "::1", "localhost"].contains(apiListen.host), "the API listens on loopback")
+        for (name, port, readiness) in [("herald-worker", listen.port, "/readyz"), ("herald-dashboard", dashboardListen.port, "/healthz"),
+                                        ("herald-api", apiListen.port, "/readyz")] {
             let deployment = try #require(objects["Deployment/\(name)"])
             let container = try Self.container(deployment)
             for (probe, path) in [("readinessProbe", readiness), ("livenessProbe", "/healthz")] {
