@@ -33,6 +33,9 @@ import Testing
         #expect(try listElements(redis.url, "herald:queue").count == 2)
         // Probes need no key.
         #expect(try curl([api.url + "healthz"]).status == 200)
+        // gorush's stat route is an `/api` route like the others (issue 52: it answered without a key).
+        #expect(try curl([api.url + "api/stat/app"]).status == 401)
+        #expect(try curl(["-H", "Authorization: Bearer \(Self.secret)", api.url + "api/stat/app"]).status == 200)
     }
 
     @Test func aKeyLimitedToAppsAndQueuesIs403ElsewhereAndNothingOfThatRequestIsQueued() throws {

@@ -66,7 +66,12 @@ public final class FrontDoor {
         switch (request.method, request.path) {
         case ("POST", "/v1/jobs"): submit(request, respond: respond)
         case ("POST", "/api/push"): gorushPush(request, respond: respond)
-        case ("GET", "/api/stat/app"): gorushStat(respond: respond)
+        case ("GET", "/api/stat/app"):
+            // Behind the key like every `/api` route (issue 52; docs/api.md): its counts are the tenants' business.
+            if case .refused(let code, let message) = access.authenticate(request) {
+                return respond(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")]))
+            }
+            gorushStat(respond: respond)
         case ("GET", let path) where path.hasPrefix(Self.jobsPathPrefix): status(request, respond: respond)
         case ("GET", "/metrics"):
             respond(HTTP1Server.Response(status: 200, contentType: PrometheusText.contentType,
