@@ -64,9 +64,10 @@ struct WebPushOriginPauseTests {
         }
         #expect(rig.core.counters.failed == 0)
 
-        // The pause ends; the service answers the probe, and its waiting jobs are delivered.
+        // The pause ends; the service stays down in the gauges until an answer proves it reachable (issue 52); it
+        // answers the probe, and its waiting jobs are delivered.
         rig.advance(milliseconds: 1_100)
-        #expect(rig.core.pausedDestinations.isEmpty)
+        #expect(rig.core.pausedDestinations == [PausedDestination(app: "web", environment: Self.origins[0], kind: "outage")])
         Self.nextClaim(rig)
         rig.answerClaim([Self.job(rig, 1, origin: 0), Self.job(rig, 3, origin: 0)])
         let probe = rig.takeSends()
@@ -74,6 +75,7 @@ struct WebPushOriginPauseTests {
         #expect(rig.connects.contains { $0.route == Self.origins[0] }, "the probe's pool reconnects at once")
         rig.core.answered(probe[0], PushOutcome(result: .answer(WebPushResponse(status: 201)), connectionID: 2))
         rig.drain()
+        #expect(rig.core.pausedDestinations.isEmpty, "the probe's answer proves it reachable")
         let rest = rig.takeSends()
         #expect(rest.map(\.id) == ["w3"])
         rig.core.answered(rest[0], PushOutcome(result: .answer(WebPushResponse(status: 201)), connectionID: 2))
