@@ -102,7 +102,7 @@ let package = Package(
         .testTarget(name: "TLSTests", dependencies: ["TLS", "COpenSSL", "Reactor", "HeraldTestSupport"]),
         /// A test target per module, named for it: what the module holds is tested there, with HeraldTestSupport's
         /// shared helpers where a test needs one. The end-to-end worlds (herald processes, Redis, simulators) are WorkerTests'.
-        .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "APNs", "FCM", "Basics"]),
+        .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "APNs", "FCM", "HeraldProviders", "Basics"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "ProviderKit", "APNs", "COpenSSL"]),
         .testTarget(

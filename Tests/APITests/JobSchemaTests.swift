@@ -79,7 +79,7 @@ import Testing
             for match in example.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
                 let job = String(text[Range(match.range(at: 1), in: text)!])
                 if job.contains("...") || job.contains("\u{2026}") || job.contains("<") { continue }
-                guard let spec = try? JobParser.parse(Array(job.utf8)) else { continue }
+                guard let spec = try? heraldProviders.read(Array(job.utf8), table: heraldProviders.jobMembers) else { continue }
                 found[spec.platform, default: []].append(job.replacingOccurrences(of: "\n", with: " "))
             }
         }
@@ -128,7 +128,7 @@ import Testing
                 let decisions: [Decision] = [.delivered, .dropToken(invalidSince: now, reason: "Unregistered"), .fail(reason: "BadDeviceToken"),
                                              .retry(afterMilliseconds: 1000, reason: "InternalServerError")]
                 var written = decisions.flatMap { builder.decided(job, $0, answer: nil, now: 0, wallMillis: now).results }
-                written += builder.rejected(lease, id: "r", reason: "bad_app: x", spec: try JobParser.parse(raw), app: nil, wallMillis: now).results
+                written += builder.rejected(lease, id: "r", reason: "bad_app: x", spec: try JobParser.parse(raw, members: heraldProviders.jobMembers), app: nil, wallMillis: now).results
                 #expect(written.allSatisfy { $0.platform == platform.rawValue }, "\(written.map(\.platform))")
                 entries += written.map { $0.indexJSON(queue: "herald:queue") }
             }

@@ -21,11 +21,11 @@ import Testing
         let client = try sim.makeClient(tokenCache: try sim.tokenCache())
         let upperID = UUID().uuidString  // producers often send Foundation's uppercase form
         let notifications = [
-            PushNotification(deviceToken: clientToken(1), topic: "com.example.app", environment: .production, pushType: .alert,
+            PushNotification.apns(deviceToken: clientToken(1), topic: "com.example.app", environment: .production, pushType: .alert,
                              apnsID: upperID, payload: Array(#"{"aps":{"alert":"héllo"},"k":[1,2.5,null]}"#.utf8)),
-            PushNotification(deviceToken: clientToken(2), topic: "com.example.app", environment: .production, pushType: .background,
+            PushNotification.apns(deviceToken: clientToken(2), topic: "com.example.app", environment: .production, pushType: .background,
                              collapseID: "c1", payload: Array(#"{"aps":{"content-available":1}}"#.utf8)),
-            PushNotification(deviceToken: clientToken(3), topic: "com.example.app.voip", environment: .production, pushType: .voip,
+            PushNotification.apns(deviceToken: clientToken(3), topic: "com.example.app.voip", environment: .production, pushType: .voip,
                              priority: 1, expiration: 0, payload: Array(#"{ "call" : "x" }"#.utf8)),
         ]
         let outcomes = OutcomeBox(expected: notifications.count)
@@ -81,7 +81,7 @@ import Testing
         let outcomes = OutcomeBox(expected: count)
         try sim.loop.submit {
             for index in 0..<count {
-                let n = PushNotification(deviceToken: clientToken(index), topic: "com.example.app", environment: .production,
+                let n = PushNotification.apns(deviceToken: clientToken(index), topic: "com.example.app", environment: .production,
                                          payload: Array(#"{"aps":{"alert":"x"}}"#.utf8))
                 client.value.send(n) { outcomes.record(index, $0) }
             }
@@ -108,7 +108,7 @@ import Testing
         let impostor = try MockProviderKey.generate(keyID: Self.keyID, teamID: Self.teamID, directory: sim.directory + "/other")
         let cache = try ProviderTokenCache(keyID: Self.keyID, teamID: Self.teamID, key: SigningKey(p8File: try #require(impostor.privateKeyFile)))
         let client = try sim.makeClient(tokenCache: cache)
-        let outcome = try sim.sendOne(client, PushNotification(deviceToken: clientToken(7), topic: "com.example.app", environment: .production,
+        let outcome = try sim.sendOne(client, PushNotification.apns(deviceToken: clientToken(7), topic: "com.example.app", environment: .production,
                                                                payload: Array(#"{"aps":{}}"#.utf8)))
         guard let response = outcome.result.apns else {
             Issue.record("expected an answer, got \(outcome.result)")
@@ -125,7 +125,7 @@ import Testing
         defer { sim.stop() }
         let client = try sim.makeClient(tokenCache: try sim.tokenCache())
         let token = "dead" + String(repeating: "0", count: 60)
-        let outcome = try sim.sendOne(client, PushNotification(deviceToken: token, topic: "com.example.app", environment: .production,
+        let outcome = try sim.sendOne(client, PushNotification.apns(deviceToken: token, topic: "com.example.app", environment: .production,
                                                                payload: Array(#"{"aps":{}}"#.utf8)))
         guard let response = outcome.result.apns else {
             Issue.record("expected an answer, got \(outcome.result)")
@@ -148,7 +148,7 @@ import Testing
             Int64(Date().timeIntervalSince1970) + offset.seconds.load(ordering: .relaxed)
         }
         let client = try sim.makeClient(tokenCache: cache)
-        let n = PushNotification(deviceToken: clientToken(9), topic: "com.example.app", environment: .production,
+        let n = PushNotification.apns(deviceToken: clientToken(9), topic: "com.example.app", environment: .production,
                                  apnsID: UUID().uuidString, payload: Array(#"{"aps":{"alert":"again"}}"#.utf8))
         let first = try sim.sendOne(client, n)
         guard let refused = first.result.apns else {
@@ -188,7 +188,7 @@ import Testing
              LoopBound(APNsClient(pool: owner.value.pool, tokenCache: secondCache, requestTimeoutMilliseconds: 30_000), loop: loop))
         }
         let push = { (i: Int) in
-            PushNotification(deviceToken: clientToken(i), topic: "com.example.app", environment: .production, payload: Array(#"{"aps":{}}"#.utf8))
+            PushNotification.apns(deviceToken: clientToken(i), topic: "com.example.app", environment: .production, payload: Array(#"{"aps":{}}"#.utf8))
         }
         let bound = try sim.sendOne(first, push(1))
         guard let ok = bound.result.apns else {

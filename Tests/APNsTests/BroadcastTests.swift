@@ -1,4 +1,5 @@
 import APNs
+import ProviderKit
 import PushCore
 import Testing
 
@@ -9,7 +10,7 @@ private func broadcast(
     channel: String = channel, bundleID: String = "com.example.app", type: PushType = .liveactivity, expiration: Int64? = nil,
     payload: [UInt8] = liveActivity
 ) -> PushNotification {
-    PushNotification(target: .channel(id: channel, bundleID: bundleID), topic: bundleID, environment: .sandbox, pushType: type,
+    PushNotification.apns(target: .channel(id: channel, bundleID: bundleID), topic: bundleID, environment: .sandbox, pushType: type,
                      expiration: expiration, payload: payload)
 }
 
@@ -42,7 +43,7 @@ private func broadcast(
         #expect(NotificationValidator.validate(broadcast(payload: sized(5120))) == nil)
         #expect(NotificationValidator.validate(broadcast(payload: sized(5121)))?.reason == .payloadTooLarge)
         // The same body as a device Live Activity push is over its 4096-byte limit.
-        let device = PushNotification(deviceToken: "a1b2", topic: "com.example.app.push-type.liveactivity", environment: .sandbox,
+        let device = PushNotification.apns(deviceToken: "a1b2", topic: "com.example.app.push-type.liveactivity", environment: .sandbox,
                                       pushType: .liveactivity, payload: sized(5120))
         #expect(NotificationValidator.validate(device)?.reason == .payloadTooLarge)
     }
@@ -141,26 +142,26 @@ private func broadcast(
 }
 
 @Suite struct BroadcastJobTests {
-    private func parse(_ text: String) throws(JobError) -> JobSpec { try JobParser.parse(Array(text.utf8)) }
+    private func parse(_ text: String) throws(JobError) -> (spec: JobSpec, read: APNsJob) { try APNsProvider.parse(Array(text.utf8)) }
     private func parseError(_ text: String) -> JobError? {
         do { _ = try parse(text); return nil } catch { return error }
     }
 
     @Test func aJobNamingAChannelIsALiveActivityBroadcast() throws {
-        let job = try parse(#"{"id":"b1","channel":"\#(channel)","app":"scores","expiration":0,"priority":5,"payload":{"aps":{"event":"update"}}}"#)
-        #expect(job.channel == channel)
+        let (job, read) = try parse(#"{"id":"b1","channel":"\#(channel)","app":"scores","expiration":0,"priority":5,"payload":{"aps":{"event":"update"}}}"#)
+        #expect(read.channel == channel)
         #expect(job.token == nil)
-        #expect(job.pushType == .liveactivity)
-        let n = job.notification(topic: "com.example.app", environment: .production, bundleID: "com.example.app")
+        #expect(read.pushType == .liveactivity)
+        let n = read.notification(job, topic: "com.example.app", environment: .production, bundleID: "com.example.app")
         #expect(n.target == .channel(id: channel, bundleID: "com.example.app"))
         #expect(n.path == "/4/broadcasts/apps/com.example.app")
         #expect(NotificationValidator.validate(n) == nil)
     }
 
     @Test func anExplicitPushTypeIsKeptForTheValidatorToRefuse() throws {
-        let job = try parse(#"{"channel":"\#(channel)","push_type":"alert","payload":{}}"#)
-        #expect(job.pushType == .alert)
-        let n = job.notification(topic: "com.example.app", environment: .production, bundleID: "com.example.app")
+        let (job, read) = try parse(#"{"channel":"\#(channel)","push_type":"alert","payload":{}}"#)
+        #expect(read.pushType == .alert)
+        let n = read.notification(job, topic: "com.example.app", environment: .production, bundleID: "com.example.app")
         #expect(NotificationValidator.validate(n)?.reason == .invalidPushType)
     }
 

@@ -1,4 +1,5 @@
 import APNs
+import ProviderKit
 import PushCore
 import Testing
 
@@ -9,7 +10,7 @@ private func note(
     token: String = token, topic: String = "com.example.app", type: PushType = .alert, priority: Int? = nil,
     expiration: Int64? = nil, collapse: String? = nil, apnsID: String? = nil, payload: [UInt8] = payload
 ) -> PushNotification {
-    PushNotification(
+    PushNotification.apns(
         deviceToken: token, topic: topic, environment: .sandbox, pushType: type, priority: priority,
         expiration: expiration, collapseID: collapse, apnsID: apnsID, payload: payload)
 }
@@ -147,9 +148,9 @@ private func note(
     @Test func onEveryJobTheParserAcceptsTheParsedCheckAnswersWhatTheFullCheckAnswers() throws {
         var accepted = 0
         for text in Self.jobs {
-            guard let spec = try? JobParser.parse(Array(text.utf8)) else { continue }
+            guard let (spec, read) = try? APNsProvider.parse(Array(text.utf8)) else { continue }
             accepted += 1
-            var n = spec.notification(topic: "com.example.app", environment: .sandbox)
+            var n = read.notification(spec, topic: "com.example.app", environment: .sandbox)
             if let tokens = spec.uniqueTokens { n.deviceToken = tokens[0] }
             let full = NotificationValidator.validate(n, bundleID: "com.example.app")
             #expect(NotificationValidator.validate(n, bundleID: "com.example.app", fromParsedJob: true) == full, "\(text.prefix(80))")

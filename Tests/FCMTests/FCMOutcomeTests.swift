@@ -1,5 +1,6 @@
 import APNs
 import FCM
+import ProviderKit
 import PushCore
 import Testing
 
@@ -178,22 +179,32 @@ private func fcm(_ status: Int, _ code: String?, rpc: String? = nil, fields: [St
         #expect(failure(both)?.contains("too big") == true)
     }
 
+    /// A job read as the worker reads it, with APNs' and FCM's members: its envelope, and FCM's message when it is an
+    /// FCM job (APNs' reading otherwise, for its refusals).
+    private static func parse(_ text: String) throws(JobError) -> (spec: JobSpec, message: [UInt8]) {
+        let bytes = Array(text.utf8)
+        let spec = try JobParser.parse(bytes, members: JobMemberTable([.apns: APNsProvider.jobMembers, .fcm: FCMProvider.jobMembers]))
+        if spec.platform == FCMProvider.platform { return (spec, try FCMProvider.readJob(bytes, spec: spec)) }
+        _ = try APNsProvider.readJob(bytes, spec: spec)
+        return (spec, [])
+    }
+
     @Test func fcmJobsAreParsedByPlatformOrShapeWithTheMessageSlicedByteForByte() throws {
         let message = #"{ "token" : "fcm:tok\u00e9n", "data" : {"a":"1"} , "android":{"priority":"HIGH"}}"#
-        let job = try JobParser.parse(Array(#"{"id":"f1","app":"android","message":\#(message)}"#.utf8))
-        #expect(job.platform == .fcm && !job.platformGiven && job.message == Array(message.utf8))
-        let explicit = try JobParser.parse(Array(#"{"platform":"fcm","message":{"topic":"news"}}"#.utf8))
+        let job = try Self.parse(#"{"id":"f1","app":"android","message":\#(message)}"#)
+        #expect(job.spec.platform == .fcm && !job.spec.platformGiven && job.message == Array(message.utf8))
+        let explicit = try Self.parse(#"{"platform":"fcm","message":{"topic":"news"}}"#).spec
         #expect(explicit.platform == .fcm && explicit.platformGiven)
         // APNs stays the default: a job with token and payload is an APNs job, as before.
-        let apns = try JobParser.parse(Array(#"{"token":"ab12","payload":{"aps":{}}}"#.utf8))
+        let apns = try Self.parse(#"{"token":"ab12","payload":{"aps":{}}}"#).spec
         #expect(apns.platform == .apns)
-        #expect(throws: JobError.missingMessage(.fcm)) { try JobParser.parse(Array(#"{"platform":"fcm","payload":{"aps":{}}}"#.utf8)) }
-        #expect(throws: JobError.badPlatform("gcm")) { try JobParser.parse(Array(#"{"platform":"gcm","message":{}}"#.utf8)) }
-        #expect(throws: JobError.messageNotAnObject) { try JobParser.parse(Array(#"{"platform":"fcm","message":"hi"}"#.utf8)) }
+        #expect(throws: JobError.missingMessage(.fcm)) { try Self.parse(#"{"platform":"fcm","payload":{"aps":{}}}"#) }
+        #expect(throws: JobError.badPlatform("gcm")) { try Self.parse(#"{"platform":"gcm","message":{}}"#) }
+        #expect(throws: JobError.messageNotAnObject) { try Self.parse(#"{"platform":"fcm","message":"hi"}"#) }
         // Producers' own `platform` and `message` fields on APNs jobs keep working, as before FCM.
-        let own = try JobParser.parse(Array(#"{"token":"ab12","payload":{"aps":{}},"platform":"ios","message":"Hi Ann"}"#.utf8))
-        #expect(own.platform == .apns && own.message.isEmpty)
+        let own = try Self.parse(#"{"token":"ab12","payload":{"aps":{}},"platform":"ios","message":"Hi Ann"}"#)
+        #expect(own.spec.platform == .apns && own.message.isEmpty)
         // A top-level FCM-style token on an APNs job is still refused as not hexadecimal.
-        #expect(throws: JobError.tokenNotHex) { try JobParser.parse(Array(#"{"token":"abc:def","payload":{}}"#.utf8)) }
+        #expect(throws: JobError.tokenNotHex) { try Self.parse(#"{"token":"abc:def","payload":{}}"#) }
     }
 }

@@ -46,7 +46,7 @@ private func reason(_ message: String) -> String? {
 
     /// A Push Kit job without its `message` is told so in Push Kit's name, not FCM's (issue 54).
     @Test func aJobWithoutItsMessageIsToldItIsAPushKitJob() {
-        #expect(throws: JobError.missingMessage(.hms)) { try JobParser.parse(Array(#"{"platform":"hms","payload":{}}"#.utf8)) }
+        #expect(throws: JobError.missingMessage(.hms)) { try HMSProvider.parse(Array(#"{"platform":"hms","payload":{}}"#.utf8)) }
         #expect(JobError.missingMessage(.hms).description == #"a Huawei Push Kit job needs a "message" (the provider's own message object)"#)
     }
 

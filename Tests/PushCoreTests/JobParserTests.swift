@@ -1,12 +1,22 @@
 import APNs
 import Basics
 import FCM
+import HeraldProviders
+import ProviderKit
 @testable import PushCore
 import Testing
 
 private let token = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
 
-private func parse(_ text: String) throws(JobError) -> JobSpec { try JobParser.parse(Array(text.utf8)) }
+/// A job read as the worker reads an APNs job: the envelope, then APNs' members (and its rules of the envelope).
+private func read(_ text: String) throws(JobError) -> (spec: JobSpec, apns: APNsJob) {
+    let (spec, apns) = try APNsProvider.parse(Array(text.utf8))
+    return (spec, apns)
+}
+
+/// A job read as the worker reads any job: the envelope, then its provider's members.
+private func parse(_ text: String) throws(JobError) -> JobSpec { try heraldProviders.read(Array(text.utf8), table: members) }
+private let members = heraldProviders.jobMembers
 
 private func parseError(_ text: String) -> JobError? {
     do { _ = try parse(text); return nil } catch { return error }
@@ -20,7 +30,7 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
 
 @Suite struct JobParserTests {
     @Test func fullJob() throws {
-        let job = try parse("""
+        let (job, apns) = try read("""
             {"id":"j1","token":"\(token)","topic":"com.example.app.voip","environment":"sandbox","app":"main",
              "push_type":"voip","priority":5,"expiration":1900000000,"collapse_id":"c","apns_id":"123e4567-e89b-12d3-a456-4266554400a0",
              "payload":{"aps":{}}}
@@ -28,22 +38,22 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
         #expect(job.id == "j1")
         #expect(job.token == token)
         #expect(job.topic == "com.example.app.voip")
-        #expect(job.environment == .sandbox)
+        #expect(apns.environment == .sandbox)
         #expect(job.app == "main")
-        #expect(job.pushType == .voip)
-        #expect(job.priority == 5)
+        #expect(apns.pushType == .voip)
+        #expect(apns.priority == 5)
         #expect(job.expiration == 1_900_000_000)
-        #expect(job.collapseID == "c")
-        #expect(job.apnsID == "123e4567-e89b-12d3-a456-4266554400a0")
+        #expect(apns.collapseID == "c")
+        #expect(apns.apnsID == "123e4567-e89b-12d3-a456-4266554400a0")
         #expect(job.payload == Array(#"{"aps":{}}"#.utf8))
-        let n = job.notification(topic: job.topic!, environment: job.environment!)
+        let n = apns.notification(job, topic: job.topic!, environment: apns.environment!)
         #expect(NotificationValidator.validate(n) == nil)
     }
 
     @Test func defaultsAndNulls() throws {
-        let job = try parse(#"{"token":"ab","payload":{},"topic":null,"priority":null,"id":42}"#)
-        #expect(job.pushType == .alert)
-        #expect(job.topic == nil && job.priority == nil && job.environment == nil && job.expiration == nil)
+        let (job, apns) = try read(#"{"token":"ab","payload":{},"topic":null,"priority":null,"id":42}"#)
+        #expect(apns.pushType == .alert)
+        #expect(job.topic == nil && apns.priority == nil && apns.environment == nil && job.expiration == nil)
         #expect(job.id == "42")
     }
 
@@ -65,8 +75,8 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
     }
 
     @Test func stringsDecodeEscapes() throws {
-        let job = try parse(#"{"token":"ab","payload":{},"collapse_id":"a\"b\\c\/d\n\u00e9\ud83d\ude00"}"#)
-        #expect(job.collapseID == "a\"b\\c/d\n\u{00E9}\u{1F600}")
+        let apns = try read(#"{"token":"ab","payload":{},"collapse_id":"a\"b\\c\/d\n\u00e9\ud83d\ude00"}"#).apns
+        #expect(apns.collapseID == "a\"b\\c/d\n\u{00E9}\u{1F600}")
     }
 
     static let errors: [(String, String)] = [
@@ -123,9 +133,9 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
 
     @Test func tenMegabyteStringIsLinearAndSafe() throws {
         let big = String(repeating: "x", count: 10 * 1024 * 1024)
-        let job = try parse(#"{"token":"ab","payload":{"a":"\#(big)"},"mine":"\#(big)"}"#)
+        let (job, apns) = try read(#"{"token":"ab","payload":{"a":"\#(big)"},"mine":"\#(big)"}"#)
         #expect(job.payload.count == big.utf8.count + 8)
-        #expect(NotificationValidator.validate(job.notification(topic: "t", environment: .production))?.reason == .payloadTooLarge)
+        #expect(NotificationValidator.validate(apns.notification(job, topic: "t", environment: .production))?.reason == .payloadTooLarge)
         // unterminated 10 MB string: an error, not a crash
         #expect(parseError(#"{"token":"ab","payload":{"a":"\#(big)"#)?.code == "not_json")
         // 10 MB of escapes

@@ -62,7 +62,7 @@ struct BroadcastBytesTests {
                         step(index + 1)
                     }
                 case 3:
-                    let n = PushNotification(
+                    let n = PushNotification.apns(
                         target: .channel(id: channel, bundleID: C.bundle), topic: C.bundle, environment: .production,
                         pushType: .liveactivity, priority: 10, expiration: 0, apnsID: ids[3], payload: Array(C.liveActivityPayload.utf8))
                     pushes.send(n) { outcome in

@@ -7,39 +7,40 @@ import Testing
 struct WebPushJobTests {
     static let subscription = String(decoding: SubscriptionTests.json(endpoint: "https://fcm.googleapis.com/fcm/send/abc"), as: UTF8.self)
 
-    static func job(_ fields: String) throws -> JobSpec { try JobParser.parse(Array("{\(fields)}".utf8)) }
+    /// A job read as the worker reads a Web Push job: the envelope, then Web Push's members.
+    static func job(_ fields: String) throws -> (spec: JobSpec, read: WebPushJobMembers) { try WebPushProvider.parse(Array("{\(fields)}".utf8)) }
 
     @Test func aSubscriptionJobIsWebPushWithItsFields() throws {
-        let spec = try Self.job(#""id":"w1","platform":"webpush","subscription":\#(Self.subscription),"payload":"hi ✓","ttl":60,"urgency":"high","topic":"news""#)
+        let (spec, read) = try Self.job(#""id":"w1","platform":"webpush","subscription":\#(Self.subscription),"payload":"hi ✓","ttl":60,"urgency":"high","topic":"news""#)
         #expect(spec.platform == .webpush && spec.platformGiven)
-        #expect(spec.payload == Array("hi ✓".utf8), "a string payload is its text")
-        #expect(spec.ttl == 60 && spec.urgency == "high" && spec.topic == "news")
-        #expect(spec.subscription == Array(Self.subscription.utf8))
-        let message = try WebPushJob.message(spec, policy: PushServicePolicy()).get()
+        #expect(read.payload == Array("hi ✓".utf8), "a string payload is its text")
+        #expect(read.ttl == 60 && read.urgency == "high" && spec.topic == "news")
+        #expect(read.subscription == Array(Self.subscription.utf8))
+        let message = try WebPushJob.message(read, topic: spec.topic, policy: PushServicePolicy()).get()
         #expect(message.urgency == .high && message.ttl == 60 && message.topic == "news")
-        let notification = spec.webPushNotification(message)
+        let notification = read.notification(message, expiration: spec.expiration)
         #expect(notification.deviceToken == "https://fcm.googleapis.com/fcm/send/abc")
         #expect(notification.platform == .webpush)
         #expect(try notification.webPushMessage() == message)
     }
 
     @Test func theShapeAloneMakesAWebPushJobAndAJSONPayloadKeepsItsBytes() throws {
-        let spec = try Self.job(#""subscription":\#(Self.subscription),"payload":{"title":"x", "n":[1,2]}"#)
+        let (spec, read) = try Self.job(#""subscription":\#(Self.subscription),"payload":{"title":"x", "n":[1,2]}"#)
         #expect(spec.platform == .webpush && !spec.platformGiven)
-        #expect(spec.payload == Array(#"{"title":"x", "n":[1,2]}"#.utf8))
+        #expect(read.payload == Array(#"{"title":"x", "n":[1,2]}"#.utf8))
     }
 
     @Test func subscriptionsFanOutIntoOneJobEachWithTheirBytes() throws {
         let other = Self.subscription.replacingOccurrences(of: "/abc", with: "/def")
         let bytes = Array(#"{"id":"m","subscriptions":[\#(Self.subscription), \#(other),\#(Self.subscription)],"payload":"x"}"#.utf8)
-        let spec = try JobParser.parse(bytes)
+        let (spec, read) = try WebPushProvider.parse(bytes)
         #expect(spec.platform == .webpush)
-        #expect(spec.uniqueSubscriptions == [Self.subscription, other], "a subscription listed twice is sent once")
-        let parts = try #require(spec.subscriptionJobParts(of: bytes))
+        #expect(read.uniqueSubscriptions == [Self.subscription, other], "a subscription listed twice is sent once")
+        let parts = try #require(read.subscriptionJobParts(of: bytes))
         let child = parts.prefix + Array(other.utf8) + parts.suffix
-        let childSpec = try JobParser.parse(child)
-        #expect(childSpec.subscription == Array(other.utf8))
-        #expect(childSpec.subscriptions == nil && childSpec.id == "m" && childSpec.payload == Array("x".utf8))
+        let (childSpec, childRead) = try WebPushProvider.parse(child)
+        #expect(childRead.subscription == Array(other.utf8))
+        #expect(childRead.subscriptions == nil && childSpec.id == "m" && childRead.payload == Array("x".utf8))
         #expect(throws: JobError.badTokens("give either \"subscription\" or \"subscriptions\", not both")) {
             try Self.job(#""subscription":\#(Self.subscription),"subscriptions":[\#(Self.subscription)],"payload":"x""#)
         }
@@ -52,11 +53,10 @@ struct WebPushJobTests {
         #expect(throws: JobError.subscriptionNotAnObject) { try Self.job(#""platform":"webpush","subscription":"https://x","payload":"x""#) }
         #expect(throws: JobError.missingPayload) { try Self.job(#""platform":"webpush","subscription":\#(Self.subscription)"#) }
         #expect(throws: JobError.self) { try Self.job(#""platform":"webpush","tokens":["aa"],"subscription":\#(Self.subscription),"payload":"x""#) }
-        // APNs jobs still need an object payload.
-        #expect(throws: JobError.payloadNotAnObject) { try Self.job(#""token":"aabb","payload":"x""#) }
 
         func reason(_ fields: String, policy: PushServicePolicy = PushServicePolicy()) throws -> String {
-            guard case .failure(let error) = WebPushJob.message(try Self.job(fields), policy: policy) else { return "accepted" }
+            let (spec, read) = try Self.job(fields)
+            guard case .failure(let error) = WebPushJob.message(read, topic: spec.topic, policy: policy) else { return "accepted" }
             return error.description
         }
         #expect(try reason(#""subscription":\#(Self.subscription),"payload":"x","urgency":"urgent""#).hasPrefix("BadUrgency"))

@@ -39,9 +39,24 @@ public protocol PushProvider: SendableMetatype {
     /// Its sender for the apps of `credentials` that are its own (every app of the configuration, in order).
     static func makeSender(credentials: [AppCredentials], loop: EventLoop, configuration: Configuration, logger: Logger) -> PushSender
 
-    /// The provider's own rules for a job already parsed (`spec`, from the bytes `job`) and matched to one of its
-    /// apps (`index` among the configuration's): its destination and notification, or why it is rejected.
-    static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob
+    /// Its own members of a job (`push_type`, `message`), declared here and sliced by the parser; `readJob` reads
+    /// them by their index in this list.
+    static var jobMembers: [JobMember] { get }
+
+    /// Its reading of a job's members (`APNsJob`): made by `readJob`, handed to `admit`.
+    associatedtype Job
+
+    /// Reads and judges its members of a job (`spec`, parsed from `job`) and the envelope's parts it rules on (a
+    /// token's form, the payload's kind), before anything else is looked at: a job it refuses is unreadable, with
+    /// the parser's errors, and goes to the dead-letter list as one the parser refused.
+    static func readJob(_ job: [UInt8], spec: JobSpec) throws(JobError) -> Job
+
+    /// What a refused job's result entry names of it beyond the envelope (APNs' environment and channel).
+    static func rejectedFields(_ read: Job) -> RejectedJobFields
+
+    /// The provider's own rules for a job already read (`spec` and `read`, from the bytes `job`) and matched to one of
+    /// its apps (`index` among the configuration's): its destination and notification, or why it is rejected.
+    static func admit(job: [UInt8], spec: JobSpec, read: Job, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob
 
     /// What to check when the provider refused an app's credential (the log of the pause it starts).
     static func credentialHint(reason: String) -> String
@@ -63,7 +78,27 @@ public protocol PushProvider: SendableMetatype {
                                     of app: Configuration.AppSettings) -> APNsEnvironment?
 }
 
+/// What a refused job's result entry names of it beyond the envelope, as its provider read it.
+public struct RejectedJobFields: Sendable {
+    public var environment: String?
+    public var channel: String?
+
+    public init(environment: String? = nil, channel: String? = nil) {
+        self.environment = environment
+        self.channel = channel
+    }
+}
+
 extension PushProvider {
+    /// Nothing beyond the envelope.
+    public static func rejectedFields(_ read: Job) -> RejectedJobFields { RejectedJobFields() }
+
+    /// A job parsed as this provider's alone (its tests, tools that make its jobs): the envelope, then its members.
+    public static func parse(_ bytes: [UInt8]) throws(JobError) -> (spec: JobSpec, read: Job) {
+        let spec = try JobParser.parse(bytes, members: JobMemberTable([platform: jobMembers]))
+        return (spec, try readJob(bytes, spec: spec))
+    }
+
     /// Its section's settings, lifted under the section's key of the root.
     public static var settings: [Setting<Configuration>] { Section.declared.map { $0.lifted(section, prefix: sectionKey + ".") } }
 
@@ -80,6 +115,9 @@ extension PushProvider {
     public static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: APNsEnvironment,
                                            of app: Configuration.AppSettings) -> APNsEnvironment? { nil }
 
+    /// `readJob`, its reading dropped.
+    static func check(_ job: [UInt8], spec: JobSpec) throws(JobError) { _ = try readJob(job, spec: spec) }
+
     /// Loading proved the credential (a token or assertion signed): nothing more to do.
     public static func prove(_ app: Configuration.AppSettings, credential: any Sendable, configuration: Configuration) throws -> String? { nil }
 
@@ -95,6 +133,19 @@ extension PushProvider {
 }
 
 extension Array where Element == any PushProvider.Type {
+    /// Every provider's job members, for the parser.
+    public var jobMembers: JobMemberTable {
+        JobMemberTable(Dictionary(uniqueKeysWithValues: map { ($0.platform, $0.jobMembers) }))
+    }
+
+    /// Parses a job and has its provider read its members: every check the worker makes before it looks for the
+    /// app (`herald enqueue`, the schema tests). `table`: `jobMembers`, made once.
+    public func read(_ bytes: [UInt8], table: JobMemberTable) throws(JobError) -> JobSpec {
+        let spec = try JobParser.parse(bytes, members: table)
+        try provider(for: spec.platform).check(bytes, spec: spec)
+        return spec
+    }
+
     /// The provider of `platform`. The list is in `Platform.allCases` order (the loader holds it to that), so
     /// this is an index, not a search: intake asks it for every job.
     @inline(__always)

@@ -5,29 +5,24 @@ public enum JobParser {
     /// The most device tokens one multicast job (`tokens`) may list.
     public static let maxTokens = 10_000
 
-    public static func parse(_ bytes: [UInt8]) throws(JobError) -> JobSpec {
+    /// `members`: the providers' members to slice (the worker's table holds every provider's); others are ignored
+    /// like any unknown field.
+    public static func parse(_ bytes: [UInt8], members: JobMemberTable = .none) throws(JobError) -> JobSpec {
         let result: Result<JobSpec, JobError> = bytes.withUnsafeBufferPointer { buffer in
-            do throws(JobError) { return .success(try parse(buffer)) } catch { return .failure(error) }
+            do throws(JobError) { return .success(try parse(buffer, members: members)) } catch { return .failure(error) }
         }
         return try result.get()
     }
 
     /// Same as `parse(_: [UInt8])` for bytes that are not in an Array (e.g. a Redis reply buffer).
-    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>) throws(JobError) -> JobSpec {
+    public static func parse(_ buffer: UnsafeBufferPointer<UInt8>, members table: JobMemberTable = .none) throws(JobError) -> JobSpec {
         var scanner = JSONScanner(buffer)
-        var job = JobSpec()
+        var job = JobSpec(members: table)
         var seen: UInt32 = 0
         var tokenSeen = false
-        var payloadSeen = false
-        var messageSeen = false
         // Read as given and judged at the end: a job with `token` and `payload` keeps working whatever a
         // producer's own `platform` or `message` field says (fields Herald did not know before FCM).
         var platformText: String? = nil
-        var messageIsObject = true
-        var subscriptionSeen = false
-        var subscriptionIsObject = true
-        // Judged once the platform is known: APNs payloads are objects, Web Push ones any value.
-        var payloadValue: JSONToken? = nil
         // Read once the platform is known: `tokens` is an APNs multicast, and an FCM job's tokens are not hexadecimal.
         var tokensValue: JSONToken? = nil
         do {
@@ -41,7 +36,14 @@ public enum JobParser {
             try scanner.beginObject()
             var first = true
             while let (key, value) = try scanner.nextMember(first: &first) {
-                guard let field = Field(key, in: scanner) else { continue }
+                guard let field = Field(key, in: scanner) else {
+                    // A provider's member: sliced for it (a `null` one too, until the end, so that twice is still twice).
+                    for slot in table.slots(of: key, in: scanner) ?? [] {
+                        if job.members.slices[slot] != nil { throw JobError.duplicateField(table.names[slot]) }
+                        job.members.slices[slot] = JobMemberSlice(keyStart: key.range.lowerBound, value: value)
+                    }
+                    continue
+                }
                 let bit = UInt32(1) << field.rawValue
                 if seen & bit != 0 { throw JobError.duplicateField(field.name) }
                 seen |= bit
@@ -58,28 +60,12 @@ public enum JobParser {
                     default: throw JobError.wrongType(field: "id", expected: "a string or a number")
                     }
                 case .token:
-                    // Checked once the platform is known: only an APNs token must be hexadecimal.
-                    job.token = try string(value, field, scanner)
+                    // Checked by the job's provider: only an APNs token must be hexadecimal.
+                    job.token = try string(value, field.name, scanner)
                     tokenSeen = true
-                case .channel:
-                    let channel = try string(value, field, scanner)
-                    guard Broadcast.isValidChannelID(channel) else { throw JobError.badChannel }
-                    job.channel = channel
-                case .topic: job.topic = try string(value, field, scanner)
-                case .environment:
-                    let raw = try string(value, field, scanner)
-                    guard let env = APNsEnvironment(rawValue: raw) else { throw JobError.badEnvironment(raw) }
-                    job.environment = env
-                case .app: job.app = try string(value, field, scanner)
-                case .pushType:
-                    let raw = try string(value, field, scanner)
-                    guard let type = PushType(rawValue: raw) else { throw JobError.unknownPushType(raw) }
-                    job.pushType = type
-                case .priority:
-                    let v = try integer(value, field, scanner)
-                    guard v >= Int64(Int32.min) && v <= Int64(Int32.max) else { throw JobError.outOfRange(field: field.name) }
-                    job.priority = Int(v)
-                case .expiration: job.expiration = try integer(value, field, scanner)
+                case .topic: job.topic = try string(value, field.name, scanner)
+                case .app: job.app = try string(value, field.name, scanner)
+                case .expiration: job.expiration = try integer(value, field.name, scanner)
                 case .deliverAt:
                     switch value.kind {
                     case .number:
@@ -91,8 +77,6 @@ public enum JobParser {
                     default:
                         throw JobError.badDeliverAt
                     }
-                case .collapseID: job.collapseID = try string(value, field, scanner)
-                case .apnsID: job.apnsID = try string(value, field, scanner)
                 case .traceparent:
                     // W3C Trace Context: a malformed value (a number, an object, a bad string) is ignored, as its spec
                     // asks, never a reason to refuse the job.
@@ -101,30 +85,13 @@ public enum JobParser {
                     tokensValue = value
                     job.tokensMember = key.range.lowerBound..<value.range.upperBound
                 case .payload:
-                    payloadValue = value
+                    job.payloadValue = value
                     job.payload = Array(UnsafeBufferPointer(rebasing: buffer[value.range]))
-                    payloadSeen = true
-                case .subscriptions:
-                    guard value.kind == .array else { throw JobError.badTokens("\"subscriptions\" must be a list of push subscriptions") }
-                    job.subscriptions = try objects(value, scanner, name: "subscriptions")
-                    job.subscriptionsMember = key.range.lowerBound..<value.range.upperBound
-                case .subscription:
-                    subscriptionSeen = true
-                    subscriptionIsObject = value.kind == .object
-                    if subscriptionIsObject { job.subscription = Array(UnsafeBufferPointer(rebasing: buffer[value.range])) }
-                case .ttl:
-                    // Its range is the provider's rule (Web Push's `BadMessage`), as documented there.
-                    job.ttl = try integer(value, field, scanner)
-                case .urgency: job.urgency = try string(value, field, scanner)
                 case .validateOnly:
                     guard value.kind == .bool else { throw JobError.wrongType(field: "validate_only", expected: "true or false") }
                     job.validateOnly = scanner.text(value) == "true"
                 case .platform:
                     platformText = value.kind == .string ? scanner.stringValue(value) : scanner.text(value)
-                case .message:
-                    messageSeen = true
-                    messageIsObject = value.kind == .object
-                    if messageIsObject { job.message = Array(UnsafeBufferPointer(rebasing: buffer[value.range])) }
                 }
             }
             try scanner.expectEnd()
@@ -135,54 +102,35 @@ public enum JobParser {
         } catch {
             preconditionFailure("unexpected error \(error)")
         }
+        // A `null` member counts as absent (it was kept only to find a duplicate).
+        for slot in 0..<table.shapes.count where job.members.slices[slot]?.value.kind == .null { job.members.slices[slot] = nil }
+        let given = platformText.flatMap(Platform.init(rawValue:))
         if let tokensValue {
-            if platformText.flatMap(Platform.init(rawValue:))?.carriesSubscription == true || (platformText == nil && (subscriptionSeen || job.subscriptions != nil)) {
-                throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; a Web Push job names its \"subscription\"")
+            if let platform = given ?? (platformText == nil ? job.members.present({ $0 != .plain && $0 != .target }).flatMap { $0.carriesSubscription ? $0 : nil } : nil),
+               platform.carriesSubscription {
+                throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; a \(platform.displayName) job names its \"subscription\"")
             }
-            if let platform = platformText.flatMap(Platform.init(rawValue:)), platform.carriesMessage {
+            if let platform = given, platform.carriesMessage {
                 throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; a \(platform.displayName) job names its target (token, topic or condition) in its \"message\"")
             }
             job.tokens = try tokens(tokensValue, scanner)
         }
-        let apnsShaped = (tokenSeen || job.tokens != nil || job.channel != nil) && payloadSeen
+        let targeted = tokenSeen || job.tokens != nil || job.members.present({ $0 == .target }) != nil
         if let platformText {
-            if let platform = Platform(rawValue: platformText) {
-                job.platform = platform
+            if let given {
+                job.platform = given
                 job.platformGiven = true
-            } else if !apnsShaped {
+            } else if !(targeted && job.payloadValue != nil) {
                 throw JobError.badPlatform(platformText)
             }
         }
-        // No `platform`: a message without payload, token(s) or channel is an FCM job by its shape.
-        if !job.platformGiven && messageSeen && !payloadSeen && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .fcm }
-        // No `platform`: a subscription without token(s) or channel is a Web Push job by its shape.
-        if subscriptionSeen && job.subscriptions != nil { throw JobError.badTokens("give either \"subscription\" or \"subscriptions\", not both") }
-        if !job.platformGiven && (subscriptionSeen || job.subscriptions != nil) && !tokenSeen && job.tokens == nil && job.channel == nil { job.platform = .webpush }
-        if job.platform.carriesSubscription {
-            guard subscriptionSeen || job.subscriptions != nil else { throw JobError.missingSubscription }
-            guard subscriptionIsObject else { throw JobError.subscriptionNotAnObject }
-            guard let payloadValue else { throw JobError.missingPayload }
-            // A string payload is sent as its text; any other value as its JSON bytes.
-            if payloadValue.kind == .string { job.payload = Array(scanner.stringValue(payloadValue).utf8) }
-            return job
+        // No `platform`: a job with a member that implies its provider, and no device target, is that provider's
+        // by its shape (`JobMember.Shape`); the last such provider in platform order when several are implied.
+        if !job.platformGiven && !targeted {
+            if let platform = job.members.present({
+                if case .impliesPlatform(let withoutPayload) = $0 { !withoutPayload || job.payloadValue == nil } else { false }
+            }) { job.platform = platform }
         }
-        if payloadSeen, payloadValue?.kind != .object { throw JobError.payloadNotAnObject }
-        if job.platform.carriesMessage {
-            guard messageSeen else { throw JobError.missingMessage(job.platform) }
-            guard messageIsObject else { throw JobError.messageNotAnObject }
-            return job
-        }
-        if job.channel != nil {
-            // A broadcast: one target only, and a Live Activity update unless the job says otherwise (which the
-            // validator then refuses with Apple's InvalidPushType).
-            if tokenSeen || job.tokens != nil { throw JobError.tokenAndChannel }
-            if seen & (UInt32(1) << Field.pushType.rawValue) == 0 { job.pushType = .liveactivity }
-        } else {
-            if tokenSeen && job.tokens != nil { throw JobError.badTokens("give either \"token\" or \"tokens\", not both") }
-            guard tokenSeen || job.tokens != nil else { throw JobError.missingToken }
-            if tokenSeen, !isHexToken(job.token ?? "") { throw JobError.tokenNotHex }
-        }
-        guard payloadSeen else { throw JobError.missingPayload }
         return job
     }
 
@@ -244,7 +192,7 @@ public enum JobParser {
     }
 
     /// The elements of a list of objects (Web Push's `subscriptions`): 1...maxTokens, each object's bytes.
-    private static func objects(_ value: JSONToken, _ scanner: JSONScanner, name: String) throws(JobError) -> [[UInt8]] {
+    public static func objects(_ value: JSONToken, _ scanner: JSONScanner, name: String) throws(JobError) -> [[UInt8]] {
         try elements(value, scanner, name: name) { (s, element, index) throws(JobError) in
             guard element.kind == .object else { throw JobError.badTokens("\(name)[\(index)] is not a JSON object") }
             return Array(UnsafeBufferPointer(rebasing: s.bytes[element.range]))
@@ -273,45 +221,33 @@ public enum JobParser {
         return out
     }
 
-    private static func string(_ value: JSONToken, _ field: Field, _ scanner: JSONScanner) throws(JobError) -> String {
-        guard value.kind == .string else { throw JobError.wrongType(field: field.name, expected: "a string") }
+    static func string(_ value: JSONToken, _ field: String, _ scanner: JSONScanner) throws(JobError) -> String {
+        guard value.kind == .string else { throw JobError.wrongType(field: field, expected: "a string") }
         return scanner.stringValue(value)
     }
 
-    private static func integer(_ value: JSONToken, _ field: Field, _ scanner: JSONScanner) throws(JobError) -> Int64 {
+    static func integer(_ value: JSONToken, _ field: String, _ scanner: JSONScanner) throws(JobError) -> Int64 {
         guard value.kind == .number, value.isInteger else {
-            throw JobError.wrongType(field: field.name, expected: "an integer")
+            throw JobError.wrongType(field: field, expected: "an integer")
         }
-        guard let v = scanner.int64Value(value) else { throw JobError.outOfRange(field: field.name) }
+        guard let v = scanner.int64Value(value) else { throw JobError.outOfRange(field: field) }
         return v
     }
 
     private enum Field: UInt32 {
-        case id, token, topic, environment, app, pushType, priority, expiration, collapseID, apnsID, payload, deliverAt, tokens
-        case channel, platform, message, subscription, ttl, urgency, subscriptions, traceparent, validateOnly
+        case id, token, topic, app, expiration, payload, deliverAt, tokens, platform, traceparent, validateOnly
 
         var name: String {
             switch self {
             case .id: "id"
             case .token: "token"
             case .topic: "topic"
-            case .environment: "environment"
             case .app: "app"
-            case .pushType: "push_type"
-            case .priority: "priority"
             case .expiration: "expiration"
-            case .collapseID: "collapse_id"
-            case .apnsID: "apns_id"
             case .payload: "payload"
             case .deliverAt: "deliver_at"
             case .tokens: "tokens"
-            case .channel: "channel"
             case .platform: "platform"
-            case .message: "message"
-            case .subscription: "subscription"
-            case .ttl: "ttl"
-            case .urgency: "urgency"
-            case .subscriptions: "subscriptions"
             case .traceparent: "traceparent"
             case .validateOnly: "validate_only"
             }
@@ -323,25 +259,14 @@ public enum JobParser {
             switch length {
             case 2 where s.stringEquals(key, "id"): self = .id
             case 3 where s.stringEquals(key, "app"): self = .app
-            case 3 where s.stringEquals(key, "ttl"): self = .ttl
             case 5 where s.stringEquals(key, "token"): self = .token
             case 5 where s.stringEquals(key, "topic"): self = .topic
             case 6 where s.stringEquals(key, "tokens"): self = .tokens
             case 7 where s.stringEquals(key, "payload"): self = .payload
-            case 7 where s.stringEquals(key, "apns_id"): self = .apnsID
-            case 7 where s.stringEquals(key, "channel"): self = .channel
-            case 7 where s.stringEquals(key, "message"): self = .message
-            case 7 where s.stringEquals(key, "urgency"): self = .urgency
             case 8 where s.stringEquals(key, "platform"): self = .platform
-            case 8 where s.stringEquals(key, "priority"): self = .priority
-            case 9 where s.stringEquals(key, "push_type"): self = .pushType
             case 10 where s.stringEquals(key, "expiration"): self = .expiration
             case 10 where s.stringEquals(key, "deliver_at"): self = .deliverAt
-            case 11 where s.stringEquals(key, "environment"): self = .environment
-            case 11 where s.stringEquals(key, "collapse_id"): self = .collapseID
             case 11 where s.stringEquals(key, "traceparent"): self = .traceparent
-            case 12 where s.stringEquals(key, "subscription"): self = .subscription
-            case 13 where s.stringEquals(key, "subscriptions"): self = .subscriptions
             case 13 where s.stringEquals(key, "validate_only"): self = .validateOnly
             case -1:
                 let name = s.stringValue(key)

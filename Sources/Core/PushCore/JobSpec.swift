@@ -1,6 +1,8 @@
 import Basics
 
-/// A job as the producer wrote it, before the worker fills in defaults from configuration.
+/// A job's envelope as the producer wrote it, before the worker fills in defaults from configuration: what every
+/// job has (its id, app, platform, device token or tokens, payload, times, trace), read by the parser, and the
+/// slices of its provider's own members (`members`), which that provider reads (`PushProvider.readJob`).
 /// `payload` holds the exact bytes of the job's `"payload"` value.
 public struct JobSpec: Sendable, Equatable {
     public var id: String?
@@ -13,40 +15,28 @@ public struct JobSpec: Sendable, Equatable {
     /// The bytes of a `"token": null` member (null counts as absent): left out of each token's own job, which
     /// would otherwise name `token` twice.
     public var nullTokenMember: Range<Int>?
-    /// A broadcast channel ID (`apns-channel-id`) instead of a device token.
-    public var channel: String?
+    /// The job's topic: APNs' `apns-topic` (which also finds the app), Web Push's `Topic`.
     public var topic: String?
-    public var environment: APNsEnvironment?
     public var app: String?
-    public var pushType: PushType = .alert
-    public var priority: Int?
+    /// Not worth delivering after this (UNIX seconds; 0 = try once): APNs' `apns-expiration`, every provider's give-up time.
     public var expiration: Int64?
     /// `deliver_at`: not before this time (ms since the epoch); nil sends at once.
     public var deliverAt: Int64?
-    public var collapseID: String?
-    public var apnsID: String?
     /// A W3C `traceparent` the producer gave (valid ones only): carried into the job's result entries and log lines.
     public var traceparent: String?
-    /// `"validate_only": true`: every check, FCM's own dry run, and a `validated` outcome instead of a delivery.
+    /// `"validate_only": true`: every check, the provider's own dry run, and a `validated` outcome instead of a delivery.
     public var validateOnly = false
     public var payload: [UInt8] = []
-    /// `platform` as the job gave it, else its shape: a `message` and no `payload` make an FCM job.
+    /// The `payload` value as scanned (its kind: a provider judges it), nil when absent.
+    public var payloadValue: JSONToken?
+    /// `platform` as the job gave it, else its shape (`JobMember.Shape`).
     public var platform: Platform = .apns
     /// True when the job said `platform` itself (then the app it names must be of that kind).
     public var platformGiven = false
-    /// The exact bytes of an FCM job's `"message"` object.
-    public var message: [UInt8] = []
-    /// A Web Push job's `subscription` object, its bytes as given; `ttl` (seconds) and `urgency` as given.
-    public var subscription: [UInt8] = []
-    /// `subscriptions`: a Web Push multicast, each object's bytes as given.
-    public var subscriptions: [[UInt8]]?
-    /// The bytes of the `"subscriptions": [...]` member, key to closing bracket: replaced by
-    /// `"subscription":<s>` to make each subscription's own job.
-    public var subscriptionsMember: Range<Int>?
-    public var ttl: Int64?
-    public var urgency: String?
+    /// Its providers' members, sliced.
+    public var members: JobMembers
 
-    public init() {}
+    public init(members table: JobMemberTable = .none) { members = JobMembers(table: table) }
 
     /// A multicast job's tokens, each once (a device listed twice gets one notification; compared in lower case,
     /// as APNs reads them), in the producer's order.
@@ -55,20 +45,6 @@ public struct JobSpec: Sendable, Equatable {
         var seen = Set<String>()
         seen.reserveCapacity(tokens.count)
         return tokens.filter { seen.insert($0.lowercased()).inserted }
-    }
-
-    /// A Web Push multicast's subscriptions, each once (byte for byte), in the producer's order.
-    public var uniqueSubscriptions: [String]? {
-        guard let subscriptions else { return nil }
-        var seen = Set<[UInt8]>()
-        return subscriptions.filter { seen.insert($0).inserted }.map { String(decoding: $0, as: UTF8.self) }
-    }
-
-    /// A Web Push multicast's bytes before and after its `"subscriptions":[...]` member, with `"subscription":`
-    /// added: each subscription's own job is prefix + the subscription's bytes + suffix.
-    public func subscriptionJobParts(of job: [UInt8]) -> (prefix: [UInt8], suffix: [UInt8])? {
-        guard let member = subscriptionsMember else { return nil }
-        return (Array(job[..<member.lowerBound]) + Array(#""subscription":"#.utf8), Array(job[member.upperBound...]))
     }
 
     /// A multicast job's bytes (`job`, the ones this spec was parsed from) before and after its `"tokens":[...]`
@@ -81,11 +57,15 @@ public struct JobSpec: Sendable, Equatable {
             job.removeSubrange(cut)
             if cut.upperBound <= member.lowerBound { member = (member.lowerBound - cut.count)..<(member.upperBound - cut.count) }
         }
-        var prefix = Array(job[..<member.lowerBound])
-        prefix.append(contentsOf: Array(#""token":""#.utf8))
-        var suffix: [UInt8] = [UInt8(ascii: "\"")]
-        suffix.append(contentsOf: job[member.upperBound...])
+        var (prefix, suffix) = Self.jobParts(of: job, replacing: member, with: #""token":""#)
+        suffix.insert(UInt8(ascii: "\""), at: 0)
         return (prefix, suffix)
+    }
+
+    /// A job's bytes before and after one of its members (`member`, key to the end of its value), with `key` added
+    /// to the prefix: each element's own job of a multicast is prefix + the element + suffix.
+    public static func jobParts(of job: [UInt8], replacing member: Range<Int>, with key: String) -> (prefix: [UInt8], suffix: [UInt8]) {
+        (Array(job[..<member.lowerBound]) + Array(key.utf8), Array(job[member.upperBound...]))
     }
 
     /// An object member's bytes with the comma that separates it from its neighbour (the one after it, else the
@@ -98,15 +78,6 @@ public struct JobSpec: Sendable, Equatable {
         var before = member.lowerBound - 1
         while before > 0, job[before] != UInt8(ascii: ",") { before -= 1 }
         return before..<member.upperBound
-    }
-
-    /// The notification once the worker has resolved topic and environment (job value or app default); a job
-    /// naming a `channel` becomes a broadcast to the app's `bundleID`.
-    public func notification(topic: String, environment: APNsEnvironment, bundleID: String = "") -> PushNotification {
-        let target: PushTarget = if let channel { .channel(id: channel, bundleID: bundleID) } else { .device(token: token ?? "") }
-        return PushNotification(
-            target: target, topic: topic, environment: environment, pushType: pushType,
-            priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload)
     }
 }
 
@@ -134,6 +105,9 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
     case messageNotAnObject
     case missingSubscription
     case subscriptionNotAnObject
+    /// A provider's own refusal of its members (`PushProvider.readJob`): its code and its words, so a new provider
+    /// adds no case here.
+    case member(code: String, description: String)
 
     /// A short stable code for machines (dead-letter entries, metrics).
     public var code: String {
@@ -159,6 +133,7 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .messageNotAnObject: "message_not_object"
         case .missingSubscription: "missing_subscription"
         case .subscriptionNotAnObject: "subscription_not_object"
+        case .member(let code, _): code
         }
     }
 
@@ -188,6 +163,7 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .messageNotAnObject: return "\"message\" is not a JSON object"
         case .missingSubscription: return "a Web Push job needs a \"subscription\" (the browser's PushSubscription.toJSON())"
         case .subscriptionNotAnObject: return "\"subscription\" is not a JSON object"
+        case .member(_, let description): return description
         case .badDeliverAt: return "\"deliver_at\" must be milliseconds since the epoch or an RFC 3339 time such as 2026-12-24T18:00:00Z"
         }
     }

@@ -6,54 +6,40 @@ public enum PushTarget: Sendable, Equatable {
     case channel(id: String, bundleID: String)
 }
 
-/// One notification as it will be sent; the payload is the producer's bytes, never re-encoded,
-/// so what the app receives is exactly what the producer wrote.
+/// One notification as it will be sent: the envelope the core and every sender read (its target, topic, payload,
+/// give-up time, platform, dry run), and what its provider keeps of the job beyond that (`provider`: a type of the
+/// provider's own module, APNs' headers or Web Push's subscription, which no other module reads). The payload is
+/// the producer's bytes, never re-encoded, so what the app receives is exactly what the producer wrote.
 public struct PushNotification: Sendable, Equatable {
     public var target: PushTarget
     public var topic: String
     public var environment: APNsEnvironment
-    public var pushType: PushType
-    /// `apns-priority`; nil sends `pushType.defaultPriority`.
-    public var priority: Int?
-    /// `apns-expiration` in UNIX seconds; 0 = try once, do not store.
+    /// Not worth delivering after this (UNIX seconds; 0 = try once, do not store): APNs' `apns-expiration`, and the
+    /// give-up time of every provider's retries.
     public var expiration: Int64?
-    public var collapseID: String?
-    /// `apns-id` (`apns-request-id` for a broadcast); either case is accepted locally, `headerAPNsID` is what goes on
-    /// the wire.
-    public var apnsID: String?
     public var payload: [UInt8]
-    /// `.fcm`: `payload` is the job's FCM `message` object (sent as `{"message":<payload>}`), `deviceToken` its
-    /// token target and `topic` its topic or condition; the APNs-only fields are unused.
-    public var platform: Platform = .apns
-    /// A Web Push job's subscription and headers (nil for other platforms).
-    public var webPush: WebPushFields? = nil
-    /// The job's `validate_only`: FCM gets `"validate_only": true` (its dry run); APNs and Web Push get nothing.
+    public var platform: Platform
+    /// The job's `validate_only`: a provider with a dry run gets it (FCM's `"validate_only": true`); the others are
+    /// never sent.
     public var validateOnly = false
+    /// Its provider's own fields; nil when it keeps none, or only their defaults (then they cost no allocation).
+    public var provider: (any ProviderFields)?
 
-    public init(
-        deviceToken: String, topic: String, environment: APNsEnvironment, pushType: PushType = .alert,
-        priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil,
-        payload: [UInt8], platform: Platform = .apns
-    ) {
-        self.init(target: .device(token: deviceToken), topic: topic, environment: environment, pushType: pushType,
-                  priority: priority, expiration: expiration, collapseID: collapseID, apnsID: apnsID, payload: payload)
-        self.platform = platform
-    }
-
-    public init(
-        target: PushTarget, topic: String, environment: APNsEnvironment, pushType: PushType = .alert,
-        priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil,
-        payload: [UInt8]
-    ) {
+    public init(target: PushTarget, topic: String, environment: APNsEnvironment, expiration: Int64? = nil, payload: [UInt8],
+                platform: Platform, provider: (any ProviderFields)? = nil) {
         self.target = target
         self.topic = topic
         self.environment = environment
-        self.pushType = pushType
-        self.priority = priority
         self.expiration = expiration
-        self.collapseID = collapseID
-        self.apnsID = apnsID
         self.payload = payload
+        self.platform = platform
+        self.provider = provider
+    }
+
+    public init(deviceToken: String, topic: String, environment: APNsEnvironment, expiration: Int64? = nil, payload: [UInt8],
+                platform: Platform, provider: (any ProviderFields)? = nil) {
+        self.init(target: .device(token: deviceToken), topic: topic, environment: environment, expiration: expiration, payload: payload,
+                  platform: platform, provider: provider)
     }
 
     /// The device token; empty for a broadcast. Setting it makes the notification a device push.
@@ -69,35 +55,28 @@ public struct PushNotification: Sendable, Equatable {
 
     public var isBroadcast: Bool { channelID != nil }
 
-    /// The priority header value to send: the job's, or the push type's safe default.
-    public var effectivePriority: Int { priority ?? pushType.defaultPriority }
-
-    /// `apns-id` in the canonical lowercase form Apple documents (producers often send
-    /// Foundation's uppercase `uuidString`).
-    public var headerAPNsID: String? { apnsID?.lowercased() }
-
-    /// `:path` of the request.
-    public var path: String {
-        switch target {
-        case .device(let token): "/3/device/" + token
-        case .channel(_, let bundleID): "/4/broadcasts/apps/" + bundleID
-        }
+    public static func == (a: PushNotification, b: PushNotification) -> Bool {
+        a.target == b.target && a.topic == b.topic && a.environment == b.environment && a.expiration == b.expiration && a.payload == b.payload
+            && a.platform == b.platform && a.validateOnly == b.validateOnly && ProviderFieldsBox.equal(a.provider, b.provider)
     }
-
-    /// APNs refuses larger bodies with 413 PayloadTooLarge (broadcasts allow 5120 bytes).
-    public var maxPayloadBytes: Int { isBroadcast ? Broadcast.maxPayloadBytes : pushType.maxPayloadBytes }
 }
 
-/// What a Web Push job carries besides its payload: the subscription object's bytes as the producer wrote them
-/// (the provider parses and checks it), and RFC 8030's `TTL` and `Urgency` (its `Topic` is the job's `topic`).
-public struct WebPushFields: Sendable, Equatable {
-    public var subscription: [UInt8]
-    public var ttl: Int64?
-    public var urgency: String?
+/// What a provider keeps of a job beyond the envelope, for its own sender: a type of its module.
+public protocol ProviderFields: Sendable {
+    /// Whether `other` holds the same fields (for `PushNotification`'s equality).
+    func isEqual(to other: any ProviderFields) -> Bool
+}
 
-    public init(subscription: [UInt8], ttl: Int64? = nil, urgency: String? = nil) {
-        self.subscription = subscription
-        self.ttl = ttl
-        self.urgency = urgency
+extension ProviderFields where Self: Equatable {
+    public func isEqual(to other: any ProviderFields) -> Bool { (other as? Self) == self }
+}
+
+enum ProviderFieldsBox {
+    static func equal(_ a: (any ProviderFields)?, _ b: (any ProviderFields)?) -> Bool {
+        switch (a, b) {
+        case (nil, nil): true
+        case (let a?, let b?): a.isEqual(to: b)
+        default: false
+        }
     }
 }

@@ -49,14 +49,15 @@ public final class APNsClient {
     /// `authorization` as a never-indexed literal.
     public static func request(for n: PushNotification, authorization: String?, timeoutMilliseconds: Int) -> HTTP2Request {
         if let channel = n.channelID { return broadcastRequest(for: n, channel: channel, authorization: authorization, timeoutMilliseconds: timeoutMilliseconds) }
+        let apns = n.apns
         var headers: [HTTP2Header] = []
         headers.reserveCapacity(8)
-        headers.append(HTTP2Header(name: "apns-push-type", value: n.pushType.rawValue))
+        headers.append(HTTP2Header(name: "apns-push-type", value: apns.pushType.rawValue))
         headers.append(HTTP2Header(name: "apns-topic", value: n.topic))
-        headers.append(HTTP2Header(name: "apns-priority", value: Self.priorityText(n.effectivePriority)))
+        headers.append(HTTP2Header(name: "apns-priority", value: Self.priorityText(apns.priority ?? apns.pushType.defaultPriority)))
         if let expiration = n.expiration { headers.append(HTTP2Header(name: "apns-expiration", value: String(expiration))) }
-        if let collapse = n.collapseID { headers.append(HTTP2Header(name: "apns-collapse-id", value: collapse)) }
-        if let id = n.headerAPNsID { headers.append(HTTP2Header(name: "apns-id", value: id)) }
+        if let collapse = apns.collapseID { headers.append(HTTP2Header(name: "apns-collapse-id", value: collapse)) }
+        if let id = apns.apnsID?.lowercased() { headers.append(HTTP2Header(name: "apns-id", value: id)) }
         if let authorization { headers.append(HTTP2Header(name: "authorization", value: authorization, neverIndex: true)) }
         return HTTP2Request(method: "POST", path: n.path, headers: headers, body: n.payload, timeoutMilliseconds: timeoutMilliseconds)
     }

@@ -59,29 +59,37 @@ public enum APNsProvider: PushProvider {
         APNsSender(apps: apps(credentials) { $0.apnsAuth }, loop: loop, apns: configuration.apns, logger: logger)
     }
 
-    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
-        let environment = spec.environment ?? APNsEnvironment(rawValue: app.defaultEnvironment) ?? .production
+    public static var jobMembers: [JobMember] { APNsJob.members }
+
+    public static func readJob(_ job: [UInt8], spec: JobSpec) throws(JobError) -> APNsJob { try APNsJob.read(job, spec: spec) }
+
+    public static func rejectedFields(_ read: APNsJob) -> RejectedJobFields {
+        RejectedJobFields(environment: read.environment?.rawValue, channel: read.channel)
+    }
+
+    public static func admit(job: [UInt8], spec: JobSpec, read: APNsJob, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
+        let environment = read.environment ?? APNsEnvironment(rawValue: app.defaultEnvironment) ?? .production
         guard app.environments.contains(environment.rawValue) else {
             throw AdmissionRefusal("BadEnvironment: app '\(app.name)' is not configured for \(environment.rawValue)")
         }
         let topic: String
-        if spec.channel != nil {
+        if read.channel != nil {
             // A broadcast carries no apns-topic: the bundle ID goes into its path.
             topic = app.bundleID
         } else if let given = spec.topic {
             topic = given
-        } else if let derived = spec.pushType.topic(forBundleID: app.bundleID) {
+        } else if let derived = read.pushType.topic(forBundleID: app.bundleID) {
             topic = derived
         } else {
-            throw AdmissionRefusal("MissingTopic: push type \(spec.pushType.rawValue) needs an explicit topic")
+            throw AdmissionRefusal("MissingTopic: push type \(read.pushType.rawValue) needs an explicit topic")
         }
-        var notification = spec.notification(topic: topic, environment: environment, bundleID: app.bundleID)
+        var notification = read.notification(spec, topic: topic, environment: environment, bundleID: app.bundleID)
         let multicast = spec.uniqueTokens.flatMap { tokens in
             spec.tokenJobParts(of: job).map { JobMulticast(tokens: tokens, jobPrefix: $0.prefix, jobSuffix: $0.suffix) }
         }
         // A multicast job is checked once, with its first token (every token's format was checked when parsed).
         if let multicast { notification.deviceToken = multicast.tokens[0] }
-        if let failure = NotificationValidator.validate(notification, bundleID: spec.pushType == .mdm ? nil : app.bundleID, fromParsedJob: true) {
+        if let failure = NotificationValidator.validate(notification, bundleID: read.pushType == .mdm ? nil : app.bundleID, fromParsedJob: true) {
             throw AdmissionRefusal("\(failure.reason.rawValue): \(failure.message)")
         }
         let destination = Destination(app: index, environment: environment)

@@ -31,38 +31,39 @@ public enum NotificationValidator {
     /// object under a stricter depth limit (it sits one level inside the job), so neither is done again: they
     /// were half of this check's instructions on the worker's path. An empty token is still refused here.
     public static func validate(_ n: PushNotification, bundleID: String?, fromParsedJob: Bool) -> ValidationFailure? {
+        let apns = n.apns
         switch n.target {
         case .device(let token):
             if fromParsedJob ? token.isEmpty : !isHexToken(token) {
                 return ValidationFailure(
                     .badDeviceToken, token.isEmpty ? "device token is empty" : "device token is not an even-length hexadecimal string")
             }
-            if let failure = checkTopic(n.topic, pushType: n.pushType, bundleID: bundleID) { return failure }
+            if let failure = checkTopic(n.topic, pushType: apns.pushType, bundleID: bundleID) { return failure }
         case .channel(let id, let bundle):
-            if let failure = checkBroadcast(channelID: id, bundleID: bundle, pushType: n.pushType) { return failure }
+            if let failure = checkBroadcast(channelID: id, bundleID: bundle, pushType: apns.pushType) { return failure }
         }
-        if let p = n.priority {
+        if let p = apns.priority {
             guard p == 1 || p == 5 || p == 10 else {
                 return ValidationFailure(.badPriority, "priority \(p) is not 1, 5 or 10")
             }
         }
-        if n.pushType == .background && n.effectivePriority == 10 {
+        if apns.pushType == .background && (apns.priority ?? apns.pushType.defaultPriority) == 10 {
             return ValidationFailure(.badPriority, "background notifications must not use priority 10")
         }
-        if let c = n.collapseID, c.utf8.count > 64 {
+        if let c = apns.collapseID, c.utf8.count > 64 {
             return ValidationFailure(.badCollapseId, "collapse id is \(c.utf8.count) bytes; at most 64")
         }
-        if let id = n.apnsID, !isUUID(id) {
+        if let id = apns.apnsID, !isUUID(id) {
             return ValidationFailure(.badMessageId, "apns-id is not a UUID of the form 8-4-4-4-12 hex digits")
         }
         if let e = n.expiration, e < 0 {
             return ValidationFailure(.badExpirationDate, "expiration \(e) is negative")
         }
         if n.payload.isEmpty { return ValidationFailure(.payloadEmpty, "payload is empty") }
-        let limit = n.maxPayloadBytes
+        let limit = n.isBroadcast ? Broadcast.maxPayloadBytes : apns.pushType.maxPayloadBytes
         if n.payload.count > limit {
             return ValidationFailure(
-                .payloadTooLarge, "payload is \(n.payload.count) bytes; \(n.isBroadcast ? "a broadcast" : n.pushType.rawValue) allows \(limit)")
+                .payloadTooLarge, "payload is \(n.payload.count) bytes; \(n.isBroadcast ? "a broadcast" : apns.pushType.rawValue) allows \(limit)")
         }
         if fromParsedJob { return nil }
         let kind: Result<JSONKind, JSONScanError> = n.payload.withUnsafeBufferPointer { buffer in

@@ -177,7 +177,7 @@ public enum FCMMessageValidator {
 
 extension JobSpec {
     /// An FCM job's notification: the message bytes as the payload, its target as token or topic.
-    public func fcmNotification(target: FCMTarget) -> PushNotification {
+    public func fcmNotification(message: [UInt8], target: FCMTarget) -> PushNotification {
         var token = ""
         var topic = ""
         switch target {

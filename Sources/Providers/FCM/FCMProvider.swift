@@ -37,14 +37,19 @@ public enum FCMProvider: PushProvider {
         FCMSender(apps: apps(credentials) { $0.fcm }, loop: loop, fcm: configuration.fcm, logger: logger)
     }
 
-    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
+    /// `message`: its own message object, which names its targets (without a payload, the shape of an FCM job).
+    public static let jobMembers = [JobMember("message", shape: .impliesPlatform(withoutPayload: true))]
+
+    public static func readJob(_ job: [UInt8], spec: JobSpec) throws(JobError) -> [UInt8] { try spec.readMessage(of: platform, in: job) }
+
+    public static func admit(job: [UInt8], spec: JobSpec, read message: [UInt8], app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
         let target: FCMTarget
-        switch FCMMessageValidator.validate(spec.message) {
+        switch FCMMessageValidator.validate(message) {
         case .success(let t): target = t
         case .failure(let failure): throw AdmissionRefusal(failure.description)
         }
         let destination = Destination(app: index, environment: .production, platform: .fcm)
-        return AdmittedJob(destination: destination, notification: spec.fcmNotification(target: target))
+        return AdmittedJob(destination: destination, notification: spec.fcmNotification(message: message, target: target))
     }
 
     public static func credentialHint(reason: String) -> String { FCMSender.credentialHint(reason) }

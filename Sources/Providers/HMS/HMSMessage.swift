@@ -169,7 +169,7 @@ public enum HMSMessageValidator {
 extension JobSpec {
     /// An hms job's notification: the message bytes as the payload, its (first) token or topic (a condition counts
     /// as one). A many-token job's other tokens travel in its bytes; `JobAttempt.batchTokens` names them all.
-    public func hmsNotification(target: HMSTarget) -> PushNotification {
+    public func hmsNotification(message: [UInt8], target: HMSTarget) -> PushNotification {
         let (token, topic): (String, String) = switch target {
         case .tokens(let t): (t.first ?? "", "")
         case .topic(let t), .condition(let t): ("", t)

@@ -50,15 +50,20 @@ public enum HMSProvider: PushProvider {
         HMSSender(apps: apps(credentials) { $0.hms }, loop: loop, hms: configuration.hms, logger: logger)
     }
 
-    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
-        switch HMSMessageValidator.validate(spec.message) {
+    /// `message`: its own message object, which names its targets.
+    public static let jobMembers = [JobMember("message")]
+
+    public static func readJob(_ job: [UInt8], spec: JobSpec) throws(JobError) -> [UInt8] { try spec.readMessage(of: platform, in: job) }
+
+    public static func admit(job: [UInt8], spec: JobSpec, read message: [UInt8], app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
+        switch HMSMessageValidator.validate(message) {
         case .failure(let failure):
             throw AdmissionRefusal(failure.description)
         case .success(let target):
             // Several tokens: one request as written (Push Kit's many-token send), an outcome per token from its answer.
             let tokens: [String] = if case .tokens(let list) = target { list } else { [] }
             return AdmittedJob(destination: Destination(app: index, environment: .production, platform: .hms),
-                               notification: spec.hmsNotification(target: target), batchTokens: tokens)
+                               notification: spec.hmsNotification(message: message, target: target), batchTokens: tokens)
         }
     }
 

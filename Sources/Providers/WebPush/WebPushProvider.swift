@@ -44,15 +44,19 @@ public enum WebPushProvider: PushProvider {
         WebPushSender(apps: apps(credentials) { $0.webpush }, loop: loop, settings: configuration.webPush, logger: logger)
     }
 
-    public static func admit(job: [UInt8], spec: JobSpec, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
+    public static var jobMembers: [JobMember] { WebPushJobMembers.members }
+
+    public static func readJob(_ job: [UInt8], spec: JobSpec) throws(JobError) -> WebPushJobMembers { try WebPushJobMembers.read(job, spec: spec) }
+
+    public static func admit(job: [UInt8], spec: JobSpec, read: WebPushJobMembers, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob {
         let policy = app.webpush?.policy ?? PushServicePolicy()
         var multicast: JobMulticast?
-        var single = spec
-        if let subscriptions = spec.uniqueSubscriptions, let parts = spec.subscriptionJobParts(of: job) {
+        var single = read
+        if let subscriptions = read.uniqueSubscriptions, let parts = read.subscriptionJobParts(of: job) {
             // A multicast is checked whole, every subscription, before it fans out (as `tokens` is).
             for subscription in subscriptions.dropFirst() {
                 single.subscription = Array(subscription.utf8)
-                if case .failure(let failure) = WebPushJob.message(single, policy: policy) {
+                if case .failure(let failure) = WebPushJob.message(single, topic: spec.topic, policy: policy) {
                     throw AdmissionRefusal(failure.description)
                 }
             }
@@ -60,13 +64,13 @@ public enum WebPushProvider: PushProvider {
             multicast = JobMulticast(tokens: subscriptions, jobPrefix: parts.prefix, jobSuffix: parts.suffix)
         }
         let message: WebPushMessage
-        switch WebPushJob.message(single, policy: policy) {
+        switch WebPushJob.message(single, topic: spec.topic, policy: policy) {
         case .success(let m): message = m
         case .failure(let failure): throw AdmissionRefusal(failure.description)
         }
         // Per push service: one unreachable or refusing origin pauses its own jobs, never the app's others.
         let destination = Destination(app: index, environment: .production, platform: .webpush, route: message.subscription.endpoint.origin)
-        return AdmittedJob(destination: destination, notification: single.webPushNotification(message), multicast: multicast)
+        return AdmittedJob(destination: destination, notification: single.notification(message, expiration: spec.expiration), multicast: multicast)
     }
 
     public static func credentialHint(reason: String) -> String { WebPushSender.credentialHint(reason) }

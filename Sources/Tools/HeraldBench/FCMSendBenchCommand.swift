@@ -35,9 +35,7 @@ enum FCMSendBenchCommand {
         let auth = FCMAuth(serviceAccountFile: try flags.required("service-account"))
         let account = try auth.load()
         let notifications = (0..<4096).map { i -> PushNotification in
-            var spec = JobSpec()
-            spec.message = Array(BenchJobs.fcmMessage(i).utf8)
-            return spec.fcmNotification(target: .token(BenchJobs.fcmToken(i)))
+            JobSpec().fcmNotification(message: Array(BenchJobs.fcmMessage(i).utf8), target: .token(BenchJobs.fcmToken(i)))
         }
         let loop = try EventLoop.startThread(name: "bench-fcm-send")
         defer { loop.stop(); _ = loop.waitUntilStopped() }

@@ -42,8 +42,8 @@ enum SendBenchCommand {
 
         let distinct = 4096
         let notifications = (0..<distinct).map { i in
-            PushNotification(deviceToken: BenchJobs.token(i), topic: BenchJobs.topic, environment: .production,
-                             pushType: .alert, payload: Array(BenchJobs.payload(i).utf8))
+            PushNotification.apns(deviceToken: BenchJobs.token(i), topic: BenchJobs.topic, environment: .production,
+                                  pushType: .alert, payload: Array(BenchJobs.payload(i).utf8))
         }
         let loop = try EventLoop.startThread(name: "bench-send")
         defer { loop.stop(); _ = loop.waitUntilStopped() }

@@ -37,11 +37,11 @@ enum WebPushSendBenchCommand {
         let auth = WebPushAuth(vapidKey: try flags.required("vapid-key"), subject: "mailto:bench@example.com", policy: policy)
         let credential = try auth.load()
         let messages = try lines.enumerated().map { index, line -> WebPushMessage in
-            var spec = JobSpec()
-            spec.subscription = Array(line.utf8)
-            spec.payload = Array(BenchJobs.webPushPayload(index).utf8)
-            spec.ttl = 60
-            switch WebPushJob.message(spec, policy: policy) {
+            var read = WebPushJobMembers()
+            read.subscription = Array(line.utf8)
+            read.payload = Array(BenchJobs.webPushPayload(index).utf8)
+            read.ttl = 60
+            switch WebPushJob.message(read, topic: nil, policy: policy) {
             case .success(let message): return message
             case .failure(let failure): throw BenchError("subscription \(index + 1): \(failure)")
             }

@@ -2,6 +2,7 @@ import APNs
 import Basics
 import Foundation
 import Glibc
+import HeraldProviders
 import PushCore
 import RedisQueue
 
@@ -21,31 +22,36 @@ enum EnqueueCommand {
     /// What `enqueue` checks before pushing: what the worker would reject without asking APNs.
     static func validate(_ line: [UInt8]) -> String? { check(line).problem }
 
+    /// Every provider's job members, for the parser.
+    private static let members = heraldProviders.jobMembers
+
     /// Why the worker would reject the job (nil: it would not), and the producer's job id if it names one
     /// (which picks its shard).
     static func check(_ line: [UInt8]) -> (problem: String?, id: String?) {
         let spec: JobSpec
-        do { spec = try JobParser.parse(line) } catch { return ("\(error.code): \(error.description)", nil) }
-        return (problem(spec), spec.id)
+        do { spec = try heraldProviders.read(line, table: members) } catch { return ("\(error.code): \(error.description)", nil) }
+        guard spec.platform == APNsProvider.platform, let read = try? APNsProvider.readJob(line, spec: spec) else { return (nil, spec.id) }
+        return (problem(spec, read), spec.id)
     }
 
-    private static func problem(_ spec: JobSpec) -> String? {
-        if spec.channel != nil {
+    /// Apple's rules that need no configuration, for an APNs job.
+    private static func problem(_ spec: JobSpec, _ read: APNsJob) -> String? {
+        if read.channel != nil {
             // A broadcast: its bundle ID comes from the worker's configuration, which enqueue does not read; a
             // stand-in bare one lets the validator check the rest (channel ID, push type, expiration, 5120 bytes).
-            let notification = spec.notification(topic: "", environment: spec.environment ?? .production, bundleID: "app.bundle.id")
+            let notification = read.notification(spec, topic: "", environment: read.environment ?? .production, bundleID: "app.bundle.id")
             if let failure = NotificationValidator.validate(notification) { return "\(failure.reason.rawValue): \(failure.message)" }
         } else if let topic = spec.topic {
             // A multicast job is checked as the first of the jobs it fans out to (the parser checked every token;
             // the rest of the notification is the same for all).
             var single = spec
             if let first = spec.tokens?.first { single.token = first }
-            let notification = single.notification(topic: topic, environment: spec.environment ?? .production)
+            let notification = read.notification(single, topic: topic, environment: read.environment ?? .production)
             if let failure = NotificationValidator.validate(notification, bundleID: nil) {
                 return "\(failure.reason.rawValue): \(failure.message)"
             }
-        } else if spec.payload.count > spec.pushType.maxPayloadBytes {
-            return "PayloadTooLarge: payload is \(spec.payload.count) bytes, the limit is \(spec.pushType.maxPayloadBytes)"
+        } else if spec.payload.count > read.pushType.maxPayloadBytes {
+            return "PayloadTooLarge: payload is \(spec.payload.count) bytes, the limit is \(read.pushType.maxPayloadBytes)"
         }
         return nil
     }

@@ -126,7 +126,7 @@ enum SendCommand {
         if let ca = args.value("ca-file") { tls.caFile = ca }
         guard let topic else { throw UsageError("missing --topic") }
         let payloadText = args.value("payload") ?? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-        let notification = PushNotification(
+        let notification = PushNotification.apns(
             deviceToken: tokenHex, topic: topic, environment: environment, pushType: pushType,
             priority: try args.int("priority"), expiration: try args.int("expiration").map(Int64.init),
             collapseID: args.value("collapse-id"), apnsID: args.value("apns-id"),

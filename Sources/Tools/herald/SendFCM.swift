@@ -42,9 +42,7 @@ enum SendFCM {
             printJSON(["outcome": "rejected", "platform": "fcm", "reason": failure.errorCode, "message": failure.message, "status": 0])
             return ExitCode.dataError
         }
-        var spec = JobSpec()
-        spec.message = message
-        let notification = spec.fcmNotification(target: target)
+        let notification = JobSpec().fcmNotification(message: message, target: target)
 
         let settings = fcm
         let seconds = Double(timeout + settings.tokenTimeoutMs + 15_000) / 1000

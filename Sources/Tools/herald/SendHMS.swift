@@ -35,10 +35,9 @@ enum SendHMS {
         }
         let credential = try auth.load()
         let text = args.value("message") ?? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-        var spec = JobSpec()
-        spec.message = Array(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+        let message = Array(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8)
         let target: HMSTarget
-        switch HMSMessageValidator.validate(spec.message) {
+        switch HMSMessageValidator.validate(message) {
         case .success(let t): target = t
         case .failure(let failure):
             printJSON(["outcome": "rejected", "platform": "hms", "reason": failure.description, "status": 0])
@@ -46,7 +45,7 @@ enum SendHMS {
         }
         let settings = hms
         let seconds = Double(settings.pool.requestTimeoutMs + settings.pool.tokenTimeoutMs + 15_000) / 1000
-        let result = try sendOnce(spec.hmsNotification(target: target), to: Destination(app: 0, environment: .production, platform: .hms),
+        let result = try sendOnce(JobSpec().hmsNotification(message: message, target: target), to: Destination(app: 0, environment: .production, platform: .hms),
                                   timeoutSeconds: seconds) { loop in
             HMSSender(apps: [ProviderApp(index: 0, name: name, auth: auth, credential: credential)], loop: loop, hms: settings,
                       logger: Logger(component: "send", minimumLevel: .warning))

@@ -38,15 +38,14 @@ enum SendWebPush {
         settings.requestTimeoutMs = timeout
         guard let subscription = args.value("subscription") else { throw UsageError("missing --subscription (the PushSubscription's JSON)") }
         let payloadText = args.value("payload") ?? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
-        var spec = JobSpec()
-        spec.subscription = Array(subscription.utf8)
-        spec.payload = Array(payloadText.utf8)
-        spec.ttl = try args.int("ttl").map(Int64.init)
-        spec.urgency = args.value("urgency")
-        spec.topic = args.value("topic")
+        var read = WebPushJobMembers()
+        read.subscription = Array(subscription.utf8)
+        read.payload = Array(payloadText.utf8)
+        read.ttl = try args.int("ttl").map(Int64.init)
+        read.urgency = args.value("urgency")
         let credential = try auth.load()
         let message: WebPushMessage
-        switch WebPushJob.message(spec, policy: auth.policy) {
+        switch WebPushJob.message(read, topic: args.value("topic"), policy: auth.policy) {
         case .success(let m): message = m
         case .failure(let failure):
             printJSON(["outcome": "rejected", "platform": "webpush", "reason": failure.description, "status": 0])

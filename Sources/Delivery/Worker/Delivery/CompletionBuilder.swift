@@ -1,4 +1,5 @@
 import PushCore
+import ProviderKit
 import RedisQueue
 
 /// Builds what one finished (or parked) job writes to Redis: the result entry plus the retry envelope,
@@ -183,15 +184,16 @@ struct CompletionBuilder {
     }
 
     /// A job that cannot be sent as written: a `rejected` result and a dead letter with its bytes and reason.
-    func rejected(_ lease: Lease, id: String, reason: String, spec: JobSpec?, app: String?, traceparent: String? = nil, wallMillis: Int64) -> JobCompletion {
+    func rejected(_ lease: Lease, id: String, reason: String, spec: JobSpec?, fields: RejectedJobFields? = nil, app: String?, traceparent: String? = nil,
+                  wallMillis: Int64) -> JobCompletion {
         var completion = JobCompletion(lease: lease)
         completion.deadLetter(reason: reason, at: wallMillis, id: id)
         completion.result = ResultEntry(
             id: id, outcome: .rejected, status: 0, reason: reason, token: spec?.token, topic: spec?.topic,
-            environment: spec?.environment?.rawValue, app: app, attempt: lease.attempt, latencyMilliseconds: 0, worker: workerID)
+            environment: fields?.environment, app: app, attempt: lease.attempt, latencyMilliseconds: 0, worker: workerID)
         // The platform it parsed to, else the one a job that does not parse still names; none when it cannot be told.
         completion.result?.platform = (spec?.platform ?? JobParser.readablePlatform(lease.job))?.rawValue
-        completion.result?.channel = spec?.channel
+        completion.result?.channel = fields?.channel
         completion.result?.traceparent = traceparent
         return completion
     }

@@ -369,13 +369,13 @@ public final class DeliveryCore {
 
     private func admit(_ lease: Lease, now: UInt64) {
         switch intake.admit(lease, claimedAt: now, wallMillis: clock.wallMillis, makeID: nextJobID) {
-        case .rejected(let id, let reason, let spec, let app):
+        case .rejected(let id, let reason, let spec, let read, let app):
             counters.rejected += 1
             var fields: [String: LogValue] = ["id": .string(id), "reason": .string(reason)]
             let trace = spec?.traceparent ?? JobParser.readableTraceparent(lease.job)
             if let trace { fields["traceparent"] = .string(trace) }
             log(.info, "job rejected", fields)
-            let completion = builder.rejected(lease, id: id, reason: reason, spec: spec, app: app, traceparent: trace, wallMillis: clock.wallMillis)
+            let completion = builder.rejected(lease, id: id, reason: reason, spec: spec, fields: read, app: app, traceparent: trace, wallMillis: clock.wallMillis)
             // Under the platform its result entry names; `unknown` when it names none (the job's cannot be told).
             metrics.job(completion.result?.platform.flatMap(Platform.init(rawValue:)), app: app.flatMap { name in apps.firstIndex { $0.name == name } }, .rejected)
             record(completion)

@@ -25,7 +25,7 @@ public struct JobCheck: Sendable {
     public func check(_ job: [UInt8], wallMillis: Int64) -> Verdict {
         let lease = Lease(id: "check", queueKey: "", raw: job)
         switch intake.admit(lease, claimedAt: 0, wallMillis: wallMillis, makeID: { "" }) {
-        case .rejected(_, let reason, let spec, let app):
+        case .rejected(_, let reason, let spec, _, let app):
             return Verdict(refusal: reason, producerID: spec?.id, app: app)
         case .accepted(let attempt):
             return Verdict(refusal: nil, producerID: attempt.hasProducerID ? attempt.id : nil, app: attempt.appName)

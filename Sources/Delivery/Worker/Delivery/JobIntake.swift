@@ -8,58 +8,83 @@ struct JobIntake {
     let directory: AppDirectory
     /// The configuration's providers, in `Platform.allCases` order.
     let providers: [any PushProvider.Type]
+    /// Their job members, for the parser.
+    let members: JobMemberTable
     /// `deliver_at` further ahead than this is refused: a producer who sent µs or ns would otherwise wait for ever.
-    var maxScheduleMilliseconds: Int64 = 365 * 86_400_000
+    var maxScheduleMilliseconds: Int64
+
+    init(directory: AppDirectory, providers: [any PushProvider.Type], maxScheduleMilliseconds: Int64 = 365 * 86_400_000) {
+        self.directory = directory
+        self.providers = providers
+        self.members = providers.jobMembers
+        self.maxScheduleMilliseconds = maxScheduleMilliseconds
+    }
 
     enum Verdict {
         case accepted(JobAttempt)
-        case rejected(id: String, reason: String, spec: JobSpec?, app: String?)
+        /// `spec` and `fields`: what was read of it, nil when it could not be read.
+        case rejected(id: String, reason: String, spec: JobSpec?, fields: RejectedJobFields?, app: String?)
     }
 
     func admit(_ lease: Lease, claimedAt: UInt64, wallMillis: Int64, makeID: () -> String) -> Verdict {
         let spec: JobSpec
         do {
-            spec = try JobParser.parse(lease.job)
+            spec = try JobParser.parse(lease.job, members: members)
         } catch {
-            // The producer's id whenever it can be read, so the rejection can be matched to its job.
-            let id = lease.jobID ?? JobParser.readableID(lease.job) ?? makeID()
-            return .rejected(id: id, reason: "\(error.code): \(error.description)", spec: nil, app: nil)
+            return unreadable(lease, error, makeID: makeID)
         }
-        let verdict = admit(spec, lease, claimedAt: claimedAt, wallMillis: wallMillis, makeID: makeID)
+        let verdict = admit(spec, lease, providers.provider(for: spec.platform), claimedAt: claimedAt, wallMillis: wallMillis, makeID: makeID)
         // Only a job with a trace pays for the look at the verdict.
         if let trace = spec.traceparent, case .accepted(let job) = verdict { job.traceparent = trace }
         if spec.validateOnly, case .accepted(let job) = verdict { job.markValidateOnly() }
         return verdict
     }
 
-    private func admit(_ spec: JobSpec, _ lease: Lease, claimedAt: UInt64, wallMillis: Int64, makeID: () -> String) -> Verdict {
+    /// A job the parser or its provider could not read.
+    private func unreadable(_ lease: Lease, _ error: JobError, makeID: () -> String) -> Verdict {
+        // The producer's id whenever it can be read, so the rejection can be matched to its job.
+        let id = lease.jobID ?? JobParser.readableID(lease.job) ?? makeID()
+        return .rejected(id: id, reason: "\(error.code): \(error.description)", spec: nil, fields: nil, app: nil)
+    }
+
+    /// Generic over the job's provider (the existential opened once), so its reading of the job reaches its `admit`
+    /// as its own type.
+    private func admit<Provider: PushProvider>(_ spec: JobSpec, _ lease: Lease, _: Provider.Type, claimedAt: UInt64, wallMillis: Int64,
+                                               makeID: () -> String) -> Verdict {
+        let read: Provider.Job
+        do {
+            read = try Provider.readJob(lease.job, spec: spec)
+        } catch {
+            return unreadable(lease, error, makeID: makeID)
+        }
         let id = spec.id ?? lease.jobID ?? makeID()
+        func rejected(_ reason: String, app: String?) -> Verdict {
+            .rejected(id: id, reason: reason, spec: spec, fields: Provider.rejectedFields(read), app: app)
+        }
         if let at = spec.deliverAt, at - wallMillis > maxScheduleMilliseconds {
             let days = (at - wallMillis) / 86_400_000
-            return .rejected(id: id, reason: "bad_deliver_at: \"deliver_at\" lies \(days) days ahead, beyond worker.max_schedule_days "
-                             + "(\(maxScheduleMilliseconds / 86_400_000)); it takes milliseconds since the epoch (not microseconds or nanoseconds)",
-                             spec: spec, app: spec.app)
+            return rejected("bad_deliver_at: \"deliver_at\" lies \(days) days ahead, beyond worker.max_schedule_days "
+                            + "(\(maxScheduleMilliseconds / 86_400_000)); it takes milliseconds since the epoch (not microseconds or nanoseconds)",
+                            app: spec.app)
         }
         let index: Int
         do {
             index = try directory.index(app: spec.app, topic: spec.topic, platform: spec.platform)
         } catch {
-            return .rejected(id: id, reason: "UnknownApp: \(error.description)", spec: spec, app: spec.app)
+            return rejected("UnknownApp: \(error.description)", app: spec.app)
         }
         let app = directory.apps[index]
         let platform = directory.platforms[index]
-        let provider = providers.provider(for: platform)
         guard platform == spec.platform else {
-            return .rejected(id: id, reason: "WrongPlatform: app '\(app.name)' is an \(platform.displayName) app; "
-                             + provider.wrongPlatformDetail(job: spec.platform, given: spec.platformGiven),
-                             spec: spec, app: app.name)
+            return rejected("WrongPlatform: app '\(app.name)' is an \(platform.displayName) app; "
+                            + providers.provider(for: platform).wrongPlatformDetail(job: spec.platform, given: spec.platformGiven), app: app.name)
         }
         do {
-            let admitted = try provider.admit(job: lease.job, spec: spec, app: app, index: index)
+            let admitted = try Provider.admit(job: lease.job, spec: spec, read: read, app: app, index: index)
             return .accepted(JobAttempt(lease: lease, id: id, appName: app.name, admitted: admitted, claimedAt: claimedAt,
                                         deliverAt: spec.deliverAt, hasProducerID: spec.id != nil))
         } catch {
-            return .rejected(id: id, reason: error.reason, spec: spec, app: app.name)
+            return rejected(error.reason, app: app.name)
         }
     }
 }
