@@ -3,7 +3,7 @@ import Foundation
 import HeraldProviders
 import HeraldTestSupport
 import Testing
-import Worker
+@testable import Worker
 
 /// Issue 52: the docs named a flag that did not exist, a unit count that was wrong, log lines that were missing,
 /// and nothing read them. This reads README.md and docs/*.md and holds every name written in a form that says what
@@ -139,6 +139,20 @@ import Worker
         let real = Self.falseNames(in: page { _, real in real }, file: "docs/made-up.md", truth: truth)
         #expect(real.problems.isEmpty, "true names were refused: \(real.problems)")
         #expect(real.checked >= names.count, "\(real.checked) names read")
+    }
+
+    /// Issue 52: the `progress` line's fields, as both log tables list them, are the counters the worker logs
+    /// (`PipelineCounters.logFields`) and the two gauges it adds; six counters were missing.
+    @Test func theProgressLinesFieldsInTheDocsAreTheOnesItLogs() throws {
+        let logged = Set(PipelineCounters().logFields.keys).union(["in_flight", "backlog"])
+        for (file, row, cell) in [("docs/observability.md", "| `progress` | info |", 2), ("docs/operations.md", "| `progress` (info", 1)] {
+            let text = try String(contentsOfFile: DeployFiles.path(file), encoding: .utf8)
+            let line = try #require(text.split(separator: "\n").first { $0.hasPrefix(row) }, "\(file) has no row \(row)")
+            let cells = line.split(separator: "|").map(String.init)
+            // Operations' meaning column also names words in brackets: only the fields themselves count.
+            let names = Set(Self.matches("`([a-z_]+)`", in: cells[cell].replacingOccurrences(of: #"\([^)]*\)"#, with: "", options: .regularExpression)))
+            #expect(names == logged, "\(file): the progress fields \(names.sorted()); logged: \(logged.sorted())")
+        }
     }
 
     /// The names of one doc that name nothing, as `file:line: what`, and how many names were read.
