@@ -33,6 +33,9 @@ import Testing
         var sections: Set<String> = []
         /// The code's string literals, an interpolation as U+0000 (log lines are found among them).
         var literals: [String] = []
+        /// The messages the code logs with a literal (`logger.info("...")`, `log(.warning, "...")`, the forwarder's
+        /// `log("...")`), the simulators' left out, each with its file.
+        var logged: [(file: String, message: String)] = []
         var exitCodes: Set<Int32> = []
         var chaosFaults = ""
         /// Every `HERALD_*` name the code, scripts, tests and deploy files spell.
@@ -44,11 +47,18 @@ import Testing
         truth.options = try DeployFiles.heraldOptions()
         let sources = try swiftFiles(under: DeployFiles.path("Sources"))
         let declaration = try NSRegularExpression(pattern: #""(herald_[a-z0-9_]+)",\s*\.(?:gauge|counter|histogram|summary)\b"#)
-        for text in sources {
+        let logCall = try NSRegularExpression(pattern: #"(?:[lL]ogger\??\.(?:info|warning|error)\(|\blog\(\.(?:info|warning|error),|\blog\()\s*"#)
+        for (path, text) in sources {
             for match in declaration.matches(in: text, range: NSRange(text.startIndex..., in: text)) {
                 truth.metrics.insert(String(text[Range(match.range(at: 1), in: text)!]))
             }
-            truth.literals += stringLiterals(Array(text.utf8))
+            let literals = stringLiterals(Array(text.utf8))
+            truth.literals += literals.map(\.text)
+            guard !path.hasPrefix("Simulators/") else { continue }
+            let calls = Set(logCall.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap { match in
+                Range(match.range, in: text).map { text.utf8.distance(from: text.startIndex, to: $0.upperBound) }
+            })
+            truth.logged += literals.filter { calls.contains($0.offset) }.map { (path, $0.text) }
         }
         truth.alerts = Set(try AlertRulesTests.alertRules().compactMap { $0["alert"] as? String })
         let package = try String(contentsOfFile: DeployFiles.path("Package.swift"), encoding: .utf8)
@@ -57,10 +67,10 @@ import Testing
         truth.sections = Set(Configuration.sections(heraldProviders))
         truth.exitCodes = Set(ExitCode.table.map(\.code))
         truth.chaosFaults = try String(contentsOfFile: DeployFiles.path("scripts/chaos.py"), encoding: .utf8)
-        var spelled = sources
+        var spelled = sources.map(\.text)
         // Not this file: its made-up names would name themselves.
         let own = URL(fileURLWithPath: #filePath).lastPathComponent
-        for folder in ["scripts", "Tests", "deploy"] { spelled += try textFiles(under: DeployFiles.path(folder)) { !$0.hasSuffix(own) } }
+        for folder in ["scripts", "Tests", "deploy"] { spelled += try textFiles(under: DeployFiles.path(folder)) { !$0.hasSuffix(own) }.map(\.text) }
         let root = try FileManager.default.contentsOfDirectory(atPath: DeployFiles.path(".")).filter { $0.hasPrefix("docker-compose") || $0 == "Dockerfile" }
         spelled += try root.map { try String(contentsOfFile: DeployFiles.path($0), encoding: .utf8) }
         for text in spelled { truth.variables.formUnion(matches(#"\b(HERALD_[A-Z0-9_]+)\b"#, in: text)) }
@@ -141,6 +151,22 @@ import Testing
         #expect(real.checked >= names.count, "\(real.checked) names read")
     }
 
+    /// docs/observability.md's log table says it is the complete list (issue 52: `fcm connected` was missing): every
+    /// message the code logs with a literal, but the simulators', is one of its rows (the code's interpolations and
+    /// the table's `<placeholders>` match anything).
+    @Test func theLogTableListsEveryMessageTheCodeLogs() throws {
+        let truth = try Self.truth()
+        #expect(truth.logged.count > 40 && truth.logged.contains { $0.message == "worker started" }, "the log calls were not found: \(truth.logged)")
+        let text = try String(contentsOfFile: DeployFiles.path("docs/observability.md"), encoding: .utf8)
+        let section = try #require(text.components(separatedBy: "\n## Log lines\n").dropFirst().first?.components(separatedBy: "\n## ").first)
+        let rows = section.split(separator: "\n").filter { $0.hasPrefix("| `") && !$0.hasPrefix("| `msg`") }
+        let listed = rows.flatMap { Self.tableMessages(String($0.dropFirst(2).prefix { $0 != "|" })) }
+        #expect(listed.count > 40, "docs/observability.md's log table did not parse: \(listed)")
+        let missing = truth.logged.filter { code in !listed.contains { Self.isLogged($0, literals: [code.message]) } }
+            .map { "\($0.file): \($0.message.replacingOccurrences(of: "\u{0}", with: "<...>"))" }
+        #expect(missing.isEmpty, "logged but not in docs/observability.md's log table:\n\(missing.joined(separator: "\n"))")
+    }
+
     /// Issue 52: the `progress` line's fields, as both log tables list them, are the counters the worker logs
     /// (`PipelineCounters.logFields`) and the two gauges it adds; six counters were missing.
     @Test func theProgressLinesFieldsInTheDocsAreTheOnesItLogs() throws {
@@ -211,13 +237,7 @@ import Testing
             // Log lines: a span said to be logged at a level, and the first column of the log tables.
             var messages = matches(#"`([^`]+)` \((?:info|warning|error|debug)\b"#, in: line)
             if heading == "## Log lines" || heading == "## What the logs mean" {
-                // The messages, not the words in brackets after them ("(info, `herald scheduler` only)").
-                var quoted = false
-                let messagesPart = firstCell.prefix { character in
-                    if character == "`" { quoted.toggle() }
-                    return quoted || character != "("
-                }
-                messages += matches("`([^`]+)`", in: String(messagesPart))
+                messages += tableMessages(firstCell)
             }
             for message in Set(messages) {
                 check(isLogged(message, literals: truth.literals), "log line `\(message)` is written nowhere in Sources/")
@@ -232,6 +252,17 @@ import Testing
             }
         }
         return (problems, checked)
+    }
+
+    /// The messages a log table's first cell names, not the words in brackets after them ("(info, `herald
+    /// scheduler` only)").
+    static func tableMessages(_ cell: String) -> [String] {
+        var quoted = false
+        let messages = cell.prefix { character in
+            if character == "`" { quoted.toggle() }
+            return quoted || character != "("
+        }
+        return matches("`([^`]+)`", in: String(messages))
     }
 
     /// `herald <command> [--flag ...]` or `herald --flag`: the command is one `herald --help` lists, each flag one
@@ -332,24 +363,25 @@ import Testing
         return expression.matches(in: text, range: NSRange(text.startIndex..., in: text)).compactMap { Range($0.range(at: 1), in: text).map { String(text[$0]) } }
     }
 
-    static func swiftFiles(under directory: String) throws -> [String] { try textFiles(under: directory) { $0.hasSuffix(".swift") } }
+    static func swiftFiles(under directory: String) throws -> [(path: String, text: String)] { try textFiles(under: directory) { $0.hasSuffix(".swift") } }
 
-    /// The text of every file under `directory` that `keep` keeps and that is UTF-8 text.
-    static func textFiles(under directory: String, _ keep: (String) -> Bool = { _ in true }) throws -> [String] {
+    /// Every file under `directory` that `keep` keeps and that is UTF-8 text, by its path below `directory`.
+    static func textFiles(under directory: String, _ keep: (String) -> Bool = { _ in true }) throws -> [(path: String, text: String)] {
         let enumerator = FileManager.default.enumerator(atPath: directory)
-        var texts: [String] = []
+        var texts: [(path: String, text: String)] = []
         while let path = enumerator?.nextObject() as? String {
             guard keep(path), let text = try? String(contentsOfFile: directory + "/" + path, encoding: .utf8) else { continue }
-            texts.append(text)
+            texts.append((path, text))
         }
         return texts
     }
 
     /// The single-line string literals of Swift source (raw ones too; multi-line ones are skipped), escapes
-    /// decoded, each interpolation as U+0000, literals joined by `+` as one. Comments are skipped.
-    static func stringLiterals(_ source: [UInt8]) -> [String] {
+    /// decoded, each interpolation as U+0000, literals joined by `+` as one, each with the byte offset where it
+    /// starts (its first `#` or quote). Comments are skipped.
+    static func stringLiterals(_ source: [UInt8]) -> [(offset: Int, text: String)] {
         let quote = UInt8(ascii: "\""), hash = UInt8(ascii: "#"), slash = UInt8(ascii: "/"), backslash = UInt8(ascii: "\\")
-        var literals: [String] = []
+        var literals: [(offset: Int, text: String)] = []
         var i = 0
         /// Whether `count` #s stand at `at`.
         func hashRun(_ count: Int, at: Int) -> Bool { at + count <= source.count && source[at..<(at + count)].allSatisfy { $0 == hash } }
@@ -407,6 +439,7 @@ import Testing
                 while i + 1 < source.count && !(source[i] == UInt8(ascii: "*") && source[i + 1] == slash) { i += 1 }
                 i += 2
             } else if byte == quote || byte == hash {
+                let start = i
                 var count = 0
                 while i + count < source.count && source[i + count] == hash { count += 1 }
                 var before = i - 1
@@ -429,7 +462,7 @@ import Testing
                     i = j
                     text += literal(hashes: 0) ?? []
                 }
-                literals.append(String(decoding: text, as: UTF8.self))
+                literals.append((start, String(decoding: text, as: UTF8.self)))
             } else {
                 i += 1
             }
