@@ -177,6 +177,17 @@ extension EndToEnd {
             #expect(waitUntil(seconds: 30, interval: 0.5) {
                 (try? Self.query(prometheusPort, "herald_workers_live", by: "job"))?["herald-dashboard"] == 1
             })
+            // The API's own figures, as its row reads them: the jobs and requests this run sent it, not only scrapes.
+            var apiJobs: [String: Double] = [:]
+            #expect(waitUntil(seconds: 30, interval: 0.5) {
+                apiJobs = (try? Self.query(prometheusPort, "sum by (outcome) (herald_api_jobs_total{job=\"herald-api\"})", by: "outcome")) ?? [:]
+                return apiJobs["accepted"] == Double(viaAPI) && apiJobs["refused"] == 1
+            }, "\(apiJobs)")
+            var apiRequests: [String: Double] = [:]
+            #expect(waitUntil(seconds: 30, interval: 0.5) {
+                apiRequests = (try? Self.query(prometheusPort, #"herald_api_requests_total{job="herald-api",route="/v1/jobs"}"#, by: "status")) ?? [:]
+                return apiRequests == ["202": 2, "400": 1, "422": 1]
+            }, "\(apiRequests)")
 
             // Every query of the Grafana dashboard answers, with at least one series, against what this run scraped.
             let panels = try Self.grafanaQueries()
