@@ -1,3 +1,4 @@
+import Basics
 import Foundation
 import HeraldTestSupport
 import Testing
@@ -36,16 +37,36 @@ enum DeployFiles {
     /// Checks that an argument list is a herald command line: the subcommand exists, and every `--flag` is one
     /// that subcommand's own help lists.
     static func expectHeraldCommand(_ arguments: [String], _ context: String) throws {
-        let herald = try #require(heraldExecutable(), "build herald first (swift build)")
         let subcommand = try #require(arguments.first, "\(context): empty command")
-        let help = try run(herald, ["--help"]).text
-        #expect(help.contains("  \(subcommand) "), "'\(subcommand)' of \(context) is not a herald command")
-        let commandHelp = try run(herald, [subcommand, "--help"]).text
-        // A whole option of the help's list: "--conf" is not "--config".
+        let options = try heraldOptions()
+        #expect(options[subcommand] != nil, "'\(subcommand)' of \(context) is not a herald command")
         for flag in arguments where flag.hasPrefix("--") {
-            #expect(commandHelp.contains("  \(flag) ") || commandHelp.contains("  \(flag)\n"), "\(flag) of \(context) is not an option of herald \(subcommand)")
+            #expect(options[subcommand]?.contains(flag) == true, "\(flag) of \(context) is not an option of herald \(subcommand)")
         }
     }
+
+    /// The built binary's own word on its command line: each command `herald --help` lists, with the options its
+    /// `herald <command> --help` lists (`--help` among them); "" holds the options of `herald` itself (`--version`).
+    static func heraldOptions() throws -> [String: Set<String>] {
+        if let known = heraldOptionsRead.withLock({ $0 }) { return known }
+        let herald = try #require(heraldExecutable(), "build herald first (swift build)")
+        // An option's row starts at column 2 with its name ("  --config <file>   ..."); wrapped help is indented further.
+        func options(_ help: String) -> Set<String> {
+            Set(help.split(separator: "\n").filter { $0.hasPrefix("  --") }.map { String($0.dropFirst(2).prefix { $0 != " " }) })
+        }
+        let help = try run(herald, ["--help"]).text
+        let listed = help.components(separatedBy: "COMMANDS:\n").dropFirst().first?.components(separatedBy: "\n\n").first ?? ""
+        var found = ["": options(help)]
+        for line in listed.split(separator: "\n") where line.hasPrefix("  ") {
+            let name = String(line.dropFirst(2).prefix { $0 != " " })
+            found[name] = options(try run(herald, [name, "--help"]).text)
+        }
+        #expect(found.count > 10 && found["worker"]?.contains("--config") == true, "herald's help did not parse: \(help)")
+        heraldOptionsRead.withLock { $0 = found }
+        return found
+    }
+
+    private static let heraldOptionsRead = LockedValue<[String: Set<String>]?>(nil)
 
     /// The binary's path, uid and default command in the Dockerfile's runtime stage.
     struct Image {

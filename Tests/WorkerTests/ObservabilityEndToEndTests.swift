@@ -6,8 +6,9 @@ import Testing
 import Worker
 
 extension EndToEnd {
-    /// The observability surface with the real consumers: Debian's Prometheus scraping a worker and the
-    /// dashboard, and headless Chromium reading the status page, both checked against Redis.
+    /// The observability surface with the real consumers: Debian's Prometheus scraping a worker, the dashboard
+    /// and a `herald api` that jobs went through, and headless Chromium reading the status page, both checked
+    /// against Redis.
     @Suite struct Observability {
         static let fates = MockFaultScript(seed: 12, latencyMs: MockLatency(min: 20, max: 60), rules: [
             MockFaultRule(fate: .unregistered, tokenPrefix: "dead"),
@@ -66,6 +67,12 @@ extension EndToEnd {
             return queries
         }
 
+        /// POST `body` (JSON) to 127.0.0.1:`port`, the connection closed after the answer.
+        static func post(port: Int, _ path: String, _ body: String) throws -> (status: Int, headers: String, body: String) {
+            let head = "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n"
+            return try httpExchange(port: port, request: Array((head + body).utf8))
+        }
+
         /// The number of series an instant query returns; throws when Prometheus refuses it (a syntax error).
         static func seriesCount(_ port: Int, _ promql: String) throws -> Int {
             let encoded = promql.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? promql
@@ -90,6 +97,22 @@ extension EndToEnd {
             let dashboard = try ChildProcess(name: "dashboard", executable: world.herald,
                                              arguments: ["dashboard", "--redis", world.redisURL, "--listen", "127.0.0.1:\(dashboardPort)"])
             defer { dashboard.stop() }
+            // A herald api on the same configuration: jobs go through it too, so its row of the Grafana dashboard
+            // has requests, refusals and latencies to show.
+            let apiPort = freeLoopbackPort()
+            let api = try ChildProcess(name: "api", executable: world.herald, arguments: ["api", "--config", config, "--listen", "127.0.0.1:\(apiPort)"])
+            defer { api.stop() }
+            #expect(waitUntil(seconds: 30, interval: 0.2) { (try? httpGet(port: apiPort, "/readyz", timeoutSeconds: 2).status) == 200 },
+                    "herald api not ready: \(api.output)")
+            let viaAPI = 100
+            for batch in 0..<2 {
+                let jobs = (0..<(viaAPI / 2)).map { String(decoding: jobBytes(id: "api-\(batch)-\($0)", token: deviceToken(prefix: "00", index: 5_000 + batch * 100 + $0)), as: UTF8.self) }
+                let answer = try Self.post(port: apiPort, "/v1/jobs", "{\"jobs\":[\(jobs.joined(separator: ","))]}")
+                #expect(answer.status == 202, "\(answer)")
+            }
+            // A request the API refuses (400: `jobs` is no list) and one whose job it refuses (422): the error ratio's 4xx.
+            #expect(try Self.post(port: apiPort, "/v1/jobs", #"{"jobs":5}"#).status == 400)
+            #expect(try Self.post(port: apiPort, "/v1/jobs", #"{"app":"nonexistent","token":"00","payload":{"aps":{}}}"#).status == 422)
             let prometheusPort = freeLoopbackPort()
             let promConfig = world.directory + "/prometheus.yml"
             try """
@@ -101,6 +124,8 @@ extension EndToEnd {
                 static_configs: [{targets: ['127.0.0.1:\(workerPort)']}]
               - job_name: herald-dashboard
                 static_configs: [{targets: ['127.0.0.1:\(dashboardPort)']}]
+              - job_name: herald-api
+                static_configs: [{targets: ['127.0.0.1:\(apiPort)']}]
             """.write(toFile: promConfig, atomically: true, encoding: .utf8)
             let server = try ChildProcess(name: "prometheus", executable: prometheus, arguments: [
                 "--config.file=\(promConfig)", "--storage.tsdb.path=\(world.directory)/prometheus-data",
@@ -109,10 +134,10 @@ extension EndToEnd {
             defer { server.stop() }
 
             let ledger = ResultsLedger(redisURL: world.redisURL)
-            let finished = try ledger.waitForTerminal(total, seconds: 90) {
+            let finished = try ledger.waitForTerminal(total + viaAPI, seconds: 90) {
                 if !worker.isRunning { throw TestSupportError("worker exited:\n\(world.workerLogs())") }
             }
-            #expect(finished, "\(ledger.terminalCount) of \(total) finished:\n\(world.workerLogs(lastLines: 20))")
+            #expect(finished, "\(ledger.terminalCount) of \(total + viaAPI) finished:\n\(world.workerLogs(lastLines: 20))")
             // Results are counted when built and land in the stream a flush later: let both settle.
             usleep(500_000)
             ledger.poll()
@@ -134,7 +159,7 @@ extension EndToEnd {
             var up: [String: Double] = [:]
             let bothUp = waitUntil(seconds: 30, interval: 0.5) {
                 up = (try? Self.query(prometheusPort, "up", by: "job")) ?? [:]
-                return up["herald-worker"] == 1 && up["herald-dashboard"] == 1
+                return up["herald-worker"] == 1 && up["herald-dashboard"] == 1 && up["herald-api"] == 1
             }
             #expect(bothUp, "\(up)")
             // The queue-wide families come from the dashboard, once.
@@ -152,6 +177,17 @@ extension EndToEnd {
             #expect(waitUntil(seconds: 30, interval: 0.5) {
                 (try? Self.query(prometheusPort, "herald_workers_live", by: "job"))?["herald-dashboard"] == 1
             })
+            // The API's own figures, as its row reads them: the jobs and requests this run sent it, not only scrapes.
+            var apiJobs: [String: Double] = [:]
+            #expect(waitUntil(seconds: 30, interval: 0.5) {
+                apiJobs = (try? Self.query(prometheusPort, "sum by (outcome) (herald_api_jobs_total{job=\"herald-api\"})", by: "outcome")) ?? [:]
+                return apiJobs["accepted"] == Double(viaAPI) && apiJobs["refused"] == 1
+            }, "\(apiJobs)")
+            var apiRequests: [String: Double] = [:]
+            #expect(waitUntil(seconds: 30, interval: 0.5) {
+                apiRequests = (try? Self.query(prometheusPort, #"herald_api_requests_total{job="herald-api",route="/v1/jobs"}"#, by: "status")) ?? [:]
+                return apiRequests == ["202": 2, "400": 1, "422": 1]
+            }, "\(apiRequests)")
 
             // Every query of the Grafana dashboard answers, with at least one series, against what this run scraped.
             let panels = try Self.grafanaQueries()
