@@ -152,7 +152,7 @@ public final class BearerPoolSender {
                 metrics.tokenExchanges[index] = app.tokens.stats
             }
             guard let events = app.poolEvents else { continue }
-            metrics.pools.append(events.snapshot(app.pool, app: app.name, environment: APNsEnvironment.production.rawValue,
+            metrics.pools.append(events.snapshot(app.pool, app: app.name, environment: ServiceEnvironment.production.rawValue,
                                                   connectionsPerPool: settings.connectionsPerPool))
         }
     }

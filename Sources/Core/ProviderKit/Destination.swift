@@ -5,13 +5,13 @@ import PushCore
 /// in sandbox or an unreachable sandbox host does not stop production, and FCM's state never touches APNs'.
 public struct Destination: Hashable, Sendable, CustomStringConvertible {
     public let app: Int
-    public let environment: APNsEnvironment
+    public let environment: ServiceEnvironment
     public let platform: Platform
     /// Where within the app's platform, when that has many independent services: a Web Push job's push-service
     /// origin, so one service unreachable pauses its own jobs only. Empty for APNs and FCM.
     public let route: String
 
-    @inlinable public init(app: Int, environment: APNsEnvironment, platform: Platform = .apns, route: String = "") {
+    @inlinable public init(app: Int, environment: ServiceEnvironment, platform: Platform = .apns, route: String = "") {
         self.app = app
         self.environment = environment
         self.platform = platform

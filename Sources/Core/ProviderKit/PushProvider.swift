@@ -74,8 +74,8 @@ public protocol PushProvider: SendableMetatype {
     /// Environment fallback (`environment_fallback`, opted into by the app): the other environment of `app` in
     /// which a job may be tried once more after `answer` in `environment`, or nil when the answer stands. The core
     /// applies it without knowing which answers or environments these are.
-    static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: APNsEnvironment,
-                                    of app: Configuration.AppSettings) -> APNsEnvironment?
+    static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: ServiceEnvironment,
+                                    of app: Configuration.AppSettings) -> ServiceEnvironment?
 }
 
 /// What a refused job's result entry names of it beyond the envelope, as its provider read it.
@@ -109,11 +109,11 @@ extension PushProvider {
     public static func owns(_ app: Configuration.AppSettings) -> Bool { app.credentials.platforms.contains(platform) }
 
     /// Without environments of its own, every destination of the provider is in `production` (as its `admit` makes it).
-    public static func environments(of app: Configuration.AppSettings) -> [String] { [APNsEnvironment.production.rawValue] }
+    public static func environments(of app: Configuration.AppSettings) -> [String] { [ServiceEnvironment.production.rawValue] }
 
     /// No environment to fall back to.
-    public static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: APNsEnvironment,
-                                           of app: Configuration.AppSettings) -> APNsEnvironment? { nil }
+    public static func fallbackEnvironment(after answer: any ProviderAnswer, in environment: ServiceEnvironment,
+                                           of app: Configuration.AppSettings) -> ServiceEnvironment? { nil }
 
     /// `readJob`, its reading dropped.
     static func check(_ job: [UInt8], spec: JobSpec) throws(JobError) { _ = try readJob(job, spec: spec) }

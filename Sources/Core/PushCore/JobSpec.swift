@@ -90,14 +90,12 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
     case missingPayload
     case payloadNotAnObject
     case badEnvironment(String)
-    case unknownPushType(String)
     case wrongType(field: String, expected: String)
     case outOfRange(field: String)
     case duplicateField(String)
     case badDeliverAt
     case badTokens(String)
     case tooManyTokens(limit: Int)
-    case badChannel
     case tokenAndChannel
     case badPlatform(String)
     /// A job for a provider whose jobs carry its own `message` (FCM, Push Kit) has none.
@@ -119,14 +117,12 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .missingPayload: "missing_payload"
         case .payloadNotAnObject: "payload_not_object"
         case .badEnvironment: "bad_environment"
-        case .unknownPushType: "unknown_push_type"
         case .wrongType: "wrong_type"
         case .outOfRange: "out_of_range"
         case .duplicateField: "duplicate_field"
         case .badDeliverAt: "bad_deliver_at"
         case .badTokens: "bad_tokens"
         case .tooManyTokens: "too_many_tokens"
-        case .badChannel: "bad_channel"
         case .tokenAndChannel: "token_and_channel"
         case .badPlatform: "bad_platform"
         case .missingMessage: "missing_message"
@@ -146,16 +142,11 @@ public enum JobError: Error, Equatable, Sendable, CustomStringConvertible {
         case .missingPayload: return "job has no \"payload\""
         case .payloadNotAnObject: return "\"payload\" is not a JSON object"
         case .badEnvironment(let v): return "\"environment\" is \"\(v.prefix(64))\"; expected production or sandbox"
-        case .unknownPushType(let v):
-            return "\"push_type\" \"\(v.prefix(64))\" is unknown; expected one of "
-                + PushType.allCases.map(\.rawValue).joined(separator: ", ")
         case .wrongType(let f, let expected): return "\"\(f)\" must be \(expected)"
         case .outOfRange(let f): return "\"\(f)\" is out of range"
         case .duplicateField(let f): return "\"\(f)\" appears more than once"
         case .badTokens(let why): return why
         case .tooManyTokens(let limit): return "\"tokens\" lists more than \(limit) device tokens; split the job"
-        case .badChannel:
-            return "\"channel\" is not a channel ID as APNs sends it (base64, at most \(Broadcast.maxChannelIDBytes) characters)"
         case .tokenAndChannel: return "job names \"channel\" and a device token (\"token\" or \"tokens\"); a broadcast has none"
         case .badPlatform(let v): return "\"platform\" is \"\(v.prefix(64))\"; expected " + Platform.allCases.map(\.rawValue).joinedAsList("or")
         case .missingMessage(let platform):

@@ -13,7 +13,7 @@ public enum PushTarget: Sendable, Equatable {
 public struct PushNotification: Sendable, Equatable {
     public var target: PushTarget
     public var topic: String
-    public var environment: APNsEnvironment
+    public var environment: ServiceEnvironment
     /// Not worth delivering after this (UNIX seconds; 0 = try once, do not store): APNs' `apns-expiration`, and the
     /// give-up time of every provider's retries.
     public var expiration: Int64?
@@ -25,7 +25,7 @@ public struct PushNotification: Sendable, Equatable {
     /// Its provider's own fields; nil when it keeps none, or only their defaults (then they cost no allocation).
     public var provider: (any ProviderFields)?
 
-    public init(target: PushTarget, topic: String, environment: APNsEnvironment, expiration: Int64? = nil, payload: [UInt8],
+    public init(target: PushTarget, topic: String, environment: ServiceEnvironment, expiration: Int64? = nil, payload: [UInt8],
                 platform: Platform, provider: (any ProviderFields)? = nil) {
         self.target = target
         self.topic = topic
@@ -36,7 +36,7 @@ public struct PushNotification: Sendable, Equatable {
         self.provider = provider
     }
 
-    public init(deviceToken: String, topic: String, environment: APNsEnvironment, expiration: Int64? = nil, payload: [UInt8],
+    public init(deviceToken: String, topic: String, environment: ServiceEnvironment, expiration: Int64? = nil, payload: [UInt8],
                 platform: Platform, provider: (any ProviderFields)? = nil) {
         self.init(target: .device(token: deviceToken), topic: topic, environment: environment, expiration: expiration, payload: payload,
                   platform: platform, provider: provider)

@@ -64,3 +64,14 @@ public struct APNsJob: Sendable, Equatable {
                      expiration: spec.expiration, collapseID: collapseID, apnsID: apnsID, payload: spec.payload)
     }
 }
+
+/// APNs' own refusals of its members, with the codes and words they always had.
+extension JobError {
+    public static func unknownPushType(_ value: String) -> JobError {
+        .member(code: "unknown_push_type", description: "\"push_type\" \"\(value.prefix(64))\" is unknown; expected one of "
+                + PushType.allCases.map(\.rawValue).joined(separator: ", "))
+    }
+
+    public static let badChannel = JobError.member(
+        code: "bad_channel", description: "\"channel\" is not a channel ID as APNs sends it (base64, at most \(Broadcast.maxChannelIDBytes) characters)")
+}

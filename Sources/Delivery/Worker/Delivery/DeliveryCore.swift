@@ -604,7 +604,7 @@ public final class DeliveryCore {
             ])
         }
         // The provider's word that a dropped token may be another environment's (APNs' BadDeviceToken).
-        let fallback: APNsEnvironment? = if case .dropToken = decision, let answer { fallbackEnvironment(job, after: answer) } else { nil }
+        let fallback: ServiceEnvironment? = if case .dropToken = decision, let answer { fallbackEnvironment(job, after: answer) } else { nil }
         switch decision {
         case .dropToken where fallback != nil:
             // Tried once in that environment before it is dropped.
@@ -668,7 +668,7 @@ public final class DeliveryCore {
 
     /// Environment fallback is opt-in per app and happens once per job; the provider says after which answers and
     /// to which of the app's environments.
-    private func fallbackEnvironment(_ job: JobAttempt, after answer: any ProviderAnswer) -> APNsEnvironment? {
+    private func fallbackEnvironment(_ job: JobAttempt, after answer: any ProviderAnswer) -> ServiceEnvironment? {
         let app = apps[job.destination.app]
         guard app.environmentFallback && job.fallbackFrom == nil else { return nil }
         return settings.providers.provider(for: job.platform).fallbackEnvironment(after: answer, in: job.destination.environment, of: app)

@@ -15,7 +15,7 @@ public final class JobAttempt {
     public let appName: String
     public var notification: PushNotification { admitted.notification }
     /// The environment first tried, once environment fallback has moved the job to the other one.
-    public private(set) var fallbackFrom: APNsEnvironment?
+    public private(set) var fallbackFrom: ServiceEnvironment?
     /// 1-based; resends after an answer that may have been processed count (they are attempts at the provider);
     /// resends after a refused credential do not (`refreshResends`).
     public internal(set) var attempt: Int
@@ -75,7 +75,7 @@ public final class JobAttempt {
     }
 
     /// Environment fallback: the same job, once, to `environment` of the same app (its provider's choice).
-    func fallBack(to environment: APNsEnvironment) {
+    func fallBack(to environment: ServiceEnvironment) {
         fallbackFrom = destination.environment
         admitted.destination = Destination(app: destination.app, environment: environment, platform: destination.platform, route: destination.route)
         admitted.notification.environment = environment

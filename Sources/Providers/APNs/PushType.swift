@@ -1,3 +1,5 @@
+import PushCore
+
 /// The `apns-push-type` values; each one fixes the topic suffix APNs expects and the payload limit.
 public enum PushType: String, CaseIterable, Sendable {
     case alert, background, location, voip, complication, fileprovider, mdm
@@ -32,10 +34,8 @@ public enum PushType: String, CaseIterable, Sendable {
     public var defaultPriority: Int { self == .background ? 5 : 10 }
 }
 
-/// A device token only works in the environment that issued it.
-public enum APNsEnvironment: String, Sendable, CaseIterable {
-    case production, sandbox
-
+extension APNsEnvironment {
+    /// Apple's host of the environment.
     public var host: String {
         self == .production ? "api.push.apple.com" : "api.sandbox.push.apple.com"
     }
