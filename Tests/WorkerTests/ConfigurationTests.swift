@@ -33,6 +33,19 @@ import Worker
         }
     }
 
+    /// The overrides of an ignored section are left out by the declared key's section, not by the variable's name:
+    /// `HERALD_LOG_LEVEL` is `worker.log_level`'s though it does not start with `HERALD_WORKER_`.
+    @Test func anIgnoredSectionsEnvironmentOverridesAreLeftOutByTheirKeysSection() throws {
+        let path = try write(oneApp)
+        let environment = ["HERALD_LOG_LEVEL": "debug", "HERALD_API_LISTEN": "127.0.0.1:9", "HERALD_REDIS_PREFIX": "kept"]
+        let loaded = try ConfigurationLoader.load(path: path, environment: environment, ignoring: ["worker", "api"])
+        #expect(loaded.worker.logLevel == Configuration.WorkerSettings().logLevel, "worker.log_level's override is of an ignored section")
+        #expect(loaded.api.listen == Configuration.APISettings().listen, "api.listen's override is of an ignored section")
+        #expect(loaded.redis.prefix == "kept", "redis is kept: its override applies")
+        let all = try ConfigurationLoader.load(path: path, environment: environment)
+        #expect(all.worker.logLevel == "debug" && all.api.listen == "127.0.0.1:9" && all.redis.prefix == "kept")
+    }
+
     /// Issue 52: the file is strict JSON (a trailing comma is refused, as JSON has it), and a broken one is named at
     /// its line and column.
     @Test func brokenJSONIsNamedAtItsLineAndColumnAndATrailingCommaIsRefused() throws {

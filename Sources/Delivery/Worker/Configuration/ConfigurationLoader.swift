@@ -47,8 +47,7 @@ public enum ConfigurationLoader {
             let read = root.filter { !ignoring.contains($0.key) }
             problems += SettingsReader.apply(Configuration.settings(providers), object: read, to: &configuration, at: "").map { lead + $0 }
         }
-        problems += applyEnvironment(environment.filter { name, _ in !ignoring.contains { name.hasPrefix("HERALD_\($0.uppercased())_") } },
-                                     to: &configuration)
+        problems += applyEnvironment(environment, to: &configuration, ignoring: ignoring)
         problems += validate(configuration)
         return (configuration, problems)
     }
@@ -113,9 +112,12 @@ public enum ConfigurationLoader {
     }
 
     /// Every declared override that is set; a set but empty variable counts only where the declaration says so.
-    static func applyEnvironment(_ env: [String: String], to c: inout Configuration) -> [String] {
+    /// `ignoring`: sections whose overrides are not applied, by the declared key's section (its first part), not by
+    /// the variable's name (`HERALD_LOG_LEVEL` is `worker.log_level`'s).
+    static func applyEnvironment(_ env: [String: String], to c: inout Configuration, ignoring: Set<String> = []) -> [String] {
         Configuration.environmentSettings(c.providers).compactMap { setting in
             guard let name = setting.environment, let value = env[name], let read = setting.readEnvironment else { return nil }
+            if !ignoring.isEmpty, let section = setting.key.split(separator: ".").first, ignoring.contains(String(section)) { return nil }
             return read(value, &c, setting.key)
         }
     }
