@@ -46,6 +46,21 @@ import Worker
         #expect(all.worker.logLevel == "debug" && all.api.listen == "127.0.0.1:9" && all.redis.prefix == "kept")
     }
 
+    /// `read` groups each app's own problems by its name (what `check-config` leaves unproven), beside the list.
+    @Test func readGroupsEachAppsOwnProblemsByItsName() throws {
+        let path = try write(#"""
+            {"apps":[{"name":"shop","bundle_id":"com.example.shop","token":{"team_id":"ABCDE12345","key_id":"KEY1234567","key_file":"k.p8"}},
+                     {"name":"droid","platform":"fcm","fcm":{"service_account_file":""}}],
+             "redis":{"prefix":""}}
+            """#)
+        let (configuration, problems) = ConfigurationLoader.read(path: path, environment: [:])
+        #expect(configuration.apps.map(\.name) == ["shop", "droid"])
+        #expect(problems.apps == ["droid": ["app 'droid': fcm.service_account_file is required"]], "\(problems.apps)")
+        #expect(problems.hasProblems(app: "droid") && !problems.hasProblems(app: "shop"))
+        #expect(problems.all.contains("redis.prefix must not be empty") && problems.all.last == "app 'droid': fcm.service_account_file is required",
+                "\(problems.all)")
+    }
+
     /// Issue 52: the file is strict JSON (a trailing comma is refused, as JSON has it), and a broken one is named at
     /// its line and column.
     @Test func brokenJSONIsNamedAtItsLineAndColumnAndATrailingCommaIsRefused() throws {
