@@ -1,6 +1,7 @@
 import Foundation
 import HeraldProviders
 import HeraldTestSupport
+import PushCore
 import Testing
 import Worker
 
@@ -59,6 +60,16 @@ import Worker
         #expect(problems.hasProblems(app: "droid") && !problems.hasProblems(app: "shop"))
         #expect(problems.all.contains("redis.prefix must not be empty") && problems.all.last == "app 'droid': fcm.service_account_file is required",
                 "\(problems.all)")
+    }
+
+    /// A `Configuration()` made without the providers' list, asked for a provider, stops with a message naming the
+    /// platform and what to do, not an index out of range (an exit test: the precondition runs in a child process).
+    @Test func aConfigurationWithoutProvidersStopsNamingThePlatformAndTheFix() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = Configuration().providers.provider(for: .hms)
+        }
+        let text = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+        #expect(text.contains("no provider for platform 'hms'") && text.contains("Configuration(providers: heraldProviders)"), "\(text)")
     }
 
     /// Issue 52: the file is strict JSON (a trailing comma is refused, as JSON has it), and a broken one is named at
