@@ -1,29 +1,22 @@
 import Foundation
 
-/// What happens to a Push Kit send a rule matches (a whole request: one answer for all its tokens). Device
-/// fates (a token Huawei calls illegal) are `MockHMSFaultScript.invalidTokens`/`invalidTokenPrefixes`, per token.
-/// Documented with examples in docs/mock-hms.md.
-public enum MockHMSFate: String, Codable, Sendable, CaseIterable {
-    /// Checked as usual, even if a later rule would match (use it to exempt an app or tokens).
-    case accept
-    /// Answer `status` (default 500) with `code` (default 81000001, "System internal error") and `message`.
-    case error
+/// Push Kit's own answers to a send a rule matches (a whole request: one answer for all its tokens), beside the
+/// fates every send-API simulator has (`SendAPIFate`: accept, error, failFirst, throttle, silence, drop, goaway,
+/// delay). Device fates (a token Huawei calls illegal) are `MockHMSFaultScript.invalidTokens`/`invalidTokenPrefixes`,
+/// per token. Documented with examples in docs/mock-hms.md.
+public enum MockHMSAnswer: String, SendAPIOwnFate {
     /// HTTP 503, Huawei's traffic control (`retryAfterSeconds` adds a Retry-After header; Huawei sends none).
     case flowControl
     /// 401 80200003: the access token expired (a client refreshes it once and resends).
     case tokenExpired
-    /// The first `count` attempts of each matching first token get `status`/`code` (default 503 flow control).
-    case failFirst
-    /// 503 flow control once a first token had `limit` sends within `windowSeconds` (default 1).
-    case throttle
-    /// Never answer the request.
-    case silence
-    /// Close the TCP connection abruptly, without answering.
-    case drop
-    /// HTTP/2: GOAWAY, the request unanswered. HTTP/1.1: close the connection without answering.
-    case goaway
-    /// Add `latencyMs` and keep evaluating later rules.
-    case delay
+}
+
+/// What happens to a Push Kit send a rule matches: a fate every send-API simulator has, or one of Push Kit's answers.
+public typealias MockHMSFate = SendAPIFate<MockHMSAnswer>
+
+extension SendAPIFate where Own == MockHMSAnswer {
+    public static var flowControl: Self { .own(.flowControl) }
+    public static var tokenExpired: Self { .own(.tokenExpired) }
 }
 
 /// One scripted rule: which sends (by app, by a token among the request's, by topic), how often, what happens.
