@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 
 /// FCM's own answers to a send a rule matches, beside the fates every send-API simulator has (`SendAPIFate`:
 /// accept, error, failFirst, throttle, silence, drop, goaway, delay). Documented with examples in docs/mock-fcm.md.
@@ -31,7 +32,7 @@ extension SendAPIFate where Own == MockFCMAnswer {
 }
 
 /// One scripted rule: which sends (by token, topic or project), how often (`rate`), and what happens.
-public struct MockFCMRule: Codable, Sendable, Equatable {
+public struct MockFCMRule: Sendable, Equatable, Encodable {
     public var token: String?
     public var tokenPrefix: String?
     public var tokenSuffix: String?
@@ -73,6 +74,17 @@ public struct MockFCMRule: Codable, Sendable, Equatable {
     }
 }
 
+/// The keys every send-API rule has, then FCM's own: `tokenSuffix`, `project` and `errorCode` (the FcmError code of
+/// `error` and `failFirst`, default from the status).
+extension MockFCMRule: DeclaredFaultRule {
+    public static let blank = MockFCMRule(fate: .accept)
+    public static var declared: [Setting<MockFCMRule>] {
+        sendAPIRuleSettings() + [.optionalText("tokenSuffix", \.tokenSuffix, "Sends to a token with this suffix."),
+                                 .optionalText("project", \.project, "Exact project ID of the request path."),
+                                 .optionalText("errorCode", \.errorCode, "The FcmError code of error and failFirst.")]
+    }
+}
+
 /// FCM's own fields of its fault script: its quotas, per project and per device.
 public struct MockFCMQuotas: FaultScriptExtras {
     public typealias Rule = MockFCMRule
@@ -96,6 +108,17 @@ public struct MockFCMQuotas: FaultScriptExtras {
 
     public init() {}
 
+    public static var declared: [Setting<MockFCMQuotas>] {
+        [
+            .whole("projectQuotaPerMinute", \.projectQuotaPerMinute, "Sends a project may make per minute (default 600,000; 0: off)."),
+            .yesNo("deviceQuota", \.deviceQuota, "Enforce FCM's per-device limits."),
+            .whole("deviceQuotaPerMinute", \.deviceQuotaPerMinute, "Sends to one token per minute (default 240)."),
+            .whole("deviceQuotaPerHour", \.deviceQuotaPerHour, "Sends to one token per hour (default 5,000)."),
+            .whole("quotaMinuteMs", \.quotaMinuteMs, "How long the quotas' minute lasts (ms)."),
+            .whole("quotaHourMs", \.quotaHourMs, "How long the quotas' hour lasts (ms)."),
+            .whole("tokenFailFirst", \.tokenFailFirst, "The first N token requests get 503."),
+        ]
+    }
 }
 
 /// Device state, faults and quotas of the FCM simulator: `--config`, `POST /_mock/config`, or the library.

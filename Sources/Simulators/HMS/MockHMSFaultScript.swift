@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 
 /// Push Kit's own answers to a send a rule matches (a whole request: one answer for all its tokens), beside the
 /// fates every send-API simulator has (`SendAPIFate`: accept, error, failFirst, throttle, silence, drop, goaway,
@@ -20,7 +21,7 @@ extension SendAPIFate where Own == MockHMSAnswer {
 }
 
 /// One scripted rule: which sends (by app, by a token among the request's, by topic), how often, what happens.
-public struct MockHMSRule: Codable, Sendable, Equatable {
+public struct MockHMSRule: Sendable, Equatable, Encodable {
     /// Exact app id of the request path.
     public var app: String?
     /// The request names this token (among its up to 1000).
@@ -62,7 +63,7 @@ public struct MockHMSRule: Codable, Sendable, Equatable {
 }
 
 /// A per-app send quota: at most `limit` sends in each window of `windowSeconds`; past it, 503 flow control.
-public struct MockHMSQuota: Codable, Sendable, Equatable {
+public struct MockHMSQuota: Sendable, Equatable, Encodable {
     public var limit: Int
     public var windowSeconds: Double
     /// Count tokens (a 1000-token send spends 1000) instead of requests.
@@ -72,6 +73,24 @@ public struct MockHMSQuota: Codable, Sendable, Equatable {
         self.limit = limit
         self.windowSeconds = windowSeconds
         self.perToken = perToken
+    }
+
+    /// Its keys; `limit` and `windowSeconds` must be given.
+    static var declared: [Setting<MockHMSQuota>] {
+        [
+            .whole("limit", \.limit, "Sends at most per window."),
+            .number("windowSeconds", \.windowSeconds, "The window's length in seconds."),
+            .yesNo("perToken", \.perToken, "Count tokens instead of requests."),
+        ]
+    }
+}
+
+/// The keys every send-API rule has, then Push Kit's own: `app` and `code` (Huawei's result code of `error` and
+/// `failFirst`).
+extension MockHMSRule: DeclaredFaultRule {
+    public static let blank = MockHMSRule(fate: .accept)
+    public static var declared: [Setting<MockHMSRule>] {
+        sendAPIRuleSettings() + [.optionalText("app", \.app, "Exact app id of the request path."), .optionalText("code", \.code, "Huawei's result code.")]
     }
 }
 
@@ -88,6 +107,16 @@ public struct MockHMSDeviceState: FaultScriptExtras {
     public var tokenFailFirst: Int?
 
     public init() {}
+
+    public static var declared: [Setting<MockHMSDeviceState>] {
+        [
+            .strings("invalidTokens", \.invalidTokens, "Tokens Push Kit calls illegal."),
+            .strings("invalidTokenPrefixes", \.invalidTokenPrefixes, "Token prefixes Push Kit calls illegal."),
+            .object("appQuota", \.appQuota, blank: MockHMSQuota(limit: 0), required: ["limit", "windowSeconds"], MockHMSQuota.declared,
+                    "Per-app flow control."),
+            .whole("tokenFailFirst", \.tokenFailFirst, "The first N token requests get 503."),
+        ]
+    }
 
     /// True when Push Kit calls `token` illegal: scripted, or not a token at all (empty, too long, or with a
     /// character no HMS token has, such as the stray space Huawei's FAQ names).

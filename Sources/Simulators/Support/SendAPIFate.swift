@@ -57,16 +57,7 @@ extension SendAPIFate: CaseIterable, RawRepresentable {
     }
 }
 
-extension SendAPIFate: Codable {
-    public init(from decoder: Decoder) throws {
-        let container = try decoder.singleValueContainer()
-        let name = try container.decode(String.self)
-        guard let fate = Self(rawValue: name) else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "Cannot initialize SendAPIFate from invalid String value \(name)")
-        }
-        self = fate
-    }
-
+extension SendAPIFate: Encodable {
     public func encode(to encoder: Encoder) throws {
         var container = encoder.singleValueContainer()
         try container.encode(rawValue)

@@ -1,8 +1,9 @@
 import Foundation
+import Settings
 
 /// A send-API provider's rule as the shared checks, engine and declarations read it: the fields every such rule
 /// has, its fate (a shared one or the provider's own), and what the provider answers.
-protocol SendAPIRule: ScriptedRule where Subject == SendSubject, Answer: Error {
+protocol SendAPIRule: ScriptedRule, DeclaredFaultRule where Subject == SendSubject, Answer: Error {
     associatedtype OwnFate: SendAPIOwnFate
     var fate: SendAPIFate<OwnFate> { get set }
     var token: String? { get set }
@@ -41,6 +42,24 @@ extension SendAPIRule {
         case .own(let own): return .verdict(.answer(answer(own)))
         }
     }
+}
+
+/// The keys every send-API rule has, for its declarations (`MockFCMRule.declared`), before the provider's own.
+func sendAPIRuleSettings<Rule: SendAPIRule>() -> [Setting<Rule>] {
+    [
+        .choice("fate", \.fate, SendAPIFate<Rule.OwnFate>.allCases, "What happens to a matching send."),
+        .optionalText("token", \.token, "Sends to this token."),
+        .optionalText("tokenPrefix", \.tokenPrefix, "Sends to a token with this prefix."),
+        .optionalText("topic", \.topic, "Sends to this topic."),
+        .number("rate", \.rate, "Probability 0...1 that a matching send is affected (default 1)."),
+        .whole("status", \.status, "The HTTP status of error and failFirst."),
+        .optionalText("message", \.message, "The error's message."),
+        .whole("count", \.count, "failFirst: the attempts of each token that fail."),
+        .whole("limit", \.limit, "throttle: sends of a token per window."),
+        .number("windowSeconds", \.windowSeconds, "throttle: the window."),
+        .whole("retryAfterSeconds", \.retryAfterSeconds, "The Retry-After of the answer."),
+        .latency("latencyMs", \.latencyMs, "delay: the latency added."),
+    ]
 }
 
 /// A send-API provider's extras as the shared checks and engine read them: its own checks, and its quota, which
