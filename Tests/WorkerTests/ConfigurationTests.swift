@@ -1,6 +1,7 @@
 import Foundation
 import HeraldProviders
 import HeraldTestSupport
+import PushCore
 import Testing
 import Worker
 
@@ -31,6 +32,44 @@ import Worker
             #expect(error.problems.contains("api.keys: key 'k' names app 'removed', which is not configured"), "\(error.problems)")
             #expect(error.problems.contains { $0.contains("api.max_connections") }, "\(error.problems)")
         }
+    }
+
+    /// The overrides of an ignored section are left out by the declared key's section, not by the variable's name:
+    /// `HERALD_LOG_LEVEL` is `worker.log_level`'s though it does not start with `HERALD_WORKER_`.
+    @Test func anIgnoredSectionsEnvironmentOverridesAreLeftOutByTheirKeysSection() throws {
+        let path = try write(oneApp)
+        let environment = ["HERALD_LOG_LEVEL": "debug", "HERALD_API_LISTEN": "127.0.0.1:9", "HERALD_REDIS_PREFIX": "kept"]
+        let loaded = try ConfigurationLoader.load(path: path, environment: environment, ignoring: ["worker", "api"])
+        #expect(loaded.worker.logLevel == Configuration.WorkerSettings().logLevel, "worker.log_level's override is of an ignored section")
+        #expect(loaded.api.listen == Configuration.APISettings().listen, "api.listen's override is of an ignored section")
+        #expect(loaded.redis.prefix == "kept", "redis is kept: its override applies")
+        let all = try ConfigurationLoader.load(path: path, environment: environment)
+        #expect(all.worker.logLevel == "debug" && all.api.listen == "127.0.0.1:9" && all.redis.prefix == "kept")
+    }
+
+    /// `read` groups each app's own problems by its name (what `check-config` leaves unproven), beside the list.
+    @Test func readGroupsEachAppsOwnProblemsByItsName() throws {
+        let path = try write(#"""
+            {"apps":[{"name":"shop","bundle_id":"com.example.shop","token":{"team_id":"ABCDE12345","key_id":"KEY1234567","key_file":"k.p8"}},
+                     {"name":"droid","platform":"fcm","fcm":{"service_account_file":""}}],
+             "redis":{"prefix":""}}
+            """#)
+        let (configuration, problems) = ConfigurationLoader.read(path: path, environment: [:])
+        #expect(configuration.apps.map(\.name) == ["shop", "droid"])
+        #expect(problems.apps == ["droid": ["app 'droid': fcm.service_account_file is required"]], "\(problems.apps)")
+        #expect(problems.hasProblems(app: "droid") && !problems.hasProblems(app: "shop"))
+        #expect(problems.all.contains("redis.prefix must not be empty") && problems.all.last == "app 'droid': fcm.service_account_file is required",
+                "\(problems.all)")
+    }
+
+    /// A `Configuration()` made without the providers' list, asked for a provider, stops with a message naming the
+    /// platform and what to do, not an index out of range (an exit test: the precondition runs in a child process).
+    @Test func aConfigurationWithoutProvidersStopsNamingThePlatformAndTheFix() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = Configuration().providers.provider(for: .hms)
+        }
+        let text = result.map { String(decoding: $0.standardErrorContent, as: UTF8.self) } ?? ""
+        #expect(text.contains("no provider for platform 'hms'") && text.contains("Configuration(providers: heraldProviders)"), "\(text)")
     }
 
     /// Issue 52: the file is strict JSON (a trailing comma is refused, as JSON has it), and a broken one is named at

@@ -41,8 +41,6 @@ import WebPush
     }
 
     static let allowances = [
-        Allowance(place: "Sources/Simulators/FCM/", platforms: [.fcm],
-                  why: "the FCM simulator names its own provider (its errors are FCM's)"),
         Allowance(place: "Sources/Simulators/FCM/FCMMessageRules.swift", platforms: [.apns, .webpush],
                   why: "FCM v1's message has `apns` and `webpush` override blocks: FCM's field names, not platforms"),
         Allowance(place: "Sources/Tools/herald/Send", platforms: Set(Platform.allCases),

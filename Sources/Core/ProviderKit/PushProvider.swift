@@ -147,9 +147,21 @@ extension Array where Element == any PushProvider.Type {
     }
 
     /// The provider of `platform`. The list is in `Platform.allCases` order (the loader holds it to that), so
-    /// this is an index, not a search: intake asks it for every job.
+    /// this is an index, not a search: intake asks it for every job. A list without it (a `Configuration()` made
+    /// without providers) is a bug of the code that made it: stopped with a message that says so, not an index
+    /// out of range.
     @inline(__always)
-    public func provider(for platform: Platform) -> any PushProvider.Type { self[platform.slot] }
+    public func provider(for platform: Platform) -> any PushProvider.Type {
+        precondition(platform.slot < count, Self.missingProvider(platform, count: count))
+        return self[platform.slot]
+    }
+
+    /// The message of a list that has no provider for `platform`.
+    static func missingProvider(_ platform: Platform, count: Int) -> String {
+        "no provider for platform '\(platform.rawValue)': the list has \(count) of \(Platform.allCases.count) "
+            + "(a Configuration made with Configuration(), or DeliveryCore.Settings without providers?); make it with "
+            + "Configuration(providers: heraldProviders), or load it through ConfigurationLoader with the providers' list"
+    }
 }
 
 /// A provider's credential block of an app (`"fcm": {...}`), read with the settings its module declares for it.

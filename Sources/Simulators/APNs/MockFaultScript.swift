@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 
 /// What happens to a request a rule matches. Documented with examples in docs/mock-apns.md.
 public enum MockFate: String, Codable, Sendable, CaseIterable {
@@ -31,7 +32,7 @@ public enum MockFate: String, Codable, Sendable, CaseIterable {
 }
 
 /// One scripted rule: which requests (by token and topic), how often (`rate`), and what happens.
-public struct MockFaultRule: Codable, Sendable, Equatable {
+public struct MockFaultRule: Sendable, Equatable, Encodable {
     public var token: String?
     public var tokenPrefix: String?
     public var tokenSuffix: String?
@@ -75,6 +76,28 @@ public struct MockFaultRule: Codable, Sendable, Equatable {
     }
 }
 
+extension MockFaultRule: DeclaredFaultRule {
+    public static var blank: MockFaultRule { MockFaultRule(fate: .accept) }
+
+    public static var declared: [Setting<MockFaultRule>] {
+        [
+            .choice("fate", \.fate, MockFate.allCases, "What happens to a matching request."),
+            .optionalText("token", \.token, "Requests to this device token (case-insensitive)."),
+            .optionalText("tokenPrefix", \.tokenPrefix, "Requests to a token with this prefix."),
+            .optionalText("tokenSuffix", \.tokenSuffix, "Requests to a token with this suffix."),
+            .optionalText("topic", \.topic, "Requests with this apns-topic."),
+            .number("rate", \.rate, "Probability 0...1 that a matching request is affected (default 1)."),
+            .whole("status", \.status, "The HTTP status of error and failFirst."),
+            .optionalText("reason", \.reason, "The reason of error and failFirst."),
+            .whole("count", \.count, "failFirst: the attempts of each token that fail."),
+            .whole("limit", \.limit, "throttle: requests of a token per window."),
+            .number("windowSeconds", \.windowSeconds, "throttle: the window."),
+            .whole("timestamp", \.timestamp, "unregistered: the timestamp answered (ms)."),
+            .latency("latencyMs", \.latencyMs, "delay: the latency added."),
+        ]
+    }
+}
+
 /// APNs' own fields of its fault script, beside the shared ones (`FaultScript`).
 public struct MockAPNsFaultFields: FaultScriptExtras {
     public typealias Rule = MockFaultRule
@@ -90,6 +113,15 @@ public struct MockAPNsFaultFields: FaultScriptExtras {
     public var recordOnReceipt: Bool?
 
     public init() {}
+
+    public static var declared: [Setting<MockAPNsFaultFields>] {
+        [
+            .optionalText("goawayReason", \.goawayReason, "The GOAWAY reason of goawayAfterRequests (default Shutdown)."),
+            .number("idleTimeoutSeconds", \.idleTimeoutSeconds, "Close a connection idle this long."),
+            .yesNo("dropStreamsAfterRejection", \.dropStreamsAfterRejection, "SETTINGS_MAX_CONCURRENT_STREAMS 1 after a rejected push."),
+            .yesNo("recordOnReceipt", \.recordOnReceipt, "Record an accepted push when it arrives."),
+        ]
+    }
 }
 
 /// Device state and faults of the APNs simulator, as loaded from `--config` or `POST /_mock/config`, or set

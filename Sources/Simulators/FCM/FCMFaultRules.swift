@@ -1,7 +1,7 @@
 import Reactor
 
 extension MockFCMRule: SendAPIRule {
-    var fateName: String { fate.rawValue }
+    static var defaultThrottleWindow: Double { 60 }
 
     /// FCM tokens are case-sensitive, so they compare exactly (unlike APNs' hexadecimal ones).
     func matches(_ subject: SendSubject) -> Bool {
@@ -13,22 +13,14 @@ extension MockFCMRule: SendAPIRule {
         return true
     }
 
-    func effect(startMillis: Int64) -> RuleEffect<FCMError> {
-        switch fate {
-        case .accept: return .verdict(.accept)
-        case .delay: return .delay
-        case .unregistered: return .verdict(.answer(.fcm(404, "UNREGISTERED", message: message)))
-        case .invalidToken: return .verdict(.answer(.invalidToken))
-        case .senderIdMismatch: return .verdict(.answer(.fcm(403, "SENDER_ID_MISMATCH", message: message)))
-        case .thirdPartyAuth: return .verdict(.answer(.fcm(401, "THIRD_PARTY_AUTH_ERROR", message: message)))
-        case .unauthenticated: return .verdict(.answer(.unauthenticated(message)))
-        case .quotaExceeded: return .verdict(.answer(.fcm(429, "QUOTA_EXCEEDED", message: message, retryAfter: retryAfterSeconds ?? 60)))
-        case .error: return .verdict(.answer(scriptedError(status: status ?? 500)))
-        case .failFirst: return .failFirst(count: count ?? 0, answer: scriptedError(status: status ?? 503))
-        case .throttle: return .throttle(limit: limit ?? 0, windowSeconds: windowSeconds ?? 60)
-        case .silence: return .verdict(.connection(.silence))
-        case .drop: return .verdict(.connection(.drop))
-        case .goaway: return .verdict(.connection(.goaway(reason: nil)))
+    func answer(_ own: MockFCMAnswer) -> FCMError {
+        switch own {
+        case .unregistered: .fcm(404, "UNREGISTERED", message: message)
+        case .invalidToken: .invalidToken
+        case .senderIdMismatch: .fcm(403, "SENDER_ID_MISMATCH", message: message)
+        case .thirdPartyAuth: .fcm(401, "THIRD_PARTY_AUTH_ERROR", message: message)
+        case .unauthenticated: .unauthenticated(message)
+        case .quotaExceeded: .fcm(429, "QUOTA_EXCEEDED", message: message, retryAfter: retryAfterSeconds ?? 60)
         }
     }
 
@@ -41,7 +33,7 @@ extension MockFCMRule: SendAPIRule {
     }
 
     /// `status` with the rule's `errorCode` (else the one FCM pairs with the status).
-    private func scriptedError(status: Int) -> FCMError {
+    func scriptedError(status: Int) -> FCMError {
         .fcm(status, errorCode ?? FCMError.errorCode(for: status), message: message, retryAfter: retryAfterSeconds)
     }
 }

@@ -1,9 +1,9 @@
 import Foundation
+import Settings
 
-/// What happens to an FCM send a rule matches. Documented with examples in docs/mock-fcm.md.
-public enum MockFCMFate: String, Codable, Sendable, CaseIterable {
-    /// 200, even if a later rule would match (use it to exempt tokens).
-    case accept
+/// FCM's own answers to a send a rule matches, beside the fates every send-API simulator has (`SendAPIFate`:
+/// accept, error, failFirst, throttle, silence, drop, goaway, delay). Documented with examples in docs/mock-fcm.md.
+public enum MockFCMAnswer: String, SendAPIOwnFate {
     /// 404 NOT_FOUND, errorCode UNREGISTERED: the app was removed or the token expired.
     case unregistered
     /// 400 INVALID_ARGUMENT, errorCode INVALID_ARGUMENT: "The registration token is not a valid FCM registration token".
@@ -17,24 +17,22 @@ public enum MockFCMFate: String, Codable, Sendable, CaseIterable {
     case unauthenticated
     /// 429 RESOURCE_EXHAUSTED, errorCode QUOTA_EXCEEDED, with `Retry-After: retryAfterSeconds` (default 60).
     case quotaExceeded
-    /// Answer `status` (default 500) with `errorCode` (default from the status: INTERNAL, UNAVAILABLE, ...).
-    case error
-    /// The first `count` attempts of each matching token get `status`/`errorCode` (default 503 UNAVAILABLE), then it passes on.
-    case failFirst
-    /// 429 QUOTA_EXCEEDED once a token had `limit` sends within `windowSeconds` (default 60).
-    case throttle
-    /// Never answer the request (the stream, or the HTTP/1.1 connection, stays open).
-    case silence
-    /// Close the TCP connection abruptly, without answering.
-    case drop
-    /// HTTP/2: answer nothing and send GOAWAY, later streams refused. HTTP/1.1: close the connection without answering.
-    case goaway
-    /// Add `latencyMs` and keep evaluating later rules.
-    case delay
+}
+
+/// What happens to an FCM send a rule matches: a fate every send-API simulator has, or one of FCM's answers.
+public typealias MockFCMFate = SendAPIFate<MockFCMAnswer>
+
+extension SendAPIFate where Own == MockFCMAnswer {
+    public static var unregistered: Self { .own(.unregistered) }
+    public static var invalidToken: Self { .own(.invalidToken) }
+    public static var senderIdMismatch: Self { .own(.senderIdMismatch) }
+    public static var thirdPartyAuth: Self { .own(.thirdPartyAuth) }
+    public static var unauthenticated: Self { .own(.unauthenticated) }
+    public static var quotaExceeded: Self { .own(.quotaExceeded) }
 }
 
 /// One scripted rule: which sends (by token, topic or project), how often (`rate`), and what happens.
-public struct MockFCMRule: Codable, Sendable, Equatable {
+public struct MockFCMRule: Sendable, Equatable, Encodable {
     public var token: String?
     public var tokenPrefix: String?
     public var tokenSuffix: String?
@@ -76,6 +74,17 @@ public struct MockFCMRule: Codable, Sendable, Equatable {
     }
 }
 
+/// The keys every send-API rule has, then FCM's own: `tokenSuffix`, `project` and `errorCode` (the FcmError code of
+/// `error` and `failFirst`, default from the status).
+extension MockFCMRule: DeclaredFaultRule {
+    public static let blank = MockFCMRule(fate: .accept)
+    public static var declared: [Setting<MockFCMRule>] {
+        sendAPIRuleSettings() + [.optionalText("tokenSuffix", \.tokenSuffix, "Sends to a token with this suffix."),
+                                 .optionalText("project", \.project, "Exact project ID of the request path."),
+                                 .optionalText("errorCode", \.errorCode, "The FcmError code of error and failFirst.")]
+    }
+}
+
 /// FCM's own fields of its fault script: its quotas, per project and per device.
 public struct MockFCMQuotas: FaultScriptExtras {
     public typealias Rule = MockFCMRule
@@ -98,6 +107,18 @@ public struct MockFCMQuotas: FaultScriptExtras {
     public static let defaultDeviceQuotaPerHour = 5_000
 
     public init() {}
+
+    public static var declared: [Setting<MockFCMQuotas>] {
+        [
+            .whole("projectQuotaPerMinute", \.projectQuotaPerMinute, "Sends a project may make per minute (default 600,000; 0: off)."),
+            .yesNo("deviceQuota", \.deviceQuota, "Enforce FCM's per-device limits."),
+            .whole("deviceQuotaPerMinute", \.deviceQuotaPerMinute, "Sends to one token per minute (default 240)."),
+            .whole("deviceQuotaPerHour", \.deviceQuotaPerHour, "Sends to one token per hour (default 5,000)."),
+            .whole("quotaMinuteMs", \.quotaMinuteMs, "How long the quotas' minute lasts (ms)."),
+            .whole("quotaHourMs", \.quotaHourMs, "How long the quotas' hour lasts (ms)."),
+            .whole("tokenFailFirst", \.tokenFailFirst, "The first N token requests get 503."),
+        ]
+    }
 }
 
 /// Device state, faults and quotas of the FCM simulator: `--config`, `POST /_mock/config`, or the library.

@@ -1,7 +1,7 @@
 import Reactor
 
 extension MockHMSRule: SendAPIRule {
-    var fateName: String { fate.rawValue }
+    static var defaultThrottleWindow: Double { 1 }
 
     func matches(_ subject: SendSubject) -> Bool {
         if let app, app != subject.target { return false }
@@ -11,19 +11,13 @@ extension MockHMSRule: SendAPIRule {
         return true
     }
 
-    func effect(startMillis: Int64) -> RuleEffect<HMSResult> {
-        switch fate {
-        case .accept: return .verdict(.accept)
-        case .delay: return .delay
-        case .error: return .verdict(.answer(.scripted(status: status, code: code, message: message, retryAfter: retryAfterSeconds)))
-        case .flowControl: return .verdict(.answer(.flowControl(retryAfter: retryAfterSeconds)))
-        case .tokenExpired: return .verdict(.answer(.tokenExpired))
-        case .failFirst:
-            return .failFirst(count: count ?? 0, answer: .scripted(status: status ?? 503, code: code, message: message, retryAfter: retryAfterSeconds))
-        case .throttle: return .throttle(limit: limit ?? 0, windowSeconds: windowSeconds ?? 1)
-        case .silence: return .verdict(.connection(.silence))
-        case .drop: return .verdict(.connection(.drop))
-        case .goaway: return .verdict(.connection(.goaway(reason: nil)))
+    /// `status` with the rule's `code` and `message` (else Huawei's for the status).
+    func scriptedError(status: Int) -> HMSResult { .scripted(status: status, code: code, message: message, retryAfter: retryAfterSeconds) }
+
+    func answer(_ own: MockHMSAnswer) -> HMSResult {
+        switch own {
+        case .flowControl: .flowControl(retryAfter: retryAfterSeconds)
+        case .tokenExpired: .tokenExpired
         }
     }
 

@@ -1,33 +1,27 @@
 import Foundation
+import Settings
 
-/// What happens to a Push Kit send a rule matches (a whole request: one answer for all its tokens). Device
-/// fates (a token Huawei calls illegal) are `MockHMSFaultScript.invalidTokens`/`invalidTokenPrefixes`, per token.
-/// Documented with examples in docs/mock-hms.md.
-public enum MockHMSFate: String, Codable, Sendable, CaseIterable {
-    /// Checked as usual, even if a later rule would match (use it to exempt an app or tokens).
-    case accept
-    /// Answer `status` (default 500) with `code` (default 81000001, "System internal error") and `message`.
-    case error
+/// Push Kit's own answers to a send a rule matches (a whole request: one answer for all its tokens), beside the
+/// fates every send-API simulator has (`SendAPIFate`: accept, error, failFirst, throttle, silence, drop, goaway,
+/// delay). Device fates (a token Huawei calls illegal) are `MockHMSFaultScript.invalidTokens`/`invalidTokenPrefixes`,
+/// per token. Documented with examples in docs/mock-hms.md.
+public enum MockHMSAnswer: String, SendAPIOwnFate {
     /// HTTP 503, Huawei's traffic control (`retryAfterSeconds` adds a Retry-After header; Huawei sends none).
     case flowControl
     /// 401 80200003: the access token expired (a client refreshes it once and resends).
     case tokenExpired
-    /// The first `count` attempts of each matching first token get `status`/`code` (default 503 flow control).
-    case failFirst
-    /// 503 flow control once a first token had `limit` sends within `windowSeconds` (default 1).
-    case throttle
-    /// Never answer the request.
-    case silence
-    /// Close the TCP connection abruptly, without answering.
-    case drop
-    /// HTTP/2: GOAWAY, the request unanswered. HTTP/1.1: close the connection without answering.
-    case goaway
-    /// Add `latencyMs` and keep evaluating later rules.
-    case delay
+}
+
+/// What happens to a Push Kit send a rule matches: a fate every send-API simulator has, or one of Push Kit's answers.
+public typealias MockHMSFate = SendAPIFate<MockHMSAnswer>
+
+extension SendAPIFate where Own == MockHMSAnswer {
+    public static var flowControl: Self { .own(.flowControl) }
+    public static var tokenExpired: Self { .own(.tokenExpired) }
 }
 
 /// One scripted rule: which sends (by app, by a token among the request's, by topic), how often, what happens.
-public struct MockHMSRule: Codable, Sendable, Equatable {
+public struct MockHMSRule: Sendable, Equatable, Encodable {
     /// Exact app id of the request path.
     public var app: String?
     /// The request names this token (among its up to 1000).
@@ -69,7 +63,7 @@ public struct MockHMSRule: Codable, Sendable, Equatable {
 }
 
 /// A per-app send quota: at most `limit` sends in each window of `windowSeconds`; past it, 503 flow control.
-public struct MockHMSQuota: Codable, Sendable, Equatable {
+public struct MockHMSQuota: Sendable, Equatable, Encodable {
     public var limit: Int
     public var windowSeconds: Double
     /// Count tokens (a 1000-token send spends 1000) instead of requests.
@@ -79,6 +73,24 @@ public struct MockHMSQuota: Codable, Sendable, Equatable {
         self.limit = limit
         self.windowSeconds = windowSeconds
         self.perToken = perToken
+    }
+
+    /// Its keys; `limit` and `windowSeconds` must be given.
+    static var declared: [Setting<MockHMSQuota>] {
+        [
+            .whole("limit", \.limit, "Sends at most per window."),
+            .number("windowSeconds", \.windowSeconds, "The window's length in seconds."),
+            .yesNo("perToken", \.perToken, "Count tokens instead of requests."),
+        ]
+    }
+}
+
+/// The keys every send-API rule has, then Push Kit's own: `app` and `code` (Huawei's result code of `error` and
+/// `failFirst`).
+extension MockHMSRule: DeclaredFaultRule {
+    public static let blank = MockHMSRule(fate: .accept)
+    public static var declared: [Setting<MockHMSRule>] {
+        sendAPIRuleSettings() + [.optionalText("app", \.app, "Exact app id of the request path."), .optionalText("code", \.code, "Huawei's result code.")]
     }
 }
 
@@ -95,6 +107,16 @@ public struct MockHMSDeviceState: FaultScriptExtras {
     public var tokenFailFirst: Int?
 
     public init() {}
+
+    public static var declared: [Setting<MockHMSDeviceState>] {
+        [
+            .strings("invalidTokens", \.invalidTokens, "Tokens Push Kit calls illegal."),
+            .strings("invalidTokenPrefixes", \.invalidTokenPrefixes, "Token prefixes Push Kit calls illegal."),
+            .object("appQuota", \.appQuota, blank: MockHMSQuota(limit: 0), required: ["limit", "windowSeconds"], MockHMSQuota.declared,
+                    "Per-app flow control."),
+            .whole("tokenFailFirst", \.tokenFailFirst, "The first N token requests get 503."),
+        ]
+    }
 
     /// True when Push Kit calls `token` illegal: scripted, or not a token at all (empty, too long, or with a
     /// character no HMS token has, such as the stray space Huawei's FAQ names).

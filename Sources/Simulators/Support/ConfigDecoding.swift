@@ -1,21 +1,7 @@
 import Foundation
 
-/// JSON config decoding shared by the simulators: errors name the offending field.
+/// What the simulators' fault files share beyond their declarations: the rules' common checks, and the file read.
 enum ConfigDecoding {
-    static func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
-        do {
-            return try JSONDecoder().decode(type, from: data)
-        } catch let DecodingError.dataCorrupted(context) {
-            throw SimulatorError.configuration("invalid JSON at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
-        } catch let DecodingError.typeMismatch(_, context), let DecodingError.valueNotFound(_, context) {
-            throw SimulatorError.configuration("bad value at \(context.codingPath.map(\.stringValue).joined(separator: ".")): \(context.debugDescription)")
-        } catch let DecodingError.keyNotFound(key, context) {
-            throw SimulatorError.configuration("missing \(key.stringValue) at \(context.codingPath.map(\.stringValue).joined(separator: "."))")
-        } catch {
-            throw SimulatorError.configuration("\(error)")
-        }
-    }
-
     /// What every rule of both simulators must satisfy: a rate within 0...1, and the field its fate needs
     /// (failFirst a count, throttle a limit, delay a latency).
     static func checkRule(_ index: Int, fate: String, rate: Double?, count: Int?, limit: Int?, latency: MockLatency?) throws {

@@ -1,10 +1,20 @@
+import Basics
 import Foundation
+import Settings
 
 /// A simulator's own part of its fault script: its rule vocabulary (`Rule`) and its own fields, kept in the
 /// script's one JSON object beside the shared ones (APNs' `goawayReason`, FCM's quotas, Push Kit's illegal tokens).
-public protocol FaultScriptExtras: Codable, Sendable, Equatable {
-    associatedtype Rule: Codable & Sendable & Equatable
+/// A fault file is read through their declarations (`Setting`), as the worker's configuration is.
+public protocol FaultScriptExtras: Encodable, Sendable, Equatable {
+    /// Its rule; a script read from JSON needs it declared (`DeclaredFaultRule`).
+    associatedtype Rule: Encodable & Sendable & Equatable
     init()
+    /// Its own keys of the script's object (none by default).
+    static var declared: [Setting<Self>] { get }
+}
+
+extension FaultScriptExtras {
+    public static var declared: [Setting<Self>] { [] }
 }
 
 /// Device state and faults of a simulator: `--config`, `POST /_mock/config`, or the library. One JSON object:
@@ -12,7 +22,7 @@ public protocol FaultScriptExtras: Codable, Sendable, Equatable {
 /// here: `script.goawayReason`, `script.deviceQuota`). One type for all four simulators: a new one brings its
 /// rules and its own fields, not a script.
 @dynamicMemberLookup
-public struct FaultScript<Extras: FaultScriptExtras>: Codable, Sendable, Equatable {
+public struct FaultScript<Extras: FaultScriptExtras>: Encodable, Sendable, Equatable {
     /// Seed for every random choice (rates, latency ranges); the same seed and request order give the same run.
     public var seed: UInt64?
     /// Latency added to every answer.
@@ -48,18 +58,6 @@ public struct FaultScript<Extras: FaultScriptExtras>: Codable, Sendable, Equatab
         case seed, latencyMs, goawayAfterRequests, dropAfterRequests, silenceAfterRequests, rules
     }
 
-    /// The shared fields and the provider's from the same object (`rules` may be left out).
-    public init(from decoder: Decoder) throws {
-        let c = try decoder.container(keyedBy: CodingKeys.self)
-        seed = try c.decodeIfPresent(UInt64.self, forKey: .seed)
-        latencyMs = try c.decodeIfPresent(MockLatency.self, forKey: .latencyMs)
-        goawayAfterRequests = try c.decodeIfPresent(Int.self, forKey: .goawayAfterRequests)
-        dropAfterRequests = try c.decodeIfPresent(Int.self, forKey: .dropAfterRequests)
-        silenceAfterRequests = try c.decodeIfPresent(Int.self, forKey: .silenceAfterRequests)
-        rules = try c.decodeIfPresent([Extras.Rule].self, forKey: .rules) ?? []
-        extras = try Extras(from: decoder)
-    }
-
     public func encode(to encoder: Encoder) throws {
         var c = encoder.container(keyedBy: CodingKeys.self)
         try c.encodeIfPresent(seed, forKey: .seed)
@@ -92,16 +90,40 @@ extension FaultScript where Extras: FaultVocabulary {
                          silenceAfterRequests: silenceAfterRequests, idleTimeoutSeconds: extras.idleTimeoutSeconds)
     }
 
-    /// Parses the JSON config format, checked; errors name the offending field. (Each simulator's script type
-    /// offers it as `parse` and `load`.)
-    static func decode(_ data: Data) throws -> Self {
-        let script = try ConfigDecoding.decode(Self.self, from: data)
-        try script.check()
+    /// Throws, naming the field, what the script may not say (the provider's vocabulary decides).
+    func check() throws { try Extras.check(self) }
+}
+
+extension FaultScript where Extras: FaultVocabulary, Extras.Rule: DeclaredFaultRule {
+    /// Its keys: the shared ones, then the provider's from the same object (`rules` may be left out). A key no
+    /// declaration names is refused, with the closest known one.
+    static var declared: [Setting<FaultScript>] {
+        [
+            .whole("seed", \.seed, "Seed for every random choice (rates, latency ranges)."),
+            .latency("latencyMs", \.latencyMs, "Latency added to every answer."),
+            .whole("goawayAfterRequests", \.goawayAfterRequests, "GOAWAY (HTTP/1.1: Connection: close) after this many requests on a connection."),
+            .whole("dropAfterRequests", \.dropAfterRequests, "Close a connection abruptly when request N+1 arrives."),
+            .whole("silenceAfterRequests", \.silenceAfterRequests, "Stop reading a connection after N requests."),
+            .rules("rules", \.rules, "Rules, first match wins (except delay)."),
+        ] + Extras.declared.map { $0.lifted(\.extras, prefix: "") }
+    }
+
+    /// Parses the JSON config format through the declarations, checked; errors name the offending key, every
+    /// problem of the reading at once, and `file` when it came from one. (Each simulator's script type offers it as
+    /// `parse` and `load`.)
+    static func decode(_ data: Data, file: String? = nil) throws -> Self {
+        let lead = file.map { "\($0): " } ?? ""
+        let object: Any
+        do { object = try JSONSerialization.jsonObject(with: data) } catch {
+            throw SimulatorError.configuration("\(lead)not valid JSON (\(error.localizedDescription))")
+        }
+        guard let root = object as? [String: Any] else { throw SimulatorError.configuration("\(lead)the top level must be a JSON object") }
+        var script = Self(extras: Extras())
+        let problems = SettingsReader.apply(declared, object: root, to: &script, at: "")
+        if !problems.isEmpty { throw SimulatorError.configuration(lead + problems.joined(separator: "; ")) }
+        do { try script.check() } catch SimulatorError.configuration(let text) { throw SimulatorError.configuration(lead + text) }
         return script
     }
 
-    /// Throws, naming the field, what the script may not say (the provider's vocabulary decides).
-    func check() throws { try Extras.check(self) }
-
-    static func read(file: String) throws -> Self { try decode(try ConfigDecoding.read(file)) }
+    static func read(file: String) throws -> Self { try decode(try ConfigDecoding.read(file), file: file) }
 }

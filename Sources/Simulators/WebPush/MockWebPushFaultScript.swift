@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 
 /// The Web Push simulator's own part of its fault script: its rules (by subscription: its id's prefix, as
 /// minted), and no fields beyond the shared ones.
@@ -16,7 +17,7 @@ extension FaultScript where Extras == MockWebPushFaultFields {
         self.init(seed: seed, latencyMs: latencyMs, rules: rules, extras: MockWebPushFaultFields())
     }
 
-    /// The rules from a `--config` file (JSON, as `Codable` spells them); errors name the offending field.
+    /// The rules from a `--config` file (JSON, read through the declarations); errors name the offending key and the file.
     public static func load(file: String) throws -> MockWebPushFaultScript { try read(file: file) }
 }
 
@@ -30,8 +31,8 @@ extension MockWebPushFaultFields: FaultVocabulary {
     }
 }
 
-public struct MockWebPushRule: ScriptedRule, Codable, Equatable, Sendable {
-    public enum Fate: String, Codable, Sendable {
+public struct MockWebPushRule: ScriptedRule, DeclaredFaultRule, Encodable, Equatable, Sendable {
+    public enum Fate: String, Codable, Sendable, CaseIterable {
         /// 410: the subscription expired or was unsubscribed.
         case gone
         /// 404: the push service does not know the subscription.
@@ -69,6 +70,20 @@ public struct MockWebPushRule: ScriptedRule, Codable, Equatable, Sendable {
         self.retryAfter = retryAfter
         self.rate = rate
     }
+
+    /// Its keys: which pushes (`subscriptionPrefix`, `rate`), its fate, and the fates' own fields.
+    public static var declared: [Setting<MockWebPushRule>] {
+        [.optionalText("subscriptionPrefix", \.subscriptionPrefix, "Pushes to a subscription whose id starts with this."),
+         .number("rate", \.rate, "Probability 0...1 that a matching push is affected (default 1)."),
+         .choice("fate", \.fate, Fate.allCases, "What happens to a matching push."),
+         .whole("failFirst", \.failFirst, "The first N attempts of each subscription get the fate."),
+         .whole("retryAfter", \.retryAfter, "The Retry-After of throttled and unavailable."),
+         .latency("latencyMs", \.latencyMs, "delay: the latency added."),
+         .whole("limit", \.limit, "throttle: pushes of a subscription per window."),
+         .number("windowSeconds", \.windowSeconds, "throttle: the window.")]
+    }
+
+    public static let blank = MockWebPushRule(fate: .gone)
 
     func matches(_ subscription: String) -> Bool { subscriptionPrefix.map(subscription.hasPrefix) ?? true }
 

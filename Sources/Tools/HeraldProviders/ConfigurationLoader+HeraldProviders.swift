@@ -10,7 +10,7 @@ extension ConfigurationLoader {
         try load(path: path, providers: heraldProviders, environment: environment, ignoring: ignoring)
     }
 
-    public static func read(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> (Configuration, [String]) {
+    public static func read(path: String, environment: [String: String] = ProcessInfo.processInfo.environment) -> (Configuration, ConfigurationProblems) {
         read(path: path, providers: heraldProviders, environment: environment)
     }
 

@@ -23,10 +23,11 @@ enum CheckConfigCommand {
         var warnings: [String] = []
         // Every problem at once (issue 54): the settings' problems, then the credentials of the apps that read,
         // proven as the worker would, rather than the credentials' only once the settings are right.
-        let (configuration, settingProblems) = ConfigurationLoader.read(path: path)
+        let (configuration, found) = ConfigurationLoader.read(path: path)
+        let settingProblems = found.all
         var problems = settingProblems
         // An app whose own settings have a problem is left to it (its credential cannot be read as written).
-        for app in configuration.apps where !app.name.isEmpty && !settingProblems.contains(where: { $0.contains("app '\(app.name)'") }) {
+        for app in configuration.apps where !app.name.isEmpty && !found.hasProblems(app: app.name) {
             do {
                 let credentials = try AppCredentials.load(app, configuration: configuration)
                 print("ok   app '\(app.name)' " + (try credentials.checkedLine(configuration: configuration)))

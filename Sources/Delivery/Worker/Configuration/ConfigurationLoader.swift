@@ -23,23 +23,23 @@ public enum ConfigurationLoader {
     public static func load(root: [String: Any]?, label: String? = nil, providers: [any PushProvider.Type],
                             environment: [String: String], ignoring: Set<String> = []) throws(ConfigurationError) -> Configuration {
         let (configuration, problems) = read(root: root, label: label, providers: providers, environment: environment, ignoring: ignoring)
-        if !problems.isEmpty { throw ConfigurationError(problems) }
+        if !problems.all.isEmpty { throw ConfigurationError(problems.all) }
         return configuration
     }
 
     /// The configuration as far as it reads, with every problem, for `check-config`: it goes on to prove the
     /// credentials of what did read, so one run shows the settings' problems and the credentials' together.
     public static func read(path: String, providers: [any PushProvider.Type],
-                            environment: [String: String] = ProcessInfo.processInfo.environment) -> (Configuration, [String]) {
+                            environment: [String: String] = ProcessInfo.processInfo.environment) -> (Configuration, ConfigurationProblems) {
         do {
             return read(root: try readObject(path), label: path, providers: providers, environment: environment)
         } catch {
-            return (Configuration(providers: checked(providers)), error.problems)
+            return (Configuration(providers: checked(providers)), ConfigurationProblems(all: error.problems))
         }
     }
 
     static func read(root: [String: Any]?, label: String?, providers: [any PushProvider.Type],
-                     environment: [String: String], ignoring: Set<String> = []) -> (Configuration, [String]) {
+                     environment: [String: String], ignoring: Set<String> = []) -> (Configuration, ConfigurationProblems) {
         var configuration = Configuration(providers: checked(providers))
         var problems: [String] = []
         if let root {
@@ -47,10 +47,9 @@ public enum ConfigurationLoader {
             let read = root.filter { !ignoring.contains($0.key) }
             problems += SettingsReader.apply(Configuration.settings(providers), object: read, to: &configuration, at: "").map { lead + $0 }
         }
-        problems += applyEnvironment(environment.filter { name, _ in !ignoring.contains { name.hasPrefix("HERALD_\($0.uppercased())_") } },
-                                     to: &configuration)
-        problems += validate(configuration)
-        return (configuration, problems)
+        problems += applyEnvironment(environment, to: &configuration, ignoring: ignoring)
+        let rules = validated(configuration)
+        return (configuration, ConfigurationProblems(all: problems + rules.all, apps: rules.apps))
     }
 
     /// The list as given, once held to `Platform.allCases`: a provider per case at its `slot`, which intake's lookup
@@ -113,9 +112,12 @@ public enum ConfigurationLoader {
     }
 
     /// Every declared override that is set; a set but empty variable counts only where the declaration says so.
-    static func applyEnvironment(_ env: [String: String], to c: inout Configuration) -> [String] {
+    /// `ignoring`: sections whose overrides are not applied, by the declared key's section (its first part), not by
+    /// the variable's name (`HERALD_LOG_LEVEL` is `worker.log_level`'s).
+    static func applyEnvironment(_ env: [String: String], to c: inout Configuration, ignoring: Set<String> = []) -> [String] {
         Configuration.environmentSettings(c.providers).compactMap { setting in
             guard let name = setting.environment, let value = env[name], let read = setting.readEnvironment else { return nil }
+            if !ignoring.isEmpty, let section = setting.key.split(separator: ".").first, ignoring.contains(String(section)) { return nil }
             return read(value, &c, setting.key)
         }
     }
@@ -123,7 +125,10 @@ public enum ConfigurationLoader {
     /// Every declared setting's bounds (`Configuration.settings`, each naming its key), then the rules across
     /// settings: URLs, keys, topology, app names, exactly one credential per app. `check-config` and the worker's
     /// start both come here, so what one accepts the other runs.
-    public static func validate(_ c: Configuration) -> [String] {
+    public static func validate(_ c: Configuration) -> [String] { validated(c).all }
+
+    /// `validate`'s problems, with each app's own (its rules: name, credential block) grouped by its name.
+    static func validated(_ c: Configuration) -> ConfigurationProblems {
         var problems = Configuration.settings(c.providers).flatMap { setting in
             setting.check(c, setting.key).map { $0.split(separator: "\n").map(String.init) } ?? []
         }
@@ -153,17 +158,44 @@ public enum ConfigurationLoader {
         if LogLevel(name: c.worker.logLevel) == nil { problems.append("worker.log_level must be debug, info, warning or error") }
         if c.apps.isEmpty { problems.append("no apps configured: add at least one entry to \"apps\"") }
         var seen = Set<String>()
+        var appProblems: [(name: String, problems: [String])] = []
         for (index, app) in c.apps.enumerated() {
             let label = app.name.isEmpty ? "apps[\(index)]" : "app '\(app.name)'"
-            if app.name.isEmpty { problems.append("\(label): name is required") }
-            if !seen.insert(app.name).inserted { problems.append("\(label): the name is used twice") }
-            problems += ProviderRegistry.credentialProblems(app, label: label, providers: c.providers)
-            problems += c.providers.provider(for: app.platform).problems(app, label: label)
+            var own: [String] = []
+            if app.name.isEmpty { own.append("\(label): name is required") }
+            if !seen.insert(app.name).inserted { own.append("\(label): the name is used twice") }
+            own += ProviderRegistry.credentialProblems(app, label: label, providers: c.providers)
+            own += c.providers.provider(for: app.platform).problems(app, label: label)
+            appProblems.append((app.name, own))
         }
         // A rule checked twice (the shard count is also checked alone, for the tools) is reported once.
         var reported = Set<String>()
-        return problems.filter { reported.insert($0).inserted }
+        var result = ConfigurationProblems(all: problems.filter { reported.insert($0).inserted })
+        for (name, own) in appProblems {
+            let new = own.filter { reported.insert($0).inserted }
+            result.all += new
+            if !own.isEmpty { result.apps[name, default: []] += new }
+        }
+        return result
     }
+}
+
+/// What `ConfigurationLoader.read` found wrong: every problem, and each app's own by its name, so a tool can leave
+/// an app whose settings are wrong to them (`check-config` does not prove its credential) without reading texts.
+public struct ConfigurationProblems: Sendable, Equatable {
+    /// Every problem once, in the order found: the file's, the environment's, then the rules'.
+    public var all: [String]
+    /// The problems of each app's own rules (its name, its credential block: those labelled `app '<name>'`), by
+    /// its name; two apps of one name share an entry. An app with none has no entry.
+    public var apps: [String: [String]]
+
+    public init(all: [String] = [], apps: [String: [String]] = [:]) {
+        self.all = all
+        self.apps = apps
+    }
+
+    /// True when the app named `name` has a problem of its own.
+    public func hasProblems(app name: String) -> Bool { apps[name] != nil }
 }
 
 /// Reads one app's object: the keys every app has, then its provider's credential block, each declared

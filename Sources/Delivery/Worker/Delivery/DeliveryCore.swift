@@ -190,8 +190,9 @@ public final class DeliveryCore {
         return gates.values.compactMap { gate in
             // Between outage pauses, until an answer proves it reachable again, a destination still counts as down
             // (issue 52: with nothing to probe it, `HeraldAppPaused` cleared while the service was still down).
-            let unreachable = !gate.isPaused(at: now) && gate.consecutiveOutages > 0
-            guard gate.isPaused(at: now) || unreachable else { return nil }
+            let paused = gate.isPaused(at: now)
+            let unreachable = !paused && gate.consecutiveOutages > 0
+            guard paused || unreachable else { return nil }
             // A gate reloading its credential has no running pause; it paused for the credential.
             return PausedDestination(app: apps[gate.destination.app].name, environment: gate.destination.pauseLabel,
                                      kind: unreachable ? "\(DestinationGate.PauseKind.outage)" : gate.pause.map { "\($0.kind)" } ?? "credential")
