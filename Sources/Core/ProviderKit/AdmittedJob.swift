@@ -5,7 +5,7 @@ import PushCore
 public struct AdmissionRefusal: Error {
     public let reason: String
 
-    public init(_ reason: String) { self.reason = reason }
+    @inlinable public init(_ reason: String) { self.reason = reason }
 }
 
 /// What a provider admitted (`PushProvider.admit`): the destination, the notification, and how a job of several

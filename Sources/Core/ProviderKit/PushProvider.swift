@@ -58,6 +58,11 @@ public protocol PushProvider: SendableMetatype {
     /// its apps (`index` among the configuration's): its destination and notification, or why it is rejected.
     static func admit(job: [UInt8], spec: JobSpec, read: Job, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob
 
+    /// Intake of one of its jobs: `readJob`, then `match` (the core's checks, and the app they find), then `admit`.
+    /// Its default (below) is the one to keep: a requirement so that each provider's copy is specialized to its
+    /// `Job`, where a generic caller would handle it opaquely on every job.
+    static func intake(job: [UInt8], spec: JobSpec, match: (JobSpec) -> IntakeMatch) -> IntakeOutcome
+
     /// What to check when the provider refused an app's credential (the log of the pause it starts).
     static func credentialHint(reason: String) -> String
 
@@ -78,6 +83,21 @@ public protocol PushProvider: SendableMetatype {
                                     of app: Configuration.AppSettings) -> ServiceEnvironment?
 }
 
+/// The core's word on a read job (`PushProvider.intake`): the app it goes to, or why it is refused.
+public enum IntakeMatch {
+    case matched(app: Configuration.AppSettings, index: Int)
+    case refused(reason: String, app: String?)
+}
+
+/// How intake of a job ended.
+public enum IntakeOutcome {
+    /// Its provider could not read it (`readJob`).
+    case unreadable(JobError)
+    /// Read, then refused: `fields` is what its result entry names of it beyond the envelope.
+    case refused(reason: String, app: String?, fields: RejectedJobFields)
+    case admitted(AdmittedJob, app: Configuration.AppSettings)
+}
+
 /// What a refused job's result entry names of it beyond the envelope, as its provider read it.
 public struct RejectedJobFields: Sendable {
     public var environment: String?
@@ -90,6 +110,22 @@ public struct RejectedJobFields: Sendable {
 }
 
 extension PushProvider {
+    @inlinable
+    public static func intake(job: [UInt8], spec: JobSpec, match: (JobSpec) -> IntakeMatch) -> IntakeOutcome {
+        let read: Job
+        do { read = try readJob(job, spec: spec) } catch { return .unreadable(error) }
+        switch match(spec) {
+        case .refused(let reason, let app):
+            return .refused(reason: reason, app: app, fields: rejectedFields(read))
+        case .matched(let app, let index):
+            do {
+                return .admitted(try admit(job: job, spec: spec, read: read, app: app, index: index), app: app)
+            } catch {
+                return .refused(reason: error.reason, app: app.name, fields: rejectedFields(read))
+            }
+        }
+    }
+
     /// Nothing beyond the envelope.
     public static func rejectedFields(_ read: Job) -> RejectedJobFields { RejectedJobFields() }
 

@@ -24,13 +24,32 @@ public struct JobMember: Sendable {
 }
 
 /// The slice of one provider member in a job's bytes: where its key starts (a multicast removes key and value) and
-/// its value.
+/// its value. 16 bytes (offsets as 32 bits: a job is at most 16 MiB), so a job keeps every slot inline cheaply.
 public struct JobMemberSlice: Sendable, Equatable {
-    public let keyStart: Int
-    public let value: JSONToken
+    let keyOffset: Int32
+    let valueStart: Int32
+    let valueEnd: Int32
+    let kind: JSONKind
+    let hasEscapes: Bool
+    let isInteger: Bool
+
+    init(key: JSONToken, value: JSONToken) {
+        keyOffset = Int32(truncatingIfNeeded: key.range.lowerBound)
+        valueStart = Int32(truncatingIfNeeded: value.range.lowerBound)
+        valueEnd = Int32(truncatingIfNeeded: value.range.upperBound)
+        kind = value.kind
+        hasEscapes = value.hasEscapes
+        isInteger = value.isInteger
+    }
+
+    public var keyStart: Int { Int(keyOffset) }
+
+    public var value: JSONToken {
+        JSONToken(kind: kind, range: Int(valueStart)..<Int(valueEnd), hasEscapes: hasEscapes, isInteger: isInteger)
+    }
 
     /// The member's bytes, key to the end of its value.
-    public var range: Range<Int> { keyStart..<value.range.upperBound }
+    public var range: Range<Int> { Int(keyOffset)..<Int(valueEnd) }
 }
 
 /// Every provider's members, each in its own slot (a name two providers read has a slot for each), grouped by
@@ -48,6 +67,9 @@ public final class JobMemberTable: Sendable {
     /// Key length → the names of that length, each with the slots it fills.
     let byLength: [[(name: [UInt8], slots: [Int])]]
     let names: [String]
+    /// The slots of members whose shape is `target`, and of those that imply their platform.
+    let targetMask: UInt32
+    let impliesMask: UInt32
 
     /// `members`: each platform's declared members (absent platforms have none).
     public init(_ members: [Platform: [JobMember]]) {
@@ -78,6 +100,16 @@ public final class JobMemberTable: Sendable {
         self.platforms = platforms
         self.byLength = byLength
         self.names = names
+        var targetMask: UInt32 = 0, impliesMask: UInt32 = 0
+        for (slot, shape) in shapes.enumerated() {
+            switch shape {
+            case .plain: break
+            case .target: targetMask |= 1 << slot
+            case .impliesPlatform: impliesMask |= 1 << slot
+            }
+        }
+        self.targetMask = targetMask
+        self.impliesMask = impliesMask
     }
 
     /// A table without provider members: the parser reads the envelope only.
@@ -106,10 +138,13 @@ public final class JobMemberTable: Sendable {
     }
 }
 
-/// A job's provider members, as the parser sliced them: inline, one slot per member of every provider.
+/// A job's provider members, as the parser sliced them: inline, one slot per member of every provider, and a bit per
+/// slot that holds one.
 public struct JobMembers: Sendable {
     public let table: JobMemberTable
     var slices: InlineArray<16, JobMemberSlice?>
+    /// Bit `slot`: that slot holds a member (`null` ones too, until the parser drops them).
+    var present: UInt32 = 0
 
     init(table: JobMemberTable) {
         self.table = table
@@ -120,21 +155,49 @@ public struct JobMembers: Sendable {
     @inline(__always)
     public func slice(_ platform: Platform, _ index: Int) -> JobMemberSlice? {
         guard index < table.counts[platform.slot] else { return nil }
-        return slices[table.bases[platform.slot] + index]
+        let slot = table.bases[platform.slot] + index
+        return present & (1 << slot) == 0 ? nil : slices[slot]
     }
 
-    /// Whether any member of that shape is present, and of which platform the last one is (in platform order).
-    func present(_ matches: (JobMember.Shape) -> Bool) -> Platform? {
+    /// Keeps a member's slice in `slot`; false when the slot holds one already (the member is given twice).
+    @inline(__always)
+    mutating func keep(_ slice: JobMemberSlice, in slot: Int) -> Bool {
+        guard present & (1 << slot) == 0 else { return false }
+        present |= 1 << slot
+        slices[slot] = slice
+        return true
+    }
+
+    /// Drops the members given as `null` (absent, as every field's `null`).
+    mutating func dropNulls() {
+        var bits = present
+        while bits != 0 {
+            let slot = bits.trailingZeroBitCount
+            bits &= bits - 1
+            if slices[slot]?.kind == .null { present &= ~(1 << slot) }
+        }
+    }
+
+    /// Whether a member that names a target (`JobMember.Shape.target`) is present.
+    var hasTarget: Bool { present & table.targetMask != 0 }
+
+    /// The platform of the last present member (in platform order) that implies its platform and passes `matches`.
+    func implied(_ matches: (JobMember.Shape) -> Bool) -> Platform? {
+        var bits = present & table.impliesMask
         var found: Platform? = nil
-        for slot in 0..<table.shapes.count where slices[slot] != nil && matches(table.shapes[slot]) { found = table.platforms[slot] }
+        while bits != 0 {
+            let slot = bits.trailingZeroBitCount
+            bits &= bits - 1
+            if matches(table.shapes[slot]) { found = table.platforms[slot] }
+        }
         return found
     }
 }
 
 extension JobMembers: Equatable {
     public static func == (a: JobMembers, b: JobMembers) -> Bool {
-        guard a.table === b.table else { return false }
-        for i in 0..<JobMemberTable.capacity where a.slices[i] != b.slices[i] { return false }
+        guard a.table === b.table, a.present == b.present else { return false }
+        for i in 0..<JobMemberTable.capacity where a.present & (1 << i) != 0 && a.slices[i] != b.slices[i] { return false }
         return true
     }
 }
@@ -142,12 +205,26 @@ extension JobMembers: Equatable {
 /// A provider's view of its members in one job: typed values, refused with the parser's own errors.
 public struct JobMemberReader {
     public let scanner: JSONScanner
-    let members: JobMembers
-    let platform: Platform
+    /// The job's members, nil when none of this provider's is present (then nothing is copied or scanned).
+    let members: JobMembers?
+    /// This provider's first slot, and a bit per member of its own that is present.
+    let base: Int
+    let own: UInt32
+
+    @usableFromInline
+    init(scanner: JSONScanner, members: JobMembers?, base: Int, own: UInt32) {
+        self.scanner = scanner
+        self.members = members
+        self.base = base
+        self.own = own
+    }
 
     /// Its member `index` (in its declared order), nil when absent.
     @inline(__always)
-    public func slice(_ index: Int) -> JobMemberSlice? { members.slice(platform, index) }
+    public func slice(_ index: Int) -> JobMemberSlice? {
+        guard own & (1 << index) != 0, let members else { return nil }
+        return members.slices[base + index]
+    }
 
     public func string(_ index: Int, _ name: String) throws(JobError) -> String? {
         guard let value = slice(index)?.value else { return nil }
@@ -164,17 +241,28 @@ public struct JobMemberReader {
     public func bytes(_ value: JSONToken) -> [UInt8] { Array(UnsafeBufferPointer(rebasing: scanner.bytes[value.range])) }
 }
 
+extension JobMembers {
+    /// `platform`'s first slot, and a bit per member of its own that the job has.
+    @usableFromInline
+    func own(_ platform: Platform) -> (base: Int, bits: UInt32) {
+        let base = table.bases[platform.slot]
+        let mask: UInt32 = (1 << UInt32(table.counts[platform.slot])) - 1
+        return (base, (present >> UInt32(base)) & mask)
+    }
+}
+
 extension JobSpec {
-    /// Runs `body` with `platform`'s members of this job (`job`: the bytes it was parsed from).
+    /// Runs `body` with `platform`'s members of this job (`job`: the bytes it was parsed from). Inlinable, so each
+    /// provider's reading is specialized to its own type; a job with none of its members scans and copies nothing.
+    @inlinable
     public func readMembers<R>(of platform: Platform, in job: [UInt8], _ body: (JobMemberReader) throws(JobError) -> R) throws(JobError) -> R {
-        let result: Result<R, JobError> = job.withUnsafeBufferPointer { buffer in
-            do throws(JobError) {
-                return .success(try body(JobMemberReader(scanner: JSONScanner(buffer), members: members, platform: platform)))
-            } catch {
-                return .failure(error)
-            }
+        let (base, own) = members.own(platform)
+        guard own != 0 else {
+            return try body(JobMemberReader(scanner: JSONScanner(UnsafeBufferPointer(start: nil, count: 0)), members: nil, base: base, own: 0))
         }
-        return try result.get()
+        return try job.withUnsafeBufferPointer { (buffer) throws(JobError) -> R in
+            try body(JobMemberReader(scanner: JSONScanner(buffer), members: members, base: base, own: own))
+        }
     }
 }
 

@@ -39,8 +39,7 @@ public enum JobParser {
                 guard let field = Field(key, in: scanner) else {
                     // A provider's member: sliced for it (a `null` one too, until the end, so that twice is still twice).
                     for slot in table.slots(of: key, in: scanner) ?? [] {
-                        if job.members.slices[slot] != nil { throw JobError.duplicateField(table.names[slot]) }
-                        job.members.slices[slot] = JobMemberSlice(keyStart: key.range.lowerBound, value: value)
+                        guard job.members.keep(JobMemberSlice(key: key, value: value), in: slot) else { throw JobError.duplicateField(table.names[slot]) }
                     }
                     continue
                 }
@@ -103,10 +102,10 @@ public enum JobParser {
             preconditionFailure("unexpected error \(error)")
         }
         // A `null` member counts as absent (it was kept only to find a duplicate).
-        for slot in 0..<table.shapes.count where job.members.slices[slot]?.value.kind == .null { job.members.slices[slot] = nil }
+        if job.members.present != 0 { job.members.dropNulls() }
         let given = platformText.flatMap(Platform.init(rawValue:))
         if let tokensValue {
-            if let platform = given ?? (platformText == nil ? job.members.present({ $0 != .plain && $0 != .target }).flatMap { $0.carriesSubscription ? $0 : nil } : nil),
+            if let platform = given ?? (platformText == nil ? job.members.implied({ _ in true }).flatMap { $0.carriesSubscription ? $0 : nil } : nil),
                platform.carriesSubscription {
                 throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; a \(platform.displayName) job names its \"subscription\"")
             }
@@ -115,7 +114,7 @@ public enum JobParser {
             }
             job.tokens = try tokens(tokensValue, scanner)
         }
-        let targeted = tokenSeen || job.tokens != nil || job.members.present({ $0 == .target }) != nil
+        let targeted = tokenSeen || job.tokens != nil || job.members.hasTarget
         if let platformText {
             if let given {
                 job.platform = given
@@ -126,8 +125,8 @@ public enum JobParser {
         }
         // No `platform`: a job with a member that implies its provider, and no device target, is that provider's
         // by its shape (`JobMember.Shape`); the last such provider in platform order when several are implied.
-        if !job.platformGiven && !targeted {
-            if let platform = job.members.present({
+        if !job.platformGiven && !targeted && job.members.present != 0 {
+            if let platform = job.members.implied({
                 if case .impliesPlatform(let withoutPayload) = $0 { !withoutPayload || job.payloadValue == nil } else { false }
             }) { job.platform = platform }
         }

@@ -33,7 +33,7 @@ struct JobIntake {
         } catch {
             return unreadable(lease, error, makeID: makeID)
         }
-        let verdict = admit(spec, lease, providers.provider(for: spec.platform), claimedAt: claimedAt, wallMillis: wallMillis, makeID: makeID)
+        let verdict = admit(spec, lease, claimedAt: claimedAt, wallMillis: wallMillis, makeID: makeID)
         // Only a job with a trace pays for the look at the verdict.
         if let trace = spec.traceparent, case .accepted(let job) = verdict { job.traceparent = trace }
         if spec.validateOnly, case .accepted(let job) = verdict { job.markValidateOnly() }
@@ -47,44 +47,38 @@ struct JobIntake {
         return .rejected(id: id, reason: "\(error.code): \(error.description)", spec: nil, fields: nil, app: nil)
     }
 
-    /// Generic over the job's provider (the existential opened once), so its reading of the job reaches its `admit`
-    /// as its own type.
-    private func admit<Provider: PushProvider>(_ spec: JobSpec, _ lease: Lease, _: Provider.Type, claimedAt: UInt64, wallMillis: Int64,
-                                               makeID: () -> String) -> Verdict {
-        let read: Provider.Job
-        do {
-            read = try Provider.readJob(lease.job, spec: spec)
-        } catch {
+    /// The job's provider reads it (`PushProvider.intake`), `match` applies the checks every job gets and finds its
+    /// app, and the provider admits it.
+    private func admit(_ spec: JobSpec, _ lease: Lease, claimedAt: UInt64, wallMillis: Int64, makeID: () -> String) -> Verdict {
+        let outcome = providers.provider(for: spec.platform).intake(job: lease.job, spec: spec) { spec in
+            if let at = spec.deliverAt, at - wallMillis > maxScheduleMilliseconds {
+                let days = (at - wallMillis) / 86_400_000
+                return .refused(reason: "bad_deliver_at: \"deliver_at\" lies \(days) days ahead, beyond worker.max_schedule_days "
+                                + "(\(maxScheduleMilliseconds / 86_400_000)); it takes milliseconds since the epoch (not microseconds or nanoseconds)",
+                                app: spec.app)
+            }
+            let index: Int
+            do throws(AppDirectory.LookupError) {
+                index = try directory.index(app: spec.app, topic: spec.topic, platform: spec.platform)
+            } catch {
+                return .refused(reason: "UnknownApp: \(error.description)", app: spec.app)
+            }
+            let app = directory.apps[index]
+            let platform = directory.platforms[index]
+            guard platform == spec.platform else {
+                return .refused(reason: "WrongPlatform: app '\(app.name)' is an \(platform.displayName) app; "
+                                + providers.provider(for: platform).wrongPlatformDetail(job: spec.platform, given: spec.platformGiven), app: app.name)
+            }
+            return .matched(app: app, index: index)
+        }
+        switch outcome {
+        case .unreadable(let error):
             return unreadable(lease, error, makeID: makeID)
-        }
-        let id = spec.id ?? lease.jobID ?? makeID()
-        func rejected(_ reason: String, app: String?) -> Verdict {
-            .rejected(id: id, reason: reason, spec: spec, fields: Provider.rejectedFields(read), app: app)
-        }
-        if let at = spec.deliverAt, at - wallMillis > maxScheduleMilliseconds {
-            let days = (at - wallMillis) / 86_400_000
-            return rejected("bad_deliver_at: \"deliver_at\" lies \(days) days ahead, beyond worker.max_schedule_days "
-                            + "(\(maxScheduleMilliseconds / 86_400_000)); it takes milliseconds since the epoch (not microseconds or nanoseconds)",
-                            app: spec.app)
-        }
-        let index: Int
-        do {
-            index = try directory.index(app: spec.app, topic: spec.topic, platform: spec.platform)
-        } catch {
-            return rejected("UnknownApp: \(error.description)", app: spec.app)
-        }
-        let app = directory.apps[index]
-        let platform = directory.platforms[index]
-        guard platform == spec.platform else {
-            return rejected("WrongPlatform: app '\(app.name)' is an \(platform.displayName) app; "
-                            + providers.provider(for: platform).wrongPlatformDetail(job: spec.platform, given: spec.platformGiven), app: app.name)
-        }
-        do {
-            let admitted = try Provider.admit(job: lease.job, spec: spec, read: read, app: app, index: index)
-            return .accepted(JobAttempt(lease: lease, id: id, appName: app.name, admitted: admitted, claimedAt: claimedAt,
-                                        deliverAt: spec.deliverAt, hasProducerID: spec.id != nil))
-        } catch {
-            return rejected(error.reason, app: app.name)
+        case .refused(let reason, let app, let fields):
+            return .rejected(id: spec.id ?? lease.jobID ?? makeID(), reason: reason, spec: spec, fields: fields, app: app)
+        case .admitted(let admitted, let app):
+            return .accepted(JobAttempt(lease: lease, id: spec.id ?? lease.jobID ?? makeID(), appName: app.name, admitted: admitted,
+                                        claimedAt: claimedAt, deliverAt: spec.deliverAt, hasProducerID: spec.id != nil))
         }
     }
 }
