@@ -86,18 +86,27 @@ import Testing
         return found
     }
 
-    /// An app of each platform, as the worker's configuration holds it.
+    /// An app of each platform, as the worker's configuration holds it: the first providers' written here, any
+    /// other provider's from its declared credential block (so a new provider needs no line here,
+    /// docs/adding-a-provider.md).
     static func app(of platform: Platform) -> Configuration.AppSettings {
-        switch platform {
-        case .apns: return Configuration.AppSettings(name: "ios", bundleID: "com.example.app")
-        case .fcm: return Configuration.AppSettings(name: "android", bundleID: "", fcm: .init(serviceAccountFile: "/sa.json"))
-        case .webpush:
+        switch platform.rawValue {
+        case "apns": return Configuration.AppSettings(name: "ios", bundleID: "com.example.app")
+        case "fcm": return Configuration.AppSettings(name: "android", bundleID: "", fcm: .init(serviceAccountFile: "/sa.json"))
+        case "webpush":
             var app = Configuration.AppSettings(name: "web", bundleID: "")
             app.webpush = .init(vapidKey: "k", subject: "mailto:ops@example.com")
             return app
-        case .hms:
+        case "hms":
             var app = Configuration.AppSettings(name: "huawei", bundleID: "")
             app.hms = .init(appID: "10086", clientSecretFile: "/secret")
+            return app
+        default:
+            // Its first credential block read from an empty object: the app is the provider's, its fields blank.
+            var app = Configuration.AppSettings(name: platform.rawValue, bundleID: "")
+            if let block = heraldProviders.provider(for: platform).credentialBlocks.first {
+                _ = SettingsReader.apply([block], object: [block.key: [String: Any]()], to: &app, at: "")
+            }
             return app
         }
     }
