@@ -58,10 +58,11 @@ public protocol PushProvider: SendableMetatype {
     /// its apps (`index` among the configuration's): its destination and notification, or why it is rejected.
     static func admit(job: [UInt8], spec: JobSpec, read: Job, app: Configuration.AppSettings, index: Int) throws(AdmissionRefusal) -> AdmittedJob
 
-    /// Intake of one of its jobs: `readJob`, then `match` (the core's checks, and the app they find), then `admit`.
+    /// Intake of one of its jobs: `readJob`, then `match` (the core's checks, and the app among `apps` they find), then
+    /// `admit`.
     /// Its default (below) is the one to keep: a requirement so that each provider's copy is specialized to its
     /// `Job`, where a generic caller would handle it opaquely on every job.
-    static func intake(job: [UInt8], spec: JobSpec, match: (JobSpec) -> IntakeMatch) -> IntakeOutcome
+    static func intake(job: [UInt8], spec: JobSpec, apps: [Configuration.AppSettings], match: (JobSpec) -> IntakeMatch) -> IntakeOutcome
 
     /// What to check when the provider refused an app's credential (the log of the pause it starts).
     static func credentialHint(reason: String) -> String
@@ -83,9 +84,10 @@ public protocol PushProvider: SendableMetatype {
                                     of app: Configuration.AppSettings) -> ServiceEnvironment?
 }
 
-/// The core's word on a read job (`PushProvider.intake`): the app it goes to, or why it is refused.
+/// The core's word on a read job (`PushProvider.intake`): the index of the app it goes to, or why it is refused.
+/// An index, not the app: an app's settings copied per job cost a retain of each of their strings.
 public enum IntakeMatch {
-    case matched(app: Configuration.AppSettings, index: Int)
+    case matched(index: Int)
     case refused(reason: String, app: String?)
 }
 
@@ -95,7 +97,7 @@ public enum IntakeOutcome {
     case unreadable(JobError)
     /// Read, then refused: `fields` is what its result entry names of it beyond the envelope.
     case refused(reason: String, app: String?, fields: RejectedJobFields)
-    case admitted(AdmittedJob, app: Configuration.AppSettings)
+    case admitted(AdmittedJob)
 }
 
 /// What a refused job's result entry names of it beyond the envelope, as its provider read it.
@@ -111,17 +113,17 @@ public struct RejectedJobFields: Sendable {
 
 extension PushProvider {
     @inlinable
-    public static func intake(job: [UInt8], spec: JobSpec, match: (JobSpec) -> IntakeMatch) -> IntakeOutcome {
+    public static func intake(job: [UInt8], spec: JobSpec, apps: [Configuration.AppSettings], match: (JobSpec) -> IntakeMatch) -> IntakeOutcome {
         let read: Job
         do { read = try readJob(job, spec: spec) } catch { return .unreadable(error) }
         switch match(spec) {
         case .refused(let reason, let app):
             return .refused(reason: reason, app: app, fields: rejectedFields(read))
-        case .matched(let app, let index):
+        case .matched(let index):
             do {
-                return .admitted(try admit(job: job, spec: spec, read: read, app: app, index: index), app: app)
+                return .admitted(try admit(job: job, spec: spec, read: read, app: apps[index], index: index))
             } catch {
-                return .refused(reason: error.reason, app: app.name, fields: rejectedFields(read))
+                return .refused(reason: error.reason, app: apps[index].name, fields: rejectedFields(read))
             }
         }
     }

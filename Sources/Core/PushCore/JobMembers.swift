@@ -252,6 +252,9 @@ extension JobMembers {
 }
 
 extension JobSpec {
+    /// Whether the job has any of `platform`'s members: a provider that finds none skips their reading.
+    public func hasMembers(of platform: Platform) -> Bool { members.own(platform).bits != 0 }
+
     /// Runs `body` with `platform`'s members of this job (`job`: the bytes it was parsed from). Inlinable, so each
     /// provider's reading is specialized to its own type; a job with none of its members scans and copies nothing.
     @inlinable

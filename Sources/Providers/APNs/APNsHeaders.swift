@@ -42,7 +42,11 @@ extension PushNotification {
 
     /// Its APNs headers (their defaults when it keeps none). Read once per use: each read looks into `provider`.
     public var apns: APNsHeaders {
-        get { provider as? APNsHeaders ?? APNsHeaders() }
+        get {
+            // Most notifications keep none: no dynamic cast for them.
+            guard let provider else { return APNsHeaders() }
+            return provider as? APNsHeaders ?? APNsHeaders()
+        }
         set { provider = newValue.isDefault ? nil : newValue }
     }
 

@@ -19,7 +19,7 @@ public struct APNsJob: Sendable, Equatable {
 
     /// Reads the members and judges what APNs rules of the envelope: a token's form, one target, a payload object.
     static func read(_ job: [UInt8], spec: JobSpec) throws(JobError) -> APNsJob {
-        var read = try spec.readMembers(of: .apns, in: job) { (m: JobMemberReader) throws(JobError) -> APNsJob in
+        var read = !spec.hasMembers(of: .apns) ? APNsJob() : try spec.readMembers(of: .apns, in: job) { (m: JobMemberReader) throws(JobError) -> APNsJob in
             var read = APNsJob()
             if let raw = try m.string(0, "environment") {
                 guard let environment = APNsEnvironment(rawValue: raw) else { throw JobError.badEnvironment(raw) }

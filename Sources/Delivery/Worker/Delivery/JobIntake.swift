@@ -50,7 +50,7 @@ struct JobIntake {
     /// The job's provider reads it (`PushProvider.intake`), `match` applies the checks every job gets and finds its
     /// app, and the provider admits it.
     private func admit(_ spec: JobSpec, _ lease: Lease, claimedAt: UInt64, wallMillis: Int64, makeID: () -> String) -> Verdict {
-        let outcome = providers.provider(for: spec.platform).intake(job: lease.job, spec: spec) { spec in
+        let outcome = providers.provider(for: spec.platform).intake(job: lease.job, spec: spec, apps: directory.apps) { spec in
             if let at = spec.deliverAt, at - wallMillis > maxScheduleMilliseconds {
                 let days = (at - wallMillis) / 86_400_000
                 return .refused(reason: "bad_deliver_at: \"deliver_at\" lies \(days) days ahead, beyond worker.max_schedule_days "
@@ -69,15 +69,16 @@ struct JobIntake {
                 return .refused(reason: "WrongPlatform: app '\(app.name)' is an \(platform.displayName) app; "
                                 + providers.provider(for: platform).wrongPlatformDetail(job: spec.platform, given: spec.platformGiven), app: app.name)
             }
-            return .matched(app: app, index: index)
+            return .matched(index: index)
         }
         switch outcome {
         case .unreadable(let error):
             return unreadable(lease, error, makeID: makeID)
         case .refused(let reason, let app, let fields):
             return .rejected(id: spec.id ?? lease.jobID ?? makeID(), reason: reason, spec: spec, fields: fields, app: app)
-        case .admitted(let admitted, let app):
-            return .accepted(JobAttempt(lease: lease, id: spec.id ?? lease.jobID ?? makeID(), appName: app.name, admitted: admitted,
+        case .admitted(let admitted):
+            return .accepted(JobAttempt(lease: lease, id: spec.id ?? lease.jobID ?? makeID(), appName: directory.apps[admitted.destination.app].name,
+                                        admitted: admitted,
                                         claimedAt: claimedAt, deliverAt: spec.deliverAt, hasProducerID: spec.id != nil))
         }
     }
