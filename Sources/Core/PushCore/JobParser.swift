@@ -8,10 +8,8 @@ public enum JobParser {
     /// `members`: the providers' members to slice (the worker's table holds every provider's); others are ignored
     /// like any unknown field.
     public static func parse(_ bytes: [UInt8], members: JobMemberTable = .none) throws(JobError) -> JobSpec {
-        let result: Result<JobSpec, JobError> = bytes.withUnsafeBufferPointer { buffer in
-            do throws(JobError) { return .success(try parse(buffer, members: members)) } catch { return .failure(error) }
-        }
-        return try result.get()
+        // Typed throws straight through: a `Result` around the spec copied it twice more per job.
+        try bytes.withUnsafeBufferPointer { (buffer) throws(JobError) -> JobSpec in try parse(buffer, members: members) }
     }
 
     /// Same as `parse(_: [UInt8])` for bytes that are not in an Array (e.g. a Redis reply buffer).

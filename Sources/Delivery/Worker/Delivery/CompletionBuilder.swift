@@ -11,14 +11,19 @@ struct CompletionBuilder {
     /// `token`: one of a many-token send's tokens, the entry's instead of the notification's.
     private func entry(_ job: JobAttempt, _ outcome: ResultEntry.Outcome, now: UInt64, answer: (any ProviderAnswer)? = nil, reason: String? = nil,
                        token: String? = nil) -> ResultEntry {
-        var n = job.notification
-        if let token { n.deviceToken = token }
+        entry(job, job.notification, outcome, now: now, answer: answer, reason: reason, token: token)
+    }
+
+    /// `n`: the job's notification, borrowed (a copy per entry retained each of its strings).
+    private func entry(_ job: JobAttempt, _ n: PushNotification, _ outcome: ResultEntry.Outcome, now: UInt64, answer: (any ProviderAnswer)?,
+                       reason: String?, token: String?) -> ResultEntry {
+        let deviceToken = token ?? n.deviceToken
         // Without environments (FCM) the entry names none, and its token and topic only when given.
         let environmentless = !n.platform.hasEnvironments
         let fields = answer?.resultFields
         var result = ResultEntry(
             id: job.id, outcome: outcome, status: answer?.status ?? 0, reason: reason,
-            token: (environmentless && n.deviceToken.isEmpty) || n.isBroadcast ? nil : n.deviceToken,
+            token: (environmentless && deviceToken.isEmpty) || (token == nil && n.isBroadcast) ? nil : deviceToken,
             topic: environmentless && n.topic.isEmpty ? nil : n.topic,
             environment: environmentless ? nil : n.environment.rawValue, app: job.appName,
             apnsID: fields?.apnsID, apnsUniqueID: fields?.apnsUniqueID, attempt: job.attempt,
@@ -28,7 +33,7 @@ struct CompletionBuilder {
         if outcome == .delivered { result.fcmName = fields?.messageName }
         // Every entry an answer that names the message decided, but a validate-only job's: nothing was delivered.
         if outcome != .validated { result.messageID = fields?.messageID }
-        result.channel = n.channelID
+        result.channel = token == nil ? n.channelID : nil
         result.traceparent = job.traceparent
         return result
     }

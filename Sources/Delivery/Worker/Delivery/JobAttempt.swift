@@ -11,9 +11,10 @@ public final class JobAttempt {
     /// the admission in without copying the notification.
     private var admitted: AdmittedJob
     /// Changes only when environment fallback sends the job to the other environment.
-    public var destination: Destination { admitted.destination }
+    public var destination: Destination { _read { yield admitted.destination } }
     public let appName: String
-    public var notification: PushNotification { admitted.notification }
+    /// Yielded, not returned: a copy per read retained every string of it, and the core reads it several times a job.
+    public var notification: PushNotification { _read { yield admitted.notification } }
     /// The environment first tried, once environment fallback has moved the job to the other one.
     public private(set) var fallbackFrom: ServiceEnvironment?
     /// 1-based; resends after an answer that may have been processed count (they are attempts at the provider);
@@ -42,10 +43,10 @@ public final class JobAttempt {
     /// `deliver_at` (ms since the epoch): the job waits in the retry set until then.
     let deliverAt: Int64?
     /// A multicast job (`tokens`): fanned out into one job per token instead of being sent.
-    var multicast: Multicast? { admitted.multicast }
+    var multicast: Multicast? { _read { yield admitted.multicast } }
     /// A many-token send (Push Kit's `token` list): every token the one request carries, each once; each gets
     /// its own result entry. Empty for a job with one destination.
-    var batchTokens: [String] { admitted.batchTokens }
+    var batchTokens: [String] { _read { yield admitted.batchTokens } }
     /// The `id` came from the producer (idempotency applies only to such ids).
     let hasProducerID: Bool
     /// The producer's W3C `traceparent`, carried into every result entry and log line of the job.
