@@ -26,10 +26,9 @@ extension PushNotification {
     public static func apns(target: PushTarget, topic: String, environment: APNsEnvironment, pushType: PushType = .alert,
                             priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil, apnsID: String? = nil,
                             payload: [UInt8]) -> PushNotification {
-        var notification = PushNotification(target: target, topic: topic, environment: environment, expiration: expiration, payload: payload,
-                                            platform: .apns)
-        notification.apns = APNsHeaders(pushType: pushType, priority: priority, collapseID: collapseID, apnsID: apnsID)
-        return notification
+        let headers = APNsHeaders(pushType: pushType, priority: priority, collapseID: collapseID, apnsID: apnsID)
+        return PushNotification(target: target, topic: topic, environment: environment, expiration: expiration, payload: payload,
+                                platform: .apns, provider: headers.isDefault ? nil : headers)
     }
 
     /// An APNs notification to one device.
@@ -43,8 +42,8 @@ extension PushNotification {
     /// Its APNs headers (their defaults when it keeps none). Read once per use: each read looks into `provider`.
     public var apns: APNsHeaders {
         get {
-            // Most notifications keep none: no dynamic cast for them.
-            guard let provider else { return APNsHeaders() }
+            // Most notifications keep none: neither a copy of the container nor a dynamic cast for them.
+            if provider == nil { return APNsHeaders() }
             return provider as? APNsHeaders ?? APNsHeaders()
         }
         set { provider = newValue.isDefault ? nil : newValue }

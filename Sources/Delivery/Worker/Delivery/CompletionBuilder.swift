@@ -8,32 +8,30 @@ import RedisQueue
 struct CompletionBuilder {
     let workerID: String
 
-    /// `token`: one of a many-token send's tokens, the entry's instead of the notification's.
+    /// `token`: one of a many-token send's tokens, the entry's instead of the notification's. Reads the notification's
+    /// fields one by one, never a copy of it (which retained each of its strings, per entry).
     private func entry(_ job: JobAttempt, _ outcome: ResultEntry.Outcome, now: UInt64, answer: (any ProviderAnswer)? = nil, reason: String? = nil,
                        token: String? = nil) -> ResultEntry {
-        entry(job, job.notification, outcome, now: now, answer: answer, reason: reason, token: token)
-    }
-
-    /// `n`: the job's notification, borrowed (a copy per entry retained each of its strings).
-    private func entry(_ job: JobAttempt, _ n: PushNotification, _ outcome: ResultEntry.Outcome, now: UInt64, answer: (any ProviderAnswer)?,
-                       reason: String?, token: String?) -> ResultEntry {
-        let deviceToken = token ?? n.deviceToken
+        let platform = job.notification.platform
+        let deviceToken = token ?? job.notification.deviceToken
+        let channelID = token == nil ? job.notification.channelID : nil
         // Without environments (FCM) the entry names none, and its token and topic only when given.
-        let environmentless = !n.platform.hasEnvironments
+        let environmentless = !platform.hasEnvironments
+        let topic = job.notification.topic
         let fields = answer?.resultFields
         var result = ResultEntry(
             id: job.id, outcome: outcome, status: answer?.status ?? 0, reason: reason,
-            token: (environmentless && deviceToken.isEmpty) || (token == nil && n.isBroadcast) ? nil : deviceToken,
-            topic: environmentless && n.topic.isEmpty ? nil : n.topic,
-            environment: environmentless ? nil : n.environment.rawValue, app: job.appName,
+            token: (environmentless && deviceToken.isEmpty) || channelID != nil ? nil : deviceToken,
+            topic: environmentless && topic.isEmpty ? nil : topic,
+            environment: environmentless ? nil : job.notification.environment.rawValue, app: job.appName,
             apnsID: fields?.apnsID, apnsUniqueID: fields?.apnsUniqueID, attempt: job.attempt,
             latencyMilliseconds: job.latencyMilliseconds(now: now), worker: workerID)
         result.fallbackFrom = job.fallbackFrom?.rawValue
-        result.platform = n.platform.rawValue
+        result.platform = platform.rawValue
         if outcome == .delivered { result.fcmName = fields?.messageName }
         // Every entry an answer that names the message decided, but a validate-only job's: nothing was delivered.
         if outcome != .validated { result.messageID = fields?.messageID }
-        result.channel = token == nil ? n.channelID : nil
+        result.channel = channelID
         result.traceparent = job.traceparent
         return result
     }
