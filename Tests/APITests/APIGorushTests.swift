@@ -1,19 +1,30 @@
 import Foundation
 import HeraldTestSupport
+import RedisQueue
 import Testing
 
 /// gorush's `POST /api/push` and `GET /api/stat/app` on `herald api`, with gorush's own README examples.
 @Suite(.serialized) struct APIGorushTests {
     static let fixtures = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/gorush")
     static let fcmApp = #"{"name": "android", "fcm": {"service_account_file": "/nonexistent/sa.json"}}"#
+    static let hmsApp = #"{"name": "huawei", "hms": {"app_id": "10000001", "client_secret_file": "/nonexistent/secret"}}"#
 
     private func start(_ redis: RedisServer) throws -> APIProcess {
-        try APIProcess(redisURL: redis.url, apps: APIProcess.shopApp + "," + Self.fcmApp)
+        try APIProcess(redisURL: redis.url, apps: [APIProcess.shopApp, Self.fcmApp, Self.hmsApp].joined(separator: ","))
     }
 
     private func post(_ api: APIProcess, _ body: String) throws -> (status: Int, body: [String: Any]) {
         let (status, text) = try curl(["-H", "Content-Type: application/json", "--data-binary", body, api.url + "api/push"])
         return (status, jsonObject(text))
+    }
+
+    /// The jobs queued since the last call (the queue emptied after reading).
+    private func drain(_ redis: RedisServer) throws -> [[String: Any]] {
+        let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+        defer { client.close() }
+        let jobs = try client.command(["LRANGE", "herald:queue", "0", "-1"]).array?.compactMap(\.string) ?? []
+        _ = try client.command(["DEL", "herald:queue"])
+        return jobs.reversed().map(jsonObject)
     }
 
     @Test func everyREADMEExampleIsAnsweredInGorushsShape() throws {
@@ -92,11 +103,14 @@ import Testing
     @Test func gorushsOwnRefusalsAndTheStatRoute() throws {
         let redis = try RedisServer()
         let api = try start(redis)
-        #expect(try post(api, "{}").body["message"] as? String == "Missing notifications field.")
-        #expect(try post(api, #"{"notifications": []}"#).status == 400)
-        let huawei = try post(api, #"{"notifications": [{"tokens": ["x"], "platform": 3, "message": "hi"}]}"#)
-        #expect(huawei.status == 200)
-        let reason = (huawei.body["logs"] as? [[String: Any]])?.first?["error"] as? String ?? ""
+        // gorush's error shape: `code` and `message`.
+        let missing = try post(api, "{}")
+        #expect(missing.status == 400 && missing.body["code"] as? Int == 400 && missing.body["message"] as? String == "Missing notifications field.")
+        let empty = try post(api, #"{"notifications": []}"#)
+        #expect(empty.status == 400 && empty.body["code"] as? Int == 400 && empty.body["message"] as? String == "Notifications field is empty.")
+        let other = try post(api, #"{"notifications": [{"tokens": ["x"], "platform": 4, "message": "hi"}]}"#)
+        #expect(other.status == 200)
+        let reason = (other.body["logs"] as? [[String: Any]])?.first?["error"] as? String ?? ""
         #expect(reason.hasPrefix("bad_platform"))
         _ = try post(api, #"{"notifications": [{"tokens": ["t1", "t2"], "platform": 2, "message": "hi"}]}"#)
         let (status, text) = try curl([api.url + "api/stat/app"])
@@ -105,5 +119,216 @@ import Testing
         #expect(stat["queue_usage"] as? Int == 2)
         #expect((stat["android"] as? [String: Int])?["push_success"] == 2)
         #expect(stat["total_count"] as? Int == 2)
+    }
+
+    /// gorush decodes with Go's encoding/json into typed fields (gin's binding): what Go refuses fails the whole
+    /// request with gorush's 400, and nothing is queued; never a number wrapped modulo 2^64 or a field dropped.
+    @Test func wrongTypesAndOverflowingNumbersFailTheRequest() throws {
+        let redis = try RedisServer()
+        let api = try start(redis)
+        let cases: [(members: String, go: String)] = [
+            (#""platform": 18446744073709551617"#, "number 18446744073709551617 into Go struct field PushNotification.notifications.platform of type int"),
+            (#""platform": 1.0"#, "number 1.0 into Go struct field PushNotification.notifications.platform of type int"),
+            (#""platform": "1""#, "string into Go struct field PushNotification.notifications.platform of type int"),
+            (#""time_to_live": 18446744073709551616"#, "number 18446744073709551616 into Go struct field PushNotification.notifications.time_to_live of type uint"),
+            (#""time_to_live": -1"#, "number -1 into Go struct field PushNotification.notifications.time_to_live of type uint"),
+            (#""badge": "5""#, "string into Go struct field PushNotification.notifications.badge of type *int"),
+            (#""Badge": "5""#, "string into Go struct field PushNotification.notifications.badge of type *int"),
+            (#""badge": 9223372036854775808"#, "number 9223372036854775808 into Go struct field PushNotification.notifications.badge of type *int"),
+            (#""category": 5"#, "number 5 into Go struct field PushNotification.notifications.category of type string"),
+            (#""expiration": "abc""#, "string into Go struct field PushNotification.notifications.expiration of type *int64"),
+            (#""volume": 1e39"#, "number 1e39 into Go struct field PushNotification.notifications.volume of type float32"),
+            (#""relevance-score": 1e400"#, "number 1e400 into Go struct field PushNotification.notifications.relevance-score of type *float64"),
+            (#""tokens": "abc""#, "string into Go struct field PushNotification.notifications.tokens of type []string"),
+            (#""tokens": [5]"#, "number 5 into Go struct field PushNotification.notifications.tokens of type string"),
+            (#""alert": "hi""#, "string into Go struct field PushNotification.notifications.alert of type notify.Alert"),
+            (#""alert": {"loc-args": "x"}"#, "string into Go struct field notify.Alert.loc-args of type []string"),
+            (#""data": [1]"#, "array into Go struct field PushNotification.notifications.data of type notify.D"),
+            (#""content_available": "true""#, "string into Go struct field PushNotification.notifications.content_available of type bool"),
+            (#""android": "x""#, "string into Go struct field PushNotification.notifications.android of type struct"),
+        ]
+        for (members, go) in cases {
+            let body = #"{"notifications": [{"tokens": ["\#(APIProcess.token)"], "platform": 1, "message": "hi"}, {"tokens": ["\#(APIProcess.token)"], "platform": 1, "message": "hi", \#(members)}]}"#
+            let (status, answer) = try post(api, body)
+            #expect(status == 400, "\(members)")
+            #expect(answer["code"] as? Int == 400 && answer["message"] as? String == "Missing notifications field.", "\(members): \(answer)")
+            #expect(answer["detail"] as? String == "json: cannot unmarshal " + go, "\(members): \(answer)")
+        }
+        for body in [#"{"notifications": {}}"#, "[]", #"{"notifications": [5]}"#, "not json"] {
+            let (status, answer) = try post(api, body)
+            #expect(status == 400 && answer["code"] as? Int == 400 && answer["message"] as? String == "Missing notifications field.", "\(body)")
+        }
+        // Nothing of those requests was queued, not even their good first notification.
+        #expect(try drain(redis).isEmpty)
+        // What Go accepts: keys matched case-insensitively, the last of repeated keys, null as absent.
+        let (status, answer) = try post(api, #"{"Notifications": [{"TOKENS": ["fcm-1"], "platform": 1, "Platform": 2, "message": "hi", "badge": null, "title": null}]}"#)
+        #expect(status == 200 && (answer["logs"] as? [Any])?.isEmpty == true, "\(answer)")
+        let jobs = try drain(redis)
+        #expect(jobs.count == 1 && jobs.first?["platform"] as? String == "fcm")
+        #expect((jobs.first?["message"] as? [String: Any])?["notification"] as? [String: String] == ["body": "hi"])
+    }
+
+    @Test func huaweiNotificationsBecomePushKitJobs() throws {
+        let redis = try RedisServer()
+        let api = try start(redis)
+        let (status, answer) = try post(api, #"""
+            {"notifications": [{"tokens": ["hms-1", "hms-2"], "platform": 3, "title": "Hi", "message": "Hello", "priority": "high",
+              "huawei_data": "{\"k\":1}", "huawei_ttl": "3600s", "huawei_collapse_key": 2, "bi_tag": "b", "fast_app_target": 1,
+              "category": "IM", "app_id": "10000001", "notif_id": "h-1", "image": "https://example.com/i.png"}]}
+            """#)
+        #expect(status == 200 && answer["counts"] as? Int == 2 && (answer["logs"] as? [Any])?.isEmpty == true, "\(answer)")
+        let job = try drain(redis).first ?? [:]
+        #expect(job["platform"] as? String == "hms" && job["app"] as? String == "huawei" && job["id"] as? String == "h-1")
+        let message = job["message"] as? [String: Any] ?? [:]
+        #expect(message["token"] as? [String] == ["hms-1", "hms-2"])
+        #expect(message["data"] as? String == #"{"k":1}"#)
+        let android = message["android"] as? [String: Any] ?? [:]
+        #expect(android["urgency"] as? String == "HIGH" && android["ttl"] as? String == "3600s" && android["collapse_key"] as? Int == 2)
+        #expect(android["bi_tag"] as? String == "b" && android["fast_app_target"] as? Int == 1 && android["category"] as? String == "IM")
+        let notification = android["notification"] as? [String: Any] ?? [:]
+        #expect(notification["title"] as? String == "Hi" && notification["body"] as? String == "Hello")
+        #expect(notification["image"] as? String == "https://example.com/i.png" && notification["default_sound"] as? Bool == true)
+        let click = notification["click_action"] as? [String: Any]
+        #expect(click?["type"] as? Int == 1 && click?["action"] as? String == "Action")
+        // An app_id no configured Huawei app has, and a per-request secret: refused, naming the field.
+        for (members, field) in [(#""app_id": "999""#, "app_id"), (#""app_secret": "s3cret""#, "app_secret")] {
+            let (_, refused) = try post(api, #"{"notifications": [{"tokens": ["hms-1"], "platform": 3, "message": "hi", \#(members)}]}"#)
+            let log = (refused["logs"] as? [[String: Any]])?.first ?? [:]
+            #expect(log["platform"] as? String == "huawei" && (log["error"] as? String ?? "").contains(field), "\(refused)")
+        }
+        #expect(try drain(redis).isEmpty)
+    }
+
+    /// The README's Live Activity example with `interruption_level` and the `apns` override (its "iOS with Custom
+    /// Sound" example): every field in the APNs job.
+    @Test func liveActivityFieldsAndTheAPNsOverrideReachTheAPNsJob() throws {
+        let redis = try RedisServer()
+        let api = try start(redis)
+        let (status, answer) = try post(api, #"""
+            {"notifications": [{"tokens": ["\#(APIProcess.token)"], "platform": 1, "push_type": "liveactivity",
+              "topic": "com.example.shop.push-type.liveactivity", "event": "start", "timestamp": 1685952000,
+              "content-state": {"homeScore": 0, "awayScore": 0, "minute": 1, "period": "1H"},
+              "attributes-type": "FootballMatchAttributes", "attributes": {"homeTeam": "Team 1", "awayTeam": "Team 2"},
+              "dismissal-date": 1685959200, "stale-date": 1685955600, "relevance-score": 0.5, "interruption_level": "time-sensitive",
+              "alert": {"title": "Team 1 vs Team 2", "body": "Kick-off!"},
+              "apns": {"headers": {"apns-priority": "5"}, "payload": {"aps": {"sound": {"name": "custom.wav", "critical": 1, "volume": 0.8}}, "match": 7}}}]}
+            """#)
+        #expect(status == 200 && (answer["logs"] as? [Any])?.isEmpty == true, "\(answer)")
+        let job = try drain(redis).first ?? [:]
+        #expect(job["push_type"] as? String == "liveactivity" && job["priority"] as? Int == 5)
+        let payload = job["payload"] as? [String: Any] ?? [:]
+        #expect(payload["match"] as? Int == 7)
+        let aps = payload["aps"] as? [String: Any] ?? [:]
+        #expect(aps["event"] as? String == "start" && aps["timestamp"] as? Int == 1685952000)
+        #expect(aps["dismissal-date"] as? Int == 1685959200 && aps["stale-date"] as? Int == 1685955600 && aps["relevance-score"] as? Double == 0.5)
+        #expect((aps["content-state"] as? [String: Any])?["period"] as? String == "1H")
+        #expect(aps["attributes-type"] as? String == "FootballMatchAttributes")
+        #expect((aps["attributes"] as? [String: String])?["awayTeam"] == "Team 2")
+        #expect(aps["interruption-level"] as? String == "time-sensitive")
+        #expect((aps["alert"] as? [String: String]) == ["title": "Team 1 vs Team 2", "body": "Kick-off!"])
+        #expect((aps["sound"] as? [String: Any])?["name"] as? String == "custom.wav")
+        // A header Herald does not set refuses the notification.
+        let (_, refused) = try post(api, #"{"notifications": [{"tokens": ["\#(APIProcess.token)"], "platform": 1, "message": "hi", "apns": {"headers": {"x-custom": "1"}}}]}"#)
+        #expect(((refused["logs"] as? [[String: Any]])?.first?["error"] as? String ?? "").contains("apns.headers.x-custom"))
+        #expect(try drain(redis).isEmpty)
+    }
+
+    /// Every field of gorush's README table (`Fixtures/gorush/request-fields.md`), on each platform, either changes
+    /// the queued job (mapped) or refuses the notification with a log entry and an api log line naming it; never
+    /// accepted and lost.
+    @Test func everyREADMEFieldIsMappedOrRefused() throws {
+        let redis = try RedisServer()
+        let api = try start(redis)
+        let table = try String(contentsOf: Self.fixtures.appendingPathComponent("request-fields.md"), encoding: .utf8)
+        let names = table.split(separator: "\n").filter { $0.hasPrefix("| ") }.map { $0.split(separator: "|")[0].trimmingCharacters(in: .whitespaces) }
+            .filter { $0 != "name" && !$0.hasPrefix("-") }
+        #expect(names.count == 44)
+        // And the fields of gorush's struct its table leaves out, and Herald's own.
+        let more = ["thread-id", "url-args", "production", "development", "apns", "android", "webpush", "fcm_options", "condition",
+                    "app_secret", "app", "thread_id"]
+        let base = [1: #""tokens": ["\#(APIProcess.token)"], "message": "hi""#, 2: #""tokens": ["fcm-1"], "message": "hi""#,
+                    3: #""tokens": ["hms-1"], "message": "hi""#]
+        var refusedOn: [String: [Int]] = [:]
+        for platform in [1, 2, 3] {
+            _ = try post(api, #"{"notifications": [{"platform": \#(platform), \#(base[platform]!)}]}"#)
+            // Compared without `id`: Herald gives each job a fresh one.
+            let baseline = try drain(redis).map { NSDictionary(dictionary: $0.filter { $0.key != "id" }) }
+            #expect(baseline.count == 1, "platform \(platform)")
+            for name in names + more where !["tokens", "platform", "message"].contains(name) {
+                let value = Self.sample(name, platform: platform)
+                // Push Kit takes one target: a topic without the tokens.
+                let members = ["topic", "condition"].contains(name) && platform == 3 ? #""message": "hi""# : base[platform]!
+                let (status, answer) = try post(api, #"{"notifications": [{"platform": \#(platform), \#(members), "\#(name)": \#(value)}]}"#)
+                let queued = try drain(redis)
+                if name == "notif_id" { #expect(queued.allSatisfy { ($0["id"] as? String ?? "").hasPrefix("n-1") }, "\(queued)") }
+                let jobs = queued.map { NSDictionary(dictionary: $0.filter { $0.key != "id" }) }
+                let logs = answer["logs"] as? [[String: Any]] ?? []
+                #expect(status == 200, "\(name) on \(platform): \(answer)")
+                if jobs.isEmpty {
+                    // Refused: gorush's log entry names the field, and so does the api's log line.
+                    #expect(logs.count == 1 && (logs.first?["error"] as? String ?? "").contains("`\(name)`"), "\(name) on \(platform): \(answer)")
+                    refusedOn[name, default: []].append(platform)
+                } else {
+                    #expect(logs.isEmpty && (jobs != baseline || name == "notif_id"), "\(name) on \(platform): \(answer), \(jobs)")
+                }
+            }
+        }
+        #expect(waitUntil(seconds: 10) { refusedOn.keys.allSatisfy { api.child.output.contains("\"field\":\"\($0)\"") } }, "\(api.child.output)")
+        // Herald's choices (docs/api.md): fields of one platform are refused on the others; retry and
+        // delay_while_idle everywhere.
+        #expect(refusedOn["retry"] == [1, 2, 3] && refusedOn["delay_while_idle"] == [1, 2, 3])
+        #expect(refusedOn["badge"] == [2, 3] && refusedOn["huawei_data"] == [1, 2] && refusedOn["collapse_key"] == [1, 3])
+        #expect(refusedOn["data"] == [3] && refusedOn["dry_run"] == nil && refusedOn["priority"] == nil)
+        // docs/api.md's table says the same, field by field: a cell that starts with "refused" is a refusal.
+        let docs = try String(contentsOf: Self.fixtures.appendingPathComponent("../../../../docs/api.md").standardized, encoding: .utf8)
+        let rows = docs.split(separator: "\n").drop { !$0.hasPrefix("| gorush field |") }.prefix { $0.hasPrefix("|") }.dropFirst(2)
+        var documented: [String: [Int]] = [:]
+        for row in rows {
+            let cells = row.split(separator: "|", omittingEmptySubsequences: false).dropFirst().map { $0.trimmingCharacters(in: .whitespaces) }
+            let refused = [1, 2, 3].filter { cells[$0].hasPrefix("refused") }
+            for name in cells[0].split(separator: "`", omittingEmptySubsequences: false).enumerated().filter({ $0.offset % 2 == 1 }).map({ String($0.element) }) {
+                documented[name] = refused
+            }
+        }
+        for name in names + more where !["tokens", "platform", "message"].contains(name) {
+            #expect(documented[name] == (refusedOn[name] ?? []), "docs/api.md's row for `\(name)`: \(documented[name] ?? []) refused; the code refuses it on \(refusedOn[name] ?? [])")
+        }
+    }
+
+    /// A valid value of the field for `platform` (so that Herald's intake takes the job when the field is mapped).
+    static func sample(_ name: String, platform: Int) -> String {
+        switch name {
+        case "notif_id": #""n-1""#
+        case "priority": #""high""#
+        case "content_available", "delay_while_idle", "dry_run", "mutable_content": "true"
+        case "sound": #""ping.aiff""#
+        case "data": #"{"k": "v"}"#
+        case "huawei_data": #""{\"k\":1}""#
+        case "retry", "huawei_collapse_key", "badge", "time_to_live", "fast_app_target": "1"
+        case "topic": platform == 1 ? #""com.example.shop""# : #""news""#
+        case "image": #""https://example.com/i.png""#
+        case "to": platform == 1 ? #""\#(APIProcess.token.uppercased())""# : #""tok-2""#
+        case "huawei_ttl": #""3600s""#
+        case "notification", "huawei_notification": #"{"icon": "myicon"}"#
+        case "app_id": #""10000001""#
+        case "expiration": "4102444800"
+        case "timestamp", "stale-date", "dismissal-date": "1685952000"
+        case "apns_id": #""123e4567-e89b-12d3-a456-426614174000""#
+        case "push_type": #""alert""#
+        case "alert": #"{"title": "T"}"#
+        case "volume", "relevance-score": "0.5"
+        case "interruption_level": #""active""#
+        case "content-state", "attributes": #"{"k": 1}"#
+        case "event": #""update""#
+        case "url-args": #"["a"]"#
+        case "production", "development": "true"
+        case "apns": #"{"headers": {"apns-priority": "5"}}"#
+        case "android": #"{"collapse_key": "c"}"#
+        case "webpush": #"{"headers": {"TTL": "60"}}"#
+        case "fcm_options": #"{"analytics_label": "x"}"#
+        case "condition": #""'news' in topics""#
+        case "app": ["", #""shop""#, #""android""#, #""huawei""#][platform]
+        default: #""s-\#(name)""#
+        }
     }
 }

@@ -8,16 +8,27 @@ extension FrontDoor {
         let (queue, key): (String, APIAccess.Key?)
         switch authorize(request) {
         case .success(let allowed): (queue, key) = allowed
-        case .failure(let refusal): return respond(refusal.response)
+        case .failure(let refusal): return respond(Self.gorushShaped(refusal.response))
         }
         let mapped: [GorushRequest.Job]
-        switch GorushRequest.map(request.body, maxNotifications: settings.maxJobsPerRequest) {
+        switch GorushRequest.map(request.body, maxNotifications: settings.maxJobsPerRequest, hmsAppIDs: settings.hmsAppIDs) {
         case .jobs(let jobs): mapped = jobs
-        case .refused(let message): return respond(Self.json(400, "{\"message\":\(jsonEscaped(message))}"))
+        case .refused(let message, let detail): return respond(Self.gorushError(400, message, detail: detail))
         }
-        switch admit(mapped.map(\.bytes), isBatch: true, request: request, queue: queue, key: key) {
-        case .failure(let refusal): respond(refusal.response)
-        case .success(let entries):
+        for job in mapped where job.refusal != nil && job.platform != "" {
+            settings.logger.warning("gorush notification refused", ["notification": .int(job.notification), "field": .string(job.field ?? ""),
+                                                                    "platform": .string(job.platform), "reason": .string(job.refusal ?? "")])
+        }
+        let toAdmit = mapped.filter { $0.refusal == nil }
+        switch admit(toAdmit.map(\.bytes), isBatch: true, request: request, queue: queue, key: key) {
+        case .failure(let refusal): respond(Self.gorushShaped(refusal.response))
+        case .success(let admitted):
+            // One entry per mapped job: the refused notifications' beside the admitted jobs', in order.
+            var next = admitted.makeIterator()
+            let entries = mapped.enumerated().map { index, job -> Entry in
+                guard let refusal = job.refusal else { var entry = next.next()!; entry.index = index; return entry }
+                return Entry(index: index, refusal: refusal)
+            }
             push(entries) { [weak self] entries in
                 guard let self else { return }
                 respond(self.gorushAnswer(entries, mapped: mapped, body: request.body))
@@ -25,8 +36,25 @@ extension FrontDoor {
         }
     }
 
+    /// gorush's error shape: `{"code": <status>, "message": ...}`, with Go's decoding error as `detail` when there is one.
+    static func gorushError(_ status: Int, _ message: String, reason: String? = nil, detail: String? = nil) -> HTTP1Server.Response {
+        var body = "{\"code\":\(status),\"message\":\(jsonEscaped(message))"
+        if let reason { body += ",\"reason\":\(jsonEscaped(reason))" }
+        if let detail { body += ",\"detail\":\(jsonEscaped(detail))" }
+        return json(status, body + "}")
+    }
+
+    /// Herald's own error answer (`{"error":{"code","message"}}`: keys, queues, rates) in gorush's shape, Herald's
+    /// code as `reason`; the headers (`WWW-Authenticate`, `Retry-After`) kept.
+    static func gorushShaped(_ response: HTTP1Server.Response) -> HTTP1Server.Response {
+        guard case .success(let body) = GoJSON.parse(response.body), let error = body["error"] else { return response }
+        var shaped = gorushError(response.status, error["message"]?.string ?? "", reason: error["code"]?.string)
+        shaped.headers = response.headers
+        return shaped
+    }
+
     /// `{"counts": <devices reached by accepted jobs>, "logs": [failed-push per refused device], "success": "ok"}`;
-    /// a 503 with gorush's `message` when Redis did not take every accepted job.
+    /// a 503 in gorush's error shape when Redis did not take every accepted job.
     func gorushAnswer(_ entries: [Entry], mapped: [GorushRequest.Job], body: [UInt8]) -> HTTP1Server.Response {
         var counts = 0
         var logs: [String] = []
@@ -45,14 +73,20 @@ extension FrontDoor {
             }
             tally.refused += 1
             for token in job.tokens.isEmpty ? [""] : job.tokens {
-                logs.append("{\"type\":\"failed-push\",\"platform\":\(jsonEscaped(job.platform)),\"token\":\(jsonEscaped(token)),"
-                            + "\"notification\":\(job.notification),\"error\":\(jsonEscaped(refusal))}")
+                logs.append(Self.gorushLog(job, token: token, error: refusal))
             }
         }
         if !failed.isEmpty {
-            return Self.json(503, "{\"message\":\(jsonEscaped("\(failed.count) notification job(s) not queued: \(failed[0])"))}")
+            return Self.gorushError(503, "\(failed.count) notification job(s) not queued: \(failed[0])")
         }
         return Self.json(200, "{\"counts\":\(counts),\"logs\":[\(logs.joined(separator: ","))],\"success\":\"ok\"}")
+    }
+
+    /// One of gorush's `failed-push` log entries (logx.LogPushEntry), with the notification's index besides.
+    static func gorushLog(_ job: GorushRequest.Job, token: String, error: String) -> String {
+        var log = "{\"type\":\"failed-push\",\"platform\":\(jsonEscaped(job.platform)),\"token\":\(jsonEscaped(token)),"
+        if !job.notifID.isEmpty { log += "\"notif_id\":\(jsonEscaped(job.notifID))," }
+        return log + "\"message\":\(jsonEscaped(job.message)),\"notification\":\(job.notification),\"error\":\(jsonEscaped(error))}"
     }
 
     /// gorush's shape from what this process knows: `queue_usage` is the jobs waiting in every shard's queues

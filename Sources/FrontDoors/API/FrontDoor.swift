@@ -12,6 +12,10 @@ import Worker
 public final class FrontDoor {
     public struct Settings: Sendable {
         public var maxJobsPerRequest = 1000
+        /// gorush's `app_id` (a Huawei app ID, AppGallery Connect's) to the configured Huawei app that has it.
+        public var hmsAppIDs: [String: String] = [:]
+        /// Where refused gorush notifications are logged, one line each naming the field.
+        public var logger = Logger(component: "api")
         public init() {}
     }
 
