@@ -117,8 +117,51 @@ import Testing
         #expect(status == 200)
         let stat = jsonObject(text)
         #expect(stat["queue_usage"] as? Int == 2)
-        #expect((stat["android"] as? [String: Int])?["push_success"] == 2)
-        #expect(stat["total_count"] as? Int == 2)
+        #expect(stat["submitted_tasks"] as? Int == 2)
+        // Queued is not delivered: no worker has written a result yet.
+        #expect((stat["android"] as? [String: Int]) == ["push_success": 0, "push_error": 0])
+        #expect(stat["total_count"] as? Int == 0)
+    }
+
+    /// `/api/stat/app` counts what the workers' results say (the entries a worker writes, `ResultEntry`), each entry
+    /// once however often it is asked; `/api/stat/go`, `/sys/stats` and `/version` answer with Herald's figures.
+    @Test func theStatRouteCountsDeliveriesFromTheResults() throws {
+        let redis = try RedisServer()
+        let api = try start(redis)
+        let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+        defer { client.close() }
+        func add(_ platform: String, _ outcome: ResultEntry.Outcome, _ times: Int) throws {
+            for n in 0..<times {
+                var entry = ResultEntry(id: "j-\(platform)-\(outcome.rawValue)-\(n)", outcome: outcome, token: "t", worker: "w1")
+                entry.platform = platform
+                _ = try client.command(["XADD", "herald:results", "*"] + entry.fields.flatMap { [$0.0, $0.1] })
+            }
+        }
+        func stat() throws -> [String: Any] {
+            let (status, text) = try curl([api.url + "api/stat/app"])
+            #expect(status == 200)
+            return jsonObject(text)
+        }
+        try add("apns", .delivered, 3); try add("apns", .failed, 1); try add("apns", .retrying, 2)
+        try add("fcm", .delivered, 2); try add("fcm", .rejected, 1); try add("hms", .tokenDropped, 1); try add("webpush", .delivered, 1)
+        _ = try client.command(["ZADD", "herald:workers", String(Int64(Date().timeIntervalSince1970 * 1000) + 600_000), "w1"])
+        var answer = try stat()
+        #expect(answer["ios"] as? [String: Int] == ["push_success": 3, "push_error": 1])
+        #expect(answer["android"] as? [String: Int] == ["push_success": 2, "push_error": 1])
+        #expect(answer["huawei"] as? [String: Int] == ["push_success": 0, "push_error": 1])
+        #expect(answer["web_push"] as? [String: Int] == ["push_success": 1, "push_error": 0])
+        #expect(answer["success_tasks"] as? Int == 6 && answer["failure_tasks"] as? Int == 3 && answer["total_count"] as? Int == 9)
+        #expect(answer["busy_workers"] as? Int == 1 && (answer["version"] as? String ?? "").hasPrefix("herald"))
+        // Asked again: only the new entries count.
+        try add("fcm", .delivered, 1)
+        answer = try stat()
+        #expect(answer["android"] as? [String: Int] == ["push_success": 3, "push_error": 1] && answer["total_count"] as? Int == 10)
+        let (goStatus, goText) = try curl([api.url + "api/stat/go"])
+        #expect(goStatus == 200 && jsonObject(goText)["runtime"] as? String == "swift" && jsonObject(goText)["pid"] is Int)
+        let sys = jsonObject(try curl([api.url + "sys/stats"]).body)
+        #expect((sys["total_status_code_count"] as? [String: Int])?["200"] ?? 0 >= 3 && sys["pid"] is Int, "\(sys)")
+        let version = jsonObject(try curl([api.url + "version"]).body)
+        #expect(version["source"] as? String == "herald" && version["version"] is String)
     }
 
     /// gorush decodes with Go's encoding/json into typed fields (gin's binding): what Go refuses fails the whole

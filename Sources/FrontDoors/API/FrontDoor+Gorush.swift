@@ -88,35 +88,4 @@ extension FrontDoor {
         if !job.notifID.isEmpty { log += "\"notif_id\":\(jsonEscaped(job.notifID))," }
         return log + "\"message\":\(jsonEscaped(job.message)),\"notification\":\(job.notification),\"error\":\(jsonEscaped(error))}"
     }
-
-    /// gorush's shape from what this process knows: `queue_usage` is the jobs waiting in every shard's queues
-    /// (LLEN), `total_count` the jobs it accepted; `push_success`/`push_error` are jobs this process accepted and
-    /// refused per platform (deliveries are the workers' figures: their `/metrics` and the results stream).
-    func gorushStat(respond: @escaping (HTTP1Server.Response) -> Void) {
-        let keys = routers.values.flatMap(\.shardQueues).sorted()
-        let box = LengthSum(remaining: keys.count)
-        let finish: (Int) -> Void = { [weak self] usage in
-            guard let self else { return }
-            let ios = self.gorushCounts["ios"] ?? (0, 0)
-            let android = self.gorushCounts["android"] ?? (0, 0)
-            let total = self.gorushCounts.values.reduce(0) { $0 + $1.accepted }
-            respond(Self.json(200, "{\"version\":\"herald\",\"queue_max\":0,\"queue_usage\":\(usage),\"total_count\":\(total),"
-                              + "\"ios\":{\"push_success\":\(ios.accepted),\"push_error\":\(ios.refused)},"
-                              + "\"android\":{\"push_success\":\(android.accepted),\"push_error\":\(android.refused)}}"))
-        }
-        guard !keys.isEmpty else { return finish(0) }
-        for key in keys {
-            redis.send([Array("LLEN".utf8), Array(key.utf8)]) { result in
-                if case .success(let value) = result { box.sum += Int(value.int ?? 0) }
-                box.remaining -= 1
-                if box.remaining == 0 { finish(box.sum) }
-            }
-        }
-    }
-
-    private final class LengthSum {
-        var sum = 0
-        var remaining: Int
-        init(remaining: Int) { self.remaining = remaining }
-    }
 }

@@ -32,6 +32,8 @@ public final class FrontDoor {
     let indexTTLSeconds: Int
     /// What this process accepted and refused by gorush platform name, for `GET /api/stat/app`.
     var gorushCounts: [String: (accepted: Int, refused: Int)] = [:]
+    /// The deliveries `GET /api/stat/app` has counted from the results streams.
+    let deliveries = DeliveryTally()
     /// A process-unique prefix for the ids given to jobs without one: random, so API processes never collide.
     private let idPrefix = "api-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
     private var idCounter: UInt64 = 0
@@ -70,12 +72,15 @@ public final class FrontDoor {
         switch (request.method, request.path) {
         case ("POST", "/v1/jobs"): submit(request, respond: respond)
         case ("POST", "/api/push"): gorushPush(request, respond: respond)
-        case ("GET", "/api/stat/app"):
+        case ("GET", "/api/stat/app"), ("GET", "/api/stat/go"):
             // Behind the key like every `/api` route (issue 52; docs/api.md): its counts are the tenants' business.
             if case .refused(let code, let message) = access.authenticate(request) {
-                return respond(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")]))
+                return respond(Self.gorushShaped(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")])))
             }
+            if request.path == "/api/stat/go" { return respond(runtimeStats()) }
             gorushStat(respond: respond)
+        case ("GET", "/sys/stats"): respond(sysStats())
+        case ("GET", "/version"): respond(version())
         case ("GET", let path) where path.hasPrefix(Self.jobsPathPrefix): status(request, respond: respond)
         case ("GET", "/metrics"):
             respond(HTTP1Server.Response(status: 200, contentType: PrometheusText.contentType,
