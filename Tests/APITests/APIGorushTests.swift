@@ -374,4 +374,46 @@ import Testing
         default: #""s-\#(name)""#
         }
     }
+
+    /// gorush's sync mode: the answer waits for the jobs' outcomes in the job-status index (written here as a worker's
+    /// completion writes it: token -> the entry as JSON) and carries the failed deliveries in `logs`; at its deadline
+    /// it answers with what it has, the rest under `pending`; without the index, sync is refused before queueing.
+    @Test func syncModeAnswersWithTheOutcomesOrSaysWhatIsPending() throws {
+        let redis = try RedisServer()
+        let plain = try start(redis)
+        let body = #"{"sync": true, "notifications": [{"notif_id": "s-1", "tokens": ["\#(APIProcess.token)"], "platform": 1, "message": "hi"}, {"notif_id": "s-2", "tokens": ["fcm-aaaaaaaa"], "platform": 2, "message": "hi"}]}"#
+        let unavailable = try post(plain, body)
+        #expect(unavailable.status == 400 && unavailable.body["reason"] as? String == "sync_unavailable", "\(unavailable.body)")
+        #expect(try drain(redis).isEmpty)
+
+        let api = try APIProcess(redisURL: redis.url, apps: [APIProcess.shopApp, Self.fcmApp].joined(separator: ","),
+                                 sections: #""results": {"index_ttl_seconds": 60}"#)
+        let waiting = try ChildProcess(name: "curl", executable: "/usr/bin/curl", arguments: [
+            "-s", "--max-time", "60", "-H", "Content-Type: application/json", "--data-binary", body, api.url + "api/push?sync_timeout_ms=30000"])
+        defer { _ = waiting.stop(grace: 1) }
+        let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+        defer { client.close() }
+        #expect(waitUntil(seconds: 20) { ((try? client.command(["LLEN", "herald:queue"]).int) ?? 0) == 2 })
+        // The APNs job delivered, the FCM job's token dropped: the worker's entries.
+        _ = try client.command(["HSET", "herald:result:s-1", APIProcess.token,
+                                #"{"stream_id":"1-0","queue":"herald:queue","id":"s-1","outcome":"delivered","status":"200","token":"\#(APIProcess.token)","attempt":"1","worker":"w"}"#])
+        #expect(waiting.isRunning, "the answer came before every outcome: \(waiting.output)")
+        _ = try client.command(["HSET", "herald:result:s-2.aaaaaaaa", "fcm-aaaaaaaa",
+                                #"{"stream_id":"2-0","queue":"herald:queue","id":"s-2.aaaaaaaa","outcome":"token_dropped","status":"404","reason":"UNREGISTERED","token":"fcm-aaaaaaaa","attempt":"1","worker":"w"}"#])
+        #expect(waiting.waitForExit(seconds: 30) == 0)
+        let answer = jsonObject(waiting.output)
+        let logs = answer["logs"] as? [[String: Any]] ?? []
+        #expect(answer["success"] as? String == "ok" && answer["counts"] as? Int == 2 && (answer["pending"] as? [Any])?.isEmpty == true, "\(answer)")
+        #expect(logs.count == 1 && logs.first?["platform"] as? String == "android" && logs.first?["token"] as? String == "fcm-aaaaaaaa"
+            && (logs.first?["error"] as? String ?? "").contains("UNREGISTERED") && logs.first?["notif_id"] as? String == "s-2", "\(logs)")
+
+        // No outcome by the deadline: the answer says which devices are still pending.
+        let (status, text) = try curl(["-H", "Content-Type: application/json", "--data-binary",
+                                       #"{"notifications": [{"notif_id": "s-3", "tokens": ["\#(APIProcess.token)"], "platform": 1, "message": "hi"}]}"#,
+                                       api.url + "api/push?sync=true&sync_timeout_ms=200"])
+        let late = jsonObject(text)
+        let pending = late["pending"] as? [[String: Any]] ?? []
+        #expect(status == 200 && (late["logs"] as? [Any])?.isEmpty == true, "\(text)")
+        #expect(pending.count == 1 && pending.first?["id"] as? String == "s-3" && pending.first?["platform"] as? String == "ios", "\(text)")
+    }
 }

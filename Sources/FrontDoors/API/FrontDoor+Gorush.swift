@@ -1,5 +1,6 @@
 import Basics
 import HTTP1
+import Reactor
 
 /// gorush's routes (`POST /api/push`, `GET /api/stat/app`) over the same checks, ids, shards and pushes as
 /// `POST /v1/jobs`, answered in gorush's shapes (docs/api.md, "gorush compatibility").
@@ -11,10 +12,16 @@ extension FrontDoor {
         case .failure(let refusal): return respond(Self.gorushShaped(refusal.response))
         }
         let mapped: [GorushRequest.Job]
+        var sync = ["true", "1"].contains(Self.queryItems(request.query)["sync"] ?? "")
         switch GorushRequest.map(request.body, maxNotifications: settings.maxJobsPerRequest, hmsAppIDs: settings.hmsAppIDs) {
-        case .jobs(let jobs): mapped = jobs
+        case .jobs(let jobs, let wanted): (mapped, sync) = (jobs, sync || wanted)
         case .refused(let message, let detail): return respond(Self.gorushError(400, message, detail: detail))
         }
+        if sync && indexTTLSeconds == 0 {
+            return respond(Self.gorushError(400, "sync needs the job status index: results.index_ttl_seconds is 0, so no outcome could be read",
+                                            reason: "sync_unavailable"))
+        }
+        let waitMillis = min(max(Int(Self.queryItems(request.query)["sync_timeout_ms"] ?? "") ?? Self.syncDefaultMillis, 1), Self.syncMaxMillis)
         for job in mapped where job.refusal != nil && job.platform != "" {
             settings.logger.warning("gorush notification refused", ["notification": .int(job.notification), "field": .string(job.field ?? ""),
                                                                     "platform": .string(job.platform), "reason": .string(job.refusal ?? "")])
@@ -31,7 +38,10 @@ extension FrontDoor {
             }
             push(entries) { [weak self] entries in
                 guard let self else { return }
-                respond(self.gorushAnswer(entries, mapped: mapped, body: request.body))
+                guard sync, entries.allSatisfy({ $0.failure == nil }) else { return respond(self.gorushAnswer(entries, mapped: mapped)) }
+                self.awaitOutcomes(entries, mapped: mapped, deadline: monotonicNanos() &+ UInt64(waitMillis) * 1_000_000) { outcomes in
+                    respond(self.gorushAnswer(entries, mapped: mapped, outcomes: outcomes))
+                }
             }
         }
     }
@@ -54,10 +64,12 @@ extension FrontDoor {
     }
 
     /// `{"counts": <devices reached by accepted jobs>, "logs": [failed-push per refused device], "success": "ok"}`;
-    /// a 503 in gorush's error shape when Redis did not take every accepted job.
-    func gorushAnswer(_ entries: [Entry], mapped: [GorushRequest.Job], body: [UInt8]) -> HTTP1Server.Response {
+    /// a 503 in gorush's error shape when Redis did not take every accepted job. In sync mode (`outcomes`), each
+    /// accepted job's failed deliveries are logs too, and the devices without an outcome yet are under `pending`.
+    func gorushAnswer(_ entries: [Entry], mapped: [GorushRequest.Job], outcomes: [Int: [[String: String]]]? = nil) -> HTTP1Server.Response {
         var counts = 0
         var logs: [String] = []
+        var pending: [String] = []
         var failed: [String] = []
         for (entry, job) in zip(entries, mapped) {
             var tally = gorushCounts[job.platform] ?? (0, 0)
@@ -69,6 +81,11 @@ extension FrontDoor {
             guard let refusal = entry.refusal else {
                 tally.accepted += 1
                 counts += max(1, job.tokens.count)
+                if let outcomes {
+                    let (failures, waiting) = Self.syncLogs(job, id: entry.id ?? "", entries: outcomes[entry.index] ?? [])
+                    logs += failures
+                    pending += waiting
+                }
                 continue
             }
             tally.refused += 1
@@ -79,7 +96,8 @@ extension FrontDoor {
         if !failed.isEmpty {
             return Self.gorushError(503, "\(failed.count) notification job(s) not queued: \(failed[0])")
         }
-        return Self.json(200, "{\"counts\":\(counts),\"logs\":[\(logs.joined(separator: ","))],\"success\":\"ok\"}")
+        let waiting = outcomes == nil ? "" : ",\"pending\":[\(pending.joined(separator: ","))]"
+        return Self.json(200, "{\"counts\":\(counts),\"logs\":[\(logs.joined(separator: ","))]\(waiting),\"success\":\"ok\"}")
     }
 
     /// One of gorush's `failed-push` log entries (logx.LogPushEntry), with the notification's index besides.

@@ -27,7 +27,8 @@ public enum GorushRequest {
     }
 
     public enum Mapped: Equatable {
-        case jobs([Job])
+        /// `sync`: the body's top-level `"sync": true` (Herald's addition: wait for the outcomes, docs/api.md).
+        case jobs([Job], sync: Bool)
         /// A 400 in gorush's words (`message`), with what Go's decoder said when decoding failed (`detail`).
         case refused(message: String, detail: String?)
     }
@@ -37,10 +38,11 @@ public enum GorushRequest {
     /// `hmsAppIDs`: gorush's `app_id` (a Huawei app ID) to the name of the configured Huawei app that has it.
     public static func map(_ body: [UInt8], maxNotifications: Int, hmsAppIDs: [String: String] = [:]) -> Mapped {
         let notifications: [[(String, GoJSON)]]
+        let sync: Bool
         switch decode(body) {
         case .failure(let error): return .refused(message: missing, detail: error.text)
-        case .success(nil): return .refused(message: missing, detail: nil)
-        case .success(let list?): notifications = list
+        case .success((nil, _)): return .refused(message: missing, detail: nil)
+        case .success((let list?, let wanted)): (notifications, sync) = (list, wanted)
         }
         guard !notifications.isEmpty else { return .refused(message: "Notifications field is empty.", detail: nil) }
         guard notifications.count <= maxNotifications else {
@@ -75,26 +77,28 @@ public enum GorushRequest {
                                 notifID: notifID, message: message))
             }
         }
-        return .jobs(jobs)
+        return .jobs(jobs, sync: sync)
     }
 
-    /// The notifications as Go would decode `{"notifications": [...]}` into gorush's structs (nil: none given).
-    static func decode(_ body: [UInt8]) -> Result<[[(String, GoJSON)]]?, GorushFields.DecodeError> {
+    /// The notifications as Go would decode `{"notifications": [...]}` into gorush's structs (nil: none given), and
+    /// Herald's top-level `sync`.
+    static func decode(_ body: [UInt8]) -> Result<([[(String, GoJSON)]]?, sync: Bool), GorushFields.DecodeError> {
         let root: GoJSON
         switch GoJSON.parse(body) {
         case .failure(let error): return .failure(GorushFields.DecodeError(text: "the body is not JSON: \(error)"))
         case .success(let value): root = value
         }
         do throws(GorushFields.DecodeError) {
-            let list = GorushFields.Field(name: "notifications", type: .any)
-            let top = try GorushFields.decodeStruct(root, fields: [list], path: "notify.RequestPush")
-            guard let value = top.first?.1, value != .null else { return .success(nil) }
+            let list = GorushFields.Field(name: "notifications", type: .any), sync = GorushFields.Field(name: "sync", type: .bool)
+            let top = try GorushFields.decodeStruct(root, fields: [list, sync], path: "notify.RequestPush")
+            let wantsSync = top.contains { $0.0 == "sync" }
+            guard let value = top.first(where: { $0.0 == "notifications" })?.1, value != .null else { return .success((nil, wantsSync)) }
             guard case .array(let elements) = value else {
                 throw GorushFields.DecodeError(text: "json: cannot unmarshal \(value.goKind) into Go struct field RequestPush.notifications of type []notify.PushNotification")
             }
-            return .success(try elements.map { element throws(GorushFields.DecodeError) in
+            return .success((try elements.map { element throws(GorushFields.DecodeError) in
                 try GorushFields.decodeStruct(element, fields: GorushFields.all, path: "PushNotification.notifications")
-            })
+            }, wantsSync))
         } catch {
             return .failure(error)
         }
