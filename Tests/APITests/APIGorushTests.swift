@@ -27,32 +27,62 @@ import Testing
         return jobs.reversed().map(jsonObject)
     }
 
-    @Test func everyREADMEExampleIsAnsweredInGorushsShape() throws {
+    /// The README's request bodies (`Fixtures/gorush/*.json`).
+    static let examples = ((try? FileManager.default.contentsOfDirectory(atPath: fixtures.path)) ?? [])
+        .filter { $0.hasSuffix(".json") }.map { String($0.dropLast(5)) }.sorted()
+    /// The README's placeholder tokens as hex ones (APNs tokens must be hex), in the bodies and the expectations.
+    static let hexTokens = ["token_a": APIProcess.token, "token_b": String(repeating: "cd", count: 32),
+                            "ios_device_token": String(repeating: "ef", count: 32), "ios_token": String(repeating: "0123", count: 16),
+                            "push_to_start_token": String(repeating: "4567", count: 16)]
+
+    static func withHexTokens(_ text: String) -> String {
+        hexTokens.reduce(text) { $0.replacingOccurrences(of: "\"\($1.key)\"", with: "\"\($1.value)\"") }
+    }
+
+    /// One test per README example: the answer and every queued job, field by field, against `expected/<name>.json`
+    /// (what gorush would send, as the Herald job that sends it).
+    @Test(arguments: examples) func theREADMEExampleQueuesWhatGorushWouldSend(_ name: String) throws {
+        #expect(Self.examples.count == 24)
         let redis = try RedisServer()
-        let api = try start(redis)
-        let names = try FileManager.default.contentsOfDirectory(atPath: Self.fixtures.path).filter { $0.hasSuffix(".json") }.sorted()
-        #expect(names.count == 12)
-        for name in names {
-            let body = try String(contentsOf: Self.fixtures.appendingPathComponent(name), encoding: .utf8)
-            let (status, answer) = try post(api, body)
-            #expect(status == 200, "\(name)")
-            #expect(answer["success"] as? String == "ok", "\(name)")
-            #expect(answer["counts"] is Int, "\(name)")
-            let logs = answer["logs"] as? [[String: Any]] ?? []
-            // "token_a" is no APNs device token: every iOS device of the README comes back as a failed push,
-            // with the reason a worker's `rejected` result would carry; Android's tokens are FCM's to judge.
-            let iosDevices = (jsonObject(body)["notifications"] as? [[String: Any]] ?? [])
-                .filter { $0["platform"] as? Int == 1 }.reduce(0) { $0 + (($1["tokens"] as? [Any])?.count ?? 0) }
-            #expect(logs.count == iosDevices, "\(name): \(logs)")
-            #expect(logs.allSatisfy { $0["type"] as? String == "failed-push" && $0["platform"] as? String == "ios"
-                && ($0["error"] as? String ?? "").hasPrefix("bad_token") }, "\(name)")
+        let api = try APIProcess(redisURL: redis.url, apps: [APIProcess.app("app"), Self.fcmApp, Self.hmsApp].joined(separator: ","))
+        let body = Self.withHexTokens(try String(contentsOf: Self.fixtures.appendingPathComponent(name + ".json"), encoding: .utf8))
+        let expected = jsonObject(Self.withHexTokens(try String(contentsOf: Self.fixtures.appendingPathComponent("expected/\(name).json"), encoding: .utf8)))
+        let (status, answer) = try post(api, body)
+        #expect(status == 200)
+        #expect(NSDictionary(dictionary: answer) == NSDictionary(dictionary: expected["answer"] as? [String: Any] ?? ["missing": true]), "\(name): \(answer)")
+        let queued = try drain(redis)
+        #expect(queued.allSatisfy { $0["id"] is String }, "every job has Herald's id")
+        let jobs = queued.map { NSDictionary(dictionary: $0.filter { $0.key != "id" }) }
+        let want = (expected["jobs"] as? [[String: Any]] ?? []).map(NSDictionary.init(dictionary:))
+        #expect(jobs.count == want.count, "\(name): \(queued)")
+        for (got, wanted) in zip(jobs, want) {
+            #expect(got == wanted, "\(name):\n got  \(got)\n want \(wanted)")
         }
-        // The Android notifications were queued, one FCM job per token, the topic one as a topic.
-        let queued = try listElements(redis.url, "herald:queue").map(jsonObject)
-        let messages = queued.compactMap { $0["message"] as? [String: Any] }
-        #expect(queued.allSatisfy { $0["platform"] as? String == "fcm" })
-        #expect(messages.contains { $0["topic"] as? String == "foo-bar" })
-        #expect(messages.filter { $0["token"] as? String == "token_a" }.count == 7)
+    }
+
+    /// The README's "Response body": its error table's messages word for word (with gorush's `code`), and its
+    /// answers' members.
+    @Test func theREADMEsDocumentedResponses() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, api: #"{"max_jobs_per_request": 10}"#, apps: [APIProcess.shopApp, Self.fcmApp].joined(separator: ","))
+        let section = try String(contentsOf: Self.fixtures.appendingPathComponent("responses.md"), encoding: .utf8)
+        let rows = section.split(separator: "\n").filter { $0.hasPrefix("| 400") }
+            .map { $0.split(separator: "|")[1].trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "`", with: "") }
+        #expect(rows == ["Missing notifications field.", "Notifications field is empty.", "Number of notifications(50) over limit(10)"])
+        let fifty = "{\"notifications\": [" + Array(repeating: #"{"tokens": ["t"], "platform": 2}"#, count: 50).joined(separator: ",") + "]}"
+        for (body, message) in zip(["{}", #"{"notifications": []}"#, fifty], rows) {
+            let (status, answer) = try post(api, body)
+            #expect(status == 400 && answer["code"] as? Int == 400 && answer["message"] as? String == message, "\(answer)")
+        }
+        // The success answer's members, and a log entry's (its "error format"), as the README shows them.
+        let blocks = section.components(separatedBy: "```json\n").dropFirst().map { jsonObject(String($0.prefix { $0 != "`" })) }
+        #expect(blocks.count == 2)
+        let (_, answer) = try post(api, #"{"notifications": [{"tokens": ["not-hex"], "platform": 1, "message": "Hello World iOS1111!"}]}"#)
+        #expect(Set(answer.keys) == Set(blocks[0].keys), "\(answer)")
+        let documentedLog = (blocks[1]["logs"] as? [[String: Any]])?.first ?? [:]
+        let log = (answer["logs"] as? [[String: Any]])?.first ?? [:]
+        #expect(Set(documentedLog.keys).isSubset(of: Set(log.keys)), "\(log)")
+        #expect(log["type"] as? String == "failed-push" && log["platform"] as? String == "ios" && log["message"] as? String == "Hello World iOS1111!")
     }
 
     @Test func theFieldsMapOntoHeraldJobsAsTheTableSays() throws {
