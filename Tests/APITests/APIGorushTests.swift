@@ -405,6 +405,35 @@ import Testing
         }
     }
 
+    /// `api.gorush_metrics`: every family gorush's metric/metrics.go exports, on `/metrics`, from the results streams
+    /// like `/api/stat/app`; off by default.
+    @Test func gorushMetricAliasesWhenAsked() throws {
+        let redis = try RedisServer()
+        let plain = try start(redis)
+        #expect(try !curl([plain.url + "metrics"]).body.contains("gorush_"))
+        let api = try APIProcess(redisURL: redis.url, api: #"{"gorush_metrics": true}"#, apps: [APIProcess.shopApp, Self.fcmApp].joined(separator: ","))
+        let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+        defer { client.close() }
+        for (platform, outcome) in [("apns", ResultEntry.Outcome.delivered), ("apns", .delivered), ("fcm", .rejected), ("hms", .delivered)] {
+            var entry = ResultEntry(id: "m-\(platform)", outcome: outcome, token: "t", worker: "w1")
+            entry.platform = platform
+            _ = try client.command(["XADD", "herald:results", "*"] + entry.fields.flatMap { [$0.0, $0.1] })
+        }
+        let (status, text) = try curl([api.url + "metrics"])
+        #expect(status == 200)
+        let samples = Dictionary(text.split(separator: "\n").filter { $0.hasPrefix("gorush_") }.map { line -> (String, String) in
+            let parts = line.split(separator: " ")
+            return (String(parts[0]), String(parts.last ?? ""))
+        }, uniquingKeysWith: { $1 })
+        let gorushNames = ["gorush_total_push_count", "gorush_ios_success", "gorush_ios_error", "gorush_android_success", "gorush_android_fail",
+                           "gorush_huawei_success", "gorush_huawei_fail", "gorush_busy_workers", "gorush_failure_tasks", "gorush_success_tasks",
+                           "gorush_submitted_tasks"]
+        #expect(Set(samples.keys) == Set(gorushNames), "\(text)")
+        #expect(samples["gorush_ios_success"] == "2" && samples["gorush_android_fail"] == "1" && samples["gorush_huawei_success"] == "1")
+        #expect(samples["gorush_total_push_count"] == "4" && samples["gorush_success_tasks"] == "3" && samples["gorush_failure_tasks"] == "1")
+        #expect(text.contains("# TYPE gorush_busy_workers gauge") && text.contains("herald_api_requests_total"))
+    }
+
     /// gorush's sync mode: the answer waits for the jobs' outcomes in the job-status index (written here as a worker's
     /// completion writes it: token -> the entry as JSON) and carries the failed deliveries in `logs`; at its deadline
     /// it answers with what it has, the rest under `pending`; without the index, sync is refused before queueing.

@@ -21,7 +21,16 @@ extension FrontDoor {
     static let statPagesPerRequest = 100
 
     func gorushStat(respond: @escaping (HTTP1Server.Response) -> Void) {
-        deliveries.waiting.append(respond)
+        refreshDeliveries { [weak self] figures in
+            guard let self else { return }
+            respond(Self.json(200, self.statBody(queueUsage: figures.queueUsage, liveWorkers: figures.liveWorkers)))
+        }
+    }
+
+    /// Reads the results streams on from the cursors (one read at a time: a request during it waits for it), the
+    /// queues' lengths and the live workers, then calls `then`.
+    func refreshDeliveries(then: @escaping (_ figures: (queueUsage: Int, liveWorkers: Int)) -> Void) {
+        deliveries.waiting.append(then)
         guard !deliveries.reading else { return }
         deliveries.reading = true
         readResults(shardIndex: 0, pages: 0)
@@ -66,11 +75,10 @@ extension FrontDoor {
         var remaining = commands.count
         let answer: () -> Void = { [weak self] in
             guard let self else { return }
-            let body = self.statBody(queueUsage: usage, liveWorkers: workers.count)
             let waiting = self.deliveries.waiting
             self.deliveries.waiting = []
             self.deliveries.reading = false
-            for respond in waiting { respond(Self.json(200, body)) }
+            for then in waiting { then((usage, workers.count)) }
         }
         for command in commands {
             redis.send(command.map { Array($0.utf8) }) { result in
@@ -93,6 +101,29 @@ extension FrontDoor {
         }
         if !deliveries.unread.isEmpty { body += ",\"unread_streams\":[" + deliveries.unread.sorted().map(jsonEscaped).joined(separator: ",") + "]" }
         return body + "}"
+    }
+
+    /// gorush's own metric families (its metric/metrics.go), from the same figures as `GET /api/stat/app`, when
+    /// `api.gorush_metrics` is on: a gorush dashboard keeps working.
+    func gorushMetrics(queueUsage: Int, liveWorkers: Int, to out: inout PrometheusText) {
+        let success = deliveries.success.values.reduce(0, +), failure = deliveries.error.values.reduce(0, +)
+        let families: [(String, PrometheusText.Kind, String, Int)] = [
+            ("gorush_total_push_count", .counter, "Deliveries that ended, delivered or failed, in the results streams (gorush's push count).", success + failure),
+            ("gorush_ios_success", .counter, "APNs deliveries (outcome delivered).", deliveries.success["apns"] ?? 0),
+            ("gorush_ios_error", .counter, "APNs deliveries that failed (failed, rejected, token_dropped, channel_dropped).", deliveries.error["apns"] ?? 0),
+            ("gorush_android_success", .counter, "FCM deliveries (outcome delivered).", deliveries.success["fcm"] ?? 0),
+            ("gorush_android_fail", .counter, "FCM deliveries that failed.", deliveries.error["fcm"] ?? 0),
+            ("gorush_huawei_success", .counter, "Push Kit deliveries (outcome delivered).", deliveries.success["hms"] ?? 0),
+            ("gorush_huawei_fail", .counter, "Push Kit deliveries that failed.", deliveries.error["hms"] ?? 0),
+            ("gorush_busy_workers", .gauge, "Herald workers whose heartbeat is live.", liveWorkers),
+            ("gorush_success_tasks", .counter, "Deliveries that ended delivered, every platform.", success),
+            ("gorush_failure_tasks", .counter, "Deliveries that ended failed, every platform.", failure),
+            ("gorush_submitted_tasks", .counter, "Jobs this API process accepted from POST /api/push.", gorushCounts.values.reduce(0) { $0 + $1.accepted }),
+        ]
+        for (name, kind, help, value) in families {
+            out.family(name, kind, help)
+            out.sample(name, [], value)
+        }
     }
 
     /// `GET /sys/stats` (gorush's thoas/stats shape): this process's pid, uptime, and its answers by status and time.
@@ -133,5 +164,5 @@ final class DeliveryTally {
     /// Streams Redis did not answer for on the last read (their counts are as before).
     var unread: Set<String> = []
     var reading = false
-    var waiting: [(HTTP1Server.Response) -> Void] = []
+    var waiting: [((queueUsage: Int, liveWorkers: Int)) -> Void] = []
 }

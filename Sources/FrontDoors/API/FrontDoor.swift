@@ -16,6 +16,8 @@ public final class FrontDoor {
         public var hmsAppIDs: [String: String] = [:]
         /// Where refused gorush notifications are logged, one line each naming the field.
         public var logger = Logger(component: "api")
+        /// `api.gorush_metrics`: gorush's metric families on `/metrics` too.
+        public var gorushMetrics = false
         public init() {}
     }
 
@@ -82,6 +84,14 @@ public final class FrontDoor {
         case ("GET", "/sys/stats"): respond(sysStats())
         case ("GET", "/version"): respond(version())
         case ("GET", let path) where path.hasPrefix(Self.jobsPathPrefix): status(request, respond: respond)
+        case ("GET", "/metrics") where settings.gorushMetrics:
+            refreshDeliveries { [weak self] figures in
+                guard let self else { return }
+                var out = PrometheusText()
+                self.gorushMetrics(queueUsage: figures.queueUsage, liveWorkers: figures.liveWorkers, to: &out)
+                respond(HTTP1Server.Response(status: 200, contentType: PrometheusText.contentType,
+                                             body: Array((self.metrics.text(openConnections: self.openConnections(), redisUp: self.readiness()) + out.text).utf8)))
+            }
         case ("GET", "/metrics"):
             respond(HTTP1Server.Response(status: 200, contentType: PrometheusText.contentType,
                                          body: Array(metrics.text(openConnections: openConnections(), redisUp: readiness()).utf8)))

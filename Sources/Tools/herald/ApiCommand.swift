@@ -44,6 +44,7 @@ enum ApiCommand {
         var settings = FrontDoor.Settings()
         settings.logger = logger
         settings.maxJobsPerRequest = api.maxJobsPerRequest
+        settings.gorushMetrics = api.gorushMetrics
         for app in configuration.apps { if let hms = app.hms { settings.hmsAppIDs[hms.appID] = app.name } }
         var tls: TLSServerContext?
         if !api.tlsCertificateFile.isEmpty {
