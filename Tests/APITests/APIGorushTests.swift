@@ -474,5 +474,8 @@ import Testing
         let pending = late["pending"] as? [[String: Any]] ?? []
         #expect(status == 200 && (late["logs"] as? [Any])?.isEmpty == true, "\(text)")
         #expect(pending.count == 1 && pending.first?["id"] as? String == "s-3" && pending.first?["platform"] as? String == "ios", "\(text)")
+        // Its own route label: waiting for deliveries is not the door's latency (HeraldAPISlow).
+        let metrics = try curl([api.url + "metrics"]).body
+        #expect(metrics.contains(#"herald_api_requests_total{route="/api/push sync",status="200"} 2"#), "\(metrics)")
     }
 }

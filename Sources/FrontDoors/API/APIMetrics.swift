@@ -5,6 +5,8 @@ import Worker
 /// latency, jobs accepted, refused (by the reason's code) and failed, open connections and Redis. Loop-confined.
 final class APIMetrics {
     /// The routes as labels: anything else counts as `other`, so a scanner cannot grow the label set.
+    /// `POST /api/push` in sync mode, which waits for deliveries.
+    static let syncPushRoute = "/api/push sync"
     static let routes: Set<String> = ["/v1/jobs", "/api/push", "/api/stat/app", "/api/stat/go", "/sys/stats", "/version", "/healthz", "/readyz", "/metrics"]
 
     private var requests: [String: [Int: UInt64]] = [:]

@@ -5,7 +5,8 @@ import Reactor
 /// gorush's routes (`POST /api/push`, `GET /api/stat/app`) over the same checks, ids, shards and pushes as
 /// `POST /v1/jobs`, answered in gorush's shapes (docs/api.md, "gorush compatibility").
 extension FrontDoor {
-    func gorushPush(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
+    /// `markSync`: called when the request waits for outcomes (its metrics label).
+    func gorushPush(_ request: HTTP1Parser.Request, markSync: @escaping () -> Void = {}, respond: @escaping (HTTP1Server.Response) -> Void) {
         let (queue, key): (String, APIAccess.Key?)
         switch authorize(request) {
         case .success(let allowed): (queue, key) = allowed
@@ -39,6 +40,7 @@ extension FrontDoor {
             push(entries) { [weak self] entries in
                 guard let self else { return }
                 guard sync, entries.allSatisfy({ $0.failure == nil }) else { return respond(self.gorushAnswer(entries, mapped: mapped)) }
+                markSync()
                 self.awaitOutcomes(entries, mapped: mapped, deadline: monotonicNanos() &+ UInt64(waitMillis) * 1_000_000) { outcomes in
                     respond(self.gorushAnswer(entries, mapped: mapped, outcomes: outcomes))
                 }
