@@ -218,7 +218,14 @@ import Testing
             (#""alert": {"loc-args": "x"}"#, "string into Go struct field notify.Alert.loc-args of type []string"),
             (#""data": [1]"#, "array into Go struct field PushNotification.notifications.data of type notify.D"),
             (#""content_available": "true""#, "string into Go struct field PushNotification.notifications.content_available of type bool"),
-            (#""android": "x""#, "string into Go struct field PushNotification.notifications.android of type struct"),
+            (#""android": "x""#, "string into Go struct field PushNotification.notifications.android of type messaging.AndroidConfig"),
+            // Inside Firebase's and Huawei's structs too.
+            (#""notification": {"title": 5}"#, "number 5 into Go struct field PushNotification.notifications.notification.title of type string"),
+            (#""android": {"ttl": 60}"#, "number 60 into Go struct field PushNotification.notifications.android.ttl of type string"),
+            (#""android": {"notification": {"body_loc_args": "x"}}"#, "string into Go struct field PushNotification.notifications.android.notification.body_loc_args of type []string"),
+            (#""apns": {"headers": {"apns-priority": 10}}"#, "number 10 into Go struct field PushNotification.notifications.apns.headers of type string (at \"apns-priority\")"),
+            (#""fcm_options": {"analytics_label": true}"#, "bool into Go struct field PushNotification.notifications.fcm_options.analytics_label of type string"),
+            (#""huawei_notification": {"style": "big"}"#, "string into Go struct field PushNotification.notifications.huawei_notification.style of type int"),
         ]
         for (members, go) in cases {
             let body = #"{"notifications": [{"tokens": ["\#(APIProcess.token)"], "platform": 1, "message": "hi"}, {"tokens": ["\#(APIProcess.token)"], "platform": 1, "message": "hi", \#(members)}]}"#

@@ -4,15 +4,18 @@
 /// wanted, or one outside the Go type's range fails the whole request, as gin's binding makes gorush answer 400.
 /// Keys match case-insensitively when no key matches exactly, and the last of repeated keys wins, as in Go.
 enum GorushFields {
-    enum GoType: Equatable {
+    indirect enum GoType: Equatable, Sendable {
         case string, bool, int, int64, uint, float32, float64, any, strings
         /// `map[string]any` (gorush's `D`).
         case map
+        /// `map[string]string` (the Firebase SDK's headers and data).
+        case stringMap
         /// gorush's `Alert` struct.
         case alert
-        /// A struct of the Firebase or Huawei SDK (`notification`, `android`, `apns`...): an object, whose members
-        /// Herald hands to the provider's message, where the worker's own checks judge them.
-        case object
+        /// A struct of the Firebase or Huawei SDK (`notification`, `android`, `apns`...), by its Go name: the members
+        /// listed are decoded with their types; the others are handed on as they are, to the provider's message,
+        /// where the worker's own checks judge them.
+        case object(String, [Field])
 
         var goName: String {
             switch self {
@@ -26,13 +29,14 @@ enum GorushFields {
             case .any: "interface {}"
             case .strings: "[]string"
             case .map: "notify.D"
+            case .stringMap: "map[string]string"
             case .alert: "notify.Alert"
-            case .object: "struct"
+            case .object(let name, _): name
             }
         }
     }
 
-    struct Field {
+    struct Field: Equatable, Sendable {
         let name: String
         let type: GoType
         /// A Go pointer (`*int`): its zero value is a value (`"badge": 0` clears the badge); for the others the
@@ -51,12 +55,40 @@ enum GorushFields {
         ("content_available mutable_content delay_while_idle dry_run production development", .bool),
         ("platform retry huawei_collapse_key fast_app_target", .int), ("stale-date dismissal-date timestamp", .int64),
         ("tokens url-args", .strings), ("data content-state attributes", .map), ("sound", .any), ("alert", .alert),
-        ("notification android webpush apns fcm_options huawei_notification", .object),
+        ("notification", .object("messaging.Notification", strings("title body image"))),
+        ("android", .object("messaging.AndroidConfig", strings("collapse_key priority ttl restricted_package_name") + [
+            Field(name: "data", type: .stringMap), Field(name: "notification", type: .object("messaging.AndroidNotification", androidNotification)),
+            Field(name: "fcm_options", type: .object("messaging.AndroidFCMOptions", strings("analytics_label"))),
+        ] + bools("direct_boot_ok bandwidth_constrained_ok restricted_satellite_ok"))),
+        ("webpush", .object("messaging.WebpushConfig", [
+            Field(name: "headers", type: .stringMap), Field(name: "data", type: .stringMap),
+            Field(name: "fcm_options", type: .object("messaging.WebpushFCMOptions", strings("link"))),
+        ])),
+        ("apns", .object("messaging.APNSConfig", [
+            Field(name: "headers", type: .stringMap), Field(name: "payload", type: .object("messaging.APNSPayload", [])),
+            Field(name: "fcm_options", type: .object("messaging.APNSFCMOptions", strings("analytics_label image"))),
+        ] + strings("live_activity_token"))),
+        ("fcm_options", .object("messaging.FCMOptions", strings("analytics_label"))),
+        ("huawei_notification", .object("model.AndroidNotification", strings(
+            "title body icon color sound tag body_loc_key title_loc_key channel_id notify_summary image big_title big_body group "
+            + "ticker importance visibility")
+            // Its booleans are handed on as given: Push Kit's defaults for some (`foreground_show`, `auto_cancel`) are true.
+            + [Field(name: "body_loc_args", type: .strings), Field(name: "title_loc_args", type: .strings),
+               Field(name: "style", type: .int), Field(name: "auto_clear", type: .int), Field(name: "notify_id", type: .int)])),
         ("time_to_live", .uint), ("volume", .float32),
     ].flatMap { names, type in names.split(separator: " ").map { Field(name: String($0), type: type) } } + [
         Field(name: "expiration", type: .int64, pointer: true), Field(name: "badge", type: .int, pointer: true),
         Field(name: "relevance-score", type: .float64, pointer: true),
     ]
+
+    static func strings(_ names: String) -> [Field] { names.split(separator: " ").map { Field(name: String($0), type: .string) } }
+    static func bools(_ names: String) -> [Field] { names.split(separator: " ").map { Field(name: String($0), type: .bool) } }
+
+    /// Firebase's `AndroidNotification` (the members its JSON names directly).
+    static let androidNotification = strings("title body icon color sound tag click_action body_loc_key title_loc_key channel_id image ticker")
+        + bools("sticky local_only default_vibrate_timings default_sound default_light_settings")
+        + [Field(name: "body_loc_args", type: .strings), Field(name: "title_loc_args", type: .strings),
+           Field(name: "notification_count", type: .int, pointer: true)]
 
     /// gorush's `Alert` struct (the iOS alert dictionary): its members' types.
     static let alertFields: [Field] = [
@@ -74,9 +106,10 @@ enum GorushFields {
     /// `object`'s members decoded as the struct `fields` describe (`path` names it in errors): each field's value
     /// when it is not null and not its zero value (see `Field.pointer`); members no field names are kept as they
     /// are when `keepUnknown`, else ignored (as Go ignores them).
-    static func decodeStruct(_ value: GoJSON, fields: [Field], path: String, keepUnknown: Bool = false) throws(DecodeError) -> [(String, GoJSON)] {
+    static func decodeStruct(_ value: GoJSON, fields: [Field], path: String, keepUnknown: Bool = false,
+                             typeName: String? = nil) throws(DecodeError) -> [(String, GoJSON)] {
         if value == .null { return [] }
-        guard let members = value.members else { throw DecodeError(text: "json: cannot unmarshal \(value.goKind) into Go value of type \(path)") }
+        guard let members = value.members else { throw DecodeError(text: "json: cannot unmarshal \(value.goKind) into Go value of type \(typeName ?? path)") }
         var out: [(String, GoJSON)] = []
         for (key, member) in members {
             let field = fields.first { $0.name == key } ?? fields.first { $0.name.lowercased() == key.lowercased() }
@@ -101,8 +134,15 @@ enum GorushFields {
         if value == .null { return nil }
         switch (field.type, value) {
         case (.any, _): return value
-        // An empty struct asks for nothing.
-        case (.object, .object(let m)): return m.isEmpty ? nil : value
+        // An empty struct asks for nothing; a member that is null or its zero value is left out, as Go's omitempty does.
+        case (.object(let name, let fields), .object):
+            let members = try decodeStruct(value, fields: fields, path: "\(path).\(field.name)", keepUnknown: true, typeName: name)
+            return members.isEmpty ? nil : .object(members)
+        case (.stringMap, .object(let m)):
+            for (key, element) in m where element.string == nil && element != .null {
+                throw DecodeError(text: "json: cannot unmarshal \(element.goKind) into Go struct field \(path).\(field.name) of type string (at \(key.debugDescription))")
+            }
+            return m.isEmpty ? nil : value
         case (.string, .string(let s)): return s.isEmpty ? nil : value
         case (.bool, .bool(let b)): return b ? value : nil
         case (.int, .number(let text)), (.int64, .number(let text)):
