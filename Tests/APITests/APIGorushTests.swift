@@ -481,6 +481,12 @@ import Testing
         let pending = late["pending"] as? [[String: Any]] ?? []
         #expect(status == 200 && (late["logs"] as? [Any])?.isEmpty == true, "\(text)")
         #expect(pending.count == 1 && pending.first?["id"] as? String == "s-3" && pending.first?["platform"] as? String == "ios", "\(text)")
+        // More jobs than a sync request waits for: refused before queueing.
+        _ = try drain(redis)
+        let many = (0...1000).map { "\"fcm-\($0)\"" }.joined(separator: ",")
+        let tooLarge = try post(api, #"{"sync": true, "notifications": [{"tokens": [\#(many)], "platform": 2, "message": "hi"}]}"#)
+        #expect(tooLarge.status == 400 && tooLarge.body["reason"] as? String == "sync_too_large", "\(tooLarge.body)")
+        #expect(try drain(redis).isEmpty)
         // Its own route label: waiting for deliveries is not the door's latency (HeraldAPISlow).
         let metrics = try curl([api.url + "metrics"]).body
         #expect(metrics.contains(#"herald_api_requests_total{route="/api/push sync",status="200"} 2"#), "\(metrics)")

@@ -22,6 +22,10 @@ extension FrontDoor {
             return respond(Self.gorushError(400, "sync needs the job status index: results.index_ttl_seconds is 0, so no outcome could be read",
                                             reason: "sync_unavailable"))
         }
+        if sync && mapped.count > Self.syncMaxJobs {
+            return respond(Self.gorushError(400, "sync waits for at most \(Self.syncMaxJobs) jobs; these notifications make \(mapped.count) (one per Android token): send them without sync or in smaller requests",
+                                            reason: "sync_too_large"))
+        }
         let waitMillis = min(max(Int(Self.queryItems(request.query)["sync_timeout_ms"] ?? "") ?? Self.syncDefaultMillis, 1), Self.syncMaxMillis)
         for job in mapped where job.refusal != nil && job.platform != "" {
             settings.logger.warning("gorush notification refused", ["notification": .int(job.notification), "field": .string(job.field ?? ""),

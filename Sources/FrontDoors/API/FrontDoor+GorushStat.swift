@@ -18,7 +18,7 @@ extension FrontDoor {
     static let gorushPlatforms: [(herald: String, gorush: String)] = [("apns", "ios"), ("fcm", "android"), ("hms", "huawei"), ("webpush", "web_push")]
     /// Entries read from one stream per XRANGE, and pages read per request at the most (the rest on the next one).
     static let statPage = 1000
-    static let statPagesPerRequest = 100
+    static let statPagesPerRequest = 20
 
     func gorushStat(respond: @escaping (HTTP1Server.Response) -> Void) {
         refreshDeliveries { [weak self] figures in

@@ -11,15 +11,18 @@ import RedisQueue
 extension FrontDoor {
     static let syncDefaultMillis = 10_000
     static let syncMaxMillis = 60_000
+    /// The most jobs one sync request may wait for (each is read from the index every round).
+    static let syncMaxJobs = 1000
     /// How often the index is read while a sync request waits.
     static let syncPollMillis = 100
 
     /// Reads the index of every accepted entry until each of its devices has a terminal outcome or `deadline`
-    /// (monotonic ns) passes; `done` gets the entries read, by the entry's index.
-    func awaitOutcomes(_ entries: [Entry], mapped: [GorushRequest.Job], deadline: UInt64,
+    /// (monotonic ns) passes, each round only the entries not complete yet; `done` gets the entries read, by the
+    /// entry's index.
+    func awaitOutcomes(_ entries: [Entry], mapped: [GorushRequest.Job], deadline: UInt64, found: [Int: [[String: String]]] = [:],
                        done: @escaping ([Int: [[String: String]]]) -> Void) {
-        let watched = entries.filter { $0.refusal == nil && $0.failure == nil && $0.id != nil }
-        var found: [Int: [[String: String]]] = [:]
+        let watched = entries.filter { $0.refusal == nil && $0.failure == nil && $0.id != nil && !Self.isComplete(mapped[$0.index], found[$0.index] ?? []) }
+        var found = found
         var remaining = watched.count
         guard remaining > 0 else { return done(found) }
         for entry in watched {
@@ -27,18 +30,16 @@ extension FrontDoor {
             let key = shards.shards[shards.shard(forJobID: id)].keys.resultIndex(jobID: id)
             redis.send([Array("HGETALL".utf8), Array(key.utf8)]) { [weak self] result in
                 guard let self else { return }
-                var values: [[String: String]] = []
                 if case .success(let reply) = result {
                     let items = reply.array ?? []
-                    values = stride(from: 1, to: items.count, by: 2).compactMap { items[$0].string.flatMap(Self.flatObject) }
+                    found[entry.index] = stride(from: 1, to: items.count, by: 2).compactMap { items[$0].string.flatMap(Self.flatObject) }
                 }
-                found[entry.index] = values
                 remaining -= 1
                 guard remaining == 0 else { return }
                 let complete = watched.allSatisfy { Self.isComplete(mapped[$0.index], found[$0.index] ?? []) }
                 if complete || monotonicNanos() >= deadline { return done(found) }
                 _ = self.redis.loop.schedule(afterMilliseconds: Self.syncPollMillis) { [weak self] in
-                    self?.awaitOutcomes(entries, mapped: mapped, deadline: deadline, done: done)
+                    self?.awaitOutcomes(entries, mapped: mapped, deadline: deadline, found: found, done: done)
                 }
             }
         }
