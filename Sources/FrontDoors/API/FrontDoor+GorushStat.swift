@@ -14,8 +14,11 @@ extension FrontDoor {
     /// dry runs are neither).
     static let successOutcomes: Set<String> = ["delivered"]
     static let errorOutcomes: Set<String> = ["failed", "rejected", "token_dropped", "channel_dropped"]
-    /// Herald's platforms by gorush's names (`web_push` is Herald's own section).
-    static let gorushPlatforms: [(herald: String, gorush: String)] = [("apns", "ios"), ("fcm", "android"), ("hms", "huawei"), ("webpush", "web_push")]
+    /// Herald's platforms by gorush's names (`web_push` is Herald's own section), and the word gorush's metric
+    /// families use for their failures (`gorush_ios_error`, `gorush_android_fail`; none: gorush has no such family).
+    static let gorushPlatforms: [(herald: String, gorush: String, failure: String?)] = [
+        ("apns", "ios", "error"), ("fcm", "android", "fail"), ("hms", "huawei", "fail"), ("webpush", "web_push", nil),
+    ]
     /// Entries read from one stream per XRANGE, and pages read per request at the most (the rest on the next one).
     static let statPage = 1000
     static let statPagesPerRequest = 20
@@ -96,7 +99,7 @@ extension FrontDoor {
         let submitted = gorushCounts.values.reduce(0) { $0 + $1.accepted }
         var body = "{\"version\":\(jsonEscaped("herald " + BuildInfo.version)),\"busy_workers\":\(liveWorkers),\"success_tasks\":\(success),"
             + "\"failure_tasks\":\(failure),\"submitted_tasks\":\(submitted),\"total_count\":\(success + failure),\"queue_usage\":\(queueUsage)"
-        for (herald, gorush) in Self.gorushPlatforms {
+        for (herald, gorush, _) in Self.gorushPlatforms {
             body += ",\(jsonEscaped(gorush)):{\"push_success\":\(deliveries.success[herald] ?? 0),\"push_error\":\(deliveries.error[herald] ?? 0)}"
         }
         if !deliveries.unread.isEmpty { body += ",\"unread_streams\":[" + deliveries.unread.sorted().map(jsonEscaped).joined(separator: ",") + "]" }
@@ -107,14 +110,16 @@ extension FrontDoor {
     /// `api.gorush_metrics` is on: a gorush dashboard keeps working.
     func gorushMetrics(queueUsage: Int, liveWorkers: Int, to out: inout PrometheusText) {
         let success = deliveries.success.values.reduce(0, +), failure = deliveries.error.values.reduce(0, +)
-        let families: [(String, PrometheusText.Kind, String, Int)] = [
+        var families: [(String, PrometheusText.Kind, String, Int)] = [
             ("gorush_total_push_count", .counter, "Deliveries that ended, delivered or failed, in the results streams (gorush's push count).", success + failure),
-            ("gorush_ios_success", .counter, "APNs deliveries (outcome delivered).", deliveries.success["apns"] ?? 0),
-            ("gorush_ios_error", .counter, "APNs deliveries that failed (failed, rejected, token_dropped, channel_dropped).", deliveries.error["apns"] ?? 0),
-            ("gorush_android_success", .counter, "FCM deliveries (outcome delivered).", deliveries.success["fcm"] ?? 0),
-            ("gorush_android_fail", .counter, "FCM deliveries that failed.", deliveries.error["fcm"] ?? 0),
-            ("gorush_huawei_success", .counter, "Push Kit deliveries (outcome delivered).", deliveries.success["hms"] ?? 0),
-            ("gorush_huawei_fail", .counter, "Push Kit deliveries that failed.", deliveries.error["hms"] ?? 0),
+        ]
+        for (herald, gorush, failure) in Self.gorushPlatforms {
+            guard let failure else { continue }
+            families.append(("gorush_\(gorush)_success", .counter, "\(herald) deliveries that ended delivered.", deliveries.success[herald] ?? 0))
+            families.append(("gorush_\(gorush)_\(failure)", .counter, "\(herald) deliveries that ended failed, rejected, token_dropped or channel_dropped.",
+                             deliveries.error[herald] ?? 0))
+        }
+        families += [
             ("gorush_busy_workers", .gauge, "Herald workers whose heartbeat is live.", liveWorkers),
             ("gorush_success_tasks", .counter, "Deliveries that ended delivered, every platform.", success),
             ("gorush_failure_tasks", .counter, "Deliveries that ended failed, every platform.", failure),
