@@ -36,6 +36,8 @@ import Testing
         // gorush's stat route is an `/api` route like the others (issue 52: it answered without a key).
         #expect(try curl([api.url + "api/stat/app"]).status == 401)
         #expect(try curl(["-H", "Authorization: Bearer \(Self.secret)", api.url + "api/stat/app"]).status == 200)
+        #expect(try curl([api.url + "api/stat/go"]).status == 401)
+        #expect(try curl(["-H", "Authorization: Bearer \(Self.secret)", api.url + "api/stat/go"]).status == 200)
     }
 
     @Test func aKeyLimitedToAppsAndQueuesIs403ElsewhereAndNothingOfThatRequestIsQueued() throws {

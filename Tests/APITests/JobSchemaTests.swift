@@ -37,16 +37,16 @@ import Testing
 
     @Test func everyJobTheAPIQueuesMatchesTheSchema() throws {
         let redis = try RedisServer()
-        let api = try APIProcess(redisURL: redis.url, apps: APIProcess.shopApp + "," + APIGorushTests.fcmApp)
+        // gorush's README examples queue APNs, FCM and Push Kit jobs (the live activity's topic is com.example.app's).
+        let api = try APIProcess(redisURL: redis.url, apps: [APIProcess.app("app"), APIGorushTests.fcmApp, APIGorushTests.hmsApp].joined(separator: ","))
         let fixtures = try FileManager.default.contentsOfDirectory(atPath: APIGorushTests.fixtures.path).filter { $0.hasSuffix(".json") }
         for name in fixtures {
-            let body = try String(contentsOf: APIGorushTests.fixtures.appendingPathComponent(name), encoding: .utf8)
-                .replacingOccurrences(of: "token_a", with: APIProcess.token).replacingOccurrences(of: "token_b", with: "0a1b")
+            let body = APIGorushTests.withHexTokens(try String(contentsOf: APIGorushTests.fixtures.appendingPathComponent(name), encoding: .utf8))
             #expect(try curl(["--data-binary", body, api.url + "api/push"]).status == 200)
         }
-        #expect(try curl(["-H", "Idempotency-Key: k", "--data-binary", "{\"jobs\":[\(APIProcess.job()), \(APIProcess.job(id: "x"))]}", api.url + "v1/jobs"]).status == 202)
+        #expect(try curl(["-H", "Idempotency-Key: k", "--data-binary", "{\"jobs\":[\(APIProcess.job()), \(APIProcess.job(id: "x"))]}".replacingOccurrences(of: "\"shop\"", with: "\"app\""), api.url + "v1/jobs"]).status == 202)
         let queued = try listElements(redis.url, "herald:queue")
-        #expect(queued.count > 20)
+        #expect(queued.count > 30 && queued.contains { $0.contains(#""platform":"hms""#) } && queued.contains { $0.contains(#""push_type":"liveactivity""#) })
         let file = makeTemporaryDirectory("herald-schema") + "/queued.jsonl"
         try queued.joined(separator: "\n").write(toFile: file, atomically: true, encoding: .utf8)
         let (output, status) = try validate([file])

@@ -5,7 +5,9 @@ import Worker
 /// latency, jobs accepted, refused (by the reason's code) and failed, open connections and Redis. Loop-confined.
 final class APIMetrics {
     /// The routes as labels: anything else counts as `other`, so a scanner cannot grow the label set.
-    static let routes: Set<String> = ["/v1/jobs", "/api/push", "/api/stat/app", "/healthz", "/readyz", "/metrics"]
+    /// `POST /api/push` in sync mode, which waits for deliveries.
+    static let syncPushRoute = "/api/push sync"
+    static let routes: Set<String> = ["/v1/jobs", "/api/push", "/api/stat/app", "/api/stat/go", "/sys/stats", "/version", "/healthz", "/readyz", "/metrics"]
 
     private var requests: [String: [Int: UInt64]] = [:]
     private var latency: [String: LatencyHistogram] = [:]
@@ -35,6 +37,14 @@ final class APIMetrics {
         } else {
             accepted += 1
         }
+    }
+
+    /// Every answer so far: how many, their time in all, and how many of each status (for `GET /sys/stats`).
+    func totals() -> (count: UInt64, nanoseconds: UInt64, statuses: [Int: UInt64]) {
+        var statuses: [Int: UInt64] = [:]
+        for byStatus in requests.values { statuses.merge(byStatus, uniquingKeysWith: +) }
+        let nanos = latency.values.reduce(UInt64(0)) { $0 &+ $1.sumNanos }
+        return (statuses.values.reduce(0, +), nanos, statuses)
     }
 
     func text(openConnections: Int, redisUp: Bool) -> String {

@@ -1,35 +1,81 @@
 import Basics
 import HTTP1
+import Reactor
 
 /// gorush's routes (`POST /api/push`, `GET /api/stat/app`) over the same checks, ids, shards and pushes as
 /// `POST /v1/jobs`, answered in gorush's shapes (docs/api.md, "gorush compatibility").
 extension FrontDoor {
-    func gorushPush(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
+    /// `markSync`: called when the request waits for outcomes (its metrics label).
+    func gorushPush(_ request: HTTP1Parser.Request, markSync: @escaping () -> Void = {}, respond: @escaping (HTTP1Server.Response) -> Void) {
         let (queue, key): (String, APIAccess.Key?)
         switch authorize(request) {
         case .success(let allowed): (queue, key) = allowed
-        case .failure(let refusal): return respond(refusal.response)
+        case .failure(let refusal): return respond(Self.gorushShaped(refusal.response))
         }
         let mapped: [GorushRequest.Job]
-        switch GorushRequest.map(request.body, maxNotifications: settings.maxJobsPerRequest) {
-        case .jobs(let jobs): mapped = jobs
-        case .refused(let message): return respond(Self.json(400, "{\"message\":\(jsonEscaped(message))}"))
+        var sync = ["true", "1"].contains(Self.queryItems(request.query)["sync"] ?? "")
+        switch GorushRequest.map(request.body, maxNotifications: settings.maxJobsPerRequest, hmsAppIDs: settings.hmsAppIDs) {
+        case .jobs(let jobs, let wanted): (mapped, sync) = (jobs, sync || wanted)
+        case .refused(let message, let detail): return respond(Self.gorushError(400, message, detail: detail))
         }
-        switch admit(mapped.map(\.bytes), isBatch: true, request: request, queue: queue, key: key) {
-        case .failure(let refusal): respond(refusal.response)
-        case .success(let entries):
+        if sync && indexTTLSeconds == 0 {
+            return respond(Self.gorushError(400, "sync needs the job status index: results.index_ttl_seconds is 0, so no outcome could be read",
+                                            reason: "sync_unavailable"))
+        }
+        if sync && mapped.count > Self.syncMaxJobs {
+            return respond(Self.gorushError(400, "sync waits for at most \(Self.syncMaxJobs) jobs; these notifications make \(mapped.count) (one per Android token): send them without sync or in smaller requests",
+                                            reason: "sync_too_large"))
+        }
+        let waitMillis = min(max(Int(Self.queryItems(request.query)["sync_timeout_ms"] ?? "") ?? Self.syncDefaultMillis, 1), Self.syncMaxMillis)
+        for job in mapped where job.refusal != nil && job.platform != "" {
+            settings.logger.warning("gorush notification refused", ["notification": .int(job.notification), "field": .string(job.field ?? ""),
+                                                                    "platform": .string(job.platform), "reason": .string(job.refusal ?? "")])
+        }
+        let toAdmit = mapped.filter { $0.refusal == nil }
+        switch admit(toAdmit.map(\.bytes), isBatch: true, request: request, queue: queue, key: key) {
+        case .failure(let refusal): respond(Self.gorushShaped(refusal.response))
+        case .success(let admitted):
+            // One entry per mapped job: the refused notifications' beside the admitted jobs', in order.
+            var next = admitted.makeIterator()
+            let entries = mapped.enumerated().map { index, job -> Entry in
+                guard let refusal = job.refusal else { var entry = next.next()!; entry.index = index; return entry }
+                return Entry(index: index, refusal: refusal)
+            }
             push(entries) { [weak self] entries in
                 guard let self else { return }
-                respond(self.gorushAnswer(entries, mapped: mapped, body: request.body))
+                guard sync, entries.allSatisfy({ $0.failure == nil }) else { return respond(self.gorushAnswer(entries, mapped: mapped)) }
+                markSync()
+                self.awaitOutcomes(entries, mapped: mapped, deadline: monotonicNanos() &+ UInt64(waitMillis) * 1_000_000) { outcomes in
+                    respond(self.gorushAnswer(entries, mapped: mapped, outcomes: outcomes))
+                }
             }
         }
     }
 
+    /// gorush's error shape: `{"code": <status>, "message": ...}`, with Go's decoding error as `detail` when there is one.
+    static func gorushError(_ status: Int, _ message: String, reason: String? = nil, detail: String? = nil) -> HTTP1Server.Response {
+        var body = "{\"code\":\(status),\"message\":\(jsonEscaped(message))"
+        if let reason { body += ",\"reason\":\(jsonEscaped(reason))" }
+        if let detail { body += ",\"detail\":\(jsonEscaped(detail))" }
+        return json(status, body + "}")
+    }
+
+    /// Herald's own error answer (`{"error":{"code","message"}}`: keys, queues, rates) in gorush's shape, Herald's
+    /// code as `reason`; the headers (`WWW-Authenticate`, `Retry-After`) kept.
+    static func gorushShaped(_ response: HTTP1Server.Response) -> HTTP1Server.Response {
+        guard case .success(let body) = GoJSON.parse(response.body), let error = body["error"] else { return response }
+        var shaped = gorushError(response.status, error["message"]?.string ?? "", reason: error["code"]?.string)
+        shaped.headers = response.headers
+        return shaped
+    }
+
     /// `{"counts": <devices reached by accepted jobs>, "logs": [failed-push per refused device], "success": "ok"}`;
-    /// a 503 with gorush's `message` when Redis did not take every accepted job.
-    func gorushAnswer(_ entries: [Entry], mapped: [GorushRequest.Job], body: [UInt8]) -> HTTP1Server.Response {
+    /// a 503 in gorush's error shape when Redis did not take every accepted job. In sync mode (`outcomes`), each
+    /// accepted job's failed deliveries are logs too, and the devices without an outcome yet are under `pending`.
+    func gorushAnswer(_ entries: [Entry], mapped: [GorushRequest.Job], outcomes: [Int: [[String: String]]]? = nil) -> HTTP1Server.Response {
         var counts = 0
         var logs: [String] = []
+        var pending: [String] = []
         var failed: [String] = []
         for (entry, job) in zip(entries, mapped) {
             var tally = gorushCounts[job.platform] ?? (0, 0)
@@ -41,48 +87,29 @@ extension FrontDoor {
             guard let refusal = entry.refusal else {
                 tally.accepted += 1
                 counts += max(1, job.tokens.count)
+                if let outcomes {
+                    let (failures, waiting) = Self.syncLogs(job, id: entry.id ?? "", entries: outcomes[entry.index] ?? [])
+                    logs += failures
+                    pending += waiting
+                }
                 continue
             }
             tally.refused += 1
             for token in job.tokens.isEmpty ? [""] : job.tokens {
-                logs.append("{\"type\":\"failed-push\",\"platform\":\(jsonEscaped(job.platform)),\"token\":\(jsonEscaped(token)),"
-                            + "\"notification\":\(job.notification),\"error\":\(jsonEscaped(refusal))}")
+                logs.append(Self.gorushLog(job, token: token, error: refusal))
             }
         }
         if !failed.isEmpty {
-            return Self.json(503, "{\"message\":\(jsonEscaped("\(failed.count) notification job(s) not queued: \(failed[0])"))}")
+            return Self.gorushError(503, "\(failed.count) notification job(s) not queued: \(failed[0])")
         }
-        return Self.json(200, "{\"counts\":\(counts),\"logs\":[\(logs.joined(separator: ","))],\"success\":\"ok\"}")
+        let waiting = outcomes == nil ? "" : ",\"pending\":[\(pending.joined(separator: ","))]"
+        return Self.json(200, "{\"counts\":\(counts),\"logs\":[\(logs.joined(separator: ","))]\(waiting),\"success\":\"ok\"}")
     }
 
-    /// gorush's shape from what this process knows: `queue_usage` is the jobs waiting in every shard's queues
-    /// (LLEN), `total_count` the jobs it accepted; `push_success`/`push_error` are jobs this process accepted and
-    /// refused per platform (deliveries are the workers' figures: their `/metrics` and the results stream).
-    func gorushStat(respond: @escaping (HTTP1Server.Response) -> Void) {
-        let keys = routers.values.flatMap(\.shardQueues).sorted()
-        let box = LengthSum(remaining: keys.count)
-        let finish: (Int) -> Void = { [weak self] usage in
-            guard let self else { return }
-            let ios = self.gorushCounts["ios"] ?? (0, 0)
-            let android = self.gorushCounts["android"] ?? (0, 0)
-            let total = self.gorushCounts.values.reduce(0) { $0 + $1.accepted }
-            respond(Self.json(200, "{\"version\":\"herald\",\"queue_max\":0,\"queue_usage\":\(usage),\"total_count\":\(total),"
-                              + "\"ios\":{\"push_success\":\(ios.accepted),\"push_error\":\(ios.refused)},"
-                              + "\"android\":{\"push_success\":\(android.accepted),\"push_error\":\(android.refused)}}"))
-        }
-        guard !keys.isEmpty else { return finish(0) }
-        for key in keys {
-            redis.send([Array("LLEN".utf8), Array(key.utf8)]) { result in
-                if case .success(let value) = result { box.sum += Int(value.int ?? 0) }
-                box.remaining -= 1
-                if box.remaining == 0 { finish(box.sum) }
-            }
-        }
-    }
-
-    private final class LengthSum {
-        var sum = 0
-        var remaining: Int
-        init(remaining: Int) { self.remaining = remaining }
+    /// One of gorush's `failed-push` log entries (logx.LogPushEntry), with the notification's index besides.
+    static func gorushLog(_ job: GorushRequest.Job, token: String, error: String) -> String {
+        var log = "{\"type\":\"failed-push\",\"platform\":\(jsonEscaped(job.platform)),\"token\":\(jsonEscaped(token)),"
+        if !job.notifID.isEmpty { log += "\"notif_id\":\(jsonEscaped(job.notifID))," }
+        return log + "\"message\":\(jsonEscaped(job.message)),\"notification\":\(job.notification),\"error\":\(jsonEscaped(error))}"
     }
 }

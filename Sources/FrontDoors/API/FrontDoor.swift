@@ -12,6 +12,12 @@ import Worker
 public final class FrontDoor {
     public struct Settings: Sendable {
         public var maxJobsPerRequest = 1000
+        /// gorush's `app_id` (a Huawei app ID, AppGallery Connect's) to the configured Huawei app that has it.
+        public var hmsAppIDs: [String: String] = [:]
+        /// Where refused gorush notifications are logged, one line each naming the field.
+        public var logger = Logger(component: "api")
+        /// `api.gorush_metrics`: gorush's metric families on `/metrics` too.
+        public var gorushMetrics = false
         public init() {}
     }
 
@@ -28,6 +34,8 @@ public final class FrontDoor {
     let indexTTLSeconds: Int
     /// What this process accepted and refused by gorush platform name, for `GET /api/stat/app`.
     var gorushCounts: [String: (accepted: Int, refused: Int)] = [:]
+    /// The deliveries `GET /api/stat/app` has counted from the results streams.
+    let deliveries = DeliveryTally()
     /// A process-unique prefix for the ids given to jobs without one: random, so API processes never collide.
     private let idPrefix = "api-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
     private var idCounter: UInt64 = 0
@@ -54,25 +62,37 @@ public final class FrontDoor {
     /// Answers one request and counts it (route, status, time to the answer).
     public func handle(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
         let started = monotonicNanos()
-        let label = APIMetrics.route(request.path)
+        var label = APIMetrics.route(request.path)
         let metrics = self.metrics
-        route(request) { response in
+        // A sync gorush request waits for deliveries: its own label, so the door's submission latency stays its own.
+        route(request, markSync: { label = APIMetrics.syncPushRoute }) { response in
             metrics.request(route: label, status: response.status, nanoseconds: monotonicNanos() &- started)
             respond(response)
         }
     }
 
-    private func route(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
+    private func route(_ request: HTTP1Parser.Request, markSync: @escaping () -> Void, respond: @escaping (HTTP1Server.Response) -> Void) {
         switch (request.method, request.path) {
         case ("POST", "/v1/jobs"): submit(request, respond: respond)
-        case ("POST", "/api/push"): gorushPush(request, respond: respond)
-        case ("GET", "/api/stat/app"):
+        case ("POST", "/api/push"): gorushPush(request, markSync: markSync, respond: respond)
+        case ("GET", "/api/stat/app"), ("GET", "/api/stat/go"):
             // Behind the key like every `/api` route (issue 52; docs/api.md): its counts are the tenants' business.
             if case .refused(let code, let message) = access.authenticate(request) {
-                return respond(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")]))
+                return respond(Self.gorushShaped(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")])))
             }
+            if request.path == "/api/stat/go" { return respond(runtimeStats()) }
             gorushStat(respond: respond)
+        case ("GET", "/sys/stats"): respond(sysStats())
+        case ("GET", "/version"): respond(version())
         case ("GET", let path) where path.hasPrefix(Self.jobsPathPrefix): status(request, respond: respond)
+        case ("GET", "/metrics") where settings.gorushMetrics:
+            refreshDeliveries { [weak self] figures in
+                guard let self else { return }
+                var out = PrometheusText()
+                self.gorushMetrics(queueUsage: figures.queueUsage, liveWorkers: figures.liveWorkers, to: &out)
+                respond(HTTP1Server.Response(status: 200, contentType: PrometheusText.contentType,
+                                             body: Array((self.metrics.text(openConnections: self.openConnections(), redisUp: self.readiness()) + out.text).utf8)))
+            }
         case ("GET", "/metrics"):
             respond(HTTP1Server.Response(status: 200, contentType: PrometheusText.contentType,
                                          body: Array(metrics.text(openConnections: openConnections(), redisUp: readiness()).utf8)))

@@ -1,6 +1,7 @@
 import API
 import Basics
 import Foundation
+import HMS
 import Reactor
 import RedisQueue
 import TLS
@@ -39,8 +40,12 @@ enum ApiCommand {
         limits.parser.maxHeadBytes = api.maxHeadBytes
         limits.requestTimeoutMilliseconds = api.requestTimeoutMs
         limits.idleTimeoutMilliseconds = api.idleTimeoutMs
+        let logger = Logger(component: "api", minimumLevel: LogLevel(name: configuration.worker.logLevel) ?? .info)
         var settings = FrontDoor.Settings()
+        settings.logger = logger
         settings.maxJobsPerRequest = api.maxJobsPerRequest
+        settings.gorushMetrics = api.gorushMetrics
+        for app in configuration.apps { if let hms = app.hms { settings.hmsAppIDs[hms.appID] = app.name } }
         var tls: TLSServerContext?
         if !api.tlsCertificateFile.isEmpty {
             do {
@@ -55,7 +60,6 @@ enum ApiCommand {
         let scheme = tls == nil ? "http" : "https"
         let serverTLS = tls
         let shards = try configuration.redis.queueShards()
-        let logger = Logger(component: "api", minimumLevel: LogLevel(name: configuration.worker.logLevel) ?? .info)
         let loop = try EventLoop.startThread(name: "herald-api")
         let frozenLimits = limits
         let frozenSettings = settings

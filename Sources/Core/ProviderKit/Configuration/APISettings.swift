@@ -8,6 +8,8 @@ extension Configuration {
         public var maxBodyBytes = 8 * 1024 * 1024
         public var maxHeadBytes = 16 * 1024
         public var maxJobsPerRequest = 1000
+        /// gorush's metric families (`gorush_*`) on `/metrics` too, for a gorush dashboard.
+        public var gorushMetrics = false
         public var requestTimeoutMs = 10_000
         public var idleTimeoutMs = 60_000
         /// None: every request is served (loopback only, by default). Any: each request needs one of them.

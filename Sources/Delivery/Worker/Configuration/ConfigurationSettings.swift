@@ -246,6 +246,8 @@ extension Configuration {
         .integer("api.request_timeout_ms", \.api.requestTimeoutMs, 100...maxTimeoutMs,
                  "A request must arrive whole within this of its first byte, and its answer be read within as long; else the connection is closed."),
         .integer("api.idle_timeout_ms", \.api.idleTimeoutMs, 100...maxTimeoutMs, "An idle keep-alive connection is closed after this."),
+        .flag("api.gorush_metrics", \.api.gorushMetrics,
+              "Also export gorush's metric families on `/metrics` (`gorush_total_push_count`, `gorush_ios_success`, `gorush_android_fail`, ...: docs/api.md), counted from the results streams, so a gorush dashboard keeps working."),
         .custom("api.keys", default: "none (every request is served)",
                 "API keys: a list of `{\"name\", \"sha256\", \"apps\", \"queues\", \"rate_per_second\", \"burst\"}`. `sha256` is the lower-case hex SHA-256 of the key (`printf %s \"$KEY\" | sha256sum`); the key itself is never stored. `apps` and `queues` (configured queue keys) limit what it may send (empty or absent: all); `rate_per_second` limits the jobs it submits to one API process (0 or absent: none), `burst` how many at once (at least one second's worth; a request with more jobs is answered 413). With any key, every `/v1` and `/api` request needs `Authorization: Bearer <key>` (or `X-API-Key`).",
                 read: { value, c, name, problems in
