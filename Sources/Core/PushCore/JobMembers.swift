@@ -24,7 +24,7 @@ public struct JobMember: Sendable {
 }
 
 /// The slice of one provider member in a job's bytes: where its key starts (a multicast removes key and value) and
-/// its value. 16 bytes (offsets as 32 bits: a job is at most 16 MiB), so a job keeps every slot inline cheaply.
+/// its value. 16 bytes (offsets as 32 bits: Redis holds no value over 512 MB), so a job keeps every slot inline cheaply.
 public struct JobMemberSlice: Sendable, Equatable {
     let keyOffset: Int32
     let valueStart: Int32
