@@ -56,8 +56,9 @@ public struct JobMemberSlice: Sendable, Equatable {
 /// platform in `Platform.allCases` order: built once from the provider list, so a job's member is found by an index,
 /// never by its name.
 public final class JobMemberTable: Sendable {
-    /// The most member slots of all providers together: each job keeps this many slices inline (no allocation).
-    public static let capacity = 16
+    /// The most member slots of all providers together: each job keeps this many slices inline (no allocation);
+    /// `JobMembers.Slices` fixes it (and the 32-bit masks bound it at 32).
+    public static let capacity = JobMembers.Slices.count
 
     /// Platform slot → its first member slot and its member count.
     let bases: [Int]
@@ -84,7 +85,8 @@ public final class JobMemberTable: Sendable {
                 names.append(member.name)
             }
         }
-        precondition(shapes.count <= Self.capacity, "providers declare \(shapes.count) job members; JobMemberTable.capacity is \(Self.capacity)")
+        precondition(shapes.count <= Self.capacity,
+                     "providers declare \(shapes.count) job members; JobMembers.Slices holds \(Self.capacity): raise its count (at most 32)")
         var byLength = [[(name: [UInt8], slots: [Int])]](repeating: [], count: (names.map(\.utf8.count).max() ?? 0) + 1)
         for (slot, name) in names.enumerated() {
             let bytes = Array(name.utf8)
@@ -141,10 +143,15 @@ public final class JobMemberTable: Sendable {
 /// A job's provider members, as the parser sliced them: inline, one slot per member of every provider, and a bit per
 /// slot that holds one.
 public struct JobMembers: Sendable {
+    public typealias Slices = InlineArray<16, JobMemberSlice?>
+
     public let table: JobMemberTable
-    var slices: InlineArray<16, JobMemberSlice?>
+    var slices: Slices
     /// Bit `slot`: that slot holds a member (`null` ones too, until the parser drops them).
     var present: UInt32 = 0
+    /// Bit `slot`: the job names that member, `null` included (APNs' default push type of a broadcast holds only
+    /// when `push_type` is not named at all).
+    var named: UInt32 = 0
 
     init(table: JobMemberTable) {
         self.table = table
@@ -164,6 +171,7 @@ public struct JobMembers: Sendable {
     mutating func keep(_ slice: JobMemberSlice, in slot: Int) -> Bool {
         guard present & (1 << slot) == 0 else { return false }
         present |= 1 << slot
+        named |= 1 << slot
         slices[slot] = slice
         return true
     }
@@ -181,6 +189,22 @@ public struct JobMembers: Sendable {
     /// Whether a member that names a target (`JobMember.Shape.target`) is present.
     var hasTarget: Bool { present & table.targetMask != 0 }
 
+    /// Whether the job names `platform`'s member `index` at all (`null` included).
+    public func isNamed(_ platform: Platform, _ index: Int) -> Bool {
+        index < table.counts[platform.slot] && named & (1 << (table.bases[platform.slot] + index)) != 0
+    }
+
+    /// The first platform with a present member that implies it and that passes `matches`.
+    func anyImplied(_ matches: (Platform) -> Bool) -> Platform? {
+        var bits = present & table.impliesMask
+        while bits != 0 {
+            let slot = bits.trailingZeroBitCount
+            bits &= bits - 1
+            if matches(table.platforms[slot]) { return table.platforms[slot] }
+        }
+        return nil
+    }
+
     /// The platform of the last present member (in platform order) that implies its platform and passes `matches`.
     func implied(_ matches: (JobMember.Shape) -> Bool) -> Platform? {
         var bits = present & table.impliesMask
@@ -196,7 +220,7 @@ public struct JobMembers: Sendable {
 
 extension JobMembers: Equatable {
     public static func == (a: JobMembers, b: JobMembers) -> Bool {
-        guard a.table === b.table, a.present == b.present else { return false }
+        guard a.table === b.table, a.present == b.present, a.named == b.named else { return false }
         for i in 0..<JobMemberTable.capacity where a.present & (1 << i) != 0 && a.slices[i] != b.slices[i] { return false }
         return true
     }
@@ -255,16 +279,14 @@ extension JobSpec {
     /// Whether the job has any of `platform`'s members: a provider that finds none skips their reading.
     public func hasMembers(of platform: Platform) -> Bool { members.own(platform).bits != 0 }
 
-    /// Runs `body` with `platform`'s members of this job (`job`: the bytes it was parsed from). Inlinable, so each
-    /// provider's reading is specialized to its own type; a job with none of its members scans and copies nothing.
+    /// Runs `body` with `platform`'s members of this job (`job`: the bytes it was parsed from; `scanner` is always
+    /// over them). Inlinable, so each provider's reading is specialized to its own type; a job with none of its
+    /// members copies none.
     @inlinable
     public func readMembers<R>(of platform: Platform, in job: [UInt8], _ body: (JobMemberReader) throws(JobError) -> R) throws(JobError) -> R {
         let (base, own) = members.own(platform)
-        guard own != 0 else {
-            return try body(JobMemberReader(scanner: JSONScanner(UnsafeBufferPointer(start: nil, count: 0)), members: nil, base: base, own: 0))
-        }
         return try job.withUnsafeBufferPointer { (buffer) throws(JobError) -> R in
-            try body(JobMemberReader(scanner: JSONScanner(buffer), members: members, base: base, own: own))
+            try body(JobMemberReader(scanner: JSONScanner(buffer), members: own == 0 ? nil : members, base: base, own: own))
         }
     }
 }

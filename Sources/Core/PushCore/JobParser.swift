@@ -14,6 +14,8 @@ public enum JobParser {
 
     /// Same as `parse(_: [UInt8])` for bytes that are not in an Array (e.g. a Redis reply buffer).
     public static func parse(_ buffer: UnsafeBufferPointer<UInt8>, members table: JobMemberTable = .none) throws(JobError) -> JobSpec {
+        // Member slices keep 32-bit offsets (more than Redis's 512 MB limit on a value).
+        guard buffer.count <= Int(Int32.max) else { throw JobError.member(code: "job_too_large", description: "job is larger than 2 GiB") }
         var scanner = JSONScanner(buffer)
         var job = JobSpec(members: table)
         var seen: UInt32 = 0
@@ -103,7 +105,7 @@ public enum JobParser {
         if job.members.present != 0 { job.members.dropNulls() }
         let given = platformText.flatMap(Platform.init(rawValue:))
         if let tokensValue {
-            if let platform = given ?? (platformText == nil ? job.members.implied({ _ in true }).flatMap { $0.carriesSubscription ? $0 : nil } : nil),
+            if let platform = given ?? (platformText == nil ? job.members.anyImplied({ $0.carriesSubscription }) : nil),
                platform.carriesSubscription {
                 throw JobError.badTokens("\"tokens\" (multicast) is for APNs jobs; a \(platform.displayName) job names its \"subscription\"")
             }

@@ -46,7 +46,10 @@ extension PushNotification {
             if provider == nil { return APNsHeaders() }
             return provider as? APNsHeaders ?? APNsHeaders()
         }
-        set { provider = newValue.isDefault ? nil : newValue }
+        set {
+            precondition(platform == .apns, "APNs headers set on a \(platform.rawValue) notification would replace its own fields")
+            provider = newValue.isDefault ? nil : newValue
+        }
     }
 
     public var pushType: PushType {

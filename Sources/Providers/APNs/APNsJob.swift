@@ -46,7 +46,7 @@ public struct APNsJob: Sendable, Equatable {
             // A broadcast: one target only, and a Live Activity update unless the job says otherwise (which the
             // validator then refuses with Apple's InvalidPushType).
             if spec.token != nil || spec.tokens != nil { throw JobError.tokenAndChannel }
-            if spec.members.slice(.apns, 1) == nil { read.pushType = .liveactivity }
+            if !spec.members.isNamed(.apns, 1) { read.pushType = .liveactivity }
         } else {
             if spec.token != nil && spec.tokens != nil { throw JobError.badTokens("give either \"token\" or \"tokens\", not both") }
             guard spec.token != nil || spec.tokens != nil else { throw JobError.missingToken }
