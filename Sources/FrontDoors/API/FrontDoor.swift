@@ -32,13 +32,14 @@ public final class FrontDoor {
     let shards: QueueShards
     /// `results.index_ttl_seconds`: 0 when workers keep no job status.
     let indexTTLSeconds: Int
-    /// What this process accepted and refused by gorush platform name, for `GET /api/stat/app`.
-    var gorushCounts: [String: (accepted: Int, refused: Int)] = [:]
+    /// What this process accepted and refused, by tenant id ("" with no keys configured) and gorush platform name,
+    /// for `GET /api/stat/app`: each key sees its own.
+    var gorushCounts: [String: [String: (accepted: Int, refused: Int)]] = [:]
     /// The deliveries `GET /api/stat/app` has counted from the results streams.
     let deliveries = DeliveryTally()
-    /// A process-unique prefix for the ids given to jobs without one: random, so API processes never collide.
-    private let idPrefix = "api-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-    private var idCounter: UInt64 = 0
+    /// Where the ids given to jobs without one come from: the system's generator (getrandom(2) on Linux), so that
+    /// an id can be neither guessed from another nor repeated by another API process.
+    private var randomness = SystemRandomNumberGenerator()
 
     public init(configuration: Configuration, shards: QueueShards, redis: any RedisCommandSender, settings: Settings = Settings(),
                 readiness: @escaping () -> Bool) throws {
@@ -77,11 +78,15 @@ public final class FrontDoor {
         case ("POST", "/api/push"): gorushPush(request, markSync: markSync, respond: respond)
         case ("GET", "/api/stat/app"), ("GET", "/api/stat/go"):
             // Behind the key like every `/api` route (issue 52; docs/api.md): its counts are the tenants' business.
-            if case .refused(let code, let message) = access.authenticate(request) {
+            var key: APIAccess.Key?
+            switch access.authenticate(request) {
+            case .refused(let code, let message):
                 return respond(Self.gorushShaped(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")])))
+            case .key(let presented): key = presented
+            case .open: key = nil
             }
             if request.path == "/api/stat/go" { return respond(runtimeStats()) }
-            gorushStat(respond: respond)
+            gorushStat(key: key, respond: respond)
         case ("GET", "/sys/stats"): respond(sysStats())
         case ("GET", "/version"): respond(version())
         case ("GET", let path) where path.hasPrefix(Self.jobsPathPrefix): status(request, respond: respond)
@@ -89,7 +94,7 @@ public final class FrontDoor {
             refreshDeliveries { [weak self] figures in
                 guard let self else { return }
                 var out = PrometheusText()
-                self.gorushMetrics(queueUsage: figures.queueUsage, liveWorkers: figures.liveWorkers, to: &out)
+                self.gorushMetrics(queueUsage: figures.queueUsage.values.reduce(0, +), liveWorkers: figures.liveWorkers, to: &out)
                 respond(HTTP1Server.Response(status: 200, contentType: PrometheusText.contentType,
                                              body: Array((self.metrics.text(openConnections: self.openConnections(), redisUp: self.readiness()) + out.text).utf8)))
             }
@@ -110,7 +115,11 @@ public final class FrontDoor {
     /// One job's fate within a request.
     struct Entry {
         var index: Int
+        /// The id as the producer knows it (named in answers).
         var id: String?
+        /// The id the job carries in Redis, in the results and in the status index: `id` scoped by the key's tenant
+        /// (`<tenant>/<id>`), or `id` itself when no keys are configured.
+        var jobID: String?
         var queue: String?
         /// The configured app it was matched to.
         var app: String?
@@ -178,6 +187,7 @@ public final class FrontDoor {
                                                + "these \(jobs.count) fit in \(wait) s", headers: [("Retry-After", String(wait))])))
         }
         let idempotencyKey = request.header("idempotency-key").flatMap { $0.isEmpty ? nil : $0 }
+        let tenant = key.map { access.tenant(of: $0) }
         let now = wallClockMillis()
         var entries: [Entry] = []
         entries.reserveCapacity(jobs.count)
@@ -185,24 +195,29 @@ public final class FrontDoor {
             var entry = Entry(index: index)
             var verdict = check.check(job, wallMillis: now)
             var bytes = job
-            if verdict.refusal == nil && verdict.producerID == nil {
+            var producerID = verdict.producerID
+            if verdict.refusal == nil, let given = producerID, let tenant {
+                // The producer's id, scoped by its key's tenant: another key's jobs can neither be suppressed as
+                // duplicates of it nor looked up by it (docs/api.md, "Tenancy").
+                bytes = JobSubmission.replacingID(job, with: tenant + "/" + given) ?? job
+            } else if verdict.refusal == nil && producerID == nil {
                 // Every accepted job is answered with its id (for the results stream): the Idempotency-Key when
                 // given (one per job of a batch), else a fresh one.
                 let id = idempotencyKey.map { isBatch ? "\($0).\(index)" : $0 } ?? nextID()
-                bytes = JobSubmission.withID(job, id: id)
+                producerID = id
+                bytes = JobSubmission.withID(job, id: tenant.map { $0 + "/" + id } ?? id)
                 if JobSubmission.mayNameID(job) {
                     // Checked again as it will be queued (an `"id": null` member, say, makes the id a duplicate field).
                     verdict = check.check(bytes, wallMillis: now)
-                } else {
-                    verdict.producerID = id
                 }
             }
             if let refusal = verdict.refusal {
                 entry.refusal = refusal
             } else {
-                entry.id = verdict.producerID
+                entry.id = producerID
+                entry.jobID = producerID.map { id in tenant.map { $0 + "/" + id } ?? id }
                 entry.app = verdict.app
-                entry.queue = routers[queue]!.queueKey(forJobID: verdict.producerID)
+                entry.queue = routers[queue]!.queueKey(forJobID: entry.jobID)
                 entry.job = bytes
             }
             entries.append(entry)
@@ -301,9 +316,16 @@ public final class FrontDoor {
         return HTTP1Server.Response(status: status, body: body)
     }
 
+    /// `api-` and 128 random bits in hex.
     func nextID() -> String {
-        idCounter &+= 1
-        return idPrefix + "-" + String(idCounter)
+        let hex = Array("0123456789abcdef".utf8)
+        var out = Array("api-".utf8)
+        out.reserveCapacity(36)
+        for _ in 0..<2 {
+            let word: UInt64 = randomness.next()
+            for shift in stride(from: 60, through: 0, by: -4) { out.append(hex[Int((word >> UInt64(shift)) & 15)]) }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func json(_ status: Int, _ body: String, headers: [(String, String)] = []) -> HTTP1Server.Response {
