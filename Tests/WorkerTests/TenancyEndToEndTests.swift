@@ -39,8 +39,9 @@ extension EndToEnd {
                 tokensOf[tenant]!.append(device)
                 return #"{\#(id.map { #""id":"\#($0)","# } ?? "")"token":"\#(device)","payload":{"aps":{"alert":"hi"}}}"#
             }
-            func call(_ method: String, _ path: String, _ body: String = "", key: String?) throws -> (status: Int, json: [String: Any]) {
+            func call(_ method: String, _ path: String, _ body: String = "", key: String?, idempotencyKey: String? = nil) throws -> (status: Int, json: [String: Any]) {
                 let head = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n" + (key.map { "X-API-Key: \($0)\r\n" } ?? "")
+                    + (idempotencyKey.map { "Idempotency-Key: \($0)\r\n" } ?? "")
                 let answer = try httpExchange(port: port, request: Array((head + "Content-Length: \(body.utf8.count)\r\n\r\n" + body).utf8))
                 return (answer.status, (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [String: Any] ?? [:])
             }
@@ -58,20 +59,23 @@ extension EndToEnd {
             let madeID = acceptedIDs(first).last ?? ""
             #expect(acceptedIDs(first).first == "order-1")
             #expect(madeID.range(of: "^api-[0-9a-f]{32}$", options: .regularExpression) != nil, "\(madeID)")
-            try settle(2)
+            let idempotent = try call("POST", "/v1/jobs", job("a", id: nil), key: a, idempotencyKey: "idem-1")
+            #expect(idempotent.status == 202 && acceptedIDs(idempotent) == ["idem-1"], "\(idempotent.json)")
+            try settle(3)
 
-            // B, hostile: A's producer id, the id the API gave A (also as an Idempotency-Key), a gorush push, and the
-            // id A will use next; all its own jobs, every one delivered.
+            // B, hostile: A's producer id, the id the API gave A, A's Idempotency-Key, a gorush push with A's next
+            // notif_id, and the id A will use next; all its own jobs, every one delivered.
             let hostile = try call("POST", "/v1/jobs", "{\"jobs\":[\(job("b", id: "order-1")),\(job("b", id: madeID)),\(job("b", id: "order-2"))]}", key: b)
             #expect(hostile.status == 202 && acceptedIDs(hostile) == ["order-1", madeID, "order-2"], "\(hostile.json)")
             let keyed = try call("POST", "/v1/jobs", job("b", id: nil), key: b)
             #expect(keyed.status == 202, "\(keyed.json)")
+            #expect(try call("POST", "/v1/jobs", job("b", id: nil), key: b, idempotencyKey: "idem-1").status == 202)
             token += 1
             let gorushB = [deviceToken(prefix: "0b", index: token), deviceToken(prefix: "0b", index: token + 1)]
             tokensOf["b"]! += gorushB
             let pushB = try call("POST", "/api/push", #"{"notifications":[{"notif_id":"order-3","platform":1,"tokens":["\#(gorushB[0])","\#(gorushB[1])"],"message":"b"}]}"#, key: b)
             #expect(pushB.status == 200 && pushB.json["counts"] as? Int == 2, "\(pushB.json)")
-            try settle(2 + 4 + 2)
+            try settle(3 + 5 + 2)
 
             // A again: the id B used first is still A's to use; A's own retry of order-1 is a duplicate, within A.
             token += 2
@@ -81,12 +85,13 @@ extension EndToEnd {
             #expect(second.status == 202, "\(second.json)")
             let retry = #"{"id":"order-1","token":"\#(tokensOf["a"]![0])","payload":{"aps":{"alert":"hi"}}}"#
             #expect(try call("POST", "/v1/jobs", retry, key: a).status == 202)
-            let pushA = try call("POST", "/api/push", #"{"notifications":[{"notif_id":"order-3","platform":1,"tokens":["\#(gorushA)"],"message":"a"}]}"#, key: a)
-            #expect(pushA.status == 200 && pushA.json["counts"] as? Int == 1, "\(pushA.json)")
+            // In gorush's sync mode: the answer waits for the outcome of A's job, read by its scoped id.
+            let pushA = try call("POST", "/api/push?sync_timeout_ms=8000", #"{"sync":true,"notifications":[{"notif_id":"order-3","platform":1,"tokens":["\#(gorushA)"],"message":"a"}]}"#, key: a)
+            #expect(pushA.status == 200 && pushA.json["counts"] as? Int == 1 && (pushA.json["pending"] as? [Any])?.isEmpty == true, "\(pushA.json)")
             // Straight to Redis, as producers without the API push: the same id twice is one job, as it always was.
             let direct = #"{"id":"direct-1","token":"\#(deviceToken(prefix: "0d", index: 1))","payload":{"aps":{"alert":"d"}}}"#
             try world.push([Array(direct.utf8), Array(direct.utf8)], queue: shards.shards[shards.shard(forJobID: "direct-1")].queues[0])
-            try settle(2 + 4 + 2 + 3 + 2)
+            try settle(3 + 5 + 2 + 3 + 2)
             usleep(300_000)
             ledger.poll()
 
@@ -98,7 +103,7 @@ extension EndToEnd {
             #expect(duplicates == ["direct-1", tenantA + "/order-1"].sorted(), "\(duplicates)")
             let ids = Set(ledger.entries.map(\.id))
             #expect(ids.isSuperset(of: [tenantA + "/order-1", tenantB + "/order-1", tenantA + "/order-2", tenantB + "/order-2",
-                                        tenantA + "/" + madeID, tenantB + "/" + madeID, "direct-1"]), "\(ids)")
+                                        tenantA + "/" + madeID, tenantB + "/" + madeID, tenantA + "/idem-1", tenantB + "/idem-1", "direct-1"]), "\(ids)")
 
             // Status: each key its own job under the same id, with the id its producer knows; another's is unknown.
             for (key, tenant) in [(a, "a"), (b, "b")] {
@@ -121,8 +126,9 @@ extension EndToEnd {
             #expect(try call("GET", "/v1/jobs/\(tenantB)%2F\(keyedB)", key: a).status == 404)
             #expect(try call("GET", "/v1/jobs/order-1", key: nil).status == 401)
 
-            // Stats: each key its own deliveries and submissions (A: 4 delivered, 1 by gorush; B: 6, 2 by gorush).
-            for (key, deliveredCount, submitted) in [(a, 4, 1), (b, 6, 1)] {
+            // Stats: each key its own deliveries and submissions (A: 5 delivered, 1 by gorush; B: 7, 2 by gorush, in
+            // one gorush job each).
+            for (key, deliveredCount, submitted) in [(a, 5, 1), (b, 7, 1)] {
                 let stat = try call("GET", "/api/stat/app", key: key)
                 #expect(stat.status == 200, "\(stat.json)")
                 #expect(stat.json["success_tasks"] as? Int == deliveredCount && (stat.json["ios"] as? [String: Any])?["push_success"] as? Int == deliveredCount,
