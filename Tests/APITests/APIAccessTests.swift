@@ -69,6 +69,61 @@ import Testing
         #expect(try listElements(redis.url, "herald:queue").count == 3)
     }
 
+    /// Issue 51, item 2: a request that would carry jobs is decided on from its head. Without a key (or with a queue
+    /// that is not configured) it is answered at once, with no `100 Continue` and without waiting for the body the
+    /// client holds back (it answered `100 Continue` and buffered up to 8 MiB first); with the key the body is asked
+    /// for and read as before. Over HTTP/1.1 and h2c (HEADERS answered before any DATA).
+    @Test func aRequestWithoutAKeyIsRefusedFromItsHeadBeforeItsBodyIsRead() throws {
+        let redis = try RedisServer()
+        let api = try keyed(redis, key: #"{"name": "shop-backend", "sha256": "\#(Self.secretHash)"}"#)
+        let script = """
+            import h2.config, h2.connection, h2.events, socket, sys
+            host, port = sys.argv[1].split("//")[1].rstrip("/").split(":")
+            key, job = sys.argv[2], sys.argv[3].encode()
+            def head(target, extra):
+                s = socket.create_connection((host, int(port)), timeout=5)
+                s.sendall((f"POST {target} HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: 8000000\\r\\n{extra}\\r\\n").encode() + b"{" * 65536)
+                answer = b""
+                while b"\\r\\n\\r\\n" not in answer:
+                    chunk = s.recv(65536)
+                    if not chunk: break
+                    answer += chunk
+                return s, answer.split(b"\\r\\n")[0].decode(), b"connection: close" in answer.lower()
+            for target, extra in [("/v1/jobs", "Expect: 100-continue\\r\\n"), ("/v1/jobs", ""), ("/api/push", ""),
+                                  ("/v1/jobs?queue=nope", f"X-API-Key: {key}\\r\\nExpect: 100-continue\\r\\n")]:
+                s, line, closes = head(target, extra)
+                print(target, line, closes)
+                s.close()
+            s = socket.create_connection((host, int(port)), timeout=5)
+            s.sendall((f"POST /v1/jobs HTTP/1.1\\r\\nHost: x\\r\\nX-API-Key: {key}\\r\\nExpect: 100-continue\\r\\nContent-Length: {len(job)}\\r\\n\\r\\n").encode())
+            print("keyed", s.recv(65536).split(b"\\r\\n")[0].decode())
+            s.sendall(job)
+            print("keyed", s.recv(65536).split(b"\\r\\n")[0].decode())
+            s = socket.create_connection((host, int(port)), timeout=5)
+            c = h2.connection.H2Connection(config=h2.config.H2Configuration(client_side=True))
+            c.initiate_connection()
+            c.send_headers(1, [(":method", "POST"), (":path", "/v1/jobs"), (":scheme", "http"), (":authority", "x"), ("content-length", "8000000")])
+            s.sendall(c.data_to_send())
+            status = None
+            while status is None:
+                data = s.recv(65536)
+                if not data: break
+                for event in c.receive_data(data):
+                    if isinstance(event, h2.events.ResponseReceived): status = dict(event.headers)[b":status"].decode()
+                s.sendall(c.data_to_send())
+            print("h2", status)
+            """
+        let (output, status) = try run("python3", ["-c", script, api.url, Self.secret, APIProcess.job(id: "from-head")])
+        #expect(status == 0, "\(output)")
+        #expect(output.split(separator: "\n").map(String.init) == [
+            "/v1/jobs HTTP/1.1 401 Unauthorized True", "/v1/jobs HTTP/1.1 401 Unauthorized True", "/api/push HTTP/1.1 401 Unauthorized True",
+            "/v1/jobs?queue=nope HTTP/1.1 400 Bad Request True", "keyed HTTP/1.1 100 Continue", "keyed HTTP/1.1 202 Accepted", "h2 401",
+        ], "\(output)")
+        // Only the keyed job was queued (under its key's tenant, `<tenant>/from-head`).
+        let queued = try listElements(redis.url, "herald:queue").compactMap(jobID)
+        #expect(queued.count == 1 && queued.first?.hasSuffix("/from-head") == true, "\(queued)")
+    }
+
     @Test func servesHTTPSAndWithAClientCARefusesClientsWithoutACertificate() throws {
         let dir = try makeTestCertificates()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -112,6 +112,20 @@ public final class FrontDoor {
         }
     }
 
+    /// `HTTP1Server.HeadCheck`: a request that would carry jobs is authenticated and authorized (key, queue) from its
+    /// head, before any byte of its body is read or `100 Continue` is sent (issue 51: a keyless client could make
+    /// the API buffer 8 MiB a request). Its rate is taken once the body says how many jobs it holds.
+    public func decideFromHead(_ head: HTTP1Parser.Request) -> HTTP1Server.Response? {
+        switch (head.method, head.path) {
+        case ("POST", "/v1/jobs"):
+            if case .failure(let refusal) = authorize(head) { return refusal.response }
+        case ("POST", "/api/push"):
+            if case .failure(let refusal) = authorize(head) { return Self.gorushShaped(refusal.response) }
+        default: break
+        }
+        return nil
+    }
+
     /// One job's fate within a request.
     struct Entry {
         var index: Int

@@ -32,6 +32,9 @@ public final class HTTP1Server: FileDescriptorHandler {
 
     /// Answers one request; call `respond` exactly once, on the loop, now or later.
     public typealias Handler = (HTTP1Parser.Request, @escaping (Response) -> Void) -> Void
+    /// Decides on a request from its head (the body empty) before any of its body is read: a response refuses it
+    /// (answered at once, no `100 Continue`, the connection closed after it), nil lets it be read whole.
+    public typealias HeadCheck = (HTTP1Parser.Request) -> Response?
 
     public struct Limits: Sendable {
         public var parser = HTTP1Parser.Limits()
@@ -47,6 +50,7 @@ public final class HTTP1Server: FileDescriptorHandler {
     public private(set) var port: Int
     public let limits: Limits
     private let handler: Handler
+    fileprivate let headCheck: HeadCheck?
     /// HTTPS when set.
     private let tls: TLSServerContext?
     /// Turns a refusal of the parser (or of the server) into the body the API answers with.
@@ -63,12 +67,13 @@ public final class HTTP1Server: FileDescriptorHandler {
     fileprivate static let h2Preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
     public init(loop: EventLoop, host: String, port: Int, limits: Limits = Limits(), tls: TLSServerContext? = nil,
-                errorBody: @escaping (Int, String) -> Response, handler: @escaping Handler) throws(SystemError) {
+                errorBody: @escaping (Int, String) -> Response, headCheck: HeadCheck? = nil, handler: @escaping Handler) throws(SystemError) {
         loop.preconditionInLoop()
         self.loop = loop
         self.tls = tls
         self.limits = limits
         self.handler = handler
+        self.headCheck = headCheck
         self.errorBody = errorBody
         fd = -1
         self.port = 0
@@ -168,6 +173,8 @@ public final class HTTP1Server: FileDescriptorHandler {
             var startedAt: UInt64?
             /// `100 Continue` went out for the request being read.
             var sentContinue = false
+            /// The server's `headCheck` let the request being read through on its head.
+            var headPassed = false
             /// The peer sent its end of file: the requests already in are answered, in order, then it is closed.
             var peerClosed = false
         }
@@ -306,6 +313,11 @@ public final class HTTP1Server: FileDescriptorHandler {
                         noteRequestBytes()
                         input.append(contentsOf: server.readBuffer[0..<n])
                         if n < server.readBuffer.count { return process() }
+                        if awaitsHeadCheck {
+                            // A head still to decide on: decided now, before more of its body is read.
+                            process()
+                            if case .closing = phase { return }
+                        }
                     case .wouldBlock: return process()
                     case .endOfFile:
                         // A half-close after a whole request still gets its answer.
@@ -326,6 +338,16 @@ public final class HTTP1Server: FileDescriptorHandler {
                 }
             }
             process()
+        }
+
+        /// A request is being read whose head the server has not let through yet.
+        private var awaitsHeadCheck: Bool {
+            guard server.headCheck != nil else { return false }
+            switch phase {
+            case .awaitingPreface: return true
+            case .reading(let reading): return !reading.headPassed
+            default: return false
+            }
         }
 
         /// Bytes of a request arrived: the request timeout runs from the first of them.
@@ -388,6 +410,14 @@ public final class HTTP1Server: FileDescriptorHandler {
             case .incomplete(let expectsContinue):
                 var reading = reading
                 if input.count == consumed { reading.startedAt = nil }
+                if !reading.headPassed, let check = server.headCheck, let head = HTTP1Parser.head(input[consumed...], limits: server.limits.parser) {
+                    if let refusal = check(head) {
+                        // Refused on its head: answered before any more of its body is read, and closed after.
+                        phase = .closing
+                        return queue(HTTP1Server.serialize(refusal, keepAlive: false))
+                    }
+                    reading.headPassed = true
+                }
                 let sendsContinue = expectsContinue && !reading.sentContinue
                 if sendsContinue { reading.sentContinue = true }
                 phase = .reading(reading)
@@ -427,7 +457,7 @@ public final class HTTP1Server: FileDescriptorHandler {
 
         private func startH2() {
             guard let callbacks = server.h2Callbacks,
-                  let framing = HTTP2Framing(callbacks: callbacks, limits: server.limits, handler: server.handler, errorBody: server.errorBody,
+                  let framing = HTTP2Framing(callbacks: callbacks, limits: server.limits, handler: server.handler, headCheck: server.headCheck, errorBody: server.errorBody,
                                              answered: { [weak self] in self?.schedulePump() })
             else { return close() }
             phase = .http2(framing, pumpScheduled: false)

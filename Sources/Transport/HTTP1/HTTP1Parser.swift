@@ -161,6 +161,13 @@ public enum HTTP1Parser {
         }
     }
 
+    /// The request's head (no body) once the head is whole and good, however much of the body has come; nil
+    /// before that, or when the head is refused (`parse` says why). For deciding on a request before its body.
+    public static func head(_ bytes: ArraySlice<UInt8>, limits: Limits = Limits()) -> Request? {
+        guard let headEnd = findHeadEnd(bytes, limit: limits.maxHeadBytes) else { return nil }
+        return try? parseHead(bytes[bytes.startIndex..<(headEnd - 4)], limits: limits).0
+    }
+
     enum Framing: Equatable {
         case none
         case length(Int)
