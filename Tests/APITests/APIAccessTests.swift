@@ -124,6 +124,37 @@ import Testing
         #expect(queued.count == 1 && queued.first?.hasSuffix("/from-head") == true, "\(queued)")
     }
 
+    /// Issue 51, item 5: `herald api` answers 400 to a repeated `chunked`, two `Authorization` fields (even the same
+    /// key twice), and a missing or repeated `Host` (it took them all), and queues nothing of them.
+    @Test func repeatedChunkedAuthorizationOrHostAndAMissingHostAre400() throws {
+        let redis = try RedisServer()
+        let api = try keyed(redis, key: #"{"name": "shop-backend", "sha256": "\#(Self.secretHash)"}"#)
+        let job = APIProcess.job()
+        let chunk = String(job.utf8.count, radix: 16) + "\r\n" + job + "\r\n0\r\n\r\n"
+        let auth = "Authorization: Bearer \(Self.secret)\r\n"
+        let requests = [
+            "Host: x\r\n\(auth)Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n" + chunk,
+            "Host: x\r\n\(auth)\(auth)Content-Length: \(job.utf8.count)\r\n\r\n" + job,
+            "Host: x\r\nHost: x\r\n\(auth)Content-Length: \(job.utf8.count)\r\n\r\n" + job,
+            "\(auth)Content-Length: \(job.utf8.count)\r\n\r\n" + job,
+            // The same request well formed: 202.
+            "Host: x\r\n\(auth)Transfer-Encoding: chunked\r\n\r\n" + chunk,
+        ]
+        let script = """
+            import socket, sys
+            host, port = sys.argv[1].split("//")[1].rstrip("/").split(":")
+            for rest in sys.argv[2:]:
+                s = socket.create_connection((host, int(port)), timeout=5)
+                s.sendall(("POST /v1/jobs HTTP/1.1\\r\\n" + rest).encode())
+                print(s.recv(65536).split(b"\\r\\n")[0].decode())
+                s.close()
+            """
+        let (output, status) = try run("python3", ["-c", script, api.url] + requests)
+        #expect(status == 0, "\(output)")
+        #expect(output.split(separator: "\n").map(String.init) == Array(repeating: "HTTP/1.1 400 Bad Request", count: 4) + ["HTTP/1.1 202 Accepted"], "\(output)")
+        #expect(try listElements(redis.url, "herald:queue").count == 1)
+    }
+
     @Test func servesHTTPSAndWithAClientCARefusesClientsWithoutACertificate() throws {
         let dir = try makeTestCertificates()
         defer { try? FileManager.default.removeItem(atPath: dir) }

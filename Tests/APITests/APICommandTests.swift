@@ -166,7 +166,7 @@ import Testing
             body = sys.argv[2].encode()
             one = b"POST /v1/jobs HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n%s" % (len(body), body)
             s = socket.create_connection((host, int(port)), timeout=10)
-            s.sendall(one.replace(b"ID", b"p1") + one.replace(b"ID", b"p2") + b"GET /healthz HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n")
+            s.sendall(one.replace(b"ID", b"p1") + one.replace(b"ID", b"p2") + b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n")
             s.shutdown(socket.SHUT_WR)
             data = b""
             while True:

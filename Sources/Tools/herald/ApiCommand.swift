@@ -38,6 +38,7 @@ enum ApiCommand {
         limits.maxConnections = api.maxConnections
         limits.parser.maxBodyBytes = api.maxBodyBytes
         limits.parser.maxHeadBytes = api.maxHeadBytes
+        limits.parser.requireHost = true
         limits.requestTimeoutMilliseconds = api.requestTimeoutMs
         limits.idleTimeoutMilliseconds = api.idleTimeoutMs
         let logger = Logger(component: "api", minimumLevel: LogLevel(name: configuration.worker.logLevel) ?? .info)

@@ -13,6 +13,9 @@ public enum HTTP1Parser {
         public var maxHeadBytes = 16 * 1024
         public var maxHeaderFields = 100
         public var maxBodyBytes = 8 * 1024 * 1024
+        /// An HTTP/1.1 request without a `Host` field is refused (RFC 9112 3.2: a server MUST answer it 400). On for
+        /// `herald api`; the metrics listener and the simulators take what they always took.
+        public var requireHost = false
         public init() {}
     }
 
@@ -254,6 +257,7 @@ public enum HTTP1Parser {
         var contentLength: Int? = nil
         var chunked = false
         var sawTransferEncoding = false
+        var hosts = 0, authorizations = 0
         var failure: Failure? = nil
         // One pass per field line: the name checked and lower-cased and the value checked, each copied once into
         // the request's field bytes (never longer than the head).
@@ -323,12 +327,25 @@ public enum HTTP1Parser {
                             failure = Failure(status: 501, message: "Transfer-Encoding \(value.debugDescription) is not supported (only chunked)")
                             return
                         }
+                        // RFC 9112 6.1: chunked is applied once; a second field naming it again is not a framing to guess at.
+                        guard !chunked else {
+                            failure = bad("Transfer-Encoding: chunked twice")
+                            return
+                        }
                         chunked = true
+                    } else if Self.equals(name, "host") {
+                        hosts += 1
+                    } else if Self.equals(name, "authorization") {
+                        authorizations += 1
                     }
                 }
             }
         }
         if let failure { throw failure }
+        // RFC 9112 3.2: one Host at most (exactly one in HTTP/1.1 where required); one set of credentials.
+        if hosts > 1 { throw bad("more than one Host field") }
+        if hosts == 0 && minor == 49 && limits.requireHost { throw bad("an HTTP/1.1 request without a Host field") }
+        if authorizations > 1 { throw bad("more than one Authorization field") }
         let request = Request(method: text(0, methodEnd), path: text(targetStart, mark ?? targetEnd),
                               query: mark.map { text($0 + 1, targetEnd) } ?? "", minorVersion: Int(minor - 48),
                               fieldBytes: fieldBytes, fieldSpans: spans)
