@@ -281,8 +281,15 @@ extension Configuration {
                 check: { c in
                     var problems: [String] = []
                     var names = Set<String>()
+                    var hashes: [String: String] = [:]
                     for key in c.api.keys {
                         if !names.insert(key.name).inserted { problems.append("api.keys: the name '\(key.name)' is given twice") }
+                        // One secret, one key: with two entries the API would serve it with whichever's grants came last.
+                        if let first = hashes[key.sha256] {
+                            problems.append("api.keys: key '\(key.name)' has the sha256 of key '\(first)': each key needs its own secret")
+                        } else if !key.sha256.isEmpty {
+                            hashes[key.sha256] = key.name
+                        }
                         for app in key.apps where !c.apps.contains(where: { $0.name == app }) {
                             problems.append("api.keys: key '\(key.name)' names app '\(app)', which is not configured")
                         }
