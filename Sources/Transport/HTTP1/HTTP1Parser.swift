@@ -136,6 +136,8 @@ public enum HTTP1Parser {
         let start = bytes.startIndex
         guard let headEnd = findHeadEnd(bytes, limit: limits.maxHeadBytes) else {
             if bytes.count > limits.maxHeadBytes { return .failure(Failure(status: 431, message: "request head larger than \(limits.maxHeadBytes) bytes")) }
+            // A head whose lines end in bare LFs never has its CRLF CRLF: refused now, not left to time out.
+            if hasBareLF(bytes) { return .failure(bad("a bare LF in the request head (lines end with CRLF)")) }
             return .incomplete(expectsContinue: false)
         }
         var request: Request
@@ -175,6 +177,20 @@ public enum HTTP1Parser {
         case none
         case length(Int)
         case chunked
+    }
+
+    /// An LF not right after a CR among `bytes` (all head: its end is not there yet).
+    static func hasBareLF(_ bytes: ArraySlice<UInt8>) -> Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return false }
+            var at = 0
+            while at < buffer.count, let found = memchr(base + at, 10, buffer.count - at) {
+                let i = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                if i == 0 || buffer[i - 1] != 13 { return true }
+                at = i + 1
+            }
+            return false
+        }
     }
 
     /// The index just past the CRLF CRLF ending the head, looked for only within `limit` bytes.
