@@ -200,6 +200,31 @@ import Testing
         #expect(try curl(["--data-binary", APIProcess.job(id: "lost-1"), api.url + "v1/jobs"]).status == 202)
     }
 
+    /// Issue 51, item 6: a push Redis took but did not answer in time (frozen past `command_timeout_ms`) is answered
+    /// 503 "in doubt", never "not pushed": once Redis runs again the job is there. Redis unreachable before the push
+    /// (nothing sent) is "not pushed".
+    @Test func aPushWithoutAnAnswerIsInDoubtAndOneNeverSentIsNotPushed() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, redisExtra: #", "command_timeout_ms": 500, "connect_timeout_ms": 200"#)
+        #expect(try curl([api.url + "readyz"]).status == 200)
+        redis.pause()
+        var paused = true
+        defer { if paused { redis.resume() } }
+        let (status, text) = try curl(["--data-binary", APIProcess.job(id: "doubt-1"), api.url + "v1/jobs"])
+        redis.resume()
+        paused = false
+        let failed = (jsonObject(text)["failed"] as? [[String: Any]])?.first ?? [:]
+        #expect(status == 503 && failed["id"] as? String == "doubt-1" && failed["in_doubt"] as? Bool == true, "\(text)")
+        #expect((failed["reason"] as? String ?? "").hasPrefix("in doubt:"), "\(text)")
+        // It was queued after all: what "not pushed" would have hidden.
+        #expect(waitUntil(seconds: 10) { ((try? listElements(redis.url, "herald:queue")) ?? []).compactMap(jobID) == ["doubt-1"] })
+        redis.crash()
+        #expect(waitUntil(seconds: 10) { (try? curl([api.url + "readyz"]).status) == 503 })
+        let (down, downText) = try curl(["--data-binary", APIProcess.job(id: "never-sent"), api.url + "v1/jobs"])
+        let notSent = (jsonObject(downText)["failed"] as? [[String: Any]])?.first ?? [:]
+        #expect(down == 503 && notSent["in_doubt"] as? Bool == false && (notSent["reason"] as? String ?? "").hasPrefix("not pushed:"), "\(downText)")
+    }
+
     /// `GET /v1/jobs/<id>` by itself (the worker's side is `EndToEnd/JobStatus`): the id percent-decoded with `+`
     /// as itself, entries oldest first, an index key of another type or none a JSON 404, the index off said so, only
     /// GET, and counted under its own route.

@@ -102,7 +102,9 @@ extension FrontDoor {
             }
         }
         if !failed.isEmpty {
-            return Self.gorushError(503, "\(failed.count) notification job(s) not queued: \(failed[0])")
+            let inDoubt = entries.filter(\.inDoubt).count
+            let fate = inDoubt == 0 ? "not queued" : inDoubt == failed.count ? "in doubt (they may be queued)" : "not queued or in doubt (\(inDoubt) may be queued)"
+            return Self.gorushError(503, "\(failed.count) notification job(s) \(fate): \(failed[0])")
         }
         let waiting = outcomes == nil ? "" : ",\"pending\":[\(pending.joined(separator: ","))]"
         return Self.json(200, "{\"counts\":\(counts),\"logs\":[\(logs.joined(separator: ","))]\(waiting),\"success\":\"ok\"}")

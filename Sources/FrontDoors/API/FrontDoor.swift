@@ -140,8 +140,10 @@ public final class FrontDoor {
         var job: [UInt8] = []
         /// Refused by validation (never pushed).
         var refusal: String?
-        /// Redis did not take it.
+        /// Redis did not take it, or its fate is unknown (`inDoubt`).
         var failure: String?
+        /// The push was sent and no answer came (a timeout, a lost connection): it may be in Redis.
+        var inDoubt = false
     }
 
     /// What every job-taking route does first: the queue, the key, and whether it may push there.
@@ -259,7 +261,11 @@ public final class FrontDoor {
             let entry = entries[index]
             redis.send([Self.lpush, Array(entry.queue!.utf8), entry.job]) { result in
                 if case .failure(let error) = result {
-                    box.entries[index].failure = "not pushed: Redis refused or did not answer LPUSH to \(entry.queue!.debugDescription): \(error)"
+                    let inDoubt = Self.mayHaveLanded(error)
+                    box.entries[index].inDoubt = inDoubt
+                    box.entries[index].failure = inDoubt
+                        ? "in doubt: LPUSH to \(entry.queue!.debugDescription) got no answer (\(error)), so the job may be queued: send it again with the same id (idempotency makes that safe)"
+                        : "not pushed: Redis refused LPUSH to \(entry.queue!.debugDescription) or was not reached: \(error)"
                 }
                 box.entries[index].job = []
                 box.remaining -= 1
@@ -269,6 +275,15 @@ public final class FrontDoor {
     }
 
     private static let lpush = Array("LPUSH".utf8)
+
+    /// Whether a push that failed with `error` may still have been applied (issue 51: a timed-out push was answered
+    /// "not pushed", and was in Redis and delivered).
+    static func mayHaveLanded(_ error: RedisError) -> Bool {
+        switch error {
+        case .connectionLost, .timeout, .closed, .protocolError, .notReplicated: true
+        case .notConnected, .connectFailed, .server, .wrongType: false
+        }
+    }
 
     private func count(_ entries: [Entry], validated: Bool = false) {
         for entry in entries { metrics.job(refusal: entry.refusal, failed: entry.failure != nil, validated: validated) }
@@ -323,6 +338,7 @@ public final class FrontDoor {
                 appendJSONString(entry.id ?? "", to: &out)
                 appendStatic(#","reason":"#, to: &out)
                 appendJSONString(entry.failure ?? "", to: &out)
+                appendStatic(entry.inDoubt ? #","in_doubt":true"# : #","in_doubt":false"#, to: &out)
             }
         }
         body.append(UInt8(ascii: "}"))
