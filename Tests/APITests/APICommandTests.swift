@@ -129,12 +129,25 @@ import Testing
         Thread.sleep(forTimeInterval: 0.2)
         let (refused, _) = try curl([api.url + "healthz"])
         #expect(refused == 503)
-        // Half a request is closed after the request timeout, the idle one after the idle timeout: then curl gets in.
+        // Half a request is closed after the request timeout, the silent one too (it has sent no request: issue 51):
+        // then curl gets in.
         _ = write(first, "POST /v1/jobs HTTP/1.1\r\nContent-", 32)
         #expect(waitUntil(seconds: 5) { isClosedByPeer(first) })
         #expect(waitUntil(seconds: 5) { isClosedByPeer(second) })
         let (ok, _) = try curl([api.url + "healthz"])
         #expect(ok == 200)
+    }
+
+    /// Issue 51, item 3 in part: a connection that sends nothing is closed at the request timeout, not held for the
+    /// idle timeout (60 s here) that only a connection which has had an answer waits for.
+    @Test func aSilentConnectionIsClosedAtTheRequestTimeoutNotTheIdleOne() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, api: #"{"request_timeout_ms": 500, "idle_timeout_ms": 60000}"#)
+        let port = UInt16(api.url.split(separator: ":").last!.filter(\.isNumber))!
+        let silent = connectLoopback(port)
+        defer { close(silent) }
+        #expect(waitUntil(seconds: 10) { isClosedByPeer(silent) })
+        #expect(try curl([api.url + "healthz"]).status == 200)
     }
 
     @Test func metricsCountRequestsByRouteAndStatusAndJobsByOutcomeAndReason() throws {

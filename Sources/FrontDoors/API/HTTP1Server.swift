@@ -192,6 +192,10 @@ public final class HTTP1Server: FileDescriptorHandler {
         unowned let server: HTTP1Server
         /// Monotonic nanoseconds after which the sweep closes it.
         var deadline: UInt64 = 0
+        /// When it was accepted: until its first answer, silence counts against the request timeout, not the idle
+        /// one (issue 51: 200 sockets that sent nothing held every slot for the 60 s idle timeout).
+        private let openedAt = monotonicNanos()
+        private var answeredOne = false
         private var phase: Phase
         private var input: [UInt8] = []
         /// Bytes of `input` already taken by answered requests.
@@ -436,6 +440,7 @@ public final class HTTP1Server: FileDescriptorHandler {
                     guard let self, case .answering(let answering) = self.phase else { return }
                     self.unpark()
                     guard self.isOpen else { return }
+                    self.answeredOne = true
                     self.phase = keepAlive ? .reading(Reading(startedAt: answering.nextStartedAt, peerClosed: answering.peerClosed)) : .closing
                     self.queue(HTTP1Server.serialize(response, keepAlive: keepAlive, omitBody: head))
                     if case .reading = self.phase {
@@ -542,7 +547,7 @@ public final class HTTP1Server: FileDescriptorHandler {
                 deadline = UInt64.max
                 return
             case .handshaking(let startedAt): started = startedAt
-            case .awaitingPreface(let reading), .reading(let reading): started = reading.startedAt
+            case .awaitingPreface(let reading), .reading(let reading): started = reading.startedAt ?? (answeredOne ? nil : openedAt)
             case .closing, .closed: started = nil
             }
             if written < output.count {
