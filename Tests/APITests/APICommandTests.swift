@@ -150,6 +150,25 @@ import Testing
         #expect(try curl([api.url + "healthz"]).status == 200)
     }
 
+    /// Issue 51, item 3 in part: under an open-file limit too small for `max_connections`, herald api says so and
+    /// takes only the connections that fit, answering 503 past them (it spun at 100 % CPU answering nothing), and
+    /// check-config warns about it.
+    @Test func tooFewOpenFilesForMaxConnectionsIsSaidAndTheAPIAnswers503PastWhatFits() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, api: #"{"max_connections": 1024}"#, openFiles: 80)
+        #expect(api.child.output.contains("too few open files for api.max_connections"), "\(api.child.output)")
+        let port = UInt16(api.url.split(separator: ":").last!.filter(\.isNumber))!
+        // 80 - 64 = 16 connections fit: 16 silent sockets take them, the next is answered 503.
+        var held = (0..<16).map { _ in connectLoopback(port) }
+        defer { held.forEach { close($0) } }
+        #expect(waitUntil(seconds: 10) { (try? curl([api.url + "healthz"]).status) == 503 })
+        held.forEach { close($0) }
+        held = []
+        #expect(waitUntil(seconds: 10) { (try? curl([api.url + "healthz"]).status) == 200 })
+        let check = try runProgram("/usr/bin/prlimit", ["--nofile=80:80", "--", heraldExecutable()!, "check-config", "--skip-redis", "--config", api.configPath])
+        #expect(check.output.contains("warn open files here: api.max_connections 1024 needs about 1088 open files, and the limit is 80"), "\(check.output)")
+    }
+
     @Test func metricsCountRequestsByRouteAndStatusAndJobsByOutcomeAndReason() throws {
         let redis = try RedisServer()
         let api = try APIProcess(redisURL: redis.url)

@@ -42,6 +42,13 @@ enum ApiCommand {
         limits.requestTimeoutMilliseconds = api.requestTimeoutMs
         limits.idleTimeoutMilliseconds = api.idleTimeoutMs
         let logger = Logger(component: "api", minimumLevel: LogLevel(name: configuration.worker.logLevel) ?? .info)
+        // As many open files as the process may have; connections past what fit are refused with 503, not accepted
+        // into a full descriptor table.
+        let fileLimit = FileDescriptorLimit.raiseSoftToHard()
+        if let shortfall = FileDescriptorLimit.shortfall(maxConnections: api.maxConnections, limit: fileLimit) {
+            logger.warning("too few open files for api.max_connections", ["detail": .string(shortfall)])
+            limits.maxConnections = FileDescriptorLimit.connections(fitting: fileLimit)
+        }
         var settings = FrontDoor.Settings()
         settings.logger = logger
         settings.maxJobsPerRequest = api.maxJobsPerRequest
