@@ -156,6 +156,12 @@ import Testing
         #expect(status == 0, "\(output)")
         #expect(output.split(separator: "\n").map(String.init) == Array(repeating: "HTTP/1.1 400 Bad Request", count: 5) + ["HTTP/1.1 202 Accepted"], "\(output)")
         #expect(try listElements(redis.url, "herald:queue").count == 1)
+        // Each refusal counted by its reason and logged (they were neither).
+        let metrics = Set(try curl([api.url + "metrics"]).body.split(separator: "\n").map(String.init))
+        for reason in ["chunked_twice", "authorization_twice", "host_twice", "host_missing", "bare_lf"] {
+            #expect(metrics.contains(#"herald_api_requests_rejected_total{reason="\#(reason)"} 1"#), "\(reason)")
+        }
+        #expect(api.child.output.components(separatedBy: #""request refused""#).count - 1 == 5, "\(api.child.output)")
     }
 
     @Test func servesHTTPSAndWithAClientCARefusesClientsWithoutACertificate() throws {

@@ -57,6 +57,9 @@ public final class FrontDoor {
     }
 
     let metrics = APIMetrics()
+    /// `rejectRequest`'s log lines: a burst of 10, then one a second.
+    private var rejectionLog = TokenBucket(rate: 1, capacity: 10)
+    private var rejectionsUnlogged = 0
     /// The server's open connections, for `/metrics` (set once the server exists).
     public var openConnections: () -> Int = { 0 }
 
@@ -370,6 +373,43 @@ public final class FrontDoor {
     /// The parser's and the server's own refusals, in the same shape.
     public static func protocolError(_ status: Int, _ message: String) -> HTTP1Server.Response {
         error(status, status == 503 ? "unavailable" : "bad_request", message)
+    }
+
+    /// `protocolError`, counted by reason and logged (issue 51: smuggling attempts and other refused requests were
+    /// neither), at most `rejectionLogBurst` lines at once and one a second after, the rest counted in the next line.
+    public func rejectRequest(_ status: Int, _ message: String) -> HTTP1Server.Response {
+        let reason = Self.rejectionReason(status: status, message: message)
+        metrics.rejected(reason: reason)
+        rejectionsUnlogged += 1
+        if rejectionLog.take(1, now: monotonicNanos()) == nil {
+            settings.logger.warning("request refused", ["reason": .string(reason), "status": .int(status), "message": .string(message),
+                                                        "refused_since_last_line": .int(rejectionsUnlogged - 1)])
+            rejectionsUnlogged = 0
+        }
+        return Self.protocolError(status, message)
+    }
+
+    /// A refusal's message as a label of its own fixed set (messages carry numbers and names: never labels).
+    static func rejectionReason(status: Int, message: String) -> String {
+        let known: [(String, String)] = [
+            ("a bare LF", "bare_lf"), ("a bare CR", "bare_cr"), ("a NUL byte", "nul_byte"), ("the request line", "request_line"),
+            ("bad method", "method"), ("the request target", "target"), ("more than one Host", "host_twice"),
+            ("an HTTP/1.1 request without a Host", "host_missing"), ("more than one Authorization", "authorization_twice"),
+            ("Transfer-Encoding: chunked twice", "chunked_twice"), ("both Content-Length and Transfer-Encoding", "length_and_chunked"),
+            ("two different Content-Length", "content_length_twice"), ("Content-Length is not", "content_length"),
+            ("chunked framing is HTTP/1.1", "chunked_http10"), ("bad header field name", "field_name"),
+            ("a header field without a colon", "field_without_colon"), ("a control character", "control_character"),
+            ("request head larger", "head_too_large"), ("more than", "too_many"), ("request body larger", "body_too_large"),
+            ("too many open connections", "max_connections"),
+        ]
+        if let found = known.first(where: { message.hasPrefix($0.0) }) { return found.1 }
+        switch status {
+        case 413: return "body_too_large"
+        case 431: return "head_too_large"
+        case 501: return "transfer_encoding"
+        case 505: return "http_version"
+        default: return "other"
+        }
     }
 
     /// `a=1&b=%2F` as a dictionary (percent-decoded; `+` is a space); the first of a repeated name wins.

@@ -158,7 +158,11 @@ final class HTTP2Framing: H2ServerStreamHandler {
     func requestComplete(_ streamID: Int32) {
         guard let stream = streams[streamID], !stream.complete else { return }
         stream.complete = true
-        if let refusal = stream.refusal { return respond(streamID, stream, errorBody(refusal.status, refusal.message), omitBody: false) }
+        if let refusal = stream.refusal {
+            // Answered already (refused from its head, or its body over the bound): once is enough.
+            guard !stream.answered else { return }
+            return respond(streamID, stream, errorBody(refusal.status, refusal.message), omitBody: false)
+        }
         let request = HTTP1Parser.Request(method: stream.method, path: stream.path, query: stream.query, minorVersion: 1,
                                           headers: stream.headers, body: stream.body)
         stream.body = []

@@ -90,7 +90,7 @@ enum ApiCommand {
             let door = try FrontDoor(configuration: configuration, shards: shards, redis: client, settings: frozenSettings,
                                      readiness: { client.isConnected })
             let server = try HTTP1Server(loop: loop, host: address.host, port: address.port, limits: frozenLimits, tls: serverTLS,
-                                         errorBody: FrontDoor.protocolError, headCheck: { door.decideFromHead($0) }) { request, respond in
+                                         errorBody: { door.rejectRequest($0, $1) }, headCheck: { door.decideFromHead($0) }) { request, respond in
                 door.handle(request, respond: respond)
             }
             door.openConnections = { [weak server] in server?.openConnections ?? 0 }
