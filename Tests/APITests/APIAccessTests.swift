@@ -71,8 +71,9 @@ import Testing
 
     /// Issue 51, item 2: a request that would carry jobs is decided on from its head. Without a key (or with a queue
     /// that is not configured) it is answered at once, with no `100 Continue` and without waiting for the body the
-    /// client holds back (it answered `100 Continue` and buffered up to 8 MiB first); with the key the body is asked
-    /// for and read as before. Over HTTP/1.1 and h2c (HEADERS answered before any DATA).
+    /// client holds back (it answered `100 Continue` and buffered up to 8 MiB first); a body for a route that reads
+    /// none (any other) is refused likewise; with the key the body is asked for and read as before. Over HTTP/1.1
+    /// and h2c (HEADERS answered before any DATA).
     @Test func aRequestWithoutAKeyIsRefusedFromItsHeadBeforeItsBodyIsRead() throws {
         let redis = try RedisServer()
         let api = try keyed(redis, key: #"{"name": "shop-backend", "sha256": "\#(Self.secretHash)"}"#)
@@ -89,7 +90,7 @@ import Testing
                     if not chunk: break
                     answer += chunk
                 return s, answer.split(b"\\r\\n")[0].decode(), b"connection: close" in answer.lower()
-            for target, extra in [("/v1/jobs", "Expect: 100-continue\\r\\n"), ("/v1/jobs", ""), ("/api/push", ""),
+            for target, extra in [("/v1/jobs", "Expect: 100-continue\\r\\n"), ("/v1/jobs", ""), ("/api/push", ""), ("/healthz", ""),
                                   ("/v1/jobs?queue=nope", f"X-API-Key: {key}\\r\\nExpect: 100-continue\\r\\n")]:
                 s, line, closes = head(target, extra)
                 print(target, line, closes)
@@ -117,6 +118,7 @@ import Testing
         #expect(status == 0, "\(output)")
         #expect(output.split(separator: "\n").map(String.init) == [
             "/v1/jobs HTTP/1.1 401 Unauthorized True", "/v1/jobs HTTP/1.1 401 Unauthorized True", "/api/push HTTP/1.1 401 Unauthorized True",
+            "/healthz HTTP/1.1 413 Content Too Large True",
             "/v1/jobs?queue=nope HTTP/1.1 400 Bad Request True", "keyed HTTP/1.1 100 Continue", "keyed HTTP/1.1 202 Accepted", "h2 401",
         ], "\(output)")
         // Only the keyed job was queued (under its key's tenant, `<tenant>/from-head`).

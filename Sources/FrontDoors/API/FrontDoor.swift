@@ -124,7 +124,13 @@ public final class FrontDoor {
             if case .failure(let refusal) = authorize(head) { return refusal.response }
         case ("POST", "/api/push"):
             if case .failure(let refusal) = authorize(head) { return Self.gorushShaped(refusal.response) }
-        default: break
+        default:
+            // No other route reads a body: one declared is refused now rather than buffered (up to max_body_bytes)
+            // for a request that needs no key.
+            let length = head.header("content-length") ?? "0"
+            if head.header("transfer-encoding") != nil || (length != "0" && !length.allSatisfy { $0 == "0" }) {
+                return Self.error(413, "content_too_large", "\(head.method) \(head.path) takes no body")
+            }
         }
         return nil
     }
