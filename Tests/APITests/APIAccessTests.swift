@@ -166,6 +166,24 @@ import Testing
         #expect(api.child.output.components(separatedBy: #""request refused""#).count - 1 == 5, "\(api.child.output)")
     }
 
+    /// Issue 51, item 4: a key's rate and burst count sends, one per device token (a multicast of 200 tokens was one).
+    @Test func aKeysRateCountsSendsNotJobs() throws {
+        let redis = try RedisServer()
+        let api = try keyed(redis, key: #"{"name": "slow", "sha256": "\#(Self.secretHash)", "rate_per_second": 1, "burst": 3}"#)
+        let auth = ["-H", "Authorization: Bearer \(Self.secret)"]
+        func multicast(_ count: Int) -> String {
+            let tokens = (0..<count).map { "\"" + String(repeating: String(format: "%02x", $0 + 1), count: 32) + "\"" }
+            return #"{"app":"shop","tokens":[\#(tokens.joined(separator: ","))],"payload":{"aps":{"alert":"m"}}}"#
+        }
+        let (four, fourBody) = try curl(auth + ["--data-binary", multicast(4), api.url + "v1/jobs"])
+        #expect(four == 413 && fourBody.contains("these jobs make 4"), "\(fourBody)")
+        #expect(try curl(auth + ["--data-binary", multicast(3), api.url + "v1/jobs"]).status == 202)
+        // The bucket is empty: one more send waits.
+        let (output, _) = try run("curl", ["-s", "-i"] + auth + ["--data-binary", APIProcess.job(), api.url + "v1/jobs"])
+        #expect(output.hasPrefix("HTTP/1.1 429"), "\(output)")
+        #expect(try listElements(redis.url, "herald:queue").count == 1)
+    }
+
     @Test func servesHTTPSAndWithAClientCARefusesClientsWithoutACertificate() throws {
         let dir = try makeTestCertificates()
         defer { try? FileManager.default.removeItem(atPath: dir) }

@@ -204,18 +204,18 @@ public final class FrontDoor {
     /// The rate, the worker's checks, the ids and the shard of every job, and the key's apps: the entries to push,
     /// or why the whole request is refused.
     func admit(_ jobs: [[UInt8]], isBatch: Bool, request: HTTP1Parser.Request, queue: String, key: APIAccess.Key?) -> Result<[Entry], Refusal> {
+        // A key's rate counts sends (issue 51: 50 multicast jobs of 200 tokens were 50, not 10,000): every job is
+        // at least one, so too many jobs are refused before any is read.
         if let key, key.ratePerSecond > 0, jobs.count > max(key.burst, key.ratePerSecond) {
-            return .failure(Refusal(Self.error(413, "too_many_jobs", "key '\(key.name)' may submit at most \(max(key.burst, key.ratePerSecond)) jobs at once (its burst); send fewer per request")))
-        }
-        if let key, let wait = access.take(jobs.count, for: key) {
-            return .failure(Refusal(Self.error(429, "rate_limited", "key '\(key.name)' may submit \(key.ratePerSecond) jobs a second (burst \(max(key.burst, key.ratePerSecond))); "
-                                               + "these \(jobs.count) fit in \(wait) s", headers: [("Retry-After", String(wait))])))
+            return .failure(Refusal(Self.error(413, "too_many_jobs", "key '\(key.name)' may submit at most \(max(key.burst, key.ratePerSecond)) sends at once (its burst); send fewer per request")))
         }
         let idempotencyKey = request.header("idempotency-key").flatMap { $0.isEmpty ? nil : $0 }
         let tenant = key.map { access.tenant(of: $0) }
         let now = wallClockMillis()
         var entries: [Entry] = []
         entries.reserveCapacity(jobs.count)
+        var sends: [Int] = []
+        sends.reserveCapacity(jobs.count)
         for (index, job) in jobs.enumerated() {
             var entry = Entry(index: index)
             var verdict = check.check(job, wallMillis: now)
@@ -236,6 +236,7 @@ public final class FrontDoor {
                     verdict = check.check(bytes, wallMillis: now)
                 }
             }
+            sends.append(verdict.refusal == nil ? verdict.sends : 1)
             if let refusal = verdict.refusal {
                 entry.refusal = refusal
             } else {
@@ -246,6 +247,18 @@ public final class FrontDoor {
                 entry.job = bytes
             }
             entries.append(entry)
+        }
+        if let key, key.ratePerSecond > 0 {
+            // One send per token of each job (a refused one counts one, as every job did).
+            let sends = sends.reduce(0, +)
+            if sends > max(key.burst, key.ratePerSecond) {
+                return .failure(Refusal(Self.error(413, "too_many_jobs", "key '\(key.name)' may submit at most \(max(key.burst, key.ratePerSecond)) sends at once (its burst); "
+                                                   + "these jobs make \(sends) (one per device token): send fewer per request")))
+            }
+            if let wait = access.take(sends, for: key) {
+                return .failure(Refusal(Self.error(429, "rate_limited", "key '\(key.name)' may submit \(key.ratePerSecond) sends a second (burst \(max(key.burst, key.ratePerSecond))); "
+                                                   + "these \(sends) (one per device token) fit in \(wait) s", headers: [("Retry-After", String(wait))])))
+            }
         }
         if let key, !key.apps.isEmpty {
             // A key that may not send for an app gets nothing queued: an access error is the request's, not a job's.
