@@ -25,15 +25,17 @@ public enum FileDescriptorLimit {
         return getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 ? UInt64(limit.rlim_max) : 0
     }
 
-    /// Why `maxConnections` does not fit in `limit` descriptors with the reserve, or nil when it does.
+    /// Why `maxConnections` (and the probes' slots) does not fit in `limit` descriptors with the reserve, or nil
+    /// when it does.
     public static func shortfall(maxConnections: Int, limit: UInt64) -> String? {
-        guard limit < UInt64(maxConnections + reserve) else { return nil }
-        return "api.max_connections \(maxConnections) needs about \(maxConnections + reserve) open files, and the limit is \(limit) "
+        let needed = maxConnections + HTTP1Server.probeSlots + reserve
+        guard limit < UInt64(needed) else { return nil }
+        return "api.max_connections \(maxConnections) needs about \(needed) open files, and the limit is \(limit) "
             + "(raise it: LimitNOFILE in the unit, ulimit -n); the API takes at most \(connections(fitting: limit)) connections, answering 503 past them"
     }
 
-    /// The connections that fit in `limit` descriptors with the reserve (at least 1).
+    /// The connections that fit in `limit` descriptors with the reserve and the probes' slots (at least 1).
     public static func connections(fitting limit: UInt64) -> Int {
-        max(1, Int(min(limit, UInt64(Int.max))) - reserve)
+        max(1, Int(min(limit, UInt64(Int.max))) - reserve - HTTP1Server.probeSlots)
     }
 }

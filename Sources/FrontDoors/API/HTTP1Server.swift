@@ -103,7 +103,7 @@ public final class HTTP1Server: FileDescriptorHandler {
             let accepted: Int32?
             do { accepted = try Sockets.accept(fd) } catch { return }
             guard let client = accepted else { return }
-            if connections.count >= limits.maxConnections {
+            if connections.count >= limits.maxConnections + Self.probeSlots {
                 // Best effort, the socket's buffer takes it whole; then the slot stays free for the others.
                 // (Over TLS the refusal would need a handshake first: such a newcomer is just closed.)
                 if tls == nil {
@@ -121,9 +121,17 @@ public final class HTTP1Server: FileDescriptorHandler {
                 Glibc.close(client)
                 continue
             }
+            // Past max_connections: one of the few slots kept for the probes (issue 51: with every slot held,
+            // /healthz answered 503 too).
+            connection.probeOnly = connections.count >= limits.maxConnections
             connections[client] = connection
         }
     }
+
+    /// Connections taken past `maxConnections` for `/healthz` and `/readyz` only (any other request on one is
+    /// answered 503, and each is closed after its answer).
+    public static let probeSlots = 8
+    static let probePaths: Set<String> = ["/healthz", "/readyz"]
 
     fileprivate func closed(_ fd: Int32) { connections[fd] = nil }
 
@@ -190,6 +198,8 @@ public final class HTTP1Server: FileDescriptorHandler {
 
         let fd: Int32
         unowned let server: HTTP1Server
+        /// Taken in a probe slot (`HTTP1Server.probeSlots`): it may ask for the probes only, once.
+        var probeOnly = false
         /// Monotonic nanoseconds after which the sweep closes it.
         var deadline: UInt64 = 0
         /// When it was accepted: until its first answer, silence counts against the request timeout, not the idle
@@ -432,8 +442,12 @@ public final class HTTP1Server: FileDescriptorHandler {
                 queue(HTTP1Server.serialize(server.errorBody(failure.status, failure.message), keepAlive: false))
             case .request(let request, let end):
                 consumed = end
+                if probeOnly && !HTTP1Server.probePaths.contains(request.path) {
+                    phase = .closing
+                    return queue(HTTP1Server.serialize(server.errorBody(503, "too many open connections (\(server.limits.maxConnections))"), keepAlive: false))
+                }
                 phase = .answering(Answering(peerClosed: reading.peerClosed))
-                let keepAlive = request.keepAlive
+                let keepAlive = request.keepAlive && !probeOnly
                 let head = request.method == "HEAD"
                 refreshDeadline()
                 server.handler(request) { [weak self] response in
@@ -461,6 +475,8 @@ public final class HTTP1Server: FileDescriptorHandler {
         }
 
         private func startH2() {
+            // The probe slots serve HTTP/1.1 probes only.
+            guard !probeOnly else { return close() }
             guard let callbacks = server.h2Callbacks,
                   let framing = HTTP2Framing(callbacks: callbacks, limits: server.limits, handler: server.handler, headCheck: server.headCheck, errorBody: server.errorBody,
                                              answered: { [weak self] in self?.schedulePump() })
