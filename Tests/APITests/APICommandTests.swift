@@ -125,16 +125,53 @@ import Testing
         let first = connectLoopback(port)
         let second = connectLoopback(port)
         defer { close(first); close(second) }
-        // Both slots held by silent sockets: a third client is answered 503 at once.
+        // Both slots held by silent sockets: a third client's job is answered 503 at once, but the probes are still
+        // answered from a slot kept for them (issue 51: /healthz answered 503 too; this test expected it).
         Thread.sleep(forTimeInterval: 0.2)
-        let (refused, _) = try curl([api.url + "healthz"])
+        let (refused, _) = try curl(["--data-binary", APIProcess.job(), api.url + "v1/jobs"])
         #expect(refused == 503)
-        // Half a request is closed after the request timeout, the idle one after the idle timeout: then curl gets in.
+        #expect(try curl([api.url + "healthz"]).status == 200)
+        #expect(try curl([api.url + "readyz"]).status == 200)
+        // Half a request is closed after the request timeout, the silent one too (it has sent no request: issue 51):
+        // then curl gets in.
         _ = write(first, "POST /v1/jobs HTTP/1.1\r\nContent-", 32)
         #expect(waitUntil(seconds: 5) { isClosedByPeer(first) })
         #expect(waitUntil(seconds: 5) { isClosedByPeer(second) })
         let (ok, _) = try curl([api.url + "healthz"])
         #expect(ok == 200)
+    }
+
+    /// Issue 51, item 3 in part: a connection that sends nothing is closed at the request timeout, not held for the
+    /// idle timeout (60 s here) that only a connection which has had an answer waits for.
+    @Test func aSilentConnectionIsClosedAtTheRequestTimeoutNotTheIdleOne() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, api: #"{"request_timeout_ms": 500, "idle_timeout_ms": 60000}"#)
+        let port = UInt16(api.url.split(separator: ":").last!.filter(\.isNumber))!
+        let silent = connectLoopback(port)
+        defer { close(silent) }
+        #expect(waitUntil(seconds: 10) { isClosedByPeer(silent) })
+        #expect(try curl([api.url + "healthz"]).status == 200)
+    }
+
+    /// Issue 51, item 3 in part: under an open-file limit too small for `max_connections`, herald api says so and
+    /// takes only the connections that fit, answering 503 past them (it spun at 100 % CPU answering nothing), and
+    /// check-config warns about it.
+    @Test func tooFewOpenFilesForMaxConnectionsIsSaidAndTheAPIAnswers503PastWhatFits() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, api: #"{"max_connections": 1024}"#, openFiles: 80)
+        #expect(api.child.output.contains("too few open files for api.max_connections"), "\(api.child.output)")
+        let port = UInt16(api.url.split(separator: ":").last!.filter(\.isNumber))!
+        // 80 - 64 - 8 (the probes' slots) = 8 connections fit: 8 silent sockets take them, the next job is answered
+        // 503 (the probes still get theirs).
+        var held = (0..<8).map { _ in connectLoopback(port) }
+        defer { held.forEach { close($0) } }
+        #expect(waitUntil(seconds: 10) { (try? curl(["--data-binary", APIProcess.job(), api.url + "v1/jobs"]).status) == 503 })
+        #expect(try curl([api.url + "healthz"]).status == 200)
+        held.forEach { close($0) }
+        held = []
+        #expect(waitUntil(seconds: 10) { (try? curl(["--data-binary", APIProcess.job(), api.url + "v1/jobs"]).status) == 202 })
+        let check = try runProgram("/usr/bin/prlimit", ["--nofile=80:80", "--", heraldExecutable()!, "check-config", "--skip-redis", "--config", api.configPath])
+        #expect(check.output.contains("warn open files here: api.max_connections 1024 needs about 1096 open files, and the limit is 80"), "\(check.output)")
     }
 
     @Test func metricsCountRequestsByRouteAndStatusAndJobsByOutcomeAndReason() throws {
@@ -166,7 +203,7 @@ import Testing
             body = sys.argv[2].encode()
             one = b"POST /v1/jobs HTTP/1.1\\r\\nHost: x\\r\\nContent-Length: %d\\r\\n\\r\\n%s" % (len(body), body)
             s = socket.create_connection((host, int(port)), timeout=10)
-            s.sendall(one.replace(b"ID", b"p1") + one.replace(b"ID", b"p2") + b"GET /healthz HTTP/1.1\\r\\nConnection: close\\r\\n\\r\\n")
+            s.sendall(one.replace(b"ID", b"p1") + one.replace(b"ID", b"p2") + b"GET /healthz HTTP/1.1\\r\\nHost: x\\r\\nConnection: close\\r\\n\\r\\n")
             s.shutdown(socket.SHUT_WR)
             data = b""
             while True:
@@ -198,6 +235,31 @@ import Testing
         try redis.start()
         #expect(waitUntil(seconds: 15) { (try? curl([api.url + "readyz"]).status) == 200 })
         #expect(try curl(["--data-binary", APIProcess.job(id: "lost-1"), api.url + "v1/jobs"]).status == 202)
+    }
+
+    /// Issue 51, item 6: a push Redis took but did not answer in time (frozen past `command_timeout_ms`) is answered
+    /// 503 "in doubt", never "not pushed": once Redis runs again the job is there. Redis unreachable before the push
+    /// (nothing sent) is "not pushed".
+    @Test func aPushWithoutAnAnswerIsInDoubtAndOneNeverSentIsNotPushed() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, redisExtra: #", "command_timeout_ms": 500, "connect_timeout_ms": 200"#)
+        #expect(try curl([api.url + "readyz"]).status == 200)
+        redis.pause()
+        var paused = true
+        defer { if paused { redis.resume() } }
+        let (status, text) = try curl(["--data-binary", APIProcess.job(id: "doubt-1"), api.url + "v1/jobs"])
+        redis.resume()
+        paused = false
+        let failed = (jsonObject(text)["failed"] as? [[String: Any]])?.first ?? [:]
+        #expect(status == 503 && failed["id"] as? String == "doubt-1" && failed["in_doubt"] as? Bool == true, "\(text)")
+        #expect((failed["reason"] as? String ?? "").hasPrefix("in doubt:"), "\(text)")
+        // It was queued after all: what "not pushed" would have hidden.
+        #expect(waitUntil(seconds: 10) { ((try? listElements(redis.url, "herald:queue")) ?? []).compactMap(jobID) == ["doubt-1"] })
+        redis.crash()
+        #expect(waitUntil(seconds: 10) { (try? curl([api.url + "readyz"]).status) == 503 })
+        let (down, downText) = try curl(["--data-binary", APIProcess.job(id: "never-sent"), api.url + "v1/jobs"])
+        let notSent = (jsonObject(downText)["failed"] as? [[String: Any]])?.first ?? [:]
+        #expect(down == 503 && notSent["in_doubt"] as? Bool == false && (notSent["reason"] as? String ?? "").hasPrefix("not pushed:"), "\(downText)")
     }
 
     /// `GET /v1/jobs/<id>` by itself (the worker's side is `EndToEnd/JobStatus`): the id percent-decoded with `+`

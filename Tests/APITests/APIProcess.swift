@@ -21,14 +21,17 @@ final class APIProcess {
         #"{"name": "\#(name)", "bundle_id": "com.example.\#(name)", "token": {"team_id": "ABCDE12345", "key_id": "KEY1234567", "key_file": "/nonexistent/AuthKey.p8"}}"#
     }
 
-    /// `sections`: more top-level members of the configuration (`"results": {...}`), after a comma.
+    /// `sections`: more top-level members of the configuration (`"results": {...}`), after a comma. `openFiles`:
+    /// run it under that open-file limit, soft and hard (prlimit).
     init(redisURL: String, redisExtra: String = "", api: String = "{}", apps: String = APIProcess.shopApp, sections: String = "",
-         arguments: [String] = []) throws {
+         arguments: [String] = [], openFiles: Int? = nil) throws {
         guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is not beside the test bundle: run `swift build` first") }
         configPath = try writeConfigurationFile("""
             {"redis": {"url": "\(redisURL)"\(redisExtra)}, "api": \(api), "apps": [\(apps)]\(sections.isEmpty ? "" : ", " + sections)}
             """)
-        let child = try ChildProcess(name: "api", executable: herald, arguments: ["api", "--config", configPath, "--listen", "127.0.0.1:0"] + arguments)
+        let command = [herald, "api", "--config", configPath, "--listen", "127.0.0.1:0"] + arguments
+        let child = try openFiles.map { try ChildProcess(name: "api", executable: "/usr/bin/prlimit", arguments: ["--nofile=\($0):\($0)", "--"] + command) }
+            ?? ChildProcess(name: "api", executable: herald, arguments: Array(command.dropFirst()))
         self.child = child
         var found: String?
         _ = waitUntil(seconds: 20) {

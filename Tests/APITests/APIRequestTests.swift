@@ -26,6 +26,33 @@ import Testing
         }
         #expect(!JobSubmission.mayNameID(Array(#""id"#.utf8)))
     }
+
+    /// Issue 51: a keyed producer's own id is scoped in place, whether a string, a number or spelled with escapes;
+    /// an `id` inside another member is not the job's.
+    @Test func scopesTheJobsOwnIDInPlaceAndNothingElse() {
+        #expect(JobSubmission.replacingID(Array(#"{"token":"ab", "id" : "o-1","x":{"id":"in"}}"#.utf8), with: "t/o-1")
+            == Array(#"{"token":"ab", "id" : "t/o-1","x":{"id":"in"}}"#.utf8))
+        #expect(JobSubmission.replacingID(Array(#"{"id":12}"#.utf8), with: "t/12") == Array(#"{"id":"t/12"}"#.utf8))
+        #expect(JobSubmission.replacingID(Array(#"{"\u0069d":"a\"b"}"#.utf8), with: "t/a\"b") == Array(#"{"\u0069d":"t/a\"b"}"#.utf8))
+        #expect(JobSubmission.replacingID(Array(#"{"x":{"id":"in"}}"#.utf8), with: "t/in") == nil)
+        #expect(JobSubmission.replacingID(Array(#"{"id":null}"#.utf8), with: "t/x") == nil)
+        #expect(JobSubmission.replacingID(Array("[1]".utf8), with: "t/x") == nil)
+    }
+}
+
+/// Issue 51: what a tenant is known by, and the ids the API makes.
+@Suite struct TenantIDTests {
+    @Test func aTenantIDIsSixteenHexDigitsOfTheLabelledHashAndNotTheHashItself() {
+        let hash = APIAccess.sha256Hex(Array("secret".utf8))
+        let tenant = APIAccess.tenantID(sha256: hash)
+        #expect(tenant == String(APIAccess.sha256Hex(Array(("herald api tenant\n" + hash).utf8)).prefix(16)))
+        #expect(tenant.count == 16 && !hash.hasPrefix(tenant))
+        #expect(APIAccess.tenantID(sha256: hash.uppercased()) == tenant)
+        #expect(FrontDoor.tenantPrefix(tenant + "/order-1") == tenant)
+        #expect(FrontDoor.tenantPrefix(tenant + "order-1") == nil)
+        #expect(FrontDoor.tenantPrefix("order-1/" + tenant) == nil)
+        #expect(FrontDoor.tenantPrefix("zzzzzzzzzzzzzzzz/x") == nil)
+    }
 }
 
 /// The key of an `Authorization: Bearer` header, as every request reads it.

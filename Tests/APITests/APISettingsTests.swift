@@ -24,8 +24,12 @@ import Worker
             == ["api.keys[0].sha256 must be 64 hex digits: the SHA-256 of the key, not the key"])
         #expect(problems(#"{"keys": [{"name": "k", "sha256": "\#(hash)", "apps": ["nope"], "queues": ["elsewhere"]}]}"#)
             == ["api.keys: key 'k' names app 'nope', which is not configured", "api.keys: key 'k' names queue 'elsewhere', which is not one of redis.queues"])
+        // Issue 51: the same hash twice was taken, the last entry's grants winning; it is refused, in any case of hex.
         #expect(problems(#"{"keys": [{"name": "k", "sha256": "\#(hash)"}, {"name": "k", "sha256": "\#(hash)", "rate_per_second": -1}]}"#)
-            == ["api.keys[1].rate_per_second must be a whole number 0...1000000", "api.keys: the name 'k' is given twice"])
+            == ["api.keys[1].rate_per_second must be a whole number 0...1000000", "api.keys: the name 'k' is given twice",
+                "api.keys: key 'k' has the sha256 of key 'k': each key needs its own secret"])
+        #expect(problems(#"{"keys": [{"name": "a", "sha256": "\#(hash)"}, {"name": "b", "sha256": "\#(hash.uppercased())", "apps": ["shop"]}]}"#)
+            == ["api.keys: key 'b' has the sha256 of key 'a': each key needs its own secret"])
     }
 
     @Test func theTLSFilesGoTogether() {

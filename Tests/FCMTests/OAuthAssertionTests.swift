@@ -97,7 +97,10 @@ import Testing
         #expect(OAuthTokenAnswer.decode(status: 503, body: Array("<html>busy</html>".utf8)) == .unusable("token endpoint answered HTTP 503 without an OAuth error"))
         // Issue 54: what is no token endpoint as configured is refused (a configuration error), not retried for ever.
         for (status, body) in [(200, #"{"expires_in":10}"#), (200, "<html>login</html>"), (302, ""), (404, "<html>not found</html>"),
-                               (200, #"{"access_token":"x","token_type":"mac"}"#), (200, #"{"access_token":"x","expires_in":0}"#)] {
+                               (200, #"{"access_token":"x","token_type":"mac"}"#), (200, #"{"access_token":"x","expires_in":0}"#),
+                               // Issue 51: an access token that is no header field value (it was sent as one).
+                               (200, #"{"access_token":"ya29.x\r\nX-Evil: 1"}"#), (200, #"{"access_token":"ya29\nx"}"#),
+                               (200, #"{"access_token":"ya29\u0000x"}"#), (200, #"{"access_token":" ya29.x"}"#), (200, #"{"access_token":"ya29\u007fx"}"#)] {
             guard case .refused(let error, let detail) = OAuthTokenAnswer.decode(status: status, body: Array(body.utf8)) else {
                 Issue.record("\(status) \(body): not refused"); continue
             }

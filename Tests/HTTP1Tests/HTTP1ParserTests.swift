@@ -82,6 +82,32 @@ import Testing
         #expect(status("GET http://x/ HTTP/1.1\r\n\r\n") == 400)
     }
 
+    /// Issue 51, item 5: what RFC 9112 makes a 400 and the parser took: `chunked` twice, two `Host` fields, two
+    /// `Authorization` fields, (where required, as `herald api` does) an HTTP/1.1 request without `Host`, and a
+    /// head whose lines end in bare LFs.
+    @Test func refusesRepeatedChunkedHostAndAuthorizationAndAMissingHostWhereRequired() {
+        func refusal(_ text: String, requireHost: Bool = false) -> String? {
+            var limits = HTTP1Parser.Limits()
+            limits.requireHost = requireHost
+            if case .failure(let failure) = parse(text, limits: limits) { return "\(failure.status) \(failure.message)" }
+            return nil
+        }
+        #expect(refusal("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n") == "400 Transfer-Encoding: chunked twice")
+        #expect(refusal("GET / HTTP/1.1\r\nHost: a\r\nHost: a\r\n\r\n") == "400 more than one Host field")
+        #expect(refusal("GET / HTTP/1.0\r\nHost: a\r\nhost: b\r\n\r\n") == "400 more than one Host field")
+        #expect(refusal("GET / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer k\r\nauthorization: Bearer k\r\n\r\n") == "400 more than one Authorization field")
+        #expect(refusal("GET / HTTP/1.1\r\n\r\n", requireHost: true) == "400 an HTTP/1.1 request without a Host field")
+        // A head of bare LFs is refused as soon as one is there (it never had its CRLF CRLF: no answer, then a timeout).
+        #expect(refusal("GET / HTTP/1.1\nHost: a\n\n") == "400 a bare LF in the request head (lines end with CRLF)")
+        #expect(refusal("GET / HTTP/1.1\n") == "400 a bare LF in the request head (lines end with CRLF)")
+        #expect(refusal("\n") == "400 a bare LF in the request head (lines end with CRLF)")
+        #expect(parse("GET / HTTP/1.1\r\nHost: a\r") == .incomplete(expectsContinue: false))
+        // HTTP/1.0 has no Host requirement; with one Host, one Authorization and one chunked all is as before.
+        #expect(refusal("GET / HTTP/1.0\r\n\r\n", requireHost: true) == nil)
+        #expect(refusal("GET / HTTP/1.1\r\n\r\n") == nil)
+        #expect(refusal("POST / HTTP/1.1\r\nHost: a\r\nAuthorization: Bearer k\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n", requireHost: true) == nil)
+    }
+
     @Test func boundsTheHeadTheFieldCountAndTheBody() {
         var limits = HTTP1Parser.Limits()
         limits.maxHeadBytes = 64

@@ -50,6 +50,11 @@ public final class RedisServer: @unchecked Sendable {
         _ = child?.stop(grace: 5)
     }
 
+    /// Freezes the server (SIGSTOP): connections stay open and nothing is answered until `resume`.
+    public func pause() { child?.signal(SIGSTOP) }
+
+    public func resume() { child?.signal(SIGCONT) }
+
     deinit {
         stop()
         try? FileManager.default.removeItem(atPath: directory)

@@ -47,4 +47,19 @@ struct PushServicePolicyTests {
         let bytes = try #require(PushServicePolicy.addressBytes(text))
         #expect(!PushServicePolicy.isNonPublic(bytes), "\(text)")
     }
+
+    /// Issue 51, item 7: the switches that turn the SSRF protection off, and allow-list entries that match nothing
+    /// or a whole top-level domain, are warned about (check-config and the worker's start print these).
+    @Test func riskySwitchesAndOverBroadOrDeadEntriesAreWarnedAbout() {
+        #expect(PushServicePolicy().warnings(label: "app 'w'").isEmpty)
+        let risky = PushServicePolicy(hosts: ["*", "*.com", "push.*.example", "*.push.example.com", "fcm.googleapis.com"],
+                                      allowsIPLiterals: true, allowsPrivateAddresses: true)
+        #expect(risky.warnings(label: "app 'w'") == [
+            "app 'w': webpush.allow_ip_literals is on: subscriptions may name IP addresses (SSRF protection off; for tests against a local simulator only)",
+            "app 'w': webpush.allow_private_addresses is on: push services may resolve to loopback and private addresses (SSRF protection off; for tests against a local simulator only)",
+            "app 'w': webpush.push_service_hosts entry \"*\" matches nothing (a * stands only as a leading *.)",
+            "app 'w': webpush.push_service_hosts entry \"*.com\" allows every host under a top-level domain",
+            "app 'w': webpush.push_service_hosts entry \"push.*.example\" matches nothing (a * stands only as a leading *.)",
+        ])
+    }
 }

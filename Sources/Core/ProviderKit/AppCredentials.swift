@@ -25,10 +25,12 @@ public struct AppCredentials: Sendable {
         return try provider.prove(app, credential: credential, configuration: configuration).map { line + "; " + $0 } ?? line
     }
 
-    /// Warnings that do not stop a worker: a key file that other users can read.
+    /// Warnings that do not stop a worker: the provider's own (`PushProvider.warnings`), a key file that other users
+    /// can read.
     public static func warnings(_ app: Configuration.AppSettings, configuration: Configuration) -> [String] {
-        let files = configuration.providers.provider(for: app.platform).credentialFiles(app)
-        var warnings: [String] = []
+        let provider = configuration.providers.provider(for: app.platform)
+        let files = provider.credentialFiles(app)
+        var warnings = provider.warnings(app)
         for file in files {
             if let attributes = try? FileManager.default.attributesOfItem(atPath: file),
                let permissions = attributes[.posixPermissions] as? NSNumber, permissions.intValue & 0o077 != 0 {

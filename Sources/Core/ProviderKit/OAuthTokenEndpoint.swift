@@ -58,6 +58,14 @@ public enum OAuthTokenAnswer: Sendable, Equatable, CustomStringConvertible {
             guard let token = fields.strings["access_token"], !token.isEmpty else {
                 return notAnEndpoint("token endpoint answered 200 without an access_token")
             }
+            // Issue 51: it goes into an Authorization header, so it must be a field value (RFC 9110 5.5): no CR, LF,
+            // NUL or other control character, no white space at either end. One that is not is a credential error,
+            // never sent.
+            let bytes = Array(token.utf8)
+            let fieldValue = bytes.allSatisfy { $0 == 9 || ($0 >= 32 && $0 != 127) } && ![9, 32].contains(bytes.first!) && ![9, 32].contains(bytes.last!)
+            guard fieldValue else {
+                return notAnEndpoint("token endpoint answered an access_token that is no header field value (a control character, or white space at an end)")
+            }
             if let type = fields.strings["token_type"], type.lowercased() != "bearer" {
                 return notAnEndpoint("token endpoint answered token_type \(type.prefix(40)), not Bearer")
             }

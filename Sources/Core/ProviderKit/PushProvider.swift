@@ -29,6 +29,10 @@ public protocol PushProvider: SendableMetatype {
     /// The files an app's credential reads (the permission warnings).
     static func credentialFiles(_ app: Configuration.AppSettings) -> [String]
 
+    /// What in an app's settings runs but is risky (check-config and the worker's start warn, each line after
+    /// "app 'x'"); none by default.
+    static func warnings(_ app: Configuration.AppSettings) -> [String]
+
     /// `herald check-config`'s line for an app whose credential loaded (after "ok   app 'x' ").
     static func checkedLine(_ app: Configuration.AppSettings, credential: any Sendable) -> String
 
@@ -112,6 +116,8 @@ public struct RejectedJobFields: Sendable {
 }
 
 extension PushProvider {
+    public static func warnings(_ app: Configuration.AppSettings) -> [String] { [] }
+
     @inlinable
     public static func intake(job: [UInt8], spec: JobSpec, apps: [Configuration.AppSettings], match: (JobSpec) -> IntakeMatch) -> IntakeOutcome {
         let read: Job

@@ -20,17 +20,35 @@ final class APIAccess {
         let key: Key
     }
     private var buckets: [String: TokenBucket] = [:]
+    /// Each key's tenant id (`tenantID(sha256:)`), by its configured hash: made once, read on every job.
+    private let tenants: [String: String]
 
     init(keys: [Key]) {
         var byHash: [String: Key] = [:]
         for key in keys { byHash[key.sha256] = key }
         self.byHash = byHash
+        tenants = Dictionary(keys.map { ($0.sha256, Self.tenantID(sha256: $0.sha256)) }, uniquingKeysWith: { a, _ in a })
         for key in keys where key.ratePerSecond > 0 {
             buckets[key.name] = TokenBucket(rate: Double(key.ratePerSecond), capacity: Double(max(key.burst, key.ratePerSecond)))
         }
     }
 
     var isOpen: Bool { byHash.isEmpty }
+
+    /// The tenant id of `key`: what its jobs' ids are scoped by (`<tenant>/<producer id>`, docs/api.md, "Tenancy").
+    func tenant(of key: Key) -> String { tenants[key.sha256] ?? Self.tenantID(sha256: key.sha256) }
+
+    /// Every configured key's tenant id.
+    var tenantIDs: Set<String> { Set(tenants.values) }
+
+    /// A key's tenant id: the first 16 hex digits of the SHA-256 of its configured hash (with a label), so that it is
+    /// stable for as long as the key is, names neither the secret nor the hash that verifies it (results streams and
+    /// Redis keys carry it), and is the same on every API process. 16 hex digits: never `/`, and fixed in length.
+    static func tenantID(sha256: String) -> String {
+        String(sha256Hex(Array(("herald api tenant\n" + sha256.lowercased()).utf8)).prefix(tenantIDLength))
+    }
+
+    static let tenantIDLength = 16
 
     enum Verdict {
         /// No keys are configured.

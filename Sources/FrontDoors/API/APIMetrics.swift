@@ -15,6 +15,10 @@ final class APIMetrics {
     private(set) var refusedByReason: [String: UInt64] = [:]
     private(set) var failed: UInt64 = 0
     private(set) var validated: UInt64 = 0
+    /// Requests refused before any route saw them (the parser's and the server's refusals), by reason.
+    private(set) var rejectedByReason: [String: UInt64] = [:]
+
+    func rejected(reason: String) { rejectedByReason[reason, default: 0] += 1 }
 
     static func route(_ path: String) -> String {
         routes.contains(path) ? path : path.hasPrefix(FrontDoor.jobsPathPrefix) ? "/v1/jobs/{id}" : "other"
@@ -63,6 +67,10 @@ final class APIMetrics {
         out.sample("herald_api_jobs_total", [("outcome", "validated")], validated)
         for (reason, count) in refusedByReason.sorted(by: { $0.key < $1.key }) {
             out.sample("herald_api_jobs_total", [("outcome", "refused"), ("reason", reason)], count)
+        }
+        out.family("herald_api_requests_rejected_total", .counter, "Requests refused before any route saw them (malformed, too large, past max_connections), by reason.")
+        for (reason, count) in rejectedByReason.sorted(by: { $0.key < $1.key }) {
+            out.sample("herald_api_requests_rejected_total", [("reason", reason)], count)
         }
         out.single("herald_api_open_connections", .gauge, "Client connections open now.", Double(openConnections))
         out.single("herald_api_redis_up", .gauge, "1 while the Redis connection is up.", redisUp ? 1 : 0)

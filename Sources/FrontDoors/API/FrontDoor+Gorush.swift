@@ -43,10 +43,11 @@ extension FrontDoor {
             }
             push(entries) { [weak self] entries in
                 guard let self else { return }
-                guard sync, entries.allSatisfy({ $0.failure == nil }) else { return respond(self.gorushAnswer(entries, mapped: mapped)) }
+                let tenant = key.map { self.access.tenant(of: $0) } ?? ""
+                guard sync, entries.allSatisfy({ $0.failure == nil }) else { return respond(self.gorushAnswer(entries, mapped: mapped, tenant: tenant)) }
                 markSync()
                 self.awaitOutcomes(entries, mapped: mapped, deadline: monotonicNanos() &+ UInt64(waitMillis) * 1_000_000) { outcomes in
-                    respond(self.gorushAnswer(entries, mapped: mapped, outcomes: outcomes))
+                    respond(self.gorushAnswer(entries, mapped: mapped, tenant: tenant, outcomes: outcomes))
                 }
             }
         }
@@ -72,14 +73,15 @@ extension FrontDoor {
     /// `{"counts": <devices reached by accepted jobs>, "logs": [failed-push per refused device], "success": "ok"}`;
     /// a 503 in gorush's error shape when Redis did not take every accepted job. In sync mode (`outcomes`), each
     /// accepted job's failed deliveries are logs too, and the devices without an outcome yet are under `pending`.
-    func gorushAnswer(_ entries: [Entry], mapped: [GorushRequest.Job], outcomes: [Int: [[String: String]]]? = nil) -> HTTP1Server.Response {
+    /// `tenant`: the asking key's tenant id ("" with no keys), whose submissions `GET /api/stat/app` counts.
+    func gorushAnswer(_ entries: [Entry], mapped: [GorushRequest.Job], tenant: String = "", outcomes: [Int: [[String: String]]]? = nil) -> HTTP1Server.Response {
         var counts = 0
         var logs: [String] = []
         var pending: [String] = []
         var failed: [String] = []
         for (entry, job) in zip(entries, mapped) {
-            var tally = gorushCounts[job.platform] ?? (0, 0)
-            defer { gorushCounts[job.platform] = tally }
+            var tally = gorushCounts[tenant]?[job.platform] ?? (0, 0)
+            defer { gorushCounts[tenant, default: [:]][job.platform] = tally }
             if let failure = entry.failure {
                 failed.append(failure)
                 continue
@@ -100,7 +102,9 @@ extension FrontDoor {
             }
         }
         if !failed.isEmpty {
-            return Self.gorushError(503, "\(failed.count) notification job(s) not queued: \(failed[0])")
+            let inDoubt = entries.filter(\.inDoubt).count
+            let fate = inDoubt == 0 ? "not queued" : inDoubt == failed.count ? "in doubt (they may be queued)" : "not queued or in doubt (\(inDoubt) may be queued)"
+            return Self.gorushError(503, "\(failed.count) notification job(s) \(fate): \(failed[0])")
         }
         let waiting = outcomes == nil ? "" : ",\"pending\":[\(pending.joined(separator: ","))]"
         return Self.json(200, "{\"counts\":\(counts),\"logs\":[\(logs.joined(separator: ","))]\(waiting),\"success\":\"ok\"}")

@@ -1,6 +1,7 @@
 import Basics
 import Glibc
 import HTTP1
+import PushCore
 import Reactor
 import RedisQueue
 import Worker
@@ -23,16 +24,21 @@ extension FrontDoor {
     static let statPage = 1000
     static let statPagesPerRequest = 20
 
-    func gorushStat(respond: @escaping (HTTP1Server.Response) -> Void) {
+    /// `key`: the asking key (nil with no keys configured), whose own jobs' deliveries and submissions, and whose
+    /// queues' lengths, are all it is told (docs/api.md, "Tenancy").
+    func gorushStat(key: APIAccess.Key?, respond: @escaping (HTTP1Server.Response) -> Void) {
         refreshDeliveries { [weak self] figures in
             guard let self else { return }
-            respond(Self.json(200, self.statBody(queueUsage: figures.queueUsage, liveWorkers: figures.liveWorkers)))
+            guard let key else { return respond(Self.json(200, self.statBody(queueUsage: figures.queueUsage.values.reduce(0, +), liveWorkers: figures.liveWorkers))) }
+            let tenant = self.access.tenant(of: key)
+            let usage = figures.queueUsage.filter { key.queues.isEmpty || key.queues.contains($0.key) }.values.reduce(0, +)
+            respond(Self.json(200, self.statBody(queueUsage: usage, liveWorkers: figures.liveWorkers, tenant: tenant)))
         }
     }
 
     /// Reads the results streams on from the cursors (one read at a time: a request during it waits for it), the
     /// queues' lengths and the live workers, then calls `then`.
-    func refreshDeliveries(then: @escaping (_ figures: (queueUsage: Int, liveWorkers: Int)) -> Void) {
+    func refreshDeliveries(then: @escaping (_ figures: Figures) -> Void) {
         deliveries.waiting.append(then)
         guard !deliveries.reading else { return }
         deliveries.reading = true
@@ -52,10 +58,16 @@ extension FrontDoor {
             }
             self.deliveries.unread.remove(stream)
             let entries = StreamEntry.entries(reply)
+            let tenants = self.access.tenantIDs
             for entry in entries {
                 guard let platform = entry["platform"], let outcome = entry["outcome"] else { continue }
-                if Self.successOutcomes.contains(outcome) { self.deliveries.success[platform, default: 0] += 1 }
-                if Self.errorOutcomes.contains(outcome) { self.deliveries.error[platform, default: 0] += 1 }
+                let success = Self.successOutcomes.contains(outcome), failure = Self.errorOutcomes.contains(outcome)
+                guard success || failure else { continue }
+                if success { self.deliveries.success[platform, default: 0] += 1 } else { self.deliveries.error[platform, default: 0] += 1 }
+                // A job the API took under a key carries `<tenant>/` in front of its id: that tenant's count too.
+                guard let tenant = entry["id"].flatMap(Self.tenantPrefix), tenants.contains(tenant) else { continue }
+                if success { self.deliveries.tenantSuccess[tenant, default: [:]][platform, default: 0] += 1 }
+                else { self.deliveries.tenantError[tenant, default: [:]][platform, default: 0] += 1 }
             }
             if let last = entries.last { self.deliveries.cursors[stream] = last.id }
             if entries.count == Self.statPage && pages + 1 < Self.statPagesPerRequest {
@@ -66,14 +78,22 @@ extension FrontDoor {
         }
     }
 
+    /// The tenant id in front of a job id (`<16 hex digits>/`), if there is one.
+    static func tenantPrefix(_ id: String) -> String? {
+        let utf8 = id.utf8
+        guard utf8.count > APIAccess.tenantIDLength, utf8[utf8.index(utf8.startIndex, offsetBy: APIAccess.tenantIDLength)] == UInt8(ascii: "/") else { return nil }
+        let prefix = String(id.prefix(APIAccess.tenantIDLength))
+        return prefix.utf8.allSatisfy { hexValue($0) != nil } ? prefix : nil
+    }
+
     /// The queues' lengths and the live workers, then one answer for every request that waited.
     private func finishStat() {
-        let queueKeys = routers.values.flatMap(\.shardQueues).sorted()
+        let queueKeys = routers.flatMap { queue, router in router.shardQueues.map { (queue, $0) } }.sorted { $0.1 < $1.1 }
         let workerKeys = shards.shards.map(\.keys.workers)
         let now = String(wallClockMillis())
-        var commands = queueKeys.map { ["LLEN", $0] }
+        var commands = queueKeys.map { ["LLEN", $0.1, $0.0] }
         commands += workerKeys.map { ["ZRANGEBYSCORE", $0, now, "+inf"] }
-        var usage = 0
+        var usage: [String: Int] = [:]
         var workers: Set<String> = []
         var remaining = commands.count
         let answer: () -> Void = { [weak self] in
@@ -81,12 +101,13 @@ extension FrontDoor {
             let waiting = self.deliveries.waiting
             self.deliveries.waiting = []
             self.deliveries.reading = false
-            for then in waiting { then((usage, workers.count)) }
+            for then in waiting { then(Figures(queueUsage: usage, liveWorkers: workers.count)) }
         }
         for command in commands {
-            redis.send(command.map { Array($0.utf8) }) { result in
+            // An LLEN's third word is the configured queue it counts for (not sent).
+            redis.send(command.prefix(command[0] == "LLEN" ? 2 : 4).map { Array($0.utf8) }) { result in
                 if case .success(let value) = result {
-                    if command[0] == "LLEN" { usage += Int(value.int ?? 0) } else { workers.formUnion((value.array ?? []).compactMap(\.string)) }
+                    if command[0] == "LLEN" { usage[command[2], default: 0] += Int(value.int ?? 0) } else { workers.formUnion((value.array ?? []).compactMap(\.string)) }
                 }
                 remaining -= 1
                 if remaining == 0 { answer() }
@@ -94,13 +115,17 @@ extension FrontDoor {
         }
     }
 
-    private func statBody(queueUsage: Int, liveWorkers: Int) -> String {
-        let success = deliveries.success.values.reduce(0, +), failure = deliveries.error.values.reduce(0, +)
-        let submitted = gorushCounts.values.reduce(0) { $0 + $1.accepted }
+    /// `tenant`: only that tenant's deliveries and submissions (nil: everyone's, with no keys configured).
+    private func statBody(queueUsage: Int, liveWorkers: Int, tenant: String? = nil) -> String {
+        let successes = tenant.map { deliveries.tenantSuccess[$0] ?? [:] } ?? deliveries.success
+        let errors = tenant.map { deliveries.tenantError[$0] ?? [:] } ?? deliveries.error
+        let success = successes.values.reduce(0, +), failure = errors.values.reduce(0, +)
+        let submitted = (tenant.map { gorushCounts[$0] ?? [:] } ?? gorushCounts.values.reduce(into: [:]) { $0.merge($1) { a, b in (a.0 + b.0, a.1 + b.1) } })
+            .values.reduce(0) { $0 + $1.accepted }
         var body = "{\"version\":\(jsonEscaped("herald " + BuildInfo.version)),\"busy_workers\":\(liveWorkers),\"success_tasks\":\(success),"
             + "\"failure_tasks\":\(failure),\"submitted_tasks\":\(submitted),\"total_count\":\(success + failure),\"queue_usage\":\(queueUsage)"
         for (herald, gorush, _) in Self.gorushPlatforms {
-            body += ",\(jsonEscaped(gorush)):{\"push_success\":\(deliveries.success[herald] ?? 0),\"push_error\":\(deliveries.error[herald] ?? 0)}"
+            body += ",\(jsonEscaped(gorush)):{\"push_success\":\(successes[herald] ?? 0),\"push_error\":\(errors[herald] ?? 0)}"
         }
         if !deliveries.unread.isEmpty { body += ",\"unread_streams\":[" + deliveries.unread.sorted().map(jsonEscaped).joined(separator: ",") + "]" }
         return body + "}"
@@ -123,7 +148,7 @@ extension FrontDoor {
             ("gorush_busy_workers", .gauge, "Herald workers whose heartbeat is live.", liveWorkers),
             ("gorush_success_tasks", .counter, "Deliveries that ended delivered, every platform.", success),
             ("gorush_failure_tasks", .counter, "Deliveries that ended failed, every platform.", failure),
-            ("gorush_submitted_tasks", .counter, "Jobs this API process accepted from POST /api/push.", gorushCounts.values.reduce(0) { $0 + $1.accepted }),
+            ("gorush_submitted_tasks", .counter, "Jobs this API process accepted from POST /api/push.", gorushCounts.values.reduce(0) { $0 + $1.values.reduce(0) { $0 + $1.accepted } }),
         ]
         for (name, kind, help, value) in families {
             out.family(name, kind, help)
@@ -159,6 +184,13 @@ extension FrontDoor {
     }
 }
 
+/// What the stat routes read besides the results streams: each configured queue's length (its shards' together) and
+/// the workers whose heartbeat is live.
+struct Figures {
+    var queueUsage: [String: Int]
+    var liveWorkers: Int
+}
+
 /// What `GET /api/stat/app` has read of the results streams so far. Loop-confined.
 final class DeliveryTally {
     /// Stream key -> the id of the last entry counted.
@@ -166,8 +198,11 @@ final class DeliveryTally {
     /// Herald platform (`apns`, `fcm`, `hms`, `webpush`) -> entries.
     var success: [String: Int] = [:]
     var error: [String: Int] = [:]
+    /// The same, by tenant id, for jobs the API took under a key (their ids start `<tenant>/`).
+    var tenantSuccess: [String: [String: Int]] = [:]
+    var tenantError: [String: [String: Int]] = [:]
     /// Streams Redis did not answer for on the last read (their counts are as before).
     var unread: Set<String> = []
     var reading = false
-    var waiting: [((queueUsage: Int, liveWorkers: Int)) -> Void] = []
+    var waiting: [(Figures) -> Void] = []
 }

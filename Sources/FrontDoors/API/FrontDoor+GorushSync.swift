@@ -21,12 +21,12 @@ extension FrontDoor {
     /// entry's index.
     func awaitOutcomes(_ entries: [Entry], mapped: [GorushRequest.Job], deadline: UInt64, found: [Int: [[String: String]]] = [:],
                        done: @escaping ([Int: [[String: String]]]) -> Void) {
-        let watched = entries.filter { $0.refusal == nil && $0.failure == nil && $0.id != nil && !Self.isComplete(mapped[$0.index], found[$0.index] ?? []) }
+        let watched = entries.filter { $0.refusal == nil && $0.failure == nil && $0.jobID != nil && !Self.isComplete(mapped[$0.index], found[$0.index] ?? []) }
         var found = found
         var remaining = watched.count
         guard remaining > 0 else { return done(found) }
         for entry in watched {
-            let id = entry.id!
+            let id = entry.jobID!
             let key = shards.shards[shards.shard(forJobID: id)].keys.resultIndex(jobID: id)
             redis.send([Array("HGETALL".utf8), Array(key.utf8)]) { [weak self] result in
                 guard let self else { return }

@@ -22,8 +22,19 @@ extension FrontDoor {
         guard indexTTLSeconds > 0 else {
             return respond(Self.error(404, "not_found", "no job status is kept: results.index_ttl_seconds is 0 (see docs/api.md, \"Job status\")"))
         }
-        let shard = shards.shards[shards.shard(forJobID: id)]
-        redis.send([Array("HGETALL".utf8), Array(shard.keys.resultIndex(jobID: id).utf8)]) { [shards] result in
+        // A key's jobs are kept under its tenant's scope (docs/api.md, "Tenancy"): another key's are not there to find.
+        // Jobs pushed straight to Redis are no tenant's: looked up as they are when the key has no job of that id
+        // (within its apps and queues, as before), never for an id that names a tenant.
+        guard let key else { return readStatus(jobID: id, id: id, key: nil, respond: respond) }
+        let scoped = access.tenant(of: key) + "/" + id
+        readStatus(jobID: scoped, id: id, key: key, orElse: Self.tenantPrefix(id) == nil ? id : nil, respond: respond)
+    }
+
+    /// Answers with the index of `jobID` (the job the producer calls `id`), or when it has nothing for `key`, with
+    /// that of `orElse`.
+    private func readStatus(jobID: String, id: String, key: APIAccess.Key?, orElse: String? = nil, respond: @escaping (HTTP1Server.Response) -> Void) {
+        let shard = shards.shards[shards.shard(forJobID: jobID)]
+        redis.send([Array("HGETALL".utf8), Array(shard.keys.resultIndex(jobID: jobID).utf8)]) { [weak self, shards] result in
             let items: [RESPValue]
             switch result {
             case .failure(.server(let message)) where message.hasPrefix("WRONGTYPE"):
@@ -38,10 +49,11 @@ extension FrontDoor {
             var index = 1
             while index < items.count {
                 if let json = items[index].string, let fields = Self.flatObject(json), Self.mayRead(fields, key: key, shards: shards) {
-                    entries.append((fields["stream_id"] ?? "", json))
+                    entries.append((fields["stream_id"] ?? "", jobID == id ? json : Self.unscoped(json, jobID: jobID, id: id)))
                 }
                 index += 2
             }
+            if entries.isEmpty, let orElse, let self { return self.readStatus(jobID: orElse, id: id, key: key, respond: respond) }
             guard !entries.isEmpty else {
                 return respond(Self.error(404, "not_found", "no results for job \(id.debugDescription): unknown, not finished yet, or its status expired (results.index_ttl_seconds)"))
             }
@@ -49,6 +61,13 @@ extension FrontDoor {
             entries.sort { Self.streamIDOrder($0.streamID, $1.streamID) }
             respond(Self.json(200, "{\"id\":\(jsonEscaped(id)),\"results\":[" + entries.map(\.json).joined(separator: ",") + "]}"))
         }
+    }
+
+    /// An index entry of a scoped job with the id its producer knows: the entry's `id` member (the first after `queue`,
+    /// as `ResultEntry.indexJSON` writes it) made `id`.
+    static func unscoped(_ json: String, jobID: String, id: String) -> String {
+        guard let range = json.range(of: ",\"id\":" + jsonEscaped(jobID) + ",") else { return json }
+        return json.replacingCharacters(in: range, with: ",\"id\":" + jsonEscaped(id) + ",")
     }
 
     /// A key limited to apps or queues sees only entries of its apps and queues: another's look the same as none.

@@ -32,13 +32,14 @@ public final class FrontDoor {
     let shards: QueueShards
     /// `results.index_ttl_seconds`: 0 when workers keep no job status.
     let indexTTLSeconds: Int
-    /// What this process accepted and refused by gorush platform name, for `GET /api/stat/app`.
-    var gorushCounts: [String: (accepted: Int, refused: Int)] = [:]
+    /// What this process accepted and refused, by tenant id ("" with no keys configured) and gorush platform name,
+    /// for `GET /api/stat/app`: each key sees its own.
+    var gorushCounts: [String: [String: (accepted: Int, refused: Int)]] = [:]
     /// The deliveries `GET /api/stat/app` has counted from the results streams.
     let deliveries = DeliveryTally()
-    /// A process-unique prefix for the ids given to jobs without one: random, so API processes never collide.
-    private let idPrefix = "api-" + String(UInt64.random(in: 0...UInt64.max), radix: 36)
-    private var idCounter: UInt64 = 0
+    /// Where the ids given to jobs without one come from: the system's generator (getrandom(2) on Linux), so that
+    /// an id can be neither guessed from another nor repeated by another API process.
+    private var randomness = SystemRandomNumberGenerator()
 
     public init(configuration: Configuration, shards: QueueShards, redis: any RedisCommandSender, settings: Settings = Settings(),
                 readiness: @escaping () -> Bool) throws {
@@ -56,6 +57,9 @@ public final class FrontDoor {
     }
 
     let metrics = APIMetrics()
+    /// `rejectRequest`'s log lines: a burst of 10, then one a second.
+    private var rejectionLog = TokenBucket(rate: 1, capacity: 10)
+    private var rejectionsUnlogged = 0
     /// The server's open connections, for `/metrics` (set once the server exists).
     public var openConnections: () -> Int = { 0 }
 
@@ -77,11 +81,15 @@ public final class FrontDoor {
         case ("POST", "/api/push"): gorushPush(request, markSync: markSync, respond: respond)
         case ("GET", "/api/stat/app"), ("GET", "/api/stat/go"):
             // Behind the key like every `/api` route (issue 52; docs/api.md): its counts are the tenants' business.
-            if case .refused(let code, let message) = access.authenticate(request) {
+            var key: APIAccess.Key?
+            switch access.authenticate(request) {
+            case .refused(let code, let message):
                 return respond(Self.gorushShaped(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")])))
+            case .key(let presented): key = presented
+            case .open: key = nil
             }
             if request.path == "/api/stat/go" { return respond(runtimeStats()) }
-            gorushStat(respond: respond)
+            gorushStat(key: key, respond: respond)
         case ("GET", "/sys/stats"): respond(sysStats())
         case ("GET", "/version"): respond(version())
         case ("GET", let path) where path.hasPrefix(Self.jobsPathPrefix): status(request, respond: respond)
@@ -89,7 +97,7 @@ public final class FrontDoor {
             refreshDeliveries { [weak self] figures in
                 guard let self else { return }
                 var out = PrometheusText()
-                self.gorushMetrics(queueUsage: figures.queueUsage, liveWorkers: figures.liveWorkers, to: &out)
+                self.gorushMetrics(queueUsage: figures.queueUsage.values.reduce(0, +), liveWorkers: figures.liveWorkers, to: &out)
                 respond(HTTP1Server.Response(status: 200, contentType: PrometheusText.contentType,
                                              body: Array((self.metrics.text(openConnections: self.openConnections(), redisUp: self.readiness()) + out.text).utf8)))
             }
@@ -107,18 +115,44 @@ public final class FrontDoor {
         }
     }
 
+    /// `HTTP1Server.HeadCheck`: a request that would carry jobs is authenticated and authorized (key, queue) from its
+    /// head, before any byte of its body is read or `100 Continue` is sent (issue 51: a keyless client could make
+    /// the API buffer 8 MiB a request). Its rate is taken once the body says how many jobs it holds.
+    public func decideFromHead(_ head: HTTP1Parser.Request) -> HTTP1Server.Response? {
+        switch (head.method, head.path) {
+        case ("POST", "/v1/jobs"):
+            if case .failure(let refusal) = authorize(head) { return refusal.response }
+        case ("POST", "/api/push"):
+            if case .failure(let refusal) = authorize(head) { return Self.gorushShaped(refusal.response) }
+        default:
+            // No other route reads a body: one declared is refused now rather than buffered (up to max_body_bytes)
+            // for a request that needs no key.
+            let length = head.header("content-length") ?? "0"
+            if head.header("transfer-encoding") != nil || (length != "0" && !length.allSatisfy { $0 == "0" }) {
+                return Self.error(413, "content_too_large", "\(head.method) \(head.path) takes no body")
+            }
+        }
+        return nil
+    }
+
     /// One job's fate within a request.
     struct Entry {
         var index: Int
+        /// The id as the producer knows it (named in answers).
         var id: String?
+        /// The id the job carries in Redis, in the results and in the status index: `id` scoped by the key's tenant
+        /// (`<tenant>/<id>`), or `id` itself when no keys are configured.
+        var jobID: String?
         var queue: String?
         /// The configured app it was matched to.
         var app: String?
         var job: [UInt8] = []
         /// Refused by validation (never pushed).
         var refusal: String?
-        /// Redis did not take it.
+        /// Redis did not take it, or its fate is unknown (`inDoubt`).
         var failure: String?
+        /// The push was sent and no answer came (a timeout, a lost connection): it may be in Redis.
+        var inDoubt = false
     }
 
     /// What every job-taking route does first: the queue, the key, and whether it may push there.
@@ -170,42 +204,61 @@ public final class FrontDoor {
     /// The rate, the worker's checks, the ids and the shard of every job, and the key's apps: the entries to push,
     /// or why the whole request is refused.
     func admit(_ jobs: [[UInt8]], isBatch: Bool, request: HTTP1Parser.Request, queue: String, key: APIAccess.Key?) -> Result<[Entry], Refusal> {
+        // A key's rate counts sends (issue 51: 50 multicast jobs of 200 tokens were 50, not 10,000): every job is
+        // at least one, so too many jobs are refused before any is read.
         if let key, key.ratePerSecond > 0, jobs.count > max(key.burst, key.ratePerSecond) {
-            return .failure(Refusal(Self.error(413, "too_many_jobs", "key '\(key.name)' may submit at most \(max(key.burst, key.ratePerSecond)) jobs at once (its burst); send fewer per request")))
-        }
-        if let key, let wait = access.take(jobs.count, for: key) {
-            return .failure(Refusal(Self.error(429, "rate_limited", "key '\(key.name)' may submit \(key.ratePerSecond) jobs a second (burst \(max(key.burst, key.ratePerSecond))); "
-                                               + "these \(jobs.count) fit in \(wait) s", headers: [("Retry-After", String(wait))])))
+            return .failure(Refusal(Self.error(413, "too_many_jobs", "key '\(key.name)' may submit at most \(max(key.burst, key.ratePerSecond)) sends at once (its burst); send fewer per request")))
         }
         let idempotencyKey = request.header("idempotency-key").flatMap { $0.isEmpty ? nil : $0 }
+        let tenant = key.map { access.tenant(of: $0) }
         let now = wallClockMillis()
         var entries: [Entry] = []
         entries.reserveCapacity(jobs.count)
+        var sends: [Int] = []
+        sends.reserveCapacity(jobs.count)
         for (index, job) in jobs.enumerated() {
             var entry = Entry(index: index)
             var verdict = check.check(job, wallMillis: now)
             var bytes = job
-            if verdict.refusal == nil && verdict.producerID == nil {
+            var producerID = verdict.producerID
+            if verdict.refusal == nil, let given = producerID, let tenant {
+                // The producer's id, scoped by its key's tenant: another key's jobs can neither be suppressed as
+                // duplicates of it nor looked up by it (docs/api.md, "Tenancy").
+                bytes = JobSubmission.replacingID(job, with: tenant + "/" + given) ?? job
+            } else if verdict.refusal == nil && producerID == nil {
                 // Every accepted job is answered with its id (for the results stream): the Idempotency-Key when
                 // given (one per job of a batch), else a fresh one.
                 let id = idempotencyKey.map { isBatch ? "\($0).\(index)" : $0 } ?? nextID()
-                bytes = JobSubmission.withID(job, id: id)
+                producerID = id
+                bytes = JobSubmission.withID(job, id: tenant.map { $0 + "/" + id } ?? id)
                 if JobSubmission.mayNameID(job) {
                     // Checked again as it will be queued (an `"id": null` member, say, makes the id a duplicate field).
                     verdict = check.check(bytes, wallMillis: now)
-                } else {
-                    verdict.producerID = id
                 }
             }
+            sends.append(verdict.refusal == nil ? verdict.sends : 1)
             if let refusal = verdict.refusal {
                 entry.refusal = refusal
             } else {
-                entry.id = verdict.producerID
+                entry.id = producerID
+                entry.jobID = producerID.map { id in tenant.map { $0 + "/" + id } ?? id }
                 entry.app = verdict.app
-                entry.queue = routers[queue]!.queueKey(forJobID: verdict.producerID)
+                entry.queue = routers[queue]!.queueKey(forJobID: entry.jobID)
                 entry.job = bytes
             }
             entries.append(entry)
+        }
+        if let key, key.ratePerSecond > 0 {
+            // One send per token of each job (a refused one counts one, as every job did).
+            let sends = sends.reduce(0, +)
+            if sends > max(key.burst, key.ratePerSecond) {
+                return .failure(Refusal(Self.error(413, "too_many_jobs", "key '\(key.name)' may submit at most \(max(key.burst, key.ratePerSecond)) sends at once (its burst); "
+                                                   + "these jobs make \(sends) (one per device token): send fewer per request")))
+            }
+            if let wait = access.take(sends, for: key) {
+                return .failure(Refusal(Self.error(429, "rate_limited", "key '\(key.name)' may submit \(key.ratePerSecond) sends a second (burst \(max(key.burst, key.ratePerSecond))); "
+                                                   + "these \(sends) (one per device token) fit in \(wait) s", headers: [("Retry-After", String(wait))])))
+            }
         }
         if let key, !key.apps.isEmpty {
             // A key that may not send for an app gets nothing queued: an access error is the request's, not a job's.
@@ -230,7 +283,11 @@ public final class FrontDoor {
             let entry = entries[index]
             redis.send([Self.lpush, Array(entry.queue!.utf8), entry.job]) { result in
                 if case .failure(let error) = result {
-                    box.entries[index].failure = "not pushed: Redis refused or did not answer LPUSH to \(entry.queue!.debugDescription): \(error)"
+                    let inDoubt = Self.mayHaveLanded(error)
+                    box.entries[index].inDoubt = inDoubt
+                    box.entries[index].failure = inDoubt
+                        ? "in doubt: LPUSH to \(entry.queue!.debugDescription) got no answer (\(error)), so the job may be queued: send it again with the same id (idempotency makes that safe)"
+                        : "not pushed: Redis refused LPUSH to \(entry.queue!.debugDescription) or was not reached: \(error)"
                 }
                 box.entries[index].job = []
                 box.remaining -= 1
@@ -240,6 +297,15 @@ public final class FrontDoor {
     }
 
     private static let lpush = Array("LPUSH".utf8)
+
+    /// Whether a push that failed with `error` may still have been applied (issue 51: a timed-out push was answered
+    /// "not pushed", and was in Redis and delivered).
+    static func mayHaveLanded(_ error: RedisError) -> Bool {
+        switch error {
+        case .connectionLost, .timeout, .closed, .protocolError, .notReplicated: true
+        case .notConnected, .connectFailed, .server, .wrongType: false
+        }
+    }
 
     private func count(_ entries: [Entry], validated: Bool = false) {
         for entry in entries { metrics.job(refusal: entry.refusal, failed: entry.failure != nil, validated: validated) }
@@ -294,6 +360,7 @@ public final class FrontDoor {
                 appendJSONString(entry.id ?? "", to: &out)
                 appendStatic(#","reason":"#, to: &out)
                 appendJSONString(entry.failure ?? "", to: &out)
+                appendStatic(entry.inDoubt ? #","in_doubt":true"# : #","in_doubt":false"#, to: &out)
             }
         }
         body.append(UInt8(ascii: "}"))
@@ -301,9 +368,16 @@ public final class FrontDoor {
         return HTTP1Server.Response(status: status, body: body)
     }
 
+    /// `api-` and 128 random bits in hex.
     func nextID() -> String {
-        idCounter &+= 1
-        return idPrefix + "-" + String(idCounter)
+        let hex = Array("0123456789abcdef".utf8)
+        var out = Array("api-".utf8)
+        out.reserveCapacity(36)
+        for _ in 0..<2 {
+            let word: UInt64 = randomness.next()
+            for shift in stride(from: 60, through: 0, by: -4) { out.append(hex[Int((word >> UInt64(shift)) & 15)]) }
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     static func json(_ status: Int, _ body: String, headers: [(String, String)] = []) -> HTTP1Server.Response {
@@ -318,6 +392,43 @@ public final class FrontDoor {
     /// The parser's and the server's own refusals, in the same shape.
     public static func protocolError(_ status: Int, _ message: String) -> HTTP1Server.Response {
         error(status, status == 503 ? "unavailable" : "bad_request", message)
+    }
+
+    /// `protocolError`, counted by reason and logged (issue 51: smuggling attempts and other refused requests were
+    /// neither), at most `rejectionLogBurst` lines at once and one a second after, the rest counted in the next line.
+    public func rejectRequest(_ status: Int, _ message: String) -> HTTP1Server.Response {
+        let reason = Self.rejectionReason(status: status, message: message)
+        metrics.rejected(reason: reason)
+        rejectionsUnlogged += 1
+        if rejectionLog.take(1, now: monotonicNanos()) == nil {
+            settings.logger.warning("request refused", ["reason": .string(reason), "status": .int(status), "message": .string(message),
+                                                        "refused_since_last_line": .int(rejectionsUnlogged - 1)])
+            rejectionsUnlogged = 0
+        }
+        return Self.protocolError(status, message)
+    }
+
+    /// A refusal's message as a label of its own fixed set (messages carry numbers and names: never labels).
+    static func rejectionReason(status: Int, message: String) -> String {
+        let known: [(String, String)] = [
+            ("a bare LF", "bare_lf"), ("a bare CR", "bare_cr"), ("a NUL byte", "nul_byte"), ("the request line", "request_line"),
+            ("bad method", "method"), ("the request target", "target"), ("more than one Host", "host_twice"),
+            ("an HTTP/1.1 request without a Host", "host_missing"), ("more than one Authorization", "authorization_twice"),
+            ("Transfer-Encoding: chunked twice", "chunked_twice"), ("both Content-Length and Transfer-Encoding", "length_and_chunked"),
+            ("two different Content-Length", "content_length_twice"), ("Content-Length is not", "content_length"),
+            ("chunked framing is HTTP/1.1", "chunked_http10"), ("bad header field name", "field_name"),
+            ("a header field without a colon", "field_without_colon"), ("a control character", "control_character"),
+            ("request head larger", "head_too_large"), ("more than", "too_many"), ("request body larger", "body_too_large"),
+            ("too many open connections", "max_connections"),
+        ]
+        if let found = known.first(where: { message.hasPrefix($0.0) }) { return found.1 }
+        switch status {
+        case 413: return "body_too_large"
+        case 431: return "head_too_large"
+        case 501: return "transfer_encoding"
+        case 505: return "http_version"
+        default: return "other"
+        }
     }
 
     /// `a=1&b=%2F` as a dictionary (percent-decoded; `+` is a space); the first of a repeated name wins.

@@ -32,6 +32,9 @@ public final class HTTP1Server: FileDescriptorHandler {
 
     /// Answers one request; call `respond` exactly once, on the loop, now or later.
     public typealias Handler = (HTTP1Parser.Request, @escaping (Response) -> Void) -> Void
+    /// Decides on a request from its head (the body empty) before any of its body is read: a response refuses it
+    /// (answered at once, no `100 Continue`, the connection closed after it), nil lets it be read whole.
+    public typealias HeadCheck = (HTTP1Parser.Request) -> Response?
 
     public struct Limits: Sendable {
         public var parser = HTTP1Parser.Limits()
@@ -47,6 +50,7 @@ public final class HTTP1Server: FileDescriptorHandler {
     public private(set) var port: Int
     public let limits: Limits
     private let handler: Handler
+    fileprivate let headCheck: HeadCheck?
     /// HTTPS when set.
     private let tls: TLSServerContext?
     /// Turns a refusal of the parser (or of the server) into the body the API answers with.
@@ -63,12 +67,13 @@ public final class HTTP1Server: FileDescriptorHandler {
     fileprivate static let h2Preface = Array("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".utf8)
 
     public init(loop: EventLoop, host: String, port: Int, limits: Limits = Limits(), tls: TLSServerContext? = nil,
-                errorBody: @escaping (Int, String) -> Response, handler: @escaping Handler) throws(SystemError) {
+                errorBody: @escaping (Int, String) -> Response, headCheck: HeadCheck? = nil, handler: @escaping Handler) throws(SystemError) {
         loop.preconditionInLoop()
         self.loop = loop
         self.tls = tls
         self.limits = limits
         self.handler = handler
+        self.headCheck = headCheck
         self.errorBody = errorBody
         fd = -1
         self.port = 0
@@ -98,7 +103,7 @@ public final class HTTP1Server: FileDescriptorHandler {
             let accepted: Int32?
             do { accepted = try Sockets.accept(fd) } catch { return }
             guard let client = accepted else { return }
-            if connections.count >= limits.maxConnections {
+            if connections.count >= limits.maxConnections + Self.probeSlots {
                 // Best effort, the socket's buffer takes it whole; then the slot stays free for the others.
                 // (Over TLS the refusal would need a handshake first: such a newcomer is just closed.)
                 if tls == nil {
@@ -116,9 +121,17 @@ public final class HTTP1Server: FileDescriptorHandler {
                 Glibc.close(client)
                 continue
             }
+            // Past max_connections: one of the few slots kept for the probes (issue 51: with every slot held,
+            // /healthz answered 503 too).
+            connection.probeOnly = connections.count >= limits.maxConnections
             connections[client] = connection
         }
     }
+
+    /// Connections taken past `maxConnections` for `/healthz` and `/readyz` only (any other request on one is
+    /// answered 503, and each is closed after its answer).
+    public static let probeSlots = 8
+    static let probePaths: Set<String> = ["/healthz", "/readyz"]
 
     fileprivate func closed(_ fd: Int32) { connections[fd] = nil }
 
@@ -168,6 +181,8 @@ public final class HTTP1Server: FileDescriptorHandler {
             var startedAt: UInt64?
             /// `100 Continue` went out for the request being read.
             var sentContinue = false
+            /// The server's `headCheck` let the request being read through on its head.
+            var headPassed = false
             /// The peer sent its end of file: the requests already in are answered, in order, then it is closed.
             var peerClosed = false
         }
@@ -183,8 +198,14 @@ public final class HTTP1Server: FileDescriptorHandler {
 
         let fd: Int32
         unowned let server: HTTP1Server
+        /// Taken in a probe slot (`HTTP1Server.probeSlots`): it may ask for the probes only, once.
+        var probeOnly = false
         /// Monotonic nanoseconds after which the sweep closes it.
         var deadline: UInt64 = 0
+        /// When it was accepted: until its first answer, silence counts against the request timeout, not the idle
+        /// one (issue 51: 200 sockets that sent nothing held every slot for the 60 s idle timeout).
+        private let openedAt = monotonicNanos()
+        private var answeredOne = false
         private var phase: Phase
         private var input: [UInt8] = []
         /// Bytes of `input` already taken by answered requests.
@@ -306,6 +327,11 @@ public final class HTTP1Server: FileDescriptorHandler {
                         noteRequestBytes()
                         input.append(contentsOf: server.readBuffer[0..<n])
                         if n < server.readBuffer.count { return process() }
+                        if awaitsHeadCheck {
+                            // A head still to decide on: decided now, before more of its body is read.
+                            process()
+                            if case .closing = phase { return }
+                        }
                     case .wouldBlock: return process()
                     case .endOfFile:
                         // A half-close after a whole request still gets its answer.
@@ -326,6 +352,16 @@ public final class HTTP1Server: FileDescriptorHandler {
                 }
             }
             process()
+        }
+
+        /// A request is being read whose head the server has not let through yet.
+        private var awaitsHeadCheck: Bool {
+            guard server.headCheck != nil else { return false }
+            switch phase {
+            case .awaitingPreface: return true
+            case .reading(let reading): return !reading.headPassed
+            default: return false
+            }
         }
 
         /// Bytes of a request arrived: the request timeout runs from the first of them.
@@ -388,6 +424,14 @@ public final class HTTP1Server: FileDescriptorHandler {
             case .incomplete(let expectsContinue):
                 var reading = reading
                 if input.count == consumed { reading.startedAt = nil }
+                if !reading.headPassed, let check = server.headCheck, let head = HTTP1Parser.head(input[consumed...], limits: server.limits.parser) {
+                    if let refusal = check(head) {
+                        // Refused on its head: answered before any more of its body is read, and closed after.
+                        phase = .closing
+                        return queue(HTTP1Server.serialize(refusal, keepAlive: false))
+                    }
+                    reading.headPassed = true
+                }
                 let sendsContinue = expectsContinue && !reading.sentContinue
                 if sendsContinue { reading.sentContinue = true }
                 phase = .reading(reading)
@@ -398,14 +442,19 @@ public final class HTTP1Server: FileDescriptorHandler {
                 queue(HTTP1Server.serialize(server.errorBody(failure.status, failure.message), keepAlive: false))
             case .request(let request, let end):
                 consumed = end
+                if probeOnly && !HTTP1Server.probePaths.contains(request.path) {
+                    phase = .closing
+                    return queue(HTTP1Server.serialize(server.errorBody(503, "too many open connections (\(server.limits.maxConnections))"), keepAlive: false))
+                }
                 phase = .answering(Answering(peerClosed: reading.peerClosed))
-                let keepAlive = request.keepAlive
+                let keepAlive = request.keepAlive && !probeOnly
                 let head = request.method == "HEAD"
                 refreshDeadline()
                 server.handler(request) { [weak self] response in
                     guard let self, case .answering(let answering) = self.phase else { return }
                     self.unpark()
                     guard self.isOpen else { return }
+                    self.answeredOne = true
                     self.phase = keepAlive ? .reading(Reading(startedAt: answering.nextStartedAt, peerClosed: answering.peerClosed)) : .closing
                     self.queue(HTTP1Server.serialize(response, keepAlive: keepAlive, omitBody: head))
                     if case .reading = self.phase {
@@ -426,8 +475,10 @@ public final class HTTP1Server: FileDescriptorHandler {
         }
 
         private func startH2() {
+            // The probe slots serve HTTP/1.1 probes only.
+            guard !probeOnly else { return close() }
             guard let callbacks = server.h2Callbacks,
-                  let framing = HTTP2Framing(callbacks: callbacks, limits: server.limits, handler: server.handler, errorBody: server.errorBody,
+                  let framing = HTTP2Framing(callbacks: callbacks, limits: server.limits, handler: server.handler, headCheck: server.headCheck, errorBody: server.errorBody,
                                              answered: { [weak self] in self?.schedulePump() })
             else { return close() }
             phase = .http2(framing, pumpScheduled: false)
@@ -512,7 +563,7 @@ public final class HTTP1Server: FileDescriptorHandler {
                 deadline = UInt64.max
                 return
             case .handshaking(let startedAt): started = startedAt
-            case .awaitingPreface(let reading), .reading(let reading): started = reading.startedAt
+            case .awaitingPreface(let reading), .reading(let reading): started = reading.startedAt ?? (answeredOne ? nil : openedAt)
             case .closing, .closed: started = nil
             }
             if written < output.count {

@@ -35,16 +35,18 @@ final class HTTP2Framing: H2ServerStreamHandler {
     private var streams: [Int32: Stream] = [:]
     private let limits: HTTP1Server.Limits
     private let handler: HTTP1Server.Handler
+    private let headCheck: HTTP1Server.HeadCheck?
     private let errorBody: (Int, String) -> HTTP1Server.Response
     /// Answers are ready to be written (called only outside nghttp2's callbacks).
     private let answered: () -> Void
     /// Inside `nghttp2_session_mem_recv`, where nghttp2 must not be asked for output.
     private var receiving = false
 
-    init?(callbacks: H2ServerCallbacks, limits: HTTP1Server.Limits, handler: @escaping HTTP1Server.Handler,
+    init?(callbacks: H2ServerCallbacks, limits: HTTP1Server.Limits, handler: @escaping HTTP1Server.Handler, headCheck: HTTP1Server.HeadCheck? = nil,
           errorBody: @escaping (Int, String) -> HTTP1Server.Response, answered: @escaping () -> Void) {
         self.limits = limits
         self.handler = handler
+        self.headCheck = headCheck
         self.errorBody = errorBody
         self.answered = answered
         events = H2SessionEvents(self)
@@ -131,6 +133,16 @@ final class HTTP2Framing: H2ServerStreamHandler {
         }
     }
 
+    /// The head is in: a request the server refuses from its head alone (no key, say) is answered now, and its DATA
+    /// dropped as it comes (nghttp2 resets the stream once answered), never held.
+    func headersComplete(_ streamID: Int32) {
+        guard let headCheck, let stream = streams[streamID], stream.refusal == nil, !stream.complete else { return }
+        let head = HTTP1Parser.Request(method: stream.method, path: stream.path, query: stream.query, minorVersion: 1, headers: stream.headers, body: [])
+        guard let refusal = headCheck(head) else { return }
+        stream.refusal = HTTP1Parser.Failure(status: refusal.status, message: "refused from its head")
+        respond(streamID, stream, refusal, omitBody: false)
+    }
+
     func data(_ streamID: Int32, _ chunk: UnsafeBufferPointer<UInt8>) {
         guard let stream = streams[streamID], stream.refusal == nil else { return }
         guard stream.body.count + chunk.count <= limits.parser.maxBodyBytes else {
@@ -146,7 +158,11 @@ final class HTTP2Framing: H2ServerStreamHandler {
     func requestComplete(_ streamID: Int32) {
         guard let stream = streams[streamID], !stream.complete else { return }
         stream.complete = true
-        if let refusal = stream.refusal { return respond(streamID, stream, errorBody(refusal.status, refusal.message), omitBody: false) }
+        if let refusal = stream.refusal {
+            // Answered already (refused from its head, or its body over the bound): once is enough.
+            guard !stream.answered else { return }
+            return respond(streamID, stream, errorBody(refusal.status, refusal.message), omitBody: false)
+        }
         let request = HTTP1Parser.Request(method: stream.method, path: stream.path, query: stream.query, minorVersion: 1,
                                           headers: stream.headers, body: stream.body)
         stream.body = []

@@ -72,6 +72,32 @@ public enum JobSubmission {
         }
     }
 
+    /// `job` with its top-level `id` member's value (a string or a number, as the job parser takes it) made the
+    /// string `id`, every other byte kept; nil when `job` is not an object with such a member.
+    public static func replacingID(_ job: [UInt8], with id: String) -> [UInt8]? {
+        job.withUnsafeBufferPointer { buffer -> [UInt8]? in
+            var scanner = JSONScanner(buffer)
+            do {
+                scanner.skipWhitespace()
+                guard scanner.position < buffer.count, buffer[scanner.position] == UInt8(ascii: "{") else { return nil }
+                try scanner.beginObject()
+                var first = true
+                while let (key, value) = try scanner.nextMember(first: &first) {
+                    guard scanner.stringEquals(key, "id"), value.kind == .string || value.kind == .number else { continue }
+                    var out: [UInt8] = []
+                    out.reserveCapacity(job.count + id.utf8.count)
+                    out.append(contentsOf: job[..<value.range.lowerBound])
+                    appendJSONString(id, to: &out)
+                    out.append(contentsOf: job[value.range.upperBound...])
+                    return out
+                }
+                return nil
+            } catch {
+                return nil
+            }
+        }
+    }
+
     /// `job` with `"id":"<id>"` as its first member (`job` is an object without an `id`).
     public static func withID(_ job: [UInt8], id: String) -> [UInt8] {
         guard let open = job.firstIndex(of: UInt8(ascii: "{")) else { return job }

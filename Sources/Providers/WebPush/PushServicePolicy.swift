@@ -24,6 +24,29 @@ public struct PushServicePolicy: Sendable, Equatable {
         self.allowsPrivateAddresses = allowsPrivateAddresses
     }
 
+    /// What in the policy runs but weakens it (issue 51): a test switch that turns the SSRF protection off, an entry
+    /// that matches nothing (a `*` anywhere but a leading `*.`) or every name under a top-level domain (`*.com`).
+    /// Each after `label`, naming the setting.
+    public func warnings(label: String) -> [String] {
+        var out: [String] = []
+        if allowsIPLiterals {
+            out.append("\(label): webpush.allow_ip_literals is on: subscriptions may name IP addresses (SSRF protection off; for tests against a local simulator only)")
+        }
+        if allowsPrivateAddresses {
+            out.append("\(label): webpush.allow_private_addresses is on: push services may resolve to loopback and private addresses (SSRF protection off; for tests against a local simulator only)")
+        }
+        for host in hosts {
+            let wildcard = host.hasPrefix("*.")
+            let rest = wildcard ? host.dropFirst(2) : Substring(host)
+            if rest.contains("*") || rest.isEmpty {
+                out.append("\(label): webpush.push_service_hosts entry \(host.debugDescription) matches nothing (a * stands only as a leading *.)")
+            } else if wildcard && !rest.contains(".") {
+                out.append("\(label): webpush.push_service_hosts entry \(host.debugDescription) allows every host under a top-level domain")
+            }
+        }
+        return out
+    }
+
     /// Whether a job may send to `endpoint` (the parser already made it https with a clean host).
     public func check(_ endpoint: PushEndpoint) throws(PolicyError) {
         if endpoint.isIPLiteral {

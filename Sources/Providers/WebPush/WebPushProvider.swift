@@ -34,6 +34,8 @@ public enum WebPushProvider: PushProvider {
 
     public static func credentialFiles(_ app: Configuration.AppSettings) -> [String] { app.webpush?.vapidKeyFile.map { [$0] } ?? [] }
 
+    public static func warnings(_ app: Configuration.AppSettings) -> [String] { app.webpush?.policy.warnings(label: "app '\(app.name)'") ?? [] }
+
     public static func checkedLine(_ app: Configuration.AppSettings, credential: any Sendable) -> String {
         guard let webpush = credential as? WebPushCredential else { return "(webpush)" }
         let signer = webpush.tokens.signer

@@ -38,9 +38,17 @@ enum ApiCommand {
         limits.maxConnections = api.maxConnections
         limits.parser.maxBodyBytes = api.maxBodyBytes
         limits.parser.maxHeadBytes = api.maxHeadBytes
+        limits.parser.requireHost = true
         limits.requestTimeoutMilliseconds = api.requestTimeoutMs
         limits.idleTimeoutMilliseconds = api.idleTimeoutMs
         let logger = Logger(component: "api", minimumLevel: LogLevel(name: configuration.worker.logLevel) ?? .info)
+        // As many open files as the process may have; connections past what fit are refused with 503, not accepted
+        // into a full descriptor table.
+        let fileLimit = FileDescriptorLimit.raiseSoftToHard()
+        if let shortfall = FileDescriptorLimit.shortfall(maxConnections: api.maxConnections, limit: fileLimit) {
+            logger.warning("too few open files for api.max_connections", ["detail": .string(shortfall)])
+            limits.maxConnections = FileDescriptorLimit.connections(fitting: fileLimit)
+        }
         var settings = FrontDoor.Settings()
         settings.logger = logger
         settings.maxJobsPerRequest = api.maxJobsPerRequest
@@ -82,7 +90,7 @@ enum ApiCommand {
             let door = try FrontDoor(configuration: configuration, shards: shards, redis: client, settings: frozenSettings,
                                      readiness: { client.isConnected })
             let server = try HTTP1Server(loop: loop, host: address.host, port: address.port, limits: frozenLimits, tls: serverTLS,
-                                         errorBody: FrontDoor.protocolError) { request, respond in
+                                         errorBody: { door.rejectRequest($0, $1) }, headCheck: { door.decideFromHead($0) }) { request, respond in
                 door.handle(request, respond: respond)
             }
             door.openConnections = { [weak server] in server?.openConnections ?? 0 }

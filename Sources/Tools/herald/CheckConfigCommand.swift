@@ -1,3 +1,4 @@
+import API
 import APNs
 import Basics
 import Foundation
@@ -45,6 +46,10 @@ enum CheckConfigCommand {
                 // Unreachable may be temporary (a warning); a refusal is the configuration's (an error).
                 if isRefusal(error.description) { problems.append("redis: \(error)") } else { warnings.append("redis: \(error)") }
             }
+        }
+        // herald api raises its soft limit to the hard one: the hard limit is what max_connections must fit in.
+        if let shortfall = FileDescriptorLimit.shortfall(maxConnections: configuration.api.maxConnections, limit: FileDescriptorLimit.hardLimit()) {
+            warnings.append("open files here: \(shortfall)")
         }
         for warning in warnings { print("warn \(warning)") }
         for problem in problems { print("FAIL \(problem)") }

@@ -13,6 +13,9 @@ public enum HTTP1Parser {
         public var maxHeadBytes = 16 * 1024
         public var maxHeaderFields = 100
         public var maxBodyBytes = 8 * 1024 * 1024
+        /// An HTTP/1.1 request without a `Host` field is refused (RFC 9112 3.2: a server MUST answer it 400). On for
+        /// `herald api`; the metrics listener and the simulators take what they always took.
+        public var requireHost = false
         public init() {}
     }
 
@@ -133,6 +136,8 @@ public enum HTTP1Parser {
         let start = bytes.startIndex
         guard let headEnd = findHeadEnd(bytes, limit: limits.maxHeadBytes) else {
             if bytes.count > limits.maxHeadBytes { return .failure(Failure(status: 431, message: "request head larger than \(limits.maxHeadBytes) bytes")) }
+            // A head whose lines end in bare LFs never has its CRLF CRLF: refused now, not left to time out.
+            if hasBareLF(bytes) { return .failure(bad("a bare LF in the request head (lines end with CRLF)")) }
             return .incomplete(expectsContinue: false)
         }
         var request: Request
@@ -161,10 +166,31 @@ public enum HTTP1Parser {
         }
     }
 
+    /// The request's head (no body) once the head is whole and good, however much of the body has come; nil
+    /// before that, or when the head is refused (`parse` says why). For deciding on a request before its body.
+    public static func head(_ bytes: ArraySlice<UInt8>, limits: Limits = Limits()) -> Request? {
+        guard let headEnd = findHeadEnd(bytes, limit: limits.maxHeadBytes) else { return nil }
+        return try? parseHead(bytes[bytes.startIndex..<(headEnd - 4)], limits: limits).0
+    }
+
     enum Framing: Equatable {
         case none
         case length(Int)
         case chunked
+    }
+
+    /// An LF not right after a CR among `bytes` (all head: its end is not there yet).
+    static func hasBareLF(_ bytes: ArraySlice<UInt8>) -> Bool {
+        bytes.withUnsafeBufferPointer { buffer in
+            guard let base = buffer.baseAddress else { return false }
+            var at = 0
+            while at < buffer.count, let found = memchr(base + at, 10, buffer.count - at) {
+                let i = base.distance(to: found.assumingMemoryBound(to: UInt8.self))
+                if i == 0 || buffer[i - 1] != 13 { return true }
+                at = i + 1
+            }
+            return false
+        }
     }
 
     /// The index just past the CRLF CRLF ending the head, looked for only within `limit` bytes.
@@ -247,6 +273,7 @@ public enum HTTP1Parser {
         var contentLength: Int? = nil
         var chunked = false
         var sawTransferEncoding = false
+        var hosts = 0, authorizations = 0
         var failure: Failure? = nil
         // One pass per field line: the name checked and lower-cased and the value checked, each copied once into
         // the request's field bytes (never longer than the head).
@@ -316,12 +343,25 @@ public enum HTTP1Parser {
                             failure = Failure(status: 501, message: "Transfer-Encoding \(value.debugDescription) is not supported (only chunked)")
                             return
                         }
+                        // RFC 9112 6.1: chunked is applied once; a second field naming it again is not a framing to guess at.
+                        guard !chunked else {
+                            failure = bad("Transfer-Encoding: chunked twice")
+                            return
+                        }
                         chunked = true
+                    } else if Self.equals(name, "host") {
+                        hosts += 1
+                    } else if Self.equals(name, "authorization") {
+                        authorizations += 1
                     }
                 }
             }
         }
         if let failure { throw failure }
+        // RFC 9112 3.2: one Host at most (exactly one in HTTP/1.1 where required); one set of credentials.
+        if hosts > 1 { throw bad("more than one Host field") }
+        if hosts == 0 && minor == 49 && limits.requireHost { throw bad("an HTTP/1.1 request without a Host field") }
+        if authorizations > 1 { throw bad("more than one Authorization field") }
         let request = Request(method: text(0, methodEnd), path: text(targetStart, mark ?? targetEnd),
                               query: mark.map { text($0 + 1, targetEnd) } ?? "", minorVersion: Int(minor - 48),
                               fieldBytes: fieldBytes, fieldSpans: spans)

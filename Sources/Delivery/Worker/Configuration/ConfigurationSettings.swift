@@ -249,7 +249,7 @@ extension Configuration {
         .flag("api.gorush_metrics", \.api.gorushMetrics,
               "Also export gorush's metric families on `/metrics` (`gorush_total_push_count`, `gorush_ios_success`, `gorush_android_fail`, ...: docs/api.md), counted from the results streams, so a gorush dashboard keeps working."),
         .custom("api.keys", default: "none (every request is served)",
-                "API keys: a list of `{\"name\", \"sha256\", \"apps\", \"queues\", \"rate_per_second\", \"burst\"}`. `sha256` is the lower-case hex SHA-256 of the key (`printf %s \"$KEY\" | sha256sum`); the key itself is never stored. `apps` and `queues` (configured queue keys) limit what it may send (empty or absent: all); `rate_per_second` limits the jobs it submits to one API process (0 or absent: none), `burst` how many at once (at least one second's worth; a request with more jobs is answered 413). With any key, every `/v1` and `/api` request needs `Authorization: Bearer <key>` (or `X-API-Key`).",
+                "API keys: a list of `{\"name\", \"sha256\", \"apps\", \"queues\", \"rate_per_second\", \"burst\"}`. `sha256` is the lower-case hex SHA-256 of the key (`printf %s \"$KEY\" | sha256sum`); the key itself is never stored. `apps` and `queues` (configured queue keys) limit what it may send (empty or absent: all); `rate_per_second` limits the sends it submits to one API process, a job counting one per device token (a multicast of 200 tokens is 200; 0 or absent: no limit), `burst` how many at once (at least one second's worth; a request with more sends is answered 413). With any key, every `/v1` and `/api` request needs `Authorization: Bearer <key>` (or `X-API-Key`).",
                 read: { value, c, name, problems in
                     guard let list = value as? [Any] else { return problems.append("\(name) must be a list") }
                     for (index, item) in list.enumerated() {
@@ -281,8 +281,15 @@ extension Configuration {
                 check: { c in
                     var problems: [String] = []
                     var names = Set<String>()
+                    var hashes: [String: String] = [:]
                     for key in c.api.keys {
                         if !names.insert(key.name).inserted { problems.append("api.keys: the name '\(key.name)' is given twice") }
+                        // One secret, one key: with two entries the API would serve it with whichever's grants came last.
+                        if let first = hashes[key.sha256] {
+                            problems.append("api.keys: key '\(key.name)' has the sha256 of key '\(first)': each key needs its own secret")
+                        } else if !key.sha256.isEmpty {
+                            hashes[key.sha256] = key.name
+                        }
                         for app in key.apps where !c.apps.contains(where: { $0.name == app }) {
                             problems.append("api.keys: key '\(key.name)' names app '\(app)', which is not configured")
                         }

@@ -19,6 +19,8 @@ public struct JobCheck: Sendable {
         public var producerID: String?
         /// The configured app the job was matched to (nil when no app matched).
         public var app: String?
+        /// The sends it makes: one per token of a multicast or a many-token send, else one.
+        public var sends = 1
     }
 
     /// `wallMillis`: now, for the `deliver_at` horizon.
@@ -28,7 +30,8 @@ public struct JobCheck: Sendable {
         case .rejected(_, let reason, let spec, _, let app):
             return Verdict(refusal: reason, producerID: spec?.id, app: app)
         case .accepted(let attempt):
-            return Verdict(refusal: nil, producerID: attempt.hasProducerID ? attempt.id : nil, app: attempt.appName)
+            return Verdict(refusal: nil, producerID: attempt.hasProducerID ? attempt.id : nil, app: attempt.appName,
+                           sends: attempt.multicast?.tokens.count ?? max(1, attempt.batchTokens.count))
         }
     }
 }
