@@ -125,6 +125,11 @@ extension EndToEnd {
             let port = try world.unusedPort()
             let killed = try world.startWorker(id: "doomed", config: try world.writeConfig(name: "doomed", worker: ["lease_seconds": 2]))
             #expect(waitUntil(seconds: 20) { killed.output.contains("worker started") }, "\(world.workerLogs())")
+            // Killed only once it has heartbeated: before that no reaper could know of it (its "worker started" line
+            // can come first, and under load the kill then beat the heartbeat).
+            let redis = try world.connectRedis()
+            #expect(waitUntil(seconds: 20) { (try? redis.command(["ZSCORE", "herald:workers", "doomed"]))?.string != nil },
+                    "\(world.workerLogs())")
             killed.signal(SIGKILL)
             _ = killed.waitForExit(seconds: 10)
             let reaper = try world.writeConfig(name: "reaper", worker: ["lease_seconds": 2], metricsListen: "127.0.0.1:\(port)")
