@@ -79,7 +79,9 @@ public final class ChildProcess: @unchecked Sendable {
         if process.isRunning && processIsAlive(pid) { return nil }
         // Gone (or a zombie): Foundation's own reaping is at most a moment away.
         while process.isRunning && Date() < deadline.addingTimeInterval(5) { usleep(2_000) }
-        if process.isRunning { return nil }
+        // Foundation can miss a child's SIGCHLD when many exit at once (seen under ThreadSanitizer): a zombie it has
+        // not reaped has still ended, and the kernel keeps its status.
+        if process.isRunning { return zombieExitStatus(pid) }
         return process.terminationStatus
     }
 
@@ -108,6 +110,17 @@ public func processIsAlive(_ pid: Int32) -> Bool {
           let close = stat.lastIndex(of: ")") else { return false }
     let state = stat[stat.index(after: close)...].trimmingCharacters(in: .whitespaces).first
     return state != "Z" && state != "X"
+}
+
+/// A zombie's status as `Process.terminationStatus` gives it (the exit code, or the signal that ended it), from
+/// /proc/<pid>/stat's `exit_code` (field 52), without reaping it; nil for a process that is not a zombie.
+public func zombieExitStatus(_ pid: Int32) -> Int32? {
+    guard pid > 0, let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+          let close = stat.lastIndex(of: ")") else { return nil }
+    let fields = stat[stat.index(after: close)...].split(separator: " ")
+    // After the command: field 3 (state) is fields[0], so field 52 is fields[49].
+    guard fields.first == "Z", fields.count > 49, let code = Int32(fields[49].trimmingCharacters(in: .whitespacesAndNewlines)) else { return nil }
+    return code & 0x7f == 0 ? (code >> 8) & 0xff : code & 0x7f
 }
 
 /// What a program run to its end printed, and how it ended.
