@@ -125,20 +125,39 @@ import Testing
         let first = connectLoopback(port)
         let second = connectLoopback(port)
         defer { close(first); close(second) }
-        // Both slots held by silent sockets: a third client's job is answered 503 at once, but the probes are still
-        // answered from a slot kept for them (issue 51: /healthz answered 503 too; this test expected it).
+        // Both slots held by half-sent requests (not silent: nothing may close them for a newcomer): a third
+        // client's job is answered 503 at once, but the probes are still answered from a slot kept for them (issue
+        // 51: /healthz answered 503 too; this test expected it).
+        _ = write(first, "POST /v1/jobs HTTP/1.1\r\nContent-", 32)
+        _ = write(second, "POST /v1/jobs HTTP/1.1\r\nContent-", 32)
         Thread.sleep(forTimeInterval: 0.2)
         let (refused, _) = try curl(["--data-binary", APIProcess.job(), api.url + "v1/jobs"])
         #expect(refused == 503)
         #expect(try curl([api.url + "healthz"]).status == 200)
         #expect(try curl([api.url + "readyz"]).status == 200)
-        // Half a request is closed after the request timeout, the silent one too (it has sent no request: issue 51):
-        // then curl gets in.
-        _ = write(first, "POST /v1/jobs HTTP/1.1\r\nContent-", 32)
+        // Half a request is closed after the request timeout: then curl gets in.
         #expect(waitUntil(seconds: 5) { isClosedByPeer(first) })
         #expect(waitUntil(seconds: 5) { isClosedByPeer(second) })
         let (ok, _) = try curl([api.url + "healthz"])
         #expect(ok == 200)
+    }
+
+    /// Issue 51, item 3: sockets that send nothing hold no slot against a newcomer. With every slot taken by them,
+    /// a producer's job is answered 202 at once (the socket silent longest is closed to make room), not 503 for
+    /// the request timeout.
+    @Test func silentSocketsMakeRoomForANewcomerOldestFirst() throws {
+        let redis = try RedisServer()
+        let api = try APIProcess(redisURL: redis.url, api: #"{"max_connections": 2, "request_timeout_ms": 60000}"#)
+        let port = UInt16(api.url.split(separator: ":").last!.filter(\.isNumber))!
+        let oldest = connectLoopback(port)
+        Thread.sleep(forTimeInterval: 0.05)
+        let newer = connectLoopback(port)
+        defer { close(oldest); close(newer) }
+        Thread.sleep(forTimeInterval: 0.5)  // silent long enough to be taken for silent (HTTP1Server.silentEnoughNanoseconds)
+        #expect(try curl(["--data-binary", APIProcess.job(), api.url + "v1/jobs"]).status == 202)
+        #expect(waitUntil(seconds: 5) { isClosedByPeer(oldest) })
+        #expect(!isClosedByPeer(newer))
+        #expect(try listElements(redis.url, "herald:queue").count == 1)
     }
 
     /// Issue 51, item 3 in part: a connection that sends nothing is closed at the request timeout, not held for the
@@ -161,9 +180,10 @@ import Testing
         let api = try APIProcess(redisURL: redis.url, api: #"{"max_connections": 1024}"#, openFiles: 80)
         #expect(api.child.output.contains("too few open files for api.max_connections"), "\(api.child.output)")
         let port = UInt16(api.url.split(separator: ":").last!.filter(\.isNumber))!
-        // 80 - 64 - 8 (the probes' slots) = 8 connections fit: 8 silent sockets take them, the next job is answered
-        // 503 (the probes still get theirs).
+        // 80 - 64 - 8 (the probes' slots) = 8 connections fit: 8 half-sent requests take them, the next job is
+        // answered 503 (the probes still get theirs).
         var held = (0..<8).map { _ in connectLoopback(port) }
+        for fd in held { _ = write(fd, "POST /v1/jobs HTTP/1.1\r\nContent-", 32) }
         defer { held.forEach { close($0) } }
         #expect(waitUntil(seconds: 10) { (try? curl(["--data-binary", APIProcess.job(), api.url + "v1/jobs"]).status) == 503 })
         #expect(try curl([api.url + "healthz"]).status == 200)

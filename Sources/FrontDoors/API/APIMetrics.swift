@@ -68,7 +68,7 @@ final class APIMetrics {
         for (reason, count) in refusedByReason.sorted(by: { $0.key < $1.key }) {
             out.sample("herald_api_jobs_total", [("outcome", "refused"), ("reason", reason)], count)
         }
-        out.family("herald_api_requests_rejected_total", .counter, "Requests refused before any route saw them (malformed, too large, past max_connections), by reason.")
+        out.family("herald_api_requests_rejected_total", .counter, "Requests refused before any route saw them (malformed, too large, past max_connections; `accept_failed`: a connection the kernel could not hand over, at the open-file limit), by reason.")
         for (reason, count) in rejectedByReason.sorted(by: { $0.key < $1.key }) {
             out.sample("herald_api_requests_rejected_total", [("reason", reason)], count)
         }

@@ -119,6 +119,14 @@ public final class FrontDoor {
     /// head, before any byte of its body is read or `100 Continue` is sent (issue 51: a keyless client could make
     /// the API buffer 8 MiB a request). Its rate is taken once the body says how many jobs it holds.
     public func decideFromHead(_ head: HTTP1Parser.Request) -> HTTP1Server.Response? {
+        let started = monotonicNanos()
+        guard let refusal = refusalFromHead(head) else { return nil }
+        // Counted like any answer (a keyless upload refused here is a 401 of its route).
+        metrics.request(route: APIMetrics.route(head.path), status: refusal.status, nanoseconds: monotonicNanos() &- started)
+        return refusal
+    }
+
+    private func refusalFromHead(_ head: HTTP1Parser.Request) -> HTTP1Server.Response? {
         switch (head.method, head.path) {
         case ("POST", "/v1/jobs"):
             if case .failure(let refusal) = authorize(head) { return refusal.response }
@@ -419,7 +427,7 @@ public final class FrontDoor {
             ("chunked framing is HTTP/1.1", "chunked_http10"), ("bad header field name", "field_name"),
             ("a header field without a colon", "field_without_colon"), ("a control character", "control_character"),
             ("request head larger", "head_too_large"), ("more than", "too_many"), ("request body larger", "body_too_large"),
-            ("too many open connections", "max_connections"),
+            ("too many open connections", "max_connections"), ("accept failed", "accept_failed"),
         ]
         if let found = known.first(where: { message.hasPrefix($0.0) }) { return found.1 }
         switch status {

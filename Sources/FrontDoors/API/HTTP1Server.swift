@@ -58,6 +58,7 @@ public final class HTTP1Server: FileDescriptorHandler {
     private var fd: Int32
     private var connections: [Int32: Connection] = [:]
     private var sweepTimer: LoopTimer?
+    private let acceptBackoff = AcceptBackoff()
     /// One read buffer for every connection (they take turns on the loop): 10,000 idle connections cost no
     /// 16 KiB each.
     fileprivate var readBuffer = [UInt8](repeating: 0, count: 16 * 1024)
@@ -90,6 +91,7 @@ public final class HTTP1Server: FileDescriptorHandler {
         guard fd >= 0 else { return }
         loop.preconditionInLoop()
         sweepTimer?.cancel()
+        acceptBackoff.cancel()
         loop.unregister(fd: fd)
         Glibc.close(fd)
         fd = -1
@@ -101,8 +103,19 @@ public final class HTTP1Server: FileDescriptorHandler {
         while fd >= 0 && round > 0 {
             round -= 1
             let accepted: Int32?
-            do { accepted = try Sockets.accept(fd) } catch { return }
+            do {
+                accepted = try Sockets.accept(fd)
+            } catch {
+                acceptBackoff.failed(listener: fd, on: loop)
+                // Counted and logged (at a bounded rate) with the refusals; the body goes nowhere.
+                _ = errorBody(503, "accept failed (\(error)), not listening for \(acceptBackoff.pauseMilliseconds) ms")
+                return
+            }
             guard let client = accepted else { return }
+            acceptBackoff.succeeded()
+            // Full: the connection that has been silent longest makes room (issue 51: 1,000 sockets that send
+            // nothing must not keep out a producer, nor the probes); only with none silent is the newcomer refused.
+            while connections.count >= limits.maxConnections, let silent = longestSilent() { silent.close() }
             if connections.count >= limits.maxConnections + Self.probeSlots {
                 // Best effort, the socket's buffer takes it whole; then the slot stays free for the others.
                 // (Over TLS the refusal would need a handshake first: such a newcomer is just closed.)
@@ -126,6 +139,23 @@ public final class HTTP1Server: FileDescriptorHandler {
             connection.probeOnly = connections.count >= limits.maxConnections
             connections[client] = connection
         }
+    }
+
+    /// A connection this long without a byte may be closed for a newcomer. A real client sends its request (or its
+    /// TLS hello) right behind the handshake's last packet, so even over a slow link its first bytes are in well
+    /// within this; and the ones accepted in the same turn of the loop (up to 64) are never taken for silent.
+    static let silentEnoughNanoseconds: UInt64 = 250_000_000
+
+    /// The open connection that has sent nothing (no request begun, none answered) for longest, if that is at
+    /// least `silentEnoughNanoseconds`.
+    private func longestSilent() -> Connection? {
+        var oldest: (connection: Connection, since: UInt64)?
+        let cutoff = monotonicNanos() &- Self.silentEnoughNanoseconds
+        for connection in connections.values {
+            guard let since = connection.silentSince, since <= cutoff, since < oldest?.since ?? .max else { continue }
+            oldest = (connection, since)
+        }
+        return oldest?.connection
     }
 
     /// Connections taken past `maxConnections` for `/healthz` and `/readyz` only (any other request on one is
@@ -206,6 +236,8 @@ public final class HTTP1Server: FileDescriptorHandler {
         /// one (issue 51: 200 sockets that sent nothing held every slot for the 60 s idle timeout).
         private let openedAt = monotonicNanos()
         private var answeredOne = false
+        /// Bytes (or its end) came during the TLS handshake: a client mid-handshake is not a silent one.
+        private var heardInHandshake = false
         private var phase: Phase
         private var input: [UInt8] = []
         /// Bytes of `input` already taken by answered requests.
@@ -214,6 +246,16 @@ public final class HTTP1Server: FileDescriptorHandler {
         private var written = 0
         /// The TLS session over `fd` (HTTPS).
         private let ssl: SSLHandle?
+
+        /// When it was accepted, while it has sent nothing: no request begun, none answered (a TLS handshake is
+        /// not a request). Nil once it has.
+        var silentSince: UInt64? {
+            switch phase {
+            case .handshaking: return heardInHandshake ? nil : openedAt
+            case .awaitingPreface(let reading), .reading(let reading): return reading.startedAt == nil && !answeredOne ? openedAt : nil
+            default: return nil
+            }
+        }
 
         private var isOpen: Bool {
             if case .closed = phase { return false }
@@ -229,7 +271,10 @@ public final class HTTP1Server: FileDescriptorHandler {
         }
 
         func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
-            if case .handshaking = phase { return handshake() }
+            if case .handshaking = phase {
+                if readable { heardInHandshake = true }
+                return handshake()
+            }
             // Read while the handler has a request too (pipelined bytes wait in `input`): keeping the interest
             // as it is saves two epoll_ctl calls per request; `read` stops at the buffer's bound.
             if readable {

@@ -135,9 +135,13 @@ final class HTTP2Framing: H2ServerStreamHandler {
 
     /// The head is in: a request the server refuses from its head alone (no key, say) is answered now, and its DATA
     /// dropped as it comes (nghttp2 resets the stream once answered), never held.
-    func headersComplete(_ streamID: Int32) {
+    func headersComplete(_ streamID: Int32, endStream: Bool) {
         guard let headCheck, let stream = streams[streamID], stream.refusal == nil, !stream.complete else { return }
-        let head = HTTP1Parser.Request(method: stream.method, path: stream.path, query: stream.query, minorVersion: 1, headers: stream.headers, body: [])
+        var headers = stream.headers
+        // DATA will follow and no content-length says how much: HTTP/1.1 would say that with chunked framing, and so
+        // the check sees it (a route that takes no body refuses it now, rather than buffering up to max_body_bytes).
+        if !endStream && !headers.contains(where: { $0.name == "content-length" }) { headers.append((name: "transfer-encoding", value: "chunked")) }
+        let head = HTTP1Parser.Request(method: stream.method, path: stream.path, query: stream.query, minorVersion: 1, headers: headers, body: [])
         guard let refusal = headCheck(head) else { return }
         stream.refusal = HTTP1Parser.Failure(status: refusal.status, message: "refused from its head")
         respond(streamID, stream, refusal, omitBody: false)

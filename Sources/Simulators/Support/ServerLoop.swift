@@ -37,7 +37,7 @@ enum ServerLoop {
                 do {
                     for (index, port) in ports.enumerated() {
                         let fd = try Sockets.listen(host: host, port: port)
-                        let listener = ServerListener(fd: fd, index: index, core: core)
+                        let listener = ServerListener(fd: fd, index: index, core: core, loop: loop)
                         do { try loop.register(fd: fd, handler: listener) } catch {
                             Glibc.close(fd)
                             throw error
@@ -60,6 +60,7 @@ enum ServerLoop {
 
     private static func close(_ listeners: [ServerListener], on loop: EventLoop) {
         for listener in listeners {
+            listener.acceptBackoff.cancel()
             loop.unregister(fd: listener.fd)
             Glibc.close(listener.fd)
         }
@@ -112,8 +113,11 @@ final class ServerListener: FileDescriptorHandler {
     /// Its place in the ports the server was started with (which API it serves, for a core with several).
     let index: Int
     unowned let core: any ListeningCore
+    let loop: EventLoop
+    let acceptBackoff = AcceptBackoff()
 
-    init(fd: Int32, index: Int, core: any ListeningCore) {
+    init(fd: Int32, index: Int, core: any ListeningCore, loop: EventLoop) {
+        self.loop = loop
         self.fd = fd
         self.index = index
         self.core = core
@@ -121,7 +125,12 @@ final class ServerListener: FileDescriptorHandler {
 
     func handleIO(readable: Bool, writable: Bool, hangup: Bool) {
         for _ in 0..<64 {
-            guard let client = try? Sockets.accept(fd) else { return }
+            let accepted: Int32?
+            do { accepted = try Sockets.accept(fd) } catch {
+                return acceptBackoff.failed(listener: fd, on: loop)
+            }
+            guard let client = accepted else { return }
+            acceptBackoff.succeeded()
             core.accepted(fd: client, listener: index)
         }
     }

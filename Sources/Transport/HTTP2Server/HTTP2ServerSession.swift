@@ -16,15 +16,15 @@ public protocol H2ServerStreamHandler: AnyObject {
     func header(_ streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>)
     func data(_ streamID: Int32, _ chunk: UnsafeBufferPointer<UInt8>)
     func requestComplete(_ streamID: Int32)
-    /// A request's HEADERS frame ended (its fields are all in), before any of its DATA.
-    func headersComplete(_ streamID: Int32)
+    /// A request's HEADERS frame ended (its fields are all in), before any of its DATA; `endStream`: it has no body.
+    func headersComplete(_ streamID: Int32, endStream: Bool)
     func streamClosed(_ streamID: Int32)
     /// Copies the pending answer body of `streamID` into nghttp2's DATA frame buffer.
     func readBody(_ streamID: Int32, into buffer: UnsafeMutablePointer<UInt8>, length: Int, flags: UnsafeMutablePointer<UInt32>) -> Int
 }
 
 extension H2ServerStreamHandler {
-    public func headersComplete(_ streamID: Int32) {}
+    public func headersComplete(_ streamID: Int32, endStream: Bool) {}
 }
 
 /// nghttp2's `user_data`: a C callback cannot hold a protocol existential, so it reaches the connection
@@ -72,7 +72,8 @@ public final class H2ServerCallbacks {
             guard let frame, let userData else { return 0 }
             let type = frame.pointee.hd.type
             if type == UInt8(NGHTTP2_HEADERS.rawValue) && frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                H2SessionEvents.handler(userData).headersComplete(frame.pointee.hd.stream_id)
+                H2SessionEvents.handler(userData).headersComplete(
+                    frame.pointee.hd.stream_id, endStream: frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0)
             }
             if (type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue))
                 && frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0 {

@@ -51,6 +51,7 @@ public final class HTTPListener: FileDescriptorHandler {
     private let handler: Handler
     private var fd: Int32
     private var connections: [Int32: Connection] = [:]
+    private let acceptBackoff = AcceptBackoff()
 
     public init(loop: EventLoop, host: String, port: Int, limits: Limits = Limits(), handler: @escaping Handler) throws(SystemError) {
         loop.preconditionInLoop()
@@ -72,6 +73,7 @@ public final class HTTPListener: FileDescriptorHandler {
     public func close() {
         guard fd >= 0 else { return }
         loop.preconditionInLoop()
+        acceptBackoff.cancel()
         loop.unregister(fd: fd)
         Glibc.close(fd)
         fd = -1
@@ -89,9 +91,11 @@ public final class HTTPListener: FileDescriptorHandler {
             do {
                 accepted = try Sockets.accept(fd)
             } catch {
-                return  // EMFILE and the like: try again on the next readiness, the worker goes on.
+                acceptBackoff.failed(listener: fd, on: loop)  // EMFILE and the like: the worker goes on.
+                return
             }
             guard let client = accepted else { return }
+            acceptBackoff.succeeded()
             let now = monotonicNanos()
             if connections.count >= limits.maxConnections {
                 guard let slow = oldestWithoutHead() else {
