@@ -24,7 +24,7 @@ final class HarmonyHandler: SendAPIHandler {
     private var seen: [String: JWTState] = [:]
     private var requestIDs = HuaweiRequestIDs()
 
-    private enum JWTState { case valid, revoked, expired }
+    private enum JWTState { case valid(expiresAt: Int64, project: String), revoked, expired }
 
     init(accounts: [MockHarmonyAccount]) {
         var byProject: [String: MockHarmonyAccount] = [:]
@@ -42,17 +42,21 @@ final class HarmonyHandler: SendAPIHandler {
     /// Push Kit v3 takes a self-signed JWT: no grant to make.
     func token(_ request: RoutedRequest, core: Core) -> RoutedAnswer { unknownPath(request.path, core: core) }
 
+    /// A JWT seen before is not verified again (its signature and claims cannot have changed), only its `exp`:
+    /// Push Kit's cost per request is then the request's, as a client reusing its JWT for an hour sees it.
     func authenticate(_ request: RoutedRequest, target project: String, core: Core) -> HMSResult? {
         guard core.configuration.requireAuthentication else { return nil }
-        if let refusal = MockHarmonyJWT.check(request.authorization, account: accounts[project], now: wallClockMillis() / 1000) { return refusal }
+        let now = wallClockMillis() / 1000
         let jwt = String(decoding: (request.authorization ?? "").utf8.dropFirst(7), as: UTF8.self).trimmingCharacters(in: .whitespaces)
         switch seen[jwt] {
         case .revoked?: return HMSResult(status: 401, code: "80200001", msg: "Authentication failed: the JWT was revoked")
-        case .expired?: return HMSResult(status: 401, code: "80200003", msg: "JWT expired")
-        case .valid?: return nil
-        case nil:
-            if seen.count >= 10_000 { seen = seen.filter { $0.value != .valid } }  // bounded under a JWT per request
-            seen[jwt] = .valid
+        case .expired?: return .jwtExpired
+        case .valid(let expiresAt, let seenProject)? where seenProject == project && UTF8Matching.hasPrefixIgnoringCase(request.authorization ?? "", "bearer "):
+            return expiresAt > now ? nil : .jwtExpired
+        default:
+            if let refusal = MockHarmonyJWT.check(request.authorization, account: accounts[project], now: now) { return refusal }
+            if seen.count >= 10_000 { seen = seen.filter { if case .valid = $0.value { false } else { true } } }  // bounded under a JWT per request
+            seen[jwt] = .valid(expiresAt: MockHarmonyJWT.expiry(jwt) ?? now, project: project)
             return nil
         }
     }

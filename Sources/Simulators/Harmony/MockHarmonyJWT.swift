@@ -35,8 +35,21 @@ public enum MockHarmonyJWT {
               exp > iat, exp - iat <= maxLifetimeSeconds, iat <= now + skewSeconds else {
             return refused("the JWT's iat and exp must be at most an hour apart, iat not in the future")
         }
-        return exp > now ? nil : HMSResult(status: 401, code: "80200003", msg: "JWT expired")
+        return exp > now ? nil : .jwtExpired
     }
 
-    private static func refused(_ why: String) -> HMSResult { HMSResult(status: 401, code: "80200001", msg: "Authentication failed: " + why) }
+    /// The `exp` of a JWT `check` passed.
+    static func expiry(_ jwt: String) -> Int64? {
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3, let bytes = Base64URL.decode(parts[1]),
+              let claims = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any] else { return nil }
+        return (claims["exp"] as? NSNumber)?.int64Value
+    }
+
+    fileprivate static func refused(_ why: String) -> HMSResult { HMSResult(status: 401, code: "80200001", msg: "Authentication failed: " + why) }
+}
+
+extension HMSResult {
+    /// 401 80200003: the JWT's `exp` has passed.
+    static let jwtExpired = HMSResult(status: 401, code: "80200003", msg: "JWT expired")
 }
