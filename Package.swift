@@ -116,7 +116,7 @@ let package = Package(
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "Simulators", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
         .testTarget(name: "HMSTests", dependencies: ["HMS", "PushCore", "ProviderKit", "CurlHTTP", "HeraldTestSupport"]),
-        .testTarget(name: "HarmonyTests", dependencies: ["Harmony", "HMS", "PushCore", "ProviderKit", "HTTP2", "Reactor", "Simulators", "HeraldTestSupport"]),
+        .testTarget(name: "HarmonyTests", dependencies: ["Harmony", "HMS", "PushCore", "ProviderKit", "HTTP2", "Reactor", "Simulators", "HeraldTestSupport", "Worker", "HeraldProviders", "RedisQueue"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush", "CurlHTTP", "HTTP2", "PushCore", "ProviderKit", "Reactor", "Simulators", "RedisQueue", "Worker", "HeraldTestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "FCM", "HMS", "WebPush", "HeraldProviders", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "HeraldProviders", "ProviderKit", "CurlHTTP", "Simulators", "PushCore", "APNs", "FCM", "HMS", "WebPush", "Harmony", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),

@@ -31,6 +31,8 @@ private func coded(_ status: Int, _ code: String, _ msg: String, afterRefresh: B
          .drop(#"80100000 {"illegalTokens":{"noRight":["t"]},"success":0,"failure":1}"#)),
         ("80300007 all tokens invalid", coded(400, "80300007", #"{\"illegalTokens\":{\"tokenFormatError\":[\"t\"]},\"failure\":1}"#),
          .drop(#"80300007 {"illegalTokens":{"tokenFormatError":["t"]},"failure":1}"#)),
+        ("80300007, every token refused for the app's reason", coded(400, "80300007", #"{\"illegalTokens\":{\"noPushTypeRight\":[\"t\"]},\"failure\":1}"#),
+         .fail(#"80300007 {"illegalTokens":{"noPushTypeRight":["t"]},"failure":1}"#)),
         ("401 80200001 authentication failed", coded(401, "80200001", "Authentication failed"), .resendWithNewToken),
         ("401 80200003 JWT expired", coded(401, "80200003", "JWT expired"), .resendWithNewToken),
         ("401 without a body", v3(401, ""), .resendWithNewToken),
@@ -66,7 +68,7 @@ private func coded(_ status: Int, _ code: String, _ msg: String, afterRefresh: B
             #"{\"illegalTokens\":{\"tokenFormatError\":[\"a\",\"b\"],\"noPushTypeRight\":[\"c\"]},\"success\":2,\"failure\":3}"#).harmony)
         #expect(answer.illegalTokens == ["a", "b", "c"])
         #expect(answer.envelope.illegalReasons == ["tokenFormatError", "tokenFormatError", "noPushTypeRight"])
-        #expect(answer.resultFields.goneTokens == ["a", "b", "c"])
+        #expect(answer.resultFields.goneTokens == ["a", "b"] && answer.resultFields.failedTokens == ["c"])
         #expect(answer.resultFields.messageName == "157*******006")
         #expect(answer.metricsReason == "80100000")
         #expect(HarmonyResponse.decode(status: 200, body: Array(#"{"code":"80000000","msg":"Success"}"#.utf8)).metricsReason == "")
