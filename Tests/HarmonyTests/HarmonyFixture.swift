@@ -30,23 +30,30 @@ final class HarmonyFixture: @unchecked Sendable {
     private var sender: HarmonySender?
 
     /// `foreignKey`: the sender signs with another key of the same project (one Push Kit does not know).
-    init(faults: MockHMSFaultScript = MockHMSFaultScript(), jwtLifetime: Int = 3600, foreignKey: Bool = false) throws {
+    /// `projects`: how many projects (accounts) the simulator knows, each an app of the sender, at index 0, 1...;
+    /// `keyFile` is the first's.
+    init(faults: MockHMSFaultScript = MockHMSFaultScript(), jwtLifetime: Int = 3600, foreignKey: Bool = false, projects: Int = 1) throws {
         var configuration = MockHarmonyConfiguration()
         configuration.tls = try MockTLSFiles.generate(in: directory)
         configuration.faults = faults
         configuration.recordAccepted = true
+        configuration.accounts = try (0..<projects).map { try MockHarmonyAccount.generate(projectID: "10165352386378527\($0)") }
         server = try MockHarmonyServer(configuration: configuration)
         keyFile = directory + "/harmony-service-account.json"
-        try (foreignKey ? MockHarmonyAccount.generate(projectID: server.account.projectID) : server.account).write(to: keyFile)
+        var apps: [ProviderApp<HarmonyAuth, HarmonyServiceAccount>] = []
+        for (index, account) in server.accounts.enumerated() {
+            let file = index == 0 ? keyFile : directory + "/harmony-service-account-\(index).json"
+            try (foreignKey && index == 0 ? MockHarmonyAccount.generate(projectID: account.projectID) : account).write(to: file)
+            let auth = HarmonyAuth(serviceAccountFile: file)
+            apps.append(ProviderApp(index: index, name: "harmony-\(index)", auth: auth, credential: try auth.load()))
+        }
         loop = try EventLoop.startThread(name: "harmony-test")
         var settings = HarmonySettings()
         settings.pool.url = server.baseURL
         settings.pool.caFile = server.caFile
         settings.jwtLifetimeSeconds = jwtLifetime
-        let auth = HarmonyAuth(serviceAccountFile: keyFile)
-        let app = ProviderApp(index: 0, name: "harmony", auth: auth, credential: try auth.load())
-        try loop.submit { [self, settings] in
-            sender = HarmonySender(apps: [app], loop: loop, harmony: settings, logger: Logger(component: "test", minimumLevel: .error))
+        try loop.submit { [self, settings, apps] in
+            sender = HarmonySender(apps: apps, loop: loop, harmony: settings, logger: Logger(component: "test", minimumLevel: .error))
         }
     }
 
@@ -61,13 +68,13 @@ final class HarmonyFixture: @unchecked Sendable {
 
     /// Sends one notification and waits (20 s at most) for its answer.
     func send(tokens: [String], payload: String = #"{"notification":{"category":"MARKETING","title":"t","body":"b","clickAction":{"actionType":0}}}"#,
-              pushType: HarmonyPushType = .alert, pushOptions: String? = nil) throws -> DeliveryResult {
+              pushType: HarmonyPushType = .alert, pushOptions: String? = nil, app: Int = 0) throws -> DeliveryResult {
         let fields = HarmonyFields(pushType: pushType, pushOptions: pushOptions.map { Array($0.utf8) }, tokens: tokens)
         let notification = PushNotification(deviceToken: tokens[0], topic: "", environment: .production, payload: Array(payload.utf8),
                                             platform: .harmony, provider: fields)
         let outcome = LockedValue<PushOutcome?>(nil)
         loop.execute { [self] in
-            _ = sender?.send(notification, to: Destination(app: 0, environment: .production, platform: .harmony), afterConnection: 0) { result in
+            _ = sender?.send(notification, to: Destination(app: app, environment: .production, platform: .harmony), afterConnection: 0) { result in
                 outcome.withLock { $0 = result }
             }
         }

@@ -51,6 +51,17 @@ import Testing
         #expect(fixture.server.acceptedMessages().isEmpty)
     }
 
+    /// Two projects in one sender, each with its own key and JWT: a refused key parks its app only.
+    @Test func severalProjectsInOneSenderAndARefusedKeyParksOnlyItsApp() throws {
+        let fixture = try HarmonyFixture(foreignKey: true, projects: 2)
+        #expect(try fixture.send(tokens: ["b1"], app: 1).harmony?.code == "80000000")
+        _ = try fixture.send(tokens: ["a1"], app: 0)
+        let parked = try #require(try fixture.send(tokens: ["a1"], app: 0).harmony)
+        guard case .deferForConfiguration = parked.answerClass else { Issue.record("app 0: \(parked.answerClass)"); return }
+        #expect(try fixture.send(tokens: ["b2"], app: 1).harmony?.code == "80000000")
+        #expect(fixture.server.acceptedMessages().map(\.project) == Array(repeating: fixture.server.accounts[1].projectID, count: 2))
+    }
+
     @Test func flowControlSlowsTheApp() throws {
         let fixture = try HarmonyFixture(faults: MockHMSFaultScript(appQuota: MockHMSQuota(limit: 1, windowSeconds: 60)))
         #expect(try fixture.send(tokens: ["a"]).harmony?.code == "80000000")
