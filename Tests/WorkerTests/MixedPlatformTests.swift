@@ -181,6 +181,17 @@ extension EndToEnd {
                 jobs.append(Array(#"{"id":"\#(id)","platform":"webpush","subscription":\#(subscription),"payload":\#(payload)}"#.utf8))
                 rejected[id] = reason
             }
+            // HarmonyOS jobs of the envelope's kinds: a dry run (v3 has none: checked and never sent), one due in a
+            // second, and one Push Kit would refuse (11 tokens in a test message), refused with its code.
+            let alert = #""payload":{"notification":{"title":"kinds"}}"#
+            jobs.append(Array(#"{"id":"harmony-validate","platform":"harmony","token":"mok-validate",\#(alert),"validate_only":true}"#.utf8))
+            expected["harmony-validate"] = "validated"
+            let due = Int64(Date().timeIntervalSince1970 * 1000) + 1000
+            jobs.append(Array(#"{"id":"harmony-later","platform":"harmony","token":"mok-later",\#(alert),"deliver_at":\#(due)}"#.utf8))
+            expected["harmony-later"] = "delivered"
+            let eleven = (0..<11).map { "\"mok-t\($0)\"" }.joined(separator: ",")
+            jobs.append(Array(#"{"id":"harmony-test-11","platform":"harmony","target":{"token":[\#(eleven)]},\#(alert),"pushOptions":{"testMessage":true}}"#.utf8))
+            rejected["harmony-test-11"] = "80300010 "
             let apnsGood = Fate(platform: "apns", prefix: "00", count: 0, outcome: "delivered", reason: nil, retryReason: nil)
             let fcmGood = Fate(platform: "fcm", prefix: "ok", count: 0, outcome: "delivered", reason: nil, retryReason: nil)
             while jobs.count < 10_000 { try add(index % 2 == 0 ? apnsGood : fcmGood) }
@@ -331,6 +342,7 @@ extension EndToEnd {
             let harmonyAccepted = harmony.acceptedMessages().flatMap(\.delivered)
             let harmonyDelivered = fateOf.filter { $0.value.platform == "harmony" && $0.value.outcome == "delivered" }.map { tokenOf[$0.key]! }
             #expect(Set(harmonyDelivered).isSubset(of: Set(harmonyAccepted)), "HarmonyOS tokens never delivered")
+            #expect(!harmonyAccepted.contains("mok-validate") && harmonyAccepted.contains("mok-later"), "the dry run was sent, or the later job was not")
             print("e2e mixed platform: 10000 jobs (APNs, FCM, Web Push, Huawei and HarmonyOS) in \(String(format: "%.1f", elapsed)) s, one of 2 workers SIGKILLed after \(3000)+ results; terminal \(ledger.terminalByOutcome), \(ledger.entries.count - ledger.terminalCount) retrying entries, \(duplicates) sent twice after the kill, \(stats.tokensIssued) FCM access tokens issued, \(stats.byStatus["429"] ?? 0) FCM 429s, \(pushStats.requests) Web Push requests, \(hms.stats().requests) Push Kit requests, \(harmony.stats().requests) Push Kit v3 requests")
         }
     }
