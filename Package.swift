@@ -61,6 +61,9 @@ let package = Package(
         /// Huawei Push Kit: the message validator, the answers and their classes, the app's client credentials and
         /// their OAuth grant, its settings and its sender (on ProviderKit's shared OAuth-bearer HTTP/2 sender).
         .target(name: "HMS", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "CurlHTTP", "Basics"], path: "Sources/Providers/HMS"),
+        /// HarmonyOS NEXT (Push Kit v3, scenario-specific messages): its job members and checks, the service account and
+        /// its PS256 JWT, its answers' classes (Push Kit's envelope read by `HMS`' decoder) and its sender.
+        .target(name: "Harmony", dependencies: ["PushCore", "ProviderKit", "HMS", "HTTP2", "Reactor", "Basics"], path: "Sources/Providers/Harmony"),
         /// Web Push (RFC 8030/8291/8292): subscriptions, aes128gcm message encryption, VAPID tokens (pure, OpenSSL only),
         /// its answers' classes and its sender (a pool per push-service origin).
         .target(name: "WebPush", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "COpenSSL", "Basics", "CurlHTTP"], path: "Sources/Providers/WebPush"),
@@ -90,8 +93,8 @@ let package = Package(
         .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/FrontDoors/API"),
         /// The composition root's list of providers (`heraldProviders`), the one place the provider modules meet the
         /// worker, and the loader's entries with it, for `herald`, the tests and the fuzz targets.
-        .target(name: "HeraldProviders", dependencies: ["ProviderKit", "Worker", "APNs", "FCM", "HMS", "WebPush"], path: "Sources/Tools/HeraldProviders"),
-        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "Simulators", "HeraldProviders", "APNs", "FCM", "HMS", "WebPush", "HTTP2", "RedisQueue", "Reactor", "CLinux"], path: "Sources/Tools/herald"),
+        .target(name: "HeraldProviders", dependencies: ["ProviderKit", "Worker", "APNs", "FCM", "HMS", "WebPush", "Harmony"], path: "Sources/Tools/HeraldProviders"),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "Simulators", "HeraldProviders", "APNs", "FCM", "HMS", "WebPush", "Harmony", "HTTP2", "RedisQueue", "Reactor", "CLinux"], path: "Sources/Tools/herald"),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"], path: "Sources/Tools/HeraldBench"),
 
@@ -112,10 +115,11 @@ let package = Package(
         .testTarget(name: "SimulatorsTests", dependencies: ["Simulators", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "Simulators", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
-        .testTarget(name: "HMSTests", dependencies: ["HMS", "PushCore", "ProviderKit", "CurlHTTP"]),
+        .testTarget(name: "HMSTests", dependencies: ["HMS", "PushCore", "ProviderKit", "CurlHTTP", "HeraldTestSupport"]),
+        .testTarget(name: "HarmonyTests", dependencies: ["Harmony", "HMS", "PushCore", "ProviderKit", "HTTP2", "Reactor", "Simulators", "HeraldTestSupport", "Worker", "HeraldProviders", "RedisQueue"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush", "CurlHTTP", "HTTP2", "PushCore", "ProviderKit", "Reactor", "Simulators", "RedisQueue", "Worker", "HeraldTestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "FCM", "HMS", "WebPush", "HeraldProviders", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
-        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "HeraldProviders", "ProviderKit", "CurlHTTP", "Simulators", "PushCore", "APNs", "FCM", "HMS", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "HeraldProviders", "ProviderKit", "CurlHTTP", "Simulators", "PushCore", "APNs", "FCM", "HMS", "WebPush", "Harmony", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,4 +1,5 @@
 import HMS
+import HeraldTestSupport
 import PushCore
 import Testing
 
@@ -17,21 +18,7 @@ private func coded(_ status: Int, _ code: String, _ msg: String, afterRefresh: B
 }
 
 @Suite struct HMSOutcomeTests {
-    enum Class: Equatable {
-        case delivered, drop(String), retry(ms: Int64, reason: String), slowed(ms: Int64, reason: String), resendWithNewToken, park(String), fail(String)
-    }
-
-    static func classify(_ d: Decision, _ result: DeliveryResult) -> Class? {
-        switch d {
-        case .delivered: .delivered
-        case .dropToken(_, let r): .drop(r)
-        case .retry(let ms, let r): policy.slowDownMilliseconds(result) != nil ? .slowed(ms: ms, reason: r) : .retry(ms: ms, reason: r)
-        case .resendNow(false, true): .resendWithNewToken
-        case .deferForConfiguration(let r): .park(r)
-        case .fail(let r): .fail(r)
-        default: nil
-        }
-    }
+    typealias Class = OutcomeClass
 
     /// The classes, row by row: Push Kit's answer, and what Herald does with the job.
     static let table: [(String, DeliveryResult, Class)] = [
@@ -73,7 +60,7 @@ private func coded(_ status: Int, _ code: String, _ msg: String, afterRefresh: B
     @Test func everyHMSAnswerLandsInItsClass() {
         for (label, result, expected) in Self.table {
             let decision = policy.decide(result, attempt: 1, expiration: nil, nowSeconds: 1_800_000_000)
-            #expect(Self.classify(decision, result) == expected, "\(label): \(decision)")
+            #expect(OutcomeClass.of(decision, result, policy: policy) == expected, "\(label): \(decision)")
         }
     }
 

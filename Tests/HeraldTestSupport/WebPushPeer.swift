@@ -9,18 +9,7 @@ public enum WebPushPeer {
             .appendingPathComponent("scripts/webpush/webpush_peer.py").path
     }
 
-    /// `HERALD_PYTHON`, then each python3 on PATH, then Debian's.
-    static let python: String? = {
-        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
-        var candidates = ProcessInfo.processInfo.environment["HERALD_PYTHON"].map { [$0] } ?? []
-        candidates += path.split(separator: ":").map { "\($0)/python3" } + ["/usr/bin/python3"]
-        for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate) {
-            guard let probe = try? ChildProcess(name: "python-probe", executable: candidate,
-                                                arguments: ["-c", "import http_ece, py_vapid, pywebpush"]) else { continue }
-            if probe.waitForExit(seconds: 30) == 0 { return candidate }
-        }
-        return nil
-    }()
+    static let python = findPython(running: "import http_ece, py_vapid, pywebpush")
 
     public struct Failure: Error, CustomStringConvertible { public let description: String }
 
@@ -34,4 +23,16 @@ public enum WebPushPeer {
         }
         return object
     }
+}
+
+/// The first python3 that runs `probe` (its imports): `HERALD_PYTHON`, then each python3 on PATH, then Debian's.
+public func findPython(running probe: String) -> String? {
+    let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+    var candidates = ProcessInfo.processInfo.environment["HERALD_PYTHON"].map { [$0] } ?? []
+    candidates += path.split(separator: ":").map { "\($0)/python3" } + ["/usr/bin/python3"]
+    for candidate in candidates where FileManager.default.isExecutableFile(atPath: candidate) {
+        guard let child = try? ChildProcess(name: "python-probe", executable: candidate, arguments: ["-c", probe]) else { continue }
+        if child.waitForExit(seconds: 30) == 0 { return candidate }
+    }
+    return nil
 }

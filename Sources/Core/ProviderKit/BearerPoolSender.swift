@@ -50,9 +50,10 @@ public final class BearerPoolSender {
         apps[index] = App(name: name, path: path, tokens: AccessTokenCache(loop: loop, exchange: exchange), reload: reload)
     }
 
-    /// POSTs `body` for app `index` with its bearer token. `grantRefused` is the answer when the token endpoint
-    /// refused the credential (nothing is sent); `read` turns an HTTP answer into the result and the token's fate.
-    public func send(app index: Int, body: [UInt8], afterConnection: Int,
+    /// POSTs `body` for app `index` with its bearer token (and `headers`, a provider's own: Push Kit v3's
+    /// `push-type`). `grantRefused` is the answer when the token endpoint refused the credential (nothing is sent);
+    /// `read` turns an HTTP answer into the result and the token's fate.
+    public func send(app index: Int, body: [UInt8], headers extra: [HTTP2Header] = [], afterConnection: Int,
                      grantRefused: @escaping (String) -> DeliveryResult,
                      read: @escaping (HTTP2Response, AccessTokenCache.Token) -> (DeliveryResult, TokenVerdict),
                      completion: @escaping (PushOutcome) -> Void) -> SendAdmission {
@@ -75,7 +76,7 @@ public final class BearerPoolSender {
             let request = HTTP2Request(
                 method: "POST", path: app.path,
                 headers: [HTTP2Header(name: "content-type", value: "application/json"),
-                          HTTP2Header(name: "authorization", value: token.header, neverIndex: true)],
+                          HTTP2Header(name: "authorization", value: token.header, neverIndex: true)] + extra,
                 body: body, timeoutMilliseconds: timeout)
             let taken = pool.send(request, onConnectionNewerThan: afterConnection) { result in
                 switch result {

@@ -52,15 +52,19 @@ public struct AnswerFields: Sendable, Equatable {
     /// A many-token send's tokens the provider named as gone (Push Kit's `illegal_tokens`): dropped, the others
     /// delivered.
     public var goneTokens: [String]
+    /// A many-token send's tokens the provider refused for a reason that is not the token's (Push Kit v3's
+    /// `noPushTypeRight`...): failed with the answer's reason, kept, the others as the answer says.
+    public var failedTokens: [String]
 
     /// The provider's id of the message, whichever provider answered: the result entry's `message_id`.
     @inline(__always)
     public var messageID: String? { apnsID ?? messageName }
 
-    public init(apnsID: String? = nil, apnsUniqueID: String? = nil, messageName: String? = nil, goneTokens: [String] = []) {
+    public init(apnsID: String? = nil, apnsUniqueID: String? = nil, messageName: String? = nil, goneTokens: [String] = [], failedTokens: [String] = []) {
         self.apnsID = apnsID
         self.apnsUniqueID = apnsUniqueID
         self.messageName = messageName
         self.goneTokens = goneTokens
+        self.failedTokens = failedTokens
     }
 }

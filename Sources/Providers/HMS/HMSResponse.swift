@@ -15,6 +15,9 @@ public struct HMSResponse: Sendable, Equatable {
     public var successCount: Int64?
     public var failureCount: Int64?
     public var illegalTokens: [String] = []
+    /// Push Kit v3's reason for each of `illegalTokens` (`tokenFormatError`, `noPushTypeRight`...), in the same order;
+    /// empty for v1's plain list.
+    public var illegalReasons: [String] = []
     /// Set by the sender: the request carried an access token fetched after an earlier 401, so a 401 now means the
     /// credential is refused, not that the token went stale.
     public var afterTokenRefresh = false
@@ -66,7 +69,8 @@ public struct HMSResponse: Sendable, Equatable {
 
     private static func isJSONWhitespace(_ b: UInt8) -> Bool { b == 0x20 || b == 0x0A || b == 0x0D || b == 0x09 }
 
-    /// A partial success's `msg`: `{"success":1,"failure":1,"illegal_tokens":["..."]}` (also `illegalTokens`).
+    /// A partial success's `msg`: `{"success":1,"failure":1,"illegal_tokens":["..."]}` (also `illegalTokens`), or
+    /// Push Kit v3's (HarmonyOS) `{"illegalTokens":{"<why>":["..."]},"success":1,"failure":1}`, the tokens by reason.
     private static func readPartial(_ bytes: [UInt8], into response: inout HMSResponse) {
         bytes.withUnsafeBufferPointer { buffer in
             guard (try? JSONScanner.validate(buffer))?.kind == .object else { return }
@@ -78,6 +82,13 @@ public struct HMSResponse: Sendable, Equatable {
                 case ("illegal_tokens", .array), ("illegalTokens", .array):
                     for token in scanner.elements(of: value).prefix(maxIllegalTokens) where token.kind == .string {
                         response.illegalTokens.append(scanner.stringValue(token))
+                    }
+                case ("illegalTokens", .object):
+                    for (why, list) in scanner.members(at: value.range.lowerBound) where list.kind == .array {
+                        for token in scanner.elements(of: list) where token.kind == .string && response.illegalTokens.count < maxIllegalTokens {
+                            response.illegalTokens.append(scanner.stringValue(token))
+                            response.illegalReasons.append(BoundedText.truncate(why, maxBytes: 64))
+                        }
                     }
                 default: break
                 }

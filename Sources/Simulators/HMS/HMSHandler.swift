@@ -20,7 +20,7 @@ final class HMSHandler: SendAPIHandler {
     /// Client secrets by app id.
     let apps: [String: String]
     private var issued: [String: (app: String, expiresAt: Int64)] = [:]
-    private var requestCount: UInt64 = 0
+    private var requestIDs = HuaweiRequestIDs()
 
     init(apps: [MockHMSApp]) {
         var secrets: [String: String] = [:]
@@ -99,22 +99,11 @@ final class HMSHandler: SendAPIHandler {
         SendSubject(target: app, tokens: send.tokens ?? [], topic: send.topic)
     }
 
-    /// Huawei's request ids are 24 digits: the time in milliseconds, then a sequence.
-    private func nextRequestId() -> String {
-        requestCount &+= 1
-        let sequence = String(requestCount % 100_000_000_000)
-        return String(wallClockMillis()) + String(repeating: "0", count: max(0, 11 - sequence.utf8.count)) + sequence
-    }
+    private func nextRequestId() -> String { requestIDs.next() }
 
-    func reject(_ result: HMSResult, core: Core) -> RoutedAnswer { answer(result, requestId: nextRequestId(), core: core) }
+    func reject(_ result: HMSResult, core: Core) -> RoutedAnswer { result.answer(requestId: nextRequestId(), core: core) }
 
-    private func answer(_ result: HMSResult, requestId: String, core: Core) -> RoutedAnswer {
-        core.statusCounts.count(result.status)
-        core.stats.byCode[result.code, default: 0] += 1
-        var extra: [(String, String)] = []
-        if let seconds = result.retryAfterSeconds { extra.append(("retry-after", String(seconds))) }
-        return .json(result.status, result.body(requestId: requestId), extra: extra)
-    }
+    private func answer(_ result: HMSResult, requestId: String, core: Core) -> RoutedAnswer { result.answer(requestId: requestId, core: core) }
 
     /// A checked send that passed the faults: its tokens' fates decide 80000000, 80100000 or 80300007.
     func accept(_ send: HMSSend, target app: String, connection: Int, transport: String, core: Core) -> RoutedAnswer {

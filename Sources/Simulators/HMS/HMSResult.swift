@@ -1,4 +1,5 @@
 import Basics
+import Reactor
 
 /// One Push Kit answer: the HTTP status and the body `{"code","msg","requestId"}` (the request id is added
 /// when it goes out), with Huawei's result codes and wording.
@@ -66,5 +67,27 @@ struct HMSResult: Error, Equatable {
         appendJSONString(requestId, to: &out)
         out.append(UInt8(ascii: "}"))
         return out
+    }
+}
+
+extension HMSResult {
+    /// The answer as it goes out (Push Kit v1's and v3's alike), counted by status and result code.
+    func answer<Handler: SendAPIHandler>(requestId: String, core: SendAPICore<Handler>) -> RoutedAnswer where Handler.Counters == MockHMSCounters {
+        core.statusCounts.count(status)
+        core.stats.provider.byCode[code, default: 0] += 1
+        var extra: [(String, String)] = []
+        if let seconds = retryAfterSeconds { extra.append(("retry-after", String(seconds))) }
+        return .json(status, body(requestId: requestId), extra: extra)
+    }
+}
+
+/// Huawei's request ids are 24 digits: the time in milliseconds, then a sequence. Loop-confined, in its handler.
+struct HuaweiRequestIDs {
+    private var count: UInt64 = 0
+
+    mutating func next() -> String {
+        count &+= 1
+        let sequence = String(count % 100_000_000_000)
+        return String(wallClockMillis()) + String(repeating: "0", count: max(0, 11 - sequence.utf8.count)) + sequence
     }
 }

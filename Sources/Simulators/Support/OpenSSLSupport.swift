@@ -87,11 +87,14 @@ enum OpenSSLSupport {
         return drain(bio)
     }
 
-    /// A signature over SHA-256 of `message` with `key`: ECDSA (DER) for EC keys, PKCS#1 v1.5 for RSA ones (RS256).
-    static func signSHA256(_ message: [UInt8], key: OpaquePointer) throws -> [UInt8] {
+    /// A signature over SHA-256 of `message` with `key`: ECDSA (DER) for EC keys, PKCS#1 v1.5 for RSA ones (RS256),
+    /// or with `pss` RSA-PSS (PS256: MGF1-SHA-256, a 32-byte salt).
+    static func signSHA256(_ message: [UInt8], key: OpaquePointer, pss: Bool = false) throws -> [UInt8] {
         guard let context = EVP_MD_CTX_new() else { throw lastError("EVP_MD_CTX_new") }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestSignInit(context, nil, EVP_sha256(), nil, key) == 1 else { throw lastError("EVP_DigestSignInit") }
+        var keyContext: OpaquePointer?
+        guard EVP_DigestSignInit(context, &keyContext, EVP_sha256(), nil, key) == 1 else { throw lastError("EVP_DigestSignInit") }
+        if pss, !usePSS(keyContext) { throw lastError("RSA-PSS parameters") }
         var length = 0
         guard EVP_DigestSign(context, nil, &length, message, message.count) == 1 else { throw lastError("EVP_DigestSign") }
         var signature = [UInt8](repeating: 0, count: length)
@@ -100,13 +103,21 @@ enum OpenSSLSupport {
     }
 
     /// Verifies a `signSHA256` signature; any failure (also a malformed signature) is false, with the error queue cleared.
-    static func verifySHA256(_ message: [UInt8], signature: [UInt8], key: OpaquePointer) -> Bool {
+    static func verifySHA256(_ message: [UInt8], signature: [UInt8], key: OpaquePointer, pss: Bool = false) -> Bool {
         guard !signature.isEmpty, let context = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(context) }
-        guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, key) == 1 else { clearErrors(); return false }
+        var keyContext: OpaquePointer?
+        guard EVP_DigestVerifyInit(context, &keyContext, EVP_sha256(), nil, key) == 1, !pss || usePSS(keyContext) else { clearErrors(); return false }
         let ok = EVP_DigestVerify(context, signature, signature.count, message, message.count) == 1
         clearErrors()
         return ok
+    }
+
+    /// RSA-PSS as JWS' PS256 has it (RFC 7518 3.5): MGF1 with SHA-256, the salt as long as the hash.
+    private static func usePSS(_ keyContext: OpaquePointer?) -> Bool {
+        EVP_PKEY_CTX_set_rsa_padding(keyContext, RSA_PKCS1_PSS_PADDING) == 1
+            && EVP_PKEY_CTX_set_rsa_pss_saltlen(keyContext, RSA_PSS_SALTLEN_DIGEST) == 1
+            && EVP_PKEY_CTX_set_rsa_mgf1_md(keyContext, EVP_sha256()) == 1
     }
 
     static func generateP256() throws -> OpaquePointer {

@@ -8,6 +8,8 @@ final class RoutedRequest: MockRequest {
     var method = ""
     var path = ""
     var authorization: String?
+    /// Push Kit v3's scenario header (`push-type: 0`).
+    var pushType: String?
     var body: [UInt8] = []
     var bodyTooLarge = false
 
@@ -15,6 +17,7 @@ final class RoutedRequest: MockRequest {
         if UTF8Matching.equal(name, ":path") { path = String(decoding: value, as: UTF8.self) }
         else if UTF8Matching.equal(name, ":method") { method = String(decoding: value, as: UTF8.self) }
         else if UTF8Matching.equal(name, "authorization") { authorization = String(decoding: value, as: UTF8.self) }
+        else if UTF8Matching.equal(name, "push-type") { pushType = String(decoding: value, as: UTF8.self) }
     }
 
     override func append(body chunk: UnsafeBufferPointer<UInt8>) {

@@ -45,6 +45,10 @@ enum BenchJobs {
             let tokens = try flags.int("tokens-per-job", default: 1)
             guard (1...1000).contains(tokens) else { throw BenchError("--tokens-per-job must be 1...1000 (Push Kit's most a request)") }
             return { hmsJob($0, tokens: tokens) }
+        case .harmony:
+            let tokens = try flags.int("tokens-per-job", default: 1)
+            guard (1...1000).contains(tokens) else { throw BenchError("--tokens-per-job must be 1...1000 (Push Kit's most a request)") }
+            return { harmonyJob($0, tokens: tokens) }
         case .webpush:
             let subscriptions = try subscriptions(file: try flags.required("subscriptions"))
             return { webPushJob($0, subscription: subscriptions[$0 % subscriptions.count]) }
@@ -62,6 +66,15 @@ enum BenchJobs {
         let list = tokens == 1 ? "\"bench-hms-token-\(index)\"" : (0..<tokens).map { "\"bench-hms-token-\(index)-\($0)\"" }.joined(separator: ",")
         return "{\"id\":\"b\(index)\",\"platform\":\"hms\",\"app\":\"bench-hms\",\"message\":{\"notification\":{\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\"},"
             + "\"data\":\"{\\\"order\\\":\(index)}\",\"android\":{\"urgency\":\"HIGH\"},\"token\":[\(list)]}}"
+    }
+
+    /// One HarmonyOS (Push Kit v3) job line: the same notification as an alert, one token (`bench-harmony-token-<index>`)
+    /// or, with `tokens` > 1, a many-token send in `target`.
+    static func harmonyJob(_ index: Int, tokens: Int = 1) -> String {
+        let target = tokens == 1 ? "\"token\":\"bench-harmony-token-\(index)\""
+            : "\"target\":{\"token\":[" + (0..<tokens).map { "\"bench-harmony-token-\(index)-\($0)\"" }.joined(separator: ",") + "]}"
+        return "{\"id\":\"b\(index)\",\"platform\":\"harmony\",\"app\":\"bench-harmony\",\(target),\"push_type\":\"alert\","
+            + "\"payload\":{\"notification\":{\"category\":\"MARKETING\",\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\",\"clickAction\":{\"actionType\":0}}}}"
     }
 
     /// The Web Push payload of the same notification (JSON, as a service worker reads it; about 120 bytes).

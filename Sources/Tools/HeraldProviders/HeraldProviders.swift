@@ -1,5 +1,6 @@
 import APNs
 import FCM
+import Harmony
 import HMS
 import ProviderKit
 import WebPush
@@ -9,4 +10,4 @@ import WebPush
 /// loader takes this list and the loaded configuration carries it to everything below (`Configuration.providers`),
 /// so `Worker` and `API` link no provider. A new provider is a new `Platform` case and its line here
 /// (docs/adding-a-provider.md); `ProviderListTests` holds the list to `Platform.allCases`.
-public let heraldProviders: [any PushProvider.Type] = [APNsProvider.self, FCMProvider.self, WebPushProvider.self, HMSProvider.self]
+public let heraldProviders: [any PushProvider.Type] = [APNsProvider.self, FCMProvider.self, WebPushProvider.self, HMSProvider.self, HarmonyProvider.self]

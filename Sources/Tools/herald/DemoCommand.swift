@@ -5,12 +5,12 @@ import Simulators
 import RedisQueue
 
 /// `herald demo`: the whole product on one machine in a minute. Starts a private redis-server, the APNs, FCM,
-/// Web Push and Huawei Push Kit simulators with a generated key, service account, subscriptions and client secret
+/// Web Push, Huawei Push Kit and HarmonyOS Push Kit simulators with a generated key, service accounts, subscriptions and client secret
 /// and scripted device fates, and a real worker process; pushes sample jobs of every platform and of mixed fate;
 /// shows progress; prints a summary; stops everything it started.
 enum DemoCommand {
     static let command = Command(
-        name: "demo", abstract: "Run the demo: local Redis, the APNs, FCM, Web Push and Huawei simulators, a worker and sample jobs, then a summary.",
+        name: "demo", abstract: "Run the demo: local Redis, the APNs, FCM, Web Push, Huawei and HarmonyOS simulators, a worker and sample jobs, then a summary.",
         discussion: "Everything runs on 127.0.0.1 and is stopped at the end (by pid). Retries use short demo delays (1 s) instead of 15 minutes.",
         options: [
             .value("jobs", "n", "How many sample jobs (default 3000)."),
@@ -51,6 +51,10 @@ enum DemoCommand {
         Fate(name: "Huawei delivered (80000000)", prefix: "hms-ok", share: 0.08, expected: "delivered", job: DemoCommand.hmsJob),
         Fate(name: "Huawei token invalid (80300007)", prefix: "hms-gone", share: 0.02, expected: "token_dropped", job: DemoCommand.hmsJob),
         Fate(name: "Huawei flow control (503), retried, delivered", prefix: "hms-busy", share: 0.02, expected: "delivered", job: DemoCommand.hmsJob),
+        Fate(name: "HarmonyOS delivered (80000000)", prefix: "harmony-ok", share: 0.04, expected: "delivered", job: DemoCommand.harmonyJob),
+        Fate(name: "HarmonyOS token invalid (80300007)", prefix: "harmony-gone", share: 0.01, expected: "token_dropped", job: DemoCommand.harmonyJob),
+        Fate(name: "HarmonyOS flow control (503), retried, delivered", prefix: "harmony-busy", share: 0.01, expected: "delivered",
+             job: DemoCommand.harmonyJob),
     ]
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
@@ -70,12 +74,14 @@ enum DemoCommand {
         var fcmServer: MockFCMServer? = nil
         var pushServer: MockWebPushServer? = nil
         var hmsServer: MockHMSServer? = nil
+        var harmonyServer: MockHarmonyServer? = nil
         defer {
             for process in started.reversed() { process.stop(grace: 10) }
             server?.stop()
             fcmServer?.stop()
             pushServer?.stop()
             hmsServer?.stop()
+            harmonyServer?.stop()
             try? FileManager.default.removeItem(atPath: directory)
         }
 
@@ -133,6 +139,15 @@ enum DemoCommand {
         hmsServer = hmsSimulator
         let hmsSecretFile = directory + "/keys/hms-client-secret"
         try Data(hmsSimulator.app.clientSecret.utf8).write(to: URL(fileURLWithPath: hmsSecretFile))
+        step("starting the HarmonyOS Push Kit simulator")
+        var harmonyMock = MockHarmonyConfiguration()
+        harmonyMock.tls = mock.tls
+        harmonyMock.faults = MockHMSFaultScript(seed: 7, latencyMs: MockLatency(min: 1, max: 4), invalidTokenPrefixes: ["harmony-gone"],
+                                                rules: [MockHMSRule(fate: .failFirst, tokenPrefix: "harmony-busy", status: 503, count: 1)])
+        let harmonySimulator = try MockHarmonyServer(configuration: harmonyMock)
+        harmonyServer = harmonySimulator
+        let harmonyKeyFile = directory + "/keys/harmony-service-account.json"
+        try harmonySimulator.account.write(to: harmonyKeyFile)
         // The demo's VAPID key: a fixed private scalar, as web-push libraries print one (base64url).
         let vapidKey = Data((1...32).map { UInt8($0) }).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
@@ -147,12 +162,14 @@ enum DemoCommand {
             "fcm": ["url": fcmSimulator.baseURL, "ca_file": fcmSimulator.caFile ?? ""],
             "web_push": ["ca_file": pushSimulator.caFile ?? ""],
             "hms": ["url": hmsSimulator.baseURL, "token_url": hmsSimulator.tokenURL, "ca_file": hmsSimulator.caFile ?? ""],
+            "harmony": ["url": harmonySimulator.baseURL, "ca_file": harmonySimulator.caFile ?? ""],
             "apps": [["name": "demo", "bundle_id": "com.example.demo",
                       "token": ["team_id": "DEMOTEAM12", "key_id": "DEMOKEY123", "key_file": key.privateKeyFile ?? ""]],
                      ["name": "demo-android", "fcm": ["service_account_file": fcmSimulator.serviceAccountFile]],
                      ["name": "demo-web", "webpush": ["vapid_key": vapidKey, "subject": "mailto:demo@example.com", "push_service_hosts": ["127.0.0.1"],
                                                       "allow_ip_literals": true, "allow_private_addresses": true]],
-                     ["name": "demo-huawei", "hms": ["app_id": hmsSimulator.app.appId, "client_secret_file": hmsSecretFile]]],
+                     ["name": "demo-huawei", "hms": ["app_id": hmsSimulator.app.appId, "client_secret_file": hmsSecretFile]],
+                     ["name": "demo-harmony", "harmony": ["service_account_file": harmonyKeyFile]]],
             "retry": ["server_error_base_seconds": 1, "throttle_base_seconds": 1, "jitter_fraction": 0.2],
             "worker": ["lease_seconds": 10, "log_level": "warning"],
             "metrics": ["listen": "127.0.0.1:\(metricsPort)"],
@@ -219,7 +236,8 @@ enum DemoCommand {
                       firstPass: firstPassAt.map { $0.timeIntervalSince(startedAt) }, accepted: simulatorStats.accepted,
                       requests: simulatorStats.requests, fcm: (fcmStats.requests, fcmStats.accepted, fcmStats.tokensIssued),
                       webPush: (pushStats.requests, pushStats.delivered),
-                      hms: (hmsStats.requests, hmsStats.tokensDelivered, hmsStats.tokensIssued), redisURL: redisURL))
+                      hms: (hmsStats.requests, hmsStats.tokensDelivered, hmsStats.tokensIssued),
+                      harmony: (harmonySimulator.stats().requests, harmonySimulator.stats().tokensDelivered), redisURL: redisURL))
         let complete = tally.terminal == jobCount && expected == tally.terminalByOutcome
         if args.flag("keep-running") {
             print("\nStill running (Ctrl-C to stop):\n  herald tail --redis \(redisURL)\n  herald stats --redis \(redisURL)")
@@ -298,6 +316,11 @@ enum DemoCommand {
         return Array("{\"id\":\"demo-\(index)\",\"platform\":\"fcm\",\"message\":{\"token\":\"\(token)\",\"notification\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"data\":{\"order\":\"\(index)\"},\"android\":{\"priority\":\"HIGH\"}}}".utf8)
     }
 
+    /// A HarmonyOS (Push Kit v3) alert job to a token of `prefix`: its payload sent to Huawei as written.
+    private static func harmonyJob(prefix: String, index: Int) -> [UInt8] {
+        Array("{\"id\":\"demo-\(index)\",\"platform\":\"harmony\",\"token\":\"\(prefix)-\(index)\",\"push_type\":\"alert\",\"payload\":{\"notification\":{\"category\":\"MARKETING\",\"title\":\"Herald demo\",\"body\":\"Notification \(index)\",\"clickAction\":{\"actionType\":0}}}}".utf8)
+    }
+
     /// A Huawei Push Kit job to a token of `prefix`: the Push Kit message, sent to Huawei as written (`data` is a string there).
     private static func hmsJob(prefix: String, index: Int) -> [UInt8] {
         Array("{\"id\":\"demo-\(index)\",\"platform\":\"hms\",\"message\":{\"notification\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"data\":\"{\\\"order\\\":\(index)}\",\"android\":{\"urgency\":\"HIGH\"},\"token\":[\"\(prefix)-\(index)\"]}}".utf8)
@@ -318,7 +341,7 @@ enum DemoCommand {
     private static func summary(tally: Tally, expected: [String: Int], jobCount: Int, elapsed: Double, firstPass: Double?,
                                 accepted: Int, requests: Int, fcm: (requests: Int, accepted: Int, tokens: Int),
                                 webPush: (requests: Int, delivered: Int), hms: (requests: Int, delivered: Int, tokens: Int),
-                                redisURL: String) -> String {
+                                harmony: (requests: Int, delivered: Int), redisURL: String) -> String {
         var lines = ["", "Herald demo: \(jobCount) jobs", ""]
         lines.append("outcome".padding(toLength: 16, withPad: " ", startingAt: 0) + "expected".leftPad(10) + "got".leftPad(10))
         for outcome in ["delivered", "token_dropped", "failed", "rejected"] {
@@ -339,6 +362,7 @@ enum DemoCommand {
         lines.append("FCM simulator:              \(fcm.requests) requests, \(fcm.accepted) accepted, \(fcm.tokens) access token\(fcm.tokens == 1 ? "" : "s") issued")
         lines.append("Web Push simulator:         \(webPush.requests) requests, \(webPush.delivered) delivered (VAPID checked, payload decrypted)")
         lines.append("Huawei Push Kit simulator:  \(hms.requests) requests, \(hms.delivered) delivered, \(hms.tokens) access token\(hms.tokens == 1 ? "" : "s") issued")
+        lines.append("HarmonyOS simulator:        \(harmony.requests) requests, \(harmony.delivered) delivered (PS256 JWT checked)")
         lines.append("")
         let herald = currentExecutable()
         lines.append("Where to look next (herald is \(herald)):")

@@ -28,6 +28,9 @@ enum SendCommand {
         Huawei Push Kit: --platform hms with --app-id and --client-secret-file (or --config and a Huawei --app) and
         --message, the Push Kit message (or standard input); --url, --token-url and --ca-file point it at the
         simulator. Exits 0 when Push Kit answered 80000000, 1 otherwise, 65 when refused locally.
+        HarmonyOS (Push Kit v3): --platform harmony with --service-account (Huawei's key file; or --config and a
+        HarmonyOS --app), --token, --payload (the scenario's payload object), --push-type (alert, widget,
+        text_to_speech, background, live_view, call) and --push-options; exits as for hms.
         Example: herald send --platform fcm --service-account sa.json \\
                    --message '{"token":"<fcm token>","notification":{"title":"hi","body":"there"}}'
         """,
@@ -43,7 +46,7 @@ enum SendCommand {
             .value("topic", "topic", "apns-topic (bundle ID plus the push type's suffix)."),
             .value("token", "hex", "Device token."),
             .value("environment", "env", "production (default) or sandbox."),
-            .value("push-type", "type", "alert (default), background, voip, ..."),
+            .value("push-type", "type", "alert (default), background, voip, ...; harmony: alert, widget, background, live_view, call, ..."),
             .value("priority", "n", "10, 5 or 1."),
             .value("expiration", "unix-seconds", "apns-expiration."),
             .value("collapse-id", "id", "apns-collapse-id."),
@@ -55,7 +58,8 @@ enum SendCommand {
             .value("timeout", "ms", "Deprecated name of --timeout-ms."),
             .value("platform", Platform.allCases.map(\.rawValue).joined(separator: "|"),
                    Platform.allCases.map(\.rawValue).joinedAsList("or") + "; apns by default, fcm when --message or --service-account is given."),
-            .value("service-account", "json", "FCM: the service account's JSON key file."),
+            .value("service-account", "json", "FCM: the service account's JSON key file; harmony: Huawei's service-account key file."),
+            .value("push-options", "json", "harmony: Push Kit v3's pushOptions object (ttl, testMessage, biTag, receiptId)."),
             .value("message", "json", "FCM: the v1 message object; hms: the Push Kit message (default: read standard input)."),
             .value("app-id", "id", "hms: the Huawei app ID (OAuth client ID)."),
             .value("client-secret-file", "path", "hms: the file holding the app's client secret."),
@@ -77,6 +81,7 @@ enum SendCommand {
         case .fcm: return try SendFCM.run(args)
         case .webpush: return try SendWebPush.run(args)
         case .hms: return try SendHMS.run(args)
+        case .harmony: return try SendHarmony.run(args)
         case .apns: break
         }
         guard let tokenHex = args.value("token") else { throw UsageError("missing --token") }

@@ -35,6 +35,7 @@ let herald = CommandGroup(
         MockFCMCommand.command,
         MockWebPushCommand.command,
         MockHMSCommand.command,
+        MockHarmonyCommand.command,
         CheckConfigCommand.command,
         DemoCommand.command,
         DashboardCommand.command,

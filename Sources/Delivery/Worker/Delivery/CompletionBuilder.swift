@@ -49,13 +49,15 @@ struct CompletionBuilder {
                             invalidSince: invalidSince, platform: n.platform.rawValue, app: job.appName, hasEnvironments: n.platform.hasEnvironments)
     }
 
-    /// A many-token send's answer, token by token: those the answer names as gone are dropped; the others are
+    /// A many-token send's answer, token by token: those the answer names as gone are dropped, those it names as
+    /// refused for another reason failed; the others are
     /// delivered when the request was (a partial success), else dropped too when it names none (all invalid), else
     /// failed with the answer's reason (it refused them without saying why: kept, not dropped on a guess).
     private func perToken(_ job: JobAttempt, _ decision: Decision, answer: (any ProviderAnswer)?, now: UInt64,
                           into completion: inout JobCompletion) {
         let named = answer?.resultFields.goneTokens ?? []
         let gone = Set(named)
+        let refused = Set(answer?.resultFields.failedTokens ?? [])
         let goneReason = answer?.reasonName ?? "token gone"
         for token in job.batchTokens {
             var result: ResultEntry
@@ -68,6 +70,10 @@ struct CompletionBuilder {
             case .dropToken(_, let reason):
                 result = entry(job, .failed, now: now, answer: answer, reason: reason, token: token)
             default:
+                if refused.contains(token) {
+                    result = entry(job, .failed, now: now, answer: answer, reason: goneReason, token: token)
+                    break
+                }
                 guard gone.contains(token) else {
                     result = entry(job, job.validateOnly ? .validated : .delivered, now: now, answer: answer, token: token)
                     break
