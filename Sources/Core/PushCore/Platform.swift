@@ -3,7 +3,7 @@
 /// finds every place that must answer for it; an open type would trade that check for nothing a provider
 /// needs (its own code lives in its module, docs/adding-a-provider.md).
 public enum Platform: String, Sendable, Hashable, CaseIterable {
-    case apns, fcm, webpush, hms
+    case apns, fcm, webpush, hms, expo
 
     /// Its index among `allCases`: the slot of its counters (the `platform` label of every per-job metric), its
     /// sender in the registry.
@@ -14,6 +14,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         case .fcm: 1
         case .webpush: 2
         case .hms: 3
+        case .expo: 4
         }
     }
 
@@ -31,6 +32,8 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
                              findsAppByTopic: false, carriesMessage: false, hasDryRun: false, carriesSubscription: true)
         case .hms: .init(displayName: "Huawei Push Kit", hasEnvironments: false, hasDeviceBudget: true, publishedDeviceLimits: nil,
                          findsAppByTopic: false, carriesMessage: true, hasDryRun: true, carriesSubscription: false)
+        case .expo: .init(displayName: "Expo", hasEnvironments: false, hasDeviceBudget: true, publishedDeviceLimits: nil,
+                          findsAppByTopic: false, carriesMessage: false, hasDryRun: false, carriesSubscription: false)
         }
     }
 }

@@ -48,6 +48,7 @@ enum BenchJobs {
         case .webpush:
             let subscriptions = try subscriptions(file: try flags.required("subscriptions"))
             return { webPushJob($0, subscription: subscriptions[$0 % subscriptions.count]) }
+        case .expo: return expoJob
         }
     }
 
@@ -62,6 +63,13 @@ enum BenchJobs {
         let list = tokens == 1 ? "\"bench-hms-token-\(index)\"" : (0..<tokens).map { "\"bench-hms-token-\(index)-\($0)\"" }.joined(separator: ",")
         return "{\"id\":\"b\(index)\",\"platform\":\"hms\",\"app\":\"bench-hms\",\"message\":{\"notification\":{\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\"},"
             + "\"data\":\"{\\\"order\\\":\(index)}\",\"android\":{\"urgency\":\"HIGH\"},\"token\":[\(list)]}}"
+    }
+
+    /// One Expo job line: the same notification as Expo documents a message (without `to`), one push token, its
+    /// fate in the simulator `ok` (`ExponentPushToken[ok-bench-<index>]`).
+    static func expoJob(_ index: Int) -> String {
+        "{\"id\":\"b\(index)\",\"platform\":\"expo\",\"to\":\"ExponentPushToken[ok-bench-\(index)]\",\"payload\":{\"title\":\"Order shipped\","
+            + "\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\",\"data\":{\"order\":\(index)},\"sound\":\"default\",\"priority\":\"high\"}}"
     }
 
     /// The Web Push payload of the same notification (JSON, as a service worker reads it; about 120 bytes).

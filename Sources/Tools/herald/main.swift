@@ -35,6 +35,7 @@ let herald = CommandGroup(
         MockFCMCommand.command,
         MockWebPushCommand.command,
         MockHMSCommand.command,
+        MockExpoCommand.command,
         CheckConfigCommand.command,
         DemoCommand.command,
         DashboardCommand.command,
