@@ -41,18 +41,28 @@ public final class ReceiptPoller {
         Platform.allCases.compactMap { Self.phase(configuration, $0)?.receiptSchedule(configuration).intervalMilliseconds }.min() ?? 60_000
     }
 
-    /// One pass over a shard: every due ticket taken (up to `limit`), asked for and the decided ones settled.
-    /// Returns how many settled and when the soonest remaining ticket is due (ms, Redis's clock), nil when none.
-    public func pass(_ set: BlockingReceiptSet, limit: Int = 10_000) throws(RedisError) -> (settled: Int, nextDue: Int64?, now: Int64) {
-        let (now, due, nextDue) = try set.take(limit: limit, intervalMilliseconds: interval)
-        var settlements: [BlockingReceiptSet.Settlement] = []
-        var groups: [String: [BlockingReceiptSet.Waiting]] = [:]
-        for waiting in due { groups[waiting.platform + "\n" + (waiting.entry.app ?? ""), default: []].append(waiting) }
-        for (_, group) in groups.sorted(by: { $0.key < $1.key }) {
-            settlements += decide(group, now: now)
+    /// The most tickets one take holds: the smallest ask's, so every ticket taken is asked for at once after its
+    /// take (its next ask is then an interval after this one, never sooner).
+    private var takeLimit: Int {
+        Platform.allCases.compactMap { Self.phase(configuration, $0)?.receiptSchedule(configuration).batch }.min() ?? 1000
+    }
+
+    /// One pass over a shard: the due tickets taken a batch at a time, each batch asked for and its decided tickets
+    /// settled before the next take. Returns how many settled and when the soonest remaining ticket is due (ms,
+    /// Redis's clock), nil when none.
+    public func pass(_ set: BlockingReceiptSet) throws(RedisError) -> (settled: Int, nextDue: Int64?, now: Int64) {
+        var settled = 0
+        while true {
+            let (now, due, nextDue) = try set.take(limit: takeLimit, intervalMilliseconds: interval)
+            var settlements: [BlockingReceiptSet.Settlement] = []
+            var groups: [String: [BlockingReceiptSet.Waiting]] = [:]
+            for waiting in due { groups[waiting.platform + "\n" + (waiting.entry.app ?? ""), default: []].append(waiting) }
+            for (_, group) in groups.sorted(by: { $0.key < $1.key }) {
+                settlements += decide(group, now: now)
+            }
+            settled += try set.settle(settlements)
+            if due.count < takeLimit { return (settled, nextDue, now) }
         }
-        let settled = try set.settle(settlements)
-        return (settled, nextDue, now)
     }
 
     /// One app's tickets: asked in batches; a receipt decides, and past the bound no receipt decides too.
