@@ -1,6 +1,7 @@
 /// A job whose provider answered a ticket (a second phase, docs/queue-design.md "Receipts"): written into the
 /// receipts set by the script that releases its lease, so the job is never both leased and waiting, nor neither.
-public struct PendingReceipt: Sendable, Equatable {
+/// A class: `JobCompletion` holds it as one pointer, so every other provider's completion stays the size it was.
+public final class PendingReceipt: Sendable {
     /// Its member in `<p>:receipts` and field in `<p>:receipts:jobs`: `<platform>:<ticket id>`.
     public let member: String
     /// When its receipt is first asked for (ms since the epoch): the zset's score.

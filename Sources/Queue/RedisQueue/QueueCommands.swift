@@ -127,10 +127,12 @@ struct QueueCommands: Sendable {
     /// the KEYS index of `<p>:receipts` and of `<p>:receipts:jobs`, the member, its due time and its record. A batch
     /// without one (every provider without a second phase) adds one argument and declares no key.
     private func appendReceipts(_ batch: [JobCompletion], declared: inout DeclaredKeys, to args: inout RESPArguments) {
-        let pending = batch.indices.filter { batch[$0].receipt != nil }
-        args.append(pending.count)
-        for c in pending {
-            let receipt = batch[c].receipt!
+        var count = 0
+        for item in batch where item.receipt != nil { count += 1 }
+        args.append(count)
+        guard count > 0 else { return }
+        for (c, item) in batch.enumerated() {
+            guard let receipt = item.receipt else { continue }
             args.append(c + 1)
             args.append(declared.index(of: keys.receipts))
             args.append(declared.index(of: keys.receiptJobs))
