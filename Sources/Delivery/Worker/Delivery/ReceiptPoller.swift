@@ -51,6 +51,7 @@ public final class ReceiptPoller {
     /// settled before the next take. Returns how many settled and when the soonest remaining ticket is due (ms,
     /// Redis's clock), nil when none.
     public func pass(_ set: BlockingReceiptSet) throws(RedisError) -> (settled: Int, nextDue: Int64?, now: Int64) {
+        set.resultsMaxLength = configuration.worker.resultsMaxLength
         var settled = 0
         while true {
             let (now, due, nextDue) = try set.take(limit: takeLimit, intervalMilliseconds: interval)
