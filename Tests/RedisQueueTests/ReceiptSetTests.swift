@@ -100,6 +100,25 @@ import Testing
         #expect(try queue.redis.command(["HLEN", keys.receiptJobs]).int == 0)
     }
 
+    /// With the result index on, a settled ticket's terminal entry replaces its `accepted` one there (`GET /v1/jobs/<id>`).
+    @Test func aSettlementReplacesTheAcceptedEntryInTheResultIndex() throws {
+        let keys = TestRedis.keys()
+        let (queue, leases) = try claimed(keys, jobs: 1)
+        _ = try queue.complete([accepted(leases[0], id: "e0", ticket: "T0", token: "ExponentPushToken[t0]", dueAt: try now(queue) - 1)])
+        let set = BlockingReceiptSet(redis: queue.redis, keys: keys)
+        set.resultIndexTTLSeconds = 60
+        let waiting = try #require(try set.take(limit: 10, intervalMilliseconds: 60_000).due.first)
+        #expect(waiting.queue == keys.queue)
+        var entry = waiting.entry
+        entry.outcome = .delivered
+        #expect(try set.settle([BlockingReceiptSet.Settlement(member: waiting.member, entry: entry, dropped: nil, queue: waiting.queue)]) == 1)
+        let json = try #require(try queue.redis.command(["HGET", keys.resultIndex(jobID: "e0"), "ExponentPushToken[t0]"]).string)
+        let indexed = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: String])
+        #expect(indexed["outcome"] == "delivered" && indexed["message_id"] == "T0" && indexed["queue"] == keys.queue && indexed["stream_id"] != nil)
+        let ttl = try queue.redis.command(["TTL", keys.resultIndex(jobID: "e0")]).int ?? -2
+        #expect(ttl > 50 && ttl <= 60)
+    }
+
     @Test func aReceiptsKeyOfAnotherTypeRefusesTheWholeBatchUnwritten() throws {
         let keys = TestRedis.keys()
         let (queue, leases) = try claimed(keys, jobs: 1)

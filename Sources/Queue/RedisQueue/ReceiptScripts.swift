@@ -26,29 +26,33 @@ public enum ReceiptScripts {
     return {now, out, first[2] or ''}
     """#)
 
-    /// KEYS: `<p>:receipts`, `<p>:receipts:jobs`, `<p>:results`, `<p>:dropped-tokens`. ARGV: results max length, count,
-    /// then per ticket: its member, n and n entry field/value args, d and d dropped-token field/value args. Writes a
-    /// ticket's terminal entry (and dropped token) only while it is still in the set, and takes it out in the same
-    /// call: a poller killed at any instant, or two pollers settling one ticket, write it once. Returns how many applied.
+    /// KEYS: `<p>:receipts`, `<p>:receipts:jobs`, `<p>:results`, `<p>:dropped-tokens`, then each `<p>:result:<id>` the
+    /// result index needs. ARGV: results max length, the index TTL (0: no index), count, then per ticket: its member,
+    /// the KEYS index of its result index key (0: none), the index field, the entry's index JSON, n and n entry
+    /// field/value args, d and d dropped-token field/value args. Writes a ticket's terminal entry (its dropped token,
+    /// its index) only while it is still in the set, and takes it out in the same call: a poller killed at any instant,
+    /// or two pollers settling one ticket, write it once. Returns how many applied.
     public static let settle = RedisScript(QueueScripts.prelude + #"""
     local bad = refusal(KEYS[1], 'zset', KEYS[2], 'hash', KEYS[3], 'stream', KEYS[4], 'stream')
     if bad then return bad end
     local applied, wroteTokens = 0, false
-    local p = 3
-    for _ = 1, tonumber(ARGV[2]) do
-      local member = ARGV[p]
-      local n = tonumber(ARGV[p + 1])
-      local d = tonumber(ARGV[p + 2 + n])
+    local ttl = ARGV[2]
+    local p = 4
+    for _ = 1, tonumber(ARGV[3]) do
+      local member, index, field, json = ARGV[p], tonumber(ARGV[p + 1]), ARGV[p + 2], ARGV[p + 3]
+      local n = tonumber(ARGV[p + 4])
+      local d = tonumber(ARGV[p + 5 + n])
       if redis.call('ZREM', KEYS[1], member) == 1 then
         redis.call('HDEL', KEYS[2], member)
-        redis.call('XADD', KEYS[3], '*', unpack(ARGV, p + 2, p + 1 + n))
+        local sid = redis.call('XADD', KEYS[3], '*', unpack(ARGV, p + 5, p + 4 + n))
         if d > 0 then
-          redis.call('XADD', KEYS[4], '*', unpack(ARGV, p + 3 + n, p + 2 + n + d))
+          redis.call('XADD', KEYS[4], '*', unpack(ARGV, p + 6 + n, p + 5 + n + d))
           wroteTokens = true
         end
+        if index > 0 then indexResult(KEYS[index], field, sid, json, ttl) end
         applied = applied + 1
       end
-      p = p + 3 + n + d
+      p = p + 6 + n + d
     end
     if applied > 0 then redis.call('XTRIM', KEYS[3], 'MAXLEN', '~', ARGV[1]) end
     if wroteTokens then redis.call('XTRIM', KEYS[4], 'MAXLEN', '~', ARGV[1]) end

@@ -6,6 +6,9 @@ public final class BlockingReceiptSet {
     public let redis: any BlockingRedisCommands
     public let keys: QueueKeys
     public var resultsMaxLength = 1_000_000
+    /// `results.index_ttl_seconds`: a settled ticket's terminal entry replaces its `accepted` one in the job's result
+    /// index, as a worker's completion does; 0 leaves the index alone.
+    public var resultIndexTTLSeconds = 0
 
     public init(redis: any BlockingRedisCommands, keys: QueueKeys) {
         self.redis = redis
@@ -19,6 +22,8 @@ public final class BlockingReceiptSet {
         public let ticket: String
         public let entry: ResultEntry
         public let sentAt: Int64
+        /// The queue the job was claimed from, as its result index names it.
+        public let queue: String
     }
 
     /// How one ticket ends: its terminal entry and, for a dropped token, the dropped-tokens entry.
@@ -26,10 +31,13 @@ public final class BlockingReceiptSet {
         public let member: String
         public let entry: ResultEntry
         public let dropped: DroppedToken?
-        public init(member: String, entry: ResultEntry, dropped: DroppedToken?) {
+        /// The queue its result index names (the ticket's `Waiting.queue`).
+        public let queue: String
+        public init(member: String, entry: ResultEntry, dropped: DroppedToken?, queue: String = "") {
             self.member = member
             self.entry = entry
             self.dropped = dropped
+            self.queue = queue
         }
     }
 
@@ -57,16 +65,25 @@ public final class BlockingReceiptSet {
               let object = try? JSONSerialization.jsonObject(with: Data(record)) as? [String: String],
               let entry = ResultEntry(fields: object), let sentAt = object["sent_at"].flatMap({ Int64($0) }) else { return nil }
         return Waiting(member: member, platform: String(member[..<colon]), ticket: String(member[member.index(after: colon)...]),
-                       entry: entry, sentAt: sentAt)
+                       entry: entry, sentAt: sentAt, queue: object["queue"] ?? "")
     }
 
     /// Writes each settlement once (only while its ticket is still in the set); returns how many applied.
     @discardableResult
     public func settle(_ settlements: [Settlement]) throws(RedisError) -> Int {
         guard !settlements.isEmpty else { return 0 }
-        var args: [[UInt8]] = [Array(String(resultsMaxLength).utf8), Array(String(settlements.count).utf8)]
+        var keys = [self.keys.receipts, self.keys.receiptJobs, self.keys.results, self.keys.droppedTokens].map { Array($0.utf8) }
+        var args: [[UInt8]] = [Array(String(resultsMaxLength).utf8), Array(String(resultIndexTTLSeconds).utf8), Array(String(settlements.count).utf8)]
         for settlement in settlements {
             args.append(Array(settlement.member.utf8))
+            if resultIndexTTLSeconds > 0 && !settlement.entry.id.isEmpty {
+                keys.append(Array(self.keys.resultIndex(jobID: settlement.entry.id).utf8))
+                args.append(Array(String(keys.count).utf8))
+            } else {
+                args.append(Array("0".utf8))
+            }
+            args.append(Array(settlement.entry.indexField.utf8))
+            args.append(Array(settlement.entry.indexJSON(queue: settlement.queue).utf8))
             let fields = settlement.entry.fields
             args.append(Array(String(fields.count * 2).utf8))
             for (field, value) in fields { args.append(Array(field.utf8)); args.append(Array(value.utf8)) }
@@ -74,7 +91,6 @@ public final class BlockingReceiptSet {
             args.append(Array(String(dropped.count * 2).utf8))
             for (field, value) in dropped { args.append(Array(field.utf8)); args.append(Array(value.utf8)) }
         }
-        let keys = [self.keys.receipts, self.keys.receiptJobs, self.keys.results, self.keys.droppedTokens].map { Array($0.utf8) }
         guard let applied = try redis.evalScript(ReceiptScripts.settle, keys: keys, args: args).int else { throw .protocolError("receipts settle reply") }
         return Int(applied)
     }

@@ -52,6 +52,7 @@ public final class ReceiptPoller {
     /// Redis's clock), nil when none.
     public func pass(_ set: BlockingReceiptSet) throws(RedisError) -> (settled: Int, nextDue: Int64?, now: Int64) {
         set.resultsMaxLength = configuration.worker.resultsMaxLength
+        set.resultIndexTTLSeconds = configuration.results.indexTTLSeconds
         var settled = 0
         while true {
             let (now, due, nextDue) = try set.take(limit: takeLimit, intervalMilliseconds: interval)
@@ -98,20 +99,21 @@ public final class ReceiptPoller {
     }
 
     private func notSeen(_ waiting: BlockingReceiptSet.Waiting, because why: String) -> BlockingReceiptSet.Settlement {
-        BlockingReceiptSet.Settlement(member: waiting.member, entry: entry(waiting, .delivered, reason: "ReceiptNotSeen: " + why), dropped: nil)
+        BlockingReceiptSet.Settlement(member: waiting.member, entry: entry(waiting, .delivered, reason: "ReceiptNotSeen: " + why), dropped: nil,
+                                      queue: waiting.queue)
     }
 
     private func settled(_ waiting: BlockingReceiptSet.Waiting, _ verdict: ReceiptVerdict) -> BlockingReceiptSet.Settlement {
         switch verdict {
         case .delivered:
-            return BlockingReceiptSet.Settlement(member: waiting.member, entry: entry(waiting, .delivered, reason: nil), dropped: nil)
+            return BlockingReceiptSet.Settlement(member: waiting.member, entry: entry(waiting, .delivered, reason: nil), dropped: nil, queue: waiting.queue)
         case .fail(let reason):
-            return BlockingReceiptSet.Settlement(member: waiting.member, entry: entry(waiting, .failed, reason: reason), dropped: nil)
+            return BlockingReceiptSet.Settlement(member: waiting.member, entry: entry(waiting, .failed, reason: reason), dropped: nil, queue: waiting.queue)
         case .dropToken(let reason):
             let e = entry(waiting, .tokenDropped, reason: reason)
             let dropped = DroppedToken(token: e.token ?? "", topic: e.topic ?? "", environment: e.environment ?? "", reason: reason,
                                        platform: e.platform, app: e.app, hasEnvironments: e.environment != nil)
-            return BlockingReceiptSet.Settlement(member: waiting.member, entry: e, dropped: dropped)
+            return BlockingReceiptSet.Settlement(member: waiting.member, entry: e, dropped: dropped, queue: waiting.queue)
         }
     }
 
