@@ -10,13 +10,9 @@ public enum ExpoProvider: PushProvider, ReceiptPhase {
     public static var section: WritableKeyPath<Configuration, ExpoSettings> { \.expo }
     public static let credentialBlocks: [Setting<Configuration.AppSettings>] = [credentialBlock(\.expo, blank: .blank, ExpoAuth.declared)]
 
+    /// A bound shorter than the delay is allowed (every value within its range is): the first ask is then the last.
     public static func problems(_ configuration: Configuration) -> [String] {
-        var problems: [String] = []
-        if HTTPSURL(configuration.expo.pool.url) == nil { problems.append("expo.url must look like https://host[:port], got '\(configuration.expo.pool.url)'") }
-        if configuration.expo.receiptBoundSeconds < configuration.expo.receiptDelaySeconds {
-            problems.append("expo.receipt_bound_seconds must be at least expo.receipt_delay_seconds")
-        }
-        return problems
+        HTTPSURL(configuration.expo.pool.url) == nil ? ["expo.url must look like https://host[:port], got '\(configuration.expo.pool.url)'"] : []
     }
 
     public static func problems(_ app: Configuration.AppSettings, label: String) -> [String] {
