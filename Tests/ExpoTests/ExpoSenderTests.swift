@@ -9,7 +9,7 @@ import Testing
 @testable import Expo
 
 /// The sender against `herald mock-expo` over real HTTP/2: one loop turn's messages go as one `push/send` of at most
-/// `batch_size`, each job hears its own ticket in its class, and a wrong access token is read again then parks.
+/// `batch_size`, each job hears its own ticket in its class, and a refused access token is tried once more, then parks the app.
 @Suite("Expo sender against the simulator")
 struct ExpoSenderTests {
     final class Fixture {
@@ -93,12 +93,12 @@ struct ExpoSenderTests {
         #expect(tickets.count == 250, "a ticket of its own for each message")
     }
 
-    @Test func aRefusedAccessTokenIsReadAgainThenParksTheApp() throws {
+    @Test func aRefusedAccessTokenIsTriedOnceMoreThenParksTheApp() throws {
         let fixture = try Fixture(tokenGiven: "wrong-token")
         let first = try fixture.send(["ExponentPushToken[ok-1]"])
         #expect(first.first?.expo?.answerClass == .resendNow(freshConnection: false, refreshToken: true))
         let second = try fixture.send(["ExponentPushToken[ok-1]"])
-        #expect(second.first?.expo?.answerClass == .deferForConfiguration(reason: "UNAUTHORIZED: access token refused after reading it again"))
+        #expect(second.first?.expo?.answerClass == .deferForConfiguration(reason: "UNAUTHORIZED: access token refused twice"))
         #expect(fixture.server.stats().unauthorized == 2)
     }
 }

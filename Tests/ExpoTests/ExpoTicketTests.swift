@@ -29,7 +29,7 @@ import Testing
         #expect(Self.ticket(401, #"{"errors":[{"code":"UNAUTHORIZED","message":"m"}]}"#).answerClass == .resendNow(freshConnection: false, refreshToken: true))
         var refused = Self.ticket(401, "")
         refused.afterTokenRefresh = true
-        #expect(refused.answerClass == .deferForConfiguration(reason: "HTTP 401: access token refused after reading it again"))
+        #expect(refused.answerClass == .deferForConfiguration(reason: "HTTP 401: access token refused twice"))
         #expect(Self.ticket(400, #"{"errors":[{"code":"PUSH_TOO_MANY_EXPERIENCE_IDS","message":"m"}]}"#).answerClass
                 == .fail(reason: "PUSH_TOO_MANY_EXPERIENCE_IDS"))
         // A 200 that holds no ticket for this message: retried, never taken as delivered.

@@ -5,7 +5,8 @@ import PushCore
 /// - ticket `DeviceNotRegistered`: drop the token. `MessageRateExceeded`: throttled, this token only.
 /// - any other ticket error (`MessageTooBig`, `InvalidCredentials`, `MismatchSenderId`...): failed with its code.
 /// - 429: throttled, and the whole app slowed down. 5xx, or a 200 without this message's ticket: retry.
-/// - 401/403 (the access token refused): resend once with the token read again; refused again parks the app.
+/// - 401/403 (the access token refused): resend once; refused again parks the app (the file is read again when the
+///   pause ends).
 /// - any other status (a 400 with the request's `errors`): failed with Expo's code.
 extension ExpoResponse: ProviderAnswer {
     public var answerClass: AnswerClass {
@@ -14,7 +15,7 @@ extension ExpoResponse: ProviderAnswer {
         }
         let name = reasonName
         if refusesAccessToken {
-            return afterTokenRefresh ? .deferForConfiguration(reason: name + ": access token refused after reading it again")
+            return afterTokenRefresh ? .deferForConfiguration(reason: name + ": access token refused twice")
                                      : .resendNow(freshConnection: false, refreshToken: true)
         }
         if status == 429 { return .throttled(reason: name, retryAfterMilliseconds: 0, slowsDestination: true) }
@@ -30,7 +31,7 @@ extension ExpoResponse: ProviderAnswer {
         return .fail(reason: name)
     }
 
-    /// The access token went stale or was refused: the sender drops it so the resend reads it again.
+    /// The access token was refused: the sender drops it, so the resend is marked as after a refusal.
     public var refusesAccessToken: Bool { status == 401 || status == 403 }
 
     /// Expo binds nothing to a connection.

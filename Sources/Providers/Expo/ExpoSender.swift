@@ -6,7 +6,8 @@ import Reactor
 /// `PushSender` over Expo's push service: per app its access token and one HTTP/2 pool (`BearerPoolSender`, shared
 /// with FCM's and Huawei's), and a batch per app: the messages sent within one loop turn (or `batch_wait_ms`) go as
 /// one `POST /--/api/v2/push/send` of up to `batch_size` messages, and each job hears its own ticket. A refused
-/// access token is dropped before the core hears it, so the core's resend reads it again. Loop-confined.
+/// access token is dropped before the core hears it, so the core resends once (a second refusal parks the app, whose
+/// pause ends by reading the token file again). Loop-confined.
 public final class ExpoSender: BearerPoolBacked {
     public let shared: BearerPoolSender
     private let loop: EventLoop
