@@ -24,8 +24,9 @@ struct ExpoSenderTests {
             var sender: ExpoSender?
         }
 
-        init(batchSize: Int = 100, tokenGiven: String = "secret-token") throws {
+        init(batchSize: Int = 100, tokenGiven: String = "secret-token", dropAfterRequests: Int? = nil) throws {
             var configuration = MockExpoConfiguration()
+            configuration.dropAfterRequests = dropAfterRequests
             configuration.tls = try MockTLSFiles.generate(in: directory)
             configuration.accessToken = "secret-token"
             server = try MockExpoServer(configuration: configuration)
@@ -34,6 +35,8 @@ struct ExpoSenderTests {
             settings.pool.url = server.baseURL
             settings.pool.caFile = server.caFile
             settings.batchSize = batchSize
+            // One connection, so a connection fault meets the next batch.
+            if dropAfterRequests != nil { settings.pool.connectionsPerPool = 1 }
             let file = directory + "/token"
             try Data(tokenGiven.utf8).write(to: URL(fileURLWithPath: file))
             let auth = ExpoAuth(accessTokenFile: file)
@@ -91,6 +94,18 @@ struct ExpoSenderTests {
         #expect(results.allSatisfy { if case .awaitReceipt? = $0.expo?.answerClass { true } else { false } })
         let tickets = Set(results.compactMap { $0.expo?.ticketID })
         #expect(tickets.count == 250, "a ticket of its own for each message")
+    }
+
+    /// A connection the service drops with a batch in flight: every job of that batch hears that its outcome is
+    /// unknown (the core resends them), and the next batch goes out on a new connection.
+    @Test func aDroppedConnectionTellsEveryJobOfItsBatch() throws {
+        let fixture = try Fixture(dropAfterRequests: 1)
+        let first = try fixture.send(["ExponentPushToken[ok-1]", "ExponentPushToken[ok-2]"])
+        #expect(first.allSatisfy { if case .awaitReceipt? = $0.expo?.answerClass { true } else { false } }, "\(first)")
+        let second = try fixture.send(["ExponentPushToken[ok-3]", "ExponentPushToken[ok-4]", "ExponentPushToken[ok-5]"])
+        #expect(second.count == 3 && second.allSatisfy { !$0.isAnswer }, "\(second)")
+        let third = try fixture.send(["ExponentPushToken[ok-6]"])
+        #expect(third.first?.expo != nil, "a new connection answers: \(third)")
     }
 
     @Test func aRefusedAccessTokenIsTriedOnceMoreThenParksTheApp() throws {

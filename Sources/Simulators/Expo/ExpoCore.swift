@@ -18,7 +18,10 @@ final class ExpoCore: MockProvider, RoutingProvider {
     init(configuration: MockExpoConfiguration) { self.configuration = configuration }
 
     func makeTLSContext() throws -> OpaquePointer? { try ServerLoop.makeH2OrHTTP1Context(configuration.tls, service: "Expo") }
-    var connectionFaults: ConnectionFaults { ConnectionFaults() }
+    var connectionFaults: ConnectionFaults {
+        ConnectionFaults(goawayAfterRequests: configuration.goawayAfterRequests, dropAfterRequests: configuration.dropAfterRequests,
+                         silenceAfterRequests: configuration.silenceAfterRequests)
+    }
     var maxConcurrentStreams: UInt32 { 1000 }
     func stopping() {}
 

@@ -66,6 +66,9 @@ struct MockExpoOptions {
             .option("rate-limit", \.configuration.rateLimitPerSecond, "n", in: 0...1_000_000, "Answer 429 to push/send requests past n in one second (default 0: none)."),
             .option("fail-every", \.configuration.failEvery, "n", in: 0...1_000_000, "Answer 503 to every n-th push/send request (default 0: never)."),
             .option("latency-ms", \.configuration.latencyMs, "ms", in: 0...60_000, "Added before every answer (default 0)."),
+            .option("goaway-after", \.configuration.goawayAfterRequests, "n", in: 1...1_000_000, "GOAWAY (HTTP/1.1: Connection: close) after n requests on a connection."),
+            .option("drop-after", \.configuration.dropAfterRequests, "n", in: 1...1_000_000, "Close a connection abruptly when request n+1 arrives."),
+            .option("silence-after", \.configuration.silenceAfterRequests, "n", in: 1...1_000_000, "Stop reading a connection after n requests (a dead peer)."),
             .option("ready-file", \.readyFile, "file", "Write the ready JSON line to this file once listening."),
         ]
     }

@@ -14,6 +14,11 @@ public struct MockExpoConfiguration: Sendable, Equatable {
     public var failEvery = 0
     /// Added before every answer.
     public var latencyMs = 0
+    /// The shared server's connection faults (`FaultScript`'s words): GOAWAY (HTTP/1.1: `Connection: close`) after
+    /// this many requests on a connection, close it abruptly when request N+1 arrives, stop reading it after N.
+    public var goawayAfterRequests: Int?
+    public var dropAfterRequests: Int?
+    public var silenceAfterRequests: Int?
     public init() {}
 }
 
