@@ -12,6 +12,7 @@ let package = Package(
         .library(name: "APNs", targets: ["APNs"]),
         .library(name: "FCM", targets: ["FCM"]),
         .library(name: "HMS", targets: ["HMS"]),
+        .library(name: "Expo", targets: ["Expo"]),
         .library(name: "Simulators", targets: ["Simulators"]),
     ],
     targets: [
@@ -29,6 +30,10 @@ let package = Package(
         .systemLibrary(
             name: "CCurl", path: "Sources/System/CCurl", pkgConfig: "libcurl",
             providers: [.apt(["libcurl4-openssl-dev"])]),
+        /// zlib, for the Expo simulator's gzip request bodies (Expo's SDKs gzip large ones).
+        .systemLibrary(
+            name: "CZlib", path: "Sources/System/CZlib", pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]),
 
         /// Small pure helpers with no dependencies, one home each: FIFO, JSON escaping, decimal writing, locks, argument parsing.
         .target(name: "Basics", path: "Sources/Base/Basics"),
@@ -64,6 +69,9 @@ let package = Package(
         /// HarmonyOS NEXT (Push Kit v3, scenario-specific messages): its job members and checks, the service account and
         /// its PS256 JWT, its answers' classes (Push Kit's envelope read by `HMS`' decoder) and its sender.
         .target(name: "Harmony", dependencies: ["PushCore", "ProviderKit", "HMS", "HTTP2", "Reactor", "Basics"], path: "Sources/Providers/Harmony"),
+        /// The Expo push service: its job (`to` and Expo's message), its tickets' and receipts' classes, its access
+        /// token and its batching sender; its second phase (receipts) is ProviderKit's `ReceiptPhase`.
+        .target(name: "Expo", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "CurlHTTP", "Basics"], path: "Sources/Providers/Expo"),
         /// Web Push (RFC 8030/8291/8292): subscriptions, aes128gcm message encryption, VAPID tokens (pure, OpenSSL only),
         /// its answers' classes and its sender (a pool per push-service origin).
         .target(name: "WebPush", dependencies: ["PushCore", "ProviderKit", "HTTP2", "Reactor", "COpenSSL", "Basics", "CurlHTTP"], path: "Sources/Providers/WebPush"),
@@ -82,7 +90,7 @@ let package = Package(
         /// The one HTTP/1.1 request parser (pure, fuzzed), below both servers that read requests: `herald api` and the
         /// worker's metrics listener.
         .target(name: "HTTP1", dependencies: ["Basics"], path: "Sources/Transport/HTTP1"),
-        .target(name: "Simulators", dependencies: ["Basics", "Settings", "Reactor", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/Simulators"),
+        .target(name: "Simulators", dependencies: ["Basics", "Settings", "Reactor", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL", "CZlib"], path: "Sources/Simulators"),
         /// `herald forward`: results and dropped tokens to a webhook (consumer groups, libcurl, HMAC signatures).
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"], path: "Sources/Transport/CurlHTTP"),
@@ -93,8 +101,8 @@ let package = Package(
         .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/FrontDoors/API"),
         /// The composition root's list of providers (`heraldProviders`), the one place the provider modules meet the
         /// worker, and the loader's entries with it, for `herald`, the tests and the fuzz targets.
-        .target(name: "HeraldProviders", dependencies: ["ProviderKit", "Worker", "APNs", "FCM", "HMS", "WebPush", "Harmony"], path: "Sources/Tools/HeraldProviders"),
-        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "Simulators", "HeraldProviders", "APNs", "FCM", "HMS", "WebPush", "Harmony", "HTTP2", "RedisQueue", "Reactor", "CLinux"], path: "Sources/Tools/herald"),
+        .target(name: "HeraldProviders", dependencies: ["ProviderKit", "Worker", "APNs", "FCM", "HMS", "WebPush", "Harmony", "Expo"], path: "Sources/Tools/HeraldProviders"),
+        .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "TLS", "Forwarder", "PushCore", "Simulators", "HeraldProviders", "APNs", "FCM", "HMS", "WebPush", "Harmony", "Expo", "HTTP2", "RedisQueue", "Reactor", "CLinux"], path: "Sources/Tools/herald"),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
         .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"], path: "Sources/Tools/HeraldBench"),
 
@@ -117,6 +125,7 @@ let package = Package(
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),
         .testTarget(name: "HMSTests", dependencies: ["HMS", "PushCore", "ProviderKit", "CurlHTTP", "HeraldTestSupport"]),
         .testTarget(name: "HarmonyTests", dependencies: ["Harmony", "HMS", "PushCore", "ProviderKit", "HTTP2", "Reactor", "Simulators", "HeraldTestSupport", "Worker", "HeraldProviders", "RedisQueue"]),
+        .testTarget(name: "ExpoTests", dependencies: ["Expo", "PushCore", "ProviderKit", "Reactor", "Simulators", "RedisQueue", "Worker", "HeraldProviders", "HeraldTestSupport"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush", "CurlHTTP", "HTTP2", "PushCore", "ProviderKit", "Reactor", "Simulators", "RedisQueue", "Worker", "HeraldTestSupport"]),
         .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "FCM", "HMS", "WebPush", "HeraldProviders", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "HeraldProviders", "ProviderKit", "CurlHTTP", "Simulators", "PushCore", "APNs", "FCM", "HMS", "WebPush", "Harmony", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),

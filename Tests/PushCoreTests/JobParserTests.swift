@@ -413,7 +413,8 @@ private func validate(_ bytes: [UInt8]) -> JSONScanError? {
         let error = try #require(parseError(#"{"platform":"gcm","message":{}}"#))
         for platform in Platform.allCases {
             #expect(error.description.contains(platform.rawValue), "\(error)")
-            #expect(try parse(#"{"platform":"\#(platform.rawValue)","message":{},"subscription":{},"token":"\#(token)","payload":{}}"#).platform == platform)
+            // Every provider's target at once: FCM's and Push Kit's `message`, Web Push's `subscription`, Expo's `to`.
+            #expect(try parse(#"{"platform":"\#(platform.rawValue)","message":{},"subscription":{},"to":"ExpoPushToken[a]","token":"\#(token)","payload":{}}"#).platform == platform)
         }
         // A job of a provider that takes its own `message` and has none is told so in its own provider's name.
         for platform in Platform.allCases where platform.carriesMessage {

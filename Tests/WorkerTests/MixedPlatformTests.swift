@@ -43,6 +43,9 @@ extension EndToEnd {
                  reason: #"80300007 {"illegalTokens":{"tokenFormatError":["mdead-"#, retryReason: nil),
             Fate(platform: "harmony", prefix: "mbusy-", count: 50, outcome: "delivered", reason: nil,
                  retryReason: "81000001 Flow control: the request rate is too high, spread the sends out"),
+            // Expo's ticket errors end a token at once; its receipts have their own run (ExpoReceipts).
+            Fate(platform: "expo", prefix: "gone", count: 100, outcome: "token_dropped", reason: "DeviceNotRegistered", retryReason: nil),
+            Fate(platform: "expo", prefix: "big", count: 50, outcome: "failed", reason: "MessageTooBig", retryReason: nil),
         ]
 
         static func fcmToken(_ prefix: String, _ index: Int) -> String { "\(prefix)-\(index)-dGVzdA:APA91bHerald_e2e" }
@@ -87,6 +90,13 @@ extension EndToEnd {
             hmsConfiguration.faults = MockHMSFaultScript(latencyMs: MockLatency(min: 0, max: 2), invalidTokenPrefixes: ["hdead-"])
             let hms = try MockHMSServer(configuration: hmsConfiguration)
             defer { hms.stop() }
+            var expoConfiguration = MockExpoConfiguration()
+            expoConfiguration.tls = world.tls
+            expoConfiguration.accessToken = "mixed-expo-token"
+            let expo = try MockExpoServer(configuration: expoConfiguration)
+            defer { expo.stop() }
+            let expoToken = world.directory + "/expo-token"
+            try Data("mixed-expo-token".utf8).write(to: URL(fileURLWithPath: expoToken))
             let hmsSecret = world.directory + "/hms-secret"
             try Data("mixed-secret".utf8).write(to: URL(fileURLWithPath: hmsSecret))
             var harmonyConfiguration = MockHarmonyConfiguration()
@@ -111,6 +121,9 @@ extension EndToEnd {
                 case "fcm":
                     tokenOf[id] = Self.fcmToken(fate.prefix, index)
                     jobs.append(fcmJobBytes(id: id, token: tokenOf[id]!, body: "job \(index)"))
+                case "expo":
+                    tokenOf[id] = "ExponentPushToken[\(fate.prefix)-\(index)]"
+                    jobs.append(Array(#"{"id":"\#(id)","platform":"expo","to":"\#(tokenOf[id]!)","payload":{"body":"job \#(index)"}}"#.utf8))
                 case "hms":
                     tokenOf[id] = "\(fate.prefix)\(index)"
                     jobs.append(Array(#"{"id":"\#(id)","platform":"hms","message":{"data":"job \#(index)","token":["\#(tokenOf[id]!)"]}}"#.utf8))
@@ -213,8 +226,9 @@ extension EndToEnd {
                 "name": "web", "webpush": ["vapid_key": vapidKey, "subject": "mailto:e2e@example.com", "push_service_hosts": ["127.0.0.1"],
                                            "allow_ip_literals": true, "allow_private_addresses": true],
             ], ["name": "huawei", "hms": ["app_id": "10000001", "client_secret_file": hmsSecret]],
-               ["name": "harmony", "harmony": ["service_account_file": harmonyKey]]]
+               ["name": "harmony", "harmony": ["service_account_file": harmonyKey]], ["name": "rn", "expo": ["access_token_file": expoToken]]]
             document["harmony"] = ["url": harmony.baseURL, "ca_file": harmony.caFile ?? "", "request_timeout_ms": 60_000]
+            document["expo"] = ["url": expo.baseURL, "ca_file": expo.caFile ?? "", "request_timeout_ms": 60_000]
             document["hms"] = ["url": hms.baseURL, "token_url": hms.tokenURL, "ca_file": hms.caFile ?? "", "request_timeout_ms": 60_000]
             document["web_push"] = ["ca_file": world.tls.caFile ?? "", "request_timeout_ms": 60_000]
             try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]).write(to: URL(fileURLWithPath: config))
@@ -289,13 +303,13 @@ extension EndToEnd {
                 let entries = droppedByToken[tokenOf[id]!] ?? []
                 guard entries.count == 1 else { droppedProblems.append("\(id): \(entries.count) dropped-token entries"); continue }
                 if entries[0].fields["platform"] != fate.platform { droppedProblems.append("\(id): platform \(entries[0].fields["platform"] ?? "-")") }
-                let app = ["fcm": "android", "webpush": "web", "hms": "huawei", "harmony": "harmony"][fate.platform]
+                let app = ["fcm": "android", "webpush": "web", "hms": "huawei", "harmony": "harmony", "expo": "rn"][fate.platform]
                 if let app, entries[0].fields["app"] != app { droppedProblems.append("\(id): app \(entries[0].fields["app"] ?? "-")") }
                 if !(entries[0].fields["reason"] ?? "").hasPrefix(fate.reason ?? "") { droppedProblems.append("\(id): reason \(entries[0].fields["reason"] ?? "-")") }
             }
             #expect(droppedProblems.isEmpty, "\(summarize(droppedProblems))")
             let droppedPlatforms = Set(dropped.compactMap { $0.fields["platform"] })
-            #expect(droppedPlatforms == ["apns", "fcm", "webpush", "hms", "harmony"], "\(droppedPlatforms)")
+            #expect(droppedPlatforms == ["apns", "fcm", "webpush", "hms", "harmony", "expo"], "\(droppedPlatforms)")
             let hmsMultiDropped = hmsMultiExpected.filter { $0.value == "token_dropped" }.map { String($0.key.split(separator: " ")[1]) }
             #expect(hmsMultiDropped.allSatisfy { droppedByToken[$0]?.count == 1 && droppedByToken[$0]?.first?.fields["platform"] == "hms" },
                     "\(hmsMultiDropped.filter { droppedByToken[$0]?.count != 1 }.prefix(5)) not dropped once")

@@ -1,3 +1,4 @@
+import Foundation
 import HeraldTestSupport
 import RedisQueue
 import Testing
@@ -16,5 +17,22 @@ import Testing
         _ = try redis.command(["LPUSH", keys.dead, "new-1"])
         let overview = try QueueOverview.read(redis: redis, keys: keys, queues: [keys.queue], leaseMilliseconds: 30_000)
         #expect(overview.deadLetters == 4)
+    }
+
+    /// Tickets waiting for receipts: how many, how many are due, and how long the earliest due one has waited for
+    /// its ask (`HeraldReceiptsOverdue`'s measure).
+    @Test func receiptsWaitingDueAndTheirLagAreRead() throws {
+        let server = try RedisServer()
+        defer { server.stop() }
+        let redis = try BlockingRedis(url: server.redisURL)
+        let keys = try QueueKeys(prefix: "overview")
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        _ = try redis.command(["ZADD", keys.receipts, String(now - 120_000), "expo:a", String(now - 1000), "expo:b", String(now + 600_000), "expo:c"])
+        let overview = try QueueOverview.read(redis: redis, keys: keys, queues: [keys.queue], leaseMilliseconds: 30_000)
+        #expect(overview.receiptsWaiting == 3 && overview.receiptsDue == 2)
+        var text = PrometheusText()
+        overview.write(to: &text)
+        let lag = text.text.split(separator: "\n").first { $0.hasPrefix("herald_receipts_overdue_seconds ") }.flatMap { Double($0.split(separator: " ")[1]) }
+        #expect((119...125).contains(lag ?? 0), "\(lag as Any)")
     }
 }

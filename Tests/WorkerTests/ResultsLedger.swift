@@ -10,11 +10,12 @@ struct StreamEntry: Equatable {
     var millis: Int64 { Int64(streamID.split(separator: "-").first ?? "0") ?? 0 }
     var id: String { fields["id"] ?? "" }
     var outcome: String { fields["outcome"] ?? "" }
-    var isTerminal: Bool { outcome != "retrying" }
+    var isTerminal: Bool { outcome != "retrying" && outcome != "accepted" }
 }
 
 /// Reads `herald:results` (or other streams: one per shard) incrementally, reconnecting when Redis went away,
-/// and checks the contract: per job id exactly one terminal entry, last, with only `retrying` entries before it.
+/// and checks the contract: per job id exactly one terminal entry, last, with only `retrying` (and a second phase's
+/// `accepted`) entries before it.
 final class ResultsLedger {
     let streams: [String]
     private let connect: () throws -> any BlockingRedisCommands

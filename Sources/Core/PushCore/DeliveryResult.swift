@@ -64,11 +64,14 @@ public enum Decision: Equatable, Sendable {
     case deferForConfiguration(reason: String)
     /// Finished without delivery; `reason` is Apple's reason string, `Expired`, or `MaxAttempts:<last reason>`.
     case fail(reason: String)
+    /// The provider gave a ticket: the job leaves the worker and waits in the receipts set for its receipt, which
+    /// writes its terminal outcome (`ReceiptPhase`).
+    case awaitReceipt(ticket: String, afterMilliseconds: Int64)
 
     /// Terminal decisions end the job.
     public var isTerminal: Bool {
         switch self {
-        case .delivered, .dropToken, .dropChannel, .fail: true
+        case .delivered, .dropToken, .dropChannel, .fail, .awaitReceipt: true
         case .retry, .resendNow, .resendUnprocessed, .unavailable, .deferForConfiguration: false
         }
     }

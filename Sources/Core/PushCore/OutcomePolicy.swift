@@ -28,7 +28,7 @@ public struct OutcomePolicy: Sendable {
     public func decide(_ result: DeliveryResult, attempt: Int, expiration: Int64?, nowSeconds: Int64) -> Decision {
         let raw = rawDecision(result, attempt: attempt)
         switch raw {
-        case .delivered, .dropToken, .dropChannel, .fail:
+        case .delivered, .dropToken, .dropChannel, .fail, .awaitReceipt:
             return raw
         case .retry(let ms, let reason):
             if isExpired(expiration, at: nowSeconds * 1000 + ms) { return .fail(reason: "Expired") }
@@ -131,6 +131,7 @@ public struct OutcomePolicy: Sendable {
             .retry(afterMilliseconds: max(min(retryAfter, settings.serverErrorCapSeconds * 1000), jittered(serverErrorDelaySeconds(attempt: attempt))),
                    reason: reason)
         case .fail(let reason): .fail(reason: reason)
+        case .awaitReceipt(let ticket, let ms): .awaitReceipt(ticket: ticket, afterMilliseconds: ms)
         }
     }
 

@@ -3,7 +3,7 @@
 /// finds every place that must answer for it; an open type would trade that check for nothing a provider
 /// needs (its own code lives in its module, docs/adding-a-provider.md).
 public enum Platform: String, Sendable, Hashable, CaseIterable {
-    case apns, fcm, webpush, hms, harmony
+    case apns, fcm, webpush, hms, harmony, expo
 
     /// Its index among `allCases`: the slot of its counters (the `platform` label of every per-job metric), its
     /// sender in the registry.
@@ -15,6 +15,7 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
         case .webpush: 2
         case .hms: 3
         case .harmony: 4
+        case .expo: 5
         }
     }
 
@@ -34,6 +35,8 @@ public enum Platform: String, Sendable, Hashable, CaseIterable {
                          findsAppByTopic: false, carriesMessage: true, hasDryRun: true, carriesSubscription: false)
         case .harmony: .init(displayName: "HarmonyOS Push Kit", hasEnvironments: false, hasDeviceBudget: true, publishedDeviceLimits: nil,
                              findsAppByTopic: false, carriesMessage: false, hasDryRun: false, carriesSubscription: false)
+        case .expo: .init(displayName: "Expo", hasEnvironments: false, hasDeviceBudget: true, publishedDeviceLimits: nil,
+                          findsAppByTopic: false, carriesMessage: false, hasDryRun: false, carriesSubscription: false)
         }
     }
 }

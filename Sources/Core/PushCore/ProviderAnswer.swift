@@ -39,6 +39,9 @@ public enum AnswerClass: Sendable, Equatable {
     /// The server failed: retry after the 5xx back-off or `retryAfterMilliseconds`, whichever is longer.
     case serverError(reason: String, retryAfterMilliseconds: Int64)
     case fail(reason: String)
+    /// Taken, not yet delivered: the provider answered a ticket (`ticket`, its id) whose receipt, asked for
+    /// `afterMilliseconds` later, decides the outcome (a provider with a second phase, `ReceiptPhase`).
+    case awaitReceipt(ticket: String, afterMilliseconds: Int64)
 }
 
 /// The fields of a result entry that come from the provider's answer.

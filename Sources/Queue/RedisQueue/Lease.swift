@@ -73,6 +73,8 @@ public struct JobCompletion: Sendable {
     public var once: OnceUpdate?
     /// A copy for the failed-job archive (`<prefix>:archive`), written with the result when archiving is on.
     public var archived: ArchivedJob?
+    /// A ticket whose receipt decides the job (a provider's second phase): into the receipts set.
+    public var receipt: PendingReceipt?
     /// The job goes back to the head of its queue (`handBack`), not to the retry set.
     public private(set) var handedBack = false
     /// It goes back byte for byte as claimed (no attempt spent since); else as its retry envelope.

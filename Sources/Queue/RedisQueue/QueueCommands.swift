@@ -119,7 +119,27 @@ struct QueueCommands: Sendable {
         }
         appendArchive(batch, to: &args)
         appendResultIndex(batch, declared: &declared, to: &args)
+        appendReceipts(batch, declared: &declared, to: &args)
         return (QueueScripts.complete, declared.keys, args)
+    }
+
+    /// The receipts section after the result index: a count, then per ticket the 1-based index of its completion,
+    /// the KEYS index of `<p>:receipts` and of `<p>:receipts:jobs`, the member, its due time and its record. A batch
+    /// without one (every provider without a second phase) adds one argument and declares no key.
+    private func appendReceipts(_ batch: [JobCompletion], declared: inout DeclaredKeys, to args: inout RESPArguments) {
+        var count = 0
+        for item in batch where item.receipt != nil { count += 1 }
+        args.append(count)
+        guard count > 0 else { return }
+        for (c, item) in batch.enumerated() {
+            guard let receipt = item.receipt else { continue }
+            args.append(c + 1)
+            args.append(declared.index(of: keys.receipts))
+            args.append(declared.index(of: keys.receiptJobs))
+            args.append(receipt.member)
+            args.append(receipt.dueAt)
+            args.append(receipt.record)
+        }
     }
 
     /// The result index section after the archive: its TTL in seconds, a count, then per indexed entry the 1-based

@@ -26,6 +26,10 @@ public struct QueueKeys: Sendable, Equatable {
     /// STREAM of broadcast channels APNs answered ChannelNotRegistered for.
     public var droppedChannels: String { "\(prefix):dropped-channels" }
     public var dead: String { "\(prefix):dead" }
+    /// ZSET `<platform>:<ticket id>` -> when its receipt is next asked for (ms): jobs a provider took with a ticket.
+    public var receipts: String { "\(prefix):receipts" }
+    /// HASH `<platform>:<ticket id>` -> its job's `accepted` entry as JSON with `sent_at` (`PendingReceipt`).
+    public var receiptJobs: String { "\(prefix):receipts:jobs" }
     /// HASH id (as written in the letter, JSON-escaped) -> the seqs of its letters: `herald dead --id` without a scan.
     public var deadIDs: String { "\(prefix):dead:ids" }
     /// STRING counter: the seq the next dead letter is stamped with.

@@ -338,6 +338,9 @@ public enum QueueScripts {
     /// Then the result index section: its TTL in seconds, a count, and per indexed entry the 1-based index of its
     /// completion and of the entry in it, the KEYS index of its `<p>:result:<id>` hash, the field, the entry's JSON (written only when
     /// that completion's result entry is; see `QueueCommands.appendResultIndex`).
+    /// Then the receipts section: a count, and per ticket the 1-based index of its completion, the KEYS indexes of
+    /// `<p>:receipts` and `<p>:receipts:jobs`, the member, its due ms and its record (`PendingReceipt`; written
+    /// only when that completion applies).
     /// A retry due time of `head` hands the job back to the head of its queue (its queue key goes with it): its
     /// bytes as claimed when they are sent, else the retry member with the epoch mark; the retry member goes to the
     /// retry set due at once instead while that key holds another type.
@@ -401,6 +404,13 @@ public enum QueueScripts {
       a = a + 2 + k
     end
     if na > 0 then writes[#writes + 1] = KEYS[8]; writes[#writes + 1] = 'stream' end
+    -- The receipts section, after the result index's (5 args per indexed entry).
+    local receiptsAt = a + 2 + 5 * tonumber(ARGV[a + 1] or '0')
+    local nr = tonumber(ARGV[receiptsAt] or '0')
+    if nr > 0 then
+      writes[#writes + 1] = KEYS[tonumber(ARGV[receiptsAt + 2])]; writes[#writes + 1] = 'zset'
+      writes[#writes + 1] = KEYS[tonumber(ARGV[receiptsAt + 3])]; writes[#writes + 1] = 'hash'
+    end
     if results then writes[#writes + 1] = KEYS[2]; writes[#writes + 1] = 'stream' end
     if tokens then writes[#writes + 1] = KEYS[3]; writes[#writes + 1] = 'stream' end
     if retries then writes[#writes + 1] = KEYS[4]; writes[#writes + 1] = 'zset' end
@@ -545,6 +555,16 @@ public enum QueueScripts {
       local sid = sids[tonumber(ARGV[x]) * 65536 + tonumber(ARGV[x + 1])]
       if sid then indexResult(KEYS[tonumber(ARGV[x + 2])], ARGV[x + 3], sid, ARGV[x + 4], indexTTL) end
       x = x + 5
+    end
+    -- Tickets: each job that applied waits in the receipts set, its record beside it.
+    local r = receiptsAt + 1
+    for _ = 1, nr do
+      local c = tonumber(ARGV[r])
+      if codes[c] == 1 or codes[c] == 2 then
+        redis.call('HSET', KEYS[tonumber(ARGV[r + 2])], ARGV[r + 3], ARGV[r + 5])
+        redis.call('ZADD', KEYS[tonumber(ARGV[r + 1])], ARGV[r + 4], ARGV[r + 3])
+      end
+      r = r + 6
     end
     -- Trim once per batch rather than per entry (approximate trimming, as MAXLEN ~ on each XADD would be).
     if wroteResults then redis.call('XTRIM', KEYS[2], 'MAXLEN', '~', resultsMax) end

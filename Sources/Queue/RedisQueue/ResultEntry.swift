@@ -24,10 +24,13 @@ public struct ResultEntry: Sendable, Equatable {
         case cancelled
         /// A `validate_only` job passed every check (and, for FCM, FCM's own dry run) and was not sent: terminal.
         case validated
+        /// The provider took it and answered a ticket (its id in `message_id`); the receipt asked for later writes
+        /// the terminal outcome (docs/results.md, "Receipts"): not terminal.
+        case accepted
 
-        /// Every job ends with exactly one terminal outcome per run; `retrying` entries come before it, and a
-        /// `replayed` entry starts another run.
-        public var isTerminal: Bool { self != .retrying && self != .replayed }
+        /// Every job ends with exactly one terminal outcome per run; `retrying` and `accepted` entries come before
+        /// it, and a `replayed` entry starts another run.
+        public var isTerminal: Bool { self != .retrying && self != .replayed && self != .accepted }
     }
 
     public var id: String

@@ -8,7 +8,8 @@ enum SimulatorDocs {
     static var pages: [(page: String, spec: CommandSpec)] {
         [("docs/mock-apns.md", MockAPNsOptions.spec), ("docs/mock-fcm.md", MockFCMOptions.spec),
          ("docs/mock-hms.md", MockHMSOptions.spec), ("docs/mock-webpush.md", MockWebPushOptions.spec),
-         ("docs/mock-harmony.md", MockHarmonyOptions.spec)]
+         ("docs/mock-harmony.md", MockHarmonyOptions.spec),
+         ("docs/mock-expo.md", MockExpoOptions.spec)]
     }
 
     static let open = "<!-- flags: generated from the command's settings -->\n"

@@ -52,6 +52,7 @@ enum BenchJobs {
         case .webpush:
             let subscriptions = try subscriptions(file: try flags.required("subscriptions"))
             return { webPushJob($0, subscription: subscriptions[$0 % subscriptions.count]) }
+        case .expo: return expoJob
         }
     }
 
@@ -75,6 +76,13 @@ enum BenchJobs {
             : "\"target\":{\"token\":[" + (0..<tokens).map { "\"bench-harmony-token-\(index)-\($0)\"" }.joined(separator: ",") + "]}"
         return "{\"id\":\"b\(index)\",\"platform\":\"harmony\",\"app\":\"bench-harmony\",\(target),\"push_type\":\"alert\","
             + "\"payload\":{\"notification\":{\"category\":\"MARKETING\",\"title\":\"Order shipped\",\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\",\"clickAction\":{\"actionType\":0}}}}"
+    }
+
+    /// One Expo job line: the same notification as Expo documents a message (without `to`), one push token, its
+    /// fate in the simulator `ok` (`ExponentPushToken[ok-bench-<index>]`).
+    static func expoJob(_ index: Int) -> String {
+        "{\"id\":\"b\(index)\",\"platform\":\"expo\",\"to\":\"ExponentPushToken[ok-bench-\(index)]\",\"payload\":{\"title\":\"Order shipped\","
+            + "\"body\":\"Your order \(index) has shipped and arrives on Tuesday.\",\"data\":{\"order\":\(index)},\"sound\":\"default\",\"priority\":\"high\"}}"
     }
 
     /// The Web Push payload of the same notification (JSON, as a service worker reads it; about 120 bytes).

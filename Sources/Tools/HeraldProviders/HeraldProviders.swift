@@ -1,4 +1,5 @@
 import APNs
+import Expo
 import FCM
 import Harmony
 import HMS
@@ -10,4 +11,4 @@ import WebPush
 /// loader takes this list and the loaded configuration carries it to everything below (`Configuration.providers`),
 /// so `Worker` and `API` link no provider. A new provider is a new `Platform` case and its line here
 /// (docs/adding-a-provider.md); `ProviderListTests` holds the list to `Platform.allCases`.
-public let heraldProviders: [any PushProvider.Type] = [APNsProvider.self, FCMProvider.self, WebPushProvider.self, HMSProvider.self, HarmonyProvider.self]
+public let heraldProviders: [any PushProvider.Type] = [APNsProvider.self, FCMProvider.self, WebPushProvider.self, HMSProvider.self, HarmonyProvider.self, ExpoProvider.self]

@@ -5,12 +5,12 @@ import Simulators
 import RedisQueue
 
 /// `herald demo`: the whole product on one machine in a minute. Starts a private redis-server, the APNs, FCM,
-/// Web Push, Huawei Push Kit and HarmonyOS Push Kit simulators with a generated key, service accounts, subscriptions and client secret
+/// Web Push, Huawei Push Kit, HarmonyOS Push Kit and Expo simulators with a generated key, service accounts, subscriptions and client secret
 /// and scripted device fates, and a real worker process; pushes sample jobs of every platform and of mixed fate;
 /// shows progress; prints a summary; stops everything it started.
 enum DemoCommand {
     static let command = Command(
-        name: "demo", abstract: "Run the demo: local Redis, the APNs, FCM, Web Push, Huawei and HarmonyOS simulators, a worker and sample jobs, then a summary.",
+        name: "demo", abstract: "Run the demo: local Redis, the APNs, FCM, Web Push, Huawei, HarmonyOS and Expo simulators, a worker and sample jobs, then a summary.",
         discussion: "Everything runs on 127.0.0.1 and is stopped at the end (by pid). Retries use short demo delays (1 s) instead of 15 minutes.",
         options: [
             .value("jobs", "n", "How many sample jobs (default 3000)."),
@@ -40,7 +40,7 @@ enum DemoCommand {
         Fate(name: "throttled (429), then delivered", prefix: "77", share: 0.04, expected: "delivered"),
         Fate(name: "server error (500), retried, delivered", prefix: "e5", share: 0.04, expected: "delivered"),
         Fate(name: "malformed job", prefix: "", share: 0.01, expected: "rejected"),
-        Fate(name: "FCM delivered", prefix: "fcm-ok", share: 0.25, expected: "delivered", job: DemoCommand.fcmJob),
+        Fate(name: "FCM delivered", prefix: "fcm-ok", share: 0.19, expected: "delivered", job: DemoCommand.fcmJob),
         Fate(name: "FCM unregistered (404 UNREGISTERED)", prefix: "fcm-gone", share: 0.03, expected: "token_dropped", job: DemoCommand.fcmJob),
         Fate(name: "FCM token of another project (403 SENDER_ID_MISMATCH)", prefix: "fcm-other", share: 0.01, expected: "token_dropped",
              job: DemoCommand.fcmJob),
@@ -55,6 +55,9 @@ enum DemoCommand {
         Fate(name: "HarmonyOS token invalid (80300007)", prefix: "harmony-gone", share: 0.01, expected: "token_dropped", job: DemoCommand.harmonyJob),
         Fate(name: "HarmonyOS flow control (503), retried, delivered", prefix: "harmony-busy", share: 0.01, expected: "delivered",
              job: DemoCommand.harmonyJob),
+        Fate(name: "Expo ticket ok, receipt ok", prefix: "expo-ok", share: 0.04, expected: "delivered", job: DemoCommand.expoJob),
+        Fate(name: "Expo ticket DeviceNotRegistered", prefix: "expo-gone", share: 0.01, expected: "token_dropped", job: DemoCommand.expoJob),
+        Fate(name: "Expo receipt DeviceNotRegistered", prefix: "expo-rgone", share: 0.01, expected: "token_dropped", job: DemoCommand.expoJob),
     ]
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
@@ -75,6 +78,7 @@ enum DemoCommand {
         var pushServer: MockWebPushServer? = nil
         var hmsServer: MockHMSServer? = nil
         var harmonyServer: MockHarmonyServer? = nil
+        var expoServer: MockExpoServer? = nil
         defer {
             for process in started.reversed() { process.stop(grace: 10) }
             server?.stop()
@@ -82,6 +86,7 @@ enum DemoCommand {
             pushServer?.stop()
             hmsServer?.stop()
             harmonyServer?.stop()
+            expoServer?.stop()
             try? FileManager.default.removeItem(atPath: directory)
         }
 
@@ -148,6 +153,14 @@ enum DemoCommand {
         harmonyServer = harmonySimulator
         let harmonyKeyFile = directory + "/keys/harmony-service-account.json"
         try harmonySimulator.account.write(to: harmonyKeyFile)
+        step("starting the Expo simulator")
+        var expoMock = MockExpoConfiguration()
+        expoMock.tls = mock.tls
+        expoMock.accessToken = "demo-expo-\(UInt64.random(in: 0...UInt64.max))"
+        let expoSimulator = try MockExpoServer(configuration: expoMock)
+        expoServer = expoSimulator
+        let expoTokenFile = directory + "/keys/expo-access-token"
+        try Data((expoMock.accessToken ?? "").utf8).write(to: URL(fileURLWithPath: expoTokenFile))
         // The demo's VAPID key: a fixed private scalar, as web-push libraries print one (base64url).
         let vapidKey = Data((1...32).map { UInt8($0) }).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
@@ -163,13 +176,15 @@ enum DemoCommand {
             "web_push": ["ca_file": pushSimulator.caFile ?? ""],
             "hms": ["url": hmsSimulator.baseURL, "token_url": hmsSimulator.tokenURL, "ca_file": hmsSimulator.caFile ?? ""],
             "harmony": ["url": harmonySimulator.baseURL, "ca_file": harmonySimulator.caFile ?? ""],
+            "expo": ["url": expoSimulator.baseURL, "ca_file": expoSimulator.caFile ?? "", "receipt_delay_seconds": 1, "receipt_interval_seconds": 1],
             "apps": [["name": "demo", "bundle_id": "com.example.demo",
                       "token": ["team_id": "DEMOTEAM12", "key_id": "DEMOKEY123", "key_file": key.privateKeyFile ?? ""]],
                      ["name": "demo-android", "fcm": ["service_account_file": fcmSimulator.serviceAccountFile]],
                      ["name": "demo-web", "webpush": ["vapid_key": vapidKey, "subject": "mailto:demo@example.com", "push_service_hosts": ["127.0.0.1"],
                                                       "allow_ip_literals": true, "allow_private_addresses": true]],
                      ["name": "demo-huawei", "hms": ["app_id": hmsSimulator.app.appId, "client_secret_file": hmsSecretFile]],
-                     ["name": "demo-harmony", "harmony": ["service_account_file": harmonyKeyFile]]],
+                     ["name": "demo-harmony", "harmony": ["service_account_file": harmonyKeyFile]],
+                     ["name": "demo-expo", "expo": ["access_token_file": expoTokenFile]]],
             "retry": ["server_error_base_seconds": 1, "throttle_base_seconds": 1, "jitter_fraction": 0.2],
             "worker": ["lease_seconds": 10, "log_level": "warning"],
             "metrics": ["listen": "127.0.0.1:\(metricsPort)"],
@@ -194,6 +209,9 @@ enum DemoCommand {
             executable: currentExecutable(),
             arguments: ["dashboard", "--config", configPath, "--listen", "127.0.0.1:\(dashboardPort)"],
             logFile: directory + "/dashboard.log"))
+        // The receipts poller: Expo's tickets wait for it.
+        started.append(try DemoProcess(executable: currentExecutable(), arguments: ["scheduler", "--receipts", "--config", configPath],
+                                       logFile: directory + "/receipts.log"))
         step("starting \(workerCount) worker process\(workerCount == 1 ? "" : "es")")
         let startedAt = Date()
         for index in 0..<workerCount {
@@ -237,7 +255,7 @@ enum DemoCommand {
                       requests: simulatorStats.requests, fcm: (fcmStats.requests, fcmStats.accepted, fcmStats.tokensIssued),
                       webPush: (pushStats.requests, pushStats.delivered),
                       hms: (hmsStats.requests, hmsStats.tokensDelivered, hmsStats.tokensIssued),
-                      harmony: (harmonySimulator.stats().requests, harmonySimulator.stats().tokensDelivered), redisURL: redisURL))
+                      harmony: (harmonySimulator.stats().requests, harmonySimulator.stats().tokensDelivered), expo: expoSimulator.stats(), redisURL: redisURL))
         let complete = tally.terminal == jobCount && expected == tally.terminalByOutcome
         if args.flag("keep-running") {
             print("\nStill running (Ctrl-C to stop):\n  herald tail --redis \(redisURL)\n  herald stats --redis \(redisURL)")
@@ -326,6 +344,11 @@ enum DemoCommand {
         Array("{\"id\":\"demo-\(index)\",\"platform\":\"hms\",\"message\":{\"notification\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"data\":\"{\\\"order\\\":\(index)}\",\"android\":{\"urgency\":\"HIGH\"},\"token\":[\"\(prefix)-\(index)\"]}}".utf8)
     }
 
+    /// An Expo job to a push token whose bracketed text starts with the fate's word (`expo-rgone` -> `rgone-<index>`).
+    private static func expoJob(prefix: String, index: Int) -> [UInt8] {
+        Array("{\"id\":\"demo-\(index)\",\"platform\":\"expo\",\"to\":\"ExponentPushToken[\(prefix.dropFirst(5))-\(index)]\",\"payload\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\",\"data\":{\"order\":\(index)}}}".utf8)
+    }
+
     /// A Web Push job to a subscription the simulator minted (its id's prefix is its fate there).
     private static func webPushJob(subscription: MockWebPushSubscription, index: Int) -> [UInt8] {
         Array("{\"id\":\"demo-\(index)\",\"platform\":\"webpush\",\"subscription\":\(subscription.json),\"payload\":{\"title\":\"Herald demo\",\"body\":\"Notification \(index)\"},\"ttl\":3600,\"urgency\":\"normal\"}".utf8)
@@ -341,7 +364,7 @@ enum DemoCommand {
     private static func summary(tally: Tally, expected: [String: Int], jobCount: Int, elapsed: Double, firstPass: Double?,
                                 accepted: Int, requests: Int, fcm: (requests: Int, accepted: Int, tokens: Int),
                                 webPush: (requests: Int, delivered: Int), hms: (requests: Int, delivered: Int, tokens: Int),
-                                harmony: (requests: Int, delivered: Int), redisURL: String) -> String {
+                                harmony: (requests: Int, delivered: Int), expo: MockExpoStats, redisURL: String) -> String {
         var lines = ["", "Herald demo: \(jobCount) jobs", ""]
         lines.append("outcome".padding(toLength: 16, withPad: " ", startingAt: 0) + "expected".leftPad(10) + "got".leftPad(10))
         for outcome in ["delivered", "token_dropped", "failed", "rejected"] {
@@ -363,6 +386,7 @@ enum DemoCommand {
         lines.append("Web Push simulator:         \(webPush.requests) requests, \(webPush.delivered) delivered (VAPID checked, payload decrypted)")
         lines.append("Huawei Push Kit simulator:  \(hms.requests) requests, \(hms.delivered) delivered, \(hms.tokens) access token\(hms.tokens == 1 ? "" : "s") issued")
         lines.append("HarmonyOS simulator:        \(harmony.requests) requests, \(harmony.delivered) delivered (PS256 JWT checked)")
+        lines.append("Expo simulator:             \(expo.sendRequests) push/send requests for \(expo.messages) messages, \(expo.receiptRequests) getReceipts for \(expo.receiptIDsAsked) tickets")
         lines.append("")
         let herald = currentExecutable()
         lines.append("Where to look next (herald is \(herald)):")
@@ -395,7 +419,7 @@ struct Tally {
             for entry in entries {
                 let outcome = entry["outcome"] ?? ""
                 if let jobID = entry["id"], seenFirst.insert(jobID).inserted { firstResults += 1 }
-                if outcome == "retrying" { retrying += 1 } else { terminalByOutcome[outcome, default: 0] += 1 }
+                if outcome == "retrying" || outcome == "accepted" { retrying += 1 } else { terminalByOutcome[outcome, default: 0] += 1 }
                 if let latency = entry["latency_ms"].flatMap({ Int($0) }) { latencies.append(latency) }
             }
         }

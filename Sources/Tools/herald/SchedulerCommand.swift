@@ -9,12 +9,14 @@ enum SchedulerCommand {
     static let command = Command(
         name: "scheduler", abstract: "Move due retries back to the queue and return dead workers' jobs.",
         discussion: "Workers do this by default; run it alone when they are configured with run_scheduler false. Safe to run in several places at once.",
-        options: redisOptions + [.flag("once", "One pass, then exit (for cron and tests).")],
+        options: redisOptions + [.flag("once", "One pass, then exit (for cron and tests)."),
+                                 .flag("receipts", "Also ask for the receipts of tickets (Expo's second phase) and write their outcomes; needs --config with the apps.")],
         run: run)
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
         let settings = try redisSettings(args)
         let logger = Logger(component: "scheduler")
+        let poller = try receiptPoller(args, logger: logger)
         let stop = StopFlag()
         let watcher = SignalWatcher(onFirst: { stop.set() })
         defer { withExtendedLifetime(watcher) {} }
@@ -26,6 +28,7 @@ enum SchedulerCommand {
                 // Every shard in turn; the pass sleeps until the soonest retry of any shard falls due.
                 var moved = 0
                 var reaped = 0
+                var settled = 0
                 var sleepMs = 1000
                 for shard in settings.shards.shards {
                     let queue = try BlockingJobQueue(redis: redis!, keys: shard.keys, workerID: "scheduler-\(getpid())", queueKeys: shard.queues)
@@ -37,11 +40,19 @@ enum SchedulerCommand {
                     } while shardSleep == 0 && !stop.isSet
                     sleepMs = min(sleepMs, shardSleep)
                     reaped += try queue.reap()
+                    if let poller {
+                        let receipts = BlockingReceiptSet(redis: redis!, keys: shard.keys)
+                        let pass = try poller.pass(receipts)
+                        settled += pass.settled
+                        if let next = pass.nextDue { sleepMs = min(sleepMs, Int(max(0, next - pass.now))) }
+                    }
                 }
-                if moved > 0 || reaped > 0 { logger.info("pass", ["moved": .int(moved), "reaped": .int(reaped)]) }
+                if moved > 0 || reaped > 0 || settled > 0 {
+                    logger.info("pass", ["moved": .int(moved), "reaped": .int(reaped), "receipts_settled": .int(settled)])
+                }
                 failures = 0
                 if args.flag("once") {
-                    print("{\"moved\":\(moved),\"reaped\":\(reaped)}")
+                    print("{\"moved\":\(moved),\"reaped\":\(reaped),\"receipts_settled\":\(settled)}")
                     return ExitCode.success
                 }
                 stop.sleep(milliseconds: max(10, sleepMs))
@@ -55,6 +66,16 @@ enum SchedulerCommand {
         } while !stop.isSet
         return ExitCode.success
     }
+}
+
+/// The receipts poller when `--receipts` asks for it: the configuration's apps with a second phase, their
+/// credentials loaded (a missing one stops the start, as it stops a worker's).
+private func receiptPoller(_ args: ParsedArguments, logger: Logger) throws -> ReceiptPoller? {
+    guard args.flag("receipts") else { return nil }
+    let configuration = try loadConfiguration(args)
+    guard ReceiptPoller.needed(configuration) else { throw UsageError("--receipts: no app in the configuration has a provider with receipts (expo)") }
+    return ReceiptPoller(configuration: configuration, credentials: try ReceiptPoller.credentials(configuration),
+                         pollerID: "receipts-\(getpid())", logger: logger)
 }
 
 /// A stop request from a signal, and a sleep that ends early when it comes.

@@ -70,6 +70,7 @@ enum SendCommand {
             .value("ttl", "seconds", "Web Push: TTL (default four weeks)."),
             .value("urgency", "level", "Web Push: very-low, low, normal or high."),
             .value("push-service-hosts", "hosts", "Web Push with --vapid-key: allowed push-service hosts, comma-separated."),
+            .value("access-token-file", "path", "expo: the file holding the project's access token (with --token ExponentPushToken[...] and --payload)."),
             .flag("allow-local", "Web Push with --push-service-hosts: allow IP literals and local addresses (the simulator)."),
         ],
         run: run)
@@ -80,6 +81,7 @@ enum SendCommand {
         switch try args.choice("platform", Platform.allCases) ?? implied {
         case .fcm: return try SendFCM.run(args)
         case .webpush: return try SendWebPush.run(args)
+        case .expo: return try SendExpo.run(args)
         case .hms: return try SendHMS.run(args)
         case .harmony: return try SendHarmony.run(args)
         case .apns: break

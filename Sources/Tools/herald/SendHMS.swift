@@ -16,23 +16,17 @@ enum SendHMS {
             auth = HMSAuth(appID: appID, clientSecretFile: file)
             name = "send"
         } else if args.value("config") != nil {
-            let configuration = try loadConfiguration(args)
+            let (configuration, app) = try sendConfiguredApp(args, platform: .hms)
             hms = configuration.hms
-            let app = configuration.apps[try AppDirectory(configuration.apps).index(app: args.value("app"), topic: nil, platform: .hms)]
             guard let found = app.hms else { throw UsageError("app '\(app.name)' is not a Huawei app") }
             auth = found
             name = app.name
         } else {
             throw UsageError("hms needs --app-id and --client-secret-file, or --config with a Huawei app")
         }
-        if let url = args.value("url") { hms.pool.url = url }
+        try sendPoolFlags(args, into: &hms.pool)
         if let url = args.value("token-url") { hms.tokenURL = url }
-        if let ca = args.value("ca-file") { hms.pool.caFile = ca }
         guard HTTPSURL(hms.pool.url) != nil, HTTPSURL(hms.tokenURL) != nil else { throw UsageError("--url and --token-url must look like https://host:port") }
-        if let timeout = try args.int("timeout-ms") {
-            guard (100...3_600_000).contains(timeout) else { throw UsageError("--timeout-ms must be 100...3600000") }
-            hms.pool.requestTimeoutMs = timeout
-        }
         let credential = try auth.load()
         let text = args.value("message") ?? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
         let message = Array(text.trimmingCharacters(in: .whitespacesAndNewlines).utf8)

@@ -20,3 +20,19 @@ func sendOnce(_ notification: PushNotification, to destination: Destination, tim
     }
     return answer.wait(until: { $0 != nil }, timeoutSeconds: timeoutSeconds, then: { $0 }) ?? nil
 }
+
+/// The one app of `platform` that `herald send --config FILE [--app NAME]` names, and the configuration it is in.
+func sendConfiguredApp(_ args: ParsedArguments, platform: Platform) throws -> (configuration: Configuration, app: Configuration.AppSettings) {
+    let configuration = try loadConfiguration(args)
+    return (configuration, configuration.apps[try AppDirectory(configuration.apps).index(app: args.value("app"), topic: nil, platform: platform)])
+}
+
+/// A bearer-pool provider's `--url`, `--ca-file` and `--timeout-ms` over its settings (Huawei's, Expo's).
+func sendPoolFlags(_ args: ParsedArguments, into pool: inout BearerPoolSettings) throws {
+    if let url = args.value("url") { pool.url = url }
+    if let ca = args.value("ca-file") { pool.caFile = ca }
+    if let timeout = try args.int("timeout-ms") {
+        guard (100...3_600_000).contains(timeout) else { throw UsageError("--timeout-ms must be 100...3600000") }
+        pool.requestTimeoutMs = timeout
+    }
+}

@@ -36,6 +36,7 @@ let herald = CommandGroup(
         MockWebPushCommand.command,
         MockHMSCommand.command,
         MockHarmonyCommand.command,
+        MockExpoCommand.command,
         CheckConfigCommand.command,
         DemoCommand.command,
         DashboardCommand.command,

@@ -126,6 +126,13 @@ struct CompletionBuilder {
             result = entry(job, .failed, now: now, answer: answer, reason: reason)
         case .retry(let ms, let reason):
             return retry(job, dueAt: wallMillis + ms, attempt: job.attempt + 1, reason: reason, answer: answer, now: now)
+        case .awaitReceipt(let ticket, let ms):
+            // Off the worker's lease: the job waits in the receipts set, its `accepted` entry naming the ticket.
+            result = entry(job, .accepted, now: now, answer: answer)
+            completion.receipt = PendingReceipt(platform: job.notification.platform.rawValue, ticket: ticket, dueAt: wallMillis + ms,
+                                                sentAt: wallMillis, entry: result, queue: job.lease.queueKey)
+            completion.results = [result]
+            return completion
         case .resendNow, .resendUnprocessed, .unavailable, .deferForConfiguration:
             preconditionFailure("\(decision) is not recorded; the core resends or parks the job")
         }

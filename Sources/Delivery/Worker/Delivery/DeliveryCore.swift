@@ -614,7 +614,7 @@ public final class DeliveryCore {
             job.attempt += 1
             job.fallBack(to: fallback!)
             dispatch(job)
-        case .delivered, .dropToken, .dropChannel, .fail, .retry:
+        case .delivered, .dropToken, .dropChannel, .fail, .retry, .awaitReceipt:
             finishJob(job, decision, answer: answer)
         case .resendNow(_, true) where job.refreshResends + 1 >= settings.refreshResendsBeforePause:
             // The provider keeps refusing fresh credentials: a credential problem, not this job's.
@@ -683,6 +683,7 @@ public final class DeliveryCore {
         case .dropToken: .tokenDropped
         case .dropChannel: .channelDropped
         case .fail: .failed
+        case .awaitReceipt: .accepted
         default: .retrying
         }
         let outcomes = job.batchTokens.isEmpty ? [single] : completion.results.map(\.outcome)

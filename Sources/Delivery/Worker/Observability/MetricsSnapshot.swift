@@ -102,6 +102,8 @@ public struct MetricsSnapshot: Sendable {
         // Written by `herald scheduled cancel`, never by a worker.
         case .cancelled: 8
         case .validated: 9
+        // A ticket given (a provider with receipts): its job left the worker, its outcome comes from the receipt.
+        case .accepted: 10
         }
     }
 

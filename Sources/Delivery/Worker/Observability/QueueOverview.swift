@@ -23,6 +23,10 @@ public struct QueueOverview: Sendable {
     /// When the earliest retry falls due (ms since the epoch); nil when the set is empty.
     public var retryNextDueMilliseconds: Int64?
     public var deadLetters = 0
+    /// Tickets waiting for their receipt (a provider's second phase, `<p>:receipts`), those whose ask is due, and
+    /// when the earliest ask fell or falls due (ms since the epoch; nil when none waits).
+    public var receiptsWaiting = 0, receiptsDue = 0
+    public var receiptsNextDueMilliseconds: Int64?
     public var resultsLength = 0
     public var droppedTokensLength = 0
     public var workers: [WorkerState] = []
@@ -45,6 +49,7 @@ public struct QueueOverview: Sendable {
             ["ZCARD", keys.retry], ["ZCOUNT", keys.retry, "-inf", "\(now)"], ["ZRANGE", keys.retry, "0", "0", "WITHSCORES"],
             ["LLEN", keys.dead], ["LLEN", keys.deadSweep], ["XLEN", keys.results], ["XLEN", keys.droppedTokens], ["ZRANGE", keys.workers, "0", "-1", "WITHSCORES"],
             ["SMEMBERS", keys.paused],
+            ["ZCARD", keys.receipts], ["ZCOUNT", keys.receipts, "-inf", "\(now)"], ["ZRANGE", keys.receipts, "0", "0", "WITHSCORES"],
         ]
         let replies = try redis.pipeline(commands)
         // A wrong-typed key answers an error: shown as 0 and named rather than failing the whole page.
@@ -83,6 +88,12 @@ public struct QueueOverview: Sendable {
         i += 1
         let paused = Set((replies[i].array ?? []).compactMap(\.string))
         overview.queuePaused = queues.map(paused.contains)
+        i += 1
+        overview.receiptsWaiting = int(replies[i])
+        overview.receiptsDue = int(replies[i + 1])
+        if let first = replies[i + 2].array, first.count == 2, let score = first[1].string.flatMap({ Double($0) }) {
+            overview.receiptsNextDueMilliseconds = Int64(score)
+        }
         return overview
     }
 
@@ -105,6 +116,9 @@ public struct QueueOverview: Sendable {
             total.retryDue += part.retryDue
             if let due = part.retryNextDueMilliseconds { total.retryNextDueMilliseconds = min(total.retryNextDueMilliseconds ?? due, due) }
             total.deadLetters += part.deadLetters
+            total.receiptsWaiting += part.receiptsWaiting
+            total.receiptsDue += part.receiptsDue
+            if let due = part.receiptsNextDueMilliseconds { total.receiptsNextDueMilliseconds = min(total.receiptsNextDueMilliseconds ?? due, due) }
             total.resultsLength += part.resultsLength
             total.droppedTokensLength += part.droppedTokensLength
             total.keyErrors += part.keyErrors
@@ -139,6 +153,11 @@ public struct QueueOverview: Sendable {
                        Double(next) / 1000)
         }
         out.single("herald_dead_letters", .gauge, "Jobs in the dead-letter list.", Double(deadLetters))
+        out.single("herald_receipts_waiting", .gauge, "Tickets waiting for their receipt (Expo's second phase).", Double(receiptsWaiting))
+        out.single("herald_receipts_due", .gauge, "Of those, the ones whose receipt is due to be asked for.", Double(receiptsDue))
+        out.single("herald_receipts_overdue_seconds", .gauge,
+                   "How long the earliest due receipt has waited for its ask (0 when none is due): the receipts poller's lag.",
+                   Double(max(0, nowMilliseconds - (receiptsNextDueMilliseconds ?? nowMilliseconds))) / 1000)
         out.single("herald_results_stream_length", .gauge, "Entries in the results stream.", Double(resultsLength))
         out.single("herald_dropped_tokens_stream_length", .gauge, "Entries in the dropped-tokens stream.", Double(droppedTokensLength))
         out.single("herald_workers_live", .gauge, "Workers with a live heartbeat.", Double(liveWorkers.count))

@@ -1,0 +1,135 @@
+import Foundation
+import Glibc
+import HeraldTestSupport
+import RedisQueue
+import Simulators
+import Testing
+
+extension EndToEnd {
+    /// Expo's two phases end to end: `herald worker`s send tickets to `herald mock-expo`, `herald scheduler --receipts`
+    /// asks for the receipts, and a worker and a poller are SIGKILLed mid-run.
+    @Suite struct ExpoReceipts {
+        /// A token fate of the simulator, the terminal outcome and reason Herald must record, and whether its token
+        /// ends on the dropped-tokens stream.
+        struct Fate {
+            let prefix: String
+            let count: Int
+            let outcome: String
+            let reason: String?
+        }
+
+        static let fates: [Fate] = [
+            Fate(prefix: "ok", count: 5000, outcome: "delivered", reason: nil),
+            Fate(prefix: "gone", count: 800, outcome: "token_dropped", reason: "DeviceNotRegistered"),
+            Fate(prefix: "big", count: 300, outcome: "failed", reason: "MessageTooBig"),
+            Fate(prefix: "rate", count: 200, outcome: "failed", reason: "MaxAttempts:MessageRateExceeded"),
+            Fate(prefix: "rgone", count: 1000, outcome: "token_dropped", reason: "DeviceNotRegistered"),
+            Fate(prefix: "rerr", count: 700, outcome: "failed", reason: "InvalidCredentials: the receipt says InvalidCredentials"),
+            Fate(prefix: "late", count: 1500, outcome: "delivered", reason: nil),
+            Fate(prefix: "never", count: 500, outcome: "delivered", reason: "ReceiptNotSeen: no receipt within 4 s of the ticket"),
+        ]
+
+        /// 10,000 Expo jobs of every fate through two workers and a receipts poller; one worker SIGKILLed once 3,000
+        /// tokens have ended, the poller once 1,000 receipts were written, each replaced. Every token ends exactly once
+        /// with its outcome and reason, each dropped token is on the stream once, the receipts set is empty at the end,
+        /// and the simulator saw no receipt asked for twice within the interval.
+        @Test(.timeLimit(.minutes(4)))
+        func tenThousandExpoJobsEndOnceThroughAWorkerAndAPollerSigkill() throws {
+            let world = try EndToEndWorld()
+            defer { world.shutdown(); world.removeFiles() }
+            var mock = MockExpoConfiguration()
+            mock.tls = world.tls
+            mock.accessToken = "e2e-access-token"
+            mock.receiptLateMs = 1500
+            mock.failEvery = 37
+            let expo = try MockExpoServer(configuration: mock)
+            defer { expo.stop() }
+            let tokenFile = world.directory + "/expo-token"
+            try Data("e2e-access-token\n".utf8).write(to: URL(fileURLWithPath: tokenFile))
+
+            var jobs: [[UInt8]] = []
+            var expected: [String: String] = [:]
+            var fateOf: [String: Fate] = [:]
+            var index = 0
+            for fate in Self.fates {
+                for _ in 0..<fate.count {
+                    let id = "expo-\(index)"
+                    jobs.append(Array(#"{"id":"\#(id)","platform":"expo","to":"ExponentPushToken[\#(fate.prefix)-\#(index)]","payload":{"title":"t","body":"job \#(index)","data":{"n":\#(index)}}}"#.utf8))
+                    expected[id] = fate.outcome
+                    fateOf[id] = fate
+                    index += 1
+                }
+            }
+            let ordered = jobs
+            for (i, job) in ordered.enumerated() { jobs[(i * 7919) % ordered.count] = job }
+            try world.push(jobs)
+
+            let config = try world.writeConfig(worker: ["max_in_flight": 1000, "claim_batch": 200, "lease_seconds": 4],
+                                               retry: ["max_attempts": 4, "throttle_cap_seconds": 1, "server_error_cap_seconds": 1])
+            var document = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: config))) as? [String: Any])
+            document["apps"] = try #require(document["apps"] as? [[String: Any]]) + [["name": "rn", "expo": ["access_token_file": tokenFile]]]
+            document["expo"] = ["url": expo.baseURL, "ca_file": expo.caFile ?? "", "request_timeout_ms": 60_000,
+                                "receipt_delay_seconds": 0, "receipt_interval_seconds": 1, "receipt_bound_seconds": 4]
+            try JSONSerialization.data(withJSONObject: document, options: [.sortedKeys]).write(to: URL(fileURLWithPath: config))
+
+            let started = Date()
+            let victim = try world.startWorker(id: "expo-a", config: config)
+            try world.startWorker(id: "expo-b", config: config)
+            let poller = try ChildProcess(name: "receipts-1", executable: world.herald, arguments: ["scheduler", "--receipts", "--config", config])
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            #expect(try ledger.waitForTerminal(3000, seconds: 90), "only \(ledger.terminalCount) tokens ended before the worker kill:\n\(world.workerLogs())\n\(poller.output)")
+            victim.signal(SIGKILL)
+            _ = victim.waitForExit(seconds: 10)
+            try world.startWorker(id: "expo-c", config: config)
+            let settledBefore = ledger.entries.filter { $0.fields["worker"]?.hasPrefix("receipts-") == true }.count
+            #expect(try ledger.waitForTerminal(3000 + 1000, seconds: 90), "\(ledger.terminalCount) ended, \(settledBefore) by receipts:\n\(poller.output)")
+            poller.signal(SIGKILL)
+            _ = poller.waitForExit(seconds: 10)
+            let replacement = try ChildProcess(name: "receipts-2", executable: world.herald, arguments: ["scheduler", "--receipts", "--config", config])
+            defer { replacement.signal(SIGTERM); _ = replacement.waitForExit(seconds: 10) }
+            let finished = try ledger.waitForTerminal(expected.count, seconds: 150) {
+                if !replacement.isRunning { throw TestSupportError("the receipts poller exited:\n\(replacement.output)") }
+            }
+            let elapsed = Date().timeIntervalSince(started)
+            usleep(1_500_000)
+            ledger.poll()
+            #expect(finished, "only \(ledger.terminalCount) of \(expected.count) tokens ended:\n\(world.workerLogs())\n\(replacement.output)")
+            let problems = ledger.contractProblems(expected: expected)
+            #expect(problems.isEmpty, "\(summarize(problems))")
+
+            var details: [String] = []
+            for (id, entries) in ledger.byJob {
+                guard let fate = fateOf[id], let terminal = entries.last, terminal.isTerminal else { continue }
+                // A scripted 503 may be the last answer a rate-limited token met: its reason is then that one's.
+                let reasonFits = fate.prefix == "rate" ? (terminal.fields["reason"] ?? "").hasPrefix("MaxAttempts:") : terminal.fields["reason"] == fate.reason
+                if !reasonFits { details.append("\(id) \(fate.prefix): reason \(terminal.fields["reason"] ?? "-")") }
+                if terminal.fields["platform"] != "expo" || terminal.fields["app"] != "rn" { details.append("\(id): \(terminal.fields)") }
+                // A receipt's outcome names the ticket its `accepted` entry named.
+                if let accepted = entries.last(where: { $0.outcome == "accepted" }), terminal.fields["worker"]?.hasPrefix("receipts-") == true,
+                   accepted.fields["message_id"] != terminal.fields["message_id"] {
+                    details.append("\(id): ticket \(accepted.fields["message_id"] ?? "-") but receipt for \(terminal.fields["message_id"] ?? "-")")
+                }
+            }
+            #expect(details.isEmpty, "\(summarize(details))")
+
+            let redis = try world.connectRedis()
+            let dropped = try readStream(redis, "herald:dropped-tokens")
+            let droppedByToken = Dictionary(grouping: dropped, by: { $0.fields["token"] ?? "" })
+            let shouldDrop = Set(fateOf.filter { $0.value.outcome == "token_dropped" }.map { id, fate in "ExponentPushToken[\(fate.prefix)-\(id.dropFirst(5))]" })
+            #expect(dropped.count == shouldDrop.count, "\(dropped.count) dropped-token entries for \(shouldDrop.count) tokens")
+            #expect(shouldDrop.allSatisfy { droppedByToken[$0]?.count == 1 }, "\(shouldDrop.filter { droppedByToken[$0]?.count != 1 }.prefix(5))")
+            #expect(dropped.allSatisfy { $0.fields["platform"] == "expo" && $0.fields["app"] == "rn" })
+
+            #expect(try redis.command(["ZCARD", "herald:receipts"]).int == 0)
+            #expect(try redis.command(["HLEN", "herald:receipts:jobs"]).int == 0)
+            #expect(try redis.command(["LLEN", "herald:queue"]).int == 0)
+            let stats = expo.stats()
+            // The interval holds between takes by Redis's clock (ReceiptSetTests); the simulator sees each ask after its
+            // request's own latency, which a loaded machine stretches for one ask and not the next: half an interval of
+            // slack. No id is asked more than once per interval until the bound: 1 + 4 s / 1 s asks at most.
+            #expect((stats.minAskGapMs ?? 1000) >= 500, "a receipt was asked for again after \(stats.minAskGapMs ?? 0) ms (interval 1000 ms)")
+            #expect(stats.maxAsksPerID <= 5, "one receipt was asked for \(stats.maxAsksPerID) times within a 4 s bound at a 1 s interval")
+            print("e2e expo receipts: 10000 jobs in \(String(format: "%.1f", elapsed)) s through a worker SIGKILL and a poller SIGKILL; terminal \(ledger.terminalByOutcome); \(stats.sendRequests) send requests for \(stats.messages) messages, \(stats.faults) 503s, \(stats.receiptRequests) getReceipts for \(stats.receiptIDsAsked) ids, at most \(stats.maxAsksPerID) asks of one id, shortest gap \(stats.minAskGapMs ?? -1) ms")
+        }
+    }
+}
