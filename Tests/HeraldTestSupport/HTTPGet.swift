@@ -42,8 +42,26 @@ public func httpExchange(port: Int, request: [UInt8], timeoutSeconds: Int = 10) 
     return (parts.count > 1 ? Int(parts[1]) ?? 0 : 0, head, String(text[split.upperBound...]))
 }
 
-/// GET `path` on 127.0.0.1:`port`.
+/// GET `path` on 127.0.0.1:`port`; a chunked body (Prometheus answers one past about 2 KB) comes back decoded.
 public func httpGet(port: Int, _ path: String, timeoutSeconds: Int = 10) throws -> (status: Int, body: String) {
     let answer = try httpExchange(port: port, request: Array("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".utf8), timeoutSeconds: timeoutSeconds)
-    return (answer.status, answer.body)
+    guard answer.headers.lowercased().contains("\r\ntransfer-encoding: chunked") else { return (answer.status, answer.body) }
+    return (answer.status, try dechunked(answer.body))
+}
+
+/// A chunked body's data (RFC 9112 7.1): hexadecimal sizes, each chunk's data after its line, to the zero chunk.
+func dechunked(_ body: String) throws -> String {
+    var rest = Substring(body)
+    var data = ""
+    while let line = rest.range(of: "\r\n") {
+        let sizeText = rest[..<line.lowerBound].prefix { $0 != ";" }
+        guard let size = Int(sizeText, radix: 16) else { throw TestSupportError("bad chunk size line: \(sizeText)") }
+        if size == 0 { return data }
+        let utf8 = rest[line.upperBound...].utf8
+        guard utf8.count >= size else { throw TestSupportError("a chunk of \(size) bytes cut short") }
+        let end = utf8.index(utf8.startIndex, offsetBy: size)
+        data += String(Substring(utf8[..<end]))
+        rest = Substring(utf8[end...].dropFirst(2))  // its CRLF (in a String one Character: dropped as bytes)
+    }
+    throw TestSupportError("a chunked body without its last chunk")
 }

@@ -85,7 +85,10 @@ extension EndToEnd {
             #expect(try ledger.waitForTerminal(3000 + 1000, seconds: 90), "\(ledger.terminalCount) ended, \(settledBefore) by receipts:\n\(poller.output)")
             poller.signal(SIGKILL)
             _ = poller.waitForExit(seconds: 10)
-            let replacement = try ChildProcess(name: "receipts-2", executable: world.herald, arguments: ["scheduler", "--receipts", "--config", config])
+            // The replacement as the shipped unit starts it: no `--receipts`, the configuration from HERALD_CONFIG, whose
+            // Expo app is what makes it ask for receipts.
+            let replacement = try ChildProcess(name: "receipts-2", executable: world.herald, arguments: ["scheduler"],
+                                               environment: ["HERALD_CONFIG": config])
             defer { replacement.signal(SIGTERM); _ = replacement.waitForExit(seconds: 10) }
             let finished = try ledger.waitForTerminal(expected.count, seconds: 150) {
                 if !replacement.isRunning { throw TestSupportError("the receipts poller exited:\n\(replacement.output)") }

@@ -8,9 +8,9 @@ import Worker
 enum SchedulerCommand {
     static let command = Command(
         name: "scheduler", abstract: "Move due retries back to the queue and return dead workers' jobs.",
-        discussion: "Workers do this by default; run it alone when they are configured with run_scheduler false. Safe to run in several places at once.",
+        discussion: "Workers do this by default; run it alone when they are configured with run_scheduler false, and run one wherever the configuration has Expo apps (it asks for their receipts). Safe to run in several places at once.",
         options: redisOptions + [.flag("once", "One pass, then exit (for cron and tests)."),
-                                 .flag("receipts", "Also ask for the receipts of tickets (Expo's second phase) and write their outcomes; needs --config with the apps.")],
+                                 .flag("receipts", "Ask for the receipts of tickets (Expo's second phase) and write their outcomes, or fail to start: needs the configuration's apps (--config or HERALD_CONFIG). Without the flag it is done whenever that configuration has such apps.")],
         run: run)
 
     static func run(_ args: ParsedArguments) throws -> Int32 {
@@ -68,14 +68,27 @@ enum SchedulerCommand {
     }
 }
 
-/// The receipts poller when `--receipts` asks for it: the configuration's apps with a second phase, their
-/// credentials loaded (a missing one stops the start, as it stops a worker's).
+/// The receipts poller: the configuration's apps with a second phase, their credentials loaded. With `--receipts` a
+/// configuration without such apps, or one that does not load, stops the start (as a worker's does). Without it the
+/// poller runs whenever the configuration (`--config`, `HERALD_CONFIG`: the shipped units set it) has such apps, so
+/// an operator who adds an Expo app to the file gets its receipts asked by the scheduler already running; a
+/// configuration that does not load is then logged and the scheduler goes on moving retries without it.
 private func receiptPoller(_ args: ParsedArguments, logger: Logger) throws -> ReceiptPoller? {
-    guard args.flag("receipts") else { return nil }
-    let configuration = try loadConfiguration(args)
-    guard ReceiptPoller.needed(configuration) else { throw UsageError("--receipts: no app in the configuration has a provider with receipts (expo)") }
-    return ReceiptPoller(configuration: configuration, credentials: try ReceiptPoller.credentials(configuration),
-                         pollerID: "receipts-\(getpid())", logger: logger)
+    let required = args.flag("receipts")
+    guard required || args.value("config") != nil || ProcessInfo.processInfo.environment["HERALD_CONFIG"] != nil else { return nil }
+    do {
+        let configuration = try loadConfiguration(args)
+        guard ReceiptPoller.needed(configuration) else {
+            if required { throw UsageError("--receipts: no app in the configuration has a provider with receipts (expo)") }
+            return nil
+        }
+        return ReceiptPoller(configuration: configuration, credentials: try ReceiptPoller.credentials(configuration),
+                             pollerID: "receipts-\(getpid())", logger: logger)
+    } catch {
+        if required { throw error }
+        logger.warning("receipts poller not started: the configuration did not load", ["error": .string("\(error)")])
+        return nil
+    }
 }
 
 /// A stop request from a signal, and a sleep that ends early when it comes.
