@@ -76,4 +76,17 @@ private func coded(_ status: Int, _ code: String, _ msg: String, afterRefresh: B
             #expect(HarmonyResponse.decode(status: 200, body: Array(body.utf8)).status == 200)
         }
     }
+
+    /// An answer naming tokens in both of Push Kit's forms (v1's plain list and v3's by reason), in either order: the
+    /// reasons stay with their tokens (a reason list shorter than the tokens' crashed the worker), the plain-listed
+    /// ones are gone as v1's are.
+    @Test func tokensNamedInBothFormsKeepTheirOwnReasons() throws {
+        for msg in [#"{\"illegal_tokens\":[\"a\"],\"illegalTokens\":{\"noRight\":[\"b\"],\"noPushTypeRight\":[\"c\"]}}"#,
+                    #"{\"illegalTokens\":{\"noRight\":[\"b\"],\"noPushTypeRight\":[\"c\"]},\"illegal_tokens\":[\"a\"]}"#] {
+            let answer = try #require(coded(200, "80100000", msg).harmony)
+            #expect(Set(answer.illegalTokens) == ["a", "b", "c"])
+            #expect(answer.envelope.illegalReasons.count == answer.illegalTokens.count)
+            #expect(Set(answer.resultFields.goneTokens) == ["a", "b"] && answer.resultFields.failedTokens == ["c"], "\(msg)")
+        }
+    }
 }

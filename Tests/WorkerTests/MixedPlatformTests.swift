@@ -90,13 +90,8 @@ extension EndToEnd {
             hmsConfiguration.faults = MockHMSFaultScript(latencyMs: MockLatency(min: 0, max: 2), invalidTokenPrefixes: ["hdead-"])
             let hms = try MockHMSServer(configuration: hmsConfiguration)
             defer { hms.stop() }
-            var expoConfiguration = MockExpoConfiguration()
-            expoConfiguration.tls = world.tls
-            expoConfiguration.accessToken = "mixed-expo-token"
-            let expo = try MockExpoServer(configuration: expoConfiguration)
+            let (expo, expoToken) = try world.startExpo(accessToken: "mixed-expo-token")
             defer { expo.stop() }
-            let expoToken = world.directory + "/expo-token"
-            try Data("mixed-expo-token".utf8).write(to: URL(fileURLWithPath: expoToken))
             let hmsSecret = world.directory + "/hms-secret"
             try Data("mixed-secret".utf8).write(to: URL(fileURLWithPath: hmsSecret))
             var harmonyConfiguration = MockHarmonyConfiguration()

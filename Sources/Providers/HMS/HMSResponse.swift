@@ -17,6 +17,7 @@ public struct HMSResponse: Sendable, Equatable {
     public var illegalTokens: [String] = []
     /// Push Kit v3's reason for each of `illegalTokens` (`tokenFormatError`, `noPushTypeRight`...), in the same order;
     /// empty for v1's plain list.
+    /// Empty, or one per `illegalTokens` entry ("" for one named without a reason).
     public var illegalReasons: [String] = []
     /// Set by the sender: the request carried an access token fetched after an earlier 401, so a 401 now means the
     /// credential is refused, not that the token went stale.
@@ -80,10 +81,13 @@ public struct HMSResponse: Sendable, Equatable {
                 case ("success", .number): response.successCount = scanner.int64Value(value)
                 case ("failure", .number): response.failureCount = scanner.int64Value(value)
                 case ("illegal_tokens", .array), ("illegalTokens", .array):
-                    for token in scanner.elements(of: value).prefix(maxIllegalTokens) where token.kind == .string {
+                    for token in scanner.elements(of: value).prefix(maxIllegalTokens) where token.kind == .string && response.illegalTokens.count < maxIllegalTokens {
                         response.illegalTokens.append(scanner.stringValue(token))
+                        // Reasons stay in step with the tokens once any is given: "" is none (both forms in one answer).
+                        if !response.illegalReasons.isEmpty { response.illegalReasons.append("") }
                     }
                 case ("illegalTokens", .object):
+                    while response.illegalReasons.count < response.illegalTokens.count { response.illegalReasons.append("") }
                     for (why, list) in scanner.members(at: value.range.lowerBound) where list.kind == .array {
                         for token in scanner.elements(of: list) where token.kind == .string && response.illegalTokens.count < maxIllegalTokens {
                             response.illegalTokens.append(scanner.stringValue(token))

@@ -32,7 +32,11 @@ public struct HarmonyResponse: Sendable, Equatable {
 
     private func named(_ keep: (String?) -> Bool) -> [String] {
         let reasons = envelope.illegalReasons
-        return envelope.illegalTokens.enumerated().filter { keep(reasons.isEmpty ? nil : reasons[$0.offset]) }.map(\.element)
+        // "" (or none at all) is a token named without a reason, as v1 names them: gone.
+        return envelope.illegalTokens.enumerated().filter {
+            let reason = $0.offset < reasons.count ? reasons[$0.offset] : ""
+            return keep(reason.isEmpty ? nil : reason)
+        }.map(\.element)
     }
 }
 

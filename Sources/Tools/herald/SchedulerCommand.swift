@@ -42,7 +42,7 @@ enum SchedulerCommand {
                     reaped += try queue.reap()
                     if let poller {
                         let receipts = BlockingReceiptSet(redis: redis!, keys: shard.keys)
-                        let pass = try poller.pass(receipts)
+                        let pass = try poller.pass(receipts, shouldStop: { stop.isSet })
                         settled += pass.settled
                         if let next = pass.nextDue { sleepMs = min(sleepMs, Int(max(0, next - pass.now))) }
                     }
@@ -71,8 +71,8 @@ enum SchedulerCommand {
 /// The receipts poller: the configuration's apps with a second phase, their credentials loaded. With `--receipts` a
 /// configuration without such apps, or one that does not load, stops the start (as a worker's does). Without it the
 /// poller runs whenever the configuration (`--config`, `HERALD_CONFIG`: the shipped units set it) has such apps, so
-/// an operator who adds an Expo app to the file gets its receipts asked by the scheduler already running; a
-/// configuration that does not load is then logged and the scheduler goes on moving retries without it.
+/// the shipped scheduler asks for receipts without an extra flag (the file is read at start: restart it after adding
+/// the first Expo app); a configuration that does not load is then logged and the scheduler goes on moving retries.
 private func receiptPoller(_ args: ParsedArguments, logger: Logger) throws -> ReceiptPoller? {
     let required = args.flag("receipts")
     guard required || args.value("config") != nil || ProcessInfo.processInfo.environment["HERALD_CONFIG"] != nil else { return nil }

@@ -5,7 +5,7 @@ import RedisQueue
 /// The receipts poller (docs/queue-design.md, "Receipts"): takes the tickets due from a shard's receipts set, asks
 /// each ticket's provider (a `ReceiptPhase`) for their receipts, one ask per app and `batch` tickets, and writes each
 /// decided ticket's terminal entry once. Provider-neutral: it knows a provider only as a `ReceiptPhase`. Run by
-/// `herald scheduler --receipts`, off every worker's send path. Blocking; one thread.
+/// `herald scheduler` (given a configuration with such apps), off every worker's send path. Blocking; one thread.
 public final class ReceiptPoller {
     private let configuration: Configuration
     /// The loaded credentials of the apps whose provider has a second phase, by app name.
@@ -47,14 +47,18 @@ public final class ReceiptPoller {
         Platform.allCases.compactMap { Self.phase(configuration, $0)?.receiptSchedule(configuration).batch }.min() ?? 1000
     }
 
-    /// One pass over a shard: the due tickets taken a batch at a time, each batch asked for and its decided tickets
-    /// settled before the next take. Returns how many settled and when the soonest remaining ticket is due (ms,
-    /// Redis's clock), nil when none.
-    public func pass(_ set: BlockingReceiptSet) throws(RedisError) -> (settled: Int, nextDue: Int64?, now: Int64) {
+    /// Takes in one pass at most: a backlog (a poller down for hours, a burst reaching its delay) is worked off over
+    /// several passes, so the scheduler moves retries and reaps leases between them, and a stop is heard.
+    public static let takesPerPass = 10
+
+    /// One pass over a shard: the due tickets taken a batch at a time (at most `takesPerPass`), each batch asked for
+    /// and its decided tickets settled before the next take. Returns how many settled and when the soonest remaining
+    /// ticket is due (ms, Redis's clock; `now` when more are due at once), nil when none.
+    public func pass(_ set: BlockingReceiptSet, shouldStop: () -> Bool = { false }) throws(RedisError) -> (settled: Int, nextDue: Int64?, now: Int64) {
         set.resultsMaxLength = configuration.worker.resultsMaxLength
         set.resultIndexTTLSeconds = configuration.results.indexTTLSeconds
         var settled = 0
-        while true {
+        for take in 1...Self.takesPerPass {
             let (now, due, nextDue) = try set.take(limit: takeLimit, intervalMilliseconds: interval)
             var settlements: [BlockingReceiptSet.Settlement] = []
             var groups: [String: [BlockingReceiptSet.Waiting]] = [:]
@@ -64,16 +68,22 @@ public final class ReceiptPoller {
             }
             settled += try set.settle(settlements)
             if due.count < takeLimit { return (settled, nextDue, now) }
+            if take == Self.takesPerPass || shouldStop() { return (settled, now, now) }
         }
+        return (settled, nil, 0)
     }
 
-    /// One app's tickets: asked in batches; a receipt decides, and past the bound no receipt decides too.
+    /// One app's tickets: asked in batches; a receipt decides, and past the bound an answer without one decides too.
+    /// A ticket whose ask failed (the provider unreachable, the access token refused) or could not be made (its app
+    /// is not in this configuration) is not taken for one Expo never receipted: it waits for an ask that is answered,
+    /// and only past twice the bound ends `delivered` with `ReceiptNotSeen` saying so (the set does not grow forever).
     private func decide(_ group: [BlockingReceiptSet.Waiting], now: Int64) -> [BlockingReceiptSet.Settlement] {
         guard let first = group.first, let platform = Platform(rawValue: first.platform), let phase = Self.phase(configuration, platform) else {
             return group.map { notSeen($0, because: "no provider with receipts for platform '\($0.platform)'") }
         }
         let schedule = phase.receiptSchedule(configuration)
         var verdicts: [String: ReceiptVerdict] = [:]
+        var answered: Set<String> = []
         if let app = apps[first.entry.app ?? ""] {
             var start = 0
             while start < group.count {
@@ -82,7 +92,9 @@ public final class ReceiptPoller {
                 asks += 1
                 asked += chunk.count
                 switch phase.askReceipts(chunk, app: app, configuration: configuration) {
-                case .success(let got): verdicts.merge(got) { a, _ in a }
+                case .success(let got):
+                    verdicts.merge(got) { a, _ in a }
+                    answered.formUnion(chunk)
                 case .failure(let failure):
                     logger.warning("receipts ask failed; the tickets wait for the next ask", [
                         "app": .string(app.app.name), "platform": .string(platform.rawValue), "tickets": .int(chunk.count),
@@ -93,8 +105,13 @@ public final class ReceiptPoller {
         }
         return group.compactMap { waiting in
             if let verdict = verdicts[waiting.ticket] { return settled(waiting, verdict) }
-            guard now - waiting.sentAt >= schedule.boundMilliseconds else { return nil }
-            return notSeen(waiting, because: "no receipt within \(schedule.boundMilliseconds / 1000) s of the ticket")
+            let age = now - waiting.sentAt
+            if answered.contains(waiting.ticket) {
+                guard age >= schedule.boundMilliseconds else { return nil }
+                return notSeen(waiting, because: "no receipt within \(schedule.boundMilliseconds / 1000) s of the ticket")
+            }
+            guard age >= 2 * schedule.boundMilliseconds else { return nil }
+            return notSeen(waiting, because: "no ask for it answered within \(2 * schedule.boundMilliseconds / 1000) s of the ticket")
         }
     }
 
