@@ -15,22 +15,16 @@ enum SendHarmony {
             auth = HarmonyAuth(serviceAccountFile: file)
             name = "send"
         } else if args.value("config") != nil {
-            let configuration = try loadConfiguration(args)
+            let (configuration, app) = try sendConfiguredApp(args, platform: .harmony)
             harmony = configuration.harmony
-            let app = configuration.apps[try AppDirectory(configuration.apps).index(app: args.value("app"), topic: nil, platform: .harmony)]
             guard let found = app.harmony else { throw UsageError("app '\(app.name)' is not a HarmonyOS app") }
             auth = found
             name = app.name
         } else {
             throw UsageError("harmony needs --service-account (Huawei's key file), or --config with a HarmonyOS app")
         }
-        if let url = args.value("url") { harmony.pool.url = url }
-        if let ca = args.value("ca-file") { harmony.pool.caFile = ca }
+        try sendPoolFlags(args, into: &harmony.pool)
         guard HTTPSURL(harmony.pool.url) != nil else { throw UsageError("--url must look like https://host:port") }
-        if let timeout = try args.int("timeout-ms") {
-            guard (100...3_600_000).contains(timeout) else { throw UsageError("--timeout-ms must be 100...3600000") }
-            harmony.pool.requestTimeoutMs = timeout
-        }
         guard let token = args.value("token") else { throw UsageError("harmony needs --token (the device's Push Token)") }
         let account = try auth.load()
         let text = args.value("payload") ?? String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)

@@ -27,7 +27,7 @@ func sendConfiguredApp(_ args: ParsedArguments, platform: Platform) throws -> (c
     return (configuration, configuration.apps[try AppDirectory(configuration.apps).index(app: args.value("app"), topic: nil, platform: platform)])
 }
 
-/// A bearer-pool provider's `--url`, `--ca-file` and `--timeout-ms` over its settings (Huawei's, Expo's).
+/// A bearer-pool provider's `--url`, `--ca-file` and `--timeout-ms` over its settings (Huawei's, HarmonyOS', Expo's).
 func sendPoolFlags(_ args: ParsedArguments, into pool: inout BearerPoolSettings) throws {
     if let url = args.value("url") { pool.url = url }
     if let ca = args.value("ca-file") { pool.caFile = ca }
