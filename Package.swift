@@ -95,7 +95,10 @@ let package = Package(
         /// Blocking HTTPS POSTs with libcurl (the OAuth token exchange, webhooks): one implementation for both.
         .target(name: "CurlHTTP", dependencies: ["CCurl"], path: "Sources/Transport/CurlHTTP"),
         .target(name: "Forwarder", dependencies: ["Basics", "RedisQueue", "CurlHTTP", "COpenSSL"], path: "Sources/FrontDoors/Forwarder"),
-        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "HTTP1", "HTTP2", "RedisQueue", "Reactor", "CurlHTTP", "TLS"], path: "Sources/Delivery/Worker"),
+        /// The device registry (docs/devices.md): devices by app, platform and token in Redis beside the queue, their
+        /// scripts (register, remove, settle a completion's dropped and delivered tokens, sweep), reads and counts.
+        .target(name: "DeviceRegistry", dependencies: ["PushCore", "ProviderKit", "RedisQueue", "Reactor"], path: "Sources/Registry/DeviceRegistry"),
+        .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "HTTP1", "HTTP2", "RedisQueue", "DeviceRegistry", "Reactor", "CurlHTTP", "TLS"], path: "Sources/Delivery/Worker"),
         /// `herald api`: the HTTP front door on the Reactor loop (HTTP/1.1 by `HTTP1`'s parser, HTTP/2 by nghttp2's server
         /// session, as the simulators use it), validating with the worker's intake.
         .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/FrontDoors/API"),
@@ -119,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "Simulators", "PushCore", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
-        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "RedisClient", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "RedisClient", "DeviceRegistry", "PushCore", "ProviderKit", "Reactor", "TLS", "HeraldTestSupport"]),
         .testTarget(name: "SimulatorsTests", dependencies: ["Simulators", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "Simulators", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),

@@ -18,7 +18,8 @@ enum KeyCheck {
     local __kcFirstKey = {}
     for _, c in ipairs({'TYPE', 'GET', 'SET', 'EXISTS', 'ZADD', 'ZREM', 'ZSCORE', 'ZRANGE', 'ZRANGEBYSCORE', 'ZCOUNT', 'ZCARD', 'ZREMRANGEBYSCORE', 'PEXPIRE',
                         'RPOP', 'RPUSH', 'LPUSH', 'LPOP', 'LINDEX', 'INCR', 'LTRIM', 'LREM', 'LLEN', 'LRANGE', 'HSET', 'HGET', 'HGETALL', 'HMGET',
-                        'HDEL', 'HKEYS', 'HEXISTS', 'HLEN', 'EXPIRE', 'PTTL', 'XADD', 'XTRIM', 'XRANGE', 'XDEL', 'XLEN'}) do
+                        'HDEL', 'HKEYS', 'HEXISTS', 'HLEN', 'EXPIRE', 'PTTL', 'XADD', 'XTRIM', 'XRANGE', 'XDEL', 'XLEN',
+                        'SADD', 'SREM', 'HINCRBY'}) do
       __kcFirstKey[c] = true
     end
     local __kcAllKeys = {DEL = true, UNLINK = true, RENAME = true}

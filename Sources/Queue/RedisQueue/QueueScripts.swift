@@ -24,7 +24,7 @@ public enum QueueScripts {
     /// `declared(k)`: whether `k` is among KEYS; `need(k)` notes an undeclared key once in `needs`.
     /// `undeclaredQueues({id, value, ...})`: notes the queues of lease values that are not declared; true if any.
     /// `indexResult(k, field, stream id, entry JSON, ttl)`: writes one entry into a job's result index, best effort.
-    static let prelude = #"""
+    public static let prelude = #"""
     local function refusal(...)
       local a = {...}
       for i = 1, #a, 2 do

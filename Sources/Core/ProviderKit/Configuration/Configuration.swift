@@ -22,6 +22,7 @@ public struct Configuration: Sendable {
     public var budgets = BudgetSettings()
     public var metrics = MetricsSettings()
     public var api = APISettings()
+    public var registry = RegistrySettings()
 
     /// The retry policy of jobs from `queueKey`.
     public func retry(forQueue queueKey: String) -> RetrySettings { queueRetry[queueKey] ?? retry }

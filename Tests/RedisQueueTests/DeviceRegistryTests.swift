@@ -1,0 +1,218 @@
+import Foundation
+import Testing
+import DeviceRegistry
+import ProviderKit
+import PushCore
+@testable import RedisQueue
+
+/// The device registry's scripts against a real Redis, key-checked: registration and its events, owners and topics,
+/// removal by a provider's answer (APNs' 410 timestamp rule included), and the sweeper on a manual clock.
+@Suite struct DeviceRegistryTests {
+    final class Clock: @unchecked Sendable { var now: Int64 = 1_800_000_000_000 }
+    static let day: Int64 = 86_400_000
+
+    private func registry(_ keys: QueueKeys = TestRedis.keys(#function), settings: Configuration.RegistrySettings = .init(),
+                          shards: Int = 1) throws -> (DeviceRegistry, Clock, QueueKeys) {
+        let clock = Clock()
+        let queueShards = shards == 1 ? try QueueShards(single: keys)
+            : try QueueShards(basePrefix: keys.prefix, prefixes: QueueShards.defaultPrefixes(prefix: keys.prefix, count: shards))
+        let registry = DeviceRegistry(redis: try TestRedis.blocking(), shards: queueShards, settings: settings) { clock.now }
+        return (registry, clock, keys)
+    }
+
+    private func events(_ registry: DeviceRegistry, shard: Int = 0) throws -> [[String: String]] {
+        let entries = try registry.redis.command(["XRANGE", registry.shards[shard].events, "-", "+"]).array ?? []
+        return entries.map { entry in
+            let fields = entry.array?[1].array?.compactMap(\.string) ?? []
+            return Dictionary(uniqueKeysWithValues: stride(from: 0, to: fields.count - 1, by: 2).map { (fields[$0], fields[$0 + 1]) })
+        }
+    }
+
+    private let phone = DeviceID(app: "shop", platform: .fcm, token: "fcm:token-1")
+
+    @Test func registeringTwiceRefreshesAndAnOwnerChangeMovesTheDevice() throws {
+        let (registry, clock, _) = try registry()
+        #expect(try registry.register(phone, DeviceAttributes(owner: "u1", topics: ["scores", "news"], locale: "de")) == "registered")
+        clock.now += 1000
+        #expect(try registry.register(phone, DeviceAttributes(owner: "u1", topics: ["scores"], locale: "de")) == "refreshed")
+        var device = try #require(try registry.device(phone))
+        #expect(device.state == .active && device.created == clock.now - 1000 && device.seen == clock.now)
+        #expect(device.attributes.topics == ["scores"] && device.attributes.locale == "de")
+        #expect(try registry.devices(app: "shop", topic: "news").isEmpty)
+        #expect(try registry.devices(app: "shop", topic: "scores").map(\.id) == [phone])
+        clock.now += 1000
+        #expect(try registry.register(phone, DeviceAttributes(owner: "u2")) == "moved")
+        #expect(try registry.devices(app: "shop", owner: "u1").isEmpty)
+        #expect(try registry.devices(app: "shop", owner: "u2").map(\.id) == [phone])
+        device = try #require(try registry.device(phone))
+        #expect(device.attributes.topics.isEmpty)
+        let kinds = try events(registry).map { $0["event"] ?? "" }
+        #expect(kinds == ["registered", "refreshed", "moved"])
+        #expect(try events(registry).last?["previous_owner"] == "u1")
+        #expect(try events(registry).last?["owner"] == "u2")
+    }
+
+    @Test func anOwnerPrefixIsNotAnotherOwner() throws {
+        let (registry, _, _) = try registry()
+        try registry.register(phone, DeviceAttributes(owner: "u1"))
+        let other = DeviceID(app: "shop", platform: .apns, token: "ab12")
+        try registry.register(other, DeviceAttributes(owner: "u10"))
+        #expect(try registry.devices(app: "shop", owner: "u1").map(\.id) == [phone])
+        #expect(try registry.devices(app: "shop", owner: "u10").map(\.id) == [other])
+    }
+
+    @Test func unregisteringRemovesItOnceWithItsReason() throws {
+        let (registry, _, _) = try registry()
+        try registry.register(phone, DeviceAttributes(owner: "u1", topics: ["t"]))
+        #expect(try registry.unregister(phone))
+        #expect(try !registry.unregister(phone))
+        let device = try #require(try registry.device(phone))
+        #expect(device.state == .removed && device.reason == "unregistered")
+        #expect(try registry.devices(app: "shop", owner: "u1").isEmpty && registry.devices(app: "shop", topic: "t").isEmpty)
+        #expect(try events(registry).filter { $0["event"] == "removed" }.count == 1)
+        let counts = try registry.counts()
+        #expect(counts.devices == [DeviceRegistry.ListCount(app: "shop", platform: "fcm", active: 0, stale: 0, removed: 1)])
+        #expect(counts.removals == [DeviceRegistry.Removal(app: "shop", platform: "fcm", reason: "unregistered", count: 1)])
+        // Registered again: a new device (created anew), out of the removed set.
+        #expect(try registry.register(phone, DeviceAttributes()) == "registered")
+        #expect(try registry.counts().devices.first?.removed == 0)
+    }
+
+    private func completion(token: String, platform: String, app: String = "shop", dropped reason: String?, invalidSince: Int64? = nil) -> JobCompletion {
+        let lease = Lease(id: "l", queueKey: "q", raw: [])
+        var completion = JobCompletion(lease: lease)
+        var entry = ResultEntry(id: "j", outcome: reason == nil ? .delivered : .tokenDropped, status: reason == nil ? 200 : 410,
+                                token: token, app: app, attempt: 1, worker: "w")
+        entry.platform = platform
+        completion.result = entry
+        if let reason {
+            completion.droppedToken = DroppedToken(token: token, topic: "", environment: "", reason: reason, invalidSince: invalidSince,
+                                                   platform: platform, app: app, hasEnvironments: false)
+        }
+        return completion
+    }
+
+    private func settle(_ registry: DeviceRegistry, _ batch: [JobCompletion], now: Int64) throws -> [[Int64]] {
+        try RegistryUpdate.updates(for: batch, shards: registry.shards, now: now, eventsMax: 1000).map { update in
+            try registry.redis.evalScript(RegistryScripts.settle, keys: update.keys, args: update.args).array?.compactMap(\.int) ?? []
+        }
+    }
+
+    @Test func aDroppedTokenRemovesItsDeviceOnceAndADeliveryIsStamped() throws {
+        let (registry, clock, _) = try registry()
+        let gone = DeviceID(app: "shop", platform: .fcm, token: "fcm:gone")
+        try registry.register(phone, DeviceAttributes())
+        try registry.register(gone, DeviceAttributes(owner: "u9"))
+        let batch = [completion(token: phone.token, platform: "fcm", dropped: nil), completion(token: gone.token, platform: "fcm", dropped: "UNREGISTERED"),
+                     completion(token: "fcm:never-registered", platform: "fcm", dropped: "UNREGISTERED")]
+        #expect(try settle(registry, batch, now: clock.now + 5) == [[1, 0]])
+        // Sent again (a repeated batch): nothing more.
+        #expect(try settle(registry, batch, now: clock.now + 6) == [[0, 0]])
+        let removed = try #require(try registry.device(gone))
+        #expect(removed.state == .removed && removed.reason == "UNREGISTERED" && removed.answer == "410 UNREGISTERED")
+        #expect(try registry.device(phone)?.delivered == clock.now + 6)
+        #expect(try registry.device(DeviceID(app: "shop", platform: .fcm, token: "fcm:never-registered")) == nil)
+        #expect(try events(registry).filter { $0["event"] == "removed" }.map { $0["token"] } == ["fcm:gone"])
+        #expect(try registry.devices(app: "shop", owner: "u9").isEmpty)
+    }
+
+    @Test func anAPNs410OlderThanTheLastRegistrationKeepsTheDevice() throws {
+        let (registry, clock, _) = try registry()
+        let iphone = DeviceID(app: "shop", platform: .apns, token: "aa11")
+        try registry.register(iphone, DeviceAttributes(environment: "production"))
+        let registeredAt = clock.now
+        // Apple says the token was invalid since before the app registered it again: kept.
+        #expect(try settle(registry, [completion(token: "aa11", platform: "apns", dropped: "Unregistered", invalidSince: registeredAt - 1)],
+                           now: clock.now + 10) == [[0, 1]])
+        #expect(try registry.device(iphone)?.state == .active)
+        // Invalid since after it: removed.
+        #expect(try settle(registry, [completion(token: "aa11", platform: "apns", dropped: "Unregistered", invalidSince: registeredAt + 1)],
+                           now: clock.now + 20) == [[1, 0]])
+        #expect(try registry.device(iphone)?.state == .removed)
+    }
+
+    @Test func theSweeperAgesDevicesAsConfiguredOnAManualClock() throws {
+        var settings = Configuration.RegistrySettings()
+        settings.staleAfterDays = 30
+        settings.removeAfterDays = 270
+        settings.removedRetentionDays = 10
+        settings.platforms["webpush"] = .init(staleAfterDays: 7, removeAfterDays: 14)
+        settings.sweepBatch = 2
+        let (registry, clock, _) = try registry(settings: settings)
+        let start = clock.now
+        let fcm = (0..<3).map { DeviceID(app: "shop", platform: .fcm, token: "f\($0)") }
+        let web = DeviceID(app: "shop", platform: .webpush, token: "https://push.example/w1")
+        for id in fcm { try registry.register(id, DeviceAttributes(topics: ["t"])) }
+        try registry.register(web, DeviceAttributes())
+        clock.now = start + 8 * Self.day
+        #expect(try registry.sweep().madeStale == 1)
+        #expect(try registry.device(web)?.state == .stale)
+        // Stale devices stay in their topics (addressable), an audience reads only the active set.
+        clock.now = start + 29 * Self.day
+        try registry.register(fcm[0], DeviceAttributes(topics: ["t"]))
+        clock.now = start + 31 * Self.day
+        var report = try registry.sweep()
+        #expect(report.madeStale == 2 && report.more)  // f1 and f2, the batch of 2 full
+        #expect(report.removed == 1)  // web: more than its 14 days unseen
+        #expect(try registry.device(web)?.reason == "unseen")
+        #expect(try registry.device(fcm[0])?.state == .active)
+        // Refreshing a stale device revives it.
+        #expect(try registry.register(fcm[1], DeviceAttributes()) == "refreshed")
+        #expect(try registry.device(fcm[1])?.state == .active)
+        #expect(try events(registry).last?["was"] == "stale")
+        clock.now = start + 271 * Self.day
+        report = try registry.sweep()
+        // f2 never refreshed: removed after 270 days; f0 and f1 (refreshed later) only stale; web's record purged.
+        #expect(report == { var r = DeviceRegistry.SweepReport(); r.madeStale = 2; r.removed = 1; r.purged = 1; r.more = true; return r }())
+        #expect(try registry.device(fcm[2])?.state == .removed && registry.device(web) == nil)
+        clock.now += 11 * Self.day
+        report = try registry.sweep()
+        #expect(report.purged == 1)
+        #expect(try registry.device(fcm[2]) == nil)
+        let removals = try registry.counts().removals
+        #expect(removals.map(\.count).reduce(0, +) == 2 && removals.allSatisfy { $0.reason == "unseen" })
+    }
+
+    @Test func devicesSpreadOverShardsAndAreFoundInEach() throws {
+        let (registry, _, _) = try registry(shards: 3)
+        let ids = (0..<30).map { DeviceID(app: "shop", platform: .fcm, token: "tok\($0)") }
+        for id in ids { try registry.register(id, DeviceAttributes(owner: "u", topics: ["all"])) }
+        #expect(Set(try registry.devices(app: "shop", owner: "u").map(\.id)) == Set(ids))
+        let used = Set(ids.map { DeviceRegistry.shard(ofToken: $0.token, count: 3) })
+        #expect(used.count == 3)
+        var seen: [DeviceID] = []
+        var cursor: String? = ""
+        while let at = cursor {
+            let page = try registry.page(app: "shop", cursor: at, count: 7)
+            seen += page.devices.map(\.id)
+            cursor = page.next
+        }
+        #expect(seen.count == 30 && Set(seen) == Set(ids))
+        #expect(try registry.counts().devices.first?.active == 30)
+    }
+
+    @Test func aRegistrationRefusesWhatItCannotKeep() throws {
+        let id = DeviceID(app: "shop", platform: .fcm, token: "t")
+        #expect(throws: DeviceError.self) { try DeviceAttributes.parse(["colour": "red"], for: id) }
+        #expect(throws: DeviceError.self) { try DeviceAttributes.parse(["environment": "sandbox"], for: id) }
+        #expect(throws: DeviceError.self) { try DeviceAttributes.parse(["time_zone": "Mars/Olympus"], for: id) }
+        #expect(throws: DeviceError.self) { try DeviceAttributes.parse(["topics": Array(repeating: "x", count: 65).enumerated().map { "\($0.offset)" }], for: id) }
+        #expect(throws: DeviceError.self) { try DeviceAttributes.parse(["owner": String(repeating: "o", count: 257)], for: id) }
+        #expect(throws: DeviceError.self) { try DeviceAttributes.parse(["subscription": ["keys": ["p256dh": "a", "auth": "b"]]], for: id) }
+        let parsed = try DeviceAttributes.parse(["owner": "u1", "topics": ["a", "a", "b"], "locale": "pt-BR", "time_zone": "Europe/Berlin"], for: id)
+        #expect(parsed == DeviceAttributes(owner: "u1", topics: ["a", "b"], locale: "pt-BR", timeZone: "Europe/Berlin"))
+        let web = DeviceID(app: "shop", platform: .webpush, token: "https://push.example/x")
+        #expect(throws: DeviceError.self) { try DeviceAttributes.parse(["subscription": ["endpoint": "https://other", "keys": ["p256dh": "a", "auth": "b"]]], for: web) }
+        #expect(throws: DeviceError.self) { try DeviceID.parse(app: "a:b", platform: "fcm", token: "t", platforms: Platform.allCases) }
+        #expect(throws: DeviceError.self) { try DeviceID.parse(app: "a", platform: "fcm", token: "t t", platforms: Platform.allCases) }
+    }
+
+    @Test func aWebPushDeviceKeepsItsSubscription() throws {
+        let (registry, _, _) = try registry()
+        let web = try DeviceID.parse(app: "site", platform: "webpush", token: "https://push.example/abc", platforms: Platform.allCases)
+        let attributes = try DeviceAttributes.parse(["subscription": ["endpoint": "https://push.example/abc", "keys": ["p256dh": "BKey", "auth": "sec"]]], for: web)
+        try registry.register(web, attributes)
+        let device = try #require(try registry.device(web))
+        #expect(device.attributes.subscription == #"{"endpoint":"https://push.example/abc","keys":{"auth":"sec","p256dh":"BKey"}}"#)
+    }
+}
