@@ -32,7 +32,8 @@ import Worker
         let declared = Set(Configuration.settings.map(\.key))
         let sections: [(String, Any)] = [("redis", Configuration.RedisSettings()), ("redis.tls", Configuration.RedisTLSSettings()),
                                          ("apns", Configuration.APNsSettings()), ("fcm", Configuration.FCMSettings.fcm),
-                                         ("worker", Configuration.WorkerSettings()), ("results", Configuration.ResultsSettings()), ("budgets", Configuration.BudgetSettings()), ("metrics", Configuration.MetricsSettings())]
+                                         ("worker", Configuration.WorkerSettings()), ("results", Configuration.ResultsSettings()), ("budgets", Configuration.BudgetSettings()), ("metrics", Configuration.MetricsSettings()),
+                                         ("registry", Configuration.RegistrySettings())]
         for (section, value) in sections {
             for case let (label?, child) in Mirror(reflecting: value).children where !(child is Configuration.RedisTLSSettings) {
                 let key = section + "." + Self.snakeCase(label)

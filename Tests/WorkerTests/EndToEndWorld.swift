@@ -95,7 +95,7 @@ final class EndToEndWorld: @unchecked Sendable {
     func writeConfig(name: String = "herald", worker: [String: Any] = [:], retry: [String: Any] = [:], only: Set<String>? = nil,
                      apns: [String: Any] = [:], keyFiles: [String: String] = [:], keyIDs: [String: String] = [:], app appSettings: [String: Any] = [:],
                      fcmSettings: [String: Any] = [:], serviceAccountFile: String? = nil, redis: [String: Any] = [:],
-                     budgets: [String: Any] = [:], metricsListen: String = "") throws -> String {
+                     budgets: [String: Any] = [:], registry: [String: Any] = [:], metricsListen: String = "") throws -> String {
         var workerSettings: [String: Any] = ["lease_seconds": 3, "max_in_flight": 500, "claim_batch": 100,
                                              "shutdown_deadline_seconds": 5, "log_level": "info"]
         workerSettings.merge(worker) { _, new in new }
@@ -116,6 +116,7 @@ final class EndToEndWorld: @unchecked Sendable {
             "metrics": ["listen": metricsListen],
         ]
         if !budgets.isEmpty { config["budgets"] = budgets }
+        if !registry.isEmpty { config["registry"] = registry }
         if let fcm {
             appList.append(["name": "android", "fcm": ["service_account_file": serviceAccountFile ?? fcm.serviceAccountFile]])
             config["fcm"] = ["url": fcm.baseURL, "ca_file": fcm.caFile ?? ""].merging(fcmSettings) { _, new in new }

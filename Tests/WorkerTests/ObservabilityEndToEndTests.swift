@@ -1,6 +1,8 @@
+import DeviceRegistry
 import Foundation
 import Glibc
 import HeraldTestSupport
+import RedisQueue
 import Simulators
 import Testing
 import Worker
@@ -91,7 +93,13 @@ extension EndToEnd {
             let total = 1_200
             try world.push(Self.mixedJobs(total, tag: "prom"))
             let workerPort = freeLoopbackPort()
-            let config = try world.writeConfig(worker: ["max_in_flight": 300], metricsListen: "127.0.0.1:\(workerPort)")
+            let config = try world.writeConfig(worker: ["max_in_flight": 300], registry: ["enabled": true], metricsListen: "127.0.0.1:\(workerPort)")
+            // Registered devices, one of whose tokens APNs answers gone: the registry row's two panels have figures.
+            let registry = DeviceRegistry(redis: try BlockingRedis(url: RedisURL(parsing: world.redisURL)), shards: try QueueShards(single: QueueKeys()))
+            for index in [0, 3] {
+                try registry.register(DeviceID(app: world.apps[0].name, platform: .apns, token: deviceToken(prefix: ["00", "00", "00", "dead"][index], index: index)),
+                                      DeviceAttributes(owner: "u\(index)"))
+            }
             let worker = try world.startWorker(id: "prom-1", config: config)
             let dashboardPort = freeLoopbackPort()
             let dashboard = try ChildProcess(name: "dashboard", executable: world.herald,

@@ -31,7 +31,7 @@ public final class DeviceRegistry {
     func keys(_ id: DeviceID) -> DeviceKeys { shards[Self.shard(ofToken: id.token, count: shards.count)] }
 
     /// The script call for one list: its keys and the four common arguments first.
-    static func call(_ keys: DeviceKeys, app: String, platform: String, now: Int64, eventsMax: Int, _ rest: [String])
+    public static func call(_ keys: DeviceKeys, app: String, platform: String, now: Int64, eventsMax: Int, _ rest: [String])
         -> (keys: [[UInt8]], args: [[UInt8]]) {
         (keys.scriptKeys(app: app, platform: platform).map { Array($0.utf8) },
          ([platform, app, String(now), String(eventsMax)] + rest).map { Array($0.utf8) })

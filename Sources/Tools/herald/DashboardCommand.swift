@@ -1,4 +1,5 @@
 import Basics
+import DeviceRegistry
 import Foundation
 import HeraldProviders
 import Reactor
@@ -66,6 +67,7 @@ final class DashboardSource {
     let leaseMilliseconds: Int64
     private var redis: (any BlockingRedisCommands)?
     private var overview = QueueOverview()
+    private var devices = DeviceRegistry.Counts()
     private var window = ResultsWindow()
     private var refreshedAt: UInt64 = 0
     /// The results window was read since the overview was.
@@ -95,7 +97,10 @@ final class DashboardSource {
             var out = PrometheusText()
             out.single("herald_redis_up", .gauge, "1 when the dashboard's last read of Redis succeeded, 0 when it failed (the queue families are then absent).",
                        lastError == nil ? 1 : 0)
-            if lastError == nil { overview.write(to: &out) }
+            if lastError == nil {
+                overview.write(to: &out)
+                devices.write(to: &out)
+            }
             ProcessStats.read().write(to: &out)
             CertificateExpiry.shared.write(to: &out)
             BuildInfo.write(to: &out)
@@ -112,6 +117,7 @@ final class DashboardSource {
             if redis == nil { redis = try settings.connect(connectTimeoutMilliseconds: 1000, commandTimeoutMilliseconds: 3000) }
             if !fresh {
                 overview = try QueueOverview.read(redis: redis!, shards: settings.shards, leaseMilliseconds: leaseMilliseconds)
+                devices = try DeviceRegistry(redis: redis!, shards: settings.shards).counts()
                 refreshedAt = now
                 windowFresh = false
             }

@@ -10,12 +10,12 @@ extension Configuration {
     /// With `providers`' sections (the composition root's list), each after `redis` in the list's order.
     public static func settings(_ providers: [any PushProvider.Type]) -> [Setting<Configuration>] {
         redisSettings + providers.flatMap { $0.settings } + appsSettings
-            + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + resultsSettings + budgetSettings + metricsSettings + apiSettings
+            + retrySettings.map { $0.lifted(\Configuration.retry, prefix: "retry.") } + [retryQueues] + workerSettings + resultsSettings + budgetSettings + metricsSettings + apiSettings + registrySettings
     }
 
     /// The sections, in file order (the top-level keys).
     public static func sections(_ providers: [any PushProvider.Type]) -> [String] {
-        ["redis"] + providers.map { $0.sectionKey } + ["apps", "retry", "worker", "results", "budgets", "metrics", "api"]
+        ["redis"] + providers.map { $0.sectionKey } + ["apps", "retry", "worker", "results", "budgets", "metrics", "api", "registry"]
     }
 
     /// The longest timeout a setting in milliseconds takes: an hour.
@@ -311,6 +311,62 @@ extension Configuration {
         .text("api.tls.key_file", \.api.tlsKeyFile, "PEM private key of `cert_file`."),
         .text("api.tls.client_ca_file", \.api.tlsClientCAFile,
               "PEM CA bundle: when set, every client must present a certificate it signed (mutual TLS)."),
+    ]
+
+    /// The device registry (docs/devices.md): ages in days; a removal's record is kept for `removed_retention_days`.
+    static let registrySettings: [Setting<Configuration>] = [
+        .flag("registry.enabled", \.registry.enabled,
+              "Keep a device registry in Redis (docs/devices.md): `PUT /v1/devices/...` registers devices, every worker's completion removes the ones a provider answers gone (`token_dropped`) and stamps deliveries, and workers age devices unseen for long (`stale_after_days`, `remove_after_days`). Off: no registry key is read or written."),
+        .integer("registry.stale_after_days", \.registry.staleAfterDays, 1...3_650,
+                 "A device not registered again (refreshed) for this many days becomes stale: still addressable by token, left out of audiences. 30: Google's rule for FCM tokens, the default of every platform (the others publish none)."),
+        .integer("registry.remove_after_days", \.registry.removeAfterDays, 1...3_650,
+                 "A device unseen for this many days is removed (reason `unseen`). 270: when FCM expires an unused Android token."),
+        .custom("registry.platforms", default: "none: every platform takes the two ages above", allowed: "1...3650 days each",
+                "Ages of one platform's devices: `{\"webpush\": {\"stale_after_days\": 14, \"remove_after_days\": 60}}`; a platform not named takes `stale_after_days` and `remove_after_days`.",
+                read: { value, c, name, problems in
+                    guard let object = value as? [String: Any] else { return problems.append("\(name) must be an object") }
+                    let known: [String] = c.providers.map { $0.platform.rawValue }
+                    for platform in object.keys.sorted() where !platform.hasPrefix("//") {
+                        guard known.contains(platform) else {
+                            problems.append("\(name).\(platform) is not a platform (\(known.joined(separator: ", ")))")
+                            continue
+                        }
+                        guard let ages = object[platform] as? [String: Any], Set(ages.keys).isSubset(of: ["stale_after_days", "remove_after_days"]) else {
+                            problems.append("\(name).\(platform) must be {\"stale_after_days\", \"remove_after_days\"}")
+                            continue
+                        }
+                        var aging = c.registry.aging(.init(rawValue: platform)!)
+                        var good = true
+                        for key in ["stale_after_days", "remove_after_days"] {
+                            guard let raw = ages[key] else { continue }
+                            guard let n = raw as? NSNumber, !isBoolean(n), n.doubleValue == n.doubleValue.rounded(), (1...3_650).contains(n.doubleValue) else {
+                                problems.append("\(name).\(platform).\(key) must be a whole number of days, 1...3650")
+                                good = false
+                                continue
+                            }
+                            if key == "stale_after_days" { aging.staleAfterDays = n.intValue } else { aging.removeAfterDays = n.intValue }
+                        }
+                        if good { c.registry.platforms[platform] = aging }
+                    }
+                },
+                check: { c in
+                    var problems: [String] = []
+                    for provider in c.providers {
+                        let aging = c.registry.aging(provider.platform)
+                        if aging.removeAfterDays <= aging.staleAfterDays {
+                            problems.append("registry: \(provider.platform.rawValue) devices would be removed (after \(aging.removeAfterDays) days) before they are stale (after \(aging.staleAfterDays)): remove_after_days must be the larger")
+                        }
+                    }
+                    return problems
+                }),
+        .integer("registry.removed_retention_days", \.registry.removedRetentionDays, 1...3_650,
+                 "How long a removed device's record (its reason and the provider's answer) stays readable (`GET /v1/devices/...`) before the sweeper purges it."),
+        .integer("registry.sweep_interval_ms", \.registry.sweepIntervalMs, 1_000...maxTimeoutMs,
+                 "How often each worker sweeps (ages) the registry. Every worker may: a sweep takes a bounded batch per list atomically, so many workers only share the work."),
+        .integer("registry.sweep_batch", \.registry.sweepBatch, 1...100_000,
+                 "The most devices one sweep call makes stale, removes or purges in one list (an app's devices on one platform); more due: the next sweep comes at once."),
+        .integer("registry.events_max_length", \.registry.eventsMaxLength, 1_000...100_000_000,
+                 "Approximate length cap of the `<prefix>:device-events` stream (XADD MAXLEN ~)."),
     ]
 
     /// The settings an environment variable overrides, in declaration order.

@@ -1,5 +1,7 @@
 import PushCore
+import DeviceRegistry
 import ProviderKit
+import Reactor
 import RedisQueue
 
 /// The receipts poller (docs/queue-design.md, "Receipts"): takes the tickets due from a shard's receipts set, asks
@@ -67,6 +69,7 @@ public final class ReceiptPoller {
                 settlements += decide(group, now: now)
             }
             settled += try set.settle(settlements)
+            try forgetDropped(settlements, redis: set.redis)
             if due.count < takeLimit { return (settled, nextDue, now) }
             if take == Self.takesPerPass || shouldStop() { return (settled, now, now) }
         }
@@ -118,6 +121,16 @@ public final class ReceiptPoller {
     private func notSeen(_ waiting: BlockingReceiptSet.Waiting, because why: String) -> BlockingReceiptSet.Settlement {
         BlockingReceiptSet.Settlement(member: waiting.member, entry: entry(waiting, .delivered, reason: "ReceiptNotSeen: " + why), dropped: nil,
                                       queue: waiting.queue)
+    }
+
+    /// `registry.enabled`: a receipt's `DeviceNotRegistered` removes its device as a completion's would (safe again
+    /// for a ticket settled twice: the device is removed once).
+    private func forgetDropped(_ settlements: [BlockingReceiptSet.Settlement], redis: any BlockingRedisCommands) throws(RedisError) {
+        guard configuration.registry.enabled, !settlements.isEmpty, let layout = try? configuration.redis.queueShards() else { return }
+        let updates = RegistryUpdate.updates(results: settlements.map(\.entry), dropped: settlements.compactMap(\.dropped),
+                                             shards: layout.shards.map { DeviceKeys($0.keys) }, now: wallClockMillis(),
+                                             eventsMax: configuration.registry.eventsMaxLength)
+        for update in updates { _ = try redis.evalScript(RegistryScripts.settle, keys: update.keys, args: update.args) }
     }
 
     private func settled(_ waiting: BlockingReceiptSet.Waiting, _ verdict: ReceiptVerdict) -> BlockingReceiptSet.Settlement {

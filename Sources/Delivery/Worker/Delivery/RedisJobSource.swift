@@ -10,6 +10,9 @@ public final class RedisJobSource: JobSource {
     /// The WAIT decorator when `redis.wait_replicas` is set.
     private let waiting: ReplicaWaitSender?
     private let logger: Logger
+    /// `registry.enabled`: each batch's dropped and delivered devices, and the sweeper.
+    private let registry: RegistryWriter?
+    private let sweeper: RegistrySweeper?
 
     public init(configuration: Configuration, loop: EventLoop, workerID: String, logger: Logger) throws {
         redis = try configuration.redis.makeClient(loop: loop)
@@ -31,6 +34,9 @@ public final class RedisJobSource: JobSource {
         shards = ShardedJobSource(queues: queues, loop: loop, settings: configuration.worker, logger: logger)
         shards.wakesForPacedRetries = configuration.budgets.anyOn
         self.logger = logger
+        let registryOn = configuration.registry.enabled
+        registry = registryOn ? RegistryWriter(queues: queues, settings: configuration.registry, logger: logger) : nil
+        sweeper = registryOn ? RegistrySweeper(queues: queues, settings: configuration.registry, logger: logger) : nil
         if let sentinel = (redis as? RedisConnection)?.addressSource as? SentinelAddressSource {
             sentinel.onEvent = { event in logger.info("redis sentinel", ["event": .string(event)]) }
         }
@@ -88,6 +94,7 @@ public final class RedisJobSource: JobSource {
     }
 
     public func record(_ batch: [JobCompletion], isRepeat: Bool, completion: @escaping (Result<CompletionReport, JobSourceFailure>) -> Void) {
+        registry?.record(batch)
         shards.record(batch, isRepeat: isRepeat, completion: completion)
     }
 
@@ -110,9 +117,11 @@ public final class RedisJobSource: JobSource {
         watchConnection()
         redis.start()
         shards.open()
+        sweeper?.start()
     }
 
     public func close() {
+        sweeper?.stop()
         shards.close()
         redis.close()
     }
