@@ -1,3 +1,4 @@
+import DeviceRegistry
 import Foundation
 import Glibc
 import HeraldTestSupport
@@ -212,7 +213,7 @@ extension EndToEnd {
 
             let config = try world.writeConfig(worker: ["max_in_flight": 500, "claim_batch": 100, "lease_seconds": 4],
                                                retry: ["max_attempts": 3], apns: ["request_timeout_ms": 60_000],
-                                               fcmSettings: ["request_timeout_ms": 60_000])
+                                               fcmSettings: ["request_timeout_ms": 60_000], registry: ["enabled": true])
             // The Web Push app: a VAPID key as web-push libraries print it, the simulator's host allowed.
             let vapidKey = Data((1...32).map { UInt8($0) }).base64EncodedString()
                 .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
@@ -231,6 +232,8 @@ extension EndToEnd {
             #expect(check.status == 0, "\(check.output)")
             #expect(check.output.contains("ok   app 'web' (webpush, mailto:e2e@example.com): signed a test VAPID token; applicationServerKey B"), "\(check.output)")
             let total = expected.count + multicastEndpoints.count + hmsMultiExpected.count + harmonyMultiExpected.count
+            let registered = try Self.registerDevices(world: world, tokenOf: tokenOf, fateOf: fateOf, multicastEndpoints: multicastEndpoints,
+                                                      hmsMulti: Array(hmsMultiExpected.keys), harmonyMulti: Array(harmonyMultiExpected.keys))
             let started = Date()
             let victim = try world.startWorker(id: "mixed-a", config: config)
             try world.startWorker(id: "mixed-b", config: config)
@@ -314,6 +317,8 @@ extension EndToEnd {
             #expect(dropped.count == fateOf.values.filter { $0.outcome == "token_dropped" }.count + hmsMultiDropped.count + harmonyMultiDropped.count,
                     "\(dropped.count) dropped-token entries")
 
+            try Self.checkDevices(registered, redis: redis, dropped: Set(droppedByToken.keys))
+
             // Nothing left behind, the killed worker's leases included.
             #expect(try redis.command(["LLEN", "herald:queue"]).int == 0)
             #expect(try redis.command(["ZCARD", "herald:retry"]).int == 0)
@@ -353,6 +358,77 @@ extension EndToEnd {
             #expect(Set(harmonyDelivered).isSubset(of: Set(harmonyAccepted)), "HarmonyOS tokens never delivered")
             #expect(!harmonyAccepted.contains("mok-validate") && harmonyAccepted.contains("mok-later"), "the dry run was sent, or the later job was not")
             print("e2e mixed platform: 10000 jobs (APNs, FCM, Web Push, Huawei and HarmonyOS) in \(String(format: "%.1f", elapsed)) s, one of 2 workers SIGKILLed after \(3000)+ results; terminal \(ledger.terminalByOutcome), \(ledger.entries.count - ledger.terminalCount) retrying entries, \(duplicates) sent twice after the kill, \(stats.tokensIssued) FCM access tokens issued, \(stats.byStatus["429"] ?? 0) FCM 429s, \(pushStats.requests) Web Push requests, \(hms.stats().requests) Push Kit requests, \(harmony.stats().requests) Push Kit v3 requests")
+        }
+            /// The app each platform's jobs of this run resolve to (as their results and dropped tokens name it).
+        static let appOf: [String: String] = ["apns": "main", "fcm": "android", "webpush": "web", "hms": "huawei", "harmony": "harmony", "expo": "rn"]
+
+        /// The registry of the run: every token the jobs name, and more devices no job names, 100,000 in all. Half the
+        /// APNs tokens the simulator answers 410 were registered before its 410 timestamp (the simulator's start: a
+        /// manual clock a day back), half after it (now: the app gave the token again since), and those stay.
+        /// Returns each device and whether it must be gone at the end.
+        static func registerDevices(world: EndToEndWorld, tokenOf: [String: String], fateOf: [String: Fate], multicastEndpoints: [String],
+                                    hmsMulti: [String], harmonyMulti: [String]) throws -> [(id: DeviceID, gone: Bool)] {
+            final class Clock: @unchecked Sendable { var now = Int64(Date().timeIntervalSince1970 * 1000) }
+            let clock = Clock()
+            let registry = DeviceRegistry(redis: try BlockingRedis(url: RedisURL(parsing: world.redisURL)), shards: try QueueShards(single: QueueKeys())) { clock.now }
+            var devices: [(id: DeviceID, gone: Bool)] = []
+            var before = Set<DeviceID>()
+            var apnsGone = 0
+            for (id, fate) in fateOf.sorted(by: { $0.key < $1.key }) {
+                let device = DeviceID(app: appOf[fate.platform]!, platform: Platform(rawValue: fate.platform)!, token: tokenOf[id]!)
+                var gone = fate.outcome == "token_dropped"
+                if gone && fate.platform == "apns" {
+                    apnsGone += 1
+                    if apnsGone % 2 == 0 { before.insert(device) } else { gone = false }
+                }
+                devices.append((device, gone))
+            }
+            for endpoint in multicastEndpoints { devices.append((DeviceID(app: "web", platform: .webpush, token: endpoint), false)) }
+            for key in hmsMulti {
+                let token = String(key.split(separator: " ")[1])
+                devices.append((DeviceID(app: "huawei", platform: .hms, token: token), token.hasPrefix("hdead-")))
+            }
+            for key in harmonyMulti {
+                let token = String(key.split(separator: " ")[1])
+                devices.append((DeviceID(app: "harmony", platform: .harmony, token: token), token.hasPrefix("mdead-")))
+            }
+            var filler = 0
+            while devices.count < 100_000 {
+                let platform = Platform.allCases[filler % Platform.allCases.count]
+                devices.append((DeviceID(app: appOf[platform.rawValue]!, platform: platform, token: "filler-\(filler)"), false))
+                filler += 1
+            }
+            let fresh = devices.filter { !before.contains($0.id) }.map { ($0.id, DeviceAttributes(owner: "user-\($0.id.token.count % 97)")) }
+            #expect(try registry.register(many: fresh).allSatisfy { $0 == "registered" })
+            clock.now -= 86_400_000
+            #expect(try registry.register(many: before.sorted { $0.token < $1.token }.map { ($0, DeviceAttributes()) }).allSatisfy { $0 == "registered" })
+            #expect(try registry.counts().devices.map(\.active).reduce(0, +) == 100_000)
+            return devices
+        }
+
+        /// Exactly the devices whose tokens a provider answered gone are removed (but the APNs ones registered again
+        /// after the 410), each with one `removed` event; every other device is active, untouched.
+        static func checkDevices(_ devices: [(id: DeviceID, gone: Bool)], redis: any BlockingRedisCommands, dropped: Set<String>) throws {
+            let registry = DeviceRegistry(redis: redis, shards: try QueueShards(single: QueueKeys()))
+            var problems: [String] = []
+            for (id, gone) in devices where gone || dropped.contains(id.token) || !id.token.hasPrefix("filler-") {
+                guard let device = try registry.device(id) else { problems.append("\(id): missing"); continue }
+                if gone && device.state != .removed { problems.append("\(id): \(device.state), expected removed") }
+                if !gone && device.state != .active { problems.append("\(id): \(device.state) (\(device.reason ?? "")), expected active") }
+                if gone && !dropped.contains(id.token) { problems.append("\(id): removed without a dropped token") }
+            }
+            #expect(problems.isEmpty, "\(summarize(problems))")
+            let removedEvents = try readStream(redis, "herald:device-events").filter { $0.fields["event"] == "removed" }
+            let byToken = Dictionary(grouping: removedEvents, by: { $0.fields["token"] ?? "" })
+            let goneTokens = Set(devices.filter(\.gone).map(\.id.token))
+            #expect(Set(byToken.keys) == goneTokens, "removed events for \(byToken.count) tokens, \(goneTokens.count) devices gone")
+            #expect(byToken.values.allSatisfy { $0.count == 1 }, "\(byToken.filter { $0.value.count != 1 }.keys.prefix(5)) removed more than once")
+            let counts = try registry.counts()
+            #expect(counts.devices.map(\.active).reduce(0, +) == devices.count - goneTokens.count && counts.devices.map(\.stale).reduce(0, +) == 0)
+            #expect(counts.removals.map(\.count).reduce(0, +) == goneTokens.count, "\(counts.removals)")
+            let kept = devices.filter { $0.id.platform == .apns && !$0.gone && dropped.contains($0.id.token) }.count
+            #expect(kept > 100, "only \(kept) APNs devices answered 410 and registered after it were kept")
+            print("e2e registry: \(devices.count) devices, \(goneTokens.count) removed once each, \(kept) APNs devices answered 410 kept (registered after it)")
         }
     }
 }
