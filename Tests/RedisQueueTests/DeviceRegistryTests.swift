@@ -216,3 +216,53 @@ import PushCore
         #expect(device.attributes.subscription == #"{"endpoint":"https://push.example/abc","keys":{"auth":"sec","p256dh":"BKey"}}"#)
     }
 }
+
+/// The registry on a real Redis Cluster over three shards: every script's keys are in one slot (the cluster refuses
+/// anything else), devices spread over the masters, and reads, removals, sweeps and counts see every shard.
+@Suite struct DeviceRegistryClusterTests {
+    @Test func theRegistryWorksOverShardsOnACluster() throws {
+        let fixture = try SharedCluster.get()
+        let redis = try BlockingRedisCluster(seeds: [try RedisURL(parsing: fixture.seedURL)])
+        defer { redis.close() }
+        let base = "reg\(UInt32.random(in: 0...UInt32.max))"
+        let shards = try QueueShards(basePrefix: base, prefixes: QueueShards.defaultPrefixes(prefix: base, count: 3))
+        final class Clock: @unchecked Sendable { var now: Int64 = 1_800_000_000_000 }
+        let clock = Clock()
+        var settings = Configuration.RegistrySettings()
+        settings.staleAfterDays = 1
+        settings.removeAfterDays = 2
+        let registry = DeviceRegistry(redis: redis, shards: shards, settings: settings) { clock.now }
+        let ids = (0..<300).map { DeviceID(app: "shop", platform: $0 % 2 == 0 ? .fcm : .apns, token: "tok-\($0)") }
+        let events = try registry.register(many: ids.map { ($0, DeviceAttributes(owner: "u\($0.token.count)", topics: ["all"])) }, chunk: 64)
+        #expect(events.count == 300 && events.allSatisfy { $0 == "registered" })
+        let slots = Set(registry.shards.map { ClusterSlot.of($0.events) })
+        let masters = try Set(slots.map { try #require(try fixture.ownerPort(ofSlot: $0)) })
+        #expect(slots.count == 3 && masters.count >= 2, "the shards' slots \(slots) on masters \(masters)")
+        #expect(try registry.devices(app: "shop", topic: "all").count == 300)
+        // A completion's removals and deliveries, each to its device's shard.
+        var completions: [JobCompletion] = []
+        for (index, id) in ids.prefix(30).enumerated() {
+            var completion = JobCompletion(lease: Lease(id: "l\(index)", queueKey: "q", raw: []))
+            var entry = ResultEntry(id: "j\(index)", outcome: index % 3 == 0 ? .tokenDropped : .delivered, status: index % 3 == 0 ? 410 : 200,
+                                    token: id.token, app: "shop", attempt: 1, worker: "w")
+            entry.platform = id.platform.rawValue
+            completion.result = entry
+            if index % 3 == 0 {
+                completion.droppedToken = DroppedToken(token: id.token, topic: "", environment: "", reason: "Unregistered",
+                                                       platform: id.platform.rawValue, app: "shop", hasEnvironments: false)
+            }
+            completions.append(completion)
+        }
+        let updates = RegistryUpdate.updates(for: completions, shards: registry.shards, now: clock.now, eventsMax: 1000)
+        #expect(Set(updates.map(\.shard)).count == 3)
+        for update in updates { _ = try redis.evalScript(RegistryScripts.settle, keys: update.keys, args: update.args) }
+        #expect(try registry.device(ids[0])?.state == .removed && registry.device(ids[1])?.delivered == clock.now)
+        clock.now += 86_400_000 + 1
+        #expect(try registry.sweep().madeStale == 290)
+        clock.now += 86_400_000
+        #expect(try registry.sweep().removed == 290)
+        let counts = try registry.counts()
+        #expect(counts.devices.map(\.removed).reduce(0, +) == 300)
+        #expect(counts.removals.map(\.count).reduce(0, +) == 300)
+    }
+}
