@@ -107,7 +107,7 @@ let package = Package(
         .target(name: "HeraldProviders", dependencies: ["ProviderKit", "Worker", "APNs", "FCM", "HMS", "WebPush", "Harmony", "Expo"], path: "Sources/Tools/HeraldProviders"),
         .executableTarget(name: "herald", dependencies: ["Basics", "Worker", "API", "DeviceRegistry", "TLS", "Forwarder", "PushCore", "Simulators", "HeraldProviders", "APNs", "FCM", "HMS", "WebPush", "Harmony", "Expo", "HTTP2", "RedisQueue", "Reactor", "CLinux"], path: "Sources/Tools/herald"),
         // Benchmark-only helpers driven by scripts/bench; not part of the shipped tool.
-        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"], path: "Sources/Tools/HeraldBench"),
+        .executableTarget(name: "HeraldBench", dependencies: ["Basics", "Worker", "DeviceRegistry", "PushCore", "ProviderKit", "APNs", "FCM", "WebPush", "HTTP2", "RedisQueue", "Reactor", "TLS"], path: "Sources/Tools/HeraldBench"),
 
         .target(name: "HeraldTestSupport", dependencies: ["RedisQueue", "PushCore", "ProviderKit", "APNs", "FCM", "Worker", "Simulators"], path: "Tests/HeraldTestSupport"),
         .testTarget(name: "ReactorTests", dependencies: ["Reactor", "Basics", "HeraldTestSupport"]),
