@@ -34,6 +34,7 @@ extension FrontDoor {
     /// that of `orElse`.
     private func readStatus(jobID: String, id: String, key: APIAccess.Key?, orElse: String? = nil, respond: @escaping (HTTP1Server.Response) -> Void) {
         let shard = shards.shards[shards.shard(forJobID: jobID)]
+        let deviceLinks = deviceRegistry != nil
         redis.send([Array("HGETALL".utf8), Array(shard.keys.resultIndex(jobID: jobID).utf8)]) { [weak self, shards] result in
             let items: [RESPValue]
             switch result {
@@ -49,7 +50,8 @@ extension FrontDoor {
             var index = 1
             while index < items.count {
                 if let json = items[index].string, let fields = Self.flatObject(json), Self.mayRead(fields, key: key, shards: shards) {
-                    entries.append((fields["stream_id"] ?? "", jobID == id ? json : Self.unscoped(json, jobID: jobID, id: id)))
+                    let entry = jobID == id ? json : Self.unscoped(json, jobID: jobID, id: id)
+                    entries.append((fields["stream_id"] ?? "", deviceLinks ? Self.namingDevice(entry, fields) : entry))
                 }
                 index += 2
             }
@@ -68,6 +70,12 @@ extension FrontDoor {
     static func unscoped(_ json: String, jobID: String, id: String) -> String {
         guard let range = json.range(of: ",\"id\":" + jsonEscaped(jobID) + ",") else { return json }
         return json.replacingCharacters(in: range, with: ",\"id\":" + jsonEscaped(id) + ",")
+    }
+
+    /// An index entry with the path of the device it was for (`device`), when it names the app, platform and token.
+    static func namingDevice(_ json: String, _ fields: [String: String]) -> String {
+        guard let app = fields["app"], let platform = fields["platform"], let token = fields["token"], json.hasSuffix("}") else { return json }
+        return json.dropLast() + ",\"device\":" + jsonEscaped(devicePath(app: app, platform: platform, token: token)) + "}"
     }
 
     /// A key limited to apps or queues sees only entries of its apps and queues: another's look the same as none.
