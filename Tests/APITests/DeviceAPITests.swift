@@ -177,6 +177,10 @@ import Testing
         #expect(try get(api, "v1/devices/shop/fcm/t1").status == 404, "nothing refused was stored")
         let (wrongMethod, _) = try curl(["-X", "PATCH", api.url + "v1/devices/shop/fcm/t1"])
         #expect(wrongMethod == 405)
+        // Over h2c the same routes and checks.
+        let h2 = try put(api, "v1/devices/shop/fcm/t1", #"{"owner": "u1"}"#, ["--http2-prior-knowledge"])
+        #expect(h2.status == 201 && h2.body["event"] as? String == "registered", "\(h2.body)")
+        #expect(try put(api, "v1/devices/shop/fcm/t1", #"{"colour": "red"}"#, ["--http2-prior-knowledge"]).status == 400)
     }
 
     @Test func aWebPushEndpointIsOnePercentEncodedPathSegment() throws {
