@@ -215,6 +215,27 @@ import Testing
         let off = try DeviceAPIServer(redisURL: redis.url, sections: #""results": {"index_ttl_seconds": 60}"#, registry: false)
         #expect((try get(off, "v1/jobs/j1").body["results"] as? [[String: Any]])?.first?["device"] == nil)
     }
+
+    /// docs/redis.md's least-privilege user: every devices route, and `herald devices`, work with what it grants.
+    @Test func theDocumentedACLUserServesEveryDevicesRoute() throws {
+        let redis = try RedisServer()
+        let admin = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+        defer { admin.close() }
+        let text = try String(contentsOfFile: JobSchemaTests.root + "/docs/redis.md", encoding: .utf8)
+        let line = try #require(text.split(separator: "\n").first { $0.hasPrefix("ACL SETUSER herald ") })
+        _ = try admin.command(line.split(separator: " ").map { $0 == ">CHANGE-ME" ? ">pw" : String($0) })
+        let url = redis.url.replacingOccurrences(of: "redis://", with: "redis://herald:pw@")
+        let api = try DeviceAPIServer(redisURL: url)
+        #expect(try put(api, "v1/devices/shop/fcm/t1", #"{"owner": "u1", "topics": ["news"]}"#).status == 201)
+        #expect(try get(api, "v1/devices/shop/fcm/t1").status == 200)
+        #expect((try get(api, "v1/devices/shop?owner=u1").body["devices"] as? [Any])?.count == 1)
+        #expect((try get(api, "v1/devices/shop?topic=news").body["devices"] as? [Any])?.count == 1)
+        #expect((try get(api, "v1/devices/shop").body["devices"] as? [Any])?.count == 1)
+        #expect(try curl(["-X", "DELETE", api.url + "v1/devices/shop/fcm/t1"]).status == 200)
+        let herald = try #require(heraldExecutable())
+        let listed = try runProgram(herald, ["devices", "list", "--app", "shop", "--redis", url], errorsApart: true)
+        #expect(listed.status == 0 && listed.output.contains("\"state\":\"removed\""), "\(listed.output) \(listed.errorOutput)")
+    }
 }
 
 extension Array {
