@@ -33,7 +33,7 @@ enum DevicesCommand {
                 .value("owner", "id", "list: only this owner's devices."),
                 .value("topic", "name", "list: only devices subscribed to this topic."),
                 .value("platform", "name", "list, export: only this platform's devices."),
-                .value("limit", "n", "list: at most this many."),
+                .value("limit", "n", "list, export: at most this many."),
             ]),
         run: run)
 
@@ -117,14 +117,22 @@ enum DevicesCommand {
         var counts: [String: Int] = [:]
         var refused = 0
         for (offset, line) in reader.enumerated() where !line.allSatisfy({ $0 == 32 || $0 == 9 }) {
-            do {
-                let object: Any
-                do { object = try JSONSerialization.jsonObject(with: Data(line)) } catch { throw DeviceError("bad_request", "not JSON") }
-                let (id, attributes) = try DeviceRegistration.parse(object, app: nil, platforms: platforms, ignoring: DeviceRegistration.storedMembers)
-                counts[try registry.register(id, attributes), default: 0] += 1
-            } catch let error as DeviceError {
+            let registration: (id: DeviceID, attributes: DeviceAttributes)
+            do throws(DeviceError) {
+                guard let object = try? JSONSerialization.jsonObject(with: Data(line)) else { throw DeviceError("bad_request", "not JSON") }
+                registration = try DeviceRegistration.parse(object, app: nil, platforms: platforms, ignoring: DeviceRegistration.storedMembers)
+            } catch {
                 refused += 1
                 printError("herald devices: line \(offset + 1): \(error.code): \(error.description)")
+                continue
+            }
+            do {
+                counts[try registry.register(registration.id, registration.attributes), default: 0] += 1
+            } catch {
+                // Redis gone: what is registered stays, the rest is for another run (import is idempotent).
+                printError("herald devices: line \(offset + 1): Redis did not register it (\(error)); stopped there, the lines before it are registered")
+                refused += 1
+                break
             }
         }
         for overlong in reader.overlong {
