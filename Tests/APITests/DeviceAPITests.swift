@@ -89,6 +89,20 @@ import Testing
             cursor = next
         }
         #expect(seen.count == 23 && Set(seen) == tokens, "every device once: \(seen)")
+        // Past a listpack's 512 entries HSCAN pages for real: 700 more on APNs, read 100 at a time.
+        let many = (0..<700).map { #"{"platform": "apns", "token": "apns-\#($0)"}"# }.joined(separator: ",")
+        #expect(try curl(["--data-binary", "[" + many + "]", api.url + "v1/devices/shop"]).status == 200)
+        var paged: [String] = []
+        var pages = 0
+        cursor = ""
+        for _ in 0..<100 {
+            let page = try get(api, "v1/devices/shop?platform=apns&count=100" + (cursor.isEmpty ? "" : "&cursor=" + cursor))
+            pages += 1
+            paged += (page.body["devices"] as? [[String: Any]] ?? []).compactMap { $0["token"] as? String }
+            guard let next = page.body["next_cursor"] as? String else { break }
+            cursor = next
+        }
+        #expect(paged.count == 700 && Set(paged).count == 700 && pages > 3, "\(pages) pages, \(paged.count) devices")
         #expect(try get(api, "v1/devices/shop?platform=nokia").status == 400)
     }
 
