@@ -13,8 +13,9 @@ final class DeviceAPIServer {
     private let parts: LoopBound<(server: HTTP1Server, redis: any RedisCommandSender)>
     let url: String
 
-    init(redisURL: String, api: String = "{}", apps: String = APIProcess.shopApp, sections: String = "", registry: Bool = true) throws {
-        let text = #"{"redis": {"url": "\#(redisURL)"}, "api": \#(api), "apps": [\#(apps)]\#(sections.isEmpty ? "" : ", " + sections)}"#
+    init(redisURL: String, redisExtra: String = "", api: String = "{}", apps: String = APIProcess.shopApp, sections: String = "",
+         registry: Bool = true) throws {
+        let text = #"{"redis": {"url": "\#(redisURL)"\#(redisExtra)}, "api": \#(api), "apps": [\#(apps)]\#(sections.isEmpty ? "" : ", " + sections)}"#
         let root = try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any]
         var configuration = try ConfigurationLoader.load(root: root, providers: heraldProviders, environment: [:])
         configuration.registry.enabled = registry

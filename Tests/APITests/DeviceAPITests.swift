@@ -106,6 +106,31 @@ import Testing
         #expect(try get(api, "v1/devices/shop?platform=nokia").status == 400)
     }
 
+    @Test func overThreeShardsEveryDeviceIsFoundByOwnerTopicAndPage() throws {
+        let redis = try RedisServer()
+        let api = try DeviceAPIServer(redisURL: redis.url, redisExtra: #", "shards": 3"#)
+        let tokens = (0..<30).map { "t\($0)" }
+        let body = tokens.map { #"{"platform": "fcm", "token": "\#($0)", "owner": "u", "topics": ["all"]}"# }.joined(separator: ",")
+        #expect(try curl(["--data-binary", "[" + body + "]", api.url + "v1/devices/shop"]).status == 200)
+        let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+        defer { client.close() }
+        let shardsUsed = try (0..<3).filter { try client.command(["HLEN", "{herald:\($0)}:devices:shop:fcm"]).int ?? 0 > 0 }
+        #expect(shardsUsed.count == 3, "the devices spread over the shards")
+        let owned = (try get(api, "v1/devices/shop?owner=u").body["devices"] as? [[String: Any]] ?? []).compactMap { $0["token"] as? String }
+        #expect(Set(owned) == Set(tokens) && owned.count == 30)
+        #expect((try get(api, "v1/devices/shop?topic=all&limit=1000").body["devices"] as? [Any])?.count == 30)
+        var paged: [String] = []
+        var cursor = ""
+        for _ in 0..<50 {
+            let page = try get(api, "v1/devices/shop?count=4" + (cursor.isEmpty ? "" : "&cursor=" + cursor))
+            paged += (page.body["devices"] as? [[String: Any]] ?? []).compactMap { $0["token"] as? String }
+            guard let next = page.body["next_cursor"] as? String else { break }
+            cursor = next
+        }
+        #expect(paged.count == 30 && Set(paged) == Set(tokens))
+        for token in tokens { #expect(try curl(["-X", "DELETE", api.url + "v1/devices/shop/fcm/" + token]).status == 200) }
+    }
+
     @Test func aDELETEIs200WithTheRemovedDeviceThen404() throws {
         let redis = try RedisServer()
         let api = try DeviceAPIServer(redisURL: redis.url)
