@@ -35,11 +35,10 @@ extension FrontDoor {
     /// The key, the registry and the key's apps: what every devices route checks first (from the head too, for the
     /// routes that read a body). The path's app is checked here; its device by the route.
     func deviceAccess(_ request: HTTP1Parser.Request) -> Result<(path: DevicePath, registry: DeviceRegistryLoop), Refusal> {
-        var key: APIAccess.Key?
-        switch access.authenticate(request) {
-        case .open: key = nil
-        case .refused(let code, let message): return .failure(Refusal(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")])))
-        case .key(let presented): key = presented
+        let key: APIAccess.Key?
+        switch authenticated(request) {
+        case .success(let presented): key = presented
+        case .failure(let refusal): return .failure(refusal)
         }
         guard let registry = deviceRegistry else {
             return .failure(Refusal(Self.error(404, "not_found", "the device registry is off: set registry.enabled (see docs/devices.md)")))

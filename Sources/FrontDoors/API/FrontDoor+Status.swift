@@ -12,11 +12,10 @@ extension FrontDoor {
     func status(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
         // A path's `+` is itself (only a query's means a space).
         let id = Self.percentDecoded(Substring(request.path.dropFirst(Self.jobsPathPrefix.count).replacingOccurrences(of: "+", with: "%2B")))
-        var key: APIAccess.Key?
-        switch access.authenticate(request) {
-        case .open: key = nil
-        case .refused(let code, let message): return respond(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")]))
-        case .key(let presented): key = presented
+        let key: APIAccess.Key?
+        switch authenticated(request) {
+        case .success(let presented): key = presented
+        case .failure(let refusal): return respond(refusal.response)
         }
         guard !id.isEmpty else { return respond(Self.error(404, "not_found", "no job id in the path: GET /v1/jobs/<id>")) }
         guard indexTTLSeconds > 0 else {

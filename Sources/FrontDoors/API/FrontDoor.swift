@@ -190,6 +190,15 @@ public final class FrontDoor {
         }
     }
 
+    /// The key a request presents: nil with no keys configured, a 401 refusal for a missing or unknown one.
+    func authenticated(_ request: HTTP1Parser.Request) -> Result<APIAccess.Key?, Refusal> {
+        switch access.authenticate(request) {
+        case .open: .success(nil)
+        case .refused(let code, let message): .failure(Refusal(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")])))
+        case .key(let key): .success(key)
+        }
+    }
+
     struct Refusal: Error {
         let response: HTTP1Server.Response
         init(_ response: HTTP1Server.Response) { self.response = response }
