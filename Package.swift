@@ -101,7 +101,7 @@ let package = Package(
         .target(name: "Worker", dependencies: ["Basics", "CBuildInfo", "PushCore", "ProviderKit", "HTTP1", "HTTP2", "RedisQueue", "DeviceRegistry", "Reactor", "CurlHTTP", "TLS"], path: "Sources/Delivery/Worker"),
         /// `herald api`: the HTTP front door on the Reactor loop (HTTP/1.1 by `HTTP1`'s parser, HTTP/2 by nghttp2's server
         /// session, as the simulators use it), validating with the worker's intake.
-        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "Worker", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/FrontDoors/API"),
+        .target(name: "API", dependencies: ["Basics", "PushCore", "Reactor", "RedisQueue", "DeviceRegistry", "Worker", "TLS", "HTTP1", "HTTP2Server", "CNghttp2", "COpenSSL"], path: "Sources/FrontDoors/API"),
         /// The composition root's list of providers (`heraldProviders`), the one place the provider modules meet the
         /// worker, and the loader's entries with it, for `herald`, the tests and the fuzz targets.
         .target(name: "HeraldProviders", dependencies: ["ProviderKit", "Worker", "APNs", "FCM", "HMS", "WebPush", "Harmony", "Expo"], path: "Sources/Tools/HeraldProviders"),
@@ -130,7 +130,7 @@ let package = Package(
         .testTarget(name: "HarmonyTests", dependencies: ["Harmony", "HMS", "PushCore", "ProviderKit", "HTTP2", "Reactor", "Simulators", "HeraldTestSupport", "Worker", "HeraldProviders", "RedisQueue"]),
         .testTarget(name: "ExpoTests", dependencies: ["Expo", "PushCore", "ProviderKit", "Reactor", "Simulators", "RedisQueue", "Worker", "HeraldProviders", "HeraldTestSupport"]),
         .testTarget(name: "WebPushTests", dependencies: ["WebPush", "CurlHTTP", "HTTP2", "PushCore", "ProviderKit", "Reactor", "Simulators", "RedisQueue", "Worker", "HeraldTestSupport"]),
-        .testTarget(name: "APITests", dependencies: ["API", "Basics", "Worker", "FCM", "HMS", "WebPush", "HeraldProviders", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
+        .testTarget(name: "APITests", dependencies: ["API", "Basics", "DeviceRegistry", "Worker", "FCM", "HMS", "WebPush", "HeraldProviders", "RedisQueue", "Reactor", "HeraldTestSupport"], exclude: ["Fixtures"]),
         .testTarget(name: "WorkerTests", dependencies: ["Basics", "Worker", "DeviceRegistry", "HeraldProviders", "ProviderKit", "CurlHTTP", "Simulators", "PushCore", "APNs", "FCM", "HMS", "WebPush", "Harmony", "HTTP2", "RedisQueue", "Reactor", "TLS", "HeraldTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -25,15 +25,17 @@ extension EndToEnd {
         /// A script that starts calling a new command must grow the documented line too (ACL checks inside scripts).
         @Test func everyCommandTheScriptsCallIsInTheDocumentedACL() throws {
             let granted = Set(try Self.documentedACL(password: "x").filter { $0.hasPrefix("+") }.map { $0.dropFirst().lowercased() })
-            let directory = DeployFiles.path("Sources/Queue/RedisQueue")
             let pattern = try Regex(#"redis\.p?call\(['"]([A-Za-z]+)['"]"#)
-            var called: Set<String> = []
-            for file in try FileManager.default.contentsOfDirectory(atPath: directory) where file.hasSuffix(".swift") {
-                let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
-                for match in text.matches(of: pattern) { if let name = match.output[1].substring { called.insert(name.lowercased()) } }
+            // The queue's scripts and the device registry's.
+            for directory in [DeployFiles.path("Sources/Queue/RedisQueue"), DeployFiles.path("Sources/Registry/DeviceRegistry")] {
+                var called: Set<String> = []
+                for file in try FileManager.default.contentsOfDirectory(atPath: directory) where file.hasSuffix(".swift") {
+                    let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
+                    for match in text.matches(of: pattern) { if let name = match.output[1].substring { called.insert(name.lowercased()) } }
+                }
+                #expect(called.count > 10, "found only \(called.sorted()) in \(directory)")
+                #expect(called.subtracting(granted).isEmpty, "called by the scripts of \(directory) but not in docs/redis.md's ACL line: \(called.subtracting(granted).sorted())")
             }
-            #expect(called.count > 10, "found only \(called.sorted()) in \(directory)")
-            #expect(called.subtracting(granted).isEmpty, "called by the scripts but not in docs/redis.md's ACL line: \(called.subtracting(granted).sorted())")
         }
 
         @Test(.timeLimit(.minutes(2)))

@@ -21,7 +21,13 @@ final class APIMetrics {
     func rejected(reason: String) { rejectedByReason[reason, default: 0] += 1 }
 
     static func route(_ path: String) -> String {
-        routes.contains(path) ? path : path.hasPrefix(FrontDoor.jobsPathPrefix) ? "/v1/jobs/{id}" : "other"
+        if routes.contains(path) { return path }
+        if path.hasPrefix(FrontDoor.jobsPathPrefix) { return "/v1/jobs/{id}" }
+        // Never the app or the token: one label per shape of path.
+        if path.hasPrefix(FrontDoor.devicesPathPrefix) {
+            return path.dropFirst(FrontDoor.devicesPathPrefix.count).contains("/") ? "/v1/devices/{app}/{platform}/{token}" : "/v1/devices/{app}"
+        }
+        return "other"
     }
 
     func request(route: String, status: Int, nanoseconds: UInt64) {

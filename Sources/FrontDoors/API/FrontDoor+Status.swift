@@ -12,11 +12,10 @@ extension FrontDoor {
     func status(_ request: HTTP1Parser.Request, respond: @escaping (HTTP1Server.Response) -> Void) {
         // A path's `+` is itself (only a query's means a space).
         let id = Self.percentDecoded(Substring(request.path.dropFirst(Self.jobsPathPrefix.count).replacingOccurrences(of: "+", with: "%2B")))
-        var key: APIAccess.Key?
-        switch access.authenticate(request) {
-        case .open: key = nil
-        case .refused(let code, let message): return respond(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")]))
-        case .key(let presented): key = presented
+        let key: APIAccess.Key?
+        switch authenticated(request) {
+        case .success(let presented): key = presented
+        case .failure(let refusal): return respond(refusal.response)
         }
         guard !id.isEmpty else { return respond(Self.error(404, "not_found", "no job id in the path: GET /v1/jobs/<id>")) }
         guard indexTTLSeconds > 0 else {
@@ -34,6 +33,7 @@ extension FrontDoor {
     /// that of `orElse`.
     private func readStatus(jobID: String, id: String, key: APIAccess.Key?, orElse: String? = nil, respond: @escaping (HTTP1Server.Response) -> Void) {
         let shard = shards.shards[shards.shard(forJobID: jobID)]
+        let deviceLinks = deviceRegistry != nil
         redis.send([Array("HGETALL".utf8), Array(shard.keys.resultIndex(jobID: jobID).utf8)]) { [weak self, shards] result in
             let items: [RESPValue]
             switch result {
@@ -49,7 +49,8 @@ extension FrontDoor {
             var index = 1
             while index < items.count {
                 if let json = items[index].string, let fields = Self.flatObject(json), Self.mayRead(fields, key: key, shards: shards) {
-                    entries.append((fields["stream_id"] ?? "", jobID == id ? json : Self.unscoped(json, jobID: jobID, id: id)))
+                    let entry = jobID == id ? json : Self.unscoped(json, jobID: jobID, id: id)
+                    entries.append((fields["stream_id"] ?? "", deviceLinks ? Self.namingDevice(entry, fields) : entry))
                 }
                 index += 2
             }
@@ -68,6 +69,12 @@ extension FrontDoor {
     static func unscoped(_ json: String, jobID: String, id: String) -> String {
         guard let range = json.range(of: ",\"id\":" + jsonEscaped(jobID) + ",") else { return json }
         return json.replacingCharacters(in: range, with: ",\"id\":" + jsonEscaped(id) + ",")
+    }
+
+    /// An index entry with the path of the device it was for (`device`), when it names the app, platform and token.
+    static func namingDevice(_ json: String, _ fields: [String: String]) -> String {
+        guard let app = fields["app"], let platform = fields["platform"], let token = fields["token"], json.hasSuffix("}") else { return json }
+        return json.dropLast() + ",\"device\":" + jsonEscaped(devicePath(app: app, platform: platform, token: token)) + "}"
     }
 
     /// A key limited to apps or queues sees only entries of its apps and queues: another's look the same as none.

@@ -1,4 +1,5 @@
 import Basics
+import DeviceRegistry
 import HTTP1
 import PushCore
 import Reactor
@@ -32,6 +33,10 @@ public final class FrontDoor {
     let shards: QueueShards
     /// `results.index_ttl_seconds`: 0 when workers keep no job status.
     let indexTTLSeconds: Int
+    /// The device registry's routes (`/v1/devices/...`); nil while `registry.enabled` is off.
+    let deviceRegistry: DeviceRegistryLoop?
+    /// The platforms a device may be on: the configuration's providers'.
+    let platforms: [Platform]
     /// What this process accepted and refused, by tenant id ("" with no keys configured) and gorush platform name,
     /// for `GET /api/stat/app`: each key sees its own.
     var gorushCounts: [String: [String: (accepted: Int, refused: Int)]] = [:]
@@ -54,6 +59,8 @@ public final class FrontDoor {
         defaultQueue = shards.configuredQueues[0]
         self.shards = shards
         indexTTLSeconds = configuration.results.indexTTLSeconds
+        deviceRegistry = configuration.registry.enabled ? DeviceRegistryLoop(redis: redis, shards: shards, settings: configuration.registry) : nil
+        platforms = configuration.providers.map { $0.platform }
     }
 
     let metrics = APIMetrics()
@@ -93,6 +100,7 @@ public final class FrontDoor {
         case ("GET", "/sys/stats"): respond(sysStats())
         case ("GET", "/version"): respond(version())
         case ("GET", let path) where path.hasPrefix(Self.jobsPathPrefix): status(request, respond: respond)
+        case (_, let path) where path.hasPrefix(Self.devicesPathPrefix): devices(request, respond: respond)
         case ("GET", "/metrics") where settings.gorushMetrics:
             refreshDeliveries { [weak self] figures in
                 guard let self else { return }
@@ -132,6 +140,8 @@ public final class FrontDoor {
             if case .failure(let refusal) = authorize(head) { return refusal.response }
         case ("POST", "/api/push"):
             if case .failure(let refusal) = authorize(head) { return Self.gorushShaped(refusal.response) }
+        case ("PUT", let path) where path.hasPrefix(Self.devicesPathPrefix), ("POST", let path) where path.hasPrefix(Self.devicesPathPrefix):
+            if case .failure(let refusal) = deviceAccess(head) { return refusal.response }
         default:
             // No other route reads a body: one declared is refused now rather than buffered (up to max_body_bytes)
             // for a request that needs no key.
@@ -177,6 +187,15 @@ public final class FrontDoor {
                 return .failure(Refusal(Self.error(403, "forbidden", "key '\(key.name)' may not push to queue \(queue.debugDescription) (its queues: \(key.queues.joined(separator: ", ")))")))
             }
             return .success((queue, key))
+        }
+    }
+
+    /// The key a request presents: nil with no keys configured, a 401 refusal for a missing or unknown one.
+    func authenticated(_ request: HTTP1Parser.Request) -> Result<APIAccess.Key?, Refusal> {
+        switch access.authenticate(request) {
+        case .open: .success(nil)
+        case .refused(let code, let message): .failure(Refusal(Self.error(401, code, message, headers: [("WWW-Authenticate", "Bearer")])))
+        case .key(let key): .success(key)
         }
     }
 

@@ -28,7 +28,8 @@ public final class DeviceRegistry {
         count <= 1 ? 0 : Int(CRC32.checksum(Array(token.utf8)) % UInt32(count))
     }
 
-    func keys(_ id: DeviceID) -> DeviceKeys { shards[Self.shard(ofToken: id.token, count: shards.count)] }
+    /// The commands of every operation and the reading of their replies (shared with `DeviceRegistryLoop`).
+    public var calls: DeviceCalls { DeviceCalls(shards: shards, eventsMax: settings.eventsMaxLength) }
 
     /// The script call for one list: its keys and the four common arguments first.
     public static func call(_ keys: DeviceKeys, app: String, platform: String, now: Int64, eventsMax: Int, _ rest: [String])
@@ -37,32 +38,25 @@ public final class DeviceRegistry {
          ([platform, app, String(now), String(eventsMax)] + rest).map { Array($0.utf8) })
     }
 
-    private func run(_ script: RedisScript, _ id: DeviceID, _ rest: [String]) throws(RedisError) -> RESPValue {
-        let call = Self.call(keys(id), app: id.app, platform: id.platform.rawValue, now: clock(), eventsMax: settings.eventsMaxLength, rest)
-        return try redis.evalScript(script, keys: call.keys, args: call.args)
+    private func run(_ call: DeviceCalls.ScriptCall) throws(RedisError) -> RESPValue {
+        try redis.evalScript(call.script, keys: call.keys, args: call.args)
     }
 
     /// Registers or refreshes a device (idempotent: the same call again only moves `seen`). Returns the event
     /// written: `registered`, `refreshed` or `moved`.
     @discardableResult
     public func register(_ id: DeviceID, _ attributes: DeviceAttributes) throws(RedisError) -> String {
-        try run(RegistryScripts.register, id, [id.token, attributes.recordJSON]).string ?? ""
+        DeviceCalls.registered(try run(calls.register(id, attributes, now: clock())))
     }
 
     /// Unregisters a device (`reason` kept on its record and event). False when it was not registered.
     @discardableResult
     public func unregister(_ id: DeviceID, reason: String = "unregistered") throws(RedisError) -> Bool {
-        try run(RegistryScripts.unregister, id, [id.token, reason]).int == 1
+        DeviceCalls.unregistered(try run(calls.unregister(id, reason: reason, now: clock())))
     }
 
     public func device(_ id: DeviceID) throws(RedisError) -> Device? {
-        let keys = keys(id)
-        let replies = try redis.pipeline(rawCommands: [
-            ["HGET", keys.records(app: id.app, platform: id.platform.rawValue), id.token].map { Array($0.utf8) },
-            ["HGET", keys.delivered(app: id.app, platform: id.platform.rawValue), id.token].map { Array($0.utf8) },
-        ])
-        guard let record = replies[0].bytes else { return nil }
-        return Device(id: id, record: record, delivered: replies[1].string.flatMap { Int64($0) })
+        DeviceCalls.device(id, replies: try redis.pipeline(rawCommands: calls.device(id)))
     }
 
     /// Every device of `owner` in `app`, on every platform and shard (active and stale; removed ones leave the index).
@@ -78,12 +72,8 @@ public final class DeviceRegistry {
     private func indexed(app: String, name: String, key: (DeviceKeys) -> String) throws(RedisError) -> [Device] {
         var out: [Device] = []
         for shard in shards {
-            let members = try redis.command(["ZRANGEBYLEX", key(shard), "[\(name)\n", "(\(name)\u{0B}"]).array ?? []
-            for member in members {
-                guard let text = member.string else { continue }
-                let parts = text.split(separator: "\n", maxSplits: 2, omittingEmptySubsequences: false)
-                guard parts.count == 3, let platform = Platform(rawValue: String(parts[1])) else { continue }
-                if let device = try device(DeviceID(app: app, platform: platform, token: String(parts[2]))) { out.append(device) }
+            for id in DeviceCalls.indexed(app: app, try redis.command(DeviceCalls.indexRange(key(shard), name: name))) {
+                if let device = try device(id) { out.append(device) }
             }
         }
         return out
@@ -107,44 +97,14 @@ public final class DeviceRegistry {
     /// `<shard>:<platform>:<HSCAN cursor>`, "" to start; nil `next` when done. Pages may differ in size (HSCAN).
     public func page(app: String, platform: Platform? = nil, cursor: String = "", count: Int = 500) throws(RedisError)
         -> (devices: [Device], next: String?) {
-        let platforms = platform.map { [$0] } ?? Platform.allCases
-        var shard = 0, listIndex = 0, scan = "0"
-        let parts = cursor.split(separator: ":").map(String.init)
-        if parts.count == 3, let s = Int(parts[0]), let p = Platform(rawValue: parts[1]), let l = platforms.firstIndex(of: p) {
-            shard = s; listIndex = l; scan = parts[2]
-        }
+        var page = DeviceCalls.Page(app: app, platform: platform, cursor: cursor, count: count, shardCount: shards.count)
         var out: [Device] = []
-        while shard < shards.count {
-            let list = platforms[listIndex]
-            let keys = shards[shard]
-            let reply = try redis.command(["HSCAN", keys.records(app: app, platform: list.rawValue), scan, "COUNT", String(count)])
-            let items = reply.array?.last?.array ?? []
-            var tokens: [String] = []
-            var records: [[UInt8]] = []
-            var index = 0
-            while index + 1 < items.count {
-                if let token = items[index].string, let record = items[index + 1].bytes { tokens.append(token); records.append(record) }
-                index += 2
-            }
-            if !tokens.isEmpty {
-                let delivered = try redis.command(["HMGET", keys.delivered(app: app, platform: list.rawValue)] + tokens).array ?? []
-                for (offset, token) in tokens.enumerated() {
-                    let stamp = offset < delivered.count ? delivered[offset].string.flatMap { Int64($0) } : nil
-                    if let device = Device(id: DeviceID(app: app, platform: list, token: token), record: records[offset], delivered: stamp) {
-                        out.append(device)
-                    }
-                }
-            }
-            scan = reply.array?.first?.string ?? "0"
-            if scan == "0" {
-                listIndex += 1
-                if listIndex == platforms.count { listIndex = 0; shard += 1 }
-            }
-            if !out.isEmpty {
-                return (out, shard < shards.count ? "\(shard):\(platforms[listIndex].rawValue):\(scan)" : nil)
-            }
+        while !page.done && out.isEmpty {
+            let read = page.read(try redis.command(page.command(shards)), shards)
+            guard let hmget = read.delivered else { continue }
+            out = DeviceCalls.Page.devices(read.ids, records: read.records, delivered: try redis.command(hmget))
         }
-        return (out, nil)
+        return (out, page.cursor)
     }
 
     /// What one sweep did.

@@ -28,6 +28,7 @@ let herald = CommandGroup(
         StatsCommand.command,
         ReplayCommand.command,
         DeadCommand.command,
+        DevicesCommand.command,
         ScheduledCommand.command,
         QueueCommand.command,
         ForwardCommand.command,
