@@ -95,7 +95,10 @@ extension EndToEnd {
             let workerPort = freeLoopbackPort()
             let config = try world.writeConfig(worker: ["max_in_flight": 300], registry: ["enabled": true], metricsListen: "127.0.0.1:\(workerPort)")
             // Registered devices, one of whose tokens APNs answers gone: the registry row's two panels have figures.
-            let registry = DeviceRegistry(redis: try BlockingRedis(url: RedisURL(parsing: world.redisURL)), shards: try QueueShards(single: QueueKeys()))
+            // Registered a day back, before the simulator's 410 timestamp (else the device would rightly be kept).
+            let registry = DeviceRegistry(redis: try BlockingRedis(url: RedisURL(parsing: world.redisURL)), shards: try QueueShards(single: QueueKeys())) {
+                Int64(Date().timeIntervalSince1970 * 1000) - 86_400_000
+            }
             for index in [0, 3] {
                 try registry.register(DeviceID(app: world.apps[0].name, platform: .apns, token: deviceToken(prefix: ["00", "00", "00", "dead"][index], index: index)),
                                       DeviceAttributes(owner: "u\(index)"))

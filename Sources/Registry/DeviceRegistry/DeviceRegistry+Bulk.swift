@@ -13,14 +13,13 @@ extension DeviceRegistry {
             let part = devices[start..<min(start + chunk, devices.count)]
             let now = clock()
             let commands: [[[UInt8]]] = part.map { id, attributes in
-                let call = Self.call(keys(id), app: id.app, platform: id.platform.rawValue, now: now, eventsMax: settings.eventsMaxLength,
-                                     [id.token, attributes.recordJSON])
-                return [Array("EVALSHA".utf8), Array(RegistryScripts.register.sha1.utf8), Array(String(call.keys.count).utf8)] + call.keys + call.args
+                let call = calls.register(id, attributes, now: now)
+                return [Array("EVALSHA".utf8), Array(call.script.sha1.utf8), Array(String(call.keys.count).utf8)] + call.keys + call.args
             }
             let replies = try redis.pipeline(rawCommands: commands)
             for (offset, reply) in zip(part.indices, replies) {
-                if reply.errorMessage == nil, let event = reply.string {
-                    events.append(event)
+                if reply.errorMessage == nil {
+                    events.append(DeviceCalls.registered(reply))
                 } else {
                     events.append(try register(devices[offset].0, devices[offset].1))
                 }

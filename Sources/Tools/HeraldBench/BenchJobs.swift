@@ -5,6 +5,8 @@ import PushCore
 /// that the worker, the bare client, h2load and aioapns all do the same work per request.
 enum BenchJobs {
     static let topic = "com.example.bench"
+    /// The platform of `job` and `token`: the devices `herald-bench devices` registers for them.
+    static let platform = Platform.apns
     static let payloadBytes = 200
 
     /// A distinct valid device token per index (64 hexadecimal digits, as Apple issues them).

@@ -37,10 +37,10 @@ enum DevicesCommand {
         let started = monotonicNanos()
         var done = 0
         if flags.flag("server-fill") {
-            let keys = registry.shards[0].scriptKeys(app: app, platform: Platform.apns.rawValue).map { Array($0.utf8) }
+            let keys = registry.shards[0].scriptKeys(app: app, platform: BenchJobs.platform.rawValue).map { Array($0.utf8) }
             while done < count {
                 let n = min(10_000, count - done)
-                _ = try redis.evalScript(serverFill, keys: keys, args: [String(first + done), String(n), String(clock.now), app].map { Array($0.utf8) })
+                _ = try redis.evalScript(serverFill, keys: keys, args: [String(first + done), String(n), String(clock.now), app, BenchJobs.platform.rawValue].map { Array($0.utf8) })
                 done += n
             }
         }
@@ -48,7 +48,7 @@ enum DevicesCommand {
             let part = (done..<min(count, done + 10_000)).map { i -> (DeviceID, DeviceAttributes) in
                 let index = first + i
                 // Realistic records: an owner per three devices, two topics on half of them, a locale and a zone.
-                return (DeviceID(app: app, platform: .apns, token: BenchJobs.token(index)),
+                return (DeviceID(app: app, platform: BenchJobs.platform, token: BenchJobs.token(index)),
                         DeviceAttributes(owner: "user-\(index / 3)", topics: index % 2 == 0 ? ["news", "scores"] : [], locale: "en-US",
                                          timeZone: "Europe/Berlin", environment: "production"))
             }
@@ -58,7 +58,7 @@ enum DevicesCommand {
         let seconds = Double(monotonicNanos() &- started) / 1e9
         let memoryAfter = try usedMemory(redis)
         // BenchJobs.token repeats now and then (a short tail over the same head): count the distinct devices.
-        let devices = Int(try redis.command(["HLEN", registry.shards[0].records(app: app, platform: Platform.apns.rawValue)]).int ?? 0)
+        let devices = Int(try redis.command(["HLEN", registry.shards[0].records(app: app, platform: BenchJobs.platform.rawValue)]).int ?? 0)
         var out: [String: Any] = [
             "devices": devices, "seconds": seconds, "registrations_per_second": Double(count) / seconds,
             "used_memory_bytes": memoryAfter, "bytes_per_device": Double(memoryAfter - memoryBefore) / Double(max(1, devices)),
@@ -86,26 +86,26 @@ enum DevicesCommand {
         printJSONLine(out)
     }
 
-    /// `--server-fill`: KEYS as every registry script's, ARGV first index, count, now, app. The records and indexes the
+    /// `--server-fill`: KEYS as every registry script's, ARGV first index, count, now, app, platform. The records and indexes the
     /// register script writes for `BenchJobs.token` devices with the run's attributes (no event: a stream is capped).
     static let serverFill = RedisScript(#"""
     local head = 'a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90'
-    local first, n, now, app = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4]
+    local first, n, now, app, platform = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
     for i = first, first + n - 1 do
       local tail = string.format('%x', i)
       local token = string.sub(head, 1, 64 - #tail) .. tail
       local owner = 'user-' .. math.floor(i / 3)
       local rec = {owner = owner, locale = 'en-US', tz = 'Europe/Berlin', env = 'production', created = now, seen = now, state = 'active'}
-      redis.call('ZADD', KEYS[6], 0, owner .. '\napns\n' .. token)
+      redis.call('ZADD', KEYS[6], 0, owner .. '\n' .. platform .. '\n' .. token)
       if i % 2 == 0 then
         rec.topics = {'news', 'scores'}
-        redis.call('ZADD', KEYS[7], 0, 'news\napns\n' .. token)
-        redis.call('ZADD', KEYS[7], 0, 'scores\napns\n' .. token)
+        redis.call('ZADD', KEYS[7], 0, 'news\n' .. platform .. '\n' .. token)
+        redis.call('ZADD', KEYS[7], 0, 'scores\n' .. platform .. '\n' .. token)
       end
       redis.call('HSET', KEYS[1], token, cjson.encode(rec))
       redis.call('ZADD', KEYS[2], now, token)
     end
-    redis.call('SADD', KEYS[8], 'apns:' .. app)
+    redis.call('SADD', KEYS[8], platform .. ':' .. app)
     return n
     """#)
 
