@@ -46,6 +46,13 @@ import Testing
         #expect(try render(n, RenderDevice(app: "ios", token: "ab")) == expected)
     }
 
+    @Test func theEnvelopePassesThroughButNothingOfItEntersTheRenderedMembers() throws {
+        let device = RenderDevice(token: "ab", envelope: ["deliver_at": "2026-12-24T18:00:00Z", "payload": ["stale": 1], "push_type": "voip"])
+        let expected: JSONValue = ["platform": "apns", "token": "ab", "push_type": "alert", "priority": 10, "deliver_at": "2026-12-24T18:00:00Z",
+                                   "payload": ["aps": ["alert": ["title": "Hi"]]]]
+        #expect(try render(NotificationFixtures.minimal, device) == expected)
+    }
+
     @Test func theSameNotificationAndDeviceAlwaysGiveTheSameBytes() throws {
         let once = try APNsProvider.render(NotificationFixtures.full, for: Self.device)
         #expect(try APNsProvider.render(NotificationFixtures.full, for: Self.device) == once)
