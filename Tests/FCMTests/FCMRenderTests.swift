@@ -20,7 +20,7 @@ import Testing
                             "notification": ["sound": "default", "tag": "orders", "click_action": "ORDER", "notification_count": 3]],
                 "apns": [
                     "headers": ["apns-collapse-id": "order-17"],
-                    "payload": ["aps": ["alert": ["subtitle": "Order 17"], "sound": "default", "badge": 3, "category": "ORDER",
+                    "payload": ["aps": ["alert": ["title": "Enviado", "subtitle": "Order 17", "body": "Arrives Tuesday"], "sound": "default", "badge": 3, "category": "ORDER",
                                         "thread-id": "orders", "interruption-level": "time-sensitive", "mutable-content": 1]],
                     "fcm_options": ["image": "https://cdn.example.com/17.png"],
                 ],

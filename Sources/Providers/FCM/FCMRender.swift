@@ -36,10 +36,14 @@ extension FCMProvider {
         ])
     }
 
-    /// The `apns` block: FCM writes the title and body into `aps.alert` itself; the rest of APNs' members are here.
+    /// The `apns` block: FCM writes the title and body into `aps.alert` itself, but an `aps.alert` given here replaces
+    /// them (FCM's ApnsConfig), so one with a subtitle names all three; the rest of APNs' members are here.
     static func apns(_ n: NeutralNotification) -> JSONValue? {
+        let alert = n.subtitle.map { subtitle -> JSONValue in
+            .object(.present(["title": .string(n.title), "subtitle": .string(subtitle), "body": n.body.map(JSONValue.string)]))
+        }
         let aps: [String: JSONValue] = .present([
-            "alert": n.subtitle.map { ["subtitle": .string($0)] }, "sound": n.sound.map(JSONValue.string),
+            "alert": alert, "sound": n.sound.map(JSONValue.string),
             "badge": n.badge.map(JSONValue.int), "category": n.category.map(JSONValue.string),
             "thread-id": n.thread.map(JSONValue.string), "interruption-level": n.timeSensitive ? "time-sensitive" : nil,
             "mutable-content": n.image == nil ? nil : 1,
