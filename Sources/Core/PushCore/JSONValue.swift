@@ -15,6 +15,9 @@ public enum JSONValue: Sendable, Equatable {
 
     public static func int(_ value: Int) -> JSONValue { .number(String(value)) }
 
+    /// A string when there is one: a rendering's optional member.
+    public static func text(_ value: String?) -> JSONValue? { value.map(JSONValue.string) }
+
     /// Reads one JSON document (strict, as the job parser reads one); nil for invalid JSON, and for an object that
     /// names a member twice (which of the two was meant is anyone's guess).
     public init?(parsing bytes: [UInt8]) {

@@ -10,23 +10,23 @@ extension APNsProvider {
         var address: [([String], JSONValue)] = [(["token"], .string(try device.requiredToken(for: platform)))]
         if let environment = device.environment { address.append((["environment"], .string(environment.rawValue))) }
         return try renderedJob(notification, for: device, address: address) { n in
-            .present(["push_type": "alert", "priority": 10, "collapse_id": n.collapseKey.map(JSONValue.string), "payload": payload(n)])
+            .present(["push_type": "alert", "priority": 10, "collapse_id": .text(n.collapseKey), "payload": payload(n)])
         }
     }
 
     /// The payload: `aps`, then `image`, `url` and the data beside it.
     static func payload(_ n: NeutralNotification) -> JSONValue {
-        let alert: [String: JSONValue] = .present(["title": .string(n.title), "subtitle": n.subtitle.map(JSONValue.string),
-                                                   "body": n.body.map(JSONValue.string)])
+        let alert: [String: JSONValue] = .present(["title": .string(n.title), "subtitle": .text(n.subtitle),
+                                                   "body": .text(n.body)])
         let aps: [String: JSONValue] = .present([
-            "alert": .object(alert), "sound": n.sound.map(JSONValue.string), "badge": n.badge.map(JSONValue.int),
-            "category": n.category.map(JSONValue.string), "thread-id": n.thread.map(JSONValue.string),
+            "alert": .object(alert), "sound": .text(n.sound), "badge": n.badge.map(JSONValue.int),
+            "category": .text(n.category), "thread-id": .text(n.thread),
             "interruption-level": n.timeSensitive ? "time-sensitive" : nil, "mutable-content": n.image == nil ? nil : 1,
         ])
         var payload = n.data.mapValues(JSONValue.string)
         payload["aps"] = .object(aps)
-        payload["image"] = n.image.map(JSONValue.string)
-        payload["url"] = n.url.map(JSONValue.string)
+        payload["image"] = .text(n.image)
+        payload["url"] = .text(n.url)
         return .object(payload)
     }
 }

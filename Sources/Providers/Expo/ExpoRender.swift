@@ -14,12 +14,11 @@ extension ExpoProvider {
     }
 
     static func message(_ n: NeutralNotification) -> [String: JSONValue] {
-        let text = { (value: String?) in value.map(JSONValue.string) }
         var data = n.data.mapValues(JSONValue.string)
-        data["url"] = text(n.url)
+        data["url"] = .text(n.url)
         return .present([
-            "title": .string(n.title), "subtitle": text(n.subtitle), "body": text(n.body), "sound": text(n.sound),
-            "badge": n.badge.map(JSONValue.int), "categoryId": text(n.category), "data": data.isEmpty ? nil : .object(data),
+            "title": .string(n.title), "subtitle": .text(n.subtitle), "body": .text(n.body), "sound": .text(n.sound),
+            "badge": n.badge.map(JSONValue.int), "categoryId": .text(n.category), "data": data.isEmpty ? nil : .object(data),
             "priority": n.timeSensitive ? "high" : nil, "interruptionLevel": n.timeSensitive ? "time-sensitive" : nil,
             "richContent": n.image.map { ["image": .string($0)] }, "mutableContent": n.image == nil ? nil : true,
         ])

@@ -16,19 +16,18 @@ extension FCMProvider {
     }
 
     static func message(_ n: NeutralNotification) -> [String: JSONValue] {
-        let text = { (value: String?) in value.map(JSONValue.string) }
         var data = n.data.mapValues(JSONValue.string)
-        data["url"] = text(n.url)
+        data["url"] = .text(n.url)
         let androidNotification: [String: JSONValue] = .present([
-            "sound": text(n.sound), "tag": text(n.thread), "click_action": text(n.category),
+            "sound": .text(n.sound), "tag": .text(n.thread), "click_action": .text(n.category),
             "notification_count": n.badge.map(JSONValue.int),
         ])
         let android: [String: JSONValue] = .present([
-            "collapse_key": text(n.collapseKey), "priority": n.timeSensitive ? "HIGH" : nil,
+            "collapse_key": .text(n.collapseKey), "priority": n.timeSensitive ? "HIGH" : nil,
             "notification": androidNotification.isEmpty ? nil : .object(androidNotification),
         ])
         return .present([
-            "notification": .object(.present(["title": .string(n.title), "body": text(n.body), "image": text(n.image)])),
+            "notification": .object(.present(["title": .string(n.title), "body": .text(n.body), "image": .text(n.image)])),
             "data": data.isEmpty ? nil : .object(data),
             "android": android.isEmpty ? nil : .object(android),
             "apns": apns(n),
@@ -40,12 +39,12 @@ extension FCMProvider {
     /// them (FCM's ApnsConfig), so one with a subtitle names all three; the rest of APNs' members are here.
     static func apns(_ n: NeutralNotification) -> JSONValue? {
         let alert = n.subtitle.map { subtitle -> JSONValue in
-            .object(.present(["title": .string(n.title), "subtitle": .string(subtitle), "body": n.body.map(JSONValue.string)]))
+            .object(.present(["title": .string(n.title), "subtitle": .string(subtitle), "body": .text(n.body)]))
         }
         let aps: [String: JSONValue] = .present([
-            "alert": alert, "sound": n.sound.map(JSONValue.string),
-            "badge": n.badge.map(JSONValue.int), "category": n.category.map(JSONValue.string),
-            "thread-id": n.thread.map(JSONValue.string), "interruption-level": n.timeSensitive ? "time-sensitive" : nil,
+            "alert": alert, "sound": .text(n.sound),
+            "badge": n.badge.map(JSONValue.int), "category": .text(n.category),
+            "thread-id": .text(n.thread), "interruption-level": n.timeSensitive ? "time-sensitive" : nil,
             "mutable-content": n.image == nil ? nil : 1,
         ])
         let apns: [String: JSONValue] = .present([

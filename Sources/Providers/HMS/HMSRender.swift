@@ -16,15 +16,14 @@ extension HMSProvider {
     }
 
     static func message(_ n: NeutralNotification) -> [String: JSONValue] {
-        let text = { (value: String?) in value.map(JSONValue.string) }
         let sound: [String: JSONValue] = switch n.sound {
         case nil: [:]
         case "default": ["default_sound": true]
         case let name?: ["sound": .string(name), "default_sound": false]
         }
-        let androidNotification = sound.merging(.present(["click_action": clickAction(n), "tag": text(n.thread)])) { $1 }
+        let androidNotification = sound.merging(.present(["click_action": clickAction(n), "tag": .text(n.thread)])) { $1 }
         return .present([
-            "notification": .object(.present(["title": .string(n.title), "body": text(n.body), "image": text(n.image)])),
+            "notification": .object(.present(["title": .string(n.title), "body": .text(n.body), "image": .text(n.image)])),
             "data": n.data.isEmpty ? nil : .string(String(decoding: JSONValue.object(n.data.mapValues(JSONValue.string)).bytes, as: UTF8.self)),
             "android": .object(.present(["urgency": n.timeSensitive ? "HIGH" : nil, "notification": .object(androidNotification)])),
         ])

@@ -22,8 +22,8 @@ extension HarmonyProvider {
         if let url = n.url { click["uri"] = .string(url) } else if let category = n.category { click["action"] = .string(category) }
         if !n.data.isEmpty { click["data"] = .object(n.data.mapValues(JSONValue.string)) }
         return .present([
-            "category": .string(renderedCategory), "title": .string(n.title), "body": n.body.map(JSONValue.string),
-            "image": n.image.map(JSONValue.string), "badge": n.badge.map { ["setNum": .int($0)] },
+            "category": .string(renderedCategory), "title": .string(n.title), "body": .text(n.body),
+            "image": .text(n.image), "badge": n.badge.map { ["setNum": .int($0)] },
             "sound": n.sound.flatMap { $0 == "default" ? nil : .string($0) }, "clickAction": .object(click),
         ])
     }

@@ -21,10 +21,9 @@ extension WebPushProvider {
     }
 
     static func payload(_ n: NeutralNotification) -> [String: JSONValue] {
-        let text = { (value: String?) in value.map(JSONValue.string) }
         let shown: [String: JSONValue] = .present([
-            "title": .string(n.title), "body": text(n.body), "navigate": text(n.url), "image": text(n.image),
-            "tag": text(n.thread), "lang": text(n.language), "data": n.data.isEmpty ? nil : .object(n.data.mapValues(JSONValue.string)),
+            "title": .string(n.title), "body": .text(n.body), "navigate": .text(n.url), "image": .text(n.image),
+            "tag": .text(n.thread), "lang": .text(n.language), "data": n.data.isEmpty ? nil : .object(n.data.mapValues(JSONValue.string)),
         ])
         return .present(["web_push": n.url == nil ? nil : 8030, "notification": .object(shown), "app_badge": n.badge.map(JSONValue.int)])
     }
