@@ -118,7 +118,7 @@ let package = Package(
         /// shared helpers where a test needs one. The end-to-end worlds (herald processes, Redis, simulators) are WorkerTests'.
         .testTarget(name: "PushCoreTests", dependencies: ["PushCore", "APNs", "FCM", "HeraldProviders", "Basics"]),
         .testTarget(name: "APNsTests", dependencies: ["APNs", "PushCore", "COpenSSL", "HeraldTestSupport"]),
-        .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "ProviderKit", "APNs", "COpenSSL"]),
+        .testTarget(name: "FCMTests", dependencies: ["FCM", "PushCore", "ProviderKit", "APNs", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "Simulators", "PushCore", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),

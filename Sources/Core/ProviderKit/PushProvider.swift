@@ -81,6 +81,11 @@ public protocol PushProvider: SendableMetatype {
     /// The environments an app's destinations go to: the `environment` labels of its per-destination metrics.
     static func environments(of app: Configuration.AppSettings) -> [String]
 
+    /// Its job for one device of a neutral notification (issue 50, docs/notifications.md): the complete job a producer
+    /// would push for that device today, which its own `readJob` and `admit` take. By default it renders none
+    /// (`not_rendered`): a provider without it cannot be in an audience send. Providers build it with `renderedJob`.
+    static func render(_ notification: NeutralNotification, for device: RenderDevice) throws(NotificationError) -> [UInt8]
+
     /// Environment fallback (`environment_fallback`, opted into by the app): the other environment of `app` in
     /// which a job may be tried once more after `answer` in `environment`, or nil when the answer stands. The core
     /// applies it without knowing which answers or environments these are.
@@ -132,6 +137,10 @@ extension PushProvider {
                 return .refused(reason: error.reason, app: apps[index].name, fields: rejectedFields(read))
             }
         }
+    }
+
+    public static func render(_ notification: NeutralNotification, for device: RenderDevice) throws(NotificationError) -> [UInt8] {
+        throw NotificationError(code: "not_rendered", "\(platform.displayName) renders no neutral notification")
     }
 
     /// Nothing beyond the envelope.
