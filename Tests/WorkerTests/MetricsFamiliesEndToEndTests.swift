@@ -1,3 +1,4 @@
+import DeviceRegistry
 import Foundation
 import Glibc
 import HeraldTestSupport
@@ -101,7 +102,12 @@ extension EndToEnd {
             try world.push(Array(jobs.suffix(20)))
             let total = jobs.count
             let workerPort = freeLoopbackPort()
-            let configPath = try world.writeConfig(metricsListen: "127.0.0.1:\(workerPort)")
+            let configPath = try world.writeConfig(registry: ["enabled": true], metricsListen: "127.0.0.1:\(workerPort)")
+            // A registered device whose token FCM answers UNREGISTERED, and one it delivers to: the registry's families.
+            let registry = DeviceRegistry(redis: try BlockingRedis(url: RedisURL(parsing: world.redisURL)), shards: try QueueShards(single: QueueKeys()))
+            for token in ["unreg-1-dGVzdA:APA91bHerald_e2e", "ok-0-dGVzdA:APA91bHerald_e2e"] {
+                try registry.register(DeviceID(app: "android", platform: .fcm, token: token), DeviceAttributes())
+            }
             var config = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: configPath))) as? [String: Any])
             config["apps"] = (config["apps"] as? [[String: Any]] ?? []) + [["name": "certs", "bundle_id": "com.example.cert",
                                                                               "certificate": ["pem_file": client.certificateFile, "key_file": client.keyFile]]]

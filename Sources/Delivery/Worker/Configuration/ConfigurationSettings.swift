@@ -353,8 +353,8 @@ extension Configuration {
                     var problems: [String] = []
                     for provider in c.providers {
                         let aging = c.registry.aging(provider.platform)
-                        if aging.removeAfterDays <= aging.staleAfterDays {
-                            problems.append("registry: \(provider.platform.rawValue) devices would be removed (after \(aging.removeAfterDays) days) before they are stale (after \(aging.staleAfterDays)): remove_after_days must be the larger")
+                        if aging.removeAfterDays < aging.staleAfterDays {
+                            problems.append("registry: \(provider.platform.rawValue) devices would be removed (after \(aging.removeAfterDays) days) before they are stale (after \(aging.staleAfterDays)): remove_after_days must be at least stale_after_days")
                         }
                     }
                     return problems
