@@ -53,9 +53,9 @@ import Testing
         let revived = try put(api, path, #"{"owner": "u2"}"#)
         #expect(revived.status == 200 && revived.body["event"] as? String == "refreshed", "\(revived.body)")
         #expect((revived.body["device"] as? [String: Any])?["state"] as? String == "active")
-        // An empty body is a registration without members: the owner left is cleared (a move to no one).
+        // An empty body is a registration without members: the owner is cleared (a logout), a refresh, not a move.
         let cleared = try put(api, path)
-        #expect(cleared.status == 200 && cleared.body["event"] as? String == "moved" && (cleared.body["device"] as? [String: Any])?["owner"] == nil)
+        #expect(cleared.status == 200 && cleared.body["event"] as? String == "refreshed" && (cleared.body["device"] as? [String: Any])?["owner"] == nil)
     }
 
     @Test func devicesAreReadByTokenOwnerTopicAndPage() throws {

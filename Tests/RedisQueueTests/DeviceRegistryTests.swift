@@ -266,3 +266,67 @@ import PushCore
         #expect(counts.removals.map(\.count).reduce(0, +) == 300)
     }
 }
+
+/// The durable path: a device whose token a completion dropped is removed from the dropped-tokens stream by the
+/// sweeper's follow step even when the worker's own call never came (killed between the two).
+@Suite struct DroppedFollowTests {
+    @Test func aDroppedTokenTheWorkersCallMissedIsRemovedFromTheStreamOnce() throws {
+        let keys = TestRedis.keys()
+        let redis = try TestRedis.blocking()
+        try push(redis, key: keys.queue, jobs: [#"{"id":"j1","platform":"fcm","message":{"token":"fcm:gone"}}"#])
+        let queue = try BlockingJobQueue(redis: redis, keys: keys, workerID: "w1")
+        let registry = DeviceRegistry(redis: redis, shards: try QueueShards(single: keys))
+        let gone = DeviceID(app: "android", platform: .fcm, token: "fcm:gone")
+        try registry.register(gone, DeviceAttributes())
+        // The first step only finds where the stream ends: history from before is not the registry's.
+        #expect(try registry.followDropped() == 0)
+        let lease = try #require(try queue.claim(max: 1).first)
+        var entry = ResultEntry(id: "j1", outcome: .tokenDropped, status: 404, token: gone.token, app: "android", attempt: 1, worker: "w1")
+        entry.platform = "fcm"
+        var completion = JobCompletion(lease: lease, result: entry)
+        completion.droppedToken = DroppedToken(token: gone.token, topic: "", environment: "", reason: "UNREGISTERED", platform: "fcm", app: "android",
+                                               hasEnvironments: false)
+        #expect(try queue.complete([completion]).applied == 1)
+        #expect(try registry.device(gone)?.state == .active)
+        #expect(try registry.followDropped() == 1)
+        #expect(try registry.device(gone)?.state == .removed && registry.device(gone)?.reason == "UNREGISTERED")
+        // Followed again (another worker, or the same step repeated): nothing more, one removed event.
+        #expect(try registry.followDropped() == 0)
+        try redis.command(["SET", registry.shards[0].droppedCursor, "0-0"])
+        #expect(try registry.followDropped() == 0)
+        let events = try redis.command(["XRANGE", registry.shards[0].events, "-", "+"]).array ?? []
+        #expect(events.filter { ($0.array?[1].array?.compactMap(\.string) ?? []).contains("removed") }.count == 1)
+    }
+}
+
+extension DeviceRegistryTests {
+    @Test func aLogoutIsARefreshAndAMoveOfAStaleDeviceSaysItWasStale() throws {
+        var settings = Configuration.RegistrySettings()
+        settings.staleAfterDays = 1
+        settings.removeAfterDays = 10
+        let (registry, clock, _) = try registry(settings: settings)
+        try registry.register(phone, DeviceAttributes(owner: "u1"))
+        #expect(try registry.register(phone, DeviceAttributes()) == "refreshed")
+        #expect(try events(registry).last?["previous_owner"] == "u1")
+        try registry.register(phone, DeviceAttributes(owner: "u1"))
+        clock.now += 2 * Self.day
+        try registry.sweep()
+        #expect(try registry.register(phone, DeviceAttributes(owner: "u2")) == "moved")
+        let last = try #require(try events(registry).last)
+        #expect(last["previous_owner"] == "u1" && last["was"] == "stale" && last["owner"] == "u2")
+    }
+
+    @Test func aSubscriptionComesBackAsGivenThroughEveryRewrite() throws {
+        var settings = Configuration.RegistrySettings()
+        settings.staleAfterDays = 1
+        let (registry, clock, _) = try registry(settings: settings)
+        let web = DeviceID(app: "site", platform: .webpush, token: "https://push.example/e")
+        let sub: [String: Any] = ["endpoint": "https://push.example/e", "expirationTime": NSNull(), "keys": ["p256dh": "BKey", "auth": "sec"], "extra": [Any]()]
+        try registry.register(web, try DeviceAttributes.parse(["subscription": sub], for: web))
+        let given = try #require(try registry.device(web)?.attributes.subscription)
+        clock.now += 2 * Self.day
+        try registry.sweep()  // the record rewritten by the sweep script (cjson)
+        #expect(try registry.device(web)?.state == .stale && registry.device(web)?.attributes.subscription == given)
+        #expect(given.contains(#""extra":[]"#) && given.contains(#""expirationTime":null"#))
+    }
+}

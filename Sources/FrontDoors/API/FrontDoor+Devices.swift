@@ -229,7 +229,8 @@ extension FrontDoor {
     static func appendJSON(_ value: Any, to out: inout [UInt8]) {
         switch value {
         case let text as String: appendJSONString(text, to: &out)
-        // Integers before booleans: a number JSONSerialization read (a subscription's) may also cast to Bool.
+        // A JSON boolean JSONSerialization read (a subscription's) is an NSNumber that also casts to Int: told by its type.
+        case let number as NSNumber where String(cString: number.objCType) == "c": out += Array((number.boolValue ? "true" : "false").utf8)
         case let number as Int: appendDecimal(number, to: &out)
         case let number as Int64: appendDecimal(number, to: &out)
         case let flag as Bool: out += Array((flag ? "true" : "false").utf8)

@@ -178,9 +178,8 @@ extension DeviceAttributes {
         if let locale { object["locale"] = locale }
         if let timeZone { object["tz"] = timeZone }
         if let environment { object["env"] = environment }
-        if let subscription, let data = subscription.data(using: .utf8), let sub = try? JSONSerialization.jsonObject(with: data) {
-            object["sub"] = sub
-        }
+        // As text: the scripts re-encode records with cjson, which would turn an empty list into {} and round numbers.
+        if let subscription { object["sub"] = subscription }
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
     }
@@ -208,9 +207,7 @@ extension Device {
         var attributes = DeviceAttributes(owner: object["owner"] as? String, topics: object["topics"] as? [String] ?? [],
                                           locale: object["locale"] as? String, timeZone: object["tz"] as? String,
                                           environment: object["env"] as? String)
-        if let sub = object["sub"], let data = try? JSONSerialization.data(withJSONObject: sub, options: [.sortedKeys, .withoutEscapingSlashes]) {
-            attributes.subscription = String(decoding: data, as: UTF8.self)
-        }
+        attributes.subscription = object["sub"] as? String
         self.init(id: id, attributes: attributes, state: state, created: Self.ms(object["created"]) ?? 0, seen: Self.ms(object["seen"]) ?? 0,
                   delivered: delivered, reason: object["reason"] as? String, answer: object["answer"] as? String,
                   removedAt: Self.ms(object["removed"]))

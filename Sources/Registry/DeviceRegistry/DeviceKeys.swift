@@ -30,6 +30,10 @@ public struct DeviceKeys: Sendable, Equatable {
     public var removals: String { "\(prefix):devices:removals" }
     /// STREAM of registered, refreshed, moved, stale and removed devices (`DeviceEvent`).
     public var events: String { "\(prefix):device-events" }
+    /// STRING: the id of the last `<p>:dropped-tokens` entry of this shard the registry has applied (`DroppedFollow`).
+    public var droppedCursor: String { "\(prefix):devices:dropped-cursor" }
+    /// This shard's dropped-tokens stream (the queue's key, `QueueKeys.droppedTokens`).
+    public var droppedTokens: String { "\(prefix):dropped-tokens" }
 
     /// The seven keys of one list and the three shared ones, in the order every registry script takes them.
     public func scriptKeys(app: String, platform: String) -> [String] {

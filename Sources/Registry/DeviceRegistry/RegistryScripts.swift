@@ -62,7 +62,8 @@ public enum RegistryScripts {
     /// ARGV after the common four: the token, the registration's record JSON (`DeviceAttributes.recordJSON`).
     /// Registers a new (or removed) device, or refreshes one: `seen` moves to now, a stale one is active again, its
     /// owner and topics replaced (a device that changed owner leaves the first one's index). One event:
-    /// `registered`, `moved` (owner changed; `previous_owner`) or `refreshed` (`was` = stale when revived).
+    /// `registered`, `moved` (to another owner; `previous_owner`) or `refreshed` (`previous_owner` when the owner was
+    /// left out; `was` = stale when revived, on a move too).
     /// Returns the event's name.
     public static let register = RedisScript(prelude + #"""
     local token = ARGV[5]
@@ -72,14 +73,13 @@ public enum RegistryScripts {
     if prev and prev.state ~= 'removed' then
       rec.created = prev.created
       unindex(prev, token)
+      -- Moved: to another owner; an owner left out (a logout) is a refresh that says whose it was.
+      kind = (prev.owner and rec.owner and prev.owner ~= rec.owner) and 'moved' or 'refreshed'
+      if prev.owner and prev.owner ~= rec.owner then extra = {'previous_owner', prev.owner} end
       if prev.state == 'stale' then
         redis.call('ZREM', KEYS[3], token)
-        extra = {'was', 'stale'}
-      end
-      if prev.owner and prev.owner ~= rec.owner then
-        kind, extra = 'moved', {'previous_owner', prev.owner}
-      else
-        kind = 'refreshed'
+        extra[#extra + 1] = 'was'
+        extra[#extra + 1] = 'stale'
       end
     else
       if prev then redis.call('ZREM', KEYS[4], token) end
@@ -146,5 +146,15 @@ public enum RegistryScripts {
     end
     if redis.call('HLEN', KEYS[1]) == 0 then redis.call('SREM', KEYS[8], platform .. ':' .. app) end
     return {#aged / 2, #gone, #purged}
+    """#)
+
+    /// KEYS: a shard's `<p>:devices:dropped-cursor`. ARGV: the cursor as read ('' for none), the new one. Moves it only
+    /// from what was read, so two workers following one stream never move it back. Returns 1 moved, 0 not.
+    public static let advance = RedisScript(QueueScripts.prelude + #"""
+    local bad = refusal(KEYS[1], 'string')
+    if bad then return bad end
+    if (redis.call('GET', KEYS[1]) or '') ~= ARGV[1] then return 0 end
+    redis.call('SET', KEYS[1], ARGV[2])
+    return 1
     """#)
 }

@@ -68,8 +68,9 @@ public final class ReceiptPoller {
             for (_, group) in groups.sorted(by: { $0.key < $1.key }) {
                 settlements += decide(group, now: now)
             }
-            settled += try set.settle(settlements)
+            // The devices first: a poller killed between the two removes them again next time (safe), never not at all.
             try forgetDropped(settlements, redis: set.redis)
+            settled += try set.settle(settlements)
             if due.count < takeLimit { return (settled, nextDue, now) }
             if take == Self.takesPerPass || shouldStop() { return (settled, now, now) }
         }

@@ -1,3 +1,4 @@
+import DeviceRegistry
 import Reactor
 import RedisQueue
 
@@ -35,8 +36,9 @@ public final class RedisJobSource: JobSource {
         shards.wakesForPacedRetries = configuration.budgets.anyOn
         self.logger = logger
         let registryOn = configuration.registry.enabled
-        registry = registryOn ? RegistryWriter(queues: queues, settings: configuration.registry, logger: logger) : nil
-        sweeper = registryOn ? RegistrySweeper(queues: queues, settings: configuration.registry, logger: logger) : nil
+        let deviceShards = queues.map { DeviceKeys($0.keys) }
+        registry = registryOn ? RegistryWriter(redis: redis, shards: deviceShards, settings: configuration.registry, logger: logger) : nil
+        sweeper = registryOn ? RegistrySweeper(redis: redis, shards: deviceShards, settings: configuration.registry, logger: logger) : nil
         if let sentinel = (redis as? RedisConnection)?.addressSource as? SentinelAddressSource {
             sentinel.onEvent = { event in logger.info("redis sentinel", ["event": .string(event)]) }
         }
