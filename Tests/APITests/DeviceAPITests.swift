@@ -60,7 +60,7 @@ import Testing
 
     @Test func devicesAreReadByTokenOwnerTopicAndPage() throws {
         let redis = try RedisServer()
-        let api = try DeviceAPIServer(redisURL: redis.url)
+        let api = try DeviceAPIServer(redisURL: redis.url, apps: APIProcess.shopApp + "," + APIProcess.app("other"))
         var tokens: Set<String> = []
         for n in 0..<23 {
             let token = "fcm-token-\(n)"
@@ -207,11 +207,15 @@ import Testing
             ("v1/devices/shop/fcm/t1", #"{"topics": "news"}"#, "bad_topics"),
             ("v1/devices/shop/fcm/t1", "[1]", "bad_request"),
             ("v1/devices/shop/fcm/t1", "{", "bad_request"),
-            ("v1/devices/sh%22op/fcm/t1", nil, "bad_app"),
         ]
         for (path, body, expected) in cases {
             let answer = try put(api, path, body)
             #expect(answer.status == 400 && code(answer.body) == expected, "\(path) \(body ?? ""): \(answer.body)")
+        }
+        // An app the configuration does not name (a typo, or a name no key could be scoped to) has no registry.
+        for path in ["v1/devices/sh%22op/fcm/t1", "v1/devices/shopp/fcm/t1", "v1/devices/shopp"] {
+            let answer = try put(api, path)
+            #expect(answer.status == 404 && code(answer.body) == "unknown_app", "\(path): \(answer.body)")
         }
         #expect(try get(api, "v1/devices/shop/fcm/t1").status == 404, "nothing refused was stored")
         let (wrongMethod, _) = try curl(["-X", "PATCH", api.url + "v1/devices/shop/fcm/t1"])

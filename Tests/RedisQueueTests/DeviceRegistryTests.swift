@@ -330,3 +330,14 @@ extension DeviceRegistryTests {
         #expect(given.contains(#""extra":[]"#) && given.contains(#""expirationTime":null"#))
     }
 }
+
+extension DeviceRegistryTests {
+    @Test func aLookupByOwnerOrTopicNarrowedToAPlatformTakesItsLimitFromThatPlatform() throws {
+        let (registry, _, _) = try registry()
+        for n in 0..<5 { try registry.register(DeviceID(app: "shop", platform: .apns, token: "a\(n)"), DeviceAttributes(owner: "u", topics: ["t"])) }
+        for n in 0..<5 { try registry.register(DeviceID(app: "shop", platform: .fcm, token: "f\(n)"), DeviceAttributes(owner: "u", topics: ["t"])) }
+        #expect(try registry.devices(app: "shop", owner: "u", platform: .fcm, limit: 3).map(\.id.platform) == [.fcm, .fcm, .fcm])
+        #expect(try registry.devices(app: "shop", topic: "t", platform: .fcm).count == 5)
+        #expect(try registry.devices(app: "shop", topic: "t", limit: 7).count == 7)
+    }
+}

@@ -14,8 +14,9 @@ extension FrontDoor {
     /// larger.
     static let maxDevicesPerRequest = 1000
 
-    /// A devices path: `<app>` alone, or `<app>/<platform>/<token>` (the token the rest of the path, so a Web Push
-    /// endpoint may come encoded or not), each part percent-decoded with a path's `+` as itself.
+    /// A devices path: `<app>` alone, or `<app>/<platform>/<token>` (the token the rest of the path: a Web Push
+    /// endpoint must come percent-encoded, or its `?` and `%xx` are the URL's), each part percent-decoded with a
+    /// path's `+` as itself.
     struct DevicePath {
         var app: String
         var device: (platform: String, token: String)?
@@ -45,6 +46,9 @@ extension FrontDoor {
         }
         guard let path = DevicePath(request.path), !path.app.isEmpty else {
             return .failure(Refusal(Self.error(404, "not_found", "no route \(request.method) \(request.path): use /v1/devices/<app> or /v1/devices/<app>/<platform>/<token>")))
+        }
+        guard appNames.contains(path.app) else {
+            return .failure(Refusal(Self.error(404, "unknown_app", "app '\(path.app)' is not configured: devices are registered for the configuration's apps")))
         }
         if let key, !key.apps.isEmpty, !key.apps.contains(path.app) {
             return .failure(Refusal(Self.error(403, "forbidden", "key '\(key.name)' may not manage devices of app '\(path.app)' (its apps: \(key.apps.joined(separator: ", ")))")))
@@ -82,7 +86,8 @@ extension FrontDoor {
                 }
             }
         case "DELETE":
-            // The read is sent right behind the script on the same connection: it sees the record as removed.
+            // Read once the script has answered (not pipelined behind it: a script not yet cached is sent again after
+            // its NOSCRIPT, so a read behind it could come first); a write between the two shows in the answer.
             registry.unregister(id) { removed in
                 registry.device(id) { device in
                     switch (removed, device) {
@@ -97,7 +102,7 @@ extension FrontDoor {
     }
 
     /// PUT: the body is the attributes (empty is none). 201 when the device is new (or was removed), else 200, with
-    /// the event and the device as stored (read in the same pipeline).
+    /// the event and the device as read once the script answered.
     private func register(_ request: HTTP1Parser.Request, _ id: DeviceID, registry: DeviceRegistryLoop, respond: @escaping (HTTP1Server.Response) -> Void) {
         let attributes: DeviceAttributes
         do throws(DeviceError) {
@@ -137,14 +142,13 @@ extension FrontDoor {
             switch result {
             case .failure(let error): respond(Self.redisFailed(error))
             case .success(let found):
-                let devices = found.devices.filter { platform == nil || $0.id.platform == platform }
-                respond(Self.jsonObject(200, ["devices": devices.map(\.json), "truncated": found.more]))
+                respond(Self.jsonObject(200, ["devices": found.devices.map(\.json), "truncated": found.more]))
             }
         }
         if let owner = query["owner"] {
-            registry.devices(app: app, owner: owner, limit: limit, done: answer)
+            registry.devices(app: app, owner: owner, platform: platform, limit: limit, done: answer)
         } else if let topic = query["topic"] {
-            registry.devices(app: app, topic: topic, limit: limit, done: answer)
+            registry.devices(app: app, topic: topic, platform: platform, limit: limit, done: answer)
         } else {
             registry.page(app: app, platform: platform, cursor: query["cursor"] ?? "", count: limit) { result in
                 switch result {

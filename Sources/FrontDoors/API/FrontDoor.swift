@@ -37,6 +37,9 @@ public final class FrontDoor {
     let deviceRegistry: DeviceRegistryLoop?
     /// The platforms a device may be on: the configuration's providers'.
     let platforms: [Platform]
+    /// The configured apps' names: the only apps devices are registered for (a typo is not a new registry, and the
+    /// lists the sweeper walks and the metrics' label sets stay as many as the configuration's apps).
+    let appNames: Set<String>
     /// What this process accepted and refused, by tenant id ("" with no keys configured) and gorush platform name,
     /// for `GET /api/stat/app`: each key sees its own.
     var gorushCounts: [String: [String: (accepted: Int, refused: Int)]] = [:]
@@ -61,6 +64,7 @@ public final class FrontDoor {
         indexTTLSeconds = configuration.results.indexTTLSeconds
         deviceRegistry = configuration.registry.enabled ? DeviceRegistryLoop(redis: redis, shards: shards, settings: configuration.registry) : nil
         platforms = configuration.providers.map { $0.platform }
+        appNames = Set(configuration.apps.map(\.name))
     }
 
     let metrics = APIMetrics()

@@ -53,9 +53,11 @@ public struct DeviceCalls: Sendable {
         return Device(id: id, record: record, delivered: replies[1].string.flatMap { Int64($0) })
     }
 
-    /// An index (`DeviceKeys.owners` or `topics`) of one shard: the members named `name`, at most `limit`.
-    public static func indexRange(_ key: String, name: String, limit: Int? = nil) -> [[UInt8]] {
-        (["ZRANGEBYLEX", key, "[\(name)\n", "(\(name)\u{0B}"] + (limit.map { ["LIMIT", "0", String($0)] } ?? [])).map { Array($0.utf8) }
+    /// An index (`DeviceKeys.owners` or `topics`) of one shard: the members named `name` (of `platform`'s devices
+    /// only, when given: members are `<name>\n<platform>\n<token>`, so that is a narrower range), at most `limit`.
+    public static func indexRange(_ key: String, name: String, platform: Platform? = nil, limit: Int? = nil) -> [[UInt8]] {
+        let prefix = platform.map { "\(name)\n\($0.rawValue)" } ?? name
+        return (["ZRANGEBYLEX", key, "[\(prefix)\n", "(\(prefix)\u{0B}"] + (limit.map { ["LIMIT", "0", String($0)] } ?? [])).map { Array($0.utf8) }
     }
 
     /// The devices an index range names.

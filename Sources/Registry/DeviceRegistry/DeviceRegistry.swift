@@ -59,20 +59,23 @@ public final class DeviceRegistry {
         DeviceCalls.device(id, replies: try redis.pipeline(rawCommands: calls.device(id)))
     }
 
-    /// Every device of `owner` in `app`, on every platform and shard (active and stale; removed ones leave the index).
-    public func devices(app: String, owner: String) throws(RedisError) -> [Device] {
-        try indexed(app: app, name: owner) { $0.owners(app: app) }
+    /// The devices of `owner` in `app` (of `platform`'s, when given), on every shard, at most `limit` (active and
+    /// stale; removed ones leave the index).
+    public func devices(app: String, owner: String, platform: Platform? = nil, limit: Int? = nil) throws(RedisError) -> [Device] {
+        try indexed(app: app, name: owner, platform: platform, limit: limit) { $0.owners(app: app) }
     }
 
-    /// Every active and stale device of `app` subscribed to `topic`.
-    public func devices(app: String, topic: String) throws(RedisError) -> [Device] {
-        try indexed(app: app, name: topic) { $0.topics(app: app) }
+    /// The active and stale devices of `app` subscribed to `topic` (of `platform`'s, when given), at most `limit`.
+    public func devices(app: String, topic: String, platform: Platform? = nil, limit: Int? = nil) throws(RedisError) -> [Device] {
+        try indexed(app: app, name: topic, platform: platform, limit: limit) { $0.topics(app: app) }
     }
 
-    private func indexed(app: String, name: String, key: (DeviceKeys) -> String) throws(RedisError) -> [Device] {
+    private func indexed(app: String, name: String, platform: Platform?, limit: Int?, key: (DeviceKeys) -> String) throws(RedisError) -> [Device] {
         var out: [Device] = []
         for shard in shards {
-            for id in DeviceCalls.indexed(app: app, try redis.command(DeviceCalls.indexRange(key(shard), name: name))) {
+            let left = limit.map { $0 - out.count }
+            if let left, left <= 0 { break }
+            for id in DeviceCalls.indexed(app: app, try redis.command(DeviceCalls.indexRange(key(shard), name: name, platform: platform, limit: left))) {
                 if let device = try device(id) { out.append(device) }
             }
         }

@@ -35,14 +35,16 @@ public final class DeviceRegistryLoop {
         sendAll(calls.device(id)) { done($0.map { DeviceCalls.device(id, replies: $0) }) }
     }
 
-    /// `owner`'s devices in `app` (active and stale), at most `limit`; `more` when the index holds others.
-    public func devices(app: String, owner: String, limit: Int, done: @escaping Done<(devices: [Device], more: Bool)>) {
-        indexed(app: app, name: owner, limit: limit, key: { $0.owners(app: app) }, done: done)
+    /// `owner`'s devices in `app` (active and stale; `platform`'s only, when given), at most `limit`; `more` when the
+    /// index holds others.
+    public func devices(app: String, owner: String, platform: Platform? = nil, limit: Int, done: @escaping Done<(devices: [Device], more: Bool)>) {
+        indexed(app: app, name: owner, platform: platform, limit: limit, key: { $0.owners(app: app) }, done: done)
     }
 
-    /// The active and stale devices of `app` subscribed to `topic`, at most `limit`; `more` when there are others.
-    public func devices(app: String, topic: String, limit: Int, done: @escaping Done<(devices: [Device], more: Bool)>) {
-        indexed(app: app, name: topic, limit: limit, key: { $0.topics(app: app) }, done: done)
+    /// The active and stale devices of `app` subscribed to `topic` (`platform`'s only, when given), at most `limit`;
+    /// `more` when there are others.
+    public func devices(app: String, topic: String, platform: Platform? = nil, limit: Int, done: @escaping Done<(devices: [Device], more: Bool)>) {
+        indexed(app: app, name: topic, platform: platform, limit: limit, key: { $0.topics(app: app) }, done: done)
     }
 
     /// One page of an app's devices, as `DeviceRegistry.page` reads it.
@@ -67,10 +69,10 @@ public final class DeviceRegistryLoop {
         }
     }
 
-    private func indexed(app: String, name: String, limit: Int, key: (DeviceKeys) -> String,
+    private func indexed(app: String, name: String, platform: Platform?, limit: Int, key: (DeviceKeys) -> String,
                          done: @escaping Done<(devices: [Device], more: Bool)>) {
         // One more than asked from each shard: whether there are more is known without counting them.
-        sendAll(calls.shards.map { DeviceCalls.indexRange(key($0), name: name, limit: limit + 1) }) { [self] result in
+        sendAll(calls.shards.map { DeviceCalls.indexRange(key($0), name: name, platform: platform, limit: limit + 1) }) { [self] result in
             switch result {
             case .failure(let error): done(.failure(error))
             case .success(let replies):

@@ -81,9 +81,9 @@ enum DevicesCommand {
             let app = args.value("app")!
             var devices: [Device] = []
             if verb == .list, let owner = args.value("owner") {
-                devices = try registry.devices(app: app, owner: owner)
+                devices = try registry.devices(app: app, owner: owner, platform: platform, limit: limit)
             } else if verb == .list, let topic = args.value("topic") {
-                devices = try registry.devices(app: app, topic: topic)
+                devices = try registry.devices(app: app, topic: topic, platform: platform, limit: limit)
             } else {
                 var printed = 0
                 var cursor: String? = ""
@@ -97,7 +97,7 @@ enum DevicesCommand {
                 }
                 return ExitCode.success
             }
-            for device in devices.filter({ platform == nil || $0.id.platform == platform }).prefix(limit) { print(jsonLine(device.json)) }
+            for device in devices { print(jsonLine(device.json)) }
         case .import:
             return try importLines(operands[0], registry: registry, platforms: platforms)
         }
