@@ -30,8 +30,10 @@ import Testing
         let export = try herald(redis, ["export", "--app", "shop"])
         #expect(export.status == 0)
         let exported = lines(export.output)
-        #expect(exported.count == 3 && exported.allSatisfy { $0["state"] == nil && $0["created_at"] == nil }, "\(export.output)")
-        // Into another Redis and out again: the same lines.
+        // Each line carries the device's history (state, first and last registration), which an import keeps.
+        #expect(exported.count == 3 && exported.allSatisfy { $0["state"] as? String == "active" && $0["created_at"] != nil && $0["last_seen_at"] != nil },
+                "\(export.output)")
+        // Into another Redis and out again: the same lines, the times included.
         let other = try RedisServer()
         let again = try herald(other, ["import", "-"], input: export.output)
         #expect(again.status == 0 && again.output.contains("3 registered"), "\(again.output) \(again.errorOutput)")

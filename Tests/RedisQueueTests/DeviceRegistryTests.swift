@@ -341,3 +341,37 @@ extension DeviceRegistryTests {
         #expect(try registry.devices(app: "shop", topic: "t", limit: 7).count == 7)
     }
 }
+
+extension DeviceRegistryTests {
+    /// An export read back (or a migration) keeps each device's past: a stale one stays stale, an APNs 410 older than
+    /// its last registration still removes it, and an older history never moves a live device back.
+    @Test func anImportKeepsTheDevicesHistory() throws {
+        let (registry, clock, _) = try registry()
+        let iphone = DeviceID(app: "shop", platform: .apns, token: "bb22")
+        let old = clock.now - 40 * Self.day
+        let item: [String: Any] = ["platform": "apns", "token": "bb22", "created_at": old - Self.day, "last_seen_at": old, "state": "stale"]
+        let parsed = try DeviceRegistration.parse(item, app: "shop", platforms: Platform.allCases)
+        #expect(parsed.history == DeviceHistory(created: old - Self.day, seen: old, stale: true))
+        #expect(try registry.register(parsed.id, parsed.attributes, history: parsed.history) == "registered")
+        var device = try #require(try registry.device(iphone))
+        #expect(device.state == .stale && device.seen == old && device.created == old - Self.day)
+        #expect(try registry.counts().devices.first?.stale == 1)
+        // Apple's 410 says invalid since after that last registration: removed.
+        let call = RegistryUpdate.updates(results: [], dropped: [DroppedToken(token: "bb22", topic: "", environment: "", reason: "Unregistered",
+                                                                             invalidSince: old + 1, platform: "apns", app: "shop")],
+                                          shards: registry.shards, now: clock.now, eventsMax: 100)
+        _ = try registry.redis.evalScript(RegistryScripts.settle, keys: call[0].keys, args: call[0].args)
+        #expect(try registry.device(iphone)?.state == .removed)
+        // A live device is not moved back or made stale by an older line.
+        let live = DeviceID(app: "shop", platform: .fcm, token: "live")
+        try registry.register(live, DeviceAttributes())
+        try registry.register(live, DeviceAttributes(), history: DeviceHistory(seen: old, stale: true))
+        device = try #require(try registry.device(live))
+        #expect(device.state == .active && device.seen == clock.now)
+        // A time in the future counts as now.
+        let later = DeviceID(app: "shop", platform: .fcm, token: "later")
+        try registry.register(later, DeviceAttributes(), history: DeviceHistory(seen: clock.now + Self.day))
+        #expect(try registry.device(later)?.seen == clock.now)
+        #expect(throws: DeviceError.self) { try DeviceRegistration.parse(["platform": "fcm", "token": "x", "state": "removed"], app: "shop", platforms: Platform.allCases) }
+    }
+}

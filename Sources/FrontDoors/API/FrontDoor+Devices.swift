@@ -187,10 +187,10 @@ extension FrontDoor {
         }
         for (index, item) in items.enumerated() {
             do {
-                let (id, attributes) = try DeviceRegistration.parse(item, app: app, platforms: platforms)
+                let (id, attributes, history) = try DeviceRegistration.parse(item, app: app, platforms: platforms)
                 pending.results[index] = ["index": index, "platform": id.platform.rawValue, "token": id.token]
                 pending.remaining += 1
-                registry.register(id, attributes) { result in
+                registry.register(id, attributes, history: history) { result in
                     switch result {
                     case .success(let event): pending.results[index]["event"] = event
                     case .failure(let error): pending.results[index]["failed"] = "not registered: \(error)"

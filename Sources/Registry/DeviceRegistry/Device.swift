@@ -66,6 +66,25 @@ public enum DeviceState: String, Sendable, Equatable, CaseIterable {
     case active, stale, removed
 }
 
+/// What an import carries of a device's past (`herald devices import`, a bulk `POST`: a migration, or an export read
+/// back): when it was first and last registered, and whether it is stale. Without it an import would make every
+/// device fresh: stale ones active again, and every APNs 410 older than the import ignored.
+public struct DeviceHistory: Sendable, Equatable {
+    /// Milliseconds since the epoch; later than now counts as now.
+    public var created: Int64?
+    public var seen: Int64?
+    public var stale = false
+
+    public init(created: Int64? = nil, seen: Int64? = nil, stale: Bool = false) {
+        self.created = created
+        self.seen = seen
+        self.stale = stale
+    }
+
+    /// The register script's last three arguments.
+    var arguments: [String] { [seen.map(String.init) ?? "", created.map(String.init) ?? "", stale ? "stale" : ""] }
+}
+
 /// A device as the registry holds it: what was registered, and what Herald learnt since.
 public struct Device: Sendable, Equatable {
     public let id: DeviceID

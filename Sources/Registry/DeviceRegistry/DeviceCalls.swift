@@ -27,8 +27,8 @@ public struct DeviceCalls: Sendable {
         return ScriptCall(script: script, keys: call.keys, args: call.args)
     }
 
-    public func register(_ id: DeviceID, _ attributes: DeviceAttributes, now: Int64) -> ScriptCall {
-        script(RegistryScripts.register, id, now: now, [id.token, attributes.recordJSON])
+    public func register(_ id: DeviceID, _ attributes: DeviceAttributes, history: DeviceHistory = DeviceHistory(), now: Int64) -> ScriptCall {
+        script(RegistryScripts.register, id, now: now, [id.token, attributes.recordJSON] + history.arguments)
     }
 
     /// The event `register` wrote: `registered`, `refreshed` or `moved`.

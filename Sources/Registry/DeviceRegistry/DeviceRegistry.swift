@@ -45,8 +45,8 @@ public final class DeviceRegistry {
     /// Registers or refreshes a device (idempotent: the same call again only moves `seen`). Returns the event
     /// written: `registered`, `refreshed` or `moved`.
     @discardableResult
-    public func register(_ id: DeviceID, _ attributes: DeviceAttributes) throws(RedisError) -> String {
-        DeviceCalls.registered(try run(calls.register(id, attributes, now: clock())))
+    public func register(_ id: DeviceID, _ attributes: DeviceAttributes, history: DeviceHistory = DeviceHistory()) throws(RedisError) -> String {
+        DeviceCalls.registered(try run(calls.register(id, attributes, history: history, now: clock())))
     }
 
     /// Unregisters a device (`reason` kept on its record and event). False when it was not registered.

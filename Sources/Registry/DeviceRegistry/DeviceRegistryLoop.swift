@@ -22,8 +22,8 @@ public final class DeviceRegistryLoop {
     }
 
     /// Registers or refreshes a device: the event written (`registered`, `refreshed` or `moved`).
-    public func register(_ id: DeviceID, _ attributes: DeviceAttributes, done: @escaping Done<String>) {
-        run(calls.register(id, attributes, now: clock())) { done($0.map(DeviceCalls.registered)) }
+    public func register(_ id: DeviceID, _ attributes: DeviceAttributes, history: DeviceHistory = DeviceHistory(), done: @escaping Done<String>) {
+        run(calls.register(id, attributes, history: history, now: clock())) { done($0.map(DeviceCalls.registered)) }
     }
 
     /// Unregisters a device: false when it was not registered.

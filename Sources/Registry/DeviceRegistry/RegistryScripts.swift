@@ -59,7 +59,8 @@ public enum RegistryScripts {
 
     """#
 
-    /// ARGV after the common four: the token, the registration's record JSON (`DeviceAttributes.recordJSON`).
+    /// ARGV after the common four: the token, the registration's record JSON (`DeviceAttributes.recordJSON`), then an
+    /// import's history (`DeviceHistory`: last seen ms, created ms, `stale`; each '' when not given).
     /// Registers a new (or removed) device, or refreshes one: `seen` moves to now, a stale one is active again, its
     /// owner and topics replaced (a device that changed owner leaves the first one's index). One event:
     /// `registered`, `moved` (to another owner; `previous_owner`) or `refreshed` (`previous_owner` when the owner was
@@ -68,6 +69,11 @@ public enum RegistryScripts {
     public static let register = RedisScript(prelude + #"""
     local token = ARGV[5]
     local rec = cjson.decode(ARGV[6])
+    -- An import's history (`DeviceHistory`): last registered and first registered (never later than now), stale.
+    local given = tonumber(ARGV[7] or '')
+    local seen = given and math.min(given, now) or now
+    local created = tonumber(ARGV[8] or '')
+    local stale = ARGV[9] == 'stale'
     local prev = record(token)
     local kind, extra = 'registered', {}
     if prev and prev.state ~= 'removed' then
@@ -81,14 +87,23 @@ public enum RegistryScripts {
         extra[#extra + 1] = 'was'
         extra[#extra + 1] = 'stale'
       end
+      -- An older history read back never moves a live device's last registration back, nor makes it stale.
+      seen = math.max(seen, tonumber(prev.seen or 0))
+      stale = stale and prev.state == 'stale'
     else
       if prev then redis.call('ZREM', KEYS[4], token) end
-      rec.created = now
+      rec.created = created and math.min(created, seen) or seen
     end
-    rec.seen, rec.state = now, 'active'
+    rec.seen, rec.state = seen, stale and 'stale' or 'active'
     index(rec, token)
     redis.call('HSET', KEYS[1], token, cjson.encode(rec))
-    redis.call('ZADD', KEYS[2], now, token)
+    if stale then
+      redis.call('ZREM', KEYS[2], token)
+      redis.call('ZADD', KEYS[3], seen, token)
+    else
+      redis.call('ZREM', KEYS[3], token)
+      redis.call('ZADD', KEYS[2], seen, token)
+    end
     redis.call('SADD', KEYS[8], platform .. ':' .. app)
     event(kind, token, rec, extra)
     return kind

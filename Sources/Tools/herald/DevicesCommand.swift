@@ -5,6 +5,7 @@ import Glibc
 import HeraldProviders
 import PushCore
 import RedisQueue
+import Worker
 
 /// `herald devices list|show|import|export|remove`: the device registry (docs/devices.md) from a shell, whether or
 /// not `registry.enabled` is set (an operator may fill it before turning it on). Blocking, over every shard.
@@ -69,7 +70,7 @@ enum DevicesCommand {
         let settings = try redisSettings(args)
         let redis = try settings.connect()
         defer { redis.close() }
-        let registry = DeviceRegistry(redis: redis, shards: settings.shards)
+        let registry = DeviceRegistry(redis: redis, shards: settings.shards, settings: registrySettings(args))
         switch verb {
         case .show:
             guard let device = try registry.device(id!) else { return notFound(id!) }
@@ -117,7 +118,7 @@ enum DevicesCommand {
         var counts: [String: Int] = [:]
         var refused = 0
         for (offset, line) in reader.enumerated() where !line.allSatisfy({ $0 == 32 || $0 == 9 }) {
-            let registration: (id: DeviceID, attributes: DeviceAttributes)
+            let registration: (id: DeviceID, attributes: DeviceAttributes, history: DeviceHistory)
             do throws(DeviceError) {
                 guard let object = try? JSONSerialization.jsonObject(with: Data(line)) else { throw DeviceError("bad_request", "not JSON") }
                 registration = try DeviceRegistration.parse(object, app: nil, platforms: platforms, ignoring: DeviceRegistration.storedMembers)
@@ -127,7 +128,7 @@ enum DevicesCommand {
                 continue
             }
             do {
-                counts[try registry.register(registration.id, registration.attributes), default: 0] += 1
+                counts[try registry.register(registration.id, registration.attributes, history: registration.history), default: 0] += 1
             } catch {
                 // Redis gone: what is registered stays, the rest is for another run (import is idempotent).
                 printError("herald devices: line \(offset + 1): Redis did not register it (\(error)); stopped there, the lines before it are registered")
@@ -153,5 +154,18 @@ enum DevicesCommand {
     static func jsonLine(_ object: [String: Any]) -> String {
         let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data("{}".utf8)
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The configuration's `registry` section when the file reads whole; else none that trims the events stream
+    /// shorter than any configuration could (its cap, `events_max_length`'s upper bound): a tool run must not cut
+    /// the stream the workers keep.
+    static func registrySettings(_ args: ParsedArguments) -> Configuration.RegistrySettings {
+        if let path = args.value("config") ?? ProcessInfo.processInfo.environment["HERALD_CONFIG"],
+           let configuration = try? ConfigurationLoader.load(path: path) {
+            return configuration.registry
+        }
+        var settings = Configuration.RegistrySettings()
+        settings.eventsMaxLength = Configuration.RegistrySettings.maxEventsLength
+        return settings
     }
 }

@@ -18,6 +18,8 @@ extension Configuration {
         /// The most devices one sweep call ages, removes or purges in one list.
         public var sweepBatch = 1_000
         public var eventsMaxLength = 1_000_000
+        /// The largest `events_max_length` a configuration may give.
+        public static let maxEventsLength = 100_000_000
 
         public struct Aging: Sendable, Equatable {
             public var staleAfterDays: Int

@@ -365,7 +365,7 @@ extension Configuration {
                  "How often each worker sweeps (ages) the registry. Every worker may: a sweep takes a bounded batch per list atomically, so many workers only share the work."),
         .integer("registry.sweep_batch", \.registry.sweepBatch, 1...100_000,
                  "The most devices one sweep call makes stale, removes or purges in one list (an app's devices on one platform); more due: the next sweep comes at once."),
-        .integer("registry.events_max_length", \.registry.eventsMaxLength, 1_000...100_000_000,
+        .integer("registry.events_max_length", \.registry.eventsMaxLength, 1_000...RegistrySettings.maxEventsLength,
                  "Approximate length cap of the `<prefix>:device-events` stream (XADD MAXLEN ~)."),
     ]
 
