@@ -19,7 +19,7 @@ enum KeyCheck {
     for _, c in ipairs({'TYPE', 'GET', 'SET', 'EXISTS', 'ZADD', 'ZREM', 'ZSCORE', 'ZRANGE', 'ZRANGEBYSCORE', 'ZCOUNT', 'ZCARD', 'ZREMRANGEBYSCORE', 'PEXPIRE',
                         'RPOP', 'RPUSH', 'LPUSH', 'LPOP', 'LINDEX', 'INCR', 'LTRIM', 'LREM', 'LLEN', 'LRANGE', 'HSET', 'HGET', 'HGETALL', 'HMGET',
                         'HDEL', 'HKEYS', 'HEXISTS', 'HLEN', 'EXPIRE', 'PTTL', 'XADD', 'XTRIM', 'XRANGE', 'XDEL', 'XLEN',
-                        'SADD', 'SREM', 'HINCRBY'}) do
+                        'SADD', 'SREM', 'HINCRBY', 'ZLEXCOUNT'}) do
       __kcFirstKey[c] = true
     end
     local __kcAllKeys = {DEL = true, UNLINK = true, RENAME = true}

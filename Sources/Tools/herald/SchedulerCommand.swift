@@ -1,13 +1,16 @@
 import Basics
+import DeviceRegistry
 import Foundation
 import Glibc
+import HeraldProviders
 import RedisQueue
 import Worker
 
-/// `herald scheduler`: moves due retries to their queues and reaps dead workers' leases, in every shard, nothing else.
+/// `herald scheduler`: moves due retries to their queues, reaps dead workers' leases, asks for receipts, and fans
+/// campaigns out (docs/campaigns.md), in every shard.
 enum SchedulerCommand {
     static let command = Command(
-        name: "scheduler", abstract: "Move due retries back to the queue and return dead workers' jobs.",
+        name: "scheduler", abstract: "Move due retries back to the queue, return dead workers' jobs and fan campaigns out.",
         discussion: "Workers do this by default; run it alone when they are configured with run_scheduler false, and run one wherever the configuration has Expo apps (it asks for their receipts). Safe to run in several places at once.",
         options: redisOptions + [.flag("once", "One pass, then exit (for cron and tests)."),
                                  .flag("receipts", "Ask for the receipts of tickets (Expo's second phase) and write their outcomes, or fail to start: needs the configuration's apps (--config or HERALD_CONFIG). Without the flag it is done whenever that configuration has such apps.")],
@@ -21,10 +24,15 @@ enum SchedulerCommand {
         let watcher = SignalWatcher(onFirst: { stop.set() })
         defer { withExtendedLifetime(watcher) {} }
         var redis: (any BlockingRedisCommands)? = nil
+        var driver: CampaignDriver? = nil
         var failures = 0
         repeat {
             do {
-                if redis == nil { redis = try settings.connect() }
+                if redis == nil {
+                    redis = try settings.connect()
+                    driver = CampaignDriver(campaigns: Campaigns(redis: redis!, shards: settings.shards), providers: heraldProviders,
+                                            logger: logger)
+                }
                 // Every shard in turn; the pass sleeps until the soonest retry of any shard falls due.
                 var moved = 0
                 var reaped = 0
@@ -47,15 +55,19 @@ enum SchedulerCommand {
                         if let next = pass.nextDue { sleepMs = min(sleepMs, Int(max(0, next - pass.now))) }
                     }
                 }
-                if moved > 0 || reaped > 0 || settled > 0 {
-                    logger.info("pass", ["moved": .int(moved), "reaped": .int(reaped), "receipts_settled": .int(settled)])
+                // A chunk of every running campaign per pass; a pass that pushed some comes round again at once.
+                let campaigns = try driver!.pass(shouldStop: { stop.isSet })
+                if campaigns.more { sleepMs = 0 }
+                if moved > 0 || reaped > 0 || settled > 0 || campaigns.pushed > 0 {
+                    logger.info("pass", ["moved": .int(moved), "reaped": .int(reaped), "receipts_settled": .int(settled),
+                                         "campaign_jobs": .int(campaigns.pushed)])
                 }
                 failures = 0
                 if args.flag("once") {
-                    print("{\"moved\":\(moved),\"reaped\":\(reaped),\"receipts_settled\":\(settled)}")
+                    print("{\"moved\":\(moved),\"reaped\":\(reaped),\"receipts_settled\":\(settled),\"campaign_jobs\":\(campaigns.pushed)}")
                     return ExitCode.success
                 }
-                stop.sleep(milliseconds: max(10, sleepMs))
+                if sleepMs > 0 { stop.sleep(milliseconds: max(10, sleepMs)) }
             } catch {
                 if args.flag("once") { throw error }
                 redis = nil

@@ -1,0 +1,112 @@
+import Foundation
+import PushCore
+import RedisQueue
+
+/// An audience send (docs/campaigns.md): one neutral notification for every active device of an app that an
+/// index names, fanned out by `CampaignDriver`. Its document is what a producer posts or LPUSHes on
+/// `<p>:campaigns:new`; Redis keeps it as written so every shard's driver renders the same notification.
+public struct Campaign: Sendable, Equatable {
+    public enum Audience: Sendable, Equatable {
+        /// Every device of one owner, on every platform.
+        case user(String)
+        /// Every device subscribed to one topic.
+        case topic(String)
+
+        public var kind: String {
+            switch self {
+            case .user: "user"
+            case .topic: "topic"
+            }
+        }
+
+        public var name: String {
+            switch self {
+            case .user(let name), .topic(let name): name
+            }
+        }
+
+        /// The registry index the audience is a range of.
+        func index(_ keys: DeviceKeys, app: String) -> String {
+            switch self {
+            case .user: keys.owners(app: app)
+            case .topic: keys.topics(app: app)
+            }
+        }
+    }
+
+    public let id: String
+    public let app: String
+    public let audience: Audience
+    /// The queue `<name>` (of `<prefix>:queue:<name>` in `redis.queues`) the jobs go on; nil for the first configured queue.
+    public let queue: String?
+    /// The `notification` member's bytes, checked by `NeutralNotificationReader`.
+    public let notification: [UInt8]
+    /// The document as given, which Redis keeps.
+    public let document: [UInt8]
+
+    public static let maxIDBytes = 128
+    /// The members a campaign document may carry (anything else is refused, never dropped silently).
+    public static let members: Set<String> = ["id", "app", "audience", "notification", "queue"]
+
+    /// The rendered job id of one device: the campaign id first, so every result entry of the campaign carries it.
+    public static func jobID(campaign: String, platform: Platform, token: String) -> String {
+        "\(campaign)/\(platform.rawValue)/\(token)"
+    }
+
+    /// The campaign id of a rendered job id (nil for an id without the separator).
+    public static func campaignID(ofJob id: String) -> String? {
+        id.firstIndex(of: "/").map { String(id[..<$0]) }
+    }
+}
+
+extension Campaign {
+    /// Reads a campaign document: every member checked, an unknown one refused, the notification read as
+    /// rendering reads it (so a bad one is refused before a single device is looked at).
+    public static func parse(_ bytes: [UInt8]) throws(DeviceError) -> Campaign {
+        guard case .object(let object)? = JSONValue(parsing: bytes) else {
+            throw DeviceError("bad_campaign", "a campaign is a JSON object with id, app, audience and notification")
+        }
+        for key in object.keys.sorted() where !members.contains(key) {
+            throw DeviceError("unknown_member", "\(key) is not a campaign member (\(members.sorted().joined(separator: ", ")))")
+        }
+        guard case .string(let id)? = object["id"], !id.isEmpty, id.utf8.count <= maxIDBytes, QueueKeys.isValid(id),
+              !id.contains("/"), !id.unicodeScalars.contains(where: { $0.value <= 0x20 }) else {
+            throw DeviceError("bad_id", "id must be 1 to \(maxIDBytes) bytes without spaces, slashes, quotes, backslashes or control characters")
+        }
+        guard case .string(let app)? = object["app"], !app.isEmpty, app.utf8.count <= 128, QueueKeys.isValid(app), !app.contains(":") else {
+            throw DeviceError("bad_app", "app must be 1 to 128 bytes without quotes, backslashes, colons or control characters")
+        }
+        guard case .object(let audienceObject)? = object["audience"], audienceObject.count == 1,
+              let (kind, value) = audienceObject.first else {
+            throw DeviceError("bad_audience", "audience must name exactly one of user or topic: {\"topic\": \"scores\"}")
+        }
+        guard case .string(let name) = value, !name.isEmpty, name.utf8.count <= DeviceAttributes.maxOwnerBytes,
+              !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            throw DeviceError("bad_audience", "audience.\(kind) must be a string of 1 to \(DeviceAttributes.maxOwnerBytes) bytes without control characters")
+        }
+        let audience: Audience
+        switch kind {
+        case "user": audience = .user(name)
+        case "topic": audience = .topic(name)
+        case "app": throw DeviceError("unsupported_audience", "app audiences are not built yet (docs/campaigns.md): use user or topic")
+        default: throw DeviceError("bad_audience", "audience must name user or topic, not \(kind)")
+        }
+        var queue: String?
+        if let value = object["queue"], value != .null {
+            guard case .string(let name) = value, !name.isEmpty, QueueKeys.isValid(name) else {
+                throw DeviceError("bad_queue", "queue must be the name of a configured queue")
+            }
+            queue = name
+        }
+        guard let notification = object["notification"] else {
+            throw DeviceError("bad_notification", "notification is required (docs/notifications.md)")
+        }
+        let notificationBytes = notification.bytes
+        do {
+            _ = try NeutralNotification.read(notificationBytes)
+        } catch {
+            throw DeviceError("bad_notification", "notification: \(error)")
+        }
+        return Campaign(id: id, app: app, audience: audience, queue: queue, notification: notificationBytes, document: bytes)
+    }
+}

@@ -1,0 +1,137 @@
+import Foundation
+import ProviderKit
+import PushCore
+import RedisQueue
+
+/// The fan-out (docs/campaigns.md): takes documents producers LPUSHed on `<p>:campaigns:new`, and turns each open
+/// campaign's audience into jobs a chunk at a time, per shard, from the cursor on, never holding more than a
+/// chunk. `herald scheduler` runs a pass per loop; several schedulers may run at once (the `step` script's
+/// compare-and-set lets one of them push a chunk). Not thread-safe: one per thread.
+public final class CampaignDriver {
+    public let campaigns: Campaigns
+    public let providers: [any PushProvider.Type]
+    /// Index members read per campaign, shard and pass: the most one `step` pushes.
+    public let chunk: Int
+    public let logger: Logger?
+    /// Runs between reading a chunk and its `step` (tests: a driver killed there, another driver racing it).
+    public var beforeStep: (() throws -> Void)?
+    /// Documents read and notifications parsed once per campaign id (a campaign's document never changes).
+    private var known: [String: (campaign: Campaign, notification: NeutralNotification)] = [:]
+
+    public init(campaigns: Campaigns, providers: [any PushProvider.Type], chunk: Int = 500, logger: Logger? = nil) {
+        self.campaigns = campaigns
+        self.providers = providers
+        self.chunk = max(1, chunk)
+        self.logger = logger
+    }
+
+    private var redis: any BlockingRedisCommands { campaigns.redis }
+
+    /// What one pass did.
+    public struct Pass: Sendable, Equatable {
+        public var taken = 0
+        public var refused = 0
+        public var pushed = 0
+        /// Some campaign pushed: pass again without sleeping.
+        public var more = false
+        public init() {}
+    }
+
+    /// One pass: the new documents, then a chunk of every running campaign in every shard.
+    public func pass(shouldStop: () -> Bool = { false }) throws -> Pass {
+        var pass = try takeNew()
+        for id in try campaigns.open() where !shouldStop() {
+            for shard in campaigns.keys.indices {
+                guard let pushed = try advance(id, shard: shard) else { continue }
+                pass.pushed += pushed
+                pass.more = true
+            }
+        }
+        return pass
+    }
+
+    /// Creates a campaign from every document on the first shard's `<p>:campaigns:new`, oldest first. A document
+    /// is removed only after it was created (or refused onto `<p>:campaigns:refused` with the reason): a driver
+    /// that dies between creates it again, which the create's idempotency makes harmless.
+    public func takeNew(max: Int = 100) throws -> Pass {
+        var pass = Pass()
+        let shard = campaigns.keys[0]
+        for _ in 0..<max {
+            guard let document = try redis.command(["LINDEX", shard.newCampaigns, "-1"]).bytes else { break }
+            do {
+                let campaign = try Campaign.parse(document)
+                try campaigns.create(campaign)
+                pass.taken += 1
+                logger?.info("campaign created", ["campaign": .string(campaign.id), "app": .string(campaign.app)])
+            } catch let error as DeviceError {
+                let refusal: [String: Any] = ["error": error.code, "message": error.description,
+                                              "document": String(decoding: document, as: UTF8.self)]
+                let data = try JSONSerialization.data(withJSONObject: refusal, options: [.sortedKeys, .withoutEscapingSlashes])
+                _ = try redis.command(["LPUSH", shard.refusedCampaigns, String(decoding: data, as: UTF8.self)])
+                pass.refused += 1
+                logger?.warning("campaign refused", ["error": .string("\(error)")])
+            }
+            _ = try redis.command([Array("LREM".utf8), Array(shard.newCampaigns.utf8), Array("-1".utf8), document])
+        }
+        return pass
+    }
+
+    /// The campaign's document and notification, read once.
+    private func loaded(_ id: String) throws -> (campaign: Campaign, notification: NeutralNotification)? {
+        if let hit = known[id] { return hit }
+        guard let campaign = try campaigns.campaign(id) else { return nil }
+        let entry = (campaign, try NeutralNotification.read(campaign.notification))
+        known[id] = entry
+        return entry
+    }
+
+    /// Reads the next chunk of shard `shard`'s part of the audience after its cursor, renders a job for every
+    /// active device in it and hands them to `step` with the cursor it read. The jobs pushed; nil when the
+    /// campaign does not run in that shard or another driver moved its cursor first.
+    public func advance(_ id: String, shard index: Int) throws -> Int? {
+        let shard = campaigns.keys[index]
+        let fields = try redis.command(["HMGET", shard.campaign(id), "state", "cursor", "queue"]).array ?? []
+        guard fields.count == 3, fields[0].string == CampaignStatus.State.running.rawValue,
+              let cursor = fields[1].string, let queue = fields[2].string,
+              let (campaign, notification) = try loaded(id) else { return nil }
+        let range = Campaigns.range(campaign.audience)
+        let read = try redis.command(["ZRANGEBYLEX", campaign.audience.index(shard, app: campaign.app),
+                                      cursor.isEmpty ? range.min : "(" + cursor, range.max, "LIMIT", "0", String(chunk)])
+        let members = (read.array ?? []).compactMap(\.string)
+        let ids = DeviceCalls.indexed(app: campaign.app, read)
+        let records = ids.isEmpty ? [] : try redis.pipeline(rawCommands: ids.map { id in
+            ["HGET", shard.records(app: id.app, platform: id.platform.rawValue), id.token].map { Array($0.utf8) }
+        })
+        var jobs: [[UInt8]] = []
+        var skipped = members.count - ids.count, unrendered = 0
+        for (offset, id) in ids.enumerated() {
+            guard let record = records[offset].bytes, let device = Device(id: id, record: record, delivered: nil),
+                  device.state == DeviceState.active else { skipped += 1; continue }
+            do {
+                jobs.append(try providers.provider(for: id.platform).render(notification, for: Self.renderDevice(device, campaign: campaign.id)))
+            } catch {
+                unrendered += 1
+                logger?.warning("campaign device not rendered", ["campaign": .string(campaign.id), "device": .string(id.description),
+                                                                 "error": .string("\(error)")])
+            }
+        }
+        let args: [[UInt8]] = [campaign.id, cursor, members.last ?? cursor, members.count < chunk ? "1" : "0", String(skipped),
+                               String(unrendered), String(campaigns.clock())].map { Array($0.utf8) } + jobs
+        try beforeStep?()
+        let reply = try redis.evalScript(CampaignScripts.step, keys: [shard.campaign(id), queue, shard.campaigns].map { Array($0.utf8) },
+                                         args: args)
+        guard let pushed = reply.int else { throw RedisError.protocolError("campaign step reply \(reply)") }
+        if members.count < chunk && pushed >= 0 {
+            logger?.info("campaign shard done", ["campaign": .string(campaign.id), "shard": .int(index)])
+        }
+        return pushed >= 0 ? Int(pushed) : nil
+    }
+
+    /// The device as rendering takes it, with the job id that names the campaign.
+    static func renderDevice(_ device: Device, campaign: String) -> RenderDevice {
+        RenderDevice(app: device.id.app, token: device.id.token,
+                     subscription: device.attributes.subscription.flatMap { JSONValue(parsing: Array($0.utf8)) },
+                     environment: device.attributes.environment.flatMap(ServiceEnvironment.init(rawValue:)),
+                     locale: device.attributes.locale, id: Campaign.jobID(campaign: campaign, platform: device.id.platform, token: device.id.token))
+    }
+}

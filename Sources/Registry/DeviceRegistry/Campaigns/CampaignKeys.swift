@@ -1,0 +1,10 @@
+extension DeviceKeys {
+    /// HASH per campaign and shard: its document, state, this shard's cursor and counters (`CampaignScripts`).
+    public func campaign(_ id: String) -> String { "\(prefix):campaign:\(id)" }
+    /// ZSET campaign id -> created (ms): the running and paused campaigns the driver walks.
+    public var campaigns: String { "\(prefix):campaigns" }
+    /// LIST of campaign documents a producer LPUSHes (the Redis way to create one); the first shard's is read.
+    public var newCampaigns: String { "\(prefix):campaigns:new" }
+    /// LIST of `{"error", "document"}` for documents taken from `newCampaigns` that were refused.
+    public var refusedCampaigns: String { "\(prefix):campaigns:refused" }
+}

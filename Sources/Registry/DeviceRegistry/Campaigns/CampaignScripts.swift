@@ -1,0 +1,77 @@
+import RedisQueue
+
+/// The campaigns' Lua scripts, one shard each (docs/campaigns.md). A shard's part of an audience is the devices
+/// whose tokens hash to it, so each shard's campaign hash holds its own cursor: the last index member read
+/// (`<name>\n<platform>\n<token>`, "" before the first). Every write the fan-out makes is `step`, which checks
+/// the cursor is still the one the driver read from: a driver that dies before it pushed nothing (the chunk is
+/// read again), one that died after it left the cursor past the chunk, and two drivers reading the same chunk
+/// push it once.
+public enum CampaignScripts {
+    /// KEYS: campaign hash, campaigns zset, the audience's index. ARGV: id, document, now, queue key, the
+    /// index range's min and max. 1 created, 0 it existed (a create is idempotent by id).
+    public static let create = RedisScript(QueueScripts.prelude + #"""
+    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'zset')
+    if bad then return bad end
+    if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+    local size = redis.call('ZLEXCOUNT', KEYS[3], ARGV[5], ARGV[6])
+    redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'state', 'running', 'cursor', '', 'audience', size, 'sent', 0,
+               'skipped', 0, 'unrendered', 0, 'cancelled', 0, 'queue', ARGV[4], 'created', ARGV[3])
+    redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
+    return 1
+    """#)
+
+    /// KEYS: campaign hash, queue, campaigns zset. ARGV: id, the cursor read from, the cursor after the chunk,
+    /// "1" when the chunk ended the range, skipped, unrendered, now, then the chunk's jobs. The number of jobs
+    /// pushed; -1 the campaign is not running (paused, cancelled, done, gone), -2 its cursor moved (another
+    /// driver took the chunk): nothing written.
+    public static let step = RedisScript(QueueScripts.prelude + #"""
+    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'list', KEYS[3], 'zset')
+    if bad then return bad end
+    local s = redis.call('HMGET', KEYS[1], 'state', 'cursor')
+    if s[1] ~= 'running' then return -1 end
+    if s[2] ~= ARGV[2] then return -2 end
+    local n = #ARGV - 7
+    local i = 8
+    while i <= #ARGV do
+      local last = math.min(i + 999, #ARGV)
+      redis.call('LPUSH', KEYS[2], unpack(ARGV, i, last))
+      i = last + 1
+    end
+    redis.call('HSET', KEYS[1], 'cursor', ARGV[3])
+    redis.call('HINCRBY', KEYS[1], 'sent', n)
+    redis.call('HINCRBY', KEYS[1], 'skipped', tonumber(ARGV[5]))
+    redis.call('HINCRBY', KEYS[1], 'unrendered', tonumber(ARGV[6]))
+    if ARGV[4] == '1' then
+      redis.call('HSET', KEYS[1], 'state', 'done', 'finished', ARGV[7])
+      redis.call('ZREM', KEYS[3], ARGV[1])
+    end
+    return n
+    """#)
+
+    /// KEYS: campaign hash, campaigns zset, the audience's index. ARGV: id, pause|resume|cancel, now, the index
+    /// range's min and max. The state after (a campaign already past the action keeps its state); nil when there
+    /// is no such campaign. A cancel counts the index members after the cursor: the devices never sent.
+    public static let control = RedisScript(QueueScripts.prelude + #"""
+    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'zset')
+    if bad then return bad end
+    local s = redis.call('HMGET', KEYS[1], 'state', 'cursor')
+    local state, cursor = s[1], s[2]
+    if not state then return false end
+    local action = ARGV[2]
+    if action == 'pause' and state == 'running' then
+      state = 'paused'
+      redis.call('HSET', KEYS[1], 'state', state)
+    elseif action == 'resume' and state == 'paused' then
+      state = 'running'
+      redis.call('HSET', KEYS[1], 'state', state)
+    elseif action == 'cancel' and (state == 'running' or state == 'paused') then
+      local from = ARGV[4]
+      if cursor ~= '' then from = '(' .. cursor end
+      state = 'cancelled'
+      redis.call('HSET', KEYS[1], 'state', state, 'finished', ARGV[3],
+                 'cancelled', redis.call('ZLEXCOUNT', KEYS[3], from, ARGV[5]))
+      redis.call('ZREM', KEYS[2], ARGV[1])
+    end
+    return state
+    """#)
+}

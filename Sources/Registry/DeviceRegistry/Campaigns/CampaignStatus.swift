@@ -1,0 +1,67 @@
+import Foundation
+
+/// What `GET /v1/campaigns/<id>` and `herald campaigns get` answer: the campaign's shards summed.
+public struct CampaignStatus: Sendable, Equatable {
+    public enum State: String, Sendable, Equatable {
+        case running, paused, cancelled, done
+    }
+
+    public let id: String
+    public var app = ""
+    public var audienceKind = ""
+    public var audienceName = ""
+    public var state = State.done
+    /// Index members (devices, active and stale) when it was created.
+    public var audience = 0
+    /// Jobs pushed onto the queue: one per active device read.
+    public var sent = 0
+    /// Devices read that were not active (stale, or removed since they were indexed): nothing pushed.
+    public var skipped = 0
+    /// Devices whose provider could not render the notification for them: nothing pushed, logged.
+    public var unrendered = 0
+    /// Index members after the cursor when it was cancelled: never read, never sent.
+    public var cancelled = 0
+    public var createdAt: Int64 = 0
+    /// When its last shard finished or it was cancelled (ms), 0 while it runs.
+    public var finishedAt: Int64 = 0
+
+    public init(id: String) { self.id = id }
+
+    /// Adds one shard's hash (HGETALL's fields); the state is the least finished of the shards'.
+    mutating func add(_ fields: [String: String]) {
+        if let doc = fields["doc"], let campaign = try? Campaign.parse(Array(doc.utf8)) {
+            app = campaign.app
+            audienceKind = campaign.audience.kind
+            audienceName = campaign.audience.name
+        }
+        func int(_ name: String) -> Int { fields[name].flatMap { Int($0) } ?? 0 }
+        audience += int("audience")
+        sent += int("sent")
+        skipped += int("skipped")
+        unrendered += int("unrendered")
+        cancelled += int("cancelled")
+        createdAt = max(createdAt, Int64(int("created")))
+        finishedAt = max(finishedAt, Int64(int("finished")))
+        let shardState = fields["state"].flatMap(State.init(rawValue:)) ?? .done
+        state = Self.rank(shardState) > Self.rank(state) ? shardState : state
+    }
+
+    /// A cancelled shard makes the campaign cancelled; else one paused, else one running, keeps it so.
+    private static func rank(_ state: State) -> Int {
+        switch state {
+        case .done: 0
+        case .running: 1
+        case .paused: 2
+        case .cancelled: 3
+        }
+    }
+
+    public var json: [String: Any] {
+        var object: [String: Any] = ["id": id, "app": app, "audience": [audienceKind: audienceName], "state": state.rawValue,
+                                     "audience_size": audience, "sent": sent, "skipped": skipped, "unrendered": unrendered,
+                                     "cancelled": cancelled, "created_at": createdAt]
+        if finishedAt > 0 && state != .running && state != .paused { object["finished_at"] = finishedAt }
+        object["waiting"] = state == .running || state == .paused ? max(0, audience - sent - skipped - unrendered) : 0
+        return object
+    }
+}

@@ -1,0 +1,194 @@
+import Foundation
+import Testing
+import DeviceRegistry
+import HeraldProviders
+import ProviderKit
+import PushCore
+@testable import RedisQueue
+
+/// Campaigns against a real Redis, key-checked: a topic's active devices become one job each over three shards,
+/// a step cut short or raced neither skips nor repeats a device, pause, resume and cancel, and creating by id
+/// (through `herald campaigns`' store and through `<p>:campaigns:new`) is idempotent and refuses bad documents.
+@Suite struct CampaignTests {
+    final class Clock: @unchecked Sendable { var now: Int64 = 1_800_000_000_000 }
+    static let day: Int64 = 86_400_000
+    static let notification = #"{"title": "Goal", "body": "2:1", "localized": {"de": {"title": "Tor"}}}"#
+
+    struct World {
+        let registry: DeviceRegistry
+        let campaigns: Campaigns
+        let clock: Clock
+        let shards: QueueShards
+
+        func driver(chunk: Int) -> CampaignDriver { CampaignDriver(campaigns: campaigns, providers: heraldProviders, chunk: chunk) }
+
+        /// Every job on every shard's queues, parsed.
+        func queued() throws -> [JSONValue] {
+            var out: [JSONValue] = []
+            for shard in shards.shards {
+                for queue in shard.queues {
+                    for item in try registry.redis.command(["LRANGE", queue, "0", "-1"]).array ?? [] {
+                        if let bytes = item.bytes, let job = JSONValue(parsing: bytes) { out.append(job) }
+                    }
+                }
+            }
+            return out
+        }
+    }
+
+    private func world(_ keys: QueueKeys = TestRedis.keys(#function), shards count: Int = 3) throws -> World {
+        let clock = Clock()
+        let shards = try QueueShards(basePrefix: keys.prefix, prefixes: QueueShards.defaultPrefixes(prefix: keys.prefix, count: count))
+        let redis = try TestRedis.blocking()
+        return World(registry: DeviceRegistry(redis: redis, shards: shards) { clock.now },
+                     campaigns: Campaigns(redis: redis, shards: shards) { clock.now }, clock: clock, shards: shards)
+    }
+
+    private static func document(id: String, audience: String = #"{"topic": "scores"}"#, extra: String = "") -> [UInt8] {
+        Array(#"{"id": "\#(id)", "app": "shop", "audience": \#(audience), "notification": \#(notification)\#(extra)}"#.utf8)
+    }
+
+    /// Registers `count` devices of every platform that renders from a token alone, subscribed to `topic`.
+    private func register(_ world: World, _ count: Int, topic: String, tokenPrefix: String, owner: String? = nil) throws -> [DeviceID] {
+        let platforms = heraldProviders.map { $0.platform }.filter { !$0.traits.carriesSubscription }
+        var ids: [DeviceID] = []
+        for index in 0..<count {
+            let platform = platforms[index % platforms.count]
+            let token = String(format: "%@%08x", tokenPrefix, index)
+            let id = DeviceID(app: "shop", platform: platform, token: token)
+            try world.registry.register(id, DeviceAttributes(owner: owner, topics: [topic], locale: index % 2 == 0 ? "de" : nil))
+            ids.append(id)
+        }
+        return ids
+    }
+
+    /// Runs passes until one moves nothing; fails after `limit` passes.
+    @discardableResult
+    private func drain(_ driver: CampaignDriver, limit: Int = 1000) throws -> Int {
+        var passes = 0
+        while try driver.pass().more {
+            passes += 1
+            guard passes < limit else { Issue.record("the driver never finished"); break }
+        }
+        return passes
+    }
+
+    @Test func aTopicCampaignPushesOneJobPerActiveDeviceOverEveryShardAndEnds() throws {
+        let world = try world()
+        let stale = try register(world, 40, topic: "scores", tokenPrefix: "aa")
+        world.clock.now += 31 * Self.day
+        let active = try register(world, 600, topic: "scores", tokenPrefix: "bb")
+        let removed = try register(world, 30, topic: "scores", tokenPrefix: "cc")
+        _ = try register(world, 50, topic: "news", tokenPrefix: "dd")
+        for id in removed { try world.registry.unregister(id) }
+        #expect(try world.registry.sweep().madeStale == stale.count)
+
+        #expect(try world.campaigns.create(Campaign.parse(Self.document(id: "goal-1"))))
+        let passes = try drain(world.driver(chunk: 64))
+        #expect(passes > 600 / 64 / 3, "a chunk at a time")
+
+        let jobs = try world.queued()
+        let ids = jobs.compactMap { job -> String? in if case .string(let id)? = job["id"] { id } else { nil } }
+        let expected = Set(active.map { Campaign.jobID(campaign: "goal-1", platform: $0.platform, token: $0.token) })
+        #expect(ids.count == active.count && Set(ids) == expected, "one job per active device, no other")
+        #expect(ids.allSatisfy { Campaign.campaignID(ofJob: $0) == "goal-1" })
+        // Each job is in its device's shard, so its result entry and idempotency key are where the device is.
+        for shard in world.shards.shards {
+            for item in try world.registry.redis.command(["LRANGE", shard.queues[0], "0", "-1"]).array ?? [] {
+                let job = try #require(item.bytes.flatMap { JSONValue(parsing: $0) })
+                guard case .string(let token)? = job["token"] ?? job["to"] ?? job["message"]?["token"] else { continue }
+                #expect(DeviceRegistry.shard(ofToken: token, count: 3) == shard.index)
+            }
+        }
+        let status = try #require(try world.campaigns.status("goal-1"))
+        #expect(status.state == .done && status.audience == active.count + stale.count)
+        #expect(status.sent == active.count && status.skipped == stale.count && status.unrendered == 0)
+        #expect(status.json["waiting"] as? Int == 0 && status.finishedAt == world.clock.now)
+        #expect(try world.campaigns.open().isEmpty)
+        #expect(try drain(world.driver(chunk: 64)) == 0, "a finished campaign pushes nothing more")
+    }
+
+    @Test func aUserCampaignReachesEveryDeviceOfThatOwnerOnly() throws {
+        let world = try world()
+        let mine = try register(world, 7, topic: "x", tokenPrefix: "ee", owner: "u1")
+        _ = try register(world, 5, topic: "x", tokenPrefix: "ff", owner: "u10")
+        try world.campaigns.create(Campaign.parse(Self.document(id: "hello", audience: #"{"user": "u1"}"#)))
+        try drain(world.driver(chunk: 2))
+        let ids = try world.queued().compactMap { job -> String? in if case .string(let id)? = job["id"] { id } else { nil } }
+        #expect(Set(ids) == Set(mine.map { Campaign.jobID(campaign: "hello", platform: $0.platform, token: $0.token) }) && ids.count == mine.count)
+    }
+
+    @Test func aStepCutShortIsRedoneAndARacedOneIsPushedOnce() throws {
+        let world = try world(shards: 1)
+        let devices = try register(world, 100, topic: "scores", tokenPrefix: "ab")
+        try world.campaigns.create(Campaign.parse(Self.document(id: "race")))
+        let driver = world.driver(chunk: 30), rival = world.driver(chunk: 30)
+
+        // Dies between reading its chunk and the step: nothing was pushed, and the chunk is read again.
+        struct Killed: Error {}
+        driver.beforeStep = { throw Killed() }
+        #expect(throws: Killed.self) { try driver.advance("race", shard: 0) }
+        #expect(try world.queued().isEmpty && world.campaigns.status("race")?.sent == 0)
+
+        // Another driver takes the same chunk first: this one's step is refused and pushes nothing.
+        driver.beforeStep = { _ = try rival.advance("race", shard: 0) }
+        #expect(try driver.advance("race", shard: 0) == nil)
+        #expect(try world.queued().count == 30)
+        driver.beforeStep = nil
+
+        try drain(driver)
+        let ids = try world.queued().compactMap { job -> String? in if case .string(let id)? = job["id"] { id } else { nil } }
+        #expect(ids.count == devices.count && Set(ids).count == devices.count)
+        #expect(try world.campaigns.status("race")?.sent == devices.count)
+    }
+
+    @Test func pauseStopsTheFanOutResumeGoesOnAndCancelCountsTheDevicesNeverSent() throws {
+        let world = try world(shards: 1)
+        _ = try register(world, 90, topic: "scores", tokenPrefix: "ac")
+        try world.campaigns.create(Campaign.parse(Self.document(id: "ctl")))
+        let driver = world.driver(chunk: 20)
+        #expect(try driver.advance("ctl", shard: 0) == 20)
+        #expect(try world.campaigns.control("ctl", .pause)?.state == .paused)
+        #expect(try driver.pass().pushed == 0)
+        #expect(try world.campaigns.control("ctl", .resume)?.state == .running)
+        #expect(try driver.advance("ctl", shard: 0) == 20)
+        let cancelled = try #require(try world.campaigns.control("ctl", .cancel))
+        #expect(cancelled.state == .cancelled && cancelled.sent == 40 && cancelled.cancelled == 50)
+        #expect(try driver.pass().pushed == 0 && world.queued().count == 40)
+        #expect(try world.campaigns.control("ctl", .resume)?.state == .cancelled, "a cancelled campaign stays cancelled")
+        #expect(try world.campaigns.control("nope", .pause) == nil)
+    }
+
+    @Test func creatingTwiceKeepsTheFirstAndTheRedisWayCreatesOrRefusesWithoutLosingADocument() throws {
+        let world = try world()
+        #expect(try world.campaigns.create(Campaign.parse(Self.document(id: "once"))))
+        #expect(try !world.campaigns.create(Campaign.parse(Self.document(id: "once", audience: #"{"topic": "other"}"#))))
+        #expect(try world.campaigns.status("once")?.audienceName == "scores")
+
+        let base = world.campaigns.keys[0]
+        _ = try world.registry.redis.command(["LPUSH", base.newCampaigns, String(decoding: Self.document(id: "viaredis"), as: UTF8.self)])
+        _ = try world.registry.redis.command(["LPUSH", base.newCampaigns, #"{"id": "bad", "app": "shop"}"#])
+        _ = try world.registry.redis.command(["LPUSH", base.newCampaigns, String(decoding: Self.document(id: "viaredis"), as: UTF8.self)])
+        let pass = try world.driver(chunk: 10).takeNew()
+        #expect(pass.taken == 2 && pass.refused == 1)
+        #expect(try world.registry.redis.command(["LLEN", base.newCampaigns]).int == 0)
+        #expect(try world.campaigns.status("viaredis")?.state == .running)
+        let refused = try #require(try world.registry.redis.command(["LRANGE", base.refusedCampaigns, "0", "-1"]).array?.first?.bytes)
+        #expect(JSONValue(parsing: refused)?["error"] == .string("bad_audience"))
+    }
+
+    @Test func aBadDocumentIsRefusedWithTheMemberItNames() throws {
+        func code(_ text: String) -> String? {
+            do { _ = try Campaign.parse(Array(text.utf8)); return nil } catch { return error.code }
+        }
+        #expect(code(#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}, "tokens": []}"#) == "unknown_member")
+        #expect(code(#"{"id": "a/b", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}}"#) == "bad_id")
+        #expect(code(#"{"id": "a", "app": "shop", "audience": {"app": "shop"}, "notification": {"title": "x"}}"#) == "unsupported_audience")
+        #expect(code(#"{"id": "a", "app": "shop", "audience": {"topic": "t", "user": "u"}, "notification": {"title": "x"}}"#) == "bad_audience")
+        #expect(code(#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"titel": "x"}}"#) == "bad_notification")
+        #expect(code(#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}}"#) == nil)
+        #expect(throws: DeviceError.self) {
+            try world(shards: 1).campaigns.create(Campaign.parse(Self.document(id: "q", extra: #", "queue": "nope""#)))
+        }
+    }
+}
