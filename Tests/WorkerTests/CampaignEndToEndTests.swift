@@ -1,0 +1,75 @@
+import DeviceRegistry
+import Foundation
+import HeraldTestSupport
+import PushCore
+import Reactor
+import RedisQueue
+import Testing
+
+extension EndToEnd {
+    /// A topic campaign created with `herald campaigns create`, fanned out by `herald scheduler` (one pass at a time,
+    /// then a process run to the end) and sent by a worker to the APNs simulator: every active subscriber gets
+    /// exactly one terminal outcome whose id names the campaign, stale and removed devices and other topics none.
+    @Suite struct Campaigns {
+        @Test(.timeLimit(.minutes(2)))
+        func everyActiveSubscriberEndsOnceWithTheCampaignIDAndNoOneElseIsSent() throws {
+            let world = try EndToEndWorld()
+            defer { world.shutdown(); world.removeFiles() }
+            let shards = try QueueShards(single: try QueueKeys(prefix: "herald"))
+            let old = wallClockMillis() - 40 * 86_400_000
+            var now = old
+            let registry = DeviceRegistry(redis: try world.connectRedis(), shards: shards) { now }
+            func register(_ prefix: String, _ count: Int, topic: String) throws -> [DeviceID] {
+                try (0..<count).map { index in
+                    let id = DeviceID(app: "main", platform: .apns, token: deviceToken(prefix: prefix, index: index))
+                    try registry.register(id, DeviceAttributes(topics: [topic], locale: index % 3 == 0 ? "de" : "en"))
+                    return id
+                }
+            }
+            let stale = try register("a0", 100, topic: "scores")
+            now = wallClockMillis()
+            let active = try register("b0", 2000, topic: "scores")
+            let removed = try register("c0", 100, topic: "scores")
+            _ = try register("d0", 100, topic: "news")
+            for id in removed { try registry.unregister(id) }
+            #expect(try registry.sweep().madeStale == stale.count)
+
+            let file = world.directory + "/goal.json"
+            try Data(#"{"id": "goal-e2e", "app": "main", "audience": {"topic": "scores"}, "notification": {"title": "Goal", "body": "2:1", "localized": {"de": {"title": "Tor"}}}}"#.utf8)
+                .write(to: URL(fileURLWithPath: file))
+            let redisArgs = ["--redis", world.redisURL]
+            let created = try world.runHerald(["campaigns", "create", "--file", file] + redisArgs)
+            #expect(created.status == 0 && created.output.contains(#""state":"running""#), "\(created.output)")
+            // One pass is one chunk (500): the cursor survives the process, the next one goes on from it.
+            // (The stale devices come first in the index: the first chunk skips them.)
+            for (pass, pushed) in [(1, 400), (2, 500)] {
+                let once = try world.runHerald(["scheduler", "--once"] + redisArgs)
+                #expect(once.status == 0 && once.output.contains(#""campaign_jobs":\#(pushed)}"#), "pass \(pass): \(once.output)")
+            }
+            let scheduler = try ChildProcess(name: "scheduler", executable: world.herald, arguments: ["scheduler"] + redisArgs)
+            defer { _ = scheduler.stop() }
+            let config = try world.writeConfig()
+            try world.startWorker(id: "campaign", config: config)
+
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            let finished = try ledger.waitForTerminal(active.count, seconds: 60)
+            #expect(finished, "only \(ledger.terminalCount) results:\n\(world.workerLogs())\n\(scheduler.output)")
+            usleep(500_000)
+            ledger.poll()
+            let expected = Dictionary(uniqueKeysWithValues: active.map {
+                (Campaign.jobID(campaign: "goal-e2e", platform: $0.platform, token: $0.token), "delivered")
+            })
+            let problems = ledger.contractProblems(expected: expected)
+            #expect(problems.isEmpty, "\(summarize(problems))")
+            #expect(ledger.terminalCount == active.count)
+            #expect(ledger.entries.allSatisfy { Campaign.campaignID(ofJob: $0.id) == "goal-e2e" })
+            let sentTokens = Set(world.simulator.acceptedNotifications().map(\.token))
+            #expect(sentTokens == Set(active.map(\.token)) && world.simulator.acceptedNotifications().count == active.count)
+
+            let got = try world.runHerald(["campaigns", "get", "goal-e2e"] + redisArgs)
+            let status = try #require(JSONValue(parsing: Array(got.output.utf8)))
+            #expect(status["state"] == .string("done") && status["sent"] == .number("2000") && status["skipped"] == .number("100"),
+                    "\(got.output)")
+        }
+    }
+}
