@@ -94,7 +94,7 @@ public final class CampaignDriver {
         guard fields.count == 3, fields[0].string == CampaignStatus.State.running.rawValue,
               let cursor = fields[1].string, let queue = fields[2].string,
               let (campaign, notification) = try loaded(id) else { return nil }
-        let range = Campaigns.range(campaign.audience)
+        let range = CampaignCalls.range(campaign.audience)
         let read = try redis.command(["ZRANGEBYLEX", campaign.audience.index(shard, app: campaign.app),
                                       cursor.isEmpty ? range.min : "(" + cursor, range.max, "LIMIT", "0", String(chunk)])
         let members = (read.array ?? []).compactMap(\.string)
