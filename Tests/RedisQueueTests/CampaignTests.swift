@@ -177,6 +177,43 @@ import PushCore
         #expect(JSONValue(parsing: refused)?["error"] == .string("bad_audience"))
     }
 
+
+    @Test func terminalOutcomesInTheResultsStreamsAreCountedOnceOntoTheirCampaign() throws {
+        let world = try world(shards: 2)
+        let devices = try register(world, 40, topic: "scores", tokenPrefix: "ad")
+        try world.campaigns.create(Campaign.parse(Self.document(id: "count")))
+        let driver = world.driver(chunk: 100)
+        try drain(driver)
+        let redis = world.registry.redis
+        let outcomes = ["delivered", "token_dropped", "failed", "duplicate"]
+        for (index, device) in devices.enumerated() {
+            let results = world.shards.shards[DeviceRegistry.shard(ofToken: device.token, count: 2)].keys.results
+            let id = Campaign.jobID(campaign: "count", platform: device.platform, token: device.token)
+            _ = try redis.command(["XADD", results, "*", "id", id, "outcome", "retrying"])
+            _ = try redis.command(["XADD", results, "*", "id", id, "outcome", outcomes[index % 4]])
+            _ = try redis.command(["XADD", results, "*", "id", "order-\(index)", "outcome", "delivered"])
+            _ = try redis.command(["XADD", results, "*", "id", "other/\(device.platform.rawValue)/x", "outcome", "delivered"])
+        }
+        driver.tallyBatch = 7
+        try drain(driver)
+        try drain(world.driver(chunk: 100))
+        let status = try #require(try world.campaigns.status("count"))
+        #expect(status.delivered == 10 && status.dropped == 10 && status.failed == 10 && status.otherOutcomes == 10, "\(status)")
+        #expect(status.json["in_flight"] as? Int == 0)
+        #expect(try redis.command(["EXISTS", world.campaigns.keys[0].campaign("other")]).int == 0, "no hash for an id that is no campaign")
+
+        // A late entry is counted once; a tally from a cursor another driver moved since writes nothing.
+        let results = world.shards.shards[0].keys.results
+        _ = try redis.command(["XADD", results, "*", "id", Campaign.jobID(campaign: "count", platform: devices[0].platform, token: "late"),
+                               "outcome", "delivered"])
+        #expect(try world.driver(chunk: 100).tally(shard: 0) == 1 && driver.tally(shard: 0) == 0)
+        let shard = world.campaigns.keys[0]
+        let stale = try redis.evalScript(CampaignScripts.tally, keys: [bytes(shard.campaignTally), bytes(shard.campaign("count"))],
+                                         args: ["0-0", "9999999999999-0", "5", "0", "0", "0"].map(bytes))
+        #expect(stale.int == -2)
+        #expect(try world.campaigns.status("count")?.delivered == 11)
+    }
+
     @Test func aBadDocumentIsRefusedWithTheMemberItNames() throws {
         func code(_ text: String) -> String? {
             do { _ = try Campaign.parse(Array(text.utf8)); return nil } catch { return error.code }

@@ -66,10 +66,17 @@ extension EndToEnd {
             let sentTokens = Set(world.simulator.acceptedNotifications().map(\.token))
             #expect(sentTokens == Set(active.map(\.token)) && world.simulator.acceptedNotifications().count == active.count)
 
-            let got = try world.runHerald(["campaigns", "get", "goal-e2e"] + redisArgs)
-            let status = try #require(JSONValue(parsing: Array(got.output.utf8)))
-            #expect(status["state"] == .string("done") && status["sent"] == .number("2000") && status["skipped"] == .number("100"),
-                    "\(got.output)")
+            // The scheduler counts the outcomes from the results stream.
+            var status: JSONValue?
+            let deadline = Date().addingTimeInterval(20)
+            repeat {
+                status = JSONValue(parsing: Array(try world.runHerald(["campaigns", "get", "goal-e2e"] + redisArgs).output.utf8))
+                if status?["delivered"] == .number("2000") { break }
+                usleep(200_000)
+            } while Date() < deadline
+            #expect(status?["state"] == .string("done") && status?["sent"] == .number("2000") && status?["skipped"] == .number("100"),
+                    "\(String(describing: status))")
+            #expect(status?["delivered"] == .number("2000") && status?["in_flight"] == .number("0"), "\(String(describing: status))")
         }
     }
 }

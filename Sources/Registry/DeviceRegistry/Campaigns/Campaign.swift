@@ -53,9 +53,11 @@ public struct Campaign: Sendable, Equatable {
         "\(campaign)/\(platform.rawValue)/\(token)"
     }
 
-    /// The campaign id of a rendered job id (nil for an id without the separator).
+    /// The campaign id of a rendered job id: nil for an id not of the shape `<campaign>/<platform>/<token>`.
     public static func campaignID(ofJob id: String) -> String? {
-        id.firstIndex(of: "/").map { String(id[..<$0]) }
+        let parts = id.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, !parts[0].isEmpty, Platform(rawValue: String(parts[1])) != nil else { return nil }
+        return String(parts[0])
     }
 }
 

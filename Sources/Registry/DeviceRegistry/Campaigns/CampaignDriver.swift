@@ -47,6 +47,9 @@ public final class CampaignDriver {
                 pass.more = true
             }
         }
+        for shard in campaigns.keys.indices where !shouldStop() {
+            if try tally(shard: shard) == tallyBatch { pass.more = true }
+        }
         return pass
     }
 
@@ -125,6 +128,48 @@ public final class CampaignDriver {
             logger?.info("campaign shard done", ["campaign": .string(campaign.id), "shard": .int(index)])
         }
         return pushed >= 0 ? Int(pushed) : nil
+    }
+
+    /// Results entries read per shard and pass by `tally`.
+    public var tallyBatch = 1000
+
+    /// Counts the terminal outcomes of campaigns' jobs in shard `index`'s `<p>:results` after the tally's cursor
+    /// (at most `tallyBatch` entries) onto their campaigns' hashes, with the cursor compare-and-set as `step`: each
+    /// entry counted once. The entries read. Entries trimmed from the stream before they were read are not counted.
+    @discardableResult
+    public func tally(shard index: Int) throws -> Int {
+        let shard = campaigns.keys[index]
+        let cursor = try redis.command(["HGET", shard.campaignTally, "results"]).string ?? "0-0"
+        let entries = try redis.command(["XRANGE", campaigns.calls.shards.shards[index].keys.results, "(" + cursor, "+",
+                                         "COUNT", String(tallyBatch)]).array ?? []
+        guard let last = entries.last?.array?.first?.string else { return 0 }
+        var counts: [String: [Int]] = [:]
+        for entry in entries {
+            let fields = (entry.array?.last?.array ?? []).compactMap(\.string)
+            var id: String?, outcome: String?
+            for at in stride(from: 0, to: fields.count - 1, by: 2) {
+                if fields[at] == "id" { id = fields[at + 1] } else if fields[at] == "outcome" { outcome = fields[at + 1] }
+            }
+            guard let id, let campaign = Campaign.campaignID(ofJob: id), let slot = outcome.flatMap(Self.slot) else { continue }
+            counts[campaign, default: [0, 0, 0, 0]][slot] += 1
+        }
+        let ids = counts.keys.sorted()
+        let reply = try redis.evalScript(CampaignScripts.tally,
+                                         keys: ([shard.campaignTally] + ids.map { shard.campaign($0) }).map { Array($0.utf8) },
+                                         args: ([cursor, last] + ids.flatMap { counts[$0]!.map(String.init) }).map { Array($0.utf8) })
+        guard reply.int != nil else { throw RedisError.protocolError("campaign tally reply \(reply)") }
+        return entries.count
+    }
+
+    /// Where a terminal outcome is counted: delivered, dropped, failed, other; nil for one that is not terminal.
+    static func slot(_ outcome: String) -> Int? {
+        switch ResultEntry.Outcome(rawValue: outcome) {
+        case .delivered?: 0
+        case .tokenDropped?, .channelDropped?: 1
+        case .failed?, .rejected?: 2
+        case let other? where other.isTerminal: 3
+        default: nil
+        }
     }
 
     /// The device as rendering takes it, with the job id that names the campaign.

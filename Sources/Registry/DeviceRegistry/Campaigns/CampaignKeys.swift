@@ -5,6 +5,8 @@ extension DeviceKeys {
     public var campaigns: String { "\(prefix):campaigns" }
     /// LIST of campaign documents a producer LPUSHes (the Redis way to create one); the first shard's is read.
     public var newCampaigns: String { "\(prefix):campaigns:new" }
+    /// HASH `results` -> the last entry of this shard's `<p>:results` whose outcome the campaigns counted.
+    public var campaignTally: String { "\(prefix):campaigns:tally" }
     /// LIST of `{"error", "document"}` for documents taken from `newCampaigns` that were refused.
     public var refusedCampaigns: String { "\(prefix):campaigns:refused" }
 }

@@ -74,4 +74,26 @@ public enum CampaignScripts {
     end
     return state
     """#)
+
+    /// KEYS: the tally hash, then campaign hashes. ARGV: the results cursor read from, the cursor after the
+    /// entries read, then four counts per campaign hash (delivered, dropped, failed, other). Adds the counts to
+    /// the campaigns that exist and moves the cursor: 1; -2 when the cursor moved (another driver counted those
+    /// entries), nothing written. So each terminal entry is counted once.
+    public static let tally = RedisScript(QueueScripts.prelude + #"""
+    local bad = refusal(KEYS[1], 'hash')
+    if bad then return bad end
+    local cursor = redis.call('HGET', KEYS[1], 'results') or '0-0'
+    if cursor ~= ARGV[1] then return -2 end
+    local names = {'delivered', 'dropped', 'failed', 'other'}
+    for k = 2, #KEYS do
+      if redis.call('EXISTS', KEYS[k]) == 1 and redis.call('TYPE', KEYS[k]).ok == 'hash' then
+        for n = 1, 4 do
+          local count = tonumber(ARGV[2 + (k - 2) * 4 + n])
+          if count > 0 then redis.call('HINCRBY', KEYS[k], names[n], count) end
+        end
+      end
+    end
+    redis.call('HSET', KEYS[1], 'results', ARGV[2])
+    return 1
+    """#)
 }

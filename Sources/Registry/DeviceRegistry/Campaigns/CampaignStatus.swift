@@ -21,6 +21,9 @@ public struct CampaignStatus: Sendable, Equatable {
     public var unrendered = 0
     /// Index members after the cursor when it was cancelled: never read, never sent.
     public var cancelled = 0
+    /// Terminal outcomes of its jobs counted from the results streams (`CampaignDriver.tally`): `delivered`,
+    /// `token_dropped` and `channel_dropped`, `failed` and `rejected`, and any other (`duplicate`, `cancelled`).
+    public var delivered = 0, dropped = 0, failed = 0, otherOutcomes = 0
     public var createdAt: Int64 = 0
     /// When its last shard finished or it was cancelled (ms), 0 while it runs.
     public var finishedAt: Int64 = 0
@@ -40,6 +43,10 @@ public struct CampaignStatus: Sendable, Equatable {
         skipped += int("skipped")
         unrendered += int("unrendered")
         cancelled += int("cancelled")
+        delivered += int("delivered")
+        dropped += int("dropped")
+        failed += int("failed")
+        otherOutcomes += int("other")
         createdAt = max(createdAt, Int64(int("created")))
         finishedAt = max(finishedAt, Int64(int("finished")))
         let shardState = fields["state"].flatMap(State.init(rawValue:)) ?? .done
@@ -59,7 +66,9 @@ public struct CampaignStatus: Sendable, Equatable {
     public var json: [String: Any] {
         var object: [String: Any] = ["id": id, "app": app, "audience": [audienceKind: audienceName], "state": state.rawValue,
                                      "audience_size": audience, "sent": sent, "skipped": skipped, "unrendered": unrendered,
-                                     "cancelled": cancelled, "created_at": createdAt]
+                                     "cancelled": cancelled, "created_at": createdAt, "delivered": delivered, "dropped": dropped,
+                                     "failed": failed, "other_outcomes": otherOutcomes,
+                                     "in_flight": max(0, sent - delivered - dropped - failed - otherOutcomes)]
         if finishedAt > 0 && state != .running && state != .paused { object["finished_at"] = finishedAt }
         object["waiting"] = state == .running || state == .paused ? max(0, audience - sent - skipped - unrendered) : 0
         return object
