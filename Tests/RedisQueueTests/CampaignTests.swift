@@ -214,6 +214,35 @@ import PushCore
         #expect(try world.campaigns.status("count")?.delivered == 11)
     }
 
+
+    @Test func aPacedCampaignSendsAtItsRateAndFinishWithinDerivesTheRateFromTheAudience() throws {
+        let world = try world(shards: 1)
+        _ = try register(world, 300, topic: "scores", tokenPrefix: "ae")
+        try world.campaigns.create(Campaign.parse(Self.document(id: "capped", extra: #", "rate_per_second": 100"#)))
+        try world.campaigns.create(Campaign.parse(Self.document(id: "within", extra: #", "finish_within": 60"#)))
+        let driver = world.driver(chunk: 200)
+        #expect(try driver.advance("capped", shard: 0) == nil, "nothing before its time")
+        world.clock.now += 250
+        #expect(try driver.advance("capped", shard: 0) == 25)
+        #expect(try driver.advance("capped", shard: 0) == nil)
+        world.clock.now += 1000
+        #expect(try driver.advance("capped", shard: 0) == 100)
+        // Idle for a minute: one chunk at most, no burst of the minute's worth.
+        world.clock.now += 60_000
+        #expect(try driver.advance("capped", shard: 0) == 175, "the rest, at most a chunk")
+        #expect(try world.campaigns.status("capped")?.state == .done)
+
+        // 300 devices in 60 s: 5 a second.
+        let status = try #require(try world.campaigns.status("within"))
+        #expect(status.ratePerSecond == 5 && status.estimatedEndAt == status.createdAt + 60_000, "\(status.json)")
+        #expect(try driver.advance("within", shard: 0) == 200, "a minute passed since it was made: one chunk")
+        world.clock.now += 2000
+        #expect(try driver.advance("within", shard: 0) == 10)
+        #expect(throws: DeviceError.self) {
+            try Campaign.parse(Self.document(id: "both", extra: #", "finish_within": 60, "finish_by": 1900000000"#))
+        }
+    }
+
     @Test func aBadDocumentIsRefusedWithTheMemberItNames() throws {
         func code(_ text: String) -> String? {
             do { _ = try Campaign.parse(Array(text.utf8)); return nil } catch { return error.code }

@@ -39,6 +39,12 @@ public struct Campaign: Sendable, Equatable {
     public let audience: Audience
     /// The queue `<name>` (of `<prefix>:queue:<name>` in `redis.queues`) the jobs go on; nil for the first configured queue.
     public let queue: String?
+    /// Pacing (docs/campaigns.md, "Pacing"): at most this many jobs a second over every shard.
+    public let ratePerSecond: Double?
+    /// Pacing: the rate that sends the audience (as counted at creation) in this many seconds from creation...
+    public let finishWithin: Double?
+    /// ...or by this time (UNIX seconds).
+    public let finishBy: Double?
     /// The `notification` member's bytes, checked by `NeutralNotificationReader`.
     public let notification: [UInt8]
     /// The document as given, which Redis keeps.
@@ -46,7 +52,7 @@ public struct Campaign: Sendable, Equatable {
 
     public static let maxIDBytes = 128
     /// The members a campaign document may carry (anything else is refused, never dropped silently).
-    public static let members: Set<String> = ["id", "app", "audience", "notification", "queue"]
+    public static let members: Set<String> = ["id", "app", "audience", "notification", "queue", "rate_per_second", "finish_within", "finish_by"]
 
     /// The rendered job id of one device: the campaign id first, so every result entry of the campaign carries it.
     public static func jobID(campaign: String, platform: Platform, token: String) -> String {
@@ -62,6 +68,22 @@ public struct Campaign: Sendable, Equatable {
 }
 
 extension Campaign {
+    /// One shard's rate (jobs a second; nil when unpaced): the audience it held at `created` (ms) over the time
+    /// `finish_within` or `finish_by` leaves, capped by its share of `rate_per_second` (devices spread evenly over
+    /// the shards by their tokens' hashes).
+    public func shardRate(audience: Int, created: Int64, shards: Int) -> Double? {
+        var seconds: Double?
+        if let finishWithin { seconds = finishWithin }
+        if let finishBy { seconds = finishBy - Double(created) / 1000 }
+        let derived = seconds.map { Double(max(audience, 1)) / max($0, 1) }
+        let cap = ratePerSecond.map { $0 / Double(max(shards, 1)) }
+        switch (derived, cap) {
+        case (let derived?, let cap?): return min(derived, cap)
+        case (let one?, nil), (nil, let one?): return one
+        case (nil, nil): return nil
+        }
+    }
+
     /// Reads a campaign document: every member checked, an unknown one refused, the notification read as
     /// rendering reads it (so a bad one is refused before a single device is looked at).
     public static func parse(_ bytes: [UInt8]) throws(DeviceError) -> Campaign {
@@ -109,6 +131,18 @@ extension Campaign {
         } catch {
             throw DeviceError("bad_notification", "notification: \(error)")
         }
-        return Campaign(id: id, app: app, audience: audience, queue: queue, notification: notificationBytes, document: bytes)
+        func positive(_ name: String, max: Double) throws(DeviceError) -> Double? {
+            guard let value = object[name], value != .null else { return nil }
+            guard case .number(let text) = value, let number = Double(text), number > 0, number <= max else {
+                throw DeviceError("bad_pacing", "\(name) must be a number above 0 and at most \(Int(max))")
+            }
+            return number
+        }
+        let rate = try positive("rate_per_second", max: 1_000_000)
+        let within = try positive("finish_within", max: 31 * 86_400)
+        let by = try positive("finish_by", max: 32_503_680_000)
+        if within != nil && by != nil { throw DeviceError("bad_pacing", "give finish_within or finish_by, not both") }
+        return Campaign(id: id, app: app, audience: audience, queue: queue, ratePerSecond: rate, finishWithin: within, finishBy: by,
+                        notification: notificationBytes, document: bytes)
     }
 }

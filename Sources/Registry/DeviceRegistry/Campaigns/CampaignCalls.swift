@@ -62,7 +62,7 @@ public struct CampaignCalls: Sendable {
             let pairs = (reply.array ?? []).compactMap(\.string)
             guard pairs.count >= 2 else { continue }
             found = true
-            status.add(Dictionary(stride(from: 0, to: pairs.count - 1, by: 2).map { (pairs[$0], pairs[$0 + 1]) }) { $1 })
+            status.add(Dictionary(stride(from: 0, to: pairs.count - 1, by: 2).map { (pairs[$0], pairs[$0 + 1]) }) { $1 }, shards: replies.count)
         }
         return found ? status : nil
     }

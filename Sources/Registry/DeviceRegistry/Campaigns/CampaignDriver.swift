@@ -93,13 +93,27 @@ public final class CampaignDriver {
     /// campaign does not run in that shard or another driver moved its cursor first.
     public func advance(_ id: String, shard index: Int) throws -> Int? {
         let shard = campaigns.keys[index]
-        let fields = try redis.command(["HMGET", shard.campaign(id), "state", "cursor", "queue"]).array ?? []
-        guard fields.count == 3, fields[0].string == CampaignStatus.State.running.rawValue,
+        let fields = try redis.command(["HMGET", shard.campaign(id), "state", "cursor", "queue", "audience", "created", "paced"]).array ?? []
+        guard fields.count == 6, fields[0].string == CampaignStatus.State.running.rawValue,
               let cursor = fields[1].string, let queue = fields[2].string,
               let (campaign, notification) = try loaded(id) else { return nil }
+        let now = campaigns.clock()
+        var limit = chunk, paced = ""
+        if let rate = campaign.shardRate(audience: fields[3].string.flatMap { Int($0) } ?? 0,
+                                         created: fields[4].string.flatMap { Int64($0) } ?? now, shards: campaigns.keys.count) {
+            // The pacing clock: where the sends so far would end at the rate, never further back than one chunk
+            // (a campaign paused or starved does not make up for it in a burst).
+            let interval = 1000 / rate
+            let from = max(fields[5].string.flatMap { Double($0) } ?? fields[4].string.flatMap { Double($0) } ?? Double(now),
+                           Double(now) - Double(chunk) * interval)
+            let allowed = Int((Double(now) - from) / interval)
+            guard allowed > 0 else { return nil }
+            limit = min(chunk, allowed)
+            paced = String(Int64(from + Double(limit) * interval))
+        }
         let range = CampaignCalls.range(campaign.audience)
         let read = try redis.command(["ZRANGEBYLEX", campaign.audience.index(shard, app: campaign.app),
-                                      cursor.isEmpty ? range.min : "(" + cursor, range.max, "LIMIT", "0", String(chunk)])
+                                      cursor.isEmpty ? range.min : "(" + cursor, range.max, "LIMIT", "0", String(limit)])
         let members = (read.array ?? []).compactMap(\.string)
         let ids = DeviceCalls.indexed(app: campaign.app, read)
         let records = ids.isEmpty ? [] : try redis.pipeline(rawCommands: ids.map { id in
@@ -118,13 +132,13 @@ public final class CampaignDriver {
                                                                  "error": .string("\(error)")])
             }
         }
-        let args: [[UInt8]] = [campaign.id, cursor, members.last ?? cursor, members.count < chunk ? "1" : "0", String(skipped),
-                               String(unrendered), String(campaigns.clock())].map { Array($0.utf8) } + jobs
+        let args: [[UInt8]] = [campaign.id, cursor, members.last ?? cursor, members.count < limit ? "1" : "0", String(skipped),
+                               String(unrendered), String(now), paced].map { Array($0.utf8) } + jobs
         try beforeStep?()
         let reply = try redis.evalScript(CampaignScripts.step, keys: [shard.campaign(id), queue, shard.campaigns].map { Array($0.utf8) },
                                          args: args)
         guard let pushed = reply.int else { throw RedisError.protocolError("campaign step reply \(reply)") }
-        if members.count < chunk && pushed >= 0 {
+        if members.count < limit && pushed >= 0 {
             logger?.info("campaign shard done", ["campaign": .string(campaign.id), "shard": .int(index)])
         }
         return pushed >= 0 ? Int(pushed) : nil

@@ -21,7 +21,8 @@ public enum CampaignScripts {
     """#)
 
     /// KEYS: campaign hash, queue, campaigns zset. ARGV: id, the cursor read from, the cursor after the chunk,
-    /// "1" when the chunk ended the range, skipped, unrendered, now, then the chunk's jobs. The number of jobs
+    /// "1" when the chunk ended the range, skipped, unrendered, now, the pacing clock after the chunk ("" when
+    /// unpaced), then the chunk's jobs. The number of jobs
     /// pushed; -1 the campaign is not running (paused, cancelled, done, gone), -2 its cursor moved (another
     /// driver took the chunk): nothing written.
     public static let step = RedisScript(QueueScripts.prelude + #"""
@@ -30,14 +31,15 @@ public enum CampaignScripts {
     local s = redis.call('HMGET', KEYS[1], 'state', 'cursor')
     if s[1] ~= 'running' then return -1 end
     if s[2] ~= ARGV[2] then return -2 end
-    local n = #ARGV - 7
-    local i = 8
+    local n = #ARGV - 8
+    local i = 9
     while i <= #ARGV do
       local last = math.min(i + 999, #ARGV)
       redis.call('LPUSH', KEYS[2], unpack(ARGV, i, last))
       i = last + 1
     end
     redis.call('HSET', KEYS[1], 'cursor', ARGV[3])
+    if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'paced', ARGV[8]) end
     redis.call('HINCRBY', KEYS[1], 'sent', n)
     redis.call('HINCRBY', KEYS[1], 'skipped', tonumber(ARGV[5]))
     redis.call('HINCRBY', KEYS[1], 'unrendered', tonumber(ARGV[6]))

@@ -28,16 +28,28 @@ public struct CampaignStatus: Sendable, Equatable {
     /// When its last shard finished or it was cancelled (ms), 0 while it runs.
     public var finishedAt: Int64 = 0
 
+    /// A paced campaign's rate over every shard (jobs a second), 0 when unpaced.
+    public var ratePerSecond = 0.0
+    /// A paced campaign's estimated end (ms): when its slowest shard reads its last device at its rate.
+    public var estimatedEndAt: Int64 = 0
+
     public init(id: String) { self.id = id }
 
-    /// Adds one shard's hash (HGETALL's fields); the state is the least finished of the shards'.
-    mutating func add(_ fields: [String: String]) {
+    /// Adds one of `shards` shards' hash (HGETALL's fields); the state is the least finished of the shards'.
+    mutating func add(_ fields: [String: String], shards: Int) {
+        func int(_ name: String) -> Int { fields[name].flatMap { Int($0) } ?? 0 }
         if let doc = fields["doc"], let campaign = try? Campaign.parse(Array(doc.utf8)) {
             app = campaign.app
             audienceKind = campaign.audience.kind
             audienceName = campaign.audience.name
+            if fields["state"] == State.running.rawValue || fields["state"] == State.paused.rawValue,
+               let rate = campaign.shardRate(audience: int("audience"), created: Int64(int("created")), shards: shards) {
+                ratePerSecond += rate
+                let left = max(0, int("audience") - int("sent") - int("skipped") - int("unrendered"))
+                let from = fields["paced"].flatMap { Double($0) } ?? Double(int("created"))
+                estimatedEndAt = max(estimatedEndAt, Int64(from + Double(left) * 1000 / rate))
+            }
         }
-        func int(_ name: String) -> Int { fields[name].flatMap { Int($0) } ?? 0 }
         audience += int("audience")
         sent += int("sent")
         skipped += int("skipped")
@@ -70,6 +82,10 @@ public struct CampaignStatus: Sendable, Equatable {
                                      "failed": failed, "other_outcomes": otherOutcomes,
                                      "in_flight": max(0, sent - delivered - dropped - failed - otherOutcomes)]
         if finishedAt > 0 && state != .running && state != .paused { object["finished_at"] = finishedAt }
+        if ratePerSecond > 0 {
+            object["rate_per_second"] = Int(ratePerSecond.rounded())
+            object["estimated_end_at"] = estimatedEndAt
+        }
         object["waiting"] = state == .running || state == .paused ? max(0, audience - sent - skipped - unrendered) : 0
         return object
     }
