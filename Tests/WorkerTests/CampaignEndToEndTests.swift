@@ -1,5 +1,6 @@
 import DeviceRegistry
 import Foundation
+import Glibc
 import HeraldTestSupport
 import PushCore
 import Reactor
@@ -77,6 +78,56 @@ extension EndToEnd {
             #expect(status?["state"] == .string("done") && status?["sent"] == .number("2000") && status?["skipped"] == .number("100"),
                     "\(String(describing: status))")
             #expect(status?["delivered"] == .number("2000") && status?["in_flight"] == .number("0"), "\(String(describing: status))")
+        }
+        /// A paced campaign (so it is mid-fan-out when it happens): its scheduler SIGKILLed and another started, then
+        /// Redis (AOF, fsync always) killed and restarted under it; then a worker sends it. Every subscriber exactly
+        /// one job and one terminal outcome, the simulator each token once.
+        @Test(.timeLimit(.minutes(2)))
+        func aSchedulerAndRedisKilledMidFanOutNeitherSkipNorRepeatADevice() throws {
+            let world = try EndToEndWorld(appendOnly: true)
+            defer { world.shutdown(); world.removeFiles() }
+            let registry = DeviceRegistry(redis: try world.connectRedis(), shards: try QueueShards(single: try QueueKeys(prefix: "herald")))
+            let devices = try (0..<3000).map { index in
+                let id = DeviceID(app: "main", platform: .apns, token: deviceToken(prefix: "e0", index: index))
+                try registry.register(id, DeviceAttributes(topics: ["scores"]))
+                return id
+            }
+            let redisArgs = ["--redis", world.redisURL]
+            let file = world.directory + "/paced.json"
+            try Data(#"{"id": "paced", "app": "main", "audience": {"topic": "scores"}, "notification": {"title": "Goal"}, "rate_per_second": 1500}"#.utf8)
+                .write(to: URL(fileURLWithPath: file))
+            #expect(try world.runHerald(["campaigns", "create", "--file", file] + redisArgs).status == 0)
+            func sent() throws -> Int {
+                let text = try world.runHerald(["campaigns", "get", "paced"] + redisArgs).output
+                guard case .number(let n)? = JSONValue(parsing: Array(text.utf8))?["sent"] else { return -1 }
+                return Int(n) ?? -1
+            }
+
+            let first = try ChildProcess(name: "scheduler-1", executable: world.herald, arguments: ["scheduler"] + redisArgs)
+            #expect(waitUntil(seconds: 10, interval: 0.1) { ((try? sent()) ?? 0) > 0 })
+            first.signal(SIGKILL)
+            _ = first.waitForExit(seconds: 10)
+            let atKill = try sent()
+            #expect(atKill > 0 && atKill < devices.count, "killed mid-fan-out: \(atKill) sent")
+
+            let second = try ChildProcess(name: "scheduler-2", executable: world.herald, arguments: ["scheduler"] + redisArgs)
+            defer { _ = second.stop() }
+            usleep(300_000)
+            world.redis.crash()
+            try world.redis.start()
+            #expect(waitUntil(seconds: 30, interval: 0.1) { ((try? sent()) ?? 0) == devices.count }, "the second scheduler finished:\n\(second.output)")
+            #expect(try world.connectRedis().command(["LLEN", "herald:queue"]).int == Int64(devices.count), "one job per device, none twice")
+
+            try world.startWorker(id: "paced", config: try world.writeConfig())
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            #expect(try ledger.waitForTerminal(devices.count, seconds: 60), "only \(ledger.terminalCount):\n\(world.workerLogs())")
+            usleep(500_000)
+            ledger.poll()
+            let expected = Dictionary(uniqueKeysWithValues: devices.map { (Campaign.jobID(campaign: "paced", platform: $0.platform, token: $0.token), "delivered") })
+            let problems = ledger.contractProblems(expected: expected)
+            #expect(problems.isEmpty && ledger.terminalCount == devices.count, "\(summarize(problems))")
+            let accepted = world.simulator.acceptedNotifications()
+            #expect(accepted.count == devices.count && Set(accepted.map(\.token)) == Set(devices.map(\.token)))
         }
     }
 }
