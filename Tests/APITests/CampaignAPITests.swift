@@ -41,7 +41,7 @@ import Testing
     @Test func badDocumentsAre400WithTheirCode() throws {
         let redis = try RedisServer()
         let api = try DeviceAPIServer(redisURL: redis.url)
-        let cases = [("{", "bad_campaign"), (#"{"id": "a", "app": "shop", "audience": {"app": "shop"}, "notification": {"title": "x"}}"#, "unsupported_audience"),
+        let cases = [("{", "bad_campaign"), (#"{"id": "a", "app": "shop", "audience": {"app": "other"}, "notification": {"title": "x"}}"#, "bad_audience"),
                      (#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}, "queue": "nope"}"#, "bad_queue")]
         for (body, expected) in cases {
             let answer = try call(api, "v1/campaigns", post: body)

@@ -11,25 +11,20 @@ public struct Campaign: Sendable, Equatable {
         case user(String)
         /// Every device subscribed to one topic.
         case topic(String)
+        /// Every active device of the app (its name), on every platform.
+        case app(String)
 
         public var kind: String {
             switch self {
             case .user: "user"
             case .topic: "topic"
+            case .app: "app"
             }
         }
 
         public var name: String {
             switch self {
-            case .user(let name), .topic(let name): name
-            }
-        }
-
-        /// The registry index the audience is a range of.
-        func index(_ keys: DeviceKeys, app: String) -> String {
-            switch self {
-            case .user: keys.owners(app: app)
-            case .topic: keys.topics(app: app)
+            case .user(let name), .topic(let name), .app(let name): name
             }
         }
     }
@@ -102,7 +97,7 @@ extension Campaign {
         }
         guard case .object(let audienceObject)? = object["audience"], audienceObject.count == 1,
               let (kind, value) = audienceObject.first else {
-            throw DeviceError("bad_audience", "audience must name exactly one of user or topic: {\"topic\": \"scores\"}")
+            throw DeviceError("bad_audience", "audience must name exactly one of user, topic or app: {\"topic\": \"scores\"}")
         }
         guard case .string(let name) = value, !name.isEmpty, name.utf8.count <= DeviceAttributes.maxOwnerBytes,
               !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
@@ -112,8 +107,10 @@ extension Campaign {
         switch kind {
         case "user": audience = .user(name)
         case "topic": audience = .topic(name)
-        case "app": throw DeviceError("unsupported_audience", "app audiences are not built yet (docs/campaigns.md): use user or topic")
-        default: throw DeviceError("bad_audience", "audience must name user or topic, not \(kind)")
+        case "app":
+            guard name == app else { throw DeviceError("bad_audience", "audience.app must be the campaign's app, \(app)") }
+            audience = .app(name)
+        default: throw DeviceError("bad_audience", "audience must name user, topic or app, not \(kind)")
         }
         var queue: String?
         if let value = object["queue"], value != .null {

@@ -34,11 +34,12 @@ public struct CampaignCalls: Sendable {
             guard let queue = queueKey(campaign, shard: index) else {
                 throw DeviceError("bad_queue", "queue \(campaign.queue ?? "") is not one of redis.queues (<prefix>:queue:<name>)")
             }
+            let counted = campaign.audience.counted(shard, app: campaign.app)
             calls.append(DeviceCalls.ScriptCall(
                 script: CampaignScripts.create,
-                keys: [shard.campaign(campaign.id), shard.campaigns, campaign.audience.index(shard, app: campaign.app)].map { Array($0.utf8) },
-                args: [Array(campaign.id.utf8), campaign.document, Array(String(now).utf8), Array(queue.utf8),
-                       Array(range.min.utf8), Array(range.max.utf8)]))
+                keys: ([shard.campaign(campaign.id), shard.campaigns] + counted.keys).map { Array($0.utf8) },
+                args: [Array(campaign.id.utf8), campaign.document, Array(String(now).utf8), Array(queue.utf8)]
+                    + ([counted.mode] + (counted.mode == "lex" ? [range.min, range.max] : [])).map { Array($0.utf8) }))
         }
         return calls
     }
@@ -71,10 +72,12 @@ public struct CampaignCalls: Sendable {
     public func control(_ campaign: Campaign, _ action: Campaigns.Action, now: Int64) -> [DeviceCalls.ScriptCall] {
         let range = Self.range(campaign.audience)
         return keys.map { shard in
-            DeviceCalls.ScriptCall(
+            let counted = campaign.audience.counted(shard, app: campaign.app)
+            return DeviceCalls.ScriptCall(
                 script: CampaignScripts.control,
-                keys: [shard.campaign(campaign.id), shard.campaigns, campaign.audience.index(shard, app: campaign.app)].map { Array($0.utf8) },
-                args: [campaign.id, action.rawValue, String(now), range.min, range.max].map { Array($0.utf8) })
+                keys: ([shard.campaign(campaign.id), shard.campaigns, shard.campaignSent(campaign.id)] + counted.keys).map { Array($0.utf8) },
+                args: ([campaign.id, action.rawValue, String(now), counted.mode] + (counted.mode == "lex" ? [range.min, range.max] : []))
+                    .map { Array($0.utf8) })
         }
     }
 }

@@ -98,47 +98,48 @@ public final class CampaignDriver {
               let cursor = fields[1].string, let queue = fields[2].string,
               let (campaign, notification) = try loaded(id) else { return nil }
         let now = campaigns.clock()
-        var limit = chunk, paced = ""
+        var limit = chunk, pacedFrom: Double?, interval = 0.0
         if let rate = campaign.shardRate(audience: fields[3].string.flatMap { Int($0) } ?? 0,
                                          created: fields[4].string.flatMap { Int64($0) } ?? now, shards: campaigns.keys.count) {
             // The pacing clock: where the sends so far would end at the rate, never further back than one chunk
             // (a campaign paused or starved does not make up for it in a burst).
-            let interval = 1000 / rate
+            interval = 1000 / rate
             let from = max(fields[5].string.flatMap { Double($0) } ?? fields[4].string.flatMap { Double($0) } ?? Double(now),
                            Double(now) - Double(chunk) * interval)
             let allowed = Int((Double(now) - from) / interval)
             guard allowed > 0 else { return nil }
             limit = min(chunk, allowed)
-            paced = String(Int64(from + Double(limit) * interval))
+            pacedFrom = from
         }
-        let range = CampaignCalls.range(campaign.audience)
-        let read = try redis.command(["ZRANGEBYLEX", campaign.audience.index(shard, app: campaign.app),
-                                      cursor.isEmpty ? range.min : "(" + cursor, range.max, "LIMIT", "0", String(limit)])
-        let members = (read.array ?? []).compactMap(\.string)
-        let ids = DeviceCalls.indexed(app: campaign.app, read)
+        let chunkRead = try campaign.audience.read(redis, shard, app: campaign.app, cursor: cursor, limit: limit)
+        let ids = chunkRead.ids
         let records = ids.isEmpty ? [] : try redis.pipeline(rawCommands: ids.map { id in
             ["HGET", shard.records(app: id.app, platform: id.platform.rawValue), id.token].map { Array($0.utf8) }
         })
+        let dedupes = campaign.audience.dedupes
         var jobs: [[UInt8]] = []
-        var skipped = members.count - ids.count, unrendered = 0
+        var skipped = chunkRead.read - ids.count, unrendered = 0
         for (offset, id) in ids.enumerated() {
             guard let record = records[offset].bytes, let device = Device(id: id, record: record, delivered: nil),
                   device.state == DeviceState.active else { skipped += 1; continue }
             do {
-                jobs.append(try providers.provider(for: id.platform).render(notification, for: Self.renderDevice(device, campaign: campaign.id)))
+                let job = try providers.provider(for: id.platform).render(notification, for: Self.renderDevice(device, campaign: campaign.id))
+                if dedupes { jobs.append(Array("\(id.platform.rawValue)\n\(id.token)".utf8)) }
+                jobs.append(job)
             } catch {
                 unrendered += 1
                 logger?.warning("campaign device not rendered", ["campaign": .string(campaign.id), "device": .string(id.description),
                                                                  "error": .string("\(error)")])
             }
         }
-        let args: [[UInt8]] = [campaign.id, cursor, members.last ?? cursor, members.count < limit ? "1" : "0", String(skipped),
-                               String(unrendered), String(now), paced].map { Array($0.utf8) } + jobs
+        let paced = pacedFrom.map { String(Int64($0 + Double(chunkRead.read) * interval)) } ?? ""
+        let args: [[UInt8]] = [campaign.id, cursor, chunkRead.cursor, chunkRead.done ? "1" : "0", String(skipped),
+                               String(unrendered), String(now), paced, dedupes ? "1" : "0"].map { Array($0.utf8) } + jobs
         try beforeStep?()
-        let reply = try redis.evalScript(CampaignScripts.step, keys: [shard.campaign(id), queue, shard.campaigns].map { Array($0.utf8) },
-                                         args: args)
+        let reply = try redis.evalScript(CampaignScripts.step, keys: [shard.campaign(id), queue, shard.campaigns, shard.campaignSent(id)]
+                                            .map { Array($0.utf8) }, args: args)
         guard let pushed = reply.int else { throw RedisError.protocolError("campaign step reply \(reply)") }
-        if members.count < limit && pushed >= 0 {
+        if chunkRead.done && pushed >= 0 {
             logger?.info("campaign shard done", ["campaign": .string(campaign.id), "shard": .int(index)])
         }
         return pushed >= 0 ? Int(pushed) : nil

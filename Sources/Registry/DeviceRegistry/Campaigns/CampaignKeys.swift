@@ -1,6 +1,9 @@
 extension DeviceKeys {
     /// HASH per campaign and shard: its document, state, this shard's cursor and counters (`CampaignScripts`).
     public func campaign(_ id: String) -> String { "\(prefix):campaign:\(id)" }
+    /// SET per campaign and shard of `<platform>\n<token>` sent, for audiences read with ZSCAN (an app's), which may
+    /// name a device twice; dropped when the shard is done or the campaign cancelled.
+    public func campaignSent(_ id: String) -> String { "\(prefix):campaign:\(id):sent" }
     /// ZSET campaign id -> created (ms): the running and paused campaigns the driver walks.
     public var campaigns: String { "\(prefix):campaigns" }
     /// LIST of campaign documents a producer LPUSHes (the Redis way to create one); the first shard's is read.

@@ -7,56 +7,78 @@ import RedisQueue
 /// read again), one that died after it left the cursor past the chunk, and two drivers reading the same chunk
 /// push it once.
 public enum CampaignScripts {
-    /// KEYS: campaign hash, campaigns zset, the audience's index. ARGV: id, document, now, queue key, the
-    /// index range's min and max. 1 created, 0 it existed (a create is idempotent by id).
+    /// KEYS: campaign hash, campaigns zset, then the keys the audience is counted from. ARGV: id, document, now,
+    /// queue key, `lex` (ZLEXCOUNT of the one index between the min and max that follow) or `card` (ZCARD summed).
+    /// 1 created, 0 it existed (a create is idempotent by id).
     public static let create = RedisScript(QueueScripts.prelude + #"""
-    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'zset')
+    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset')
     if bad then return bad end
+    for k = 3, #KEYS do
+      bad = refusal(KEYS[k], 'zset')
+      if bad then return bad end
+    end
     if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-    local size = redis.call('ZLEXCOUNT', KEYS[3], ARGV[5], ARGV[6])
+    local size = 0
+    if ARGV[5] == 'lex' then
+      size = redis.call('ZLEXCOUNT', KEYS[3], ARGV[6], ARGV[7])
+    else
+      for k = 3, #KEYS do size = size + redis.call('ZCARD', KEYS[k]) end
+    end
     redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'state', 'running', 'cursor', '', 'audience', size, 'sent', 0,
-               'skipped', 0, 'unrendered', 0, 'cancelled', 0, 'queue', ARGV[4], 'created', ARGV[3])
+               'skipped', 0, 'unrendered', 0, 'repeated', 0, 'cancelled', 0, 'queue', ARGV[4], 'created', ARGV[3])
     redis.call('ZADD', KEYS[2], ARGV[3], ARGV[1])
     return 1
     """#)
 
-    /// KEYS: campaign hash, queue, campaigns zset. ARGV: id, the cursor read from, the cursor after the chunk,
-    /// "1" when the chunk ended the range, skipped, unrendered, now, the pacing clock after the chunk ("" when
-    /// unpaced), then the chunk's jobs. The number of jobs
-    /// pushed; -1 the campaign is not running (paused, cancelled, done, gone), -2 its cursor moved (another
-    /// driver took the chunk): nothing written.
+    /// KEYS: campaign hash, queue, campaigns zset, the campaign's sent set. ARGV: id, the cursor read from, the
+    /// cursor after the chunk, "1" when the chunk ended the audience, skipped, unrendered, now, the pacing clock after
+    /// the chunk ("" when unpaced), "1" when each job comes after its device (`<platform>\n<token>`) to be checked
+    /// against the sent set (a device already in it is `repeated`, not pushed), then the jobs. The number of jobs
+    /// pushed; -1 the campaign is not running (paused, cancelled, done, gone), -2 its cursor moved (another driver
+    /// took the chunk): nothing written. The last chunk marks the shard `done` and drops the sent set.
     public static let step = RedisScript(QueueScripts.prelude + #"""
-    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'list', KEYS[3], 'zset')
+    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'list', KEYS[3], 'zset', KEYS[4], 'set')
     if bad then return bad end
     local s = redis.call('HMGET', KEYS[1], 'state', 'cursor')
     if s[1] ~= 'running' then return -1 end
     if s[2] ~= ARGV[2] then return -2 end
-    local n = #ARGV - 8
-    local i = 9
-    while i <= #ARGV do
-      local last = math.min(i + 999, #ARGV)
-      redis.call('LPUSH', KEYS[2], unpack(ARGV, i, last))
+    local jobs = {}
+    local repeated = 0
+    if ARGV[9] == '1' then
+      for i = 10, #ARGV - 1, 2 do
+        if redis.call('SADD', KEYS[4], ARGV[i]) == 1 then jobs[#jobs + 1] = ARGV[i + 1] else repeated = repeated + 1 end
+      end
+    else
+      for i = 10, #ARGV do jobs[#jobs + 1] = ARGV[i] end
+    end
+    local i = 1
+    while i <= #jobs do
+      local last = math.min(i + 999, #jobs)
+      redis.call('LPUSH', KEYS[2], unpack(jobs, i, last))
       i = last + 1
     end
     redis.call('HSET', KEYS[1], 'cursor', ARGV[3])
     if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'paced', ARGV[8]) end
-    redis.call('HINCRBY', KEYS[1], 'sent', n)
+    redis.call('HINCRBY', KEYS[1], 'sent', #jobs)
     redis.call('HINCRBY', KEYS[1], 'skipped', tonumber(ARGV[5]))
     redis.call('HINCRBY', KEYS[1], 'unrendered', tonumber(ARGV[6]))
+    if repeated > 0 then redis.call('HINCRBY', KEYS[1], 'repeated', repeated) end
     if ARGV[4] == '1' then
       redis.call('HSET', KEYS[1], 'state', 'done', 'finished', ARGV[7])
       redis.call('ZREM', KEYS[3], ARGV[1])
+      redis.call('DEL', KEYS[4])
     end
-    return n
+    return #jobs
     """#)
 
-    /// KEYS: campaign hash, campaigns zset, the audience's index. ARGV: id, pause|resume|cancel, now, the index
-    /// range's min and max. The state after (a campaign already past the action keeps its state); nil when there
-    /// is no such campaign. A cancel counts the index members after the cursor: the devices never sent.
+    /// KEYS: campaign hash, campaigns zset, the campaign's sent set, then the audience's count keys (as `create`).
+    /// ARGV: id, pause|resume|cancel, now, `lex` and the index range's min and max, or `card`. The state after (a
+    /// campaign already past the action keeps its state); nil when there is no such campaign. A cancel counts the
+    /// devices never read: the index members after the cursor (`lex`), or the audience less what was read (`card`).
     public static let control = RedisScript(QueueScripts.prelude + #"""
-    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'zset')
+    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'set')
     if bad then return bad end
-    local s = redis.call('HMGET', KEYS[1], 'state', 'cursor')
+    local s = redis.call('HMGET', KEYS[1], 'state', 'cursor', 'audience', 'sent', 'skipped', 'unrendered')
     local state, cursor = s[1], s[2]
     if not state then return false end
     local action = ARGV[2]
@@ -67,12 +89,18 @@ public enum CampaignScripts {
       state = 'running'
       redis.call('HSET', KEYS[1], 'state', state)
     elseif action == 'cancel' and (state == 'running' or state == 'paused') then
-      local from = ARGV[4]
-      if cursor ~= '' then from = '(' .. cursor end
+      local never
+      if ARGV[4] == 'lex' then
+        local from = ARGV[5]
+        if cursor ~= '' then from = '(' .. cursor end
+        never = redis.call('ZLEXCOUNT', KEYS[4], from, ARGV[6])
+      else
+        never = math.max(0, tonumber(s[3] or 0) - tonumber(s[4] or 0) - tonumber(s[5] or 0) - tonumber(s[6] or 0))
+      end
       state = 'cancelled'
-      redis.call('HSET', KEYS[1], 'state', state, 'finished', ARGV[3],
-                 'cancelled', redis.call('ZLEXCOUNT', KEYS[3], from, ARGV[5]))
+      redis.call('HSET', KEYS[1], 'state', state, 'finished', ARGV[3], 'cancelled', never)
       redis.call('ZREM', KEYS[2], ARGV[1])
+      redis.call('DEL', KEYS[3])
     end
     return state
     """#)

@@ -19,6 +19,8 @@ public struct CampaignStatus: Sendable, Equatable {
     public var skipped = 0
     /// Devices whose provider could not render the notification for them: nothing pushed, logged.
     public var unrendered = 0
+    /// Devices an app audience's scan named again (ZSCAN may), found in the sent set and not sent twice.
+    public var repeated = 0
     /// Index members after the cursor when it was cancelled: never read, never sent.
     public var cancelled = 0
     /// Terminal outcomes of its jobs counted from the results streams (`CampaignDriver.tally`): `delivered`,
@@ -54,6 +56,7 @@ public struct CampaignStatus: Sendable, Equatable {
         sent += int("sent")
         skipped += int("skipped")
         unrendered += int("unrendered")
+        repeated += int("repeated")
         cancelled += int("cancelled")
         delivered += int("delivered")
         dropped += int("dropped")
@@ -77,7 +80,7 @@ public struct CampaignStatus: Sendable, Equatable {
 
     public var json: [String: Any] {
         var object: [String: Any] = ["id": id, "app": app, "audience": [audienceKind: audienceName], "state": state.rawValue,
-                                     "audience_size": audience, "sent": sent, "skipped": skipped, "unrendered": unrendered,
+                                     "audience_size": audience, "sent": sent, "skipped": skipped, "unrendered": unrendered, "repeated": repeated,
                                      "cancelled": cancelled, "created_at": createdAt, "delivered": delivered, "dropped": dropped,
                                      "failed": failed, "other_outcomes": otherOutcomes,
                                      "in_flight": max(0, sent - delivered - dropped - failed - otherOutcomes)]
