@@ -163,7 +163,7 @@ import PushCore
         let world = try world()
         #expect(try world.campaigns.create(Campaign.parse(Self.document(id: "once"))))
         #expect(try !world.campaigns.create(Campaign.parse(Self.document(id: "once", audience: #"{"topic": "other"}"#))))
-        #expect(try world.campaigns.status("once")?.audienceName == "scores")
+        #expect(try world.campaigns.status("once")?.audienceNames == ["scores"])
 
         let base = world.campaigns.keys[0]
         _ = try world.registry.redis.command(["LPUSH", base.newCampaigns, String(decoding: Self.document(id: "viaredis"), as: UTF8.self)])
@@ -290,6 +290,33 @@ import PushCore
         #expect(cancelled.cancelled == devices.count - 1, "the audience less what was read: \(cancelled.json)")
     }
 
+
+    @Test func aDeviceInTwoOfTheTopicsIsSentOnce() throws {
+        let world = try world()
+        let platforms = heraldProviders.map { $0.platform }.filter { !$0.traits.carriesSubscription }
+        var expected: Set<String> = []
+        for index in 0..<300 {
+            let id = DeviceID(app: "shop", platform: platforms[index % platforms.count], token: String(format: "da%08x", index))
+            // A third in scores, a third in news, a third in both; and some in neither.
+            let topics = [["scores"], ["news"], ["scores", "news"], ["weather"]][index % 4]
+            try world.registry.register(id, DeviceAttributes(topics: topics))
+            if topics != ["weather"] { expected.insert(Campaign.jobID(campaign: "both", platform: id.platform, token: id.token)) }
+        }
+        try world.campaigns.create(Campaign.parse(Self.document(id: "both", audience: #"{"topics": ["scores", "news"]}"#)))
+        #expect(try world.campaigns.status("both")?.audience == 300, "counted once per topic: 150 + 150")
+        let driver = world.driver(chunk: 16)
+        struct Killed: Error {}
+        driver.beforeStep = { throw Killed() }
+        #expect(throws: Killed.self) { try driver.advance("both", shard: 2) }
+        driver.beforeStep = nil
+        try drain(driver)
+        let ids = try world.queued().compactMap { job -> String? in if case .string(let id)? = job["id"] { id } else { nil } }
+        #expect(ids.count == expected.count && Set(ids) == expected)
+        let status = try #require(try world.campaigns.status("both"))
+        #expect(status.state == .done && status.sent == 225 && status.repeated == 75, "\(status.json)")
+        #expect((status.json["audience"] as? [String: Any])?["topics"] as? [String] == ["scores", "news"])
+    }
+
     @Test func aBadDocumentIsRefusedWithTheMemberItNames() throws {
         func code(_ text: String) -> String? {
             do { _ = try Campaign.parse(Array(text.utf8)); return nil } catch { return error.code }
@@ -298,6 +325,9 @@ import PushCore
         #expect(code(#"{"id": "a/b", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}}"#) == "bad_id")
         #expect(code(#"{"id": "a", "app": "shop", "audience": {"app": "other"}, "notification": {"title": "x"}}"#) == "bad_audience")
         #expect(code(#"{"id": "a", "app": "shop", "audience": {"app": "shop"}, "notification": {"title": "x"}}"#) == nil)
+        #expect(code(#"{"id": "a", "app": "shop", "audience": {"topics": ["t"]}, "notification": {"title": "x"}}"#) == "bad_audience")
+        #expect(code(#"{"id": "a", "app": "shop", "audience": {"topics": ["t", "t"]}, "notification": {"title": "x"}}"#) == "bad_audience")
+        #expect(code(#"{"id": "a", "app": "shop", "audience": {"topics": ["t", "u"]}, "notification": {"title": "x"}}"#) == nil)
         #expect(code(#"{"id": "a", "app": "shop", "audience": {"topic": "t", "user": "u"}, "notification": {"title": "x"}}"#) == "bad_audience")
         #expect(code(#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"titel": "x"}}"#) == "bad_notification")
         #expect(code(#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}}"#) == nil)

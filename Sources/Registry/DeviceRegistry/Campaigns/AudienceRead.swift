@@ -3,7 +3,8 @@ import RedisQueue
 
 /// How a shard's part of an audience is read a chunk at a time from a cursor (a string the campaign's hash keeps).
 /// A user or topic is one lex range of the owners or topics index: the cursor is the last member read, each device
-/// read once. An app is every platform's active set in turn, read with ZSCAN: the cursor is
+/// read once; several topics are their ranges in turn (`<topic index>:<last member>`). An app is every platform's
+/// active set in turn, read with ZSCAN: the cursor is
 /// `<platform index>:<ZSCAN cursor>`, and since ZSCAN may return an element twice (a rehash mid-scan), such reads
 /// are deduplicated by the campaign's sent set (`dedupes`), so each device is still sent once.
 extension Campaign.Audience {
@@ -15,33 +16,63 @@ extension Campaign.Audience {
         var done = false
     }
 
-    /// Whether the step script must check each device against the campaign's sent set.
-    var dedupes: Bool { if case .app = self { true } else { false } }
+    /// Whether the step script must check each device against the campaign's sent set: an app's scan may name a
+    /// device twice, and several topics may share one.
+    var dedupes: Bool {
+        switch self {
+        case .app, .topics: true
+        case .user, .topic: false
+        }
+    }
 
-    /// The lex index a user or topic audience is a range of; nil for an app.
+    /// The lex index a user or topic audience is a range of (every range of `topics`); nil for an app.
     func index(_ keys: DeviceKeys, app: String) -> String? {
         switch self {
         case .user: keys.owners(app: app)
-        case .topic: keys.topics(app: app)
+        case .topic, .topics: keys.topics(app: app)
         case .app: nil
         }
     }
 
-    /// How the create script counts the audience: `lex` (ZLEXCOUNT of the index's range) or `card` (ZCARD summed
-    /// over every platform's active set), and the keys it counts.
-    func counted(_ keys: DeviceKeys, app: String) -> (mode: String, keys: [String]) {
-        if let index = index(keys, app: app) { return ("lex", [index]) }
-        return ("card", Platform.allCases.map { keys.active(app: app, platform: $0.rawValue) })
+    /// How the create script counts the audience, with the keys and arguments it takes: `lex` (ZLEXCOUNT of each
+    /// range of the index: a device in two topics counts twice) or `card` (ZCARD summed over every platform's
+    /// active set).
+    func counted(_ keys: DeviceKeys, app: String) -> (mode: String, keys: [String], args: [String]) {
+        if let index = index(keys, app: app) {
+            return ("lex", [index], names.flatMap { name in let range = CampaignCalls.range(name); return [range.min, range.max] })
+        }
+        return ("card", Platform.allCases.map { keys.active(app: app, platform: $0.rawValue) }, [])
+    }
+
+    /// How a cancel counts the devices never read: after the cursor in the one range (`lex`), or the audience less
+    /// what was read (`read`) when there are several ranges or none.
+    var cancelCount: [String] {
+        guard names.count == 1, !dedupes else { return ["read"] }
+        let range = CampaignCalls.range(names[0])
+        return ["lex", range.min, range.max]
     }
 
     /// Reads at most about `limit` entries after `cursor` (ZSCAN's COUNT is a hint: a small set comes whole).
     func read(_ redis: any BlockingRedisCommands, _ keys: DeviceKeys, app: String, cursor: String, limit: Int) throws(RedisError) -> Chunk {
+        if case .topics(let names) = self {
+            // `<topic index>:<last member read>`, each topic's range in turn.
+            let parts = cursor.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+            var topic = parts.count == 2 ? Int(parts[0]) ?? 0 : 0
+            var within = parts.count == 2 ? parts[1] : ""
+            var chunk = Chunk(cursor: cursor)
+            while topic < names.count && chunk.read == 0 {
+                let part = try Self.range(redis, keys.topics(app: app), name: names[topic], app: app, after: within, limit: limit)
+                chunk.ids = part.ids
+                chunk.read = part.read
+                within = part.cursor
+                if part.done { topic += 1; within = "" }
+            }
+            chunk.cursor = "\(topic):\(within)"
+            chunk.done = topic >= names.count
+            return chunk
+        }
         if let index = index(keys, app: app) {
-            let range = CampaignCalls.range(self)
-            let reply = try redis.command(["ZRANGEBYLEX", index, cursor.isEmpty ? range.min : "(" + cursor, range.max, "LIMIT", "0", String(limit)])
-            let members = (reply.array ?? []).compactMap(\.string)
-            return Chunk(ids: DeviceCalls.indexed(app: app, reply), read: members.count, cursor: members.last ?? cursor,
-                         done: members.count < limit)
+            return try Self.range(redis, index, name: names[0], app: app, after: cursor, limit: limit)
         }
         let platforms = Platform.allCases
         let parts = cursor.split(separator: ":", maxSplits: 1).map(String.init)
@@ -62,5 +93,14 @@ extension Campaign.Audience {
         chunk.cursor = "\(list):\(scan)"
         chunk.done = list >= platforms.count
         return chunk
+    }
+
+    /// At most `limit` members of `index` named `name` after the member `after` ("" from the first).
+    private static func range(_ redis: any BlockingRedisCommands, _ index: String, name: String, app: String, after: String,
+                              limit: Int) throws(RedisError) -> Chunk {
+        let range = CampaignCalls.range(name)
+        let reply = try redis.command(["ZRANGEBYLEX", index, after.isEmpty ? range.min : "(" + after, range.max, "LIMIT", "0", String(limit)])
+        let members = (reply.array ?? []).compactMap(\.string)
+        return Chunk(ids: DeviceCalls.indexed(app: app, reply), read: members.count, cursor: members.last ?? after, done: members.count < limit)
     }
 }

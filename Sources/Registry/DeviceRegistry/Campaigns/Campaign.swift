@@ -13,18 +13,23 @@ public struct Campaign: Sendable, Equatable {
         case topic(String)
         /// Every active device of the app (its name), on every platform.
         case app(String)
+        /// Every device subscribed to any of several topics, each once.
+        case topics([String])
 
         public var kind: String {
             switch self {
             case .user: "user"
             case .topic: "topic"
             case .app: "app"
+            case .topics: "topics"
             }
         }
 
-        public var name: String {
+        /// The owner, topic or app it names; the topics of `topics`.
+        public var names: [String] {
             switch self {
-            case .user(let name), .topic(let name), .app(let name): name
+            case .user(let name), .topic(let name), .app(let name): [name]
+            case .topics(let names): names
             }
         }
     }
@@ -46,6 +51,8 @@ public struct Campaign: Sendable, Equatable {
     public let document: [UInt8]
 
     public static let maxIDBytes = 128
+    /// The most topics one `topics` audience names.
+    public static let maxTopics = 16
     /// The members a campaign document may carry (anything else is refused, never dropped silently).
     public static let members: Set<String> = ["id", "app", "audience", "notification", "queue", "rate_per_second", "finish_within", "finish_by"]
 
@@ -95,23 +102,7 @@ extension Campaign {
         guard case .string(let app)? = object["app"], !app.isEmpty, app.utf8.count <= 128, QueueKeys.isValid(app), !app.contains(":") else {
             throw DeviceError("bad_app", "app must be 1 to 128 bytes without quotes, backslashes, colons or control characters")
         }
-        guard case .object(let audienceObject)? = object["audience"], audienceObject.count == 1,
-              let (kind, value) = audienceObject.first else {
-            throw DeviceError("bad_audience", "audience must name exactly one of user, topic or app: {\"topic\": \"scores\"}")
-        }
-        guard case .string(let name) = value, !name.isEmpty, name.utf8.count <= DeviceAttributes.maxOwnerBytes,
-              !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
-            throw DeviceError("bad_audience", "audience.\(kind) must be a string of 1 to \(DeviceAttributes.maxOwnerBytes) bytes without control characters")
-        }
-        let audience: Audience
-        switch kind {
-        case "user": audience = .user(name)
-        case "topic": audience = .topic(name)
-        case "app":
-            guard name == app else { throw DeviceError("bad_audience", "audience.app must be the campaign's app, \(app)") }
-            audience = .app(name)
-        default: throw DeviceError("bad_audience", "audience must name user, topic or app, not \(kind)")
-        }
+        let audience = try Audience.parse(object["audience"], app: app)
         var queue: String?
         if let value = object["queue"], value != .null {
             guard case .string(let name) = value, !name.isEmpty, QueueKeys.isValid(name) else {
@@ -141,5 +132,39 @@ extension Campaign {
         if within != nil && by != nil { throw DeviceError("bad_pacing", "give finish_within or finish_by, not both") }
         return Campaign(id: id, app: app, audience: audience, queue: queue, ratePerSecond: rate, finishWithin: within, finishBy: by,
                         notification: notificationBytes, document: bytes)
+    }
+}
+
+extension Campaign.Audience {
+    /// Reads the `audience` member of a campaign of `app`: exactly one kind.
+    static func parse(_ member: JSONValue?, app: String) throws(DeviceError) -> Self {
+        guard case .object(let object)? = member, object.count == 1, let (kind, value) = object.first else {
+            throw DeviceError("bad_audience", "audience must name exactly one of user, topic, topics or app: {\"topic\": \"scores\"}")
+        }
+        func plain(_ value: JSONValue) -> String? {
+            guard case .string(let name) = value, !name.isEmpty, name.utf8.count <= DeviceAttributes.maxOwnerBytes,
+                  !name.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else { return nil }
+            return name
+        }
+        let rule = "strings of 1 to \(DeviceAttributes.maxOwnerBytes) bytes without control characters"
+        if kind == "topics" {
+            guard case .array(let list) = value, (2...Campaign.maxTopics).contains(list.count) else {
+                throw DeviceError("bad_audience", "audience.topics must be a list of 2 to \(Campaign.maxTopics) topics (one is {\"topic\": ...})")
+            }
+            let names = list.compactMap(plain)
+            guard names.count == list.count, Set(names).count == names.count else {
+                throw DeviceError("bad_audience", "audience.topics must be distinct \(rule)")
+            }
+            return .topics(names)
+        }
+        guard let name = plain(value) else { throw DeviceError("bad_audience", "audience.\(kind) must be one of the \(rule)") }
+        switch kind {
+        case "user": return .user(name)
+        case "topic": return .topic(name)
+        case "app":
+            guard name == app else { throw DeviceError("bad_audience", "audience.app must be the campaign's app, \(app)") }
+            return .app(name)
+        default: throw DeviceError("bad_audience", "audience must name user, topic, topics or app, not \(kind)")
+        }
     }
 }

@@ -13,9 +13,9 @@ public struct CampaignCalls: Sendable {
         keys = shards.shards.map { DeviceKeys($0.keys) }
     }
 
-    /// The index range of an audience: every member named `name` (as `DeviceCalls.indexRange`).
-    static func range(_ audience: Campaign.Audience) -> (min: String, max: String) {
-        ("[\(audience.name)\n", "(\(audience.name)\u{0B}")
+    /// The index range of an owner or topic: every member named `name` (as `DeviceCalls.indexRange`).
+    static func range(_ name: String) -> (min: String, max: String) {
+        ("[\(name)\n", "(\(name)\u{0B}")
     }
 
     /// The queue key of shard `index` the campaign's jobs go on; nil when `campaign.queue` is not configured.
@@ -28,7 +28,6 @@ public struct CampaignCalls: Sendable {
 
     /// The create script of every shard; `bad_queue` when the campaign's queue is not configured.
     public func create(_ campaign: Campaign, now: Int64) throws(DeviceError) -> [DeviceCalls.ScriptCall] {
-        let range = Self.range(campaign.audience)
         var calls: [DeviceCalls.ScriptCall] = []
         for (index, shard) in keys.enumerated() {
             guard let queue = queueKey(campaign, shard: index) else {
@@ -39,7 +38,7 @@ public struct CampaignCalls: Sendable {
                 script: CampaignScripts.create,
                 keys: ([shard.campaign(campaign.id), shard.campaigns] + counted.keys).map { Array($0.utf8) },
                 args: [Array(campaign.id.utf8), campaign.document, Array(String(now).utf8), Array(queue.utf8)]
-                    + ([counted.mode] + (counted.mode == "lex" ? [range.min, range.max] : [])).map { Array($0.utf8) }))
+                    + ([counted.mode] + counted.args).map { Array($0.utf8) }))
         }
         return calls
     }
@@ -70,14 +69,12 @@ public struct CampaignCalls: Sendable {
 
     /// The control script of every shard.
     public func control(_ campaign: Campaign, _ action: Campaigns.Action, now: Int64) -> [DeviceCalls.ScriptCall] {
-        let range = Self.range(campaign.audience)
         return keys.map { shard in
             let counted = campaign.audience.counted(shard, app: campaign.app)
             return DeviceCalls.ScriptCall(
                 script: CampaignScripts.control,
                 keys: ([shard.campaign(campaign.id), shard.campaigns, shard.campaignSent(campaign.id)] + counted.keys).map { Array($0.utf8) },
-                args: ([campaign.id, action.rawValue, String(now), counted.mode] + (counted.mode == "lex" ? [range.min, range.max] : []))
-                    .map { Array($0.utf8) })
+                args: ([campaign.id, action.rawValue, String(now)] + campaign.audience.cancelCount).map { Array($0.utf8) })
         }
     }
 }

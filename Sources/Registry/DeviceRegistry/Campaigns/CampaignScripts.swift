@@ -8,7 +8,8 @@ import RedisQueue
 /// push it once.
 public enum CampaignScripts {
     /// KEYS: campaign hash, campaigns zset, then the keys the audience is counted from. ARGV: id, document, now,
-    /// queue key, `lex` (ZLEXCOUNT of the one index between the min and max that follow) or `card` (ZCARD summed).
+    /// queue key, `lex` (ZLEXCOUNT of the one index, summed over the min and max pairs that follow) or `card` (ZCARD
+    /// summed).
     /// 1 created, 0 it existed (a create is idempotent by id).
     public static let create = RedisScript(QueueScripts.prelude + #"""
     local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset')
@@ -20,7 +21,7 @@ public enum CampaignScripts {
     if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
     local size = 0
     if ARGV[5] == 'lex' then
-      size = redis.call('ZLEXCOUNT', KEYS[3], ARGV[6], ARGV[7])
+      for j = 6, #ARGV - 1, 2 do size = size + redis.call('ZLEXCOUNT', KEYS[3], ARGV[j], ARGV[j + 1]) end
     else
       for k = 3, #KEYS do size = size + redis.call('ZCARD', KEYS[k]) end
     end
@@ -72,7 +73,7 @@ public enum CampaignScripts {
     """#)
 
     /// KEYS: campaign hash, campaigns zset, the campaign's sent set, then the audience's count keys (as `create`).
-    /// ARGV: id, pause|resume|cancel, now, `lex` and the index range's min and max, or `card`. The state after (a
+    /// ARGV: id, pause|resume|cancel, now, `lex` and the index range's min and max, or `read`. The state after (a
     /// campaign already past the action keeps its state); nil when there is no such campaign. A cancel counts the
     /// devices never read: the index members after the cursor (`lex`), or the audience less what was read (`card`).
     public static let control = RedisScript(QueueScripts.prelude + #"""

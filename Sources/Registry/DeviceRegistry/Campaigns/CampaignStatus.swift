@@ -9,7 +9,8 @@ public struct CampaignStatus: Sendable, Equatable {
     public let id: String
     public var app = ""
     public var audienceKind = ""
-    public var audienceName = ""
+    /// The owner, topic or app it names, or its topics.
+    public var audienceNames: [String] = []
     public var state = State.done
     /// Index members (devices, active and stale) when it was created.
     public var audience = 0
@@ -43,7 +44,7 @@ public struct CampaignStatus: Sendable, Equatable {
         if let doc = fields["doc"], let campaign = try? Campaign.parse(Array(doc.utf8)) {
             app = campaign.app
             audienceKind = campaign.audience.kind
-            audienceName = campaign.audience.name
+            audienceNames = campaign.audience.names
             if fields["state"] == State.running.rawValue || fields["state"] == State.paused.rawValue,
                let rate = campaign.shardRate(audience: int("audience"), created: Int64(int("created")), shards: shards) {
                 ratePerSecond += rate
@@ -79,7 +80,7 @@ public struct CampaignStatus: Sendable, Equatable {
     }
 
     public var json: [String: Any] {
-        var object: [String: Any] = ["id": id, "app": app, "audience": [audienceKind: audienceName], "state": state.rawValue,
+        var object: [String: Any] = ["id": id, "app": app, "audience": [audienceKind: audienceKind == "topics" ? audienceNames as Any : audienceNames.first ?? ""], "state": state.rawValue,
                                      "audience_size": audience, "sent": sent, "skipped": skipped, "unrendered": unrendered, "repeated": repeated,
                                      "cancelled": cancelled, "created_at": createdAt, "delivered": delivered, "dropped": dropped,
                                      "failed": failed, "other_outcomes": otherOutcomes,
