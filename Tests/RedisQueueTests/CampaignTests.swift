@@ -202,6 +202,16 @@ import PushCore
         #expect(status.json["in_flight"] as? Int == 0)
         #expect(try redis.command(["EXISTS", world.campaigns.keys[0].campaign("other")]).int == 0, "no hash for an id that is no campaign")
 
+        // A day after the campaign was done its outcomes are no longer looked for: the cursor skips to the end.
+        world.clock.now += CampaignScripts.tallyWindowMs + 1
+        let late = world.shards.shards[1].keys.results
+        _ = try redis.command(["XADD", late, "*", "id", Campaign.jobID(campaign: "count", platform: devices[0].platform, token: "after"),
+                               "outcome", "delivered"])
+        let end = try #require(try redis.command(["XREVRANGE", late, "+", "-", "COUNT", "1"]).array?.first?.array?.first?.string)
+        #expect(try driver.tally(shard: 1) == 0 && redis.command(["HGET", world.campaigns.keys[1].campaignTally, "results"]).string == end)
+        #expect(try world.campaigns.status("count")?.delivered == 10)
+        world.clock.now -= CampaignScripts.tallyWindowMs + 1
+
         // A late entry is counted once; a tally from a cursor another driver moved since writes nothing.
         let results = world.shards.shards[0].keys.results
         _ = try redis.command(["XADD", results, "*", "id", Campaign.jobID(campaign: "count", platform: devices[0].platform, token: "late"),
@@ -280,7 +290,7 @@ import PushCore
         let member = Array("\(devices[0].platform.rawValue)\n\(devices[0].token)".utf8)
         func step(_ from: String, _ to: String) throws -> Int64? {
             try world.registry.redis.evalScript(
-                CampaignScripts.step, keys: [shard.campaign("twice"), world.shards.shards[0].queues[0], shard.campaigns, shard.campaignSent("twice")].map(bytes),
+                CampaignScripts.step, keys: [shard.campaign("twice"), world.shards.shards[0].queues[0], shard.campaigns, shard.campaignSent("twice"), shard.campaignTally].map(bytes),
                 args: [from, to, "0", "0", "0", "1", "", "1"].map(bytes).reduce(into: [bytes("twice")]) { $0.append($1) } + [member, job]).int
         }
         #expect(try step("", "0:5") == 1)

@@ -73,7 +73,8 @@ public struct CampaignCalls: Sendable {
             let counted = campaign.audience.counted(shard, app: campaign.app)
             return DeviceCalls.ScriptCall(
                 script: CampaignScripts.control,
-                keys: ([shard.campaign(campaign.id), shard.campaigns, shard.campaignSent(campaign.id)] + counted.keys).map { Array($0.utf8) },
+                keys: ([shard.campaign(campaign.id), shard.campaigns, shard.campaignSent(campaign.id), shard.campaignTally] + counted.keys)
+                    .map { Array($0.utf8) },
                 args: ([campaign.id, action.rawValue, String(now)] + campaign.audience.cancelCount).map { Array($0.utf8) })
         }
     }

@@ -136,7 +136,8 @@ public final class CampaignDriver {
         let args: [[UInt8]] = [campaign.id, cursor, chunkRead.cursor, chunkRead.done ? "1" : "0", String(skipped),
                                String(unrendered), String(now), paced, dedupes ? "1" : "0"].map { Array($0.utf8) } + jobs
         try beforeStep?()
-        let reply = try redis.evalScript(CampaignScripts.step, keys: [shard.campaign(id), queue, shard.campaigns, shard.campaignSent(id)]
+        let reply = try redis.evalScript(CampaignScripts.step,
+                                         keys: [shard.campaign(id), queue, shard.campaigns, shard.campaignSent(id), shard.campaignTally]
                                             .map { Array($0.utf8) }, args: args)
         guard let pushed = reply.int else { throw RedisError.protocolError("campaign step reply \(reply)") }
         if chunkRead.done && pushed >= 0 {
@@ -151,12 +152,22 @@ public final class CampaignDriver {
     /// Counts the terminal outcomes of campaigns' jobs in shard `index`'s `<p>:results` after the tally's cursor
     /// (at most `tallyBatch` entries) onto their campaigns' hashes, with the cursor compare-and-set as `step`: each
     /// entry counted once. The entries read. Entries trimmed from the stream before they were read are not counted.
+    /// While no campaign is open in the shard and the last one's `tallyWindowMs` has passed, no entry is read: the
+    /// cursor skips to the stream's end, so a later campaign starts counting there, not at the backlog.
     @discardableResult
     public func tally(shard index: Int) throws -> Int {
         let shard = campaigns.keys[index]
-        let cursor = try redis.command(["HGET", shard.campaignTally, "results"]).string ?? "0-0"
-        let entries = try redis.command(["XRANGE", campaigns.calls.shards.shards[index].keys.results, "(" + cursor, "+",
-                                         "COUNT", String(tallyBatch)]).array ?? []
+        let results = campaigns.calls.shards.shards[index].keys.results
+        let state = try redis.command(["HMGET", shard.campaignTally, "results", "until"]).array ?? []
+        let cursor = state.first?.string ?? "0-0"
+        if try redis.command(["ZCARD", shard.campaigns]).int == 0,
+           (state.last?.string.flatMap { Int64($0) } ?? 0) < campaigns.clock() {
+            guard let end = try redis.command(["XREVRANGE", results, "+", "-", "COUNT", "1"]).array?.first?.array?.first?.string,
+                  end != cursor else { return 0 }
+            _ = try redis.evalScript(CampaignScripts.tally, keys: [Array(shard.campaignTally.utf8)], args: [cursor, end].map { Array($0.utf8) })
+            return 0
+        }
+        let entries = try redis.command(["XRANGE", results, "(" + cursor, "+", "COUNT", String(tallyBatch)]).array ?? []
         guard let last = entries.last?.array?.first?.string else { return 0 }
         var counts: [String: [Int]] = [:]
         for entry in entries {

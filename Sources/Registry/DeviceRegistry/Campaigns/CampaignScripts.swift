@@ -7,6 +7,21 @@ import RedisQueue
 /// read again), one that died after it left the cursor past the chunk, and two drivers reading the same chunk
 /// push it once.
 public enum CampaignScripts {
+    /// How long after a shard of a campaign is done or cancelled its jobs' outcomes are still counted (retries,
+    /// receipts): while no campaign is open and this has passed, `CampaignDriver.tally` reads no results.
+    public static let tallyWindowMs: Int64 = 86_400_000
+
+    /// `countUntil(tally, now)`: moves the tally hash's `until` to now + the window, never back.
+    static let countUntil = #"""
+    local function countUntil(key, now)
+      local untilMs = tonumber(now) + \#(tallyWindowMs)
+      if untilMs > tonumber(redis.call('HGET', key, 'until') or '0') then
+        redis.call('HSET', key, 'until', string.format('%d', untilMs))
+      end
+    end
+
+    """#
+
     /// KEYS: campaign hash, campaigns zset, then the keys the audience is counted from. ARGV: id, document, now,
     /// queue key, `lex` (ZLEXCOUNT of the one index, summed over the min and max pairs that follow) or `card` (ZCARD
     /// summed).
@@ -31,14 +46,15 @@ public enum CampaignScripts {
     return 1
     """#)
 
-    /// KEYS: campaign hash, queue, campaigns zset, the campaign's sent set. ARGV: id, the cursor read from, the
+    /// KEYS: campaign hash, queue, campaigns zset, the campaign's sent set, the tally hash. ARGV: id, the cursor read from, the
     /// cursor after the chunk, "1" when the chunk ended the audience, skipped, unrendered, now, the pacing clock after
     /// the chunk ("" when unpaced), "1" when each job comes after its device (`<platform>\n<token>`) to be checked
     /// against the sent set (a device already in it is `repeated`, not pushed), then the jobs. The number of jobs
     /// pushed; -1 the campaign is not running (paused, cancelled, done, gone), -2 its cursor moved (another driver
-    /// took the chunk): nothing written. The last chunk marks the shard `done` and drops the sent set.
-    public static let step = RedisScript(QueueScripts.prelude + #"""
-    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'list', KEYS[3], 'zset', KEYS[4], 'set')
+    /// took the chunk): nothing written. The last chunk marks the shard `done`, drops the sent set and keeps the
+    /// shard's outcomes counted for `tallyWindowMs` more.
+    public static let step = RedisScript(QueueScripts.prelude + countUntil + #"""
+    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'list', KEYS[3], 'zset', KEYS[4], 'set', KEYS[5], 'hash')
     if bad then return bad end
     local s = redis.call('HMGET', KEYS[1], 'state', 'cursor')
     if s[1] ~= 'running' then return -1 end
@@ -68,16 +84,17 @@ public enum CampaignScripts {
       redis.call('HSET', KEYS[1], 'state', 'done', 'finished', ARGV[7])
       redis.call('ZREM', KEYS[3], ARGV[1])
       redis.call('DEL', KEYS[4])
+      countUntil(KEYS[5], ARGV[7])
     end
     return #jobs
     """#)
 
-    /// KEYS: campaign hash, campaigns zset, the campaign's sent set, then the audience's count keys (as `create`).
+    /// KEYS: campaign hash, campaigns zset, the campaign's sent set, the tally hash, then the audience's count keys.
     /// ARGV: id, pause|resume|cancel, now, `lex` and the index range's min and max, or `read`. The state after (a
     /// campaign already past the action keeps its state); nil when there is no such campaign. A cancel counts the
     /// devices never read: the index members after the cursor (`lex`), or the audience less what was read (`card`).
-    public static let control = RedisScript(QueueScripts.prelude + #"""
-    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'set')
+    public static let control = RedisScript(QueueScripts.prelude + countUntil + #"""
+    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'set', KEYS[4], 'hash')
     if bad then return bad end
     local s = redis.call('HMGET', KEYS[1], 'state', 'cursor', 'audience', 'sent', 'skipped', 'unrendered')
     local state, cursor = s[1], s[2]
@@ -94,7 +111,7 @@ public enum CampaignScripts {
       if ARGV[4] == 'lex' then
         local from = ARGV[5]
         if cursor ~= '' then from = '(' .. cursor end
-        never = redis.call('ZLEXCOUNT', KEYS[4], from, ARGV[6])
+        never = redis.call('ZLEXCOUNT', KEYS[5], from, ARGV[6])
       else
         never = math.max(0, tonumber(s[3] or 0) - tonumber(s[4] or 0) - tonumber(s[5] or 0) - tonumber(s[6] or 0))
       end
@@ -102,6 +119,7 @@ public enum CampaignScripts {
       redis.call('HSET', KEYS[1], 'state', state, 'finished', ARGV[3], 'cancelled', never)
       redis.call('ZREM', KEYS[2], ARGV[1])
       redis.call('DEL', KEYS[3])
+      countUntil(KEYS[4], ARGV[3])
     end
     return state
     """#)
