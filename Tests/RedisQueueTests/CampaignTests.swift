@@ -290,7 +290,8 @@ import PushCore
         let member = Array("\(devices[0].platform.rawValue)\n\(devices[0].token)".utf8)
         func step(_ from: String, _ to: String) throws -> Int64? {
             try world.registry.redis.evalScript(
-                CampaignScripts.step, keys: [shard.campaign("twice"), world.shards.shards[0].queues[0], shard.campaigns, shard.campaignSent("twice"), shard.campaignTally].map(bytes),
+                CampaignScripts.step, keys: [shard.campaign("twice"), world.shards.shards[0].queues[0], shard.campaigns, shard.campaignSent("twice"), shard.campaignTally,
+                                           world.shards.shards[0].keys.results].map(bytes),
                 args: [from, to, "0", "0", "0", "1", "", "1"].map(bytes).reduce(into: [bytes("twice")]) { $0.append($1) } + [member, job]).int
         }
         #expect(try step("", "0:5") == 1)
@@ -325,6 +326,29 @@ import PushCore
         let status = try #require(try world.campaigns.status("both"))
         #expect(status.state == .done && status.sent == 225 && status.repeated == 75, "\(status.json)")
         #expect((status.json["audience"] as? [String: Any])?["topics"] as? [String] == ["scores", "news"])
+    }
+
+
+    @Test func aDeviceItsProviderCannotRenderForEndsRejectedWithTheCampaignsJobID() throws {
+        let world = try world(shards: 1)
+        let sendable = try register(world, 3, topic: "scores", tokenPrefix: "fa")
+        // A Web Push device registered without its subscription: nothing to encrypt for.
+        let bare = DeviceID(app: "shop", platform: .webpush, token: "https://push.example.com/bare")
+        try world.registry.register(bare, DeviceAttributes(topics: ["scores"]))
+        try world.campaigns.create(Campaign.parse(Self.document(id: "bare")))
+        let driver = world.driver(chunk: 10)
+        try drain(driver)
+        #expect(try world.queued().count == sendable.count)
+        let entries = try world.registry.redis.command(["XRANGE", world.shards.shards[0].keys.results, "-", "+"]).array ?? []
+        let fields = entries.map { entry in
+            let list = (entry.array?.last?.array ?? []).compactMap(\.string)
+            return Dictionary(uniqueKeysWithValues: stride(from: 0, to: list.count - 1, by: 2).map { (list[$0], list[$0 + 1]) })
+        }
+        #expect(fields.count == 1 && fields.first?["id"] == Campaign.jobID(campaign: "bare", platform: .webpush, token: bare.token))
+        #expect(fields.first?["outcome"] == "rejected" && fields.first?["platform"] == "webpush" && fields.first?["reason"]?.hasPrefix("missing_address") == true,
+                "\(fields)")
+        let status = try #require(try world.campaigns.status("bare"))
+        #expect(status.unrendered == 1 && status.failed == 1 && status.sent == 3, "\(status.json)")
     }
 
     @Test func aBadDocumentIsRefusedWithTheMemberItNames() throws {

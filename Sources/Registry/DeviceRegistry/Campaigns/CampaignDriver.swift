@@ -117,7 +117,7 @@ public final class CampaignDriver {
             ["HGET", shard.records(app: id.app, platform: id.platform.rawValue), id.token].map { Array($0.utf8) }
         })
         let dedupes = campaign.audience.dedupes
-        var jobs: [[UInt8]] = []
+        var jobs: [[UInt8]] = [], rejections: [[UInt8]] = []
         var skipped = chunkRead.read - ids.count, unrendered = 0
         for (offset, id) in ids.enumerated() {
             guard let record = records[offset].bytes, let device = Device(id: id, record: record, delivered: nil),
@@ -130,14 +130,20 @@ public final class CampaignDriver {
                 unrendered += 1
                 logger?.warning("campaign device not rendered", ["campaign": .string(campaign.id), "device": .string(id.description),
                                                                  "error": .string("\(error)")])
+                var entry = ResultEntry(id: Campaign.jobID(campaign: campaign.id, platform: id.platform, token: id.token), outcome: .rejected,
+                                        reason: "\(error.code): \(error.description)", token: id.token, app: id.app, worker: "campaigns")
+                entry.platform = id.platform.rawValue
+                let fields = entry.fields.flatMap { [$0.0, $0.1] }
+                rejections += ([dedupes ? "\(id.platform.rawValue)\n\(id.token)" : "", String(fields.count)] + fields).map { Array($0.utf8) }
             }
         }
         let paced = pacedFrom.map { String(Int64($0 + Double(chunkRead.read) * interval)) } ?? ""
         let args: [[UInt8]] = [campaign.id, cursor, chunkRead.cursor, chunkRead.done ? "1" : "0", String(skipped),
-                               String(unrendered), String(now), paced, dedupes ? "1" : "0"].map { Array($0.utf8) } + jobs
+                               String(unrendered), String(now), paced, dedupes ? "1" : "0"].map { Array($0.utf8) } + rejections + jobs
         try beforeStep?()
         let reply = try redis.evalScript(CampaignScripts.step,
-                                         keys: [shard.campaign(id), queue, shard.campaigns, shard.campaignSent(id), shard.campaignTally]
+                                         keys: [shard.campaign(id), queue, shard.campaigns, shard.campaignSent(id), shard.campaignTally,
+                                                campaigns.calls.shards.shards[index].keys.results]
                                             .map { Array($0.utf8) }, args: args)
         guard let pushed = reply.int else { throw RedisError.protocolError("campaign step reply \(reply)") }
         if chunkRead.done && pushed >= 0 {

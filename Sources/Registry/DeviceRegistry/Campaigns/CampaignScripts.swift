@@ -46,27 +46,41 @@ public enum CampaignScripts {
     return 1
     """#)
 
-    /// KEYS: campaign hash, queue, campaigns zset, the campaign's sent set, the tally hash. ARGV: id, the cursor read from, the
-    /// cursor after the chunk, "1" when the chunk ended the audience, skipped, unrendered, now, the pacing clock after
-    /// the chunk ("" when unpaced), "1" when each job comes after its device (`<platform>\n<token>`) to be checked
-    /// against the sent set (a device already in it is `repeated`, not pushed), then the jobs. The number of jobs
-    /// pushed; -1 the campaign is not running (paused, cancelled, done, gone), -2 its cursor moved (another driver
-    /// took the chunk): nothing written. The last chunk marks the shard `done`, drops the sent set and keeps the
-    /// shard's outcomes counted for `tallyWindowMs` more.
+    /// KEYS: campaign hash, queue, campaigns zset, the campaign's sent set, the tally hash, the results stream.
+    /// ARGV: id, the cursor read from, the cursor after the chunk, "1" when the chunk ended the audience, skipped,
+    /// the number of rejections, now, the pacing clock after the chunk ("" when unpaced), "1" when each job comes
+    /// after its device (`<platform>\n<token>`) to be checked against the sent set (a device already in it is
+    /// `repeated`, not pushed); then each rejection (a device its provider could not render for: its device or "",
+    /// its field count, its `rejected` result entry's fields, written to the results stream and counted
+    /// `unrendered`, so that device too ends with one terminal outcome), then the jobs. The number of jobs pushed;
+    /// -1 the campaign is not running (paused, cancelled, done, gone), -2 its cursor moved (another driver took the
+    /// chunk): nothing written. The last chunk marks the shard `done`, drops the sent set and keeps the shard's
+    /// outcomes counted for `tallyWindowMs` more.
     public static let step = RedisScript(QueueScripts.prelude + countUntil + #"""
-    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'list', KEYS[3], 'zset', KEYS[4], 'set', KEYS[5], 'hash')
+    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'list', KEYS[3], 'zset', KEYS[4], 'set', KEYS[5], 'hash', KEYS[6], 'stream')
     if bad then return bad end
     local s = redis.call('HMGET', KEYS[1], 'state', 'cursor')
     if s[1] ~= 'running' then return -1 end
     if s[2] ~= ARGV[2] then return -2 end
     local jobs = {}
-    local repeated = 0
+    local repeated, rejected = 0, 0
+    local at = 10
+    for r = 1, tonumber(ARGV[6]) do
+      local n = tonumber(ARGV[at + 1])
+      if ARGV[at] == '' or redis.call('SADD', KEYS[4], ARGV[at]) == 1 then
+        redis.call('XADD', KEYS[6], '*', unpack(ARGV, at + 2, at + 1 + n))
+        rejected = rejected + 1
+      else
+        repeated = repeated + 1
+      end
+      at = at + 2 + n
+    end
     if ARGV[9] == '1' then
-      for i = 10, #ARGV - 1, 2 do
+      for i = at, #ARGV - 1, 2 do
         if redis.call('SADD', KEYS[4], ARGV[i]) == 1 then jobs[#jobs + 1] = ARGV[i + 1] else repeated = repeated + 1 end
       end
     else
-      for i = 10, #ARGV do jobs[#jobs + 1] = ARGV[i] end
+      for i = at, #ARGV do jobs[#jobs + 1] = ARGV[i] end
     end
     local i = 1
     while i <= #jobs do
@@ -78,7 +92,7 @@ public enum CampaignScripts {
     if ARGV[8] ~= '' then redis.call('HSET', KEYS[1], 'paced', ARGV[8]) end
     redis.call('HINCRBY', KEYS[1], 'sent', #jobs)
     redis.call('HINCRBY', KEYS[1], 'skipped', tonumber(ARGV[5]))
-    redis.call('HINCRBY', KEYS[1], 'unrendered', tonumber(ARGV[6]))
+    redis.call('HINCRBY', KEYS[1], 'unrendered', rejected)
     if repeated > 0 then redis.call('HINCRBY', KEYS[1], 'repeated', repeated) end
     if ARGV[4] == '1' then
       redis.call('HSET', KEYS[1], 'state', 'done', 'finished', ARGV[7])
