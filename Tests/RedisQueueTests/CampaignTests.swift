@@ -248,6 +248,10 @@ import PushCore
         #expect(try driver.advance("within", shard: 0) == 200, "a minute passed since it was made: one chunk")
         world.clock.now += 2000
         #expect(try driver.advance("within", shard: 0) == 10)
+        // A pass over a paced campaign does not spin: it says when the next chunk is due (a second at most).
+        world.clock.now += 400
+        let pass = try driver.pass()
+        #expect(pass.pushed == 2 && !pass.more && pass.pacedWaitMs == 1000, "\(pass)")
         #expect(throws: DeviceError.self) {
             try Campaign.parse(Self.document(id: "both", extra: #", "finish_within": 60, "finish_by": 1900000000"#))
         }

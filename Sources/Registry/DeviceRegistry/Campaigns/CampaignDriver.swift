@@ -32,8 +32,10 @@ public final class CampaignDriver {
         public var taken = 0
         public var refused = 0
         public var pushed = 0
-        /// Some campaign pushed: pass again without sleeping.
+        /// An unpaced campaign pushed (or the tally read a full batch): pass again without sleeping.
         public var more = false
+        /// A paced campaign's next chunk is due in this many milliseconds (10 to 1000): pass again then.
+        public var pacedWaitMs: Int?
         public init() {}
     }
 
@@ -42,9 +44,11 @@ public final class CampaignDriver {
         var pass = try takeNew()
         for id in try campaigns.open() where !shouldStop() {
             for shard in campaigns.keys.indices {
-                guard let pushed = try advance(id, shard: shard) else { continue }
+                let step = try advanceStep(id, shard: shard)
+                if let wait = step.pacedWaitMs { pass.pacedWaitMs = min(pass.pacedWaitMs ?? wait, wait) }
+                guard let pushed = step.pushed else { continue }
                 pass.pushed += pushed
-                pass.more = true
+                if step.pacedWaitMs == nil { pass.more = true }
             }
         }
         for shard in campaigns.keys.indices where !shouldStop() {
@@ -91,12 +95,15 @@ public final class CampaignDriver {
     /// Reads the next chunk of shard `shard`'s part of the audience after its cursor, renders a job for every
     /// active device in it and hands them to `step` with the cursor it read. The jobs pushed; nil when the
     /// campaign does not run in that shard or another driver moved its cursor first.
-    public func advance(_ id: String, shard index: Int) throws -> Int? {
+    public func advance(_ id: String, shard index: Int) throws -> Int? { try advanceStep(id, shard: index).pushed }
+
+    /// `advance`, and for a paced campaign when its next chunk is due (ms).
+    private func advanceStep(_ id: String, shard index: Int) throws -> (pushed: Int?, pacedWaitMs: Int?) {
         let shard = campaigns.keys[index]
         let fields = try redis.command(["HMGET", shard.campaign(id), "state", "cursor", "queue", "audience", "created", "paced"]).array ?? []
         guard fields.count == 6, fields[0].string == CampaignStatus.State.running.rawValue,
               let cursor = fields[1].string, let queue = fields[2].string,
-              let (campaign, notification) = try loaded(id) else { return nil }
+              let (campaign, notification) = try loaded(id) else { return (nil, nil) }
         let now = campaigns.clock()
         var limit = chunk, pacedFrom: Double?, interval = 0.0
         if let rate = campaign.shardRate(audience: fields[3].string.flatMap { Int($0) } ?? 0,
@@ -107,7 +114,7 @@ public final class CampaignDriver {
             let from = max(fields[5].string.flatMap { Double($0) } ?? fields[4].string.flatMap { Double($0) } ?? Double(now),
                            Double(now) - Double(chunk) * interval)
             let allowed = Int((Double(now) - from) / interval)
-            guard allowed > 0 else { return nil }
+            guard allowed > 0 else { return (nil, Self.chunkWait(chunk, interval)) }
             limit = min(chunk, allowed)
             pacedFrom = from
         }
@@ -149,8 +156,11 @@ public final class CampaignDriver {
         if chunkRead.done && pushed >= 0 {
             logger?.info("campaign shard done", ["campaign": .string(campaign.id), "shard": .int(index)])
         }
-        return pushed >= 0 ? Int(pushed) : nil
+        return (pushed >= 0 ? Int(pushed) : nil, pacedFrom == nil ? nil : Self.chunkWait(chunk, interval))
     }
+
+    /// How long a chunk takes at a pace (one device every `interval` ms), within 10 ms and a second.
+    private static func chunkWait(_ chunk: Int, _ interval: Double) -> Int { min(1000, max(10, Int(Double(chunk) * interval))) }
 
     /// Results entries read per shard and pass by `tally`.
     public var tallyBatch = 1000
