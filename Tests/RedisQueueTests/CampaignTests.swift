@@ -20,7 +20,12 @@ import PushCore
         let clock: Clock
         let shards: QueueShards
 
-        func driver(chunk: Int) -> CampaignDriver { CampaignDriver(campaigns: campaigns, providers: heraldProviders, chunk: chunk) }
+        /// A driver whose queue is never full (no worker takes from it here) unless a test says so.
+        func driver(chunk: Int) -> CampaignDriver {
+            let driver = CampaignDriver(campaigns: campaigns, providers: heraldProviders, chunk: chunk)
+            driver.maxQueued = .max
+            return driver
+        }
 
         /// Every job on every shard's queues, parsed.
         func queued() throws -> [JSONValue] {
@@ -251,7 +256,7 @@ import PushCore
         // A pass over a paced campaign does not spin: it says when the next chunk is due (a second at most).
         world.clock.now += 400
         let pass = try driver.pass()
-        #expect(pass.pushed == 2 && !pass.more && pass.pacedWaitMs == 1000, "\(pass)")
+        #expect(pass.pushed == 2 && !pass.more && pass.nextDueMs == 1000, "\(pass)")
         #expect(throws: DeviceError.self) {
             try Campaign.parse(Self.document(id: "both", extra: #", "finish_within": 60, "finish_by": 1900000000"#))
         }
@@ -353,6 +358,26 @@ import PushCore
                 "\(fields)")
         let status = try #require(try world.campaigns.status("bare"))
         #expect(status.unrendered == 1 && status.failed == 1 && status.sent == 3, "\(status.json)")
+    }
+
+
+    @Test func aCampaignWaitsWhileItsQueueIsFullSoPauseAndCancelTakeEffectWithinABoundedBacklog() throws {
+        let world = try world(shards: 1)
+        _ = try register(world, 100, topic: "scores", tokenPrefix: "fb")
+        try world.campaigns.create(Campaign.parse(Self.document(id: "backlog")))
+        let driver = world.driver(chunk: 10)
+        driver.maxQueued = 25
+        try drain(driver)
+        #expect(try world.queued().count == 30, "three chunks, then the queue is full")
+        let pass = try driver.pass()
+        #expect(pass.pushed == 0 && !pass.more && pass.nextDueMs == 100)
+        // A worker takes some: the campaign goes on.
+        let queue = world.shards.shards[0].queues[0]
+        _ = try world.registry.redis.command(["RPOP", queue, "20"])
+        try drain(driver)
+        #expect(try world.campaigns.status("backlog")?.sent == 50)
+        let cancelled = try #require(try world.campaigns.control("backlog", .cancel))
+        #expect(cancelled.cancelled == 50 && cancelled.sent == 50)
     }
 
     @Test func aBadDocumentIsRefusedWithTheMemberItNames() throws {

@@ -13,6 +13,9 @@ public final class CampaignDriver {
     /// Index members read per campaign, shard and pass: the most one `step` pushes.
     public let chunk: Int
     public let logger: Logger?
+    /// A campaign waits while its queue (in the shard) holds this many jobs or more, so that what pause and cancel
+    /// cannot take back (jobs already queued) stays bounded, and other producers' jobs are not buried.
+    public var maxQueued: Int
     /// Runs between reading a chunk and its `step` (tests: a driver killed there, another driver racing it).
     public var beforeStep: (() throws -> Void)?
     /// Documents read and notifications parsed once per campaign id (a campaign's document never changes).
@@ -22,6 +25,7 @@ public final class CampaignDriver {
         self.campaigns = campaigns
         self.providers = providers
         self.chunk = max(1, chunk)
+        maxQueued = 10 * max(1, chunk)
         self.logger = logger
     }
 
@@ -34,8 +38,9 @@ public final class CampaignDriver {
         public var pushed = 0
         /// An unpaced campaign pushed (or the tally read a full batch): pass again without sleeping.
         public var more = false
-        /// A paced campaign's next chunk is due in this many milliseconds (10 to 1000): pass again then.
-        public var pacedWaitMs: Int?
+        /// A paced campaign's next chunk is due, or a full queue may have room, in this many milliseconds (10 to
+        /// 1000): pass again then.
+        public var nextDueMs: Int?
         public init() {}
     }
 
@@ -45,10 +50,10 @@ public final class CampaignDriver {
         for id in try campaigns.open() where !shouldStop() {
             for shard in campaigns.keys.indices {
                 let step = try advanceStep(id, shard: shard)
-                if let wait = step.pacedWaitMs { pass.pacedWaitMs = min(pass.pacedWaitMs ?? wait, wait) }
+                if let wait = step.nextDueMs { pass.nextDueMs = min(pass.nextDueMs ?? wait, wait) }
                 guard let pushed = step.pushed else { continue }
                 pass.pushed += pushed
-                if step.pacedWaitMs == nil { pass.more = true }
+                if step.nextDueMs == nil { pass.more = true }
             }
         }
         for shard in campaigns.keys.indices where !shouldStop() {
@@ -97,13 +102,14 @@ public final class CampaignDriver {
     /// campaign does not run in that shard or another driver moved its cursor first.
     public func advance(_ id: String, shard index: Int) throws -> Int? { try advanceStep(id, shard: index).pushed }
 
-    /// `advance`, and for a paced campaign when its next chunk is due (ms).
-    private func advanceStep(_ id: String, shard index: Int) throws -> (pushed: Int?, pacedWaitMs: Int?) {
+    /// `advance`, and when to come back (ms) for a paced campaign or a full queue.
+    private func advanceStep(_ id: String, shard index: Int) throws -> (pushed: Int?, nextDueMs: Int?) {
         let shard = campaigns.keys[index]
         let fields = try redis.command(["HMGET", shard.campaign(id), "state", "cursor", "queue", "audience", "created", "paced"]).array ?? []
         guard fields.count == 6, fields[0].string == CampaignStatus.State.running.rawValue,
               let cursor = fields[1].string, let queue = fields[2].string,
               let (campaign, notification) = try loaded(id) else { return (nil, nil) }
+        guard try redis.command(["LLEN", queue]).int ?? 0 < maxQueued else { return (nil, 100) }
         let now = campaigns.clock()
         var limit = chunk, pacedFrom: Double?, interval = 0.0
         if let rate = campaign.shardRate(audience: fields[3].string.flatMap { Int($0) } ?? 0,
