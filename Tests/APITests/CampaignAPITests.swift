@@ -36,6 +36,11 @@ import Testing
         #expect(try call(api, "v1/campaigns/nope").status == 404)
         #expect(try call(api, "v1/campaigns/goal-1/explode", post: "").status == 404)
         #expect(try call(api, "v1/campaigns/goal-1", ["-X", "DELETE"]).status == 405)
+        let metrics = try curl([api.url + "metrics"]).body
+        for line in [#"route="/v1/campaigns",status="201""#, #"route="/v1/campaigns/{id}",status="200""#,
+                     #"route="/v1/campaigns/{id}/{action}",status="200""#] {
+            #expect(metrics.contains(line), "\(line) in \(metrics)")
+        }
     }
 
     @Test func badDocumentsAre400WithTheirCode() throws {
