@@ -130,29 +130,12 @@ public final class CampaignDriver {
             ["HGET", shard.records(app: id.app, platform: id.platform.rawValue), id.token].map { Array($0.utf8) }
         })
         let dedupes = campaign.audience.dedupes
-        var jobs: [[UInt8]] = [], rejections: [[UInt8]] = []
-        var skipped = chunkRead.read - ids.count, unrendered = 0
-        for (offset, id) in ids.enumerated() {
-            guard let record = records[offset].bytes, let device = Device(id: id, record: record, delivered: nil),
-                  device.state == DeviceState.active else { skipped += 1; continue }
-            do {
-                let job = try providers.provider(for: id.platform).render(notification, for: Self.renderDevice(device, campaign: campaign.id))
-                if dedupes { jobs.append(Array("\(id.platform.rawValue)\n\(id.token)".utf8)) }
-                jobs.append(job)
-            } catch {
-                unrendered += 1
-                logger?.warning("campaign device not rendered", ["campaign": .string(campaign.id), "device": .string(id.description),
-                                                                 "error": .string("\(error)")])
-                var entry = ResultEntry(id: Campaign.jobID(campaign: campaign.id, platform: id.platform, token: id.token), outcome: .rejected,
-                                        reason: "\(error.code): \(error.description)", token: id.token, app: id.app, worker: "campaigns")
-                entry.platform = id.platform.rawValue
-                let fields = entry.fields.flatMap { [$0.0, $0.1] }
-                rejections += ([dedupes ? "\(id.platform.rawValue)\n\(id.token)" : "", String(fields.count)] + fields).map { Array($0.utf8) }
-            }
-        }
+        let made = rendered(ids, records: records, campaign: campaign, notification: notification)
+        let skipped = chunkRead.read - ids.count + made.skipped
         let paced = pacedFrom.map { String(Int64($0 + Double(chunkRead.read) * interval)) } ?? ""
         let args: [[UInt8]] = [campaign.id, cursor, chunkRead.cursor, chunkRead.done ? "1" : "0", String(skipped),
-                               String(unrendered), String(now), paced, dedupes ? "1" : "0"].map { Array($0.utf8) } + rejections + jobs
+                               String(made.unrendered), String(now), paced, dedupes ? "1" : "0"].map { Array($0.utf8) }
+            + made.rejections + made.jobs
         try beforeStep?()
         let reply = try redis.evalScript(CampaignScripts.step,
                                          keys: [shard.campaign(id), queue, shard.campaigns, shard.campaignSent(id), shard.campaignTally,
@@ -163,6 +146,36 @@ public final class CampaignDriver {
             logger?.info("campaign shard done", ["campaign": .string(campaign.id), "shard": .int(index)])
         }
         return (pushed >= 0 ? Int(pushed) : nil, pacedFrom == nil ? nil : Self.chunkWait(chunk, interval))
+    }
+
+    /// The step's part of a chunk's devices (their records in `records`): a job for each active one (after its
+    /// device, `<platform>\n<token>`, where the audience deduplicates), a `rejected` result entry's fields for one
+    /// its provider cannot render for (after its device or "", and their count), and the others counted skipped.
+    private func rendered(_ ids: [DeviceID], records: [RESPValue], campaign: Campaign, notification: NeutralNotification)
+        -> (jobs: [[UInt8]], rejections: [[UInt8]], skipped: Int, unrendered: Int) {
+        let dedupes = campaign.audience.dedupes
+        var jobs: [[UInt8]] = [], rejections: [[UInt8]] = []
+        var skipped = 0, unrendered = 0
+        for (offset, id) in ids.enumerated() {
+            guard let record = records[offset].bytes, let device = Device(id: id, record: record, delivered: nil),
+                  device.state == DeviceState.active else { skipped += 1; continue }
+            let member = dedupes ? "\(id.platform.rawValue)\n\(id.token)" : ""
+            do {
+                let job = try providers.provider(for: id.platform).render(notification, for: Self.renderDevice(device, campaign: campaign.id))
+                if dedupes { jobs.append(Array(member.utf8)) }
+                jobs.append(job)
+            } catch {
+                unrendered += 1
+                logger?.warning("campaign device not rendered", ["campaign": .string(campaign.id), "device": .string(id.description),
+                                                                 "error": .string("\(error)")])
+                var entry = ResultEntry(id: Campaign.jobID(campaign: campaign.id, platform: id.platform, token: id.token), outcome: .rejected,
+                                        reason: "\(error.code): \(error.description)", token: id.token, app: id.app, worker: "campaigns")
+                entry.platform = id.platform.rawValue
+                let fields = entry.fields.flatMap { [$0.0, $0.1] }
+                rejections += ([member, String(fields.count)] + fields).map { Array($0.utf8) }
+            }
+        }
+        return (jobs, rejections, skipped, unrendered)
     }
 
     /// How long a chunk takes at a pace (one device every `interval` ms), within 10 ms and a second.
