@@ -11,7 +11,7 @@ import Worker
 enum SchedulerCommand {
     static let command = Command(
         name: "scheduler", abstract: "Move due retries back to the queue, return dead workers' jobs and fan campaigns out.",
-        discussion: "Workers do this by default; run it alone when they are configured with run_scheduler false, and run one wherever the configuration has Expo apps (it asks for their receipts). Safe to run in several places at once.",
+        discussion: "Workers do this by default; run it alone when they are configured with run_scheduler false, run one wherever the configuration has Expo apps (it asks for their receipts), and one wherever campaigns are used (only the scheduler fans them out and counts their outcomes, docs/campaigns.md). Safe to run in several places at once.",
         options: redisOptions + [.flag("once", "One pass, then exit (for cron and tests)."),
                                  .flag("receipts", "Ask for the receipts of tickets (Expo's second phase) and write their outcomes, or fail to start: needs the configuration's apps (--config or HERALD_CONFIG). Without the flag it is done whenever that configuration has such apps.")],
         run: run)
