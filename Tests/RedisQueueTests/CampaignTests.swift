@@ -263,6 +263,21 @@ import PushCore
     }
 
 
+    @Test func pacingTooSlowForAnIntervalIsRefusedAndTheSlowestTakenNeitherTrapsTheDriverNorTheStatus() throws {
+        for extra in [#", "rate_per_second": 1e-15"#, #", "rate_per_second": 5e-324"#, #", "rate_per_second": 0.0009"#,
+                      #", "finish_within": 1e-300"#, #", "finish_within": 0.5"#, #", "finish_by": 1e-300"#] {
+            let refused = #expect(throws: DeviceError.self, "\(extra)") { try Campaign.parse(Self.document(id: "slow", extra: extra)) }
+            #expect(refused?.code == "bad_pacing")
+        }
+        let world = try world()
+        _ = try register(world, 6, topic: "scores", tokenPrefix: "af")
+        try world.campaigns.create(Campaign.parse(Self.document(id: "slowest", extra: #", "rate_per_second": 0.001, "finish_by": 32503680000"#)))
+        let pass = try world.driver(chunk: 500).pass()
+        #expect(pass.pushed == 0 && !pass.more && pass.nextDueMs == 1000, "\(pass)")
+        let status = try #require(try world.campaigns.status("slowest"))
+        #expect(status.ratePerSecond > 0 && status.estimatedEndAt > status.createdAt, "\(status.json)")
+    }
+
     @Test func anAppCampaignSendsEveryActiveDeviceOfEveryPlatformOnceOverEveryShard() throws {
         let world = try world()
         let stale = try register(world, 30, topic: "a", tokenPrefix: "af")

@@ -53,6 +53,14 @@ public struct Campaign: Sendable, Equatable {
     public static let maxIDBytes = 128
     /// The most topics one `topics` audience names.
     public static let maxTopics = 16
+    /// The lowest `rate_per_second` taken (jobs a second over every shard): lower rates make pacing intervals no
+    /// integer holds.
+    public static let minRate = 0.001
+    /// The lowest `finish_within` taken (seconds).
+    public static let minFinishWithin = 1.0
+    /// The lowest rate one shard is paced at (a job every ~11.6 days), whatever `finish_by` or the shard count derive:
+    /// it bounds every interval and estimate made from a rate.
+    public static let minShardRate = 0.000_001
     /// The members a campaign document may carry (anything else is refused, never dropped silently).
     public static let members: Set<String> = ["id", "app", "audience", "notification", "queue", "rate_per_second", "finish_within", "finish_by"]
 
@@ -79,11 +87,20 @@ extension Campaign {
         if let finishBy { seconds = finishBy - Double(created) / 1000 }
         let derived = seconds.map { Double(max(audience, 1)) / max($0, 1) }
         let cap = ratePerSecond.map { $0 / Double(max(shards, 1)) }
+        let rate: Double
         switch (derived, cap) {
-        case (let derived?, let cap?): return min(derived, cap)
-        case (let one?, nil), (nil, let one?): return one
+        case (let derived?, let cap?): rate = min(derived, cap)
+        case (let one?, nil), (nil, let one?): rate = one
         case (nil, nil): return nil
         }
+        return rate.isNaN ? Self.minShardRate : max(rate, Self.minShardRate)
+    }
+
+    /// A time in ms worked out from a pacing value, clamped to what an Int64 holds (a NaN is 0) so a conversion
+    /// never traps.
+    public static func milliseconds(_ value: Double) -> Int64 {
+        guard !value.isNaN else { return 0 }
+        return Int64(min(max(value, -9e18), 9e18))
     }
 
     /// Reads a campaign document: every member checked, an unknown one refused, the notification read as
@@ -119,16 +136,16 @@ extension Campaign {
         } catch {
             throw DeviceError("bad_notification", "notification: \(error)")
         }
-        func positive(_ name: String, max: Double) throws(DeviceError) -> Double? {
+        func positive(_ name: String, min: Double, max: Double) throws(DeviceError) -> Double? {
             guard let value = object[name], value != .null else { return nil }
-            guard case .number(let text) = value, let number = Double(text), number > 0, number <= max else {
-                throw DeviceError("bad_pacing", "\(name) must be a number above 0 and at most \(Int(max))")
+            guard case .number(let text) = value, let number = Double(text), number >= min, number <= max else {
+                throw DeviceError("bad_pacing", "\(name) must be a number from \(min) to \(Int(max))")
             }
             return number
         }
-        let rate = try positive("rate_per_second", max: 1_000_000)
-        let within = try positive("finish_within", max: 31 * 86_400)
-        let by = try positive("finish_by", max: 32_503_680_000)
+        let rate = try positive("rate_per_second", min: minRate, max: 1_000_000)
+        let within = try positive("finish_within", min: minFinishWithin, max: 31 * 86_400)
+        let by = try positive("finish_by", min: 1, max: 32_503_680_000)
         if within != nil && by != nil { throw DeviceError("bad_pacing", "give finish_within or finish_by, not both") }
         return Campaign(id: id, app: app, audience: audience, queue: queue, ratePerSecond: rate, finishWithin: within, finishBy: by,
                         notification: notificationBytes, document: bytes)

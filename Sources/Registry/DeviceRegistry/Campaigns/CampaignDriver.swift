@@ -119,7 +119,7 @@ public final class CampaignDriver {
             interval = 1000 / rate
             let from = max(fields[5].string.flatMap { Double($0) } ?? fields[4].string.flatMap { Double($0) } ?? Double(now),
                            Double(now) - Double(chunk) * interval)
-            let allowed = Int((Double(now) - from) / interval)
+            let allowed = Int(min(Double(chunk), max(0, (Double(now) - from) / interval)))
             guard allowed > 0 else { return (nil, Self.chunkWait(chunk, interval)) }
             limit = min(chunk, allowed)
             pacedFrom = from
@@ -132,7 +132,7 @@ public final class CampaignDriver {
         let dedupes = campaign.audience.dedupes
         let made = rendered(ids, records: records, campaign: campaign, notification: notification)
         let skipped = chunkRead.read - ids.count + made.skipped
-        let paced = pacedFrom.map { String(Int64($0 + Double(chunkRead.read) * interval)) } ?? ""
+        let paced = pacedFrom.map { String(Campaign.milliseconds($0 + Double(chunkRead.read) * interval)) } ?? ""
         let args: [[UInt8]] = [campaign.id, cursor, chunkRead.cursor, chunkRead.done ? "1" : "0", String(skipped),
                                String(made.unrendered), String(now), paced, dedupes ? "1" : "0"].map { Array($0.utf8) }
             + made.rejections + made.jobs
@@ -179,7 +179,7 @@ public final class CampaignDriver {
     }
 
     /// How long a chunk takes at a pace (one device every `interval` ms), within 10 ms and a second.
-    private static func chunkWait(_ chunk: Int, _ interval: Double) -> Int { min(1000, max(10, Int(Double(chunk) * interval))) }
+    private static func chunkWait(_ chunk: Int, _ interval: Double) -> Int { Int(min(1000, max(10, Double(chunk) * interval))) }
 
     /// Results entries read per shard and pass by `tally`.
     public var tallyBatch = 1000

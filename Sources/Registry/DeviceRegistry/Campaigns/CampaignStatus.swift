@@ -50,7 +50,7 @@ public struct CampaignStatus: Sendable, Equatable {
                 ratePerSecond += rate
                 let left = max(0, int("audience") - int("sent") - int("skipped") - int("unrendered"))
                 let from = fields["paced"].flatMap { Double($0) } ?? Double(int("created"))
-                estimatedEndAt = max(estimatedEndAt, Int64(from + Double(left) * 1000 / rate))
+                estimatedEndAt = max(estimatedEndAt, Campaign.milliseconds(from + Double(left) * 1000 / rate))
             }
         }
         audience += int("audience")
