@@ -278,6 +278,16 @@ import PushCore
         #expect(status.ratePerSecond > 0 && status.estimatedEndAt > status.createdAt, "\(status.json)")
     }
 
+    @Test func theSchedulerSleepsTenMillisecondsAtLeastUnlessCampaignsHaveMoreToPush() {
+        var pass = CampaignDriver.Pass()
+        #expect(pass.sleepMilliseconds(otherwise: 0) == 10, "a receipt due now does not make the loop spin")
+        #expect(pass.sleepMilliseconds(otherwise: 1000) == 1000)
+        pass.nextDueMs = 250
+        #expect(pass.sleepMilliseconds(otherwise: 1000) == 250 && pass.sleepMilliseconds(otherwise: 0) == 10)
+        pass.more = true
+        #expect(pass.sleepMilliseconds(otherwise: 1000) == nil, "an unpaced campaign's next chunk at once")
+    }
+
     @Test func anAppCampaignSendsEveryActiveDeviceOfEveryPlatformOnceOverEveryShard() throws {
         let world = try world()
         let stale = try register(world, 30, topic: "a", tokenPrefix: "af")

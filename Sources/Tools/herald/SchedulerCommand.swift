@@ -58,7 +58,6 @@ enum SchedulerCommand {
                 // A chunk of every running campaign per pass; a pass that pushed some comes round again at once, or
                 // when a paced campaign's next chunk is due.
                 let campaigns = try driver!.pass(shouldStop: { stop.isSet })
-                if campaigns.more { sleepMs = 0 } else if let wait = campaigns.nextDueMs { sleepMs = min(sleepMs, wait) }
                 if moved > 0 || reaped > 0 || settled > 0 || campaigns.pushed > 0 {
                     logger.info("pass", ["moved": .int(moved), "reaped": .int(reaped), "receipts_settled": .int(settled),
                                          "campaign_jobs": .int(campaigns.pushed)])
@@ -68,7 +67,7 @@ enum SchedulerCommand {
                     print("{\"moved\":\(moved),\"reaped\":\(reaped),\"receipts_settled\":\(settled),\"campaign_jobs\":\(campaigns.pushed)}")
                     return ExitCode.success
                 }
-                if sleepMs > 0 { stop.sleep(milliseconds: max(10, sleepMs)) }
+                if let sleep = campaigns.sleepMilliseconds(otherwise: sleepMs) { stop.sleep(milliseconds: sleep) }
             } catch {
                 if args.flag("once") { throw error }
                 redis = nil

@@ -42,6 +42,14 @@ public final class CampaignDriver {
         /// 1000): pass again then.
         public var nextDueMs: Int?
         public init() {}
+
+        /// How long `herald scheduler` sleeps after this pass when its other work (retries, receipts) is next due
+        /// in `otherwise` ms: nil (pass again at once) only while campaigns have more to push; else 10 ms at least,
+        /// so a receipt or retry due now never makes the loop spin over every shard.
+        public func sleepMilliseconds(otherwise: Int) -> Int? {
+            if more { return nil }
+            return max(10, min(otherwise, nextDueMs ?? otherwise))
+        }
     }
 
     /// One pass: the new documents, then a chunk of every running campaign in every shard.
