@@ -288,6 +288,29 @@ import PushCore
         #expect(pass.sleepMilliseconds(otherwise: 1000) == nil, "an unpaced campaign's next chunk at once")
     }
 
+    @Test func aCampaignWithABrokenKeyStopsItselfOnlyAndADocumentRedisRefusesIsMovedToRefused() throws {
+        for id in ["x:sent", "a{b}", "b}", "{c"] {
+            let refused = #expect(throws: DeviceError.self, "\(id)") { try Campaign.parse(Self.document(id: id)) }
+            #expect(refused?.code == "bad_id")
+        }
+        let world = try world(shards: 1)
+        let redis = world.registry.redis
+        let shard = world.campaigns.keys[0]
+        _ = try register(world, 4, topic: "scores", tokenPrefix: "b0")
+        try world.campaigns.create(Campaign.parse(Self.document(id: "broken")))
+        try world.campaigns.create(Campaign.parse(Self.document(id: "fine")))
+        _ = try redis.command(["SET", shard.campaignSent("broken"), "not a set"])
+        let pass = try world.driver(chunk: 100).pass()
+        #expect(try pass.pushed == 4 && world.campaigns.status("fine")?.state == .done, "the other campaign goes on: \(pass)")
+
+        _ = try redis.command(["SET", shard.campaign("clash"), "not a hash"])
+        _ = try redis.command(["LPUSH", shard.newCampaigns, String(decoding: Self.document(id: "clash"), as: UTF8.self)])
+        #expect(try world.driver(chunk: 100).takeNew().refused == 1)
+        #expect(try redis.command(["LLEN", shard.newCampaigns]).int == 0, "not retried forever")
+        let refusal = try #require(try redis.command(["LINDEX", shard.refusedCampaigns, "0"]).bytes.flatMap { JSONValue(parsing: $0) })
+        #expect(refusal["error"] == .string("redis_error"), "\(refusal)")
+    }
+
     @Test func anAppCampaignSendsEveryActiveDeviceOfEveryPlatformOnceOverEveryShard() throws {
         let world = try world()
         let stale = try register(world, 30, topic: "a", tokenPrefix: "af")

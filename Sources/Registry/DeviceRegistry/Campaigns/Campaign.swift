@@ -113,8 +113,10 @@ extension Campaign {
             throw DeviceError("unknown_member", "\(key) is not a campaign member (\(members.sorted().joined(separator: ", ")))")
         }
         guard case .string(let id)? = object["id"], !id.isEmpty, id.utf8.count <= maxIDBytes, QueueKeys.isValid(id),
-              !id.contains("/"), !id.unicodeScalars.contains(where: { $0.value <= 0x20 }) else {
-            throw DeviceError("bad_id", "id must be 1 to \(maxIDBytes) bytes without spaces, slashes, quotes, backslashes or control characters")
+              !id.unicodeScalars.contains(where: { $0.value <= 0x20 || "/:{}".unicodeScalars.contains($0) }) else {
+            // ':' would let one campaign's hash be another's sent set (`<p>:campaign:x:sent`); '{' '}' are Redis
+            // Cluster hash-tag marks.
+            throw DeviceError("bad_id", "id must be 1 to \(maxIDBytes) bytes without spaces, slashes, colons, braces, quotes, backslashes or control characters")
         }
         guard case .string(let app)? = object["app"], !app.isEmpty, app.utf8.count <= 128, QueueKeys.isValid(app), !app.contains(":") else {
             throw DeviceError("bad_app", "app must be 1 to 128 bytes without quotes, backslashes, colons or control characters")

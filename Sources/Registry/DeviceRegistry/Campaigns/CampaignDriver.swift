@@ -57,7 +57,14 @@ public final class CampaignDriver {
         var pass = try takeNew()
         for id in try campaigns.open() where !shouldStop() {
             for shard in campaigns.keys.indices {
-                let step = try advanceStep(id, shard: shard)
+                let step: (pushed: Int?, nextDueMs: Int?)
+                do {
+                    step = try advanceStep(id, shard: shard)
+                } catch let error as RedisError where !error.isUnreachable {
+                    // One campaign's broken key (a wrong type) stops that campaign, not every other, nor the tally.
+                    logger?.error("campaign not advanced", ["campaign": .string(id), "shard": .int(shard), "error": .string("\(error)")])
+                    continue
+                }
                 if let wait = step.nextDueMs { pass.nextDueMs = min(pass.nextDueMs ?? wait, wait) }
                 guard let pushed = step.pushed else { continue }
                 pass.pushed += pushed
@@ -84,16 +91,25 @@ public final class CampaignDriver {
                 pass.taken += 1
                 logger?.info("campaign created", ["campaign": .string(campaign.id), "app": .string(campaign.app)])
             } catch let error as DeviceError {
-                let refusal: [String: Any] = ["error": error.code, "message": error.description,
-                                              "document": String(decoding: document, as: UTF8.self)]
-                let data = try JSONSerialization.data(withJSONObject: refusal, options: [.sortedKeys, .withoutEscapingSlashes])
-                _ = try redis.command(["LPUSH", shard.refusedCampaigns, String(decoding: data, as: UTF8.self)])
+                try refuse(document, code: error.code, message: error.description, on: shard)
                 pass.refused += 1
-                logger?.warning("campaign refused", ["error": .string("\(error)")])
+            } catch let error as RedisError where !error.isUnreachable {
+                // Redis refused the create (a key of the wrong type): taken off the list like a bad document, so
+                // it is not retried forever.
+                try refuse(document, code: "redis_error", message: "\(error)", on: shard)
+                pass.refused += 1
             }
             _ = try redis.command([Array("LREM".utf8), Array(shard.newCampaigns.utf8), Array("-1".utf8), document])
         }
         return pass
+    }
+
+    /// Records a document taken from `<p>:campaigns:new` on `<p>:campaigns:refused` with the reason.
+    private func refuse(_ document: [UInt8], code: String, message: String, on shard: DeviceKeys) throws {
+        let refusal: [String: Any] = ["error": code, "message": message, "document": String(decoding: document, as: UTF8.self)]
+        let data = try JSONSerialization.data(withJSONObject: refusal, options: [.sortedKeys, .withoutEscapingSlashes])
+        _ = try redis.command(["LPUSH", shard.refusedCampaigns, String(decoding: data, as: UTF8.self)])
+        logger?.warning("campaign refused", ["error": .string(code), "message": .string(message)])
     }
 
     /// The campaign's document and notification, read once.
