@@ -18,7 +18,7 @@ enum KeyCheck {
     local __kcFirstKey = {}
     for _, c in ipairs({'TYPE', 'GET', 'SET', 'EXISTS', 'ZADD', 'ZREM', 'ZSCORE', 'ZRANGE', 'ZRANGEBYSCORE', 'ZCOUNT', 'ZCARD', 'ZREMRANGEBYSCORE', 'PEXPIRE',
                         'RPOP', 'RPUSH', 'LPUSH', 'LPOP', 'LINDEX', 'INCR', 'LTRIM', 'LREM', 'LLEN', 'LRANGE', 'HSET', 'HGET', 'HGETALL', 'HMGET',
-                        'HDEL', 'HKEYS', 'HEXISTS', 'HLEN', 'EXPIRE', 'PTTL', 'XADD', 'XTRIM', 'XRANGE', 'XDEL', 'XLEN',
+                        'HDEL', 'HKEYS', 'HEXISTS', 'HLEN', 'EXPIRE', 'PTTL', 'XADD', 'XTRIM', 'XRANGE', 'XREVRANGE', 'XDEL', 'XLEN',
                         'SADD', 'SREM', 'HINCRBY', 'ZLEXCOUNT'}) do
       __kcFirstKey[c] = true
     end

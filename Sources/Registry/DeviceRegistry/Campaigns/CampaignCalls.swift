@@ -36,7 +36,8 @@ public struct CampaignCalls: Sendable {
             let counted = campaign.audience.counted(shard, app: campaign.app)
             calls.append(DeviceCalls.ScriptCall(
                 script: CampaignScripts.create,
-                keys: ([shard.campaign(campaign.id), shard.campaigns] + counted.keys).map { Array($0.utf8) },
+                keys: ([shard.campaign(campaign.id), shard.campaigns, shard.campaignTally, shards.shards[index].keys.results] + counted.keys)
+                    .map { Array($0.utf8) },
                 args: [Array(campaign.id.utf8), campaign.document, Array(String(now).utf8), Array(queue.utf8)]
                     + ([counted.mode] + counted.args).map { Array($0.utf8) }))
         }

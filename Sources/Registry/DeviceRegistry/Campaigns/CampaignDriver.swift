@@ -55,7 +55,8 @@ public final class CampaignDriver {
     /// One pass: the new documents, then a chunk of every running campaign in every shard.
     public func pass(shouldStop: () -> Bool = { false }) throws -> Pass {
         var pass = try takeNew()
-        for id in try campaigns.open() where !shouldStop() {
+        let open = try campaigns.openByShard()
+        for id in Set(open.joined()).sorted() where !shouldStop() {
             for shard in campaigns.keys.indices {
                 let step: (pushed: Int?, nextDueMs: Int?)
                 do {
@@ -72,7 +73,7 @@ public final class CampaignDriver {
             }
         }
         for shard in campaigns.keys.indices where !shouldStop() {
-            if try tally(shard: shard) == tallyBatch { pass.more = true }
+            if try tally(shard: shard, open: !open[shard].isEmpty) == tallyBatch { pass.more = true }
         }
         return pass
     }
@@ -211,20 +212,17 @@ public final class CampaignDriver {
     /// Counts the terminal outcomes of campaigns' jobs in shard `index`'s `<p>:results` after the tally's cursor
     /// (at most `tallyBatch` entries) onto their campaigns' hashes, with the cursor compare-and-set as `step`: each
     /// entry counted once. The entries read. Entries trimmed from the stream before they were read are not counted.
-    /// While no campaign is open in the shard and the last one's `tallyWindowMs` has passed, no entry is read: the
-    /// cursor skips to the stream's end, so a later campaign starts counting there, not at the backlog.
+    /// While no campaign is open in the shard (`open`, read when nil) and the last one's `tallyWindowMs` has passed,
+    /// nothing is read past the tally hash and nothing written: the next `create` moves the cursor to the stream's
+    /// end, so a later campaign starts counting there, not at the backlog.
     @discardableResult
-    public func tally(shard index: Int) throws -> Int {
+    public func tally(shard index: Int, open: Bool? = nil) throws -> Int {
         let shard = campaigns.keys[index]
         let results = campaigns.calls.shards.shards[index].keys.results
         let state = try redis.command(["HMGET", shard.campaignTally, "results", "until"]).array ?? []
         let cursor = state.first?.string ?? "0-0"
-        if try redis.command(["ZCARD", shard.campaigns]).int == 0,
-           (state.last?.string.flatMap { Int64($0) } ?? 0) < campaigns.clock() {
-            guard let end = try redis.command(["XREVRANGE", results, "+", "-", "COUNT", "1"]).array?.first?.array?.first?.string,
-                  end != cursor else { return 0 }
-            _ = try redis.evalScript(CampaignScripts.tally, keys: [Array(shard.campaignTally.utf8)], args: [cursor, end].map { Array($0.utf8) })
-            return 0
+        if (state.last?.string.flatMap { Int64($0) } ?? 0) < campaigns.clock() {
+            guard try open ?? (redis.command(["ZCARD", shard.campaigns]).int ?? 0 > 0) else { return 0 }
         }
         let entries = try redis.command(["XRANGE", results, "(" + cursor, "+", "COUNT", String(tallyBatch)]).array ?? []
         guard let last = entries.last?.array?.first?.string else { return 0 }

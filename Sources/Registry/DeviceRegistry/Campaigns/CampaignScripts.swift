@@ -8,7 +8,7 @@ import RedisQueue
 /// push it once.
 public enum CampaignScripts {
     /// How long after a shard of a campaign is done or cancelled its jobs' outcomes are still counted (retries,
-    /// receipts): while no campaign is open and this has passed, `CampaignDriver.tally` reads no results.
+    /// receipts): while no campaign is open and this has passed, `CampaignDriver.tally` reads and writes nothing.
     public static let tallyWindowMs: Int64 = 86_400_000
 
     /// `countUntil(tally, now)`: moves the tally hash's `until` to now + the window, never back.
@@ -22,23 +22,29 @@ public enum CampaignScripts {
 
     """#
 
-    /// KEYS: campaign hash, campaigns zset, then the keys the audience is counted from. ARGV: id, document, now,
-    /// queue key, `lex` (ZLEXCOUNT of the one index, summed over the min and max pairs that follow) or `card` (ZCARD
-    /// summed).
-    /// 1 created, 0 it existed (a create is idempotent by id).
+    /// KEYS: campaign hash, campaigns zset, the tally hash, the results stream, then the keys the audience is
+    /// counted from. ARGV: id, document, now, queue key, `lex` (ZLEXCOUNT of the one index, summed over the min and
+    /// max pairs that follow) or `card` (ZCARD summed).
+    /// 1 created, 0 it existed (a create is idempotent by id). While the shard's outcome counting is idle (no campaign
+    /// open, the last one's window passed) it moves the tally cursor to the stream's end, in the same script as the
+    /// campaign appears: the counting starts there, not at the backlog, and an idle scheduler reads and writes nothing.
     public static let create = RedisScript(QueueScripts.prelude + #"""
-    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset')
+    local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'hash', KEYS[4], 'stream')
     if bad then return bad end
-    for k = 3, #KEYS do
+    for k = 5, #KEYS do
       bad = refusal(KEYS[k], 'zset')
       if bad then return bad end
     end
     if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
     local size = 0
     if ARGV[5] == 'lex' then
-      for j = 6, #ARGV - 1, 2 do size = size + redis.call('ZLEXCOUNT', KEYS[3], ARGV[j], ARGV[j + 1]) end
+      for j = 6, #ARGV - 1, 2 do size = size + redis.call('ZLEXCOUNT', KEYS[5], ARGV[j], ARGV[j + 1]) end
     else
-      for k = 3, #KEYS do size = size + redis.call('ZCARD', KEYS[k]) end
+      for k = 5, #KEYS do size = size + redis.call('ZCARD', KEYS[k]) end
+    end
+    if redis.call('ZCARD', KEYS[2]) == 0 and tonumber(redis.call('HGET', KEYS[3], 'until') or '0') < tonumber(ARGV[3]) then
+      local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)[1]
+      if last then redis.call('HSET', KEYS[3], 'results', last[1]) end
     end
     redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'state', 'running', 'cursor', '', 'audience', size, 'sent', 0,
                'skipped', 0, 'unrendered', 0, 'repeated', 0, 'cancelled', 0, 'queue', ARGV[4], 'created', ARGV[3])

@@ -57,13 +57,14 @@ public final class Campaigns {
     }
 
     /// The ids of the campaigns still running or paused in any shard.
-    public func open() throws(RedisError) -> [String] {
-        var ids = Set<String>()
+    public func open() throws(RedisError) -> [String] { Set(try openByShard().joined()).sorted() }
+
+    /// The ids of the campaigns running or paused in each shard.
+    public func openByShard() throws(RedisError) -> [[String]] {
+        var shards: [[String]] = []
         for shard in keys {
-            for member in try redis.command(["ZRANGE", shard.campaigns, "0", "-1"]).array ?? [] {
-                if let id = member.string { ids.insert(id) }
-            }
+            shards.append((try redis.command(["ZRANGE", shard.campaigns, "0", "-1"]).array ?? []).compactMap(\.string))
         }
-        return ids.sorted()
+        return shards
     }
 }
