@@ -238,6 +238,22 @@ import PushCore
     }
 
 
+    @Test func aSchedulerThatSawNoCampaignOpenSkipsNoOutcomeOfOneCreatedSince() throws {
+        let world = try world(shards: 1)
+        let redis = world.registry.redis
+        let results = world.shards.shards[0].keys.results
+        _ = try redis.command(["XADD", results, "*", "id", "raced/apns/backlog", "outcome", "delivered"])
+        let stale = world.driver(chunk: 100)
+        #expect(try stale.tally(shard: 0) == 0, "idle: nothing open, no window")
+        // Another scheduler creates a campaign and a worker writes an outcome of it while this one still acts on
+        // its read of no campaign open.
+        try world.campaigns.create(Campaign.parse(Self.document(id: "raced", audience: #"{"topic": "nobody"}"#)))
+        _ = try redis.command(["XADD", results, "*", "id", Campaign.jobID(campaign: "raced", platform: .apns, token: "t"), "outcome", "delivered"])
+        #expect(try stale.tally(shard: 0, open: false) == 0)
+        try drain(world.driver(chunk: 100))
+        #expect(try world.campaigns.status("raced")?.delivered == 1, "counted once, the backlog before it not at all")
+    }
+
     @Test func aPacedCampaignSendsAtItsRateAndFinishWithinDerivesTheRateFromTheAudience() throws {
         let world = try world(shards: 1)
         _ = try register(world, 300, topic: "scores", tokenPrefix: "ae")
