@@ -25,8 +25,10 @@ import Testing
         for n in 0..<5 { _ = try curl(["-X", "PUT", "--data-binary", #"{"topics": ["scores"]}"#, api.url + "v1/devices/shop/fcm/t\(n)"]) }
         let created = try call(api, "v1/campaigns", post: Self.document(id: "goal-1"))
         #expect(created.status == 201 && created.body["state"] as? String == "running" && created.body["audience_size"] as? Int == 5, "\(created.body)")
-        let again = try call(api, "v1/campaigns", post: #"{"id": "goal-1", "app": "shop", "audience": {"user": "u"}, "notification": {"title": "x"}}"#)
-        #expect(again.status == 200 && (again.body["audience"] as? [String: Any])?["topic"] as? String == "scores", "the first document stands: \(again.body)")
+        let again = try call(api, "v1/campaigns", post: Self.document(id: "goal-1"))
+        #expect(again.status == 200 && (again.body["audience"] as? [String: Any])?["topic"] as? String == "scores", "the same document: \(again.body)")
+        let other = try call(api, "v1/campaigns", post: #"{"id": "goal-1", "app": "shop", "audience": {"user": "u"}, "notification": {"title": "x"}}"#)
+        #expect(other.status == 409 && code(other.body) == "id_taken", "another document is refused, not answered with the first: \(other.body)")
         let read = try call(api, "v1/campaigns/goal-1")
         #expect(read.status == 200 && read.body["waiting"] as? Int == 5 && read.body["sent"] as? Int == 0)
         #expect(try call(api, "v1/campaigns/goal-1/pause", post: "").body["state"] as? String == "paused")

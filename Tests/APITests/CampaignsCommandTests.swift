@@ -15,8 +15,10 @@ import Testing
         let document = #"{"id": "cli-1", "app": "shop", "audience": {"user": "u1"}, "notification": {"title": "Hi"}}"#
         let created = try herald(redis, ["create", "--file", "-"], input: document)
         #expect(created.status == 0 && jsonObject(created.output)["state"] as? String == "running", "\(created.output) \(created.errorOutput)")
-        let again = try herald(redis, ["create", "--file", "-"], input: document.replacingOccurrences(of: "u1", with: "u2"))
-        #expect(again.status == 0 && (jsonObject(again.output)["audience"] as? [String: Any])?["user"] as? String == "u1", "the first stands")
+        let again = try herald(redis, ["create", "--file", "-"], input: document)
+        #expect(again.status == 0 && (jsonObject(again.output)["audience"] as? [String: Any])?["user"] as? String == "u1", "idempotent")
+        let other = try herald(redis, ["create", "--file", "-"], input: document.replacingOccurrences(of: "u1", with: "u2"))
+        #expect(other.status == 1 && other.errorOutput.contains("id_taken"), "\(other.errorOutput)")
         #expect(try herald(redis, ["list"]).output.contains(#""id":"cli-1""#))
         #expect(jsonObject(try herald(redis, ["pause", "cli-1"]).output)["state"] as? String == "paused")
         #expect(jsonObject(try herald(redis, ["resume", "cli-1"]).output)["state"] as? String == "running")

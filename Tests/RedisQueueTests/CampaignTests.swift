@@ -167,19 +167,25 @@ import PushCore
     @Test func creatingTwiceKeepsTheFirstAndTheRedisWayCreatesOrRefusesWithoutLosingADocument() throws {
         let world = try world()
         #expect(try world.campaigns.create(Campaign.parse(Self.document(id: "once"))))
-        #expect(try !world.campaigns.create(Campaign.parse(Self.document(id: "once", audience: #"{"topic": "other"}"#))))
+        #expect(try !world.campaigns.create(Campaign.parse(Self.document(id: "once"))))
+        let taken = #expect(throws: DeviceError.self, "another document under a taken id is refused, not dropped") {
+            try world.campaigns.create(Campaign.parse(Self.document(id: "once", audience: #"{"topic": "other"}"#)))
+        }
+        #expect(taken?.code == "id_taken")
         #expect(try world.campaigns.status("once")?.audienceNames == ["scores"])
 
         let base = world.campaigns.keys[0]
         _ = try world.registry.redis.command(["LPUSH", base.newCampaigns, String(decoding: Self.document(id: "viaredis"), as: UTF8.self)])
         _ = try world.registry.redis.command(["LPUSH", base.newCampaigns, #"{"id": "bad", "app": "shop"}"#])
         _ = try world.registry.redis.command(["LPUSH", base.newCampaigns, String(decoding: Self.document(id: "viaredis"), as: UTF8.self)])
+        _ = try world.registry.redis.command(["LPUSH", base.newCampaigns,
+                                              String(decoding: Self.document(id: "viaredis", audience: #"{"user": "u1"}"#), as: UTF8.self)])
         let pass = try world.driver(chunk: 10).takeNew()
-        #expect(pass.taken == 2 && pass.refused == 1)
+        #expect(pass.taken == 2 && pass.refused == 2)
         #expect(try world.registry.redis.command(["LLEN", base.newCampaigns]).int == 0)
-        #expect(try world.campaigns.status("viaredis")?.state == .running)
-        let refused = try #require(try world.registry.redis.command(["LRANGE", base.refusedCampaigns, "0", "-1"]).array?.first?.bytes)
-        #expect(JSONValue(parsing: refused)?["error"] == .string("bad_audience"))
+        #expect(try world.campaigns.status("viaredis")?.state == .running && world.campaigns.status("viaredis")?.audienceKind == "topic")
+        let refused = try world.registry.redis.command(["LRANGE", base.refusedCampaigns, "0", "-1"]).array ?? []
+        #expect(refused.compactMap { $0.bytes.flatMap { JSONValue(parsing: $0)?["error"] } } == [.string("id_taken"), .string("bad_audience")])
     }
 
 

@@ -68,7 +68,7 @@ extension FrontDoor {
     }
 
     /// POST: the body is the campaign document. 201 with its status when it was made, 200 with the existing one's
-    /// when the id was taken (a create is idempotent by id).
+    /// when the id held this document (a create is idempotent by id), 409 `id_taken` when it holds another.
     private func createCampaign(_ request: HTTP1Parser.Request, key: APIAccess.Key?, registry: DeviceRegistryLoop,
                                 respond: @escaping (HTTP1Server.Response) -> Void) {
         let campaign: Campaign
@@ -83,7 +83,11 @@ extension FrontDoor {
                     case (.success(let made), .success(let status?)):
                         // The id may be another app's campaign: answered only to a key that may see that app.
                         if let forbidden = Self.campaignForbidden(key, app: status.app) { return respond(forbidden) }
-                        respond(Self.jsonObject(made ? 201 : 200, status.json))
+                        if made == .taken {
+                            let taken = CampaignCalls.idTaken(campaign.id)
+                            return respond(Self.error(409, taken.code, taken.description))
+                        }
+                        respond(Self.jsonObject(made == .made ? 201 : 200, status.json))
                     }
                 }
             }

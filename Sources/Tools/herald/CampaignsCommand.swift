@@ -12,8 +12,8 @@ enum CampaignsCommand {
             usageName: "herald campaigns", abstract: "Create, show, pause, resume or cancel campaigns (audience sends).",
             discussion: """
             create reads a campaign document ({"id", "app", "audience": {"user"|"topic": name}, "notification", \
-            "queue"}) from --file (- for standard input) and creates it, or prints the existing one when the id is \
-            taken (a create is idempotent by id). get prints a campaign's state and counters, list every running \
+            "queue"}) from --file (- for standard input) and creates it, or prints the existing one when the id \
+            holds the same document (a create is idempotent by id; another document is refused id_taken). get prints a campaign's state and counters, list every running \
             or paused one; pause, resume and cancel act on one. A running herald scheduler fans it out.
             Exits 0, 1 when the campaign does not exist or the document was refused, 64 on usage errors.
 

@@ -44,8 +44,21 @@ public struct CampaignCalls: Sendable {
         return calls
     }
 
-    /// Whether some shard's create made the campaign (false: the id existed everywhere).
-    public static func created(_ replies: [RESPValue]) -> Bool { replies.contains { $0.int == 1 } }
+    /// What the shards' creates did: `made` when some shard made the campaign, `existed` when every shard had it
+    /// with this document, `taken` when a shard has the id with another document.
+    public enum Created: Sendable, Equatable {
+        case made, existed, taken
+    }
+
+    public static func created(_ replies: [RESPValue]) -> Created {
+        if replies.contains(where: { $0.int == -1 }) { return .taken }
+        return replies.contains { $0.int == 1 } ? .made : .existed
+    }
+
+    /// The refusal of a document whose id another campaign's document holds.
+    public static func idTaken(_ id: String) -> DeviceError {
+        DeviceError("id_taken", "campaign \(id) exists with another document (a create with the same id is idempotent only with the same document)")
+    }
 
     /// The campaign's document as first created (on the first shard).
     public func document(_ id: String) -> [[UInt8]] { ["HGET", keys[0].campaign(id), "doc"].map { Array($0.utf8) } }

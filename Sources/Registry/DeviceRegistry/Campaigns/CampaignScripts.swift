@@ -25,7 +25,8 @@ public enum CampaignScripts {
     /// KEYS: campaign hash, campaigns zset, the tally hash, the results stream, then the keys the audience is
     /// counted from. ARGV: id, document, now, queue key, `lex` (ZLEXCOUNT of the one index, summed over the min and
     /// max pairs that follow) or `card` (ZCARD summed).
-    /// 1 created, 0 it existed (a create is idempotent by id). While the shard's outcome counting is idle (no campaign
+    /// 1 created, 0 it existed with this document (a create is idempotent by id), -1 it exists with another (the
+    /// id is taken: refused, never a silent drop of the second document). While the shard's outcome counting is idle (no campaign
     /// open, the last one's window passed) it moves the tally cursor to the stream's end, in the same script as the
     /// campaign appears: the counting starts there, not at the backlog, and an idle scheduler reads and writes nothing.
     public static let create = RedisScript(QueueScripts.prelude + #"""
@@ -35,7 +36,10 @@ public enum CampaignScripts {
       bad = refusal(KEYS[k], 'zset')
       if bad then return bad end
     end
-    if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+    if redis.call('EXISTS', KEYS[1]) == 1 then
+      if redis.call('HGET', KEYS[1], 'doc') ~= ARGV[2] then return -1 end
+      return 0
+    end
     local size = 0
     if ARGV[5] == 'lex' then
       for j = 6, #ARGV - 1, 2 do size = size + redis.call('ZLEXCOUNT', KEYS[5], ARGV[j], ARGV[j + 1]) end

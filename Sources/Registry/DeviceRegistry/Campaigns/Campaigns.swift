@@ -28,11 +28,16 @@ public final class Campaigns {
         return replies
     }
 
-    /// Creates the campaign in every shard; false when it existed (then nothing changes: the id's first
-    /// document stands). Throws `bad_queue` before writing anything when its queue is not configured.
+    /// Creates the campaign in every shard; false when it existed with the same document (then nothing changes).
+    /// Throws `bad_queue` before writing anything when its queue is not configured, `id_taken` when the id is
+    /// another document's.
     @discardableResult
     public func create(_ campaign: Campaign) throws -> Bool {
-        CampaignCalls.created(try run(try calls.create(campaign, now: clock())))
+        switch CampaignCalls.created(try run(try calls.create(campaign, now: clock()))) {
+        case .made: return true
+        case .existed: return false
+        case .taken: throw CampaignCalls.idTaken(campaign.id)
+        }
     }
 
     /// The campaign's document as first created (nil when there is none).

@@ -2,8 +2,8 @@ import RedisQueue
 
 /// Campaigns on `herald api`'s event loop (`/v1/campaigns`): `CampaignCalls` sent as `Campaigns` runs them blocking.
 extension DeviceRegistryLoop {
-    /// Creates the campaign in every shard: true when it was made, false when the id existed (nothing changed).
-    public func create(_ campaign: Campaign, done: @escaping Done<Bool>) throws(DeviceError) {
+    /// Creates the campaign in every shard: made, existed with this document (nothing changed) or taken by another.
+    public func create(_ campaign: Campaign, done: @escaping Done<CampaignCalls.Created>) throws(DeviceError) {
         runAll(try campaignCalls.create(campaign, now: clock())) { done($0.map(CampaignCalls.created)) }
     }
 
