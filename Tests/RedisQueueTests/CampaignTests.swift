@@ -436,6 +436,7 @@ import PushCore
                 "\(fields)")
         let status = try #require(try world.campaigns.status("bare"))
         #expect(status.unrendered == 1 && status.failed == 1 && status.sent == 3, "\(status.json)")
+        #expect(status.json["in_flight"] as? Int == 3, "the unrendered device's failure is not one of the sent jobs': \(status.json)")
     }
 
 

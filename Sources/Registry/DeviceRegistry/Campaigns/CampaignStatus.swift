@@ -25,7 +25,8 @@ public struct CampaignStatus: Sendable, Equatable {
     /// Index members after the cursor when it was cancelled: never read, never sent.
     public var cancelled = 0
     /// Terminal outcomes of its jobs counted from the results streams (`CampaignDriver.tally`): `delivered`,
-    /// `token_dropped` and `channel_dropped`, `failed` and `rejected`, and any other (`duplicate`, `cancelled`).
+    /// `token_dropped` and `channel_dropped`, `failed` and `rejected` (so the `unrendered` devices' entries too),
+    /// and any other (`duplicate`, `cancelled`).
     public var delivered = 0, dropped = 0, failed = 0, otherOutcomes = 0
     public var createdAt: Int64 = 0
     /// When its last shard finished or it was cancelled (ms), 0 while it runs.
@@ -79,12 +80,16 @@ public struct CampaignStatus: Sendable, Equatable {
         }
     }
 
+    /// Jobs without a terminal outcome yet. An unrendered device was never sent but its `rejected` entry is counted
+    /// in `failed`, so it is added back.
+    public var inFlight: Int { max(0, sent + unrendered - delivered - dropped - failed - otherOutcomes) }
+
     public var json: [String: Any] {
         var object: [String: Any] = ["id": id, "app": app, "audience": [audienceKind: audienceKind == "topics" ? audienceNames as Any : audienceNames.first ?? ""], "state": state.rawValue,
                                      "audience_size": audience, "sent": sent, "skipped": skipped, "unrendered": unrendered, "repeated": repeated,
                                      "cancelled": cancelled, "created_at": createdAt, "delivered": delivered, "dropped": dropped,
                                      "failed": failed, "other_outcomes": otherOutcomes,
-                                     "in_flight": max(0, sent - delivered - dropped - failed - otherOutcomes)]
+                                     "in_flight": inFlight]
         if finishedAt > 0 && state != .running && state != .paused { object["finished_at"] = finishedAt }
         if ratePerSecond > 0 {
             object["rate_per_second"] = Int(ratePerSecond.rounded())
