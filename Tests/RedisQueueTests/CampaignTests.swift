@@ -416,6 +416,27 @@ import PushCore
     }
 
 
+    @Test func aTopicsCampaignsRepeatedDevicesAreNotWaitingNorCancelled() throws {
+        let world = try world(shards: 1)
+        let platforms = heraldProviders.map { $0.platform }.filter { !$0.traits.carriesSubscription }
+        for index in 0..<200 {
+            let id = DeviceID(app: "shop", platform: platforms[index % platforms.count], token: String(format: "db%08x", index))
+            try world.registry.register(id, DeviceAttributes(topics: index % 2 == 0 ? ["scores", "news"] : ["scores"]))
+        }
+        try world.campaigns.create(Campaign.parse(Self.document(id: "some", audience: #"{"topics": ["scores", "news"]}"#,
+                                                                extra: #", "finish_within": 300"#)))
+        // Scores' 200 in four chunks, then 50 of news' 100, every one already sent; 1 a second, a chunk per advance.
+        let driver = world.driver(chunk: 50)
+        for pushed in [50, 50, 50, 50, 0] {
+            world.clock.now += 1_000_000
+            #expect(try driver.advance("some", shard: 0) == pushed)
+        }
+        let status = try #require(try world.campaigns.status("some"))
+        #expect(status.audience == 300 && status.repeated == 50 && status.json["waiting"] as? Int == 50, "\(status.json)")
+        #expect(status.estimatedEndAt == world.clock.now + 50 * 1000, "50 left at 1 a second: \(status.json)")
+        #expect(try world.campaigns.control("some", .cancel)?.cancelled == 50)
+    }
+
     @Test func aDeviceItsProviderCannotRenderForEndsRejectedWithTheCampaignsJobID() throws {
         let world = try world(shards: 1)
         let sendable = try register(world, 3, topic: "scores", tokenPrefix: "fa")

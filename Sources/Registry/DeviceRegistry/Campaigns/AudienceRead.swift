@@ -44,10 +44,17 @@ extension Campaign.Audience {
         return ("card", Platform.allCases.map { keys.active(app: app, platform: $0.rawValue) }, [])
     }
 
+    /// Whether the audience as counted at creation holds a device each time it is read: `topics` counts it once per
+    /// topic, so the devices found in the sent set (`repeated`) were counted in it (an app's rescans were not).
+    public var countsRepeats: Bool {
+        if case .topics = self { return true }
+        return false
+    }
+
     /// How a cancel counts the devices never read: after the cursor in the one range (`lex`), or the audience less
-    /// what was read (`read`) when there are several ranges or none.
+    /// what was read (`read`, then "1" when `repeated` was read from it too) when there are several ranges or none.
     var cancelCount: [String] {
-        guard names.count == 1, !dedupes else { return ["read"] }
+        guard names.count == 1, !dedupes else { return ["read", countsRepeats ? "1" : "0"] }
         let range = CampaignCalls.range(names[0])
         return ["lex", range.min, range.max]
     }

@@ -114,13 +114,14 @@ public enum CampaignScripts {
     """#)
 
     /// KEYS: campaign hash, campaigns zset, the campaign's sent set, the tally hash, then the audience's count keys.
-    /// ARGV: id, pause|resume|cancel, now, `lex` and the index range's min and max, or `read`. The state after (a
+    /// ARGV: id, pause|resume|cancel, now, `lex` and the index range's min and max, or `read` and "1" when the
+    /// audience count holds the `repeated` devices (`topics`). The state after (a
     /// campaign already past the action keeps its state); nil when there is no such campaign. A cancel counts the
     /// devices never read: the index members after the cursor (`lex`), or the audience less what was read (`card`).
     public static let control = RedisScript(QueueScripts.prelude + countUntil + #"""
     local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'set', KEYS[4], 'hash')
     if bad then return bad end
-    local s = redis.call('HMGET', KEYS[1], 'state', 'cursor', 'audience', 'sent', 'skipped', 'unrendered')
+    local s = redis.call('HMGET', KEYS[1], 'state', 'cursor', 'audience', 'sent', 'skipped', 'unrendered', 'repeated')
     local state, cursor = s[1], s[2]
     if not state then return false end
     local action = ARGV[2]
@@ -137,7 +138,9 @@ public enum CampaignScripts {
         if cursor ~= '' then from = '(' .. cursor end
         never = redis.call('ZLEXCOUNT', KEYS[5], from, ARGV[6])
       else
-        never = math.max(0, tonumber(s[3] or 0) - tonumber(s[4] or 0) - tonumber(s[5] or 0) - tonumber(s[6] or 0))
+        local read = tonumber(s[4] or 0) + tonumber(s[5] or 0) + tonumber(s[6] or 0)
+        if ARGV[5] == '1' then read = read + tonumber(s[7] or 0) end
+        never = math.max(0, tonumber(s[3] or 0) - read)
       end
       state = 'cancelled'
       redis.call('HSET', KEYS[1], 'state', state, 'finished', ARGV[3], 'cancelled', never)

@@ -20,7 +20,8 @@ public struct CampaignStatus: Sendable, Equatable {
     public var skipped = 0
     /// Devices whose provider could not render the notification for them: nothing pushed, logged.
     public var unrendered = 0
-    /// Devices an app audience's scan named again (ZSCAN may), found in the sent set and not sent twice.
+    /// Devices found in the sent set and not sent twice: named again by an app audience's scan (ZSCAN may), or read
+    /// in a second of a `topics` audience's topics (its audience counts those; an app's does not).
     public var repeated = 0
     /// Index members after the cursor when it was cancelled: never read, never sent.
     public var cancelled = 0
@@ -49,7 +50,8 @@ public struct CampaignStatus: Sendable, Equatable {
             if fields["state"] == State.running.rawValue || fields["state"] == State.paused.rawValue,
                let rate = campaign.shardRate(audience: int("audience"), created: Int64(int("created")), shards: shards) {
                 ratePerSecond += rate
-                let left = max(0, int("audience") - int("sent") - int("skipped") - int("unrendered"))
+                let read = int("sent") + int("skipped") + int("unrendered") + (campaign.audience.countsRepeats ? int("repeated") : 0)
+                let left = max(0, int("audience") - read)
                 let from = fields["paced"].flatMap { Double($0) } ?? Double(int("created"))
                 estimatedEndAt = max(estimatedEndAt, Campaign.milliseconds(from + Double(left) * 1000 / rate))
             }
@@ -95,7 +97,8 @@ public struct CampaignStatus: Sendable, Equatable {
             object["rate_per_second"] = Int(ratePerSecond.rounded())
             object["estimated_end_at"] = estimatedEndAt
         }
-        object["waiting"] = state == .running || state == .paused ? max(0, audience - sent - skipped - unrendered) : 0
+        let read = sent + skipped + unrendered + (audienceKind == "topics" ? repeated : 0)
+        object["waiting"] = state == .running || state == .paused ? max(0, audience - read) : 0
         return object
     }
 }
