@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import DeviceRegistry
+import HeraldTestSupport
 import HeraldProviders
 import ProviderKit
 import PushCore
@@ -41,10 +42,10 @@ import PushCore
         }
     }
 
-    private func world(_ keys: QueueKeys = TestRedis.keys(#function), shards count: Int = 3) throws -> World {
+    private func world(_ keys: QueueKeys = TestRedis.keys(#function), shards count: Int = 3, url: RedisURL = TestRedis.url) throws -> World {
         let clock = Clock()
         let shards = try QueueShards(basePrefix: keys.prefix, prefixes: QueueShards.defaultPrefixes(prefix: keys.prefix, count: count))
-        let redis = try TestRedis.blocking()
+        let redis = try TestRedis.blocking(url)
         return World(registry: DeviceRegistry(redis: redis, shards: shards) { clock.now },
                      campaigns: Campaigns(redis: redis, shards: shards) { clock.now }, clock: clock, shards: shards)
     }
@@ -366,6 +367,28 @@ import PushCore
         for shard in world.campaigns.keys {
             #expect(try world.registry.redis.command(["EXISTS", shard.campaignSent("everyone")]).int == 0, "the sent set goes with the campaign")
         }
+    }
+
+    @Test func anAppCampaignCutByARedisRestartStillSendsEveryDeviceOnce() throws {
+        let server = try RedisServer(appendOnly: true)
+        defer { server.stop() }
+        let keys = TestRedis.keys(#function)
+        let before = try world(keys, shards: 1, url: server.redisURL)
+        // 600 a platform: hash-table sets, read by ZSCAN a chunk at a time.
+        let devices = try register(before, 3000, topic: "t", tokenPrefix: "e0")
+        try before.campaigns.create(Campaign.parse(Self.document(id: "restart", audience: #"{"app": "shop"}"#)))
+        let driver = before.driver(chunk: 100)
+        for _ in 0..<8 { _ = try driver.advance("restart", shard: 0) }
+        // A new process: a new hash seed, so the saved ZSCAN cursor names other places in the sets.
+        server.crash()
+        try server.start()
+        let after = try world(keys, shards: 1, url: server.redisURL)
+        try drain(after.driver(chunk: 100))
+        let ids = try after.queued().compactMap { job -> String? in if case .string(let id)? = job["id"] { id } else { nil } }
+        #expect(ids.count == devices.count && Set(ids) == Set(devices.map { Campaign.jobID(campaign: "restart", platform: $0.platform, token: $0.token) }),
+                "\(ids.count) jobs, \(Set(ids).count) devices of \(devices.count)")
+        let status = try #require(try after.campaigns.status("restart"))
+        #expect(status.state == .done && status.sent == devices.count, "\(status.json)")
     }
 
     @Test func aDeviceAnAppScanNamesTwiceIsSentOnce() throws {

@@ -98,9 +98,13 @@ extension EndToEnd {
             // A campaign through Redis: the scheduler creates it (ZLEXCOUNT), fans it out and tallies the results.
             _ = try limited.command(["LPUSH", "herald:campaigns:new",
                                      #"{"id": "acl-campaign", "app": "main", "audience": {"topic": "none"}, "notification": {"title": "x"}}"#])
+            // An app audience too: ZSCAN, and INFO for the scan's run_id.
+            _ = try limited.command(["LPUSH", "herald:campaigns:new",
+                                     #"{"id": "acl-app", "app": "main", "audience": {"app": "main"}, "notification": {"title": "x"}}"#])
             usleep(300_000)
             let scheduler = try world.runHerald(["scheduler", "--redis", url, "--once"], seconds: 15)
             #expect(try admin.command(["HGET", "herald:campaign:acl-campaign", "state"]).string == "done", "\(scheduler.output)")
+            #expect(try admin.command(["HGET", "herald:campaign:acl-app", "state"]).string == "done", "\(scheduler.output)")
             #expect(scheduler.status == 0 && scheduler.output.contains("\"moved\":1") && scheduler.output.contains("\"reaped\":1"),
                     "\(scheduler.output)")
             #expect(try admin.command(["LLEN", "herald:queue"]).int == 2)

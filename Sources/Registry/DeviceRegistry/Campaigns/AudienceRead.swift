@@ -82,9 +82,14 @@ extension Campaign.Audience {
             return try Self.range(redis, index, name: names[0], app: app, after: cursor, limit: limit)
         }
         let platforms = Platform.allCases
-        let parts = cursor.split(separator: ":", maxSplits: 1).map(String.init)
-        var list = parts.count == 2 ? Int(parts[0]) ?? 0 : 0
-        var scan = parts.count == 2 ? parts[1] : "0"
+        // `<platform index>:<ZSCAN cursor>:<run_id>`. A ZSCAN cursor means something only to the Redis process that
+        // gave it (a restart or a failover brings a new hash seed, and resuming there may skip devices): under
+        // another process the platform's scan starts again, the sent set keeping every device sent once.
+        let parts = cursor.split(separator: ":", maxSplits: 2).map(String.init)
+        var list = parts.count >= 2 ? Int(parts[0]) ?? 0 : 0
+        var scan = parts.count >= 2 ? parts[1] : "0"
+        let run = try Self.runID(redis)
+        if parts.count == 3 && parts[2] != run { scan = "0" }
         var chunk = Chunk(cursor: cursor)
         // Past empty lists to the next entries, or to the end.
         while list < platforms.count && chunk.read == 0 {
@@ -97,9 +102,16 @@ extension Campaign.Audience {
             scan = reply.array?.first?.string ?? "0"
             if scan == "0" { list += 1 }
         }
-        chunk.cursor = "\(list):\(scan)"
+        chunk.cursor = "\(list):\(scan):\(run)"
         chunk.done = list >= platforms.count
         return chunk
+    }
+
+    /// The Redis process's `run_id` (INFO server): new at every start, and another on a failed-over replica.
+    static func runID(_ redis: any BlockingRedisCommands) throws(RedisError) -> String {
+        let info = try redis.command(["INFO", "server"]).string ?? ""
+        let line = info.split(whereSeparator: \.isNewline).first { $0.hasPrefix("run_id:") } ?? ""
+        return String(line.dropFirst("run_id:".count))
     }
 
     /// At most `limit` members of `index` named `name` after the member `after` ("" from the first).
