@@ -460,6 +460,31 @@ import PushCore
         #expect(try world.campaigns.control("some", .cancel)?.cancelled == 50)
     }
 
+    @Test func theSentSetHoldsAHashPerDeviceAndExpiresUnlessTheCampaignMoves() throws {
+        let world = try world(shards: 1)
+        let redis = world.registry.redis
+        let sent = world.campaigns.keys[0].campaignSent("hashed")
+        let long = String(repeating: "t", count: 300)
+        let devices = try (0..<4).map { index in
+            let id = DeviceID(app: "shop", platform: .fcm, token: "\(long)\(index)")
+            try world.registry.register(id, DeviceAttributes(topics: ["scores", "news"]))
+            return id
+        }
+        try world.campaigns.create(Campaign.parse(Self.document(id: "hashed", audience: #"{"topics": ["scores", "news"]}"#)))
+        #expect(try world.driver(chunk: 10).advance("hashed", shard: 0) == 4)
+        let members = (try redis.command(["SMEMBERS", sent]).array ?? []).compactMap(\.string)
+        #expect(members.count == 4 && members.allSatisfy { $0.count == 40 && $0.allSatisfy(\.isHexDigit) }, "\(members)")
+        let hash = try redis.command(["EVAL", "return redis.sha1hex(ARGV[1])", "0", "fcm\n\(devices[0].token)"]).string
+        #expect(hash.map(Set(members).contains) == true, "the SHA-1 of <platform>\\n<token>")
+        let ttl = { try redis.command(["PTTL", sent]).int ?? -1 }
+        #expect(try ttl() > CampaignScripts.sentTTLMs - 60_000 && ttl() <= CampaignScripts.sentTTLMs)
+        _ = try redis.command(["PEXPIRE", sent, "1000000"])
+        _ = try world.campaigns.control("hashed", .pause)
+        #expect(try ttl() > CampaignScripts.sentTTLMs - 60_000, "a pause sets it again")
+        _ = try world.campaigns.control("hashed", .resume)
+        #expect(try world.driver(chunk: 10).advance("hashed", shard: 0) == 0, "news names the same four: each found by its hash")
+    }
+
     @Test func aDeviceItsProviderCannotRenderForEndsRejectedWithTheCampaignsJobID() throws {
         let world = try world(shards: 1)
         let sendable = try register(world, 3, topic: "scores", tokenPrefix: "fa")

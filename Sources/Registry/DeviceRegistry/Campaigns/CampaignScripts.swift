@@ -11,6 +11,11 @@ public enum CampaignScripts {
     /// receipts): while no campaign is open and this has passed, `CampaignDriver.tally` reads and writes nothing.
     public static let tallyWindowMs: Int64 = 86_400_000
 
+    /// How long a campaign's sent set outlives its last step, pause or resume (each sets it again): longer than the
+    /// slowest pacing leaves between steps and than `finish_within`, so only a campaign abandoned (or left paused
+    /// that long) loses it.
+    public static let sentTTLMs: Int64 = 32 * 86_400_000
+
     /// `countUntil(tally, now)`: moves the tally hash's `until` to now + the window, never back.
     static let countUntil = #"""
     local function countUntil(key, now)
@@ -59,8 +64,8 @@ public enum CampaignScripts {
     /// KEYS: campaign hash, queue, campaigns zset, the campaign's sent set, the tally hash, the results stream.
     /// ARGV: id, the cursor read from, the cursor after the chunk, "1" when the chunk ended the audience, skipped,
     /// the number of rejections, now, the pacing clock after the chunk ("" when unpaced), "1" when each job comes
-    /// after its device (`<platform>\n<token>`) to be checked against the sent set (a device already in it is
-    /// `repeated`, not pushed); then each rejection (a device its provider could not render for: its device or "",
+    /// after its device (`<platform>\n<token>`) to be checked against the sent set, which holds each device's SHA-1
+    /// (40 bytes whatever the token's length; a device already in it is `repeated`, not pushed); then each rejection (a device its provider could not render for: its device or "",
     /// its field count, its `rejected` result entry's fields, written to the results stream and counted
     /// `unrendered`, so that device too ends with one terminal outcome), then the jobs. The number of jobs pushed;
     /// -1 the campaign is not running (paused, cancelled, done, gone), -2 its cursor moved (another driver took the
@@ -77,7 +82,7 @@ public enum CampaignScripts {
     local at = 10
     for r = 1, tonumber(ARGV[6]) do
       local n = tonumber(ARGV[at + 1])
-      if ARGV[at] == '' or redis.call('SADD', KEYS[4], ARGV[at]) == 1 then
+      if ARGV[at] == '' or redis.call('SADD', KEYS[4], redis.sha1hex(ARGV[at])) == 1 then
         redis.call('XADD', KEYS[6], '*', unpack(ARGV, at + 2, at + 1 + n))
         rejected = rejected + 1
       else
@@ -87,8 +92,9 @@ public enum CampaignScripts {
     end
     if ARGV[9] == '1' then
       for i = at, #ARGV - 1, 2 do
-        if redis.call('SADD', KEYS[4], ARGV[i]) == 1 then jobs[#jobs + 1] = ARGV[i + 1] else repeated = repeated + 1 end
+        if redis.call('SADD', KEYS[4], redis.sha1hex(ARGV[i])) == 1 then jobs[#jobs + 1] = ARGV[i + 1] else repeated = repeated + 1 end
       end
+      redis.call('PEXPIRE', KEYS[4], \#(sentTTLMs))
     else
       for i = at, #ARGV do jobs[#jobs + 1] = ARGV[i] end
     end
@@ -128,9 +134,11 @@ public enum CampaignScripts {
     if action == 'pause' and state == 'running' then
       state = 'paused'
       redis.call('HSET', KEYS[1], 'state', state)
+      redis.call('PEXPIRE', KEYS[3], \#(sentTTLMs))
     elseif action == 'resume' and state == 'paused' then
       state = 'running'
       redis.call('HSET', KEYS[1], 'state', state)
+      redis.call('PEXPIRE', KEYS[3], \#(sentTTLMs))
     elseif action == 'cancel' and (state == 'running' or state == 'paused') then
       local never
       if ARGV[4] == 'lex' then
