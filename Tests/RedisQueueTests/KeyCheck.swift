@@ -23,6 +23,7 @@ enum KeyCheck {
       __kcFirstKey[c] = true
     end
     local __kcAllKeys = {DEL = true, UNLINK = true, RENAME = true}
+    local __kcSecondKey = {XINFO = true}
     local __kcNoKeys = {TIME = true}
     local function __kcCheck(cmd, ...)
       local name = string.upper(cmd)
@@ -30,6 +31,8 @@ enum KeyCheck {
       if __kcNoKeys[name] then return end
       if __kcAllKeys[name] then
         keys = {...}
+      elseif __kcSecondKey[name] then
+        keys = {(select(2, ...))}
       elseif __kcFirstKey[name] then
         keys = {(...)}
       else

@@ -73,7 +73,7 @@ public final class CampaignDriver {
             }
         }
         for shard in campaigns.keys.indices where !shouldStop() {
-            if try tally(shard: shard, open: !open[shard].isEmpty) == tallyBatch { pass.more = true }
+            if try tally(shard: shard, open: open[shard]) == tallyBatch { pass.more = true }
         }
         return pass
     }
@@ -212,20 +212,27 @@ public final class CampaignDriver {
     /// Counts the terminal outcomes of campaigns' jobs in shard `index`'s `<p>:results` after the tally's cursor
     /// (at most `tallyBatch` entries) onto their campaigns' hashes, with the cursor compare-and-set as `step`: each
     /// entry counted once. The entries read. Entries trimmed from the stream before they were read are not counted.
-    /// While no campaign is open in the shard (`open`, read when nil) and the last one's `tallyWindowMs` has passed,
-    /// nothing is read past the tally hash and nothing written: the next `create` moves the cursor to the stream's
-    /// end, so a later campaign starts counting there, not at the backlog.
+    /// While no campaign is open in the shard (`open`, the shard's open ids, read when nil) and the last one's
+    /// `tallyWindowMs` has passed, nothing is read past the tally hash and nothing written: the next `create` moves
+    /// the cursor to the stream's end, so a later campaign starts counting there, not at the backlog. Entries
+    /// trimmed after the cursor before they were read (Redis 7's `max-deleted-entry-id`) mark the open campaigns
+    /// and those counted in the batch `uncounted`, and are logged.
     @discardableResult
-    public func tally(shard index: Int, open: Bool? = nil) throws -> Int {
+    public func tally(shard index: Int, open: [String]? = nil) throws -> Int {
         let shard = campaigns.keys[index]
         let results = campaigns.calls.shards.shards[index].keys.results
-        let state = try redis.command(["HMGET", shard.campaignTally, "results", "until"]).array ?? []
-        let cursor = state.first?.string ?? "0-0"
-        if (state.last?.string.flatMap { Int64($0) } ?? 0) < campaigns.clock() {
-            guard try open ?? (redis.command(["ZCARD", shard.campaigns]).int ?? 0 > 0) else { return 0 }
-        }
+        let state = try redis.command(["HMGET", shard.campaignTally, "results", "until", "passed"]).array ?? []
+        func field(_ at: Int) -> String? { at < state.count ? state[at].string : nil }
+        let cursor = field(0) ?? "0-0"
+        let open = try open ?? (redis.command(["ZRANGE", shard.campaigns, "0", "-1"]).array ?? []).compactMap(\.string)
+        if (field(1).flatMap { Int64($0) } ?? 0) < campaigns.clock() && open.isEmpty { return 0 }
+        // Before the entries are read, so that a trim in between shows as a gap, not as entries read (XINFO fails
+        // while the stream does not exist: then there is nothing to read either).
+        let stream = try? StreamCount(redis, results)
         let entries = try redis.command(["XRANGE", results, "(" + cursor, "+", "COUNT", String(tallyBatch)]).array ?? []
         guard let last = entries.last?.array?.first?.string else { return 0 }
+        let passed = field(2).flatMap { Int($0) } ?? (cursor == "0-0" ? 0 : nil)
+        let gap = stream?.trimmed(after: cursor, passed: passed) ?? false
         var counts: [String: [Int]] = [:]
         for entry in entries {
             let fields = (entry.array?.last?.array ?? []).compactMap(\.string)
@@ -236,12 +243,60 @@ public final class CampaignDriver {
             guard let id, let campaign = Campaign.campaignID(ofJob: id), let slot = outcome.flatMap(Self.slot) else { continue }
             counts[campaign, default: [0, 0, 0, 0]][slot] += 1
         }
+        if gap { for id in open where counts[id] == nil { counts[id] = [0, 0, 0, 0] } }
         let ids = counts.keys.sorted()
         let reply = try redis.evalScript(CampaignScripts.tally,
                                          keys: ([shard.campaignTally] + ids.map { shard.campaign($0) }).map { Array($0.utf8) },
-                                         args: ([cursor, last] + ids.flatMap { counts[$0]!.map(String.init) }).map { Array($0.utf8) })
+                                         args: ([cursor, last, gap ? "1" : "0", stream?.passed(after: passed, gap: gap, read: entries.count).map(String.init) ?? ""]
+                                                + ids.flatMap { counts[$0]!.map(String.init) }).map { Array($0.utf8) })
         guard reply.int != nil else { throw RedisError.protocolError("campaign tally reply \(reply)") }
+        if gap && reply.int == 1 {
+            logger?.warning("campaign outcomes trimmed before they were counted",
+                            ["shard": .int(index), "after": .string(cursor), "campaigns": .string(ids.joined(separator: ","))])
+        }
         return entries.count
+    }
+
+    /// What Redis 7's XINFO STREAM says of a results stream, to tell entries trimmed before the tally read them:
+    /// with every entry up to the cursor gone (the first entry after it), more entries deleted than the cursor
+    /// had passed (`passed`: entries ever added up to it, kept in the tally hash) means some after it went unread.
+    /// Redis 6.2 does not count `entries-added`: nothing is told there.
+    struct StreamCount {
+        var added: Int?
+        var length = 0
+        var first = "0-0"
+
+        init(_ redis: any BlockingRedisCommands, _ results: String) throws {
+            let info = try redis.command(["XINFO", "STREAM", results]).array ?? []
+            for at in stride(from: 0, to: info.count - 1, by: 2) {
+                switch info[at].string {
+                case "entries-added": added = info[at + 1].int.map(Int.init)
+                case "length": length = info[at + 1].int.map(Int.init) ?? 0
+                case "recorded-first-entry-id": first = info[at + 1].string ?? first
+                default: break
+                }
+            }
+        }
+
+        func trimmed(after cursor: String, passed: Int?) -> Bool {
+            guard let added, let passed, CampaignDriver.streamID(first, isAfter: cursor) else { return false }
+            return added - length > passed
+        }
+
+        /// The entries ever added up to the cursor after reading `read` more (nil when not known).
+        func passed(after passed: Int?, gap: Bool, read: Int) -> Int? {
+            guard added != nil, let passed else { return nil }
+            return (gap ? (added! - length) : passed) + read
+        }
+    }
+
+    /// Compares stream ids (`<ms>-<seq>`) as numbers.
+    static func streamID(_ id: String, isAfter other: String) -> Bool {
+        func parts(_ id: String) -> (UInt64, UInt64) {
+            let halves = id.split(separator: "-", maxSplits: 1)
+            return (halves.first.flatMap { UInt64($0) } ?? 0, halves.count > 1 ? UInt64(halves[1]) ?? 0 : 0)
+        }
+        return parts(id) > parts(other)
     }
 
     /// Where a terminal outcome is counted: delivered, dropped, failed, other; nil for one that is not terminal.

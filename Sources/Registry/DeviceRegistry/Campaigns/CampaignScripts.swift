@@ -53,7 +53,15 @@ public enum CampaignScripts {
     end
     if redis.call('ZCARD', KEYS[2]) == 0 and tonumber(redis.call('HGET', KEYS[3], 'until') or '0') < tonumber(ARGV[3]) then
       local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)[1]
-      if last then redis.call('HSET', KEYS[3], 'results', last[1]) end
+      if last then
+        redis.call('HSET', KEYS[3], 'results', last[1])
+        -- The entries ever added up to the cursor (Redis 7's entries-added), for telling a trimmed gap later.
+        local info = redis.call('XINFO', 'STREAM', KEYS[4])
+        redis.call('HDEL', KEYS[3], 'passed')
+        for j = 1, #info - 1, 2 do
+          if info[j] == 'entries-added' then redis.call('HSET', KEYS[3], 'passed', info[j + 1]) end
+        end
+      end
     end
     redis.call('HSET', KEYS[1], 'doc', ARGV[2], 'state', 'running', 'cursor', '', 'audience', size, 'sent', 0,
                'skipped', 0, 'unrendered', 0, 'repeated', 0, 'cancelled', 0, 'queue', ARGV[4], 'created', ARGV[3])
@@ -160,9 +168,11 @@ public enum CampaignScripts {
     """#)
 
     /// KEYS: the tally hash, then campaign hashes. ARGV: the results cursor read from, the cursor after the
-    /// entries read, then four counts per campaign hash (delivered, dropped, failed, other). Adds the counts to
-    /// the campaigns that exist and moves the cursor: 1; -2 when the cursor moved (another driver counted those
-    /// entries), nothing written. So each terminal entry is counted once.
+    /// entries read, "1" when entries after the cursor were trimmed before they were read (each campaign hash given
+    /// is marked `uncounted`), the entries ever added up to the new cursor (`passed`, "" unknown), then four counts
+    /// per campaign hash (delivered, dropped, failed, other). Adds the
+    /// counts to the campaigns that exist and moves the cursor: 1; -2 when the cursor moved (another driver counted
+    /// those entries), nothing written. So each terminal entry is counted once.
     public static let tally = RedisScript(QueueScripts.prelude + #"""
     local bad = refusal(KEYS[1], 'hash')
     if bad then return bad end
@@ -172,12 +182,14 @@ public enum CampaignScripts {
     for k = 2, #KEYS do
       if redis.call('EXISTS', KEYS[k]) == 1 and redis.call('TYPE', KEYS[k]).ok == 'hash' then
         for n = 1, 4 do
-          local count = tonumber(ARGV[2 + (k - 2) * 4 + n])
+          local count = tonumber(ARGV[4 + (k - 2) * 4 + n])
           if count > 0 then redis.call('HINCRBY', KEYS[k], names[n], count) end
         end
+        if ARGV[3] == '1' then redis.call('HSET', KEYS[k], 'uncounted', '1') end
       end
     end
     redis.call('HSET', KEYS[1], 'results', ARGV[2])
+    if ARGV[4] == '' then redis.call('HDEL', KEYS[1], 'passed') else redis.call('HSET', KEYS[1], 'passed', ARGV[4]) end
     return 1
     """#)
 }

@@ -29,6 +29,9 @@ public struct CampaignStatus: Sendable, Equatable {
     /// `token_dropped` and `channel_dropped`, `failed` and `rejected` (so the `unrendered` devices' entries too),
     /// and any other (`duplicate`, `cancelled`).
     public var delivered = 0, dropped = 0, failed = 0, otherOutcomes = 0
+    /// Results entries after the tally's cursor were trimmed before they were counted while it was open (in some
+    /// shard): its outcome counts are short, and `in_flight` may never reach 0.
+    public var uncounted = false
     public var createdAt: Int64 = 0
     /// When its last shard finished or it was cancelled (ms), 0 while it runs.
     public var finishedAt: Int64 = 0
@@ -66,6 +69,7 @@ public struct CampaignStatus: Sendable, Equatable {
         dropped += int("dropped")
         failed += int("failed")
         otherOutcomes += int("other")
+        if fields["uncounted"] == "1" { uncounted = true }
         createdAt = max(createdAt, Int64(int("created")))
         finishedAt = max(finishedAt, Int64(int("finished")))
         let shardState = fields["state"].flatMap(State.init(rawValue:)) ?? .done
@@ -91,7 +95,7 @@ public struct CampaignStatus: Sendable, Equatable {
                                      "audience_size": audience, "sent": sent, "skipped": skipped, "unrendered": unrendered, "repeated": repeated,
                                      "cancelled": cancelled, "created_at": createdAt, "delivered": delivered, "dropped": dropped,
                                      "failed": failed, "other_outcomes": otherOutcomes,
-                                     "in_flight": inFlight]
+                                     "in_flight": inFlight, "uncounted": uncounted]
         if finishedAt > 0 && state != .running && state != .paused { object["finished_at"] = finishedAt }
         if ratePerSecond > 0 {
             object["rate_per_second"] = Int(ratePerSecond.rounded())
