@@ -190,6 +190,18 @@ import PushCore
     }
 
 
+    @Test func aDocumentThatIsNotUTF8IsRefusedOnceWithItsBytesKept() throws {
+        let world = try world(shards: 1)
+        let redis = world.registry.redis
+        let shard = world.campaigns.keys[0]
+        let bytes: [UInt8] = Array(#"{"id": "x"#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8)
+        _ = try redis.command([Array("LPUSH".utf8), Array(shard.newCampaigns.utf8), bytes])
+        #expect(try world.driver(chunk: 10).takeNew().refused == 1 && world.driver(chunk: 10).takeNew().refused == 0)
+        #expect(try redis.command(["LLEN", shard.newCampaigns]).int == 0 && redis.command(["LLEN", shard.refusedCampaigns]).int == 1)
+        let refusal = try #require(try redis.command(["LINDEX", shard.refusedCampaigns, "0"]).bytes.flatMap { JSONValue(parsing: $0) })
+        #expect(refusal["document_base64"] == .string(Data(bytes).base64EncodedString()) && refusal["document"] == nil, "\(refusal)")
+    }
+
     @Test func terminalOutcomesInTheResultsStreamsAreCountedOnceOntoTheirCampaign() throws {
         let world = try world(shards: 2)
         let devices = try register(world, 40, topic: "scores", tokenPrefix: "ad")

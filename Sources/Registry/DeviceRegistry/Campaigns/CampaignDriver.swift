@@ -91,6 +91,7 @@ public final class CampaignDriver {
                 try campaigns.create(campaign)
                 pass.taken += 1
                 logger?.info("campaign created", ["campaign": .string(campaign.id), "app": .string(campaign.app)])
+                _ = try redis.command([Array("LREM".utf8), Array(shard.newCampaigns.utf8), Array("-1".utf8), document])
             } catch let error as DeviceError {
                 try refuse(document, code: error.code, message: error.description, on: shard)
                 pass.refused += 1
@@ -100,17 +101,21 @@ public final class CampaignDriver {
                 try refuse(document, code: "redis_error", message: "\(error)", on: shard)
                 pass.refused += 1
             }
-            _ = try redis.command([Array("LREM".utf8), Array(shard.newCampaigns.utf8), Array("-1".utf8), document])
         }
         return pass
     }
 
-    /// Records a document taken from `<p>:campaigns:new` on `<p>:campaigns:refused` with the reason.
+    /// Moves a document from `<p>:campaigns:new` to `<p>:campaigns:refused` with the reason (`refuse` script). A
+    /// document that is not UTF-8 is kept as `document_base64`, byte for byte, rather than with its bad bytes replaced.
     private func refuse(_ document: [UInt8], code: String, message: String, on shard: DeviceKeys) throws {
-        let refusal: [String: Any] = ["error": code, "message": message, "document": String(decoding: document, as: UTF8.self)]
+        var refusal: [String: Any] = ["error": code, "message": message]
+        if let text = String(bytes: document, encoding: .utf8) { refusal["document"] = text } else {
+            refusal["document_base64"] = Data(document).base64EncodedString()
+        }
         let data = try JSONSerialization.data(withJSONObject: refusal, options: [.sortedKeys, .withoutEscapingSlashes])
-        _ = try redis.command(["LPUSH", shard.refusedCampaigns, String(decoding: data, as: UTF8.self)])
-        logger?.warning("campaign refused", ["error": .string(code), "message": .string(message)])
+        let moved = try redis.evalScript(CampaignScripts.refuse, keys: [shard.newCampaigns, shard.refusedCampaigns].map { Array($0.utf8) },
+                                         args: [document, Array(data)])
+        if moved.int == 1 { logger?.warning("campaign refused", ["error": .string(code), "message": .string(message)]) }
     }
 
     /// The campaign's document and notification, read once.

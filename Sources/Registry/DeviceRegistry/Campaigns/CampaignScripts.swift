@@ -167,6 +167,17 @@ public enum CampaignScripts {
     return state
     """#)
 
+    /// KEYS: `<p>:campaigns:new`, `<p>:campaigns:refused`. ARGV: the document, its refusal entry. Takes the
+    /// document off the list and records the refusal in one step: 1; 0 when another scheduler took it first, so a
+    /// crash in between or two schedulers never record it twice.
+    public static let refuse = RedisScript(QueueScripts.prelude + #"""
+    local bad = refusal(KEYS[1], 'list', KEYS[2], 'list')
+    if bad then return bad end
+    if redis.call('LREM', KEYS[1], -1, ARGV[1]) == 0 then return 0 end
+    redis.call('LPUSH', KEYS[2], ARGV[2])
+    return 1
+    """#)
+
     /// KEYS: the tally hash, then campaign hashes. ARGV: the results cursor read from, the cursor after the
     /// entries read, "1" when entries after the cursor were trimmed before they were read (each campaign hash given
     /// is marked `uncounted`), the entries ever added up to the new cursor (`passed`, "" unknown), then four counts
