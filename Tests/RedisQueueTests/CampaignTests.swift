@@ -217,6 +217,8 @@ import PushCore
             _ = try redis.command(["XADD", results, "*", "id", id, "outcome", outcomes[index % 4]])
             _ = try redis.command(["XADD", results, "*", "id", "order-\(index)", "outcome", "delivered"])
             _ = try redis.command(["XADD", results, "*", "id", "other/\(device.platform.rawValue)/x", "outcome", "delivered"])
+            // A producer's own id of the campaign's shape, without the reserved marker: not the campaign's.
+            _ = try redis.command(["XADD", results, "*", "id", "count/\(device.platform.rawValue)/\(device.token)", "outcome", "delivered"])
         }
         driver.tallyBatch = 7
         try drain(driver)
@@ -286,7 +288,7 @@ import PushCore
         let world = try world(shards: 1)
         let redis = world.registry.redis
         let results = world.shards.shards[0].keys.results
-        _ = try redis.command(["XADD", results, "*", "id", "raced/apns/backlog", "outcome", "delivered"])
+        _ = try redis.command(["XADD", results, "*", "id", Campaign.jobID(campaign: "raced", platform: .apns, token: "backlog"), "outcome", "delivered"])
         let stale = world.driver(chunk: 100)
         #expect(try stale.tally(shard: 0) == 0, "idle: nothing open, no window")
         // Another scheduler creates a campaign and a worker writes an outcome of it while this one still acts on

@@ -64,14 +64,20 @@ public struct Campaign: Sendable, Equatable {
     /// The members a campaign document may carry (anything else is refused, never dropped silently).
     public static let members: Set<String> = ["id", "app", "audience", "notification", "queue", "rate_per_second", "finish_within", "finish_by"]
 
-    /// The rendered job id of one device: the campaign id first, so every result entry of the campaign carries it.
+    /// What every campaign job id starts with, reserved (docs/campaigns.md): a producer's own id shaped
+    /// `x/<platform>/<token>` is not credited to a campaign x by the tally.
+    public static let jobIDMarker = "campaign:"
+
+    /// The rendered job id of one device: the marker and the campaign id first, so every result entry of the
+    /// campaign carries it.
     public static func jobID(campaign: String, platform: Platform, token: String) -> String {
-        "\(campaign)/\(platform.rawValue)/\(token)"
+        "\(jobIDMarker)\(campaign)/\(platform.rawValue)/\(token)"
     }
 
-    /// The campaign id of a rendered job id: nil for an id not of the shape `<campaign>/<platform>/<token>`.
+    /// The campaign id of a rendered job id: nil for an id not of the shape `campaign:<campaign>/<platform>/<token>`.
     public static func campaignID(ofJob id: String) -> String? {
-        let parts = id.split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
+        guard id.hasPrefix(jobIDMarker) else { return nil }
+        let parts = id.dropFirst(jobIDMarker.count).split(separator: "/", maxSplits: 2, omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, Platform(rawValue: String(parts[1])) != nil else { return nil }
         return String(parts[0])
     }
