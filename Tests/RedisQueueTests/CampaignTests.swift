@@ -544,6 +544,8 @@ import PushCore
                 "\(fields)")
         let status = try #require(try world.campaigns.status("bare"))
         #expect(status.unrendered == 1 && status.failed == 1 && status.sent == 3, "\(status.json)")
+        let ttl = try world.registry.redis.command(["PTTL", world.campaigns.keys[0].campaign("bare")]).int ?? -1
+        #expect(ttl > CampaignScripts.finishedTTLMs - 60_000 && ttl <= CampaignScripts.finishedTTLMs, "a done campaign's hash expires")
         #expect(status.json["in_flight"] as? Int == 3, "the unrendered device's failure is not one of the sent jobs': \(status.json)")
     }
 
@@ -565,6 +567,10 @@ import PushCore
         #expect(try world.campaigns.status("backlog")?.sent == 50)
         let cancelled = try #require(try world.campaigns.control("backlog", .cancel))
         #expect(cancelled.cancelled == 50 && cancelled.sent == 50)
+        for shard in world.campaigns.keys {
+            #expect(try world.registry.redis.command(["PTTL", shard.campaign("backlog")]).int ?? -1 > CampaignScripts.finishedTTLMs - 60_000,
+                    "a cancelled campaign's hashes expire")
+        }
     }
 
     @Test func aBadDocumentIsRefusedWithTheMemberItNames() throws {

@@ -56,7 +56,10 @@ public final class CampaignDriver {
     public func pass(shouldStop: () -> Bool = { false }) throws -> Pass {
         var pass = try takeNew()
         let open = try campaigns.openByShard()
-        for id in Set(open.joined()).sorted() where !shouldStop() {
+        let ids = Set(open.joined())
+        // Finished campaigns' documents are not kept: the cache holds the open ones only.
+        known = known.filter { ids.contains($0.key) }
+        for id in ids.sorted() where !shouldStop() {
             for shard in campaigns.keys.indices {
                 let step: (pushed: Int?, nextDueMs: Int?)
                 do {

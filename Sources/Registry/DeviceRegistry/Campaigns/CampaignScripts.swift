@@ -16,6 +16,10 @@ public enum CampaignScripts {
     /// that long) loses it.
     public static let sentTTLMs: Int64 = 32 * 86_400_000
 
+    /// How long a shard's campaign hash (its document, counters and status) stays after the shard is done or the
+    /// campaign cancelled: well past the counting window, then it expires (the status is gone and the id free).
+    public static let finishedTTLMs: Int64 = 30 * 86_400_000
+
     /// `countUntil(tally, now)`: moves the tally hash's `until` to now + the window, never back.
     static let countUntil = #"""
     local function countUntil(key, now)
@@ -120,6 +124,7 @@ public enum CampaignScripts {
     if repeated > 0 then redis.call('HINCRBY', KEYS[1], 'repeated', repeated) end
     if ARGV[4] == '1' then
       redis.call('HSET', KEYS[1], 'state', 'done', 'finished', ARGV[7])
+      redis.call('PEXPIRE', KEYS[1], \#(finishedTTLMs))
       redis.call('ZREM', KEYS[3], ARGV[1])
       redis.call('DEL', KEYS[4])
       countUntil(KEYS[5], ARGV[7])
@@ -160,6 +165,7 @@ public enum CampaignScripts {
       end
       state = 'cancelled'
       redis.call('HSET', KEYS[1], 'state', state, 'finished', ARGV[3], 'cancelled', never)
+      redis.call('PEXPIRE', KEYS[1], \#(finishedTTLMs))
       redis.call('ZREM', KEYS[2], ARGV[1])
       redis.call('DEL', KEYS[3])
       countUntil(KEYS[4], ARGV[3])
