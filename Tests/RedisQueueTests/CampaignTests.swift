@@ -165,6 +165,16 @@ import PushCore
         #expect(try world.campaigns.control("nope", .pause) == nil)
     }
 
+    @Test func aControlCutShortShowsItsShardsMixedAndRunningItAgainFinishesIt() throws {
+        let world = try world()
+        try world.campaigns.create(Campaign.parse(Self.document(id: "mixed")))
+        // What a pause that reached only the first shard leaves.
+        _ = try world.registry.redis.command(["HSET", world.campaigns.keys[0].campaign("mixed"), "state", "paused"])
+        let status = try #require(try world.campaigns.status("mixed"))
+        #expect(status.state == .paused && status.json["shard_states"] as? [String: Int] == ["paused": 1, "running": 2], "\(status.json)")
+        #expect(try world.campaigns.control("mixed", .pause)?.json["shard_states"] as? [String: Int] == ["paused": 3])
+    }
+
     @Test func creatingTwiceKeepsTheFirstAndTheRedisWayCreatesOrRefusesWithoutLosingADocument() throws {
         let world = try world()
         #expect(try world.campaigns.create(Campaign.parse(Self.document(id: "once"))))

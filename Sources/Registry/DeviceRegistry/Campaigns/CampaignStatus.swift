@@ -12,6 +12,9 @@ public struct CampaignStatus: Sendable, Equatable {
     /// The owner, topic or app it names, or its topics.
     public var audienceNames: [String] = []
     public var state = State.done
+    /// How many shards are in each state: a control cut short (it runs shard by shard) leaves them mixed, which the
+    /// summed `state` alone would hide; running it again finishes it.
+    public var shardStates: [State: Int] = [:]
     /// Index members (devices, active and stale) when it was created.
     public var audience = 0
     /// Jobs pushed onto the queue: one per active device read.
@@ -73,6 +76,7 @@ public struct CampaignStatus: Sendable, Equatable {
         createdAt = max(createdAt, Int64(int("created")))
         finishedAt = max(finishedAt, Int64(int("finished")))
         let shardState = fields["state"].flatMap(State.init(rawValue:)) ?? .done
+        shardStates[shardState, default: 0] += 1
         state = Self.rank(shardState) > Self.rank(state) ? shardState : state
     }
 
@@ -97,6 +101,7 @@ public struct CampaignStatus: Sendable, Equatable {
                                      "failed": failed, "other_outcomes": otherOutcomes,
                                      "in_flight": inFlight, "uncounted": uncounted]
         if finishedAt > 0 && state != .running && state != .paused { object["finished_at"] = finishedAt }
+        object["shard_states"] = Dictionary(uniqueKeysWithValues: shardStates.map { ($0.key.rawValue, $0.value) })
         if ratePerSecond > 0 {
             object["rate_per_second"] = Int(ratePerSecond.rounded())
             object["estimated_end_at"] = estimatedEndAt
