@@ -29,6 +29,8 @@ import Testing
         #expect(again.status == 200 && (again.body["audience"] as? [String: Any])?["topic"] as? String == "scores", "the same document: \(again.body)")
         let other = try call(api, "v1/campaigns", post: #"{"id": "goal-1", "app": "shop", "audience": {"user": "u"}, "notification": {"title": "x"}}"#)
         #expect(other.status == 409 && code(other.body) == "id_taken", "another document is refused, not answered with the first: \(other.body)")
+        let typo = try call(api, "v1/campaigns", post: Self.document(id: "goal-2", app: "shpo"))
+        #expect(typo.status == 400 && code(typo.body) == "bad_app", "an app not configured: \(typo.body)")
         let read = try call(api, "v1/campaigns/goal-1")
         #expect(read.status == 200 && read.body["waiting"] as? Int == 5 && read.body["sent"] as? Int == 0)
         #expect(try call(api, "v1/campaigns/goal-1/pause", post: "").body["state"] as? String == "paused")

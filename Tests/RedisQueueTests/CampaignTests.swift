@@ -191,12 +191,17 @@ import PushCore
         _ = try world.registry.redis.command(["LPUSH", base.newCampaigns, String(decoding: Self.document(id: "viaredis"), as: UTF8.self)])
         _ = try world.registry.redis.command(["LPUSH", base.newCampaigns,
                                               String(decoding: Self.document(id: "viaredis", audience: #"{"user": "u1"}"#), as: UTF8.self)])
-        let pass = try world.driver(chunk: 10).takeNew()
-        #expect(pass.taken == 2 && pass.refused == 2)
+        _ = try world.registry.redis.command(["LPUSH", base.newCampaigns,
+                                              #"{"id": "typo", "app": "shpo", "audience": {"topic": "t"}, "notification": {"title": "x"}}"#])
+        let driver = world.driver(chunk: 10)
+        driver.apps = ["shop"]
+        let pass = try driver.takeNew()
+        #expect(pass.taken == 2 && pass.refused == 3)
+        #expect(try world.campaigns.status("typo") == nil, "an app not configured is refused")
         #expect(try world.registry.redis.command(["LLEN", base.newCampaigns]).int == 0)
         #expect(try world.campaigns.status("viaredis")?.state == .running && world.campaigns.status("viaredis")?.audienceKind == "topic")
         let refused = try world.registry.redis.command(["LRANGE", base.refusedCampaigns, "0", "-1"]).array ?? []
-        #expect(refused.compactMap { $0.bytes.flatMap { JSONValue(parsing: $0)?["error"] } } == [.string("id_taken"), .string("bad_audience")])
+        #expect(refused.compactMap { $0.bytes.flatMap { JSONValue(parsing: $0)?["error"] } } == [.string("bad_app"), .string("id_taken"), .string("bad_audience")])
     }
 
 

@@ -72,7 +72,10 @@ extension FrontDoor {
     private func createCampaign(_ request: HTTP1Parser.Request, key: APIAccess.Key?, registry: DeviceRegistryLoop,
                                 respond: @escaping (HTTP1Server.Response) -> Void) {
         let campaign: Campaign
-        do { campaign = try Campaign.parse(request.body) } catch { return respond(Self.error(400, error.code, error.description)) }
+        do {
+            campaign = try Campaign.parse(request.body)
+            try campaign.check(apps: appNames)
+        } catch { return respond(Self.error(400, error.code, error.description)) }
         if let forbidden = Self.campaignForbidden(key, app: campaign.app) { return respond(forbidden) }
         do throws(DeviceError) {
             try registry.create(campaign) { created in

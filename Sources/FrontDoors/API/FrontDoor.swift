@@ -35,6 +35,8 @@ public final class FrontDoor {
     let indexTTLSeconds: Int
     /// The device registry's routes (`/v1/devices/...`); nil while `registry.enabled` is off.
     let deviceRegistry: DeviceRegistryLoop?
+    /// The configured apps' names: a campaign of another is refused `bad_app`.
+    let appNames: Set<String>
     /// The platforms a device may be on: the configuration's providers'.
     let platforms: [Platform]
     /// What this process accepted and refused, by tenant id ("" with no keys configured) and gorush platform name,
@@ -61,6 +63,7 @@ public final class FrontDoor {
         indexTTLSeconds = configuration.results.indexTTLSeconds
         deviceRegistry = configuration.registry.enabled ? DeviceRegistryLoop(redis: redis, shards: shards, settings: configuration.registry) : nil
         platforms = configuration.providers.map { $0.platform }
+        appNames = Set(configuration.apps.map(\.name))
     }
 
     let metrics = APIMetrics()

@@ -20,6 +20,7 @@ enum SchedulerCommand {
         let settings = try redisSettings(args)
         let logger = Logger(component: "scheduler")
         let poller = try receiptPoller(args, logger: logger)
+        let apps = configuredApps(args)
         let stop = StopFlag()
         let watcher = SignalWatcher(onFirst: { stop.set() })
         defer { withExtendedLifetime(watcher) {} }
@@ -32,6 +33,7 @@ enum SchedulerCommand {
                     redis = try settings.connect()
                     driver = CampaignDriver(campaigns: Campaigns(redis: redis!, shards: settings.shards), providers: heraldProviders,
                                             logger: logger)
+                    driver!.apps = apps
                 }
                 // Every shard in turn; the pass sleeps until the soonest retry of any shard falls due.
                 var moved = 0
@@ -101,6 +103,13 @@ private func receiptPoller(_ args: ParsedArguments, logger: Logger) throws -> Re
         logger.warning("receipts poller not started: the configuration did not load", ["error": .string("\(error)")])
         return nil
     }
+}
+
+/// The configured apps' names when a configuration is given (`--config`, `HERALD_CONFIG`) and loads: campaign
+/// documents of another app are refused `bad_app`; nil (nothing checked) without one.
+private func configuredApps(_ args: ParsedArguments) -> Set<String>? {
+    guard args.value("config") != nil || ProcessInfo.processInfo.environment["HERALD_CONFIG"] != nil else { return nil }
+    return (try? loadConfiguration(args)).map { Set($0.apps.map(\.name)) }
 }
 
 /// A stop request from a signal, and a sleep that ends early when it comes.

@@ -84,6 +84,14 @@ public struct Campaign: Sendable, Equatable {
 }
 
 extension Campaign {
+    /// `bad_app` unless the campaign's app is one of `apps` (the configuration's): a typo would otherwise make every
+    /// job of it fail at the worker.
+    public func check(apps: Set<String>) throws(DeviceError) {
+        guard apps.contains(app) else {
+            throw DeviceError("bad_app", "app \(app) is not a configured app (\(apps.sorted().joined(separator: ", ")))")
+        }
+    }
+
     /// One shard's rate (jobs a second; nil when unpaced): the audience it held at `created` (ms) over the time
     /// `finish_within` or `finish_by` leaves, capped by its share of `rate_per_second` (devices spread evenly over
     /// the shards by their tokens' hashes).

@@ -16,6 +16,8 @@ public final class CampaignDriver {
     /// A campaign waits while its queue (in the shard) holds this many jobs or more, so that what pause and cancel
     /// cannot take back (jobs already queued) stays bounded, and other producers' jobs are not buried.
     public var maxQueued: Int
+    /// The configured apps, when the scheduler has the configuration: a document of another app is refused `bad_app`.
+    public var apps: Set<String>?
     /// Runs between reading a chunk and its `step` (tests: a driver killed there, another driver racing it).
     public var beforeStep: (() throws -> Void)?
     /// Documents read and notifications parsed once per campaign id (a campaign's document never changes).
@@ -91,6 +93,7 @@ public final class CampaignDriver {
             guard let document = try redis.command(["LINDEX", shard.newCampaigns, "-1"]).bytes else { break }
             do {
                 let campaign = try Campaign.parse(document)
+                if let apps { try campaign.check(apps: apps) }
                 try campaigns.create(campaign)
                 pass.taken += 1
                 logger?.info("campaign created", ["campaign": .string(campaign.id), "app": .string(campaign.app)])
