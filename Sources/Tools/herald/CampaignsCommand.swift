@@ -11,8 +11,9 @@ enum CampaignsCommand {
         CommandSpec(
             usageName: "herald campaigns", abstract: "Create, show, pause, resume or cancel campaigns (audience sends).",
             discussion: """
-            create reads a campaign document ({"id", "app", "audience": {"user"|"topic": name}, "notification", \
-            "queue"}) from --file (- for standard input) and creates it, or prints the existing one when the id \
+            create reads a campaign document ({"id", "app", "audience": {"user"|"topic": name} or {"topics": [names]} or \
+            {"app": app}, "notification", "queue", "rate_per_second", "finish_within"|"finish_by"}) from --file (- for \
+            standard input) and creates it, or prints the existing one when the id \
             holds the same document (a create is idempotent by id; another document is refused id_taken). get prints a campaign's state and counters, list every running \
             or paused one; pause, resume and cancel act on one. A running herald scheduler fans it out.
             Exits 0, 1 when the campaign does not exist or the document was refused, 64 on usage errors.
