@@ -299,6 +299,45 @@ import PushCore
         #expect(try world.campaigns.status("short")?.delivered == 3 && world.campaigns.status("short")?.json["uncounted"] as? Bool == true)
     }
 
+    @Test func aCampaignPausedLongerThanTheTallyWindowIsNoLongerCountedUntilResumed() throws {
+        let world = try world(shards: 1)
+        let redis = world.registry.redis
+        let results = world.shards.shards[0].keys.results
+        let tally = world.campaigns.keys[0].campaignTally
+        _ = try register(world, 3, topic: "scores", tokenPrefix: "c0")
+        try world.campaigns.create(Campaign.parse(Self.document(id: "held")))
+        _ = try world.campaigns.control("held", .pause)
+        let outcome = { _ = try redis.command(["XADD", results, "*", "id", Campaign.jobID(campaign: "held", platform: .fcm, token: "t"), "outcome", "delivered"]) }
+        let driver = world.driver(chunk: 10)
+        try outcome()
+        try drain(driver)
+        #expect(try world.campaigns.status("held")?.delivered == 1, "counted within the window after the pause")
+
+        world.clock.now += CampaignScripts.tallyWindowMs + 1
+        try outcome()
+        let before = try redis.command(["HGETALL", tally])
+        #expect(try driver.pass() == CampaignDriver.Pass() && redis.command(["HGETALL", tally]) == before, "nothing read, nothing written")
+        #expect(try world.campaigns.status("held")?.delivered == 1)
+        // Another campaign created now starts at the stream's end, not behind the paused one's backlog.
+        try world.campaigns.create(Campaign.parse(Self.document(id: "fresh", audience: #"{"topic": "nobody"}"#)))
+        let end = try redis.command(["XREVRANGE", results, "+", "-", "COUNT", "1"]).array?.first?.array?.first?.string
+        #expect(try redis.command(["HGET", tally, "results"]).string == end)
+
+        // Resumed: counted again.
+        _ = try world.campaigns.control("held", .resume)
+        try outcome()
+        try drain(driver)
+        #expect(try world.campaigns.status("held")?.delivered == 2)
+        // A campaign that runs without pushing (its queue full) keeps the counting on half a window ahead.
+        try world.campaigns.create(Campaign.parse(Self.document(id: "blocked")))
+        world.clock.now += CampaignScripts.tallyWindowMs * 2
+        let blocked = world.driver(chunk: 10)
+        blocked.maxQueued = 0
+        _ = try blocked.pass()
+        let until = try redis.command(["HGET", tally, "until"]).string.flatMap { Int64($0) } ?? 0
+        #expect(until >= world.clock.now + CampaignScripts.tallyWindowMs / 2)
+    }
+
     @Test func aSchedulerThatSawNoCampaignOpenSkipsNoOutcomeOfOneCreatedSince() throws {
         let world = try world(shards: 1)
         let redis = world.registry.redis

@@ -61,16 +61,20 @@ public final class CampaignDriver {
         let ids = Set(open.joined())
         // Finished campaigns' documents are not kept: the cache holds the open ones only.
         known = known.filter { ids.contains($0.key) }
+        // Per shard, the campaigns whose outcomes are looked for: running, or paused less than the tally window ago.
+        var counted = open.map { _ in [String]() }
         for id in ids.sorted() where !shouldStop() {
             for shard in campaigns.keys.indices {
-                let step: (pushed: Int?, nextDueMs: Int?)
+                let step: Step
                 do {
                     step = try advanceStep(id, shard: shard)
                 } catch let error as RedisError where !error.isUnreachable {
                     // One campaign's broken key (a wrong type) stops that campaign, not every other, nor the tally.
                     logger?.error("campaign not advanced", ["campaign": .string(id), "shard": .int(shard), "error": .string("\(error)")])
+                    counted[shard].append(id)
                     continue
                 }
+                if step.counted { counted[shard].append(id) }
                 if let wait = step.nextDueMs { pass.nextDueMs = min(pass.nextDueMs ?? wait, wait) }
                 guard let pushed = step.pushed else { continue }
                 pass.pushed += pushed
@@ -78,7 +82,7 @@ public final class CampaignDriver {
             }
         }
         for shard in campaigns.keys.indices where !shouldStop() {
-            if try tally(shard: shard, open: open[shard]) == tallyBatch { pass.more = true }
+            if try tally(shard: shard, open: counted[shard]) == tallyBatch { pass.more = true }
         }
         return pass
     }
@@ -138,15 +142,29 @@ public final class CampaignDriver {
     /// campaign does not run in that shard or another driver moved its cursor first.
     public func advance(_ id: String, shard index: Int) throws -> Int? { try advanceStep(id, shard: index).pushed }
 
+    /// What `advanceStep` did in one shard: the jobs pushed (nil: none, not running or raced), when to come back
+    /// (ms) for a paced campaign or a full queue, and whether the shard's tally still looks for its outcomes
+    /// (running, or paused less than `tallyWindowMs` ago).
+    private struct Step {
+        var pushed: Int?
+        var nextDueMs: Int?
+        var counted = true
+    }
+
     /// `advance`, and when to come back (ms) for a paced campaign or a full queue.
-    private func advanceStep(_ id: String, shard index: Int) throws -> (pushed: Int?, nextDueMs: Int?) {
+    private func advanceStep(_ id: String, shard index: Int) throws -> Step {
         let shard = campaigns.keys[index]
-        let fields = try redis.command(["HMGET", shard.campaign(id), "state", "cursor", "queue", "audience", "created", "paced"]).array ?? []
-        guard fields.count == 6, fields[0].string == CampaignStatus.State.running.rawValue,
-              let cursor = fields[1].string, let queue = fields[2].string,
-              let (campaign, notification) = try loaded(id) else { return (nil, nil) }
-        guard try redis.command(["LLEN", queue]).int ?? 0 < maxQueued else { return (nil, 100) }
+        let fields = try redis.command(["HMGET", shard.campaign(id), "state", "cursor", "queue", "audience", "created", "paced", "paused_at"])
+            .array ?? []
         let now = campaigns.clock()
+        if fields.first?.string == CampaignStatus.State.paused.rawValue {
+            let since = fields.count == 7 ? fields[6].string.flatMap { Int64($0) } : nil
+            return Step(counted: since.map { $0 + CampaignScripts.tallyWindowMs > now } ?? true)
+        }
+        guard fields.count == 7, fields[0].string == CampaignStatus.State.running.rawValue,
+              let cursor = fields[1].string, let queue = fields[2].string,
+              let (campaign, notification) = try loaded(id) else { return Step(counted: false) }
+        guard try redis.command(["LLEN", queue]).int ?? 0 < maxQueued else { return Step(nextDueMs: 100) }
         var limit = chunk, pacedFrom: Double?, interval = 0.0
         if let rate = campaign.shardRate(audience: fields[3].string.flatMap { Int($0) } ?? 0,
                                          created: fields[4].string.flatMap { Int64($0) } ?? now, shards: campaigns.keys.count) {
@@ -156,7 +174,7 @@ public final class CampaignDriver {
             let from = max(fields[5].string.flatMap { Double($0) } ?? fields[4].string.flatMap { Double($0) } ?? Double(now),
                            Double(now) - Double(chunk) * interval)
             let allowed = Int(min(Double(chunk), max(0, (Double(now) - from) / interval)))
-            guard allowed > 0 else { return (nil, Self.chunkWait(chunk, interval)) }
+            guard allowed > 0 else { return Step(nextDueMs: Self.chunkWait(chunk, interval)) }
             limit = min(chunk, allowed)
             pacedFrom = from
         }
@@ -181,7 +199,7 @@ public final class CampaignDriver {
         if chunkRead.done && pushed >= 0 {
             logger?.info("campaign shard done", ["campaign": .string(campaign.id), "shard": .int(index)])
         }
-        return (pushed >= 0 ? Int(pushed) : nil, pacedFrom == nil ? nil : Self.chunkWait(chunk, interval))
+        return Step(pushed: pushed >= 0 ? Int(pushed) : nil, nextDueMs: pacedFrom == nil ? nil : Self.chunkWait(chunk, interval))
     }
 
     /// The step's part of a chunk's devices (their records in `records`): a job for each active one (after its
@@ -223,7 +241,7 @@ public final class CampaignDriver {
     /// Counts the terminal outcomes of campaigns' jobs in shard `index`'s `<p>:results` after the tally's cursor
     /// (at most `tallyBatch` entries) onto their campaigns' hashes, with the cursor compare-and-set as `step`: each
     /// entry counted once. The entries read. Entries trimmed from the stream before they were read are not counted.
-    /// While no campaign is open in the shard (`open`, the shard's open ids, read when nil) and the last one's
+    /// While no campaign is counted in the shard (`open`: running or recently paused, the shard's open ids when nil) and the last one's
     /// `tallyWindowMs` has passed, nothing is read past the tally hash and nothing written: the next `create` moves
     /// the cursor to the stream's end, so a later campaign starts counting there, not at the backlog. Entries
     /// trimmed after the cursor before they were read (Redis 7's `max-deleted-entry-id`) mark the open campaigns
@@ -236,7 +254,13 @@ public final class CampaignDriver {
         func field(_ at: Int) -> String? { at < state.count ? state[at].string : nil }
         let cursor = field(0) ?? "0-0"
         let open = try open ?? (redis.command(["ZRANGE", shard.campaigns, "0", "-1"]).array ?? []).compactMap(\.string)
-        if (field(1).flatMap { Int64($0) } ?? 0) < campaigns.clock() && open.isEmpty { return 0 }
+        let now = campaigns.clock(), until = field(1).flatMap { Int64($0) } ?? 0
+        if until < now && open.isEmpty { return 0 }
+        // While campaigns are counted, `until` stays half a window ahead: the create script takes a shard whose
+        // `until` has passed as idle and starts the counting at the stream's end.
+        if !open.isEmpty && until < now + CampaignScripts.tallyWindowMs / 2 {
+            _ = try redis.evalScript(CampaignScripts.keepCounting, keys: [Array(shard.campaignTally.utf8)], args: [Array(String(now).utf8)])
+        }
         // Before the entries are read, so that a trim in between shows as a gap, not as entries read (XINFO fails
         // while the stream does not exist: then there is nothing to read either).
         let stream = try? StreamCount(redis, results)

@@ -35,9 +35,10 @@ public enum CampaignScripts {
     /// counted from. ARGV: id, document, now, queue key, `lex` (ZLEXCOUNT of the one index, summed over the min and
     /// max pairs that follow) or `card` (ZCARD summed).
     /// 1 created, 0 it existed with this document (a create is idempotent by id), -1 it exists with another (the
-    /// id is taken: refused, never a silent drop of the second document). While the shard's outcome counting is idle (no campaign
-    /// open, the last one's window passed) it moves the tally cursor to the stream's end, in the same script as the
-    /// campaign appears: the counting starts there, not at the backlog, and an idle scheduler reads and writes nothing.
+    /// id is taken: refused, never a silent drop of the second document). While the shard's outcome counting is
+    /// idle (its `until` passed: the driver keeps it half a window ahead while a campaign is counted) it moves the
+    /// tally cursor to the stream's end, in the same script as the campaign appears: the counting starts there, not
+    /// at the backlog, and an idle scheduler reads and writes nothing.
     public static let create = RedisScript(QueueScripts.prelude + #"""
     local bad = refusal(KEYS[1], 'hash', KEYS[2], 'zset', KEYS[3], 'hash', KEYS[4], 'stream')
     if bad then return bad end
@@ -55,7 +56,7 @@ public enum CampaignScripts {
     else
       for k = 5, #KEYS do size = size + redis.call('ZCARD', KEYS[k]) end
     end
-    if redis.call('ZCARD', KEYS[2]) == 0 and tonumber(redis.call('HGET', KEYS[3], 'until') or '0') < tonumber(ARGV[3]) then
+    if tonumber(redis.call('HGET', KEYS[3], 'until') or '0') < tonumber(ARGV[3]) then
       local last = redis.call('XREVRANGE', KEYS[4], '+', '-', 'COUNT', 1)[1]
       if last then
         redis.call('HSET', KEYS[3], 'results', last[1])
@@ -146,11 +147,13 @@ public enum CampaignScripts {
     local action = ARGV[2]
     if action == 'pause' and state == 'running' then
       state = 'paused'
-      redis.call('HSET', KEYS[1], 'state', state)
+      redis.call('HSET', KEYS[1], 'state', state, 'paused_at', ARGV[3])
       redis.call('PEXPIRE', KEYS[3], \#(sentTTLMs))
+      countUntil(KEYS[4], ARGV[3])
     elseif action == 'resume' and state == 'paused' then
       state = 'running'
       redis.call('HSET', KEYS[1], 'state', state)
+      redis.call('HDEL', KEYS[1], 'paused_at')
       redis.call('PEXPIRE', KEYS[3], \#(sentTTLMs))
     elseif action == 'cancel' and (state == 'running' or state == 'paused') then
       local never
@@ -171,6 +174,14 @@ public enum CampaignScripts {
       countUntil(KEYS[4], ARGV[3])
     end
     return state
+    """#)
+
+    /// KEYS: the tally hash. ARGV: now. Keeps the shard's outcome counting on for `tallyWindowMs` from now.
+    public static let keepCounting = RedisScript(QueueScripts.prelude + countUntil + #"""
+    local bad = refusal(KEYS[1], 'hash')
+    if bad then return bad end
+    countUntil(KEYS[1], ARGV[1])
+    return 1
     """#)
 
     /// KEYS: `<p>:campaigns:new`, `<p>:campaigns:refused`. ARGV: the document, its refusal entry. Takes the
