@@ -122,7 +122,7 @@ let package = Package(
         .testTarget(
             name: "HTTP2Tests", dependencies: ["Basics", "HTTP2", "Reactor", "Simulators", "PushCore", "APNs", "HeraldTestSupport"],
             exclude: ["Fixtures"]),
-        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "RedisClient", "DeviceRegistry", "PushCore", "ProviderKit", "Reactor", "TLS", "HeraldTestSupport"]),
+        .testTarget(name: "RedisQueueTests", dependencies: ["RedisQueue", "RedisClient", "DeviceRegistry", "HeraldProviders", "PushCore", "ProviderKit", "Reactor", "TLS", "HeraldTestSupport"]),
         .testTarget(name: "SimulatorsTests", dependencies: ["Simulators", "Reactor", "PushCore", "APNs", "HTTP2", "COpenSSL", "HeraldTestSupport"]),
         .testTarget(name: "APNsClientTests", dependencies: ["Basics", "PushCore", "APNs", "HTTP2", "Simulators", "Reactor", "HeraldTestSupport"]),
         .testTarget(name: "ForwarderTests", dependencies: ["Forwarder", "RedisQueue", "HeraldTestSupport"]),

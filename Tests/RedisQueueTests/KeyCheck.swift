@@ -18,11 +18,12 @@ enum KeyCheck {
     local __kcFirstKey = {}
     for _, c in ipairs({'TYPE', 'GET', 'SET', 'EXISTS', 'ZADD', 'ZREM', 'ZSCORE', 'ZRANGE', 'ZRANGEBYSCORE', 'ZCOUNT', 'ZCARD', 'ZREMRANGEBYSCORE', 'PEXPIRE',
                         'RPOP', 'RPUSH', 'LPUSH', 'LPOP', 'LINDEX', 'INCR', 'LTRIM', 'LREM', 'LLEN', 'LRANGE', 'HSET', 'HGET', 'HGETALL', 'HMGET',
-                        'HDEL', 'HKEYS', 'HEXISTS', 'HLEN', 'EXPIRE', 'PTTL', 'XADD', 'XTRIM', 'XRANGE', 'XDEL', 'XLEN',
-                        'SADD', 'SREM', 'HINCRBY'}) do
+                        'HDEL', 'HKEYS', 'HEXISTS', 'HLEN', 'EXPIRE', 'PTTL', 'XADD', 'XTRIM', 'XRANGE', 'XREVRANGE', 'XDEL', 'XLEN',
+                        'SADD', 'SREM', 'HINCRBY', 'ZLEXCOUNT'}) do
       __kcFirstKey[c] = true
     end
     local __kcAllKeys = {DEL = true, UNLINK = true, RENAME = true}
+    local __kcSecondKey = {XINFO = true}
     local __kcNoKeys = {TIME = true}
     local function __kcCheck(cmd, ...)
       local name = string.upper(cmd)
@@ -30,6 +31,8 @@ enum KeyCheck {
       if __kcNoKeys[name] then return end
       if __kcAllKeys[name] then
         keys = {...}
+      elseif __kcSecondKey[name] then
+        keys = {(select(2, ...))}
       elseif __kcFirstKey[name] then
         keys = {(...)}
       else

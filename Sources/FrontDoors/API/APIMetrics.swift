@@ -27,6 +27,13 @@ final class APIMetrics {
         if path.hasPrefix(FrontDoor.devicesPathPrefix) {
             return path.dropFirst(FrontDoor.devicesPathPrefix.count).contains("/") ? "/v1/devices/{app}/{platform}/{token}" : "/v1/devices/{app}"
         }
+        if FrontDoor.isCampaignsPath(path) {
+            switch path.dropFirst(FrontDoor.campaignsPath.count).split(separator: "/", omittingEmptySubsequences: false).count {
+            case 0, 1: return FrontDoor.campaignsPath
+            case 2: return "/v1/campaigns/{id}"
+            default: return "/v1/campaigns/{id}/{action}"
+            }
+        }
         return "other"
     }
 

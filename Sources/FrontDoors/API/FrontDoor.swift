@@ -35,6 +35,8 @@ public final class FrontDoor {
     let indexTTLSeconds: Int
     /// The device registry's routes (`/v1/devices/...`); nil while `registry.enabled` is off.
     let deviceRegistry: DeviceRegistryLoop?
+    /// The configured apps' names: a campaign of another is refused `bad_app`.
+    let appNames: Set<String>
     /// The platforms a device may be on: the configuration's providers'.
     let platforms: [Platform]
     /// The configured apps' names: the only apps devices are registered for (a typo is not a new registry, and the
@@ -105,6 +107,7 @@ public final class FrontDoor {
         case ("GET", "/version"): respond(version())
         case ("GET", let path) where path.hasPrefix(Self.jobsPathPrefix): status(request, respond: respond)
         case (_, let path) where path.hasPrefix(Self.devicesPathPrefix): devices(request, respond: respond)
+        case (_, let path) where Self.isCampaignsPath(path): campaigns(request, respond: respond)
         case ("GET", "/metrics") where settings.gorushMetrics:
             refreshDeliveries { [weak self] figures in
                 guard let self else { return }
@@ -146,6 +149,8 @@ public final class FrontDoor {
             if case .failure(let refusal) = authorize(head) { return Self.gorushShaped(refusal.response) }
         case ("PUT", let path) where path.hasPrefix(Self.devicesPathPrefix), ("POST", let path) where path.hasPrefix(Self.devicesPathPrefix):
             if case .failure(let refusal) = deviceAccess(head) { return refusal.response }
+        case ("POST", let path) where Self.isCampaignsPath(path):
+            if case .failure(let refusal) = campaignAccess(head) { return refusal.response }
         default:
             // No other route reads a body: one declared is refused now rather than buffered (up to max_body_bytes)
             // for a request that needs no key.

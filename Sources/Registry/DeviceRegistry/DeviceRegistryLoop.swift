@@ -11,6 +11,8 @@ public final class DeviceRegistryLoop {
 
     public let redis: any RedisCommandSender
     public let calls: DeviceCalls
+    /// The campaigns' commands (`/v1/campaigns`), over the same shards.
+    public let campaignCalls: CampaignCalls
     /// Milliseconds since the epoch.
     public let clock: () -> Int64
 
@@ -18,6 +20,7 @@ public final class DeviceRegistryLoop {
                 clock: @escaping () -> Int64 = wallClockMillis) {
         self.redis = redis
         calls = DeviceCalls(shards: shards.shards.map { DeviceKeys($0.keys) }, eventsMax: settings.eventsMaxLength)
+        campaignCalls = CampaignCalls(shards: shards)
         self.clock = clock
     }
 
@@ -93,11 +96,20 @@ public final class DeviceRegistryLoop {
     }
 
     /// Sends every command at once; `done` gets their replies in order once all came, or the first failure.
-    private func sendAll(_ commands: [[[UInt8]]], done: @escaping Done<[RESPValue]>) {
-        guard !commands.isEmpty else { return done(.success([])) }
-        let pending = Pending(count: commands.count)
-        for (index, command) in commands.enumerated() {
-            redis.send(command) { result in
+    func sendAll(_ commands: [[[UInt8]]], done: @escaping Done<[RESPValue]>) {
+        together(commands.map { command in { [redis] in redis.send(command, completion: $0) } }, done: done)
+    }
+
+    /// Runs every script call at once (a campaign's, one per shard), as `sendAll`.
+    func runAll(_ calls: [DeviceCalls.ScriptCall], done: @escaping Done<[RESPValue]>) {
+        together(calls.map { call in { [redis] in redis.evalScript(call.script, keys: call.keys, args: call.args, completion: $0) } }, done: done)
+    }
+
+    private func together(_ sends: [(@escaping RedisConnection.Completion) -> Void], done: @escaping Done<[RESPValue]>) {
+        guard !sends.isEmpty else { return done(.success([])) }
+        let pending = Pending(count: sends.count)
+        for (index, send) in sends.enumerated() {
+            send { result in
                 switch result {
                 case .success(let reply): pending.replies[index] = reply
                 case .failure(let error): if pending.failure == nil { pending.failure = error }

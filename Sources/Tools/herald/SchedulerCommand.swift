@@ -1,14 +1,17 @@
 import Basics
+import DeviceRegistry
 import Foundation
 import Glibc
+import HeraldProviders
 import RedisQueue
 import Worker
 
-/// `herald scheduler`: moves due retries to their queues and reaps dead workers' leases, in every shard, nothing else.
+/// `herald scheduler`: moves due retries to their queues, reaps dead workers' leases, asks for receipts, and fans
+/// campaigns out (docs/campaigns.md), in every shard.
 enum SchedulerCommand {
     static let command = Command(
-        name: "scheduler", abstract: "Move due retries back to the queue and return dead workers' jobs.",
-        discussion: "Workers do this by default; run it alone when they are configured with run_scheduler false, and run one wherever the configuration has Expo apps (it asks for their receipts). Safe to run in several places at once.",
+        name: "scheduler", abstract: "Move due retries back to the queue, return dead workers' jobs and fan campaigns out.",
+        discussion: "Workers do this by default; run it alone when they are configured with run_scheduler false, run one wherever the configuration has Expo apps (it asks for their receipts), and one wherever campaigns are used (only the scheduler fans them out and counts their outcomes, docs/campaigns.md). Safe to run in several places at once.",
         options: redisOptions + [.flag("once", "One pass, then exit (for cron and tests)."),
                                  .flag("receipts", "Ask for the receipts of tickets (Expo's second phase) and write their outcomes, or fail to start: needs the configuration's apps (--config or HERALD_CONFIG). Without the flag it is done whenever that configuration has such apps.")],
         run: run)
@@ -17,14 +20,21 @@ enum SchedulerCommand {
         let settings = try redisSettings(args)
         let logger = Logger(component: "scheduler")
         let poller = try receiptPoller(args, logger: logger)
+        let apps = configuredApps(args)
         let stop = StopFlag()
         let watcher = SignalWatcher(onFirst: { stop.set() })
         defer { withExtendedLifetime(watcher) {} }
         var redis: (any BlockingRedisCommands)? = nil
+        var driver: CampaignDriver? = nil
         var failures = 0
         repeat {
             do {
-                if redis == nil { redis = try settings.connect() }
+                if redis == nil {
+                    redis = try settings.connect()
+                    driver = CampaignDriver(campaigns: Campaigns(redis: redis!, shards: settings.shards), providers: heraldProviders,
+                                            logger: logger)
+                    driver!.apps = apps
+                }
                 // Every shard in turn; the pass sleeps until the soonest retry of any shard falls due.
                 var moved = 0
                 var reaped = 0
@@ -47,15 +57,19 @@ enum SchedulerCommand {
                         if let next = pass.nextDue { sleepMs = min(sleepMs, Int(max(0, next - pass.now))) }
                     }
                 }
-                if moved > 0 || reaped > 0 || settled > 0 {
-                    logger.info("pass", ["moved": .int(moved), "reaped": .int(reaped), "receipts_settled": .int(settled)])
+                // A chunk of every running campaign per pass; a pass that pushed some comes round again at once, or
+                // when a paced campaign's next chunk is due.
+                let campaigns = try driver!.pass(shouldStop: { stop.isSet })
+                if moved > 0 || reaped > 0 || settled > 0 || campaigns.pushed > 0 {
+                    logger.info("pass", ["moved": .int(moved), "reaped": .int(reaped), "receipts_settled": .int(settled),
+                                         "campaign_jobs": .int(campaigns.pushed)])
                 }
                 failures = 0
                 if args.flag("once") {
-                    print("{\"moved\":\(moved),\"reaped\":\(reaped),\"receipts_settled\":\(settled)}")
+                    print("{\"moved\":\(moved),\"reaped\":\(reaped),\"receipts_settled\":\(settled),\"campaign_jobs\":\(campaigns.pushed)}")
                     return ExitCode.success
                 }
-                stop.sleep(milliseconds: max(10, sleepMs))
+                if let sleep = campaigns.sleepMilliseconds(otherwise: sleepMs) { stop.sleep(milliseconds: sleep) }
             } catch {
                 if args.flag("once") { throw error }
                 redis = nil
@@ -89,6 +103,13 @@ private func receiptPoller(_ args: ParsedArguments, logger: Logger) throws -> Re
         logger.warning("receipts poller not started: the configuration did not load", ["error": .string("\(error)")])
         return nil
     }
+}
+
+/// The configured apps' names when a configuration is given (`--config`, `HERALD_CONFIG`) and loads: campaign
+/// documents of another app are refused `bad_app`; nil (nothing checked) without one.
+private func configuredApps(_ args: ParsedArguments) -> Set<String>? {
+    guard args.value("config") != nil || ProcessInfo.processInfo.environment["HERALD_CONFIG"] != nil else { return nil }
+    return (try? loadConfiguration(args)).map { Set($0.apps.map(\.name)) }
 }
 
 /// A stop request from a signal, and a sleep that ends early when it comes.

@@ -29,6 +29,7 @@ let herald = CommandGroup(
         ReplayCommand.command,
         DeadCommand.command,
         DevicesCommand.command,
+        CampaignsCommand.command,
         ScheduledCommand.command,
         QueueCommand.command,
         ForwardCommand.command,

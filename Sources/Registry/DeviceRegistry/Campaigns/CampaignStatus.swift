@@ -1,0 +1,113 @@
+import Foundation
+
+/// What `GET /v1/campaigns/<id>` and `herald campaigns get` answer: the campaign's shards summed.
+public struct CampaignStatus: Sendable, Equatable {
+    public enum State: String, Sendable, Equatable {
+        case running, paused, cancelled, done
+    }
+
+    public let id: String
+    public var app = ""
+    public var audienceKind = ""
+    /// The owner, topic or app it names, or its topics.
+    public var audienceNames: [String] = []
+    public var state = State.done
+    /// How many shards are in each state: a control cut short (it runs shard by shard) leaves them mixed, which the
+    /// summed `state` alone would hide; running it again finishes it.
+    public var shardStates: [State: Int] = [:]
+    /// Index members (devices, active and stale) when it was created.
+    public var audience = 0
+    /// Jobs pushed onto the queue: one per active device read.
+    public var sent = 0
+    /// Devices read that were not active (stale, or removed since they were indexed): nothing pushed.
+    public var skipped = 0
+    /// Devices whose provider could not render the notification for them: nothing pushed, logged.
+    public var unrendered = 0
+    /// Devices found in the sent set and not sent twice: named again by an app audience's scan (ZSCAN may), or read
+    /// in a second of a `topics` audience's topics (its audience counts those; an app's does not).
+    public var repeated = 0
+    /// Index members after the cursor when it was cancelled: never read, never sent.
+    public var cancelled = 0
+    /// Terminal outcomes of its jobs counted from the results streams (`CampaignDriver.tally`): `delivered`,
+    /// `token_dropped` and `channel_dropped`, `failed` and `rejected` (so the `unrendered` devices' entries too),
+    /// and any other (`duplicate`, `cancelled`).
+    public var delivered = 0, dropped = 0, failed = 0, otherOutcomes = 0
+    /// Results entries after the tally's cursor were trimmed before they were counted while it was open (in some
+    /// shard): its outcome counts are short, and `in_flight` may never reach 0.
+    public var uncounted = false
+    public var createdAt: Int64 = 0
+    /// When its last shard finished or it was cancelled (ms), 0 while it runs.
+    public var finishedAt: Int64 = 0
+
+    /// A paced campaign's rate over every shard (jobs a second), 0 when unpaced.
+    public var ratePerSecond = 0.0
+    /// A paced campaign's estimated end (ms): when its slowest shard reads its last device at its rate.
+    public var estimatedEndAt: Int64 = 0
+
+    public init(id: String) { self.id = id }
+
+    /// Adds one of `shards` shards' hash (HGETALL's fields); the state is the least finished of the shards'.
+    mutating func add(_ fields: [String: String], shards: Int) {
+        func int(_ name: String) -> Int { fields[name].flatMap { Int($0) } ?? 0 }
+        if let doc = fields["doc"], let campaign = try? Campaign.parse(Array(doc.utf8)) {
+            app = campaign.app
+            audienceKind = campaign.audience.kind
+            audienceNames = campaign.audience.names
+            if fields["state"] == State.running.rawValue || fields["state"] == State.paused.rawValue,
+               let rate = campaign.shardRate(audience: int("audience"), created: Int64(int("created")), shards: shards) {
+                ratePerSecond += rate
+                let read = int("sent") + int("skipped") + int("unrendered") + (campaign.audience.countsRepeats ? int("repeated") : 0)
+                let left = max(0, int("audience") - read)
+                let from = fields["paced"].flatMap { Double($0) } ?? Double(int("created"))
+                estimatedEndAt = max(estimatedEndAt, Campaign.milliseconds(from + Double(left) * 1000 / rate))
+            }
+        }
+        audience += int("audience")
+        sent += int("sent")
+        skipped += int("skipped")
+        unrendered += int("unrendered")
+        repeated += int("repeated")
+        cancelled += int("cancelled")
+        delivered += int("delivered")
+        dropped += int("dropped")
+        failed += int("failed")
+        otherOutcomes += int("other")
+        if fields["uncounted"] == "1" { uncounted = true }
+        createdAt = max(createdAt, Int64(int("created")))
+        finishedAt = max(finishedAt, Int64(int("finished")))
+        let shardState = fields["state"].flatMap(State.init(rawValue:)) ?? .done
+        shardStates[shardState, default: 0] += 1
+        state = Self.rank(shardState) > Self.rank(state) ? shardState : state
+    }
+
+    /// A cancelled shard makes the campaign cancelled; else one paused, else one running, keeps it so.
+    private static func rank(_ state: State) -> Int {
+        switch state {
+        case .done: 0
+        case .running: 1
+        case .paused: 2
+        case .cancelled: 3
+        }
+    }
+
+    /// Jobs without a terminal outcome yet. An unrendered device was never sent but its `rejected` entry is counted
+    /// in `failed`, so it is added back.
+    public var inFlight: Int { max(0, sent + unrendered - delivered - dropped - failed - otherOutcomes) }
+
+    public var json: [String: Any] {
+        var object: [String: Any] = ["id": id, "app": app, "audience": [audienceKind: audienceKind == "topics" ? audienceNames as Any : audienceNames.first ?? ""], "state": state.rawValue,
+                                     "audience_size": audience, "sent": sent, "skipped": skipped, "unrendered": unrendered, "repeated": repeated,
+                                     "cancelled": cancelled, "created_at": createdAt, "delivered": delivered, "dropped": dropped,
+                                     "failed": failed, "other_outcomes": otherOutcomes,
+                                     "in_flight": inFlight, "uncounted": uncounted]
+        if finishedAt > 0 && state != .running && state != .paused { object["finished_at"] = finishedAt }
+        object["shard_states"] = Dictionary(uniqueKeysWithValues: shardStates.map { ($0.key.rawValue, $0.value) })
+        if ratePerSecond > 0 {
+            object["rate_per_second"] = Int(ratePerSecond.rounded())
+            object["estimated_end_at"] = estimatedEndAt
+        }
+        let read = sent + skipped + unrendered + (audienceKind == "topics" ? repeated : 0)
+        object["waiting"] = state == .running || state == .paused ? max(0, audience - read) : 0
+        return object
+    }
+}

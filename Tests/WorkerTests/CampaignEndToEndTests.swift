@@ -1,0 +1,133 @@
+import DeviceRegistry
+import Foundation
+import Glibc
+import HeraldTestSupport
+import PushCore
+import Reactor
+import RedisQueue
+import Testing
+
+extension EndToEnd {
+    /// A topic campaign created with `herald campaigns create`, fanned out by `herald scheduler` (one pass at a time,
+    /// then a process run to the end) and sent by a worker to the APNs simulator: every active subscriber gets
+    /// exactly one terminal outcome whose id names the campaign, stale and removed devices and other topics none.
+    @Suite struct Campaigns {
+        @Test(.timeLimit(.minutes(2)))
+        func everyActiveSubscriberEndsOnceWithTheCampaignIDAndNoOneElseIsSent() throws {
+            let world = try EndToEndWorld()
+            defer { world.shutdown(); world.removeFiles() }
+            let shards = try QueueShards(single: try QueueKeys(prefix: "herald"))
+            let old = wallClockMillis() - 40 * 86_400_000
+            var now = old
+            let registry = DeviceRegistry(redis: try world.connectRedis(), shards: shards) { now }
+            func register(_ prefix: String, _ count: Int, topic: String) throws -> [DeviceID] {
+                try (0..<count).map { index in
+                    let id = DeviceID(app: "main", platform: .apns, token: deviceToken(prefix: prefix, index: index))
+                    try registry.register(id, DeviceAttributes(topics: [topic], locale: index % 3 == 0 ? "de" : "en"))
+                    return id
+                }
+            }
+            let stale = try register("a0", 100, topic: "scores")
+            now = wallClockMillis()
+            let active = try register("b0", 2000, topic: "scores")
+            let removed = try register("c0", 100, topic: "scores")
+            _ = try register("d0", 100, topic: "news")
+            for id in removed { try registry.unregister(id) }
+            #expect(try registry.sweep().madeStale == stale.count)
+
+            let file = world.directory + "/goal.json"
+            try Data(#"{"id": "goal-e2e", "app": "main", "audience": {"topic": "scores"}, "notification": {"title": "Goal", "body": "2:1", "localized": {"de": {"title": "Tor"}}}}"#.utf8)
+                .write(to: URL(fileURLWithPath: file))
+            let redisArgs = ["--redis", world.redisURL]
+            let created = try world.runHerald(["campaigns", "create", "--file", file] + redisArgs)
+            #expect(created.status == 0 && created.output.contains(#""state":"running""#), "\(created.output)")
+            // One pass is one chunk (500): the cursor survives the process, the next one goes on from it.
+            // (The stale devices come first in the index: the first chunk skips them.)
+            for (pass, pushed) in [(1, 400), (2, 500)] {
+                let once = try world.runHerald(["scheduler", "--once"] + redisArgs)
+                #expect(once.status == 0 && once.output.contains(#""campaign_jobs":\#(pushed)}"#), "pass \(pass): \(once.output)")
+            }
+            let scheduler = try ChildProcess(name: "scheduler", executable: world.herald, arguments: ["scheduler"] + redisArgs)
+            defer { _ = scheduler.stop() }
+            let config = try world.writeConfig()
+            try world.startWorker(id: "campaign", config: config)
+
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            let finished = try ledger.waitForTerminal(active.count, seconds: 60)
+            #expect(finished, "only \(ledger.terminalCount) results:\n\(world.workerLogs())\n\(scheduler.output)")
+            usleep(500_000)
+            ledger.poll()
+            let expected = Dictionary(uniqueKeysWithValues: active.map {
+                (Campaign.jobID(campaign: "goal-e2e", platform: $0.platform, token: $0.token), "delivered")
+            })
+            let problems = ledger.contractProblems(expected: expected)
+            #expect(problems.isEmpty, "\(summarize(problems))")
+            #expect(ledger.terminalCount == active.count)
+            #expect(ledger.entries.allSatisfy { Campaign.campaignID(ofJob: $0.id) == "goal-e2e" })
+            let sentTokens = Set(world.simulator.acceptedNotifications().map(\.token))
+            #expect(sentTokens == Set(active.map(\.token)) && world.simulator.acceptedNotifications().count == active.count)
+
+            // The scheduler counts the outcomes from the results stream.
+            var status: JSONValue?
+            let deadline = Date().addingTimeInterval(20)
+            repeat {
+                status = JSONValue(parsing: Array(try world.runHerald(["campaigns", "get", "goal-e2e"] + redisArgs).output.utf8))
+                if status?["delivered"] == .number("2000") { break }
+                usleep(200_000)
+            } while Date() < deadline
+            #expect(status?["state"] == .string("done") && status?["sent"] == .number("2000") && status?["skipped"] == .number("100"),
+                    "\(String(describing: status))")
+            #expect(status?["delivered"] == .number("2000") && status?["in_flight"] == .number("0"), "\(String(describing: status))")
+        }
+        /// A paced campaign (so it is mid-fan-out when it happens): its scheduler SIGKILLed and another started, then
+        /// Redis (AOF, fsync always) killed and restarted under it; then a worker sends it. Every subscriber exactly
+        /// one job and one terminal outcome, the simulator each token once.
+        @Test(.timeLimit(.minutes(2)))
+        func aSchedulerAndRedisKilledMidFanOutNeitherSkipNorRepeatADevice() throws {
+            let world = try EndToEndWorld(appendOnly: true)
+            defer { world.shutdown(); world.removeFiles() }
+            let registry = DeviceRegistry(redis: try world.connectRedis(), shards: try QueueShards(single: try QueueKeys(prefix: "herald")))
+            let devices = try (0..<3000).map { index in
+                let id = DeviceID(app: "main", platform: .apns, token: deviceToken(prefix: "e0", index: index))
+                try registry.register(id, DeviceAttributes(topics: ["scores"]))
+                return id
+            }
+            let redisArgs = ["--redis", world.redisURL]
+            let file = world.directory + "/paced.json"
+            try Data(#"{"id": "paced", "app": "main", "audience": {"topic": "scores"}, "notification": {"title": "Goal"}, "rate_per_second": 1500}"#.utf8)
+                .write(to: URL(fileURLWithPath: file))
+            #expect(try world.runHerald(["campaigns", "create", "--file", file] + redisArgs).status == 0)
+            func sent() throws -> Int {
+                let text = try world.runHerald(["campaigns", "get", "paced"] + redisArgs).output
+                guard case .number(let n)? = JSONValue(parsing: Array(text.utf8))?["sent"] else { return -1 }
+                return Int(n) ?? -1
+            }
+
+            let first = try ChildProcess(name: "scheduler-1", executable: world.herald, arguments: ["scheduler"] + redisArgs)
+            #expect(waitUntil(seconds: 10, interval: 0.1) { ((try? sent()) ?? 0) > 0 })
+            first.signal(SIGKILL)
+            _ = first.waitForExit(seconds: 10)
+            let atKill = try sent()
+            #expect(atKill > 0 && atKill < devices.count, "killed mid-fan-out: \(atKill) sent")
+
+            let second = try ChildProcess(name: "scheduler-2", executable: world.herald, arguments: ["scheduler"] + redisArgs)
+            defer { _ = second.stop() }
+            usleep(300_000)
+            world.redis.crash()
+            try world.redis.start()
+            #expect(waitUntil(seconds: 30, interval: 0.1) { ((try? sent()) ?? 0) == devices.count }, "the second scheduler finished:\n\(second.output)")
+            #expect(try world.connectRedis().command(["LLEN", "herald:queue"]).int == Int64(devices.count), "one job per device, none twice")
+
+            try world.startWorker(id: "paced", config: try world.writeConfig())
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            #expect(try ledger.waitForTerminal(devices.count, seconds: 60), "only \(ledger.terminalCount):\n\(world.workerLogs())")
+            usleep(500_000)
+            ledger.poll()
+            let expected = Dictionary(uniqueKeysWithValues: devices.map { (Campaign.jobID(campaign: "paced", platform: $0.platform, token: $0.token), "delivered") })
+            let problems = ledger.contractProblems(expected: expected)
+            #expect(problems.isEmpty && ledger.terminalCount == devices.count, "\(summarize(problems))")
+            let accepted = world.simulator.acceptedNotifications()
+            #expect(accepted.count == devices.count && Set(accepted.map(\.token)) == Set(devices.map(\.token)))
+        }
+    }
+}
