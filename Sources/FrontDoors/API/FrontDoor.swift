@@ -35,12 +35,11 @@ public final class FrontDoor {
     let indexTTLSeconds: Int
     /// The device registry's routes (`/v1/devices/...`); nil while `registry.enabled` is off.
     let deviceRegistry: DeviceRegistryLoop?
-    /// The configured apps' names: a campaign of another is refused `bad_app`.
-    let appNames: Set<String>
     /// The platforms a device may be on: the configuration's providers'.
     let platforms: [Platform]
     /// The configured apps' names: the only apps devices are registered for (a typo is not a new registry, and the
-    /// lists the sweeper walks and the metrics' label sets stay as many as the configuration's apps).
+    /// lists the sweeper walks and the metrics' label sets stay as many as the configuration's apps), and a campaign of
+    /// another is refused `bad_app`.
     let appNames: Set<String>
     /// What this process accepted and refused, by tenant id ("" with no keys configured) and gorush platform name,
     /// for `GET /api/stat/app`: each key sees its own.
