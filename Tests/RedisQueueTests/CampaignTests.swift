@@ -11,14 +11,13 @@ import PushCore
 /// a step cut short or raced neither skips nor repeats a device, pause, resume and cancel, and creating by id
 /// (through `herald campaigns`' store and through `<p>:campaigns:new`) is idempotent and refuses bad documents.
 @Suite struct CampaignTests {
-    final class Clock: @unchecked Sendable { var now: Int64 = 1_800_000_000_000 }
     static let day: Int64 = 86_400_000
     static let notification = #"{"title": "Goal", "body": "2:1", "localized": {"de": {"title": "Tor"}}}"#
 
     struct World {
         let registry: DeviceRegistry
         let campaigns: Campaigns
-        let clock: Clock
+        let clock: ManualClock
         let shards: QueueShards
 
         /// A driver whose queue is never full (no worker takes from it here) unless a test says so.
@@ -43,11 +42,11 @@ import PushCore
     }
 
     private func world(_ keys: QueueKeys = TestRedis.keys(#function), shards count: Int = 3, url: RedisURL = TestRedis.url) throws -> World {
-        let clock = Clock()
+        let clock = ManualClock()
         let shards = try QueueShards(basePrefix: keys.prefix, prefixes: QueueShards.defaultPrefixes(prefix: keys.prefix, count: count))
         let redis = try TestRedis.blocking(url)
-        return World(registry: DeviceRegistry(redis: redis, shards: shards) { clock.now },
-                     campaigns: Campaigns(redis: redis, shards: shards) { clock.now }, clock: clock, shards: shards)
+        return World(registry: DeviceRegistry(redis: redis, shards: shards) { clock.wallMillis },
+                     campaigns: Campaigns(redis: redis, shards: shards) { clock.wallMillis }, clock: clock, shards: shards)
     }
 
     private static func document(id: String, audience: String = #"{"topic": "scores"}"#, extra: String = "") -> [UInt8] {
@@ -82,7 +81,7 @@ import PushCore
     @Test func aTopicCampaignPushesOneJobPerActiveDeviceOverEveryShardAndEnds() throws {
         let world = try world()
         let stale = try register(world, 40, topic: "scores", tokenPrefix: "aa")
-        world.clock.now += 31 * Self.day
+        world.clock.advance(milliseconds: 31 * Self.day)
         let active = try register(world, 600, topic: "scores", tokenPrefix: "bb")
         let removed = try register(world, 30, topic: "scores", tokenPrefix: "cc")
         _ = try register(world, 50, topic: "news", tokenPrefix: "dd")
@@ -109,7 +108,7 @@ import PushCore
         let status = try #require(try world.campaigns.status("goal-1"))
         #expect(status.state == .done && status.audience == active.count + stale.count)
         #expect(status.sent == active.count && status.skipped == stale.count && status.unrendered == 0)
-        #expect(status.json["waiting"] as? Int == 0 && status.finishedAt == world.clock.now)
+        #expect(status.json["waiting"] as? Int == 0 && status.finishedAt == world.clock.wallMillis)
         #expect(try world.campaigns.open().isEmpty)
         #expect(try drain(world.driver(chunk: 64)) == 0, "a finished campaign pushes nothing more")
     }
@@ -245,7 +244,7 @@ import PushCore
 
         // A day after the campaign was done its outcomes are no longer looked for, and an idle scheduler writes
         // nothing however the results grow; the next campaign's create starts the counting at the stream's end.
-        world.clock.now += CampaignScripts.tallyWindowMs + 1
+        world.clock.advance(milliseconds: CampaignScripts.tallyWindowMs + 1)
         let late = world.shards.shards[1].keys.results
         let tallied = try redis.command(["HGETALL", world.campaigns.keys[1].campaignTally])
         _ = try redis.command(["XADD", late, "*", "id", Campaign.jobID(campaign: "count", platform: devices[0].platform, token: "after"),
@@ -259,7 +258,7 @@ import PushCore
         #expect(try redis.command(["HGET", world.campaigns.keys[1].campaignTally, "results"]).string == end)
         try drain(driver)
         #expect(try world.campaigns.status("next")?.delivered == 0, "an outcome from before the campaign is not its")
-        world.clock.now -= CampaignScripts.tallyWindowMs + 1
+        world.clock.advance(milliseconds: -(CampaignScripts.tallyWindowMs + 1))
 
         // A late entry is counted once; a tally from a cursor another driver moved since writes nothing.
         let results = world.shards.shards[0].keys.results
@@ -313,7 +312,7 @@ import PushCore
         try drain(driver)
         #expect(try world.campaigns.status("held")?.delivered == 1, "counted within the window after the pause")
 
-        world.clock.now += CampaignScripts.tallyWindowMs + 1
+        world.clock.advance(milliseconds: CampaignScripts.tallyWindowMs + 1)
         try outcome()
         let before = try redis.command(["HGETALL", tally])
         #expect(try driver.pass() == CampaignDriver.Pass() && redis.command(["HGETALL", tally]) == before, "nothing read, nothing written")
@@ -330,12 +329,12 @@ import PushCore
         #expect(try world.campaigns.status("held")?.delivered == 2)
         // A campaign that runs without pushing (its queue full) keeps the counting on half a window ahead.
         try world.campaigns.create(Campaign.parse(Self.document(id: "blocked")))
-        world.clock.now += CampaignScripts.tallyWindowMs * 2
+        world.clock.advance(milliseconds: CampaignScripts.tallyWindowMs * 2)
         let blocked = world.driver(chunk: 10)
         blocked.maxQueued = 0
         _ = try blocked.pass()
         let until = try redis.command(["HGET", tally, "until"]).string.flatMap { Int64($0) } ?? 0
-        #expect(until >= world.clock.now + CampaignScripts.tallyWindowMs / 2)
+        #expect(until >= world.clock.wallMillis + CampaignScripts.tallyWindowMs / 2)
     }
 
     @Test func aSchedulerThatSawNoCampaignOpenSkipsNoOutcomeOfOneCreatedSince() throws {
@@ -361,13 +360,13 @@ import PushCore
         try world.campaigns.create(Campaign.parse(Self.document(id: "within", extra: #", "finish_within": 60"#)))
         let driver = world.driver(chunk: 200)
         #expect(try driver.advance("capped", shard: 0) == nil, "nothing before its time")
-        world.clock.now += 250
+        world.clock.advance(milliseconds: 250)
         #expect(try driver.advance("capped", shard: 0) == 25)
         #expect(try driver.advance("capped", shard: 0) == nil)
-        world.clock.now += 1000
+        world.clock.advance(milliseconds: 1000)
         #expect(try driver.advance("capped", shard: 0) == 100)
         // Idle for a minute: one chunk at most, no burst of the minute's worth.
-        world.clock.now += 60_000
+        world.clock.advance(milliseconds: 60_000)
         #expect(try driver.advance("capped", shard: 0) == 175, "the rest, at most a chunk")
         #expect(try world.campaigns.status("capped")?.state == .done)
 
@@ -375,10 +374,10 @@ import PushCore
         let status = try #require(try world.campaigns.status("within"))
         #expect(status.ratePerSecond == 5 && status.estimatedEndAt == status.createdAt + 60_000, "\(status.json)")
         #expect(try driver.advance("within", shard: 0) == 200, "a minute passed since it was made: one chunk")
-        world.clock.now += 2000
+        world.clock.advance(milliseconds: 2000)
         #expect(try driver.advance("within", shard: 0) == 10)
         // A pass over a paced campaign does not spin: it says when the next chunk is due (a second at most).
-        world.clock.now += 400
+        world.clock.advance(milliseconds: 400)
         let pass = try driver.pass()
         #expect(pass.pushed == 2 && !pass.more && pass.nextDueMs == 1000, "\(pass)")
         #expect(throws: DeviceError.self) {
@@ -438,7 +437,7 @@ import PushCore
     @Test func anAppCampaignSendsEveryActiveDeviceOfEveryPlatformOnceOverEveryShard() throws {
         let world = try world()
         let stale = try register(world, 30, topic: "a", tokenPrefix: "af")
-        world.clock.now += 31 * Self.day
+        world.clock.advance(milliseconds: 31 * Self.day)
         // Enough per list that ZSCAN pages (a hash table, not a listpack), and some devices of another app.
         let active = try register(world, 3000, topic: "b", tokenPrefix: "ba") + register(world, 20, topic: "c", tokenPrefix: "bc", owner: "u")
         try world.registry.register(DeviceID(app: "elsewhere", platform: active[0].platform, token: "x1"), DeviceAttributes())
@@ -544,12 +543,12 @@ import PushCore
         // Scores' 200 in four chunks, then 50 of news' 100, every one already sent; 1 a second, a chunk per advance.
         let driver = world.driver(chunk: 50)
         for pushed in [50, 50, 50, 50, 0] {
-            world.clock.now += 1_000_000
+            world.clock.advance(milliseconds: 1_000_000)
             #expect(try driver.advance("some", shard: 0) == pushed)
         }
         let status = try #require(try world.campaigns.status("some"))
         #expect(status.audience == 300 && status.repeated == 50 && status.json["waiting"] as? Int == 50, "\(status.json)")
-        #expect(status.estimatedEndAt == world.clock.now + 50 * 1000, "50 left at 1 a second: \(status.json)")
+        #expect(status.estimatedEndAt == world.clock.wallMillis + 50 * 1000, "50 left at 1 a second: \(status.json)")
         #expect(try world.campaigns.control("some", .cancel)?.cancelled == 50)
     }
 

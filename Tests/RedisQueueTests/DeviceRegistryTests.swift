@@ -1,4 +1,5 @@
 import Foundation
+import HeraldTestSupport
 import Testing
 import DeviceRegistry
 import ProviderKit
@@ -8,15 +9,14 @@ import PushCore
 /// The device registry's scripts against a real Redis, key-checked: registration and its events, owners and topics,
 /// removal by a provider's answer (APNs' 410 timestamp rule included), and the sweeper on a manual clock.
 @Suite struct DeviceRegistryTests {
-    final class Clock: @unchecked Sendable { var now: Int64 = 1_800_000_000_000 }
     static let day: Int64 = 86_400_000
 
     private func registry(_ keys: QueueKeys = TestRedis.keys(#function), settings: Configuration.RegistrySettings = .init(),
-                          shards: Int = 1) throws -> (DeviceRegistry, Clock, QueueKeys) {
-        let clock = Clock()
+                          shards: Int = 1) throws -> (DeviceRegistry, ManualClock, QueueKeys) {
+        let clock = ManualClock()
         let queueShards = shards == 1 ? try QueueShards(single: keys)
             : try QueueShards(basePrefix: keys.prefix, prefixes: QueueShards.defaultPrefixes(prefix: keys.prefix, count: shards))
-        let registry = DeviceRegistry(redis: try TestRedis.blocking(), shards: queueShards, settings: settings) { clock.now }
+        let registry = DeviceRegistry(redis: try TestRedis.blocking(), shards: queueShards, settings: settings) { clock.wallMillis }
         return (registry, clock, keys)
     }
 
@@ -33,14 +33,14 @@ import PushCore
     @Test func registeringTwiceRefreshesAndAnOwnerChangeMovesTheDevice() throws {
         let (registry, clock, _) = try registry()
         #expect(try registry.register(phone, DeviceAttributes(owner: "u1", topics: ["scores", "news"], locale: "de")) == "registered")
-        clock.now += 1000
+        clock.advance(milliseconds: 1000)
         #expect(try registry.register(phone, DeviceAttributes(owner: "u1", topics: ["scores"], locale: "de")) == "refreshed")
         var device = try #require(try registry.device(phone))
-        #expect(device.state == .active && device.created == clock.now - 1000 && device.seen == clock.now)
+        #expect(device.state == .active && device.created == clock.wallMillis - 1000 && device.seen == clock.wallMillis)
         #expect(device.attributes.topics == ["scores"] && device.attributes.locale == "de")
         #expect(try registry.devices(app: "shop", topic: "news").isEmpty)
         #expect(try registry.devices(app: "shop", topic: "scores").map(\.id) == [phone])
-        clock.now += 1000
+        clock.advance(milliseconds: 1000)
         #expect(try registry.register(phone, DeviceAttributes(owner: "u2")) == "moved")
         #expect(try registry.devices(app: "shop", owner: "u1").isEmpty)
         #expect(try registry.devices(app: "shop", owner: "u2").map(\.id) == [phone])
@@ -105,12 +105,12 @@ import PushCore
         try registry.register(gone, DeviceAttributes(owner: "u9"))
         let batch = [completion(token: phone.token, platform: "fcm", dropped: nil), completion(token: gone.token, platform: "fcm", dropped: "UNREGISTERED"),
                      completion(token: "fcm:never-registered", platform: "fcm", dropped: "UNREGISTERED")]
-        #expect(try settle(registry, batch, now: clock.now + 5) == [[1, 0]])
+        #expect(try settle(registry, batch, now: clock.wallMillis + 5) == [[1, 0]])
         // Sent again (a repeated batch): nothing more.
-        #expect(try settle(registry, batch, now: clock.now + 6) == [[0, 0]])
+        #expect(try settle(registry, batch, now: clock.wallMillis + 6) == [[0, 0]])
         let removed = try #require(try registry.device(gone))
         #expect(removed.state == .removed && removed.reason == "UNREGISTERED" && removed.answer == "410 UNREGISTERED")
-        #expect(try registry.device(phone)?.delivered == clock.now + 6)
+        #expect(try registry.device(phone)?.delivered == clock.wallMillis + 6)
         #expect(try registry.device(DeviceID(app: "shop", platform: .fcm, token: "fcm:never-registered")) == nil)
         #expect(try events(registry).filter { $0["event"] == "removed" }.map { $0["token"] } == ["fcm:gone"])
         #expect(try registry.devices(app: "shop", owner: "u9").isEmpty)
@@ -120,18 +120,18 @@ import PushCore
         let (registry, clock, _) = try registry()
         let iphone = DeviceID(app: "shop", platform: .apns, token: "aa11")
         try registry.register(iphone, DeviceAttributes(environment: "production"))
-        let registeredAt = clock.now
+        let registeredAt = clock.wallMillis
         // Apple says the token was invalid since before the app registered it again: kept.
         #expect(try settle(registry, [completion(token: "aa11", platform: "apns", dropped: "Unregistered", invalidSince: registeredAt - 1)],
-                           now: clock.now + 10) == [[0, 1]])
+                           now: clock.wallMillis + 10) == [[0, 1]])
         #expect(try registry.device(iphone)?.state == .active)
         // Invalid since after it: removed.
         #expect(try settle(registry, [completion(token: "aa11", platform: "apns", dropped: "Unregistered", invalidSince: registeredAt + 1)],
-                           now: clock.now + 20) == [[1, 0]])
+                           now: clock.wallMillis + 20) == [[1, 0]])
         #expect(try registry.device(iphone)?.state == .removed)
     }
 
-    @Test func theSweeperAgesDevicesAsConfiguredOnAManualClock() throws {
+    @Test func theSweeperAgesDevicesAsConfiguredOnAManualManualClock() throws {
         var settings = Configuration.RegistrySettings()
         settings.staleAfterDays = 30
         settings.removeAfterDays = 270
@@ -139,18 +139,18 @@ import PushCore
         settings.platforms["webpush"] = .init(staleAfterDays: 7, removeAfterDays: 14)
         settings.sweepBatch = 2
         let (registry, clock, _) = try registry(settings: settings)
-        let start = clock.now
+        let start = clock.wallMillis
         let fcm = (0..<3).map { DeviceID(app: "shop", platform: .fcm, token: "f\($0)") }
         let web = DeviceID(app: "shop", platform: .webpush, token: "https://push.example/w1")
         for id in fcm { try registry.register(id, DeviceAttributes(topics: ["t"])) }
         try registry.register(web, DeviceAttributes())
-        clock.now = start + 8 * Self.day
+        clock.advance(milliseconds: start + 8 * Self.day - clock.wallMillis)
         #expect(try registry.sweep().madeStale == 1)
         #expect(try registry.device(web)?.state == .stale)
         // Stale devices stay in their topics (addressable), an audience reads only the active set.
-        clock.now = start + 29 * Self.day
+        clock.advance(milliseconds: start + 29 * Self.day - clock.wallMillis)
         try registry.register(fcm[0], DeviceAttributes(topics: ["t"]))
-        clock.now = start + 31 * Self.day
+        clock.advance(milliseconds: start + 31 * Self.day - clock.wallMillis)
         var report = try registry.sweep()
         #expect(report.madeStale == 2 && report.more)  // f1 and f2, the batch of 2 full
         #expect(report.removed == 1)  // web: more than its 14 days unseen
@@ -160,12 +160,12 @@ import PushCore
         #expect(try registry.register(fcm[1], DeviceAttributes()) == "refreshed")
         #expect(try registry.device(fcm[1])?.state == .active)
         #expect(try events(registry).last?["was"] == "stale")
-        clock.now = start + 271 * Self.day
+        clock.advance(milliseconds: start + 271 * Self.day - clock.wallMillis)
         report = try registry.sweep()
         // f2 never refreshed: removed after 270 days; f0 and f1 (refreshed later) only stale; web's record purged.
         #expect(report == { var r = DeviceRegistry.SweepReport(); r.madeStale = 2; r.removed = 1; r.purged = 1; r.more = true; return r }())
         #expect(try registry.device(fcm[2])?.state == .removed && registry.device(web) == nil)
-        clock.now += 11 * Self.day
+        clock.advance(milliseconds: 11 * Self.day)
         report = try registry.sweep()
         #expect(report.purged == 1)
         #expect(try registry.device(fcm[2]) == nil)
@@ -226,12 +226,11 @@ import PushCore
         defer { redis.close() }
         let base = "reg\(UInt32.random(in: 0...UInt32.max))"
         let shards = try QueueShards(basePrefix: base, prefixes: QueueShards.defaultPrefixes(prefix: base, count: 3))
-        final class Clock: @unchecked Sendable { var now: Int64 = 1_800_000_000_000 }
-        let clock = Clock()
+            let clock = ManualClock()
         var settings = Configuration.RegistrySettings()
         settings.staleAfterDays = 1
         settings.removeAfterDays = 2
-        let registry = DeviceRegistry(redis: redis, shards: shards, settings: settings) { clock.now }
+        let registry = DeviceRegistry(redis: redis, shards: shards, settings: settings) { clock.wallMillis }
         let ids = (0..<300).map { DeviceID(app: "shop", platform: $0 % 2 == 0 ? .fcm : .apns, token: "tok-\($0)") }
         let events = try registry.register(many: ids.map { ($0, DeviceAttributes(owner: "u\($0.token.count)", topics: ["all"])) }, chunk: 64)
         #expect(events.count == 300 && events.allSatisfy { $0 == "registered" })
@@ -253,13 +252,13 @@ import PushCore
             }
             completions.append(completion)
         }
-        let updates = RegistryUpdate.updates(for: completions, shards: registry.shards, now: clock.now, eventsMax: 1000)
+        let updates = RegistryUpdate.updates(for: completions, shards: registry.shards, now: clock.wallMillis, eventsMax: 1000)
         #expect(Set(updates.map(\.shard)).count == 3)
         for update in updates { _ = try redis.evalScript(RegistryScripts.settle, keys: update.keys, args: update.args) }
-        #expect(try registry.device(ids[0])?.state == .removed && registry.device(ids[1])?.delivered == clock.now)
-        clock.now += 86_400_000 + 1
+        #expect(try registry.device(ids[0])?.state == .removed && registry.device(ids[1])?.delivered == clock.wallMillis)
+        clock.advance(milliseconds: 86_400_000 + 1)
         #expect(try registry.sweep().madeStale == 290)
-        clock.now += 86_400_000
+        clock.advance(milliseconds: 86_400_000)
         #expect(try registry.sweep().removed == 290)
         let counts = try registry.counts()
         #expect(counts.devices.map(\.removed).reduce(0, +) == 300)
@@ -309,7 +308,7 @@ extension DeviceRegistryTests {
         #expect(try registry.register(phone, DeviceAttributes()) == "refreshed")
         #expect(try events(registry).last?["previous_owner"] == "u1")
         try registry.register(phone, DeviceAttributes(owner: "u1"))
-        clock.now += 2 * Self.day
+        clock.advance(milliseconds: 2 * Self.day)
         try registry.sweep()
         #expect(try registry.register(phone, DeviceAttributes(owner: "u2")) == "moved")
         let last = try #require(try events(registry).last)
@@ -324,7 +323,7 @@ extension DeviceRegistryTests {
         let sub: [String: Any] = ["endpoint": "https://push.example/e", "expirationTime": NSNull(), "keys": ["p256dh": "BKey", "auth": "sec"], "extra": [Any]()]
         try registry.register(web, try DeviceAttributes.parse(["subscription": sub], for: web))
         let given = try #require(try registry.device(web)?.attributes.subscription)
-        clock.now += 2 * Self.day
+        clock.advance(milliseconds: 2 * Self.day)
         try registry.sweep()  // the record rewritten by the sweep script (cjson)
         #expect(try registry.device(web)?.state == .stale && registry.device(web)?.attributes.subscription == given)
         #expect(given.contains(#""extra":[]"#) && given.contains(#""expirationTime":null"#))
@@ -348,7 +347,7 @@ extension DeviceRegistryTests {
     @Test func anImportKeepsTheDevicesHistory() throws {
         let (registry, clock, _) = try registry()
         let iphone = DeviceID(app: "shop", platform: .apns, token: "bb22")
-        let old = clock.now - 40 * Self.day
+        let old = clock.wallMillis - 40 * Self.day
         let item: [String: Any] = ["platform": "apns", "token": "bb22", "created_at": old - Self.day, "last_seen_at": old, "state": "stale"]
         let parsed = try DeviceRegistration.parse(item, app: "shop", platforms: Platform.allCases)
         #expect(parsed.history == DeviceHistory(created: old - Self.day, seen: old, stale: true))
@@ -359,7 +358,7 @@ extension DeviceRegistryTests {
         // Apple's 410 says invalid since after that last registration: removed.
         let call = RegistryUpdate.updates(results: [], dropped: [DroppedToken(token: "bb22", topic: "", environment: "", reason: "Unregistered",
                                                                              invalidSince: old + 1, platform: "apns", app: "shop")],
-                                          shards: registry.shards, now: clock.now, eventsMax: 100)
+                                          shards: registry.shards, now: clock.wallMillis, eventsMax: 100)
         _ = try registry.redis.evalScript(RegistryScripts.settle, keys: call[0].keys, args: call[0].args)
         #expect(try registry.device(iphone)?.state == .removed)
         // A live device is not moved back or made stale by an older line.
@@ -367,11 +366,11 @@ extension DeviceRegistryTests {
         try registry.register(live, DeviceAttributes())
         try registry.register(live, DeviceAttributes(), history: DeviceHistory(seen: old, stale: true))
         device = try #require(try registry.device(live))
-        #expect(device.state == .active && device.seen == clock.now)
+        #expect(device.state == .active && device.seen == clock.wallMillis)
         // A time in the future counts as now.
         let later = DeviceID(app: "shop", platform: .fcm, token: "later")
-        try registry.register(later, DeviceAttributes(), history: DeviceHistory(seen: clock.now + Self.day))
-        #expect(try registry.device(later)?.seen == clock.now)
+        try registry.register(later, DeviceAttributes(), history: DeviceHistory(seen: clock.wallMillis + Self.day))
+        #expect(try registry.device(later)?.seen == clock.wallMillis)
         #expect(throws: DeviceError.self) { try DeviceRegistration.parse(["platform": "fcm", "token": "x", "state": "removed"], app: "shop", platforms: Platform.allCases) }
     }
 }

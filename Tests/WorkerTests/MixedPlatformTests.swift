@@ -368,9 +368,9 @@ extension EndToEnd {
         /// Returns each device and whether it must be gone at the end.
         static func registerDevices(world: EndToEndWorld, tokenOf: [String: String], fateOf: [String: Fate], multicastEndpoints: [String],
                                     hmsMulti: [String], harmonyMulti: [String]) throws -> [(id: DeviceID, gone: Bool)] {
-            final class Clock: @unchecked Sendable { var now = Int64(Date().timeIntervalSince1970 * 1000) }
-            let clock = Clock()
-            let registry = DeviceRegistry(redis: try BlockingRedis(url: RedisURL(parsing: world.redisURL)), shards: try QueueShards(single: QueueKeys())) { clock.now }
+            let clock = ManualClock(0)
+            clock.advance(milliseconds: Int64(Date().timeIntervalSince1970 * 1000))
+            let registry = DeviceRegistry(redis: try BlockingRedis(url: RedisURL(parsing: world.redisURL)), shards: try QueueShards(single: QueueKeys())) { clock.wallMillis }
             var devices: [(id: DeviceID, gone: Bool)] = []
             var before = Set<DeviceID>()
             var apnsGone = 0
@@ -400,7 +400,7 @@ extension EndToEnd {
             }
             let fresh = devices.filter { !before.contains($0.id) }.map { ($0.id, DeviceAttributes(owner: "user-\($0.id.token.count % 97)")) }
             #expect(try registry.register(many: fresh).allSatisfy { $0 == "registered" })
-            clock.now -= 86_400_000
+            clock.advance(milliseconds: -(86_400_000))
             #expect(try registry.register(many: before.sorted { $0.token < $1.token }.map { ($0, DeviceAttributes()) }).allSatisfy { $0 == "registered" })
             #expect(try registry.counts().devices.map(\.active).reduce(0, +) == 100_000)
             return devices

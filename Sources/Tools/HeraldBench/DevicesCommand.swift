@@ -30,7 +30,8 @@ enum DevicesCommand {
         let app = flags.value("app") ?? "bench"
         let redis = try BlockingRedis(url: url)
         defer { redis.close() }
-        final class Clock: @unchecked Sendable { var now = wallClockMillis() }
+        /// The registry's clock, moved ahead by hand for the due sweep; read by the registry on this thread only.
+        final class Clock { var now = wallClockMillis() }
         let clock = Clock()
         let registry = DeviceRegistry(redis: redis, shards: try QueueShards(single: QueueKeys(prefix: flags.value("prefix") ?? "herald"))) { clock.now }
         let memoryBefore = try usedMemory(redis)
