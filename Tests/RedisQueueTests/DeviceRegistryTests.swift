@@ -21,11 +21,8 @@ import PushCore
     }
 
     private func events(_ registry: DeviceRegistry, shard: Int = 0) throws -> [[String: String]] {
-        let entries = try registry.redis.command(["XRANGE", registry.shards[shard].events, "-", "+"]).array ?? []
-        return entries.map { entry in
-            let fields = entry.array?[1].array?.compactMap(\.string) ?? []
-            return Dictionary(uniqueKeysWithValues: stride(from: 0, to: fields.count - 1, by: 2).map { (fields[$0], fields[$0 + 1]) })
-        }
+        StreamEntry.entries(try registry.redis.command(["XRANGE", registry.shards[shard].events, "-", "+"]))
+            .map { Dictionary($0.fields, uniquingKeysWith: { first, _ in first }) }
     }
 
     private let phone = DeviceID(app: "shop", platform: .fcm, token: "fcm:token-1")

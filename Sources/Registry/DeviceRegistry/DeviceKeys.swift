@@ -26,6 +26,12 @@ public struct DeviceKeys: Sendable, Equatable {
     public func topics(app: String) -> String { "\(prefix):devices:\(app):topics" }
     /// SET `<platform>:<app>`: the lists this shard holds, for the sweeper, the metrics and listing an app.
     public var lists: String { "\(prefix):devices:lists" }
+
+    /// A member of `lists` read back (the scripts write it; a platform has no colon, an app may): nil for another shape.
+    public static func list(_ member: String) -> (platform: String, app: String)? {
+        guard let colon = member.firstIndex(of: ":") else { return nil }
+        return (String(member[..<colon]), String(member[member.index(after: colon)...]))
+    }
     /// HASH `<app>\n<platform>\n<reason>` -> devices removed for that reason (`herald_devices_removed_total`).
     public var removals: String { "\(prefix):devices:removals" }
     /// STREAM of registered, refreshed, moved, stale and removed devices (`DeviceEvent`).

@@ -91,8 +91,8 @@ public final class DeviceRegistry {
             }
         }
         return seen.sorted().compactMap { member in
-            guard let colon = member.firstIndex(of: ":"), let platform = Platform(rawValue: String(member[..<colon])) else { return nil }
-            return (String(member[member.index(after: colon)...]), platform)
+            guard let list = DeviceKeys.list(member), let platform = Platform(rawValue: list.platform) else { return nil }
+            return (list.app, platform)
         }
     }
 
@@ -127,9 +127,8 @@ public final class DeviceRegistry {
         let now = clock()
         for shard in shards {
             for member in try redis.command(["SMEMBERS", shard.lists]).array ?? [] {
-                guard let text = member.string, let colon = text.firstIndex(of: ":"),
-                      let platform = Platform(rawValue: String(text[..<colon])) else { continue }
-                let app = String(text[text.index(after: colon)...])
+                guard let list = member.string.flatMap(DeviceKeys.list), let platform = Platform(rawValue: list.platform) else { continue }
+                let app = list.app
                 let call = Self.call(shard, app: app, platform: platform.rawValue, now: now, eventsMax: settings.eventsMaxLength,
                                      Self.sweepBounds(settings, platform: platform, now: now))
                 let counts = try redis.evalScript(RegistryScripts.sweep, keys: call.keys, args: call.args).array?.compactMap(\.int) ?? []
@@ -193,8 +192,7 @@ public final class DeviceRegistry {
             let members = (try redis.command(["SMEMBERS", shard.lists]).array ?? []).compactMap(\.string)
             var commands: [[String]] = []
             for member in members {
-                guard let colon = member.firstIndex(of: ":") else { continue }
-                let platform = String(member[..<colon]), app = String(member[member.index(after: colon)...])
+                guard let (platform, app) = DeviceKeys.list(member) else { continue }
                 commands += [["ZCARD", shard.active(app: app, platform: platform)], ["ZCARD", shard.stale(app: app, platform: platform)],
                              ["ZCARD", shard.removed(app: app, platform: platform)]]
             }
@@ -202,8 +200,7 @@ public final class DeviceRegistry {
             let replies = try redis.pipeline(commands)
             var at = 0
             for member in members {
-                guard let colon = member.firstIndex(of: ":") else { continue }
-                let platform = String(member[..<colon]), app = String(member[member.index(after: colon)...])
+                guard let (platform, app) = DeviceKeys.list(member) else { continue }
                 var count = byList[member] ?? ListCount(app: app, platform: platform)
                 count.active += Int(replies[at].int ?? 0)
                 count.stale += Int(replies[at + 1].int ?? 0)

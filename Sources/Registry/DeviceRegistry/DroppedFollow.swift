@@ -18,24 +18,14 @@ public enum DroppedFollow {
 
     /// The dropped tokens of a read and the id of its last entry (nil when it had none).
     public static func entries(_ reply: RESPValue) -> (dropped: [DroppedToken], last: String?) {
-        var dropped: [DroppedToken] = []
-        var last: String?
-        for entry in reply.array ?? [] {
-            guard let parts = entry.array, parts.count == 2, let id = parts[0].string else { continue }
-            last = id
-            let values = parts[1].array?.compactMap(\.string) ?? []
-            var fields: [String: String] = [:]
-            var index = 0
-            while index + 1 < values.count {
-                fields[values[index]] = values[index + 1]
-                index += 2
-            }
-            guard let token = fields["token"], let app = fields["app"], let platform = fields["platform"] else { continue }
-            dropped.append(DroppedToken(token: token, topic: fields["topic"] ?? "", environment: fields["environment"] ?? "",
-                                        reason: fields["reason"] ?? "", invalidSince: fields["invalid_since"].flatMap { Int64($0) },
-                                        platform: platform, app: app, hasEnvironments: false))
+        let entries = StreamEntry.entries(reply)
+        let dropped = entries.compactMap { entry -> DroppedToken? in
+            guard let token = entry["token"], let app = entry["app"], let platform = entry["platform"] else { return nil }
+            return DroppedToken(token: token, topic: entry["topic"] ?? "", environment: entry["environment"] ?? "",
+                                reason: entry["reason"] ?? "", invalidSince: entry["invalid_since"].flatMap { Int64($0) },
+                                platform: platform, app: app, hasEnvironments: false)
         }
-        return (dropped, last)
+        return (dropped, entries.last?.id)
     }
 
     /// The cursor move after a read: from what was read to its last entry (or, starting, to the newest or `0-0`).

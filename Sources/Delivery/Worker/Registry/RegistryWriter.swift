@@ -125,8 +125,8 @@ final class RegistrySweeper {
             guard let self else { return }
             guard case .success(let value) = result else { return self.failed(result, done) }
             let lists: [(platform: Platform, app: String)] = (value.array ?? []).compactMap { member in
-                guard let text = member.string, let colon = text.firstIndex(of: ":"), let platform = Platform(rawValue: String(text[..<colon])) else { return nil }
-                return (platform, String(text[text.index(after: colon)...]))
+                guard let list = member.string.flatMap(DeviceKeys.list), let platform = Platform(rawValue: list.platform) else { return nil }
+                return (platform, list.app)
             }
             var left = lists.count
             var full = false
