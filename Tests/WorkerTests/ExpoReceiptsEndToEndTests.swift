@@ -91,6 +91,16 @@ extension EndToEnd {
             usleep(1_500_000)
             ledger.poll()
             #expect(finished, "only \(ledger.terminalCount) of \(expected.count) tokens ended:\n\(world.workerLogs())\n\(replacement.output)")
+            // A token of any fate whose every attempt met a scripted 503 fails with that 503's reason, and only then: each
+            // earlier attempt is on the stream as a retry for it. Requests come about one retry gap apart on a slow
+            // machine (a sanitized build), so the every-37th fault can meet the same retried batch each time.
+            let metEvery503 = Set(ledger.byJob.compactMap { id, entries -> String? in
+                let retries = entries.filter { $0.outcome == "retrying" }
+                let fits = entries.last?.fields["reason"] == "MaxAttempts:INTERNAL_SERVER_ERROR" && retries.count == 3
+                    && retries.allSatisfy { ($0.fields["reason"] ?? "").contains("INTERNAL_SERVER_ERROR") }
+                return fits ? id : nil
+            })
+            for id in metEvery503 { expected[id] = "failed" }
             let problems = ledger.contractProblems(expected: expected)
             #expect(problems.isEmpty, "\(summarize(problems))")
 
@@ -98,7 +108,8 @@ extension EndToEnd {
             for (id, entries) in ledger.byJob {
                 guard let fate = fateOf[id], let terminal = entries.last, terminal.isTerminal else { continue }
                 // A scripted 503 may be the last answer a rate-limited token met: its reason is then that one's.
-                let reasonFits = fate.prefix == "rate" ? (terminal.fields["reason"] ?? "").hasPrefix("MaxAttempts:") : terminal.fields["reason"] == fate.reason
+                let reason = terminal.fields["reason"]
+                let reasonFits = metEvery503.contains(id) || (fate.prefix == "rate" ? (reason ?? "").hasPrefix("MaxAttempts:") : reason == fate.reason)
                 if !reasonFits { details.append("\(id) \(fate.prefix): reason \(terminal.fields["reason"] ?? "-")") }
                 if terminal.fields["platform"] != "expo" || terminal.fields["app"] != "rn" { details.append("\(id): \(terminal.fields)") }
                 // A receipt's outcome names the ticket its `accepted` entry named.
@@ -112,7 +123,7 @@ extension EndToEnd {
             let redis = try world.connectRedis()
             let dropped = try readStream(redis, "herald:dropped-tokens")
             let droppedByToken = Dictionary(grouping: dropped, by: { $0.fields["token"] ?? "" })
-            let shouldDrop = Set(fateOf.filter { $0.value.outcome == "token_dropped" }.map { id, fate in "ExponentPushToken[\(fate.prefix)-\(id.dropFirst(5))]" })
+            let shouldDrop = Set(fateOf.filter { $0.value.outcome == "token_dropped" && !metEvery503.contains($0.key) }.map { id, fate in "ExponentPushToken[\(fate.prefix)-\(id.dropFirst(5))]" })
             #expect(dropped.count == shouldDrop.count, "\(dropped.count) dropped-token entries for \(shouldDrop.count) tokens")
             #expect(shouldDrop.allSatisfy { droppedByToken[$0]?.count == 1 }, "\(shouldDrop.filter { droppedByToken[$0]?.count != 1 }.prefix(5))")
             #expect(dropped.allSatisfy { $0.fields["platform"] == "expo" && $0.fields["app"] == "rn" })
@@ -127,7 +138,7 @@ extension EndToEnd {
             // ticket whose ask at the bound met a scripted 503 (a whole ask's ids) is asked once more, an interval later.
             #expect((stats.minAskGapMs ?? 1000) >= 500, "a receipt was asked for again after \(stats.minAskGapMs ?? 0) ms (interval 1000 ms)")
             #expect(stats.maxAsksPerID <= 7, "one receipt was asked for \(stats.maxAsksPerID) times within a 4 s bound at a 1 s interval")
-            print("e2e expo receipts: 10000 jobs in \(String(format: "%.1f", elapsed)) s through a worker SIGKILL and a poller SIGKILL; terminal \(ledger.terminalByOutcome); \(stats.sendRequests) send requests for \(stats.messages) messages, \(stats.faults) 503s, \(stats.receiptRequests) getReceipts for \(stats.receiptIDsAsked) ids, at most \(stats.maxAsksPerID) asks of one id, shortest gap \(stats.minAskGapMs ?? -1) ms")
+            print("e2e expo receipts: 10000 jobs in \(String(format: "%.1f", elapsed)) s through a worker SIGKILL and a poller SIGKILL; terminal \(ledger.terminalByOutcome) (\(metEvery503.count) met a 503 on every attempt); \(stats.sendRequests) send requests for \(stats.messages) messages, \(stats.faults) 503s, \(stats.receiptRequests) getReceipts for \(stats.receiptIDsAsked) ids, at most \(stats.maxAsksPerID) asks of one id, shortest gap \(stats.minAskGapMs ?? -1) ms")
         }
     
         /// A ticket whose asks all fail (Expo unreachable here; a refused access token alike) is not taken for one
