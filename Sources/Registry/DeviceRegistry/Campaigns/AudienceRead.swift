@@ -51,6 +51,12 @@ extension Campaign.Audience {
         return false
     }
 
+    /// What a shard has left to read of the audience it counted at creation, from its hash's counters (`audience`
+    /// and what was read: `sent`, `skipped`, `unrendered`, and `repeated` where the audience counts repeats).
+    public func left(_ count: (String) -> Int) -> Int {
+        max(0, count("audience") - count("sent") - count("skipped") - count("unrendered") - (countsRepeats ? count("repeated") : 0))
+    }
+
     /// How a cancel counts the devices never read: after the cursor in the one range (`lex`), or the audience less
     /// what was read (`read`, then "1" when `repeated` was read from it too) when there are several ranges or none.
     var cancelCount: [String] {

@@ -92,14 +92,17 @@ extension Campaign {
         }
     }
 
-    /// One shard's rate (jobs a second; nil when unpaced): the audience it held at `created` (ms) over the time
-    /// `finish_within` or `finish_by` leaves, capped by its share of `rate_per_second` (devices spread evenly over
-    /// the shards by their tokens' hashes).
-    public func shardRate(audience: Int, created: Int64, shards: Int) -> Double? {
+    /// One shard's rate (jobs a second; nil when unpaced) at `now` (ms): what it has `left` to read over the time
+    /// left to the deadline `finish_within` (from `created`) or `finish_by` sets, capped by its share of
+    /// `rate_per_second` (devices spread evenly over the shards by their tokens' hashes). Derived again at every
+    /// chunk, so a shard held back (Redis restarting, a pause, a slow pass) speeds up evenly to finish on time
+    /// instead of finishing late by the delay; past the deadline, or with nothing left of the audience counted at
+    /// creation (devices indexed since), only the cap paces it.
+    public func shardRate(left: Int, created: Int64, now: Int64, shards: Int) -> Double? {
         var seconds: Double?
-        if let finishWithin { seconds = finishWithin }
-        if let finishBy { seconds = finishBy - Double(created) / 1000 }
-        let derived = seconds.map { Double(max(audience, 1)) / max($0, 1) }
+        if let finishWithin { seconds = Double(created) / 1000 + finishWithin - Double(now) / 1000 }
+        if let finishBy { seconds = finishBy - Double(now) / 1000 }
+        let derived = seconds.flatMap { seconds in left > 0 && seconds > 0 ? Double(left) / max(seconds, 1) : nil }
         let cap = ratePerSecond.map { $0 / Double(max(shards, 1)) }
         let rate: Double
         switch (derived, cap) {

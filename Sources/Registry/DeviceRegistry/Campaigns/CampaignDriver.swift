@@ -154,20 +154,21 @@ public final class CampaignDriver {
     /// `advance`, and when to come back (ms) for a paced campaign or a full queue.
     private func advanceStep(_ id: String, shard index: Int) throws -> Step {
         let shard = campaigns.keys[index]
-        let fields = try redis.command(["HMGET", shard.campaign(id), "state", "cursor", "queue", "audience", "created", "paced", "paused_at"])
-            .array ?? []
+        let names = ["state", "cursor", "queue", "audience", "created", "paced", "paused_at", "sent", "skipped", "unrendered", "repeated"]
+        let fields = try redis.command(["HMGET", shard.campaign(id)] + names).array ?? []
         let now = campaigns.clock()
         if fields.first?.string == CampaignStatus.State.paused.rawValue {
-            let since = fields.count == 7 ? fields[6].string.flatMap { Int64($0) } : nil
+            let since = fields.count == names.count ? fields[6].string.flatMap { Int64($0) } : nil
             return Step(counted: since.map { $0 + CampaignScripts.tallyWindowMs > now } ?? true)
         }
-        guard fields.count == 7, fields[0].string == CampaignStatus.State.running.rawValue,
+        guard fields.count == names.count, fields[0].string == CampaignStatus.State.running.rawValue,
               let cursor = fields[1].string, let queue = fields[2].string,
               let (campaign, notification) = try loaded(id) else { return Step(counted: false) }
         guard try redis.command(["LLEN", queue]).int ?? 0 < maxQueued else { return Step(nextDueMs: 100) }
         var limit = chunk, pacedFrom: Double?, interval = 0.0
-        if let rate = campaign.shardRate(audience: fields[3].string.flatMap { Int($0) } ?? 0,
-                                         created: fields[4].string.flatMap { Int64($0) } ?? now, shards: campaigns.keys.count) {
+        let counters = Dictionary(uniqueKeysWithValues: zip(names, fields).map { ($0, $1.string.flatMap { Int($0) } ?? 0) })
+        if let rate = campaign.shardRate(left: campaign.audience.left { counters[$0] ?? 0 },
+                                         created: fields[4].string.flatMap { Int64($0) } ?? now, now: now, shards: campaigns.keys.count) {
             // The pacing clock: where the sends so far would end at the rate, never further back than one chunk
             // (a campaign paused or starved does not make up for it in a burst).
             interval = 1000 / rate

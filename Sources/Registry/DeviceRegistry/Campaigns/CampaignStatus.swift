@@ -46,19 +46,19 @@ public struct CampaignStatus: Sendable, Equatable {
 
     public init(id: String) { self.id = id }
 
-    /// Adds one of `shards` shards' hash (HGETALL's fields); the state is the least finished of the shards'.
-    mutating func add(_ fields: [String: String], shards: Int) {
+    /// Adds one of `shards` shards' hash (HGETALL's fields) at `now` (ms, which a paced shard's rate depends on); the
+    /// state is the least finished of the shards'.
+    mutating func add(_ fields: [String: String], shards: Int, now: Int64) {
         func int(_ name: String) -> Int { fields[name].flatMap { Int($0) } ?? 0 }
         if let doc = fields["doc"], let campaign = try? Campaign.parse(Array(doc.utf8)) {
             app = campaign.app
             audienceKind = campaign.audience.kind
             audienceNames = campaign.audience.names
+            let left = campaign.audience.left(int)
             if fields["state"] == State.running.rawValue || fields["state"] == State.paused.rawValue,
-               let rate = campaign.shardRate(audience: int("audience"), created: Int64(int("created")), shards: shards) {
+               let rate = campaign.shardRate(left: left, created: Int64(int("created")), now: now, shards: shards) {
                 ratePerSecond += rate
-                let read = int("sent") + int("skipped") + int("unrendered") + (campaign.audience.countsRepeats ? int("repeated") : 0)
-                let left = max(0, int("audience") - read)
-                let from = fields["paced"].flatMap { Double($0) } ?? Double(int("created"))
+                let from = max(fields["paced"].flatMap { Double($0) } ?? Double(int("created")), Double(now))
                 estimatedEndAt = max(estimatedEndAt, Campaign.milliseconds(from + Double(left) * 1000 / rate))
             }
         }
