@@ -129,5 +129,87 @@ extension EndToEnd {
             let accepted = world.simulator.acceptedNotifications()
             #expect(accepted.count == devices.count && Set(accepted.map(\.token)) == Set(devices.map(\.token)))
         }
+
+        /// The suite's version of the million-device run (scripts/bench-campaign): a topic campaign with
+        /// `finish_within` on a queue of its own, fair share with the transactional queue, through one worker
+        /// SIGKILLed at a third of the deadline and Redis (AOF, fsync always) killed and restarted at 60 %. Every active
+        /// subscriber exactly one terminal outcome naming the campaign, stale ones none, the fan-out's end within 5 %
+        /// of the deadline, and transactional jobs pushed meanwhile each end once, before the campaign's fan-out does.
+        @Test(.timeLimit(.minutes(3)))
+        func aPacedCampaignThroughAWorkerKillAndARedisRestartEndsEveryDeviceOnceByItsDeadline() throws {
+            let world = try EndToEndWorld(appendOnly: true)
+            defer { world.shutdown(); world.removeFiles() }
+            var now = wallClockMillis() - 40 * 86_400_000
+            let registry = DeviceRegistry(redis: try world.connectRedis(), shards: try QueueShards(single: try QueueKeys(prefix: "herald"))) { now }
+            func devices(_ prefix: String, _ count: Int) -> [(DeviceID, DeviceAttributes)] {
+                (0..<count).map { (DeviceID(app: "main", platform: .apns, token: deviceToken(prefix: prefix, index: $0)), DeviceAttributes(topics: ["scores"])) }
+            }
+            let stale = devices("f0", 150)
+            _ = try registry.register(many: stale)
+            now = wallClockMillis()
+            let active = devices("f1", 3000)
+            _ = try registry.register(many: active)
+            #expect(try registry.sweep().madeStale == stale.count)
+
+            let config = try world.writeConfig(redis: ["queues": ["herald:queue", "herald:queue:bulk"], "queue_mode": "weighted"])
+            let deadlineSeconds = 30.0
+            let file = world.directory + "/deadline.json"
+            try Data(#"{"id": "deadline", "app": "main", "audience": {"topic": "scores"}, "queue": "bulk", "notification": {"title": "Goal"}, "finish_within": \#(Int(deadlineSeconds))}"#.utf8)
+                .write(to: URL(fileURLWithPath: file))
+            let created = try world.runHerald(["campaigns", "create", "--file", file, "--config", config])
+            #expect(created.status == 0, "\(created.output)")
+            let started = Date()
+            func at(_ fraction: Double) { Thread.sleep(until: started.addingTimeInterval(deadlineSeconds * fraction)) }
+            let scheduler = try ChildProcess(name: "scheduler", executable: world.herald, arguments: ["scheduler", "--config", config])
+            defer { _ = scheduler.stop() }
+            let victim = try world.startWorker(id: "deadline-a", config: config)
+            try world.startWorker(id: "deadline-b", config: config)
+
+            // Transactional jobs, ten every half second for five seconds, onto the other queue.
+            var transactional: [String: String] = [:]
+            for round in 0..<10 {
+                let jobs = (0..<10).map { index -> [UInt8] in
+                    let id = "tx-\(round)-\(index)"
+                    transactional[id] = "delivered"
+                    return jobBytes(id: id, token: deviceToken(prefix: "f2", index: round * 10 + index))
+                }
+                try world.push(jobs)
+                usleep(500_000)
+            }
+            at(0.35)
+            victim.signal(SIGKILL)
+            _ = victim.waitForExit(seconds: 10)
+            try world.startWorker(id: "deadline-c", config: config)
+            at(0.6)
+            world.redis.crash()
+            try world.redis.start()
+
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            let finished = try ledger.waitForTerminal(active.count + transactional.count, seconds: 90) {
+                if !scheduler.isRunning { throw TestSupportError("the scheduler exited:\n\(scheduler.output)") }
+            }
+            #expect(finished, "only \(ledger.terminalCount) results:\n\(world.workerLogs())\n\(scheduler.output)")
+            usleep(1_000_000)
+            ledger.poll()
+            var expected = transactional
+            for (id, _) in active { expected[Campaign.jobID(campaign: "deadline", platform: id.platform, token: id.token)] = "delivered" }
+            let problems = ledger.contractProblems(expected: expected)
+            #expect(problems.isEmpty && ledger.terminalCount == expected.count, "\(ledger.terminalCount) terminal; \(summarize(problems))")
+            #expect(ledger.entries.allSatisfy { expected[$0.id] != nil }, "no stale device and nothing else ended")
+
+            let redisArgs = ["--redis", world.redisURL]
+            let status = JSONValue(parsing: Array(try world.runHerald(["campaigns", "get", "deadline"] + redisArgs).output.utf8))
+            guard case .number(let createdAt)? = status?["created_at"], case .number(let finishedAt)? = status?["finished_at"],
+                  let createdMs = Int64(createdAt), let finishedMs = Int64(finishedAt) else {
+                Issue.record("no finish in \(String(describing: status))")
+                return
+            }
+            let off = Double(finishedMs - createdMs) / 1000 - deadlineSeconds
+            #expect(abs(off) <= deadlineSeconds * 0.05, "the fan-out ended \(off) s off its \(deadlineSeconds) s deadline")
+            #expect(status?["sent"] == .number("3000") && status?["skipped"] == .number("150"), "\(String(describing: status))")
+            let lastTransactional = ledger.entries.filter { transactional[$0.id] != nil && $0.isTerminal }.map(\.millis).max() ?? .max
+            #expect(lastTransactional < finishedMs, "transactional jobs waited for the campaign")
+            print("e2e campaign deadline: 3000 devices in \(deadlineSeconds) s through a worker SIGKILL and a Redis restart: fan-out ended \(String(format: "%+.2f", off)) s off the deadline; last transactional outcome \(Double(lastTransactional - createdMs) / 1000) s after creation")
+        }
     }
 }

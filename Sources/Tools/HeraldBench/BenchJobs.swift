@@ -9,12 +9,14 @@ enum BenchJobs {
     static let platform = Platform.apns
     static let payloadBytes = 200
 
-    /// A distinct valid device token per index (64 hexadecimal digits, as Apple issues them).
+    /// A distinct valid device token per index below 2^32 (64 hexadecimal digits, as Apple issues them): a fixed
+    /// head and the index in 8 digits (`DevicesCommand.serverFill` makes the same in Lua).
     static func token(_ index: Int) -> String {
-        let tail = String(UInt64(truncatingIfNeeded: index), radix: 16)
-        let head = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90"
-        return String(head.prefix(64 - tail.count)) + tail
+        let tail = String(UInt32(truncatingIfNeeded: index), radix: 16)
+        return tokenHead + String(repeating: "0", count: 8 - tail.count) + tail
     }
+
+    static let tokenHead = "a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c"
 
     /// A realistic alert payload padded to exactly `payloadBytes` bytes.
     static func payload(_ index: Int) -> String {

@@ -19,7 +19,9 @@ enum DevicesCommand {
             .value("first", "i", "Index of the first device (default 0)."),
             .flag("sweep", "Then sweep: once with nothing due, then with every device due to go stale (a manual clock 31 days on)."),
             .value("sweep-passes", "n", "With --sweep: at most this many passes with devices due (default: until none is due)."),
-            .flag("server-fill", "Make the devices inside Redis (a Lua loop, 10,000 a call: the same records and indexes, no events) instead of registering them: 10 million in minutes, for the sweeper's figures."),
+            .flag("server-fill", "Make the devices inside Redis (a Lua loop, 10,000 a call: the same records and indexes, no events) instead of registering them: 10 million in minutes, for the sweeper's and the campaigns' figures."),
+            .value("topic", "name", "With --server-fill: every device subscribed to this one topic (default: half of them to news and scores)."),
+            .flag("stale", "With --server-fill: the devices made stale (last seen 31 days ago), as the sweeper leaves them."),
         ],
         run: run)
 
@@ -41,7 +43,9 @@ enum DevicesCommand {
             let keys = registry.shards[0].scriptKeys(app: app, platform: BenchJobs.platform.rawValue).map { Array($0.utf8) }
             while done < count {
                 let n = min(10_000, count - done)
-                _ = try redis.evalScript(serverFill, keys: keys, args: [String(first + done), String(n), String(clock.now), app, BenchJobs.platform.rawValue].map { Array($0.utf8) })
+                let args = [String(first + done), String(n), String(clock.now), app, BenchJobs.platform.rawValue, BenchJobs.tokenHead,
+                            flags.value("topic") ?? "", flags.flag("stale") ? "stale" : "active"]
+                _ = try redis.evalScript(serverFill, keys: keys, args: args.map { Array($0.utf8) })
                 done += n
             }
         }
@@ -58,7 +62,7 @@ enum DevicesCommand {
         }
         let seconds = Double(monotonicNanos() &- started) / 1e9
         let memoryAfter = try usedMemory(redis)
-        // BenchJobs.token repeats now and then (a short tail over the same head): count the distinct devices.
+        // The devices in the list (a run may add to an earlier one's).
         let devices = Int(try redis.command(["HLEN", registry.shards[0].records(app: app, platform: BenchJobs.platform.rawValue)]).int ?? 0)
         var out: [String: Any] = [
             "devices": devices, "seconds": seconds, "registrations_per_second": Double(count) / seconds,
@@ -87,24 +91,26 @@ enum DevicesCommand {
         printJSONLine(out)
     }
 
-    /// `--server-fill`: KEYS as every registry script's, ARGV first index, count, now, app, platform. The records and indexes the
-    /// register script writes for `BenchJobs.token` devices with the run's attributes (no event: a stream is capped).
+    /// `--server-fill`: KEYS as every registry script's, ARGV first index, count, now, app, platform, token head, topic
+    /// ('' for the default), state (active, stale). The records and indexes the register script writes for
+    /// `BenchJobs.token` devices with the run's attributes (no event: a stream is capped); a stale device as a sweep
+    /// leaves it, last seen 31 days ago.
     static let serverFill = RedisScript(#"""
-    local head = 'a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f90'
     local first, n, now, app, platform = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4], ARGV[5]
+    local head, topic, state = ARGV[6], ARGV[7], ARGV[8]
+    local seen = state == 'stale' and now - 31 * 86400000 or now
     for i = first, first + n - 1 do
-      local tail = string.format('%x', i)
-      local token = string.sub(head, 1, 64 - #tail) .. tail
+      local token = head .. string.format('%08x', i)
       local owner = 'user-' .. math.floor(i / 3)
-      local rec = {owner = owner, locale = 'en-US', tz = 'Europe/Berlin', env = 'production', created = now, seen = now, state = 'active'}
+      local rec = {owner = owner, locale = 'en-US', tz = 'Europe/Berlin', env = 'production', created = seen, seen = seen, state = state}
       redis.call('ZADD', KEYS[6], 0, owner .. '\n' .. platform .. '\n' .. token)
-      if i % 2 == 0 then
-        rec.topics = {'news', 'scores'}
-        redis.call('ZADD', KEYS[7], 0, 'news\n' .. platform .. '\n' .. token)
-        redis.call('ZADD', KEYS[7], 0, 'scores\n' .. platform .. '\n' .. token)
+      local topics = topic ~= '' and {topic} or (i % 2 == 0 and {'news', 'scores'} or nil)
+      if topics then
+        rec.topics = topics
+        for _, t in ipairs(topics) do redis.call('ZADD', KEYS[7], 0, t .. '\n' .. platform .. '\n' .. token) end
       end
       redis.call('HSET', KEYS[1], token, cjson.encode(rec))
-      redis.call('ZADD', KEYS[2], now, token)
+      redis.call('ZADD', state == 'stale' and KEYS[3] or KEYS[2], seen, token)
     end
     redis.call('SADD', KEYS[8], platform .. ':' .. app)
     return n

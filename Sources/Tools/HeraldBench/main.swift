@@ -10,7 +10,7 @@ keepOpenSSLUntilExit()
 let bench = CommandGroup(
     program: "herald-bench", abstract: "Benchmark helpers for scripts/bench (not part of the shipped tool).",
     commands: [SampleCommand.command, FillCommand.command, ResultsCommand.command, SendBenchCommand.command, FCMSendBenchCommand.command, WebPushSendBenchCommand.command,
-               QueueBenchCommand.command, MulticastCommand.command, FairShareCommand.command, DevicesCommand.command])
+               QueueBenchCommand.command, MulticastCommand.command, FairShareCommand.command, DevicesCommand.command, CampaignOutcomesCommand.command])
 
 func printJSONLine(_ object: [String: Any]) {
     let data = (try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])) ?? Data("{}".utf8)
