@@ -68,15 +68,15 @@ public struct CampaignCalls: Sendable {
     /// Every shard's hash of the campaign.
     public func status(_ id: String) -> [[[UInt8]]] { keys.map { ["HGETALL", $0.campaign(id)].map { Array($0.utf8) } } }
 
-    /// The shards' hashes summed; nil when no shard has the campaign.
-    public static func status(_ id: String, replies: [RESPValue]) -> CampaignStatus? {
+    /// The shards' hashes summed, read at `now` (ms); nil when no shard has the campaign.
+    public static func status(_ id: String, replies: [RESPValue], now: Int64) -> CampaignStatus? {
         var status = CampaignStatus(id: id)
         var found = false
         for reply in replies {
             let pairs = (reply.array ?? []).compactMap(\.string)
             guard pairs.count >= 2 else { continue }
             found = true
-            status.add(Dictionary(stride(from: 0, to: pairs.count - 1, by: 2).map { (pairs[$0], pairs[$0 + 1]) }) { $1 }, shards: replies.count)
+            status.add(Dictionary(stride(from: 0, to: pairs.count - 1, by: 2).map { (pairs[$0], pairs[$0 + 1]) }) { $1 }, shards: replies.count, now: now)
         }
         return found ? status : nil
     }

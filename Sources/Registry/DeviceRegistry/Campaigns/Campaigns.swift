@@ -50,7 +50,7 @@ public final class Campaigns {
         // One command per shard (not one pipeline): on Redis Cluster each shard is its own slot.
         var replies: [RESPValue] = []
         for command in calls.status(id) { replies.append(try redis.command(command)) }
-        return CampaignCalls.status(id, replies: replies)
+        return CampaignCalls.status(id, replies: replies, now: clock())
     }
 
     /// Pauses (the driver skips it), resumes or cancels the campaign in every shard; its status after, nil when

@@ -13,7 +13,7 @@ extension DeviceRegistryLoop {
     }
 
     public func status(_ id: String, done: @escaping Done<CampaignStatus?>) {
-        sendAll(campaignCalls.status(id)) { done($0.map { CampaignCalls.status(id, replies: $0) }) }
+        sendAll(campaignCalls.status(id)) { done($0.map { CampaignCalls.status(id, replies: $0, now: self.clock()) }) }
     }
 
     /// Runs `action` in every shard, then reads the status.
