@@ -139,6 +139,12 @@ extension CampaignTests {
             let refused = #expect(throws: DeviceError.self, "\(member)") { try Campaign.parse(Self.localDocument(id: "bad", ", " + member)) }
             #expect(refused?.code == code, "\(member)")
         }
+        // With the workers' horizon: a date further ahead than worker.max_schedule_days wherever it is last reached.
+        let dated = try Campaign.parse(Self.localDocument(id: "dated", #", "deliver_at_local": "2027-12-31T09:00""#))
+        let now: Int64 = 1_800_000_000_000
+        #expect(throws: Never.self) { try dated.check(apps: ["shop"], maxScheduleDays: 365, now: now) }
+        let far = #expect(throws: DeviceError.self) { try dated.check(apps: ["shop"], maxScheduleDays: 300, now: now) }
+        #expect(far?.code == "bad_deliver_at_local")
         let good = try Campaign.parse(Self.localDocument(id: "good", #", "deliver_at_local": "2028-02-29T07:05", "quiet_hours": {"start": "08:00", "end": "09:00"}"#))
         #expect(good.deliverAtLocal == .on(DateComponents(year: 2028, month: 2, day: 29), TimeOfDay("07:05")!))
         #expect(good.quietHours == .window(QuietHours(start: "08:00", end: "09:00", members: 2)!))

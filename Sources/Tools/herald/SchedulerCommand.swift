@@ -34,6 +34,7 @@ enum SchedulerCommand {
                     driver = CampaignDriver(campaigns: Campaigns(redis: redis!, shards: settings.shards), providers: heraldProviders,
                                             logger: logger)
                     driver!.apps = configuration.map { Set($0.apps.map(\.name)) }
+                    driver!.maxScheduleDays = configuration?.worker.maxScheduleDays
                     driver!.localTime = configuration?.registry.apps ?? [:]
                 }
                 // Every shard in turn; the pass sleeps until the soonest retry of any shard falls due.

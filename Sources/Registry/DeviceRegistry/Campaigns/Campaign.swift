@@ -93,10 +93,16 @@ public struct Campaign: Sendable, Equatable {
 
 extension Campaign {
     /// `bad_app` unless the campaign's app is one of `apps` (the configuration's): a typo would otherwise make every
-    /// job of it fail at the worker.
-    public func check(apps: Set<String>) throws(DeviceError) {
+    /// job of it fail at the worker. With the workers' `worker.max_schedule_days`, `bad_deliver_at_local` for a dated
+    /// `deliver_at_local` that lies further ahead of `now` (ms) in the last zone to reach it (UTC-12), whose jobs
+    /// the workers would refuse.
+    public func check(apps: Set<String>, maxScheduleDays: Int? = nil, now: Int64 = 0) throws(DeviceError) {
         guard apps.contains(app) else {
             throw DeviceError("bad_app", "app \(app) is not a configured app (\(apps.sorted().joined(separator: ", ")))")
+        }
+        if let maxScheduleDays, case .on(let day, let time)? = deliverAtLocal,
+           let utc = LocalTime.instant(day, time, in: LocalTime.calendar(.gmt)), utc + 12 * 3_600_000 - now > Int64(maxScheduleDays) * 86_400_000 {
+            throw DeviceError("bad_deliver_at_local", "deliver_at_local lies more than worker.max_schedule_days (\(maxScheduleDays)) ahead")
         }
     }
 

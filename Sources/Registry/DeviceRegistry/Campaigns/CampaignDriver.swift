@@ -18,6 +18,8 @@ public final class CampaignDriver {
     public var maxQueued: Int
     /// The configured apps, when the scheduler has the configuration: a document of another app is refused `bad_app`.
     public var apps: Set<String>?
+    /// The workers' `worker.max_schedule_days`, with `apps`: a dated `deliver_at_local` further ahead is refused.
+    public var maxScheduleDays: Int?
     /// Per app, its default time zone and quiet hours (`registry.apps`): without them, devices without a zone are at
     /// UTC and only a campaign's own `quiet_hours` apply.
     public var localTime: [String: Configuration.RegistrySettings.AppLocalTime] = [:]
@@ -100,7 +102,7 @@ public final class CampaignDriver {
             guard let document = try redis.command(["LINDEX", shard.newCampaigns, "-1"]).bytes else { break }
             do {
                 let campaign = try Campaign.parse(document)
-                if let apps { try campaign.check(apps: apps) }
+                if let apps { try campaign.check(apps: apps, maxScheduleDays: maxScheduleDays, now: campaigns.clock()) }
                 try campaigns.create(campaign)
                 pass.taken += 1
                 logger?.info("campaign created", ["campaign": .string(campaign.id), "app": .string(campaign.app)])
