@@ -51,7 +51,12 @@ import Testing
         let redis = try RedisServer()
         let api = try DeviceAPIServer(redisURL: redis.url)
         let cases = [("{", "bad_campaign"), (#"{"id": "a", "app": "shop", "audience": {"app": "other"}, "notification": {"title": "x"}}"#, "bad_audience"),
-                     (#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}, "queue": "nope"}"#, "bad_queue")]
+                     (#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}, "queue": "nope"}"#, "bad_queue"),
+                     (#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}, "deliver_at_local": "25:00"}"#, "bad_deliver_at_local"),
+                     // Beyond worker.max_schedule_days (365): every worker would refuse its jobs.
+                     (#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}, "deliver_at_local": "2999-01-01T09:00"}"#, "bad_deliver_at_local"),
+                     (#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}, "quiet_hours": {"start": "22:00"}}"#, "bad_quiet_hours"),
+                     (#"{"id": "a", "app": "shop", "audience": {"topic": "t"}, "notification": {"title": "x"}, "quiet": false}"#, "unknown_member")]
         for (body, expected) in cases {
             let answer = try call(api, "v1/campaigns", post: body)
             #expect(answer.status == 400 && code(answer.body) == expected, "\(body): \(answer.body)")

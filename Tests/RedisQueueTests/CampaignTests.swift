@@ -41,7 +41,7 @@ import PushCore
         }
     }
 
-    private func world(_ keys: QueueKeys = TestRedis.keys(#function), shards count: Int = 3, url: RedisURL = TestRedis.url) throws -> World {
+    func world(_ keys: QueueKeys = TestRedis.keys(#function), shards count: Int = 3, url: RedisURL = TestRedis.url) throws -> World {
         let clock = ManualClock()
         let shards = try QueueShards(basePrefix: keys.prefix, prefixes: QueueShards.defaultPrefixes(prefix: keys.prefix, count: count))
         let redis = try TestRedis.blocking(url)
@@ -49,12 +49,12 @@ import PushCore
                      campaigns: Campaigns(redis: redis, shards: shards) { clock.wallMillis }, clock: clock, shards: shards)
     }
 
-    private static func document(id: String, audience: String = #"{"topic": "scores"}"#, extra: String = "") -> [UInt8] {
+    static func document(id: String, audience: String = #"{"topic": "scores"}"#, extra: String = "") -> [UInt8] {
         Array(#"{"id": "\#(id)", "app": "shop", "audience": \#(audience), "notification": \#(notification)\#(extra)}"#.utf8)
     }
 
     /// Registers `count` devices of every platform that renders from a token alone, subscribed to `topic`.
-    private func register(_ world: World, _ count: Int, topic: String, tokenPrefix: String, owner: String? = nil) throws -> [DeviceID] {
+    func register(_ world: World, _ count: Int, topic: String, tokenPrefix: String, owner: String? = nil) throws -> [DeviceID] {
         let platforms = heraldProviders.map { $0.platform }.filter { !$0.traits.carriesSubscription }
         var ids: [DeviceID] = []
         for index in 0..<count {
@@ -69,7 +69,7 @@ import PushCore
 
     /// Runs passes until one moves nothing; fails after `limit` passes.
     @discardableResult
-    private func drain(_ driver: CampaignDriver, limit: Int = 1000) throws -> Int {
+    func drain(_ driver: CampaignDriver, limit: Int = 1000) throws -> Int {
         var passes = 0
         while try driver.pass().more {
             passes += 1
@@ -520,7 +520,7 @@ import PushCore
             try world.registry.redis.evalScript(
                 CampaignScripts.step, keys: [shard.campaign("twice"), world.shards.shards[0].queues[0], shard.campaigns, shard.campaignSent("twice"), shard.campaignTally,
                                            world.shards.shards[0].keys.results].map(bytes),
-                args: [from, to, "0", "0", "0", "1", "", "1"].map(bytes).reduce(into: [bytes("twice")]) { $0.append($1) } + [member, job]).int
+                args: [from, to, "0", "0", "0", "1", "", "1"].map(bytes).reduce(into: [bytes("twice")]) { $0.append($1) } + [member, [], job]).int
         }
         #expect(try step("", "0:5") == 1)
         #expect(try step("0:5", "0:9") == 0, "the same device again: in the sent set")

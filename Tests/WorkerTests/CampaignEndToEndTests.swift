@@ -12,6 +12,16 @@ extension EndToEnd {
     /// then a process run to the end) and sent by a worker to the APNs simulator: every active subscriber gets
     /// exactly one terminal outcome whose id names the campaign, stale and removed devices and other topics none.
     @Suite struct Campaigns {
+        /// `count` APNs devices of app `main` subscribed to `topic`.
+        static func register(_ world: EndToEndWorld, _ count: Int, prefix: String, topic: String) throws -> [DeviceID] {
+            let registry = DeviceRegistry(redis: try world.connectRedis(), shards: try QueueShards(single: try QueueKeys(prefix: "herald")))
+            return try (0..<count).map { index in
+                let id = DeviceID(app: "main", platform: .apns, token: deviceToken(prefix: prefix, index: index))
+                try registry.register(id, DeviceAttributes(topics: [topic]))
+                return id
+            }
+        }
+
         @Test(.timeLimit(.minutes(2)))
         func everyActiveSubscriberEndsOnceWithTheCampaignIDAndNoOneElseIsSent() throws {
             let world = try EndToEndWorld()
@@ -79,6 +89,49 @@ extension EndToEnd {
                     "\(String(describing: status))")
             #expect(status?["delivered"] == .number("2000") && status?["in_flight"] == .number("0"), "\(String(describing: status))")
         }
+        /// Quiet hours from the configuration (`registry.apps`, in the app's zone for devices without one) hold a
+        /// campaign's jobs past their `expiration`: each ends `failed` `Expired` and the simulator never sees it;
+        /// the same devices' campaign that ignores quiet hours is delivered at once.
+        @Test(.timeLimit(.minutes(2)))
+        func quietHoursPastTheExpirationEndEachJobExpiredUnsentAndACampaignIgnoringThemIsDelivered() throws {
+            let world = try EndToEndWorld()
+            defer { world.shutdown(); world.removeFiles() }
+            let devices = try Self.register(world, 20, prefix: "f0", topic: "night")
+            // A window from an hour ago to two hours ahead in Asia/Kolkata (+05:30), the app's zone.
+            let nowMs = wallClockMillis()
+            let local = Int((nowMs / 60_000 + 330) % 1440)
+            func hhmm(_ minutes: Int) -> String { String(format: "%02d:%02d", (minutes + 1440) % 1440 / 60, (minutes + 1440) % 1440 % 60) }
+            let config = try world.writeConfig(registry: ["apps": ["main": ["time_zone": "Asia/Kolkata",
+                                                                           "quiet_hours": ["start": hhmm(local - 60), "end": hhmm(local + 120)]]]])
+            let redisArgs = ["--redis", world.redisURL]
+            for (id, extra) in [("night", #""expiration": \#(nowMs / 1000 + 30)"#), ("loud", #""quiet_hours": false"#)] {
+                let file = world.directory + "/\(id).json"
+                try Data(#"{"id": "\#(id)", "app": "main", "audience": {"topic": "night"}, "notification": {"title": "Late"}, \#(extra)}"#.utf8)
+                    .write(to: URL(fileURLWithPath: file))
+                #expect(try world.runHerald(["campaigns", "create", "--file", file] + redisArgs).status == 0)
+            }
+            let scheduler = try ChildProcess(name: "scheduler", executable: world.herald, arguments: ["scheduler", "--config", config] + redisArgs)
+            defer { _ = scheduler.stop() }
+            try world.startWorker(id: "night", config: config)
+
+            let ledger = ResultsLedger(redisURL: world.redisURL)
+            #expect(try ledger.waitForTerminal(2 * devices.count, seconds: 60), "only \(ledger.terminalCount):\n\(world.workerLogs())\n\(scheduler.output)")
+            usleep(500_000)
+            ledger.poll()
+            var expected: [String: String] = [:]
+            for device in devices {
+                expected[Campaign.jobID(campaign: "night", platform: device.platform, token: device.token)] = "failed"
+                expected[Campaign.jobID(campaign: "loud", platform: device.platform, token: device.token)] = "delivered"
+            }
+            let problems = ledger.contractProblems(expected: expected)
+            #expect(problems.isEmpty && ledger.terminalCount == 2 * devices.count, "\(summarize(problems))")
+            #expect(ledger.entries.filter { $0.outcome == "failed" }.allSatisfy { $0.fields["reason"] == "Expired" })
+            let accepted = world.simulator.acceptedNotifications()
+            #expect(accepted.count == devices.count && Set(accepted.map(\.token)) == Set(devices.map(\.token)), "each device once: the loud campaign's")
+            let status = JSONValue(parsing: Array(try world.runHerald(["campaigns", "get", "night"] + redisArgs).output.utf8))
+            #expect(status?["waiting_local"] == .number("20") && status?["sent"] == .number("20"), "\(String(describing: status))")
+        }
+
         /// A paced campaign (so it is mid-fan-out when it happens): its scheduler SIGKILLed and another started, then
         /// Redis (AOF, fsync always) killed and restarted under it; then a worker sends it. Every subscriber exactly
         /// one job and one terminal outcome, the simulator each token once.
@@ -86,12 +139,7 @@ extension EndToEnd {
         func aSchedulerAndRedisKilledMidFanOutNeitherSkipNorRepeatADevice() throws {
             let world = try EndToEndWorld(appendOnly: true)
             defer { world.shutdown(); world.removeFiles() }
-            let registry = DeviceRegistry(redis: try world.connectRedis(), shards: try QueueShards(single: try QueueKeys(prefix: "herald")))
-            let devices = try (0..<3000).map { index in
-                let id = DeviceID(app: "main", platform: .apns, token: deviceToken(prefix: "e0", index: index))
-                try registry.register(id, DeviceAttributes(topics: ["scores"]))
-                return id
-            }
+            let devices = try Self.register(world, 3000, prefix: "e0", topic: "scores")
             let redisArgs = ["--redis", world.redisURL]
             let file = world.directory + "/paced.json"
             try Data(#"{"id": "paced", "app": "main", "audience": {"topic": "scores"}, "notification": {"title": "Goal"}, "rate_per_second": 1500}"#.utf8)

@@ -74,7 +74,7 @@ extension FrontDoor {
         let campaign: Campaign
         do {
             campaign = try Campaign.parse(request.body)
-            try campaign.check(apps: appNames)
+            try campaign.check(apps: appNames, maxScheduleDays: maxScheduleDays, now: registry.clock())
         } catch { return respond(Self.error(400, error.code, error.description)) }
         if let forbidden = Self.campaignForbidden(key, app: campaign.app) { return respond(forbidden) }
         do throws(DeviceError) {

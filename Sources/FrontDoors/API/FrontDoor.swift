@@ -41,6 +41,8 @@ public final class FrontDoor {
     /// lists the sweeper walks and the metrics' label sets stay as many as the configuration's apps), and a campaign of
     /// another is refused `bad_app`.
     let appNames: Set<String>
+    /// `worker.max_schedule_days`: a campaign dated further ahead is refused (`Campaign.check`).
+    let maxScheduleDays: Int
     /// What this process accepted and refused, by tenant id ("" with no keys configured) and gorush platform name,
     /// for `GET /api/stat/app`: each key sees its own.
     var gorushCounts: [String: [String: (accepted: Int, refused: Int)]] = [:]
@@ -66,6 +68,7 @@ public final class FrontDoor {
         deviceRegistry = configuration.registry.enabled ? DeviceRegistryLoop(redis: redis, shards: shards, settings: configuration.registry) : nil
         platforms = configuration.providers.map { $0.platform }
         appNames = Set(configuration.apps.map(\.name))
+        maxScheduleDays = configuration.worker.maxScheduleDays
     }
 
     let metrics = APIMetrics()

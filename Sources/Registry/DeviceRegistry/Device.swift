@@ -1,4 +1,5 @@
 import Foundation
+import ProviderKit
 import PushCore
 import RedisQueue
 
@@ -144,7 +145,7 @@ extension DeviceAttributes {
             out.locale = locale
         }
         if let zone = try text(object["time_zone"], "time_zone", max: 64) {
-            guard TimeZone(identifier: zone) != nil, zone.contains("/") || zone == "UTC" else {
+            guard LocalTime.zone(zone) != nil else {
                 throw DeviceError("bad_time_zone", "time_zone must be an IANA time zone such as Europe/Berlin")
             }
             out.timeZone = zone

@@ -20,7 +20,7 @@ enum SchedulerCommand {
         let settings = try redisSettings(args)
         let logger = Logger(component: "scheduler")
         let poller = try receiptPoller(args, logger: logger)
-        let apps = configuredApps(args)
+        let configuration = configurationGiven(args)
         let stop = StopFlag()
         let watcher = SignalWatcher(onFirst: { stop.set() })
         defer { withExtendedLifetime(watcher) {} }
@@ -33,7 +33,9 @@ enum SchedulerCommand {
                     redis = try settings.connect()
                     driver = CampaignDriver(campaigns: Campaigns(redis: redis!, shards: settings.shards), providers: heraldProviders,
                                             logger: logger)
-                    driver!.apps = apps
+                    driver!.apps = configuration.map { Set($0.apps.map(\.name)) }
+                    driver!.maxScheduleDays = configuration?.worker.maxScheduleDays
+                    driver!.localTime = configuration?.registry.apps ?? [:]
                 }
                 // Every shard in turn; the pass sleeps until the soonest retry of any shard falls due.
                 var moved = 0
@@ -105,11 +107,12 @@ private func receiptPoller(_ args: ParsedArguments, logger: Logger) throws -> Re
     }
 }
 
-/// The configured apps' names when a configuration is given (`--config`, `HERALD_CONFIG`) and loads: campaign
-/// documents of another app are refused `bad_app`; nil (nothing checked) without one.
-private func configuredApps(_ args: ParsedArguments) -> Set<String>? {
+/// The configuration when one is given (`--config`, `HERALD_CONFIG`) and loads: campaign documents of an app it
+/// does not name are refused `bad_app`, and its `registry.apps` give campaigns their apps' time zones and quiet
+/// hours; nil (no app checked, UTC, no quiet hours) without one.
+private func configurationGiven(_ args: ParsedArguments) -> Configuration? {
     guard args.value("config") != nil || ProcessInfo.processInfo.environment["HERALD_CONFIG"] != nil else { return nil }
-    return (try? loadConfiguration(args)).map { Set($0.apps.map(\.name)) }
+    return try? loadConfiguration(args)
 }
 
 /// A stop request from a signal, and a sleep that ends early when it comes.

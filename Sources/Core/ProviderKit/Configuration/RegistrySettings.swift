@@ -20,6 +20,18 @@ extension Configuration {
         public var eventsMaxLength = 1_000_000
         /// The largest `events_max_length` a configuration may give.
         public static let maxEventsLength = 100_000_000
+        /// Per app (its name): the local-time defaults of its campaigns (docs/campaigns.md, "Local time and quiet hours").
+        public var apps: [String: AppLocalTime] = [:]
+
+        /// An app's time zone for devices registered without one (UTC when nil), and its quiet hours.
+        public struct AppLocalTime: Sendable, Equatable {
+            public var timeZone: String?
+            public var quietHours: QuietHours?
+            public init(timeZone: String? = nil, quietHours: QuietHours? = nil) {
+                self.timeZone = timeZone
+                self.quietHours = quietHours
+            }
+        }
 
         public struct Aging: Sendable, Equatable {
             public var staleAfterDays: Int

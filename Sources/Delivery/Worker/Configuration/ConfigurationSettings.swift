@@ -359,6 +359,38 @@ extension Configuration {
                     }
                     return problems
                 }),
+        .custom("registry.apps", default: "none: devices without a time zone are at UTC, no quiet hours", allowed: "configured app names",
+                "Per app, its campaigns' local time (docs/campaigns.md, \"Local time and quiet hours\"): `{\"shop\": {\"time_zone\": \"Europe/Berlin\", \"quiet_hours\": {\"start\": \"22:00\", \"end\": \"08:00\"}}}`. `time_zone` (IANA) is the zone of its devices registered without one (UTC otherwise); during `quiet_hours` (in each device's local time, crossing midnight when `end` is earlier) a campaign's job for a device waits until the window ends, unless the notification is `time_sensitive` or the campaign says `quiet_hours: false`.",
+                read: { value, c, name, problems in
+                    guard let object = value as? [String: Any] else { return problems.append("\(name) must be an object") }
+                    for app in object.keys.sorted() where !app.hasPrefix("//") {
+                        guard let members = object[app] as? [String: Any], Set(members.keys).isSubset(of: ["time_zone", "quiet_hours"]) else {
+                            problems.append("\(name).\(app) must be {\"time_zone\", \"quiet_hours\"}")
+                            continue
+                        }
+                        var local = RegistrySettings.AppLocalTime()
+                        if let zone = members["time_zone"] {
+                            guard let zone = zone as? String, LocalTime.zone(zone) != nil else {
+                                problems.append("\(name).\(app).time_zone must be an IANA time zone such as Europe/Berlin")
+                                continue
+                            }
+                            local.timeZone = zone
+                        }
+                        if let quiet = members["quiet_hours"] {
+                            let window = quiet as? [String: Any]
+                            guard let window, let hours = QuietHours(start: window["start"] as? String, end: window["end"] as? String, members: window.count) else {
+                                problems.append("\(name).\(app).quiet_hours: \(QuietHours.rule)")
+                                continue
+                            }
+                            local.quietHours = hours
+                        }
+                        c.registry.apps[app] = local
+                    }
+                },
+                check: { c in
+                    let names = Set(c.apps.map(\.name))
+                    return c.registry.apps.keys.sorted().filter { !names.contains($0) }.map { "registry.apps.\($0) is not a configured app" }
+                }),
         .integer("registry.removed_retention_days", \.registry.removedRetentionDays, 1...3_650,
                  "How long a removed device's record (its reason and the provider's answer) stays readable (`GET /v1/devices/...`) before the sweeper purges it."),
         .integer("registry.sweep_interval_ms", \.registry.sweepIntervalMs, 1_000...maxTimeoutMs,

@@ -1,4 +1,5 @@
 import Foundation
+import ProviderKit
 import PushCore
 import RedisQueue
 
@@ -45,6 +46,12 @@ public struct Campaign: Sendable, Equatable {
     public let finishWithin: Double?
     /// ...or by this time (UNIX seconds).
     public let finishBy: Double?
+    /// `deliver_at_local`: when each device gets it, in its own time zone (docs/campaigns.md, "Local time and quiet hours").
+    public let deliverAtLocal: LocalDelivery?
+    /// `quiet_hours`: the app's window, none (`false`), or the campaign's own.
+    public let quietHours: QuietHoursChoice
+    /// `expiration`: every job's `expiration` (UNIX seconds), past which the worker ends it `failed` `Expired` unsent.
+    public let expiration: Int64?
     /// The `notification` member's bytes, checked by `NeutralNotificationReader`.
     public let notification: [UInt8]
     /// The document as given, which Redis keeps.
@@ -62,7 +69,8 @@ public struct Campaign: Sendable, Equatable {
     /// it bounds every interval and estimate made from a rate.
     public static let minShardRate = 0.000_001
     /// The members a campaign document may carry (anything else is refused, never dropped silently).
-    public static let members: Set<String> = ["id", "app", "audience", "notification", "queue", "rate_per_second", "finish_within", "finish_by"]
+    public static let members: Set<String> = ["id", "app", "audience", "notification", "queue", "rate_per_second", "finish_within", "finish_by",
+                                                 "deliver_at_local", "quiet_hours", "expiration"]
 
     /// What every campaign job id starts with, reserved (docs/campaigns.md): a producer's own id shaped
     /// `x/<platform>/<token>` is not credited to a campaign x by the tally.
@@ -85,10 +93,16 @@ public struct Campaign: Sendable, Equatable {
 
 extension Campaign {
     /// `bad_app` unless the campaign's app is one of `apps` (the configuration's): a typo would otherwise make every
-    /// job of it fail at the worker.
-    public func check(apps: Set<String>) throws(DeviceError) {
+    /// job of it fail at the worker. With the workers' `worker.max_schedule_days`, `bad_deliver_at_local` for a dated
+    /// `deliver_at_local` that lies further ahead of `now` (ms) in the last zone to reach it (UTC-12), whose jobs
+    /// the workers would refuse.
+    public func check(apps: Set<String>, maxScheduleDays: Int? = nil, now: Int64 = 0) throws(DeviceError) {
         guard apps.contains(app) else {
             throw DeviceError("bad_app", "app \(app) is not a configured app (\(apps.sorted().joined(separator: ", ")))")
+        }
+        if let maxScheduleDays, case .on(let day, let time)? = deliverAtLocal,
+           let utc = LocalTime.instant(day, time, in: LocalTime.calendar(.gmt)), utc + 12 * 3_600_000 - now > Int64(maxScheduleDays) * 86_400_000 {
+            throw DeviceError("bad_deliver_at_local", "deliver_at_local lies more than worker.max_schedule_days (\(maxScheduleDays)) ahead")
         }
     }
 
@@ -166,8 +180,16 @@ extension Campaign {
         let within = try positive("finish_within", min: minFinishWithin, max: 31 * 86_400)
         let by = try positive("finish_by", min: 1, max: 32_503_680_000)
         if within != nil && by != nil { throw DeviceError("bad_pacing", "give finish_within or finish_by, not both") }
+        var expiration: Int64?
+        if let value = object["expiration"], value != .null {
+            guard case .number(let text) = value, let seconds = Int64(text), seconds >= 0 else {
+                throw DeviceError("bad_expiration", "expiration must be a whole number of UNIX seconds (0: try once)")
+            }
+            expiration = seconds
+        }
         return Campaign(id: id, app: app, audience: audience, queue: queue, ratePerSecond: rate, finishWithin: within, finishBy: by,
-                        notification: notificationBytes, document: bytes)
+                        deliverAtLocal: try LocalDelivery.parse(object["deliver_at_local"]), quietHours: try QuietHoursChoice.parse(object["quiet_hours"]),
+                        expiration: expiration, notification: notificationBytes, document: bytes)
     }
 }
 

@@ -18,6 +18,11 @@ public final class CampaignDriver {
     public var maxQueued: Int
     /// The configured apps, when the scheduler has the configuration: a document of another app is refused `bad_app`.
     public var apps: Set<String>?
+    /// The workers' `worker.max_schedule_days`, with `apps`: a dated `deliver_at_local` further ahead is refused.
+    public var maxScheduleDays: Int?
+    /// Per app, its default time zone and quiet hours (`registry.apps`): without them, devices without a zone are at
+    /// UTC and only a campaign's own `quiet_hours` apply.
+    public var localTime: [String: Configuration.RegistrySettings.AppLocalTime] = [:]
     /// Runs between reading a chunk and its `step` (tests: a driver killed there, another driver racing it).
     public var beforeStep: (() throws -> Void)?
     /// Documents read and notifications parsed once per campaign id (a campaign's document never changes).
@@ -97,7 +102,7 @@ public final class CampaignDriver {
             guard let document = try redis.command(["LINDEX", shard.newCampaigns, "-1"]).bytes else { break }
             do {
                 let campaign = try Campaign.parse(document)
-                if let apps { try campaign.check(apps: apps) }
+                if let apps { try campaign.check(apps: apps, maxScheduleDays: maxScheduleDays, now: campaigns.clock()) }
                 try campaigns.create(campaign)
                 pass.taken += 1
                 logger?.info("campaign created", ["campaign": .string(campaign.id), "app": .string(campaign.app)])
@@ -185,7 +190,8 @@ public final class CampaignDriver {
             ["HGET", shard.records(app: id.app, platform: id.platform.rawValue), id.token].map { Array($0.utf8) }
         })
         let dedupes = campaign.audience.dedupes
-        let made = rendered(ids, records: records, campaign: campaign, notification: notification)
+        let made = rendered(ids, records: records, campaign: campaign, notification: notification,
+                            created: fields[4].string.flatMap { Int64($0) } ?? now, now: now)
         let skipped = chunkRead.read - ids.count + made.skipped
         let paced = pacedFrom.map { String(Campaign.milliseconds($0 + Double(chunkRead.read) * interval)) } ?? ""
         let args: [[UInt8]] = [campaign.id, cursor, chunkRead.cursor, chunkRead.done ? "1" : "0", String(skipped),
@@ -203,22 +209,34 @@ public final class CampaignDriver {
         return Step(pushed: pushed >= 0 ? Int(pushed) : nil, nextDueMs: pacedFrom == nil ? nil : Self.chunkWait(chunk, interval))
     }
 
-    /// The step's part of a chunk's devices (their records in `records`): a job for each active one (after its
-    /// device, `<platform>\n<token>`, where the audience deduplicates), a `rejected` result entry's fields for one
-    /// its provider cannot render for (after its device or "", and their count), and the others counted skipped.
-    private func rendered(_ ids: [DeviceID], records: [RESPValue], campaign: Campaign, notification: NeutralNotification)
+    /// The step's part of a chunk's devices (their records in `records`): for each active one its device
+    /// (`<platform>\n<token>` where the audience deduplicates, else ""), its `deliver_at` ("" for at once) and its job;
+    /// a `rejected` result entry's fields for one its provider cannot render for (after its device or "", and their
+    /// count), and the others counted skipped. `deliver_at` is worked out once per time zone in the chunk.
+    private func rendered(_ ids: [DeviceID], records: [RESPValue], campaign: Campaign, notification: NeutralNotification, created: Int64, now: Int64)
         -> (jobs: [[UInt8]], rejections: [[UInt8]], skipped: Int, unrendered: Int) {
         let dedupes = campaign.audience.dedupes
+        let app = localTime[campaign.app]
+        let quiet = campaign.quietHours(app: app, timeSensitive: notification.timeSensitive)
+        var dues: [String: Int64?] = [:]
         var jobs: [[UInt8]] = [], rejections: [[UInt8]] = []
         var skipped = 0, unrendered = 0
         for (offset, id) in ids.enumerated() {
             guard let record = records[offset].bytes, let device = Device(id: id, record: record, delivered: nil),
                   device.state == DeviceState.active else { skipped += 1; continue }
             let member = dedupes ? "\(id.platform.rawValue)\n\(id.token)" : ""
+            let zone = device.attributes.timeZone ?? app?.timeZone ?? "UTC"
+            let due: Int64?
+            if let known = dues[zone] { due = known } else {
+                due = campaign.deliverAt(zone: LocalTime.zone(zone) ?? .gmt, quiet: quiet, created: created, now: now)
+                dues[zone] = .some(due)
+            }
+            var envelope: [String: JSONValue] = [:]
+            if let due { envelope["deliver_at"] = .number(String(due)) }
+            if let expiration = campaign.expiration { envelope["expiration"] = .number(String(expiration)) }
             do {
-                let job = try providers.provider(for: id.platform).render(notification, for: Self.renderDevice(device, campaign: campaign.id))
-                if dedupes { jobs.append(Array(member.utf8)) }
-                jobs.append(job)
+                let job = try providers.provider(for: id.platform).render(notification, for: Self.renderDevice(device, campaign: campaign.id, envelope: envelope))
+                jobs += [Array(member.utf8), Array((due.map(String.init) ?? "").utf8), job]
             } catch {
                 unrendered += 1
                 logger?.warning("campaign device not rendered", ["campaign": .string(campaign.id), "device": .string(id.description),
@@ -347,10 +365,11 @@ public final class CampaignDriver {
     }
 
     /// The device as rendering takes it, with the job id that names the campaign.
-    static func renderDevice(_ device: Device, campaign: String) -> RenderDevice {
+    static func renderDevice(_ device: Device, campaign: String, envelope: [String: JSONValue] = [:]) -> RenderDevice {
         RenderDevice(app: device.id.app, token: device.id.token,
                      subscription: device.attributes.subscription.flatMap { JSONValue(parsing: Array($0.utf8)) },
                      environment: device.attributes.environment.flatMap(ServiceEnvironment.init(rawValue:)),
-                     locale: device.attributes.locale, id: Campaign.jobID(campaign: campaign, platform: device.id.platform, token: device.id.token))
+                     locale: device.attributes.locale, id: Campaign.jobID(campaign: campaign, platform: device.id.platform, token: device.id.token),
+                     envelope: envelope)
     }
 }

@@ -76,11 +76,14 @@ public enum CampaignScripts {
 
     /// KEYS: campaign hash, queue, campaigns zset, the campaign's sent set, the tally hash, the results stream.
     /// ARGV: id, the cursor read from, the cursor after the chunk, "1" when the chunk ended the audience, skipped,
-    /// the number of rejections, now, the pacing clock after the chunk ("" when unpaced), "1" when each job comes
-    /// after its device (`<platform>\n<token>`) to be checked against the sent set, which holds each device's SHA-1
-    /// (40 bytes whatever the token's length; a device already in it is `repeated`, not pushed); then each rejection (a device its provider could not render for: its device or "",
+    /// the number of rejections, now, the pacing clock after the chunk ("" when unpaced), "1" when the audience
+    /// deduplicates (its devices are checked against the sent set, which holds each device's SHA-1: 40 bytes
+    /// whatever the token's length; a device already in it is `repeated`, not pushed); then each rejection (a device its provider could not render for: its device or "",
     /// its field count, its `rejected` result entry's fields, written to the results stream and counted
-    /// `unrendered`, so that device too ends with one terminal outcome), then the jobs. The number of jobs pushed;
+    /// `unrendered`, so that device too ends with one terminal outcome), then each job as three: its device
+    /// (`<platform>\n<token>`, "" when not deduplicated), its `deliver_at` ("" when at once; the jobs pushed are
+    /// counted per time in the hash's `due:<ms>`, which the status reads as waiting for their local time) and the
+    /// job. The number of jobs pushed;
     /// -1 the campaign is not running (paused, cancelled, done, gone), -2 its cursor moved (another driver took the
     /// chunk): nothing written. The last chunk marks the shard `done`, drops the sent set and keeps the shard's
     /// outcomes counted for `tallyWindowMs` more.
@@ -103,14 +106,21 @@ public enum CampaignScripts {
       end
       at = at + 2 + n
     end
-    if ARGV[9] == '1' then
-      for i = at, #ARGV - 1, 2 do
-        if redis.call('SADD', KEYS[4], redis.sha1hex(ARGV[i])) == 1 then jobs[#jobs + 1] = ARGV[i + 1] else repeated = repeated + 1 end
+    local dues, times = {}, {}
+    for i = at, #ARGV - 2, 3 do
+      if ARGV[i] == '' or redis.call('SADD', KEYS[4], redis.sha1hex(ARGV[i])) == 1 then
+        jobs[#jobs + 1] = ARGV[i + 2]
+        local due = ARGV[i + 1]
+        if due ~= '' then
+          if not dues[due] then times[#times + 1] = due; dues[due] = 0 end
+          dues[due] = dues[due] + 1
+        end
+      else
+        repeated = repeated + 1
       end
-      redis.call('PEXPIRE', KEYS[4], \#(sentTTLMs))
-    else
-      for i = at, #ARGV do jobs[#jobs + 1] = ARGV[i] end
     end
+    if ARGV[9] == '1' then redis.call('PEXPIRE', KEYS[4], \#(sentTTLMs)) end
+    for _, due in ipairs(times) do redis.call('HINCRBY', KEYS[1], 'due:' .. due, dues[due]) end
     local i = 1
     while i <= #jobs do
       local last = math.min(i + 999, #jobs)

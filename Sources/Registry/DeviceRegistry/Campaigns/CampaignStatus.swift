@@ -44,12 +44,23 @@ public struct CampaignStatus: Sendable, Equatable {
     /// A paced campaign's estimated end (ms): when its slowest shard reads its last device at its rate.
     public var estimatedEndAt: Int64 = 0
 
+    /// Jobs pushed whose `deliver_at` is still ahead (at `now` when read): waiting for their local time or the end
+    /// of quiet hours (docs/campaigns.md, "Local time and quiet hours"), and the latest such time (ms, 0 when none).
+    public var waitingLocal = 0
+    public var waitingLocalUntil: Int64 = 0
+
     public init(id: String) { self.id = id }
 
     /// Adds one of `shards` shards' hash (HGETALL's fields) at `now` (ms, which a paced shard's rate depends on); the
     /// state is the least finished of the shards'.
     mutating func add(_ fields: [String: String], shards: Int, now: Int64) {
         func int(_ name: String) -> Int { fields[name].flatMap { Int($0) } ?? 0 }
+        // `step` counts the jobs it pushed per `deliver_at` (`due:<ms>`): those after now still wait.
+        for (name, count) in fields where name.hasPrefix("due:") {
+            guard let due = Int64(name.dropFirst(4)), due > now else { continue }
+            waitingLocal += Int(count) ?? 0
+            waitingLocalUntil = max(waitingLocalUntil, due)
+        }
         if let doc = fields["doc"], let campaign = try? Campaign.parse(Array(doc.utf8)) {
             app = campaign.app
             audienceKind = campaign.audience.kind
@@ -106,6 +117,8 @@ public struct CampaignStatus: Sendable, Equatable {
             object["rate_per_second"] = Int(ratePerSecond.rounded())
             object["estimated_end_at"] = estimatedEndAt
         }
+        object["waiting_local"] = waitingLocal
+        if waitingLocal > 0 { object["waiting_local_until"] = waitingLocalUntil }
         let read = sent + skipped + unrendered + (audienceKind == "topics" ? repeated : 0)
         object["waiting"] = state == .running || state == .paused ? max(0, audience - read) : 0
         return object

@@ -1,0 +1,152 @@
+import Foundation
+import Testing
+import DeviceRegistry
+import HeraldTestSupport
+import ProviderKit
+import PushCore
+import RedisQueue
+
+/// Local time and quiet hours (docs/campaigns.md): each device's job carries `deliver_at` at the campaign's local
+/// time in the device's zone (the app's default zone for a device without one), moved past quiet hours unless the
+/// notification is time-sensitive or the campaign ignores them, and the status counts the jobs still waiting.
+/// The clock starts at 2027-01-15T08:00:00Z.
+extension CampaignTests {
+    /// Registers one FCM device per zone (nil: none) on topic `local`; its token is `<prefix><index>`.
+    private func registerZones(_ world: World, _ zones: [String?], prefix: String) throws -> [DeviceID] {
+        try zones.enumerated().map { index, zone in
+            let id = DeviceID(app: "shop", platform: .fcm, token: "\(prefix)\(index)")
+            try world.registry.register(id, DeviceAttributes(topics: ["local"], timeZone: zone))
+            return id
+        }
+    }
+
+    /// Each queued job's `deliver_at` (nil: none) by its device's token.
+    private func deliverAts(_ world: World) throws -> [String: Int64?] {
+        var out: [String: Int64?] = [:]
+        for job in try world.queued() {
+            guard case .string(let token)? = job["message"]?["token"] else { continue }
+            if case .number(let text)? = job["deliver_at"] { out[token] = .some(Int64(text)) } else { out[token] = .some(nil) }
+        }
+        return out
+    }
+
+    private static func localDocument(id: String, _ extra: String, notification: String = CampaignTests.notification) -> [UInt8] {
+        Array(#"{"id": "\#(id)", "app": "shop", "audience": {"topic": "local"}, "notification": \#(notification)\#(extra)}"#.utf8)
+    }
+
+    @Test func deliverAtLocalIsThatWallTimeInEachDevicesZoneAndTheAppsZoneForOneWithout() throws {
+        let world = try world()
+        _ = try registerZones(world, ["Europe/Berlin", "America/New_York", nil, "Pacific/Chatham"], prefix: "z")
+        try world.campaigns.create(Campaign.parse(Self.localDocument(id: "nine", #", "deliver_at_local": "09:00""#)))
+        let driver = world.driver(chunk: 10)
+        driver.localTime = ["shop": .init(timeZone: "Asia/Kolkata")]
+        try drain(driver)
+        #expect(try deliverAts(world) == [
+            "z0": 1_800_000_000_000,  // 09:00 in Berlin is now: at or after creation, so today
+            "z1": 1_800_021_600_000,  // 09:00 EST, today
+            "z2": 1_800_070_200_000,  // the app's Asia/Kolkata: 13:30 there, so tomorrow's 09:00
+            "z3": 1_800_040_500_000,  // Chatham (+13:45): 21:45 there, tomorrow's 09:00
+        ])
+        // Without the app's zone, a device without one is at UTC.
+        let utc = try self.world(TestRedis.keys(#function + "-utc"))
+        _ = try registerZones(utc, [nil], prefix: "u")
+        try utc.campaigns.create(Campaign.parse(Self.localDocument(id: "nine", #", "deliver_at_local": "09:00""#)))
+        try drain(utc.driver(chunk: 10))
+        #expect(try deliverAts(utc) == ["u0": 1_800_003_600_000])
+    }
+
+    @Test func aLocalTimeInADSTGapMovesForwardAndAnAmbiguousOneTakesTheFirst() throws {
+        let world = try world()
+        _ = try registerZones(world, ["Europe/Berlin", "America/New_York"], prefix: "g")
+        // 02:30 does not exist on 2027-03-28 in Berlin (nor on 2027-03-14 in New York): 03:30 summer time.
+        try world.campaigns.create(Campaign.parse(Self.localDocument(id: "gap", #", "deliver_at_local": "2027-03-28T02:30""#)))
+        try drain(world.driver(chunk: 10))
+        let gap = try deliverAts(world)
+        #expect(gap["g0"] == 1_806_197_400_000)
+        // New York's own gap is two weeks earlier: 2027-03-28T02:30 there is an ordinary EDT time.
+        #expect(gap["g1"] == 1_806_215_400_000)
+
+        let fall = try self.world(TestRedis.keys(#function + "-fall"))
+        _ = try registerZones(fall, ["Europe/Berlin", "America/New_York"], prefix: "f")
+        try fall.campaigns.create(Campaign.parse(Self.localDocument(id: "twice", #", "deliver_at_local": "2027-10-31T02:30""#)))
+        try fall.campaigns.create(Campaign.parse(Array(#"{"id": "ny-gap", "app": "shop", "audience": {"topic": "local"}, "notification": {"title": "x"}, "deliver_at_local": "2027-03-14T02:30"}"#.utf8)))
+        try drain(fall.driver(chunk: 10))
+        var byCampaign: [String: [String: Int64]] = [:]
+        for job in try fall.queued() {
+            guard case .string(let id)? = job["id"], case .string(let token)? = job["message"]?["token"], case .number(let at)? = job["deliver_at"] else { continue }
+            byCampaign[Campaign.campaignID(ofJob: id)!, default: [:]][token] = Int64(at)
+        }
+        #expect(byCampaign["twice"]?["f0"] == 1_824_942_600_000, "02:30 happens twice in Berlin that night: the first, summer time's")
+        #expect(byCampaign["ny-gap"]?["f1"] == 1_805_009_400_000, "02:30 does not exist in New York that night: 03:30 EDT")
+    }
+
+    @Test func quietHoursAcrossMidnightHoldANonUrgentDeviceUntilTheirEndInItsZone() throws {
+        let world = try world()
+        _ = try registerZones(world, [nil, "Europe/Berlin", "America/New_York"], prefix: "q")
+        world.clock.advance(milliseconds: 15 * 3_600_000 + 1_800_000)  // 23:30 UTC, 00:30 in Berlin, 18:30 in New York
+        let driver = world.driver(chunk: 10)
+        driver.localTime = ["shop": .init(quietHours: QuietHours(start: "22:00", end: "08:00", members: 2))]
+        try world.campaigns.create(Campaign.parse(Self.localDocument(id: "quiet", "")))
+        try drain(driver)
+        #expect(try deliverAts(world) == [
+            "q0": 1_800_086_400_000,  // 08:00 UTC tomorrow
+            "q1": 1_800_082_800_000,  // 08:00 in Berlin, today there
+            "q2": nil,                // 18:30 in New York: not quiet, sent at once
+        ])
+        let status = try #require(try world.campaigns.status("quiet"))
+        #expect(status.json["waiting_local"] as? Int == 2 && status.json["waiting_local_until"] as? Int64 == 1_800_086_400_000)
+        world.clock.advance(milliseconds: 1_800_082_800_000 - world.clock.wallMillis)
+        #expect(try world.campaigns.status("quiet")?.waitingLocal == 1, "Berlin's window ended")
+        world.clock.advance(milliseconds: 1_800_086_400_000 - world.clock.wallMillis)
+        let after = try #require(try world.campaigns.status("quiet"))
+        #expect(after.waitingLocal == 0 && after.json["waiting_local_until"] == nil)
+    }
+
+    @Test func aTimeSensitiveCampaignOrOneIgnoringQuietHoursIsNotHeldAndACampaignsOwnWindowWins() throws {
+        let world = try world()
+        _ = try registerZones(world, [nil], prefix: "t")
+        world.clock.advance(milliseconds: 15 * 3_600_000 + 1_800_000)  // 23:30 UTC
+        let driver = world.driver(chunk: 10)
+        driver.localTime = ["shop": .init(quietHours: QuietHours(start: "22:00", end: "08:00", members: 2))]
+        try world.campaigns.create(Campaign.parse(Self.localDocument(id: "urgent", "", notification: #"{"title": "Now", "time_sensitive": true}"#)))
+        try world.campaigns.create(Campaign.parse(Self.localDocument(id: "loud", #", "quiet_hours": false"#)))
+        try world.campaigns.create(Campaign.parse(Self.localDocument(id: "own", #", "quiet_hours": {"start": "23:00", "end": "06:30"}"#)))
+        // A local time inside the window waits for its end: 23:45 tonight is quiet until 08:00 tomorrow.
+        try world.campaigns.create(Campaign.parse(Self.localDocument(id: "late", #", "deliver_at_local": "23:45", "expiration": 1800060000"#)))
+        try drain(driver)
+        var byCampaign: [String: JSONValue] = [:]
+        for job in try world.queued() { if case .string(let id)? = job["id"] { byCampaign[Campaign.campaignID(ofJob: id)!] = job } }
+        #expect(byCampaign.count == 4)
+        #expect(byCampaign["urgent"]?["deliver_at"] == nil && byCampaign["loud"]?["deliver_at"] == nil)
+        #expect(byCampaign["own"]?["deliver_at"] == .number("1800081000000"), "the campaign's window ends at 06:30")
+        #expect(byCampaign["late"]?["deliver_at"] == .number("1800086400000"))
+        // Its expiration comes before: the worker ends it failed `Expired`, never sent.
+        #expect(byCampaign["late"]?["expiration"] == .number("1800060000"))
+    }
+
+    @Test func badLocalTimeMembersAreRefusedWithTheirOwnCodes() throws {
+        let cases: [(String, String)] = [
+            (#""deliver_at_local": "9:00""#, "bad_deliver_at_local"), (#""deliver_at_local": "24:00""#, "bad_deliver_at_local"),
+            (#""deliver_at_local": "2027-02-30T09:00""#, "bad_deliver_at_local"), (#""deliver_at_local": 900"#, "bad_deliver_at_local"),
+            (#""deliver_at_local": "2027-03-01 09:00""#, "bad_deliver_at_local"), (#""deliver_at_local": "+9:00""#, "bad_deliver_at_local"),
+            (#""deliver_at_local": "+027-03-01T09:00""#, "bad_deliver_at_local"),
+            (#""quiet_hours": {"start": "22:00"}"#, "bad_quiet_hours"), (#""quiet_hours": {"start": "22:00", "end": "22:00"}"#, "bad_quiet_hours"),
+            (#""quiet_hours": true"#, "bad_quiet_hours"), (#""quiet_hours": {"start": "22:00", "end": "08:00", "tz": "UTC"}"#, "bad_quiet_hours"),
+            (#""expiration": -1"#, "bad_expiration"), (#""expiration": "soon""#, "bad_expiration"),
+            (#""deliver_at_locale": "09:00""#, "unknown_member"),
+        ]
+        for (member, code) in cases {
+            let refused = #expect(throws: DeviceError.self, "\(member)") { try Campaign.parse(Self.localDocument(id: "bad", ", " + member)) }
+            #expect(refused?.code == code, "\(member)")
+        }
+        // With the workers' horizon: a date further ahead than worker.max_schedule_days wherever it is last reached.
+        let dated = try Campaign.parse(Self.localDocument(id: "dated", #", "deliver_at_local": "2027-12-31T09:00""#))
+        let now: Int64 = 1_800_000_000_000
+        #expect(throws: Never.self) { try dated.check(apps: ["shop"], maxScheduleDays: 365, now: now) }
+        let far = #expect(throws: DeviceError.self) { try dated.check(apps: ["shop"], maxScheduleDays: 300, now: now) }
+        #expect(far?.code == "bad_deliver_at_local")
+        let good = try Campaign.parse(Self.localDocument(id: "good", #", "deliver_at_local": "2028-02-29T07:05", "quiet_hours": {"start": "08:00", "end": "09:00"}"#))
+        #expect(good.deliverAtLocal == .on(DateComponents(year: 2028, month: 2, day: 29), TimeOfDay("07:05")!))
+        #expect(good.quietHours == .window(QuietHours(start: "08:00", end: "09:00", members: 2)!))
+    }
+}
