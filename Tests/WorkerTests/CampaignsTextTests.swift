@@ -70,6 +70,8 @@ import Testing
 
         var samples = Self.samples(try campaigns.openStatuses())
         #expect(samples[#"herald_campaigns{state="running"}"#] == 1 && samples[#"herald_campaigns{state="paused"}"#] == 1)
+        #expect(samples[#"herald_campaign_state{campaign="goal",state="running"}"#] == 1 && samples[#"herald_campaign_state{campaign="later",state="paused"}"#] == 1)
+        #expect(samples.keys.filter { $0.hasPrefix("herald_campaign_state{") }.count == 2, "one state a campaign")
         #expect(samples[#"herald_campaign_devices{campaign="goal",app="shop",state="audience_size"}"#] == 60)
         #expect(samples[#"herald_campaign_devices{campaign="goal",app="shop",state="waiting"}"#] == 60)
         #expect(samples[#"herald_campaign_devices{campaign="goal",app="shop",state="sent"}"#] == 0)

@@ -11,6 +11,8 @@ extension CampaignStatus {
         for (state, count) in byState.sorted(by: { $0.key.rawValue < $1.key.rawValue }) {
             out.sample("herald_campaigns", [("state", state.rawValue)], count)
         }
+        out.family("herald_campaign_state", .gauge, "1 for each open campaign under its summed state (running, paused; cancelled while a control cut short leaves its shards mixed).")
+        for status in open { out.sample("herald_campaign_state", [("campaign", status.id), ("state", status.state.rawValue)], 1) }
         out.family("herald_campaign_devices", .gauge,
                    "Each open campaign's devices by its status's counts (GET /v1/campaigns/<id>): audience_size, sent, skipped, waiting, in_flight, delivered...")
         for status in open {
