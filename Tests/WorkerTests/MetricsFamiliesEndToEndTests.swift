@@ -108,6 +108,9 @@ extension EndToEnd {
             for token in ["unreg-1-dGVzdA:APA91bHerald_e2e", "ok-0-dGVzdA:APA91bHerald_e2e"] {
                 try registry.register(DeviceID(app: "android", platform: .fcm, token: token), DeviceAttributes())
             }
+            // A paced campaign of those devices, left open (no herald scheduler runs): the campaign families.
+            try world.createCampaign(
+                #"{"id": "families", "app": "android", "audience": {"app": "android"}, "notification": {"title": "t", "body": "b"}, "finish_within": 3600}"#)
             var config = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: configPath))) as? [String: Any])
             config["apps"] = (config["apps"] as? [[String: Any]] ?? []) + [["name": "certs", "bundle_id": "com.example.cert",
                                                                               "certificate": ["pem_file": client.certificateFile, "key_file": client.keyFile]]]

@@ -103,6 +103,9 @@ extension EndToEnd {
                 try registry.register(DeviceID(app: world.apps[0].name, platform: .apns, token: deviceToken(prefix: ["00", "00", "00", "dead"][index], index: index)),
                                       DeviceAttributes(owner: "u\(index)"))
             }
+            // A paced campaign to one of them, left open (no herald scheduler runs): the Campaigns row has figures.
+            try world.createCampaign(
+                #"{"id": "panels", "app": "\#(world.apps[0].name)", "audience": {"user": "u0"}, "notification": {"title": "t", "body": "b"}, "rate_per_second": 1}"#)
             let worker = try world.startWorker(id: "prom-1", config: config)
             let dashboardPort = freeLoopbackPort()
             let dashboard = try ChildProcess(name: "dashboard", executable: world.herald,

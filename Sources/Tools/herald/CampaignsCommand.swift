@@ -60,7 +60,7 @@ enum CampaignsCommand {
             }
             status = try store.status(campaign!.id)
         case .list:
-            for id in try store.open() { if let open = try store.status(id) { print(DevicesCommand.jsonLine(open.json)) } }
+            for open in try store.openStatuses() { print(DevicesCommand.jsonLine(open.json)) }
             return ExitCode.success
         case .get: status = try store.status(operands[0])
         case .pause: status = try store.control(operands[0], .pause)

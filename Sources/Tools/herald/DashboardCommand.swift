@@ -14,7 +14,8 @@ enum DashboardCommand {
         name: "dashboard", abstract: "Serve a live status page and the queue-wide Prometheus metrics.",
         discussion: """
         Serves / (an HTML page with no external resources, refreshing every second), /api/status (its JSON),
-        /metrics (queue depths, retry set, dead letters, workers and heartbeats, stream lengths) and /healthz.
+        /metrics (queue depths, retry set, dead letters, workers and heartbeats, stream lengths, devices, open
+        campaigns) and /healthz.
         Run one per deployment: it only reads Redis. Stops on SIGTERM or SIGINT.
         """,
         options: redisOptions + [
@@ -68,6 +69,7 @@ final class DashboardSource {
     private var redis: (any BlockingRedisCommands)?
     private var overview = QueueOverview()
     private var devices = DeviceRegistry.Counts()
+    private var campaigns: [CampaignStatus] = []
     private var window = ResultsWindow()
     private var refreshedAt: UInt64 = 0
     /// The results window was read since the overview was.
@@ -100,6 +102,7 @@ final class DashboardSource {
             if lastError == nil {
                 overview.write(to: &out)
                 devices.write(to: &out)
+                CampaignStatus.write(open: campaigns, to: &out)
             }
             ProcessStats.read().write(to: &out)
             CertificateExpiry.shared.write(to: &out)
@@ -118,6 +121,7 @@ final class DashboardSource {
             if !fresh {
                 overview = try QueueOverview.read(redis: redis!, shards: settings.shards, leaseMilliseconds: leaseMilliseconds)
                 devices = try DeviceRegistry(redis: redis!, shards: settings.shards).counts()
+                campaigns = try Campaigns(redis: redis!, shards: settings.shards).openStatuses()
                 refreshedAt = now
                 windowFresh = false
             }

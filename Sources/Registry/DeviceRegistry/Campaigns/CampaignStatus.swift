@@ -105,22 +105,32 @@ public struct CampaignStatus: Sendable, Equatable {
     /// in `failed`, so it is added back.
     public var inFlight: Int { max(0, sent + unrendered - delivered - dropped - failed - otherOutcomes) }
 
+    /// Devices not read yet while it runs: the audience less what was read (`repeated` too for a `topics` audience,
+    /// whose audience counts a device once per topic); 0 once it is done or cancelled.
+    public var waiting: Int {
+        guard state == .running || state == .paused else { return 0 }
+        return max(0, audience - (sent + skipped + unrendered + (audienceKind == "topics" ? repeated : 0)))
+    }
+
+    /// The device counts under their status fields' names, in one list: the JSON and the metrics' `state` label
+    /// (`herald_campaign_devices`) both take it, so a count added here shows in both.
+    public var counts: [(field: String, value: Int)] {
+        [("audience_size", audience), ("sent", sent), ("skipped", skipped), ("unrendered", unrendered), ("repeated", repeated),
+         ("cancelled", cancelled), ("waiting", waiting), ("waiting_local", waitingLocal), ("in_flight", inFlight), ("delivered", delivered), ("dropped", dropped),
+         ("failed", failed), ("other_outcomes", otherOutcomes)]
+    }
+
     public var json: [String: Any] {
         var object: [String: Any] = ["id": id, "app": app, "audience": [audienceKind: audienceKind == "topics" ? audienceNames as Any : audienceNames.first ?? ""], "state": state.rawValue,
-                                     "audience_size": audience, "sent": sent, "skipped": skipped, "unrendered": unrendered, "repeated": repeated,
-                                     "cancelled": cancelled, "created_at": createdAt, "delivered": delivered, "dropped": dropped,
-                                     "failed": failed, "other_outcomes": otherOutcomes,
-                                     "in_flight": inFlight, "uncounted": uncounted]
+                                     "created_at": createdAt, "uncounted": uncounted]
+        for (field, value) in counts { object[field] = value }
         if finishedAt > 0 && state != .running && state != .paused { object["finished_at"] = finishedAt }
         object["shard_states"] = Dictionary(uniqueKeysWithValues: shardStates.map { ($0.key.rawValue, $0.value) })
         if ratePerSecond > 0 {
             object["rate_per_second"] = Int(ratePerSecond.rounded())
             object["estimated_end_at"] = estimatedEndAt
         }
-        object["waiting_local"] = waitingLocal
         if waitingLocal > 0 { object["waiting_local_until"] = waitingLocalUntil }
-        let read = sent + skipped + unrendered + (audienceKind == "topics" ? repeated : 0)
-        object["waiting"] = state == .running || state == .paused ? max(0, audience - read) : 0
         return object
     }
 }

@@ -64,6 +64,14 @@ public final class Campaigns {
     /// The ids of the campaigns still running or paused in any shard.
     public func open() throws(RedisError) -> [String] { Set(try openByShard().joined()).sorted() }
 
+    /// The status of every campaign running or paused in any shard (`herald campaigns list`, the dashboard's
+    /// metrics): a ZRANGE per shard, then a HGETALL per shard and open campaign; with none open, only the ZRANGEs.
+    public func openStatuses() throws(RedisError) -> [CampaignStatus] {
+        var statuses: [CampaignStatus] = []
+        for id in try open() { if let status = try status(id) { statuses.append(status) } }
+        return statuses
+    }
+
     /// The ids of the campaigns running or paused in each shard.
     public func openByShard() throws(RedisError) -> [[String]] {
         var shards: [[String]] = []
