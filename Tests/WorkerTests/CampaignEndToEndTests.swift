@@ -179,10 +179,12 @@ extension EndToEnd {
         }
 
         /// The suite's version of the million-device run (scripts/bench-campaign): a topic campaign with
-        /// `finish_within` on a queue of its own, fair share with the transactional queue, through one worker
-        /// SIGKILLed at a third of the deadline and Redis (AOF, fsync always) killed and restarted at 60 %. Every active
-        /// subscriber exactly one terminal outcome naming the campaign, stale ones none, the fan-out's end within 5 %
-        /// of the deadline, and transactional jobs pushed meanwhile each end once, before the campaign's fan-out does.
+        /// `finish_within` on a queue of its own, fair share with the transactional queue, through its scheduler
+        /// stopped (SIGSTOP) for 9 s from a fifth of the deadline (longer than the chunk of catch-up the pacing clock
+        /// allows: a rate fixed at creation would end about 4 s late), one worker SIGKILLed at 55 % and Redis (AOF,
+        /// fsync always) killed and restarted at 70 %. Every active subscriber exactly one terminal outcome naming the
+        /// campaign and sent at least once, stale ones neither, the fan-out's end within 5 % of the deadline, and
+        /// transactional jobs pushed meanwhile each end once, before the campaign's fan-out does.
         @Test(.timeLimit(.minutes(3)))
         func aPacedCampaignThroughAWorkerKillAndARedisRestartEndsEveryDeviceOnceByItsDeadline() throws {
             let world = try EndToEndWorld(appendOnly: true)
@@ -224,11 +226,15 @@ extension EndToEnd {
                 try world.push(jobs)
                 usleep(500_000)
             }
-            at(0.35)
+            at(0.2)
+            scheduler.signal(SIGSTOP)
+            at(0.5)
+            scheduler.signal(SIGCONT)
+            at(0.55)
             victim.signal(SIGKILL)
             _ = victim.waitForExit(seconds: 10)
             try world.startWorker(id: "deadline-c", config: config)
-            at(0.6)
+            at(0.7)
             world.redis.crash()
             try world.redis.start()
 
@@ -244,6 +250,9 @@ extension EndToEnd {
             let problems = ledger.contractProblems(expected: expected)
             #expect(problems.isEmpty && ledger.terminalCount == expected.count, "\(ledger.terminalCount) terminal; \(summarize(problems))")
             #expect(ledger.entries.allSatisfy { expected[$0.id] != nil }, "no stale device and nothing else ended")
+            // Sent: every active subscriber at least once (a worker killed mid-send may have sent some twice), no stale one.
+            let sentTokens = Set(world.simulator.acceptedNotifications().map(\.token))
+            #expect(active.allSatisfy { sentTokens.contains($0.0.token) } && !stale.contains { sentTokens.contains($0.0.token) })
 
             let redisArgs = ["--redis", world.redisURL]
             let status = JSONValue(parsing: Array(try world.runHerald(["campaigns", "get", "deadline"] + redisArgs).output.utf8))

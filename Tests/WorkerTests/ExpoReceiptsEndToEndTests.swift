@@ -101,6 +101,9 @@ extension EndToEnd {
                 return fits ? id : nil
             })
             for id in metEvery503 { expected[id] = "failed" }
+            // Rare (a retried batch meeting the fault four times running): a handful at most, not a way to pass a sender
+            // that fails most requests.
+            #expect(metEvery503.count <= 100, "\(metEvery503.count) tokens met a 503 on every attempt")
             let problems = ledger.contractProblems(expected: expected)
             #expect(problems.isEmpty, "\(summarize(problems))")
 

@@ -4,7 +4,8 @@ import Reactor
 import RedisClient
 
 /// A Redis connection for a bench client that must ride out Redis restarting (scripts/bench-campaign SIGKILLs it):
-/// connects again every 100 ms until `deadline` (monotonic ns) when the connection is lost or Redis answers LOADING.
+/// connects again every 100 ms until `deadline` (monotonic ns) when the connection is lost or Redis answers LOADING;
+/// any other error reply is thrown at once.
 /// A command whose reply was lost is sent again: fine for reads, and for a bench producer's LPUSH a job may then be
 /// queued twice.
 final class ReconnectingRedis {
@@ -24,10 +25,10 @@ final class ReconnectingRedis {
         while true {
             do {
                 if redis == nil { redis = try BlockingRedis(url: url) }
-                let reply = try redis!.command(args)
-                guard let message = reply.errorMessage else { return reply }
-                guard message.hasPrefix("LOADING") else { throw BenchError("\(String(decoding: args.first ?? [], as: UTF8.self)): \(message)") }
-            } catch let error as RedisError {
+                return try redis!.command(args)
+            } catch .server(let message) where !message.hasPrefix("LOADING") {
+                throw RedisError.server(message)
+            } catch {
                 redis?.close()
                 redis = nil
                 reconnects += 1
