@@ -77,10 +77,10 @@ import Testing
         #expect(samples[#"herald_campaign_devices{campaign="goal",app="shop",state="waiting"}"#] == 60)
         #expect(samples[#"herald_campaign_devices{campaign="goal",app="shop",state="sent"}"#] == 0)
         #expect(samples[#"herald_campaign_devices{campaign="later",app="shop",state="waiting"}"#] == 60)
-        #expect(samples[#"herald_campaign_rate_per_second{campaign="goal"}"#] == 30)
-        #expect(samples[#"herald_campaign_rate_per_second{campaign="later"}"#] == nil, "unpaced: no rate")
+        #expect(samples[#"herald_campaign_rate_per_second{campaign="goal",app="shop"}"#] == 30)
+        #expect(samples[#"herald_campaign_rate_per_second{campaign="later",app="shop"}"#] == nil, "unpaced: no rate")
         // Each shard at 10 a second from creation: the slowest (a third of the 60 devices at least) ends 2 s on or later.
-        let end = try #require(samples[#"herald_campaign_estimated_end_timestamp_seconds{campaign="goal"}"#])
+        let end = try #require(samples[#"herald_campaign_estimated_end_timestamp_seconds{campaign="goal",app="shop"}"#])
         #expect(end == Double(try #require(try campaigns.status("goal")).estimatedEndAt) / 1000 && end >= Double(clock.wallMillis + 2_000) / 1000)
         #expect(samples[#"herald_campaign_uncounted{campaign="goal"}"#] == 0)
 
