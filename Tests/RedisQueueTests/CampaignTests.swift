@@ -671,3 +671,29 @@ import PushCore
         }
     }
 }
+
+/// `openStatuses` on a real Redis Cluster over three shards: its two pipelines span the shards' slots (the cluster
+/// client sends each command to its slot's node), and a hash of the wrong type still costs its campaign only.
+@Suite struct CampaignsClusterTests {
+    @Test func openStatusesReadsEveryShardOnACluster() throws {
+        let fixture = try SharedCluster.get()
+        let redis = try BlockingRedisCluster(seeds: [try RedisURL(parsing: fixture.seedURL)])
+        defer { redis.close() }
+        let base = "cmp\(UInt32.random(in: 0...UInt32.max))"
+        let shards = try QueueShards(basePrefix: base, prefixes: QueueShards.defaultPrefixes(prefix: base, count: 3))
+        let campaigns = Campaigns(redis: redis, shards: shards)
+        let masters = try Set(campaigns.keys.map { try #require(try fixture.ownerPort(ofSlot: ClusterSlot.of($0.campaigns))) })
+        #expect(masters.count >= 2, "the shards on several masters: \(masters)")
+        for id in ["one", "two", "three"] { try campaigns.create(Campaign.parse(CampaignTests.document(id: id))) }
+        var read = try campaigns.openStatuses()
+        #expect(read.statuses.map(\.id) == ["one", "three", "two"] && read.keyErrors.isEmpty, "\(read.keyErrors)")
+        #expect(read.statuses == (try ["one", "three", "two"].compactMap { try campaigns.status($0) }), "as read one by one")
+        #expect(read.statuses.allSatisfy { $0.shardStates == [.running: 3] })
+
+        let hash = campaigns.keys[2].campaign("two")
+        _ = try redis.command(["DEL", hash])
+        _ = try redis.command(["SET", hash, "not a hash"])
+        read = try campaigns.openStatuses()
+        #expect(read.statuses.map(\.id) == ["one", "three"] && read.keyErrors.map(\.key) == [hash], "\(read.keyErrors)")
+    }
+}

@@ -16,7 +16,8 @@ enum CampaignsCommand {
             standard input) and creates it, or prints the existing one when the id \
             holds the same document (a create is idempotent by id; another document is refused id_taken). get prints a campaign's state and counters, list every running \
             or paused one; pause, resume and cancel act on one. A running herald scheduler fans it out.
-            Exits 0, 1 when the campaign does not exist or the document was refused, 64 on usage errors.
+            Exits 0, 1 when the campaign does not exist or the document was refused (or list left out a campaign \
+            whose key holds the wrong type, named on stderr), 64 on usage errors.
 
             Examples:
               herald campaigns create --file goal.json
@@ -60,8 +61,11 @@ enum CampaignsCommand {
             }
             status = try store.status(campaign!.id)
         case .list:
-            for open in try store.openStatuses() { print(DevicesCommand.jsonLine(open.json)) }
-            return ExitCode.success
+            let open = try store.openStatuses()
+            for status in open.statuses { print(DevicesCommand.jsonLine(status.json)) }
+            // A key of the wrong type costs its campaign only: the others are listed, the key named, the exit 1.
+            for problem in open.keyErrors { printError("herald campaigns: \(problem) (its campaigns left out)") }
+            return open.keyErrors.isEmpty ? ExitCode.success : ExitCode.failure
         case .get: status = try store.status(operands[0])
         case .pause: status = try store.control(operands[0], .pause)
         case .resume: status = try store.control(operands[0], .resume)

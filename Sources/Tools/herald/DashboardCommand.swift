@@ -70,10 +70,16 @@ final class DashboardSource {
     private var overview = QueueOverview()
     private var devices = DeviceRegistry.Counts()
     private var campaigns: [CampaignStatus] = []
+    /// Campaign keys that answered an error at the last read (their campaigns left out), served with the overview's.
+    private var campaignKeyErrors: [KeyReplyError] = []
+    /// Parsed campaign documents kept from one read to the next (a document never changes while its id exists).
+    private let campaignDocuments = CampaignDocuments()
     private var window = ResultsWindow()
     private var refreshedAt: UInt64 = 0
     /// The results window was read since the overview was.
     private var windowFresh = false
+    /// The open campaigns were read since the overview was (only `/metrics` shows them: the page's poll skips them).
+    private var campaignsFresh = false
     private var lastError: String?
     private let refreshMilliseconds: UInt64 = 500
 
@@ -89,18 +95,21 @@ final class DashboardSource {
         case "/": return .init(status: 200, contentType: "text/html; charset=utf-8", body: DashboardPage.html)
         case "/healthz": return .init(status: 200, body: "ok\n")
         case "/api/status":
-            refresh(withResults: true)
+            refresh(withResults: true, withCampaigns: false)
             return .init(status: lastError == nil ? 200 : 503, contentType: "application/json", body: statusJSON())
         case "/metrics":
             // The queue-wide state only: a scrape never pays for reading the results stream.
             // 200 whether or not Redis answers: `herald_redis_up` tells "Redis down" from "dashboard down" (no
             // scrape at all), and the process and build families stay. The queue families need a fresh read.
-            refresh(withResults: false)
+            refresh(withResults: false, withCampaigns: true)
             var out = PrometheusText()
             out.single("herald_redis_up", .gauge, "1 when the dashboard's last read of Redis succeeded, 0 when it failed (the queue families are then absent).",
                        lastError == nil ? 1 : 0)
             if lastError == nil {
-                overview.write(to: &out)
+                // A campaign key of the wrong type is named with the overview's key errors: only its campaign is left out.
+                var shown = overview
+                shown.keyErrors += campaignKeyErrors
+                shown.write(to: &out)
                 devices.write(to: &out)
                 CampaignStatus.write(open: campaigns, to: &out)
             }
@@ -112,20 +121,26 @@ final class DashboardSource {
         }
     }
 
-    private func refresh(withResults: Bool) {
+    private func refresh(withResults: Bool, withCampaigns: Bool) {
         let now = monotonicNanos()
         let fresh = refreshedAt != 0 && now &- refreshedAt < refreshMilliseconds * 1_000_000
-        if fresh && (!withResults || windowFresh) { return }
+        if fresh && (!withResults || windowFresh) && (!withCampaigns || campaignsFresh) { return }
         do throws(RedisError) {
             if redis == nil { redis = try settings.connect(connectTimeoutMilliseconds: 1000, commandTimeoutMilliseconds: 3000) }
             if !fresh {
                 overview = try QueueOverview.read(redis: redis!, shards: settings.shards, leaseMilliseconds: leaseMilliseconds)
                 devices = try DeviceRegistry(redis: redis!, shards: settings.shards).counts()
-                campaigns = try Campaigns(redis: redis!, shards: settings.shards).openStatuses()
                 refreshedAt = now
                 windowFresh = false
+                campaignsFresh = false
             }
-            if withResults {
+            if withCampaigns && !campaignsFresh {
+                let open = try Campaigns(redis: redis!, shards: settings.shards).openStatuses(documents: campaignDocuments)
+                campaigns = open.statuses
+                campaignKeyErrors = open.keyErrors
+                campaignsFresh = true
+            }
+            if withResults && !windowFresh {
                 try window.read(redis: redis!, shards: settings.shards.shards.map(\.keys), now: overview.nowMilliseconds)
                 windowFresh = true
             }

@@ -68,15 +68,17 @@ public struct CampaignCalls: Sendable {
     /// Every shard's hash of the campaign.
     public func status(_ id: String) -> [[[UInt8]]] { keys.map { ["HGETALL", $0.campaign(id)].map { Array($0.utf8) } } }
 
-    /// The shards' hashes summed at `now` (ms); nil when no shard has the campaign.
-    public static func status(_ id: String, replies: [RESPValue], now: Int64) -> CampaignStatus? {
+    /// The shards' hashes summed at `now` (ms); nil when no shard has the campaign. Its document is parsed once
+    /// (every shard holds the same), or not at all when `documents` has it from an earlier read.
+    public static func status(_ id: String, replies: [RESPValue], now: Int64, documents: CampaignDocuments = CampaignDocuments()) -> CampaignStatus? {
         var status = CampaignStatus(id: id)
         var found = false
         for reply in replies {
             let pairs = (reply.array ?? []).compactMap(\.string)
             guard pairs.count >= 2 else { continue }
             found = true
-            status.add(Dictionary(stride(from: 0, to: pairs.count - 1, by: 2).map { (pairs[$0], pairs[$0 + 1]) }) { $1 }, shards: replies.count, now: now)
+            let fields = Dictionary(stride(from: 0, to: pairs.count - 1, by: 2).map { (pairs[$0], pairs[$0 + 1]) }) { $1 }
+            status.add(fields, campaign: fields["doc"].flatMap { documents.campaign(id, document: $0) }, shards: replies.count, now: now)
         }
         return found ? status : nil
     }
@@ -91,5 +93,31 @@ public struct CampaignCalls: Sendable {
                     .map { Array($0.utf8) },
                 args: ([campaign.id, action.rawValue, String(now)] + campaign.audience.cancelCount).map { Array($0.utf8) })
         }
+    }
+}
+
+/// Campaign documents parsed, by id, kept from one read of the statuses to the next (`herald dashboard` keeps one):
+/// a document never changes while its id exists, so a status read parses it once rather than at every read and in
+/// every shard. The stored text is compared before a parsed one is reused, so an id that ended and was created again
+/// with another document is parsed anew. Not thread-safe: one reader's.
+public final class CampaignDocuments {
+    private var parsed: [String: (document: String, campaign: Campaign)] = [:]
+
+    public init() {}
+
+    /// Campaigns held.
+    public var count: Int { parsed.count }
+
+    /// The campaign `document` (its hash's `doc`) reads as; nil when it does not parse.
+    func campaign(_ id: String, document: String) -> Campaign? {
+        if let known = parsed[id], known.document == document { return known.campaign }
+        guard let campaign = try? Campaign.parse(Array(document.utf8)) else { return nil }
+        parsed[id] = (document, campaign)
+        return campaign
+    }
+
+    /// Forgets every campaign but `ids` (those still open), so what it holds stays bounded by what is open.
+    func keep(only ids: Set<String>) {
+        parsed = parsed.filter { ids.contains($0.key) }
     }
 }

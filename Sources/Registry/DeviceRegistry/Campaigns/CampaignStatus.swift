@@ -52,8 +52,9 @@ public struct CampaignStatus: Sendable, Equatable {
     public init(id: String) { self.id = id }
 
     /// Adds one of `shards` shards' hash (HGETALL's fields) at `now` (ms, which a paced shard's rate depends on); the
-    /// state is the least finished of the shards'.
-    mutating func add(_ fields: [String: String], shards: Int, now: Int64) {
+    /// state is the least finished of the shards'. `campaign` is its `doc` field parsed (`CampaignDocuments`: once a
+    /// campaign, not once a shard), nil when it has none or it does not parse.
+    mutating func add(_ fields: [String: String], campaign: Campaign?, shards: Int, now: Int64) {
         func int(_ name: String) -> Int { fields[name].flatMap { Int($0) } ?? 0 }
         // `step` counts the jobs it pushed per `deliver_at` (`due:<ms>`): those after now still wait.
         for (name, count) in fields where name.hasPrefix("due:") {
@@ -61,7 +62,7 @@ public struct CampaignStatus: Sendable, Equatable {
             waitingLocal += Int(count) ?? 0
             waitingLocalUntil = max(waitingLocalUntil, due)
         }
-        if let doc = fields["doc"], let campaign = try? Campaign.parse(Array(doc.utf8)) {
+        if let campaign {
             app = campaign.app
             audienceKind = campaign.audience.kind
             audienceNames = campaign.audience.names

@@ -64,12 +64,43 @@ public final class Campaigns {
     /// The ids of the campaigns still running or paused in any shard.
     public func open() throws(RedisError) -> [String] { Set(try openByShard().joined()).sorted() }
 
+    /// What `openStatuses` read: the open campaigns' statuses, and the keys that answered an error (a `<p>:campaigns`
+    /// or a campaign's hash of the wrong type), named rather than failing the read.
+    public struct OpenStatuses: Sendable {
+        public var statuses: [CampaignStatus] = []
+        /// Keys that answered an error: a campaign whose hash did in any shard is left out of `statuses`, a shard whose
+        /// `<p>:campaigns` did contributes no campaign.
+        public var keyErrors: [KeyReplyError] = []
+    }
+
     /// The status of every campaign running or paused in any shard (`herald campaigns list`, the dashboard's
-    /// metrics): a ZRANGE per shard, then a HGETALL per shard and open campaign; with none open, only the ZRANGEs.
-    public func openStatuses() throws(RedisError) -> [CampaignStatus] {
-        var statuses: [CampaignStatus] = []
-        for id in try open() { if let status = try status(id) { statuses.append(status) } }
-        return statuses
+    /// metrics): one pipeline of a ZRANGE per shard, then one of a HGETALL per shard and open campaign (with none
+    /// open, only the ZRANGEs). A key of the wrong type costs only its campaign (or its shard's list), named in
+    /// `keyErrors`. `documents` keeps the parsed documents from one read to the next (the dashboard's).
+    public func openStatuses(documents: CampaignDocuments = CampaignDocuments()) throws(RedisError) -> OpenStatuses {
+        var read = OpenStatuses()
+        // A pipeline over shards is fine on Redis Cluster too: its client sends each command to its slot's node.
+        let lists = keys.map { ["ZRANGE", $0.campaigns, "0", "-1"] }
+        let listed = try redis.pipeline(lists)
+        read.keyErrors = KeyReplyError.collect(lists, listed)
+        let ids = Set(listed.flatMap { ($0.array ?? []).compactMap(\.string) }).sorted()
+        documents.keep(only: Set(ids))
+        guard !ids.isEmpty else { return read }
+        let hashes = ids.map { id in keys.map { ["HGETALL", $0.campaign(id)] } }
+        let replies = try redis.pipeline(hashes.flatMap { $0 })
+        let now = clock()
+        var next = 0
+        for (id, commands) in zip(ids, hashes) {
+            let mine = Array(replies[next..<next + commands.count])
+            next += commands.count
+            let errors = KeyReplyError.collect(commands, mine)
+            guard errors.isEmpty else {
+                read.keyErrors += errors
+                continue
+            }
+            if let status = CampaignCalls.status(id, replies: mine, now: now, documents: documents) { read.statuses.append(status) }
+        }
+        return read
     }
 
     /// The ids of the campaigns running or paused in each shard.
