@@ -124,6 +124,39 @@ extension CampaignTests {
         #expect(byCampaign["late"]?["expiration"] == .number("1800060000"))
     }
 
+    /// Jobs held ten days for their local time: the shard's outcomes are still counted when they come (not only for
+    /// a day after the shard was done), and its hash outlives them by `finishedTTLMs`, done or cancelled.
+    @Test func jobsHeldForTheirLocalTimeAreCountedWhenTheyEndAndTheirCampaignOutlivesThem() throws {
+        let world = try world(shards: 1)
+        let redis = world.registry.redis
+        let shard = world.campaigns.keys[0]
+        let devices = try registerZones(world, [nil, nil], prefix: "h")
+        let due: Int64 = 1_800_867_600_000  // 2027-01-25T09:00Z, ten days and an hour ahead
+        try world.campaigns.create(Campaign.parse(Self.localDocument(id: "held", #", "deliver_at_local": "2027-01-25T09:00""#)))
+        try world.campaigns.create(Campaign.parse(Self.localDocument(id: "dropped", #", "deliver_at_local": "2027-01-25T09:00""#)))
+        let driver = world.driver(chunk: 1)
+        while try driver.advance("held", shard: 0) != nil {}
+        #expect(try world.campaigns.status("held")?.state == .done)
+        #expect(try driver.advance("dropped", shard: 0) == 1)
+        #expect(try world.campaigns.control("dropped", .cancel)?.state == .cancelled)
+        let now = world.clock.wallMillis
+        let until = try #require(try redis.command(["HGET", shard.campaignTally, "until"]).string.flatMap { Int64($0) })
+        #expect(until == due + CampaignScripts.tallyWindowMs, "counted for a window after the latest deliver_at")
+        for id in ["held", "dropped"] {
+            #expect(try redis.command(["HGET", shard.campaign(id), "due_max"]).string == String(due))
+            let ttl = try #require(try redis.command(["PTTL", shard.campaign(id)]).int)
+            #expect(ttl > due - now + CampaignScripts.finishedTTLMs - 60_000 && ttl <= due - now + CampaignScripts.finishedTTLMs, "\(id): \(ttl)")
+        }
+        // An hour after they were due (ten days after the shard was done) their outcomes are counted.
+        world.clock.advance(milliseconds: due + 3_600_000 - now)
+        let results = world.shards.shards[0].keys.results
+        _ = try redis.command(["XADD", results, "*", "id", Campaign.jobID(campaign: "held", platform: .fcm, token: devices[0].token), "outcome", "delivered"])
+        _ = try redis.command(["XADD", results, "*", "id", Campaign.jobID(campaign: "dropped", platform: .fcm, token: devices[0].token),
+                               "outcome", "delivered"])
+        #expect(try driver.tally(shard: 0) == 2)
+        #expect(try world.campaigns.status("held")?.delivered == 1 && world.campaigns.status("dropped")?.delivered == 1)
+    }
+
     @Test func badLocalTimeMembersAreRefusedWithTheirOwnCodes() throws {
         let cases: [(String, String)] = [
             (#""deliver_at_local": "9:00""#, "bad_deliver_at_local"), (#""deliver_at_local": "24:00""#, "bad_deliver_at_local"),
