@@ -157,6 +157,19 @@ extension CampaignTests {
         #expect(try world.campaigns.status("held")?.delivered == 1 && world.campaigns.status("dropped")?.delivered == 1)
     }
 
+    /// A quiet window ending inside the hour a fall-back repeats (Berlin, 2027-10-31, 02:00 to 03:00 twice): in the
+    /// hour's first pass it ends at the first 02:30, in its second at the second, never at a time already past.
+    @Test func aQuietWindowEndingInTheRepeatedHourEndsAfterTheInstantChecked() throws {
+        let berlin = LocalTime.calendar(try #require(LocalTime.zone("Europe/Berlin")))
+        let quiet = try #require(QuietHours(start: "22:00", end: "02:30", members: 2))
+        let midnight: Int64 = 1_824_940_800_000  // 2027-10-31T00:00Z: 02:00 summer time in Berlin
+        let minute: Int64 = 60_000
+        #expect(quiet.end(after: midnight + 15 * minute, in: berlin) == midnight + 30 * minute, "the first 02:15: the first 02:30")
+        #expect(quiet.end(after: midnight + 75 * minute, in: berlin) == midnight + 90 * minute, "the second 02:15: the second 02:30")
+        #expect(quiet.end(after: midnight - 3 * 60 * minute, in: berlin) == midnight + 30 * minute, "23:00 the evening before")
+        #expect(quiet.end(after: midnight + 95 * minute, in: berlin) == nil, "02:35 winter time: past the window")
+    }
+
     @Test func badLocalTimeMembersAreRefusedWithTheirOwnCodes() throws {
         let cases: [(String, String)] = [
             (#""deliver_at_local": "9:00""#, "bad_deliver_at_local"), (#""deliver_at_local": "24:00""#, "bad_deliver_at_local"),
