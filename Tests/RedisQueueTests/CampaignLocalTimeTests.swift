@@ -170,6 +170,24 @@ extension CampaignTests {
         #expect(quiet.end(after: midnight + 95 * minute, in: berlin) == nil, "02:35 winter time: past the window")
     }
 
+    @Test func theMaxScheduleDaysCheckAddsADayWhenQuietHoursMayHoldTheJobs() throws {
+        let now: Int64 = 1_800_000_000_000  // 2027-12-31T09:00 is 350 days and an hour ahead, 350 days 13 hours at UTC-12
+        let dated = #", "deliver_at_local": "2027-12-31T09:00""#
+        let quiet = try Campaign.parse(Self.localDocument(id: "quiet", dated))
+        let own = try Campaign.parse(Self.localDocument(id: "own", dated + #", "quiet_hours": {"start": "22:00", "end": "08:00"}"#))
+        let loud = try Campaign.parse(Self.localDocument(id: "loud", dated + #", "quiet_hours": false"#))
+        let urgent = try Campaign.parse(Self.localDocument(id: "urgent", dated, notification: #"{"title": "Now", "time_sensitive": true}"#))
+        for campaign in [quiet, own] {
+            let refused = #expect(throws: DeviceError.self, "\(campaign.id)") { try campaign.check(apps: ["shop"], maxScheduleDays: 351, now: now) }
+            #expect(refused?.code == "bad_deliver_at_local")
+            #expect(throws: Never.self) { try campaign.check(apps: ["shop"], maxScheduleDays: 352, now: now) }
+        }
+        for campaign in [loud, urgent] {
+            #expect(throws: Never.self, "\(campaign.id): no quiet hours apply") { try campaign.check(apps: ["shop"], maxScheduleDays: 351, now: now) }
+            #expect(throws: DeviceError.self) { try campaign.check(apps: ["shop"], maxScheduleDays: 350, now: now) }
+        }
+    }
+
     @Test func badLocalTimeMembersAreRefusedWithTheirOwnCodes() throws {
         let cases: [(String, String)] = [
             (#""deliver_at_local": "9:00""#, "bad_deliver_at_local"), (#""deliver_at_local": "24:00""#, "bad_deliver_at_local"),
