@@ -427,6 +427,26 @@ import PushCore
         #expect(status.ratePerSecond > 0 && status.estimatedEndAt > status.createdAt, "\(status.json)")
     }
 
+    /// A paused campaign reads nothing: its status has no rate and no estimated end (which would move with the
+    /// clock) until it is resumed.
+    @Test func aPausedCampaignReportsNoRateNorEstimatedEndUntilResumed() throws {
+        let world = try world()
+        _ = try register(world, 30, topic: "scores", tokenPrefix: "ag")
+        try world.campaigns.create(Campaign.parse(Self.document(id: "resting", extra: #", "rate_per_second": 3"#)))
+        let running = try #require(try world.campaigns.status("resting"))
+        #expect(running.ratePerSecond == 3 && running.json["rate_per_second"] as? Int == 3 && running.json["estimated_end_at"] != nil, "\(running.json)")
+        _ = try world.campaigns.control("resting", .pause)
+        for _ in 0..<2 {
+            let paused = try #require(try world.campaigns.status("resting"))
+            #expect(paused.state == .paused && paused.ratePerSecond == 0 && paused.estimatedEndAt == 0, "\(paused.json)")
+            #expect(paused.json["rate_per_second"] == nil && paused.json["estimated_end_at"] == nil && paused.waiting == 30, "\(paused.json)")
+            world.clock.advance(milliseconds: 60_000)
+        }
+        _ = try world.campaigns.control("resting", .resume)
+        let resumed = try #require(try world.campaigns.status("resting"))
+        #expect(resumed.ratePerSecond == 3 && resumed.estimatedEndAt > world.clock.wallMillis, "\(resumed.json)")
+    }
+
     @Test func theSchedulerSleepsTenMillisecondsAtLeastUnlessCampaignsHaveMoreToPush() {
         var pass = CampaignDriver.Pass()
         #expect(pass.sleepMilliseconds(otherwise: 0) == 10, "a receipt due now does not make the loop spin")

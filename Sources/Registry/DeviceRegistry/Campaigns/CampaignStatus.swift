@@ -39,9 +39,10 @@ public struct CampaignStatus: Sendable, Equatable {
     /// When its last shard finished or it was cancelled (ms), 0 while it runs.
     public var finishedAt: Int64 = 0
 
-    /// A paced campaign's rate over every shard (jobs a second), 0 when unpaced.
+    /// A paced campaign's rate over its running shards (jobs a second), 0 when unpaced or paused.
     public var ratePerSecond = 0.0
-    /// A paced campaign's estimated end (ms): when its slowest shard reads its last device at its rate.
+    /// A paced campaign's estimated end (ms): when its slowest running shard reads its last device at its rate (0
+    /// while paused: a paused shard's end would move with the clock).
     public var estimatedEndAt: Int64 = 0
 
     /// Jobs pushed whose `deliver_at` is still ahead (at `now` when read): waiting for their local time or the end
@@ -66,7 +67,8 @@ public struct CampaignStatus: Sendable, Equatable {
             audienceKind = campaign.audience.kind
             audienceNames = campaign.audience.names
             let left = campaign.audience.left(int)
-            if fields["state"] == State.running.rawValue || fields["state"] == State.paused.rawValue,
+            // Only a running shard moves: a paused one has no rate, and its end is not estimated.
+            if fields["state"] == State.running.rawValue,
                let rate = campaign.shardRate(left: left, created: Int64(int("created")), now: now, shards: shards) {
                 ratePerSecond += rate
                 let from = max(fields["paced"].flatMap { Double($0) } ?? Double(int("created")), Double(now))
