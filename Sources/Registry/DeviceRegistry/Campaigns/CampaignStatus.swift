@@ -11,6 +11,8 @@ public struct CampaignStatus: Sendable, Equatable {
     public var audienceKind = ""
     /// The owner, topic or app it names, or its topics.
     public var audienceNames: [String] = []
+    /// Whether its audience counts a device once per topic (`topics`), so that `repeated` devices were in its size.
+    public var countsRepeats = false
     public var state = State.done
     /// How many shards are in each state: a control cut short (it runs shard by shard) leaves them mixed, which the
     /// summed `state` alone would hide; running it again finishes it.
@@ -66,6 +68,7 @@ public struct CampaignStatus: Sendable, Equatable {
             app = campaign.app
             audienceKind = campaign.audience.kind
             audienceNames = campaign.audience.names
+            countsRepeats = campaign.audience.countsRepeats
             let left = campaign.audience.left(int)
             // Only a running shard moves: a paused one has no rate, and its end is not estimated.
             if fields["state"] == State.running.rawValue,
@@ -111,7 +114,8 @@ public struct CampaignStatus: Sendable, Equatable {
     /// whose audience counts a device once per topic); 0 once it is done or cancelled.
     public var waiting: Int {
         guard state == .running || state == .paused else { return 0 }
-        return max(0, audience - (sent + skipped + unrendered + (audienceKind == "topics" ? repeated : 0)))
+        return Campaign.Audience.left(audience: audience, sent: sent, skipped: skipped, unrendered: unrendered, repeated: repeated,
+                                      countsRepeats: countsRepeats)
     }
 
     /// The device counts under their status fields' names, in one list: the JSON and the metrics' `state` label
