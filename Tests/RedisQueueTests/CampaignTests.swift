@@ -414,7 +414,8 @@ import PushCore
 
     @Test func pacingTooSlowForAnIntervalIsRefusedAndTheSlowestTakenNeitherTrapsTheDriverNorTheStatus() throws {
         for extra in [#", "rate_per_second": 1e-15"#, #", "rate_per_second": 5e-324"#, #", "rate_per_second": 0.0009"#,
-                      #", "finish_within": 1e-300"#, #", "finish_within": 0.5"#, #", "finish_by": 1e-300"#] {
+                      #", "finish_within": 1e-300"#, #", "finish_within": 0.5"#, #", "finish_by": 1e-300"#,
+                      #", "finish_within": 60, "finish_by": 2000000000"#] {
             let refused = #expect(throws: DeviceError.self, "\(extra)") { try Campaign.parse(Self.document(id: "slow", extra: extra)) }
             #expect(refused?.code == "bad_pacing")
         }
