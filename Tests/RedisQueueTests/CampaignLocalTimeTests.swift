@@ -124,6 +124,70 @@ extension CampaignTests {
         #expect(byCampaign["late"]?["expiration"] == .number("1800060000"))
     }
 
+    /// Jobs held ten days for their local time: the shard's outcomes are still counted when they come (not only for
+    /// a day after the shard was done), and its hash outlives them by `finishedTTLMs`, done or cancelled.
+    @Test func jobsHeldForTheirLocalTimeAreCountedWhenTheyEndAndTheirCampaignOutlivesThem() throws {
+        let world = try world(shards: 1)
+        let redis = world.registry.redis
+        let shard = world.campaigns.keys[0]
+        let devices = try registerZones(world, [nil, nil], prefix: "h")
+        let due: Int64 = 1_800_867_600_000  // 2027-01-25T09:00Z, ten days and an hour ahead
+        try world.campaigns.create(Campaign.parse(Self.localDocument(id: "held", #", "deliver_at_local": "2027-01-25T09:00""#)))
+        try world.campaigns.create(Campaign.parse(Self.localDocument(id: "dropped", #", "deliver_at_local": "2027-01-25T09:00""#)))
+        let driver = world.driver(chunk: 1)
+        while try driver.advance("held", shard: 0) != nil {}
+        #expect(try world.campaigns.status("held")?.state == .done)
+        #expect(try driver.advance("dropped", shard: 0) == 1)
+        #expect(try world.campaigns.control("dropped", .cancel)?.state == .cancelled)
+        let now = world.clock.wallMillis
+        let until = try #require(try redis.command(["HGET", shard.campaignTally, "until"]).string.flatMap { Int64($0) })
+        #expect(until == due + CampaignScripts.tallyWindowMs, "counted for a window after the latest deliver_at")
+        for id in ["held", "dropped"] {
+            #expect(try redis.command(["HGET", shard.campaign(id), "due_max"]).string == String(due))
+            let ttl = try #require(try redis.command(["PTTL", shard.campaign(id)]).int)
+            #expect(ttl > due - now + CampaignScripts.finishedTTLMs - 60_000 && ttl <= due - now + CampaignScripts.finishedTTLMs, "\(id): \(ttl)")
+        }
+        // An hour after they were due (ten days after the shard was done) their outcomes are counted.
+        world.clock.advance(milliseconds: due + 3_600_000 - now)
+        let results = world.shards.shards[0].keys.results
+        _ = try redis.command(["XADD", results, "*", "id", Campaign.jobID(campaign: "held", platform: .fcm, token: devices[0].token), "outcome", "delivered"])
+        _ = try redis.command(["XADD", results, "*", "id", Campaign.jobID(campaign: "dropped", platform: .fcm, token: devices[0].token),
+                               "outcome", "delivered"])
+        #expect(try driver.tally(shard: 0) == 2)
+        #expect(try world.campaigns.status("held")?.delivered == 1 && world.campaigns.status("dropped")?.delivered == 1)
+    }
+
+    /// A quiet window ending inside the hour a fall-back repeats (Berlin, 2027-10-31, 02:00 to 03:00 twice): in the
+    /// hour's first pass it ends at the first 02:30, in its second at the second, never at a time already past.
+    @Test func aQuietWindowEndingInTheRepeatedHourEndsAfterTheInstantChecked() throws {
+        let berlin = LocalTime.calendar(try #require(LocalTime.zone("Europe/Berlin")))
+        let quiet = try #require(QuietHours(start: "22:00", end: "02:30", members: 2))
+        let midnight: Int64 = 1_824_940_800_000  // 2027-10-31T00:00Z: 02:00 summer time in Berlin
+        let minute: Int64 = 60_000
+        #expect(quiet.end(after: midnight + 15 * minute, in: berlin) == midnight + 30 * minute, "the first 02:15: the first 02:30")
+        #expect(quiet.end(after: midnight + 75 * minute, in: berlin) == midnight + 90 * minute, "the second 02:15: the second 02:30")
+        #expect(quiet.end(after: midnight - 3 * 60 * minute, in: berlin) == midnight + 30 * minute, "23:00 the evening before")
+        #expect(quiet.end(after: midnight + 95 * minute, in: berlin) == nil, "02:35 winter time: past the window")
+    }
+
+    @Test func theMaxScheduleDaysCheckAddsADayWhenQuietHoursMayHoldTheJobs() throws {
+        let now: Int64 = 1_800_000_000_000  // 2027-12-31T09:00 is 350 days and an hour ahead, 350 days 13 hours at UTC-12
+        let dated = #", "deliver_at_local": "2027-12-31T09:00""#
+        let quiet = try Campaign.parse(Self.localDocument(id: "quiet", dated))
+        let own = try Campaign.parse(Self.localDocument(id: "own", dated + #", "quiet_hours": {"start": "22:00", "end": "08:00"}"#))
+        let loud = try Campaign.parse(Self.localDocument(id: "loud", dated + #", "quiet_hours": false"#))
+        let urgent = try Campaign.parse(Self.localDocument(id: "urgent", dated, notification: #"{"title": "Now", "time_sensitive": true}"#))
+        for campaign in [quiet, own] {
+            let refused = #expect(throws: DeviceError.self, "\(campaign.id)") { try campaign.check(apps: ["shop"], maxScheduleDays: 351, now: now) }
+            #expect(refused?.code == "bad_deliver_at_local")
+            #expect(throws: Never.self) { try campaign.check(apps: ["shop"], maxScheduleDays: 352, now: now) }
+        }
+        for campaign in [loud, urgent] {
+            #expect(throws: Never.self, "\(campaign.id): no quiet hours apply") { try campaign.check(apps: ["shop"], maxScheduleDays: 351, now: now) }
+            #expect(throws: DeviceError.self) { try campaign.check(apps: ["shop"], maxScheduleDays: 350, now: now) }
+        }
+    }
+
     @Test func badLocalTimeMembersAreRefusedWithTheirOwnCodes() throws {
         let cases: [(String, String)] = [
             (#""deliver_at_local": "9:00""#, "bad_deliver_at_local"), (#""deliver_at_local": "24:00""#, "bad_deliver_at_local"),

@@ -414,7 +414,8 @@ import PushCore
 
     @Test func pacingTooSlowForAnIntervalIsRefusedAndTheSlowestTakenNeitherTrapsTheDriverNorTheStatus() throws {
         for extra in [#", "rate_per_second": 1e-15"#, #", "rate_per_second": 5e-324"#, #", "rate_per_second": 0.0009"#,
-                      #", "finish_within": 1e-300"#, #", "finish_within": 0.5"#, #", "finish_by": 1e-300"#] {
+                      #", "finish_within": 1e-300"#, #", "finish_within": 0.5"#, #", "finish_by": 1e-300"#,
+                      #", "finish_within": 60, "finish_by": 2000000000"#] {
             let refused = #expect(throws: DeviceError.self, "\(extra)") { try Campaign.parse(Self.document(id: "slow", extra: extra)) }
             #expect(refused?.code == "bad_pacing")
         }
@@ -425,6 +426,26 @@ import PushCore
         #expect(pass.pushed == 0 && !pass.more && pass.nextDueMs == 1000, "\(pass)")
         let status = try #require(try world.campaigns.status("slowest"))
         #expect(status.ratePerSecond > 0 && status.estimatedEndAt > status.createdAt, "\(status.json)")
+    }
+
+    /// A paused campaign reads nothing: its status has no rate and no estimated end (which would move with the
+    /// clock) until it is resumed.
+    @Test func aPausedCampaignReportsNoRateNorEstimatedEndUntilResumed() throws {
+        let world = try world()
+        _ = try register(world, 30, topic: "scores", tokenPrefix: "ag")
+        try world.campaigns.create(Campaign.parse(Self.document(id: "resting", extra: #", "rate_per_second": 3"#)))
+        let running = try #require(try world.campaigns.status("resting"))
+        #expect(running.ratePerSecond == 3 && running.json["rate_per_second"] as? Int == 3 && running.json["estimated_end_at"] != nil, "\(running.json)")
+        _ = try world.campaigns.control("resting", .pause)
+        for _ in 0..<2 {
+            let paused = try #require(try world.campaigns.status("resting"))
+            #expect(paused.state == .paused && paused.ratePerSecond == 0 && paused.estimatedEndAt == 0, "\(paused.json)")
+            #expect(paused.json["rate_per_second"] == nil && paused.json["estimated_end_at"] == nil && paused.waiting == 30, "\(paused.json)")
+            world.clock.advance(milliseconds: 60_000)
+        }
+        _ = try world.campaigns.control("resting", .resume)
+        let resumed = try #require(try world.campaigns.status("resting"))
+        #expect(resumed.ratePerSecond == 3 && resumed.estimatedEndAt > world.clock.wallMillis, "\(resumed.json)")
     }
 
     @Test func theSchedulerSleepsTenMillisecondsAtLeastUnlessCampaignsHaveMoreToPush() {

@@ -168,6 +168,28 @@ extension EndToEnd {
             #expect(gone.output.contains("\"status\":410") && gone.output.contains("Unregistered"), "\(gone.output)")
         }
 
+        /// A configuration given that does not load would leave campaigns at UTC, without quiet hours or the apps'
+        /// check: the scheduler drives none and says so once, and still moves due retries.
+        @Test func aSchedulerWhoseConfigurationDoesNotLoadDrivesNoCampaignButMovesRetries() throws {
+            guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
+            let redis = try RedisServer()
+            let directory = makeTemporaryDirectory("herald-scheduler-config")
+            defer { redis.stop(); try? FileManager.default.removeItem(atPath: directory) }
+            let config = directory + "/herald.json"
+            try Data(#"{"apps": "not a list"}"#.utf8).write(to: URL(fileURLWithPath: config))
+            let client = try BlockingRedis(url: try RedisURL(parsing: redis.url))
+            let document = #"{"id": "quiet", "app": "main", "audience": {"topic": "scores"}, "notification": {"title": "Goal"}}"#
+            _ = try client.command(["LPUSH", "herald:campaigns:new", document])
+            let job = "{\"token\":\"\(deviceToken(prefix: "00", index: 1))\",\"payload\":{\"aps\":{}}}"
+            _ = try client.command(["ZADD", "herald:retry", String(Int64(Date().timeIntervalSince1970 * 1000) - 5000), job])
+            let scheduler = try HeraldRun.run(herald: herald, ["scheduler", "--redis", redis.url, "--config", config, "--once"], seconds: 15)
+            #expect(scheduler.status == 0 && scheduler.output.contains(#""moved":1"#), "\(scheduler.output)")
+            let lines = scheduler.output.split(separator: "\n").filter { $0.contains("campaigns not driven: the configuration did not load") }
+            #expect(lines.count == 1, "\(scheduler.output)")
+            #expect(try client.command(["LRANGE", "herald:campaigns:new", "0", "-1"]).array?.compactMap(\.string) == [document], "not taken")
+            #expect(try client.command(["EXISTS", "herald:campaign:quiet"]).int == 0)
+        }
+
         @Test func tailStatsAndSchedulerWorkOnARealRedis() throws {
             guard let herald = heraldExecutable() else { throw TestSupportError("the herald executable is missing: run `swift build` first") }
             let redis = try RedisServer()

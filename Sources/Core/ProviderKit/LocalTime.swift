@@ -96,6 +96,14 @@ public struct QuietHours: Sendable, Equatable {
         guard inside else { return nil }
         // Before midnight in a window that crosses it: it ends on the next day.
         let endDay = start.minutes > end.minutes && minutes >= start.minutes ? LocalTime.next(day, in: calendar) : day
-        return LocalTime.instant(endDay, end, in: calendar)
+        guard let at = LocalTime.instant(endDay, end, in: calendar) else { return nil }
+        if at > ms { return at }
+        // An end inside the hour a fall-back repeats, checked in its second pass (02:15 the second time, ending at
+        // 02:30): `instant` gives the first 02:30, already past; the end is its second occurrence, later by the
+        // offsets' difference.
+        let zone = calendar.timeZone
+        let shift = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(at) / 1000))
+                          - zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(ms) / 1000))) * 1000
+        return at + shift > ms ? at + shift : nil
     }
 }

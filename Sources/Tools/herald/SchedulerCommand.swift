@@ -20,7 +20,17 @@ enum SchedulerCommand {
         let settings = try redisSettings(args)
         let logger = Logger(component: "scheduler")
         let poller = try receiptPoller(args, logger: logger)
-        let configuration = configurationGiven(args)
+        let given = configurationGiven(args)
+        let configuration = try? given?.get()
+        // A configuration given that does not load would leave campaigns at UTC, without quiet hours or the apps'
+        // check: none is driven (retries, reaping and receipts go on), once said.
+        let drivesCampaigns: Bool
+        if case .failure(let error)? = given {
+            drivesCampaigns = false
+            logger.error("campaigns not driven: the configuration did not load", ["error": .string("\(error)")])
+        } else {
+            drivesCampaigns = true
+        }
         let stop = StopFlag()
         let watcher = SignalWatcher(onFirst: { stop.set() })
         defer { withExtendedLifetime(watcher) {} }
@@ -31,6 +41,8 @@ enum SchedulerCommand {
             do {
                 if redis == nil {
                     redis = try settings.connect()
+                }
+                if driver == nil && drivesCampaigns {
                     driver = CampaignDriver(campaigns: Campaigns(redis: redis!, shards: settings.shards), providers: heraldProviders,
                                             logger: logger)
                     driver!.apps = configuration.map { Set($0.apps.map(\.name)) }
@@ -61,7 +73,7 @@ enum SchedulerCommand {
                 }
                 // A chunk of every running campaign per pass; a pass that pushed some comes round again at once, or
                 // when a paced campaign's next chunk is due.
-                let campaigns = try driver!.pass(shouldStop: { stop.isSet })
+                let campaigns = try driver?.pass(shouldStop: { stop.isSet }) ?? CampaignDriver.Pass()
                 if moved > 0 || reaped > 0 || settled > 0 || campaigns.pushed > 0 {
                     logger.info("pass", ["moved": .int(moved), "reaped": .int(reaped), "receipts_settled": .int(settled),
                                          "campaign_jobs": .int(campaigns.pushed)])
@@ -75,6 +87,7 @@ enum SchedulerCommand {
             } catch {
                 if args.flag("once") { throw error }
                 redis = nil
+                driver = nil
                 failures += 1
                 logger.warning("redis unavailable; retrying", ["error": .string("\(error)")])
                 stop.sleep(milliseconds: min(5000, 100 << min(failures, 6)))
@@ -107,12 +120,12 @@ private func receiptPoller(_ args: ParsedArguments, logger: Logger) throws -> Re
     }
 }
 
-/// The configuration when one is given (`--config`, `HERALD_CONFIG`) and loads: campaign documents of an app it
-/// does not name are refused `bad_app`, and its `registry.apps` give campaigns their apps' time zones and quiet
-/// hours; nil (no app checked, UTC, no quiet hours) without one.
-private func configurationGiven(_ args: ParsedArguments) -> Configuration? {
+/// The configuration when one is given (`--config`, `HERALD_CONFIG`): campaign documents of an app it does not name
+/// are refused `bad_app`, and its `registry.apps` give campaigns their apps' time zones and quiet hours; the error
+/// when it does not load (then no campaign is driven); nil (no app checked, UTC, no quiet hours) without one.
+private func configurationGiven(_ args: ParsedArguments) -> Result<Configuration, any Error>? {
     guard args.value("config") != nil || ProcessInfo.processInfo.environment["HERALD_CONFIG"] != nil else { return nil }
-    return try? loadConfiguration(args)
+    return Result { try loadConfiguration(args) }
 }
 
 /// A stop request from a signal, and a sleep that ends early when it comes.

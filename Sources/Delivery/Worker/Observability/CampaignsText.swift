@@ -23,10 +23,10 @@ extension CampaignStatus {
         out.family("herald_campaign_uncounted", .gauge, "1 when results entries were trimmed before the campaign's outcomes were counted: its outcome counts are short.")
         for status in open { out.sample("herald_campaign_uncounted", [("campaign", status.id)], status.uncounted ? 1 : 0) }
         let paced = open.filter { $0.ratePerSecond > 0 }
-        out.family("herald_campaign_rate_per_second", .gauge, "A paced open campaign's rate over every shard (devices read a second: a job each active one).")
+        out.family("herald_campaign_rate_per_second", .gauge, "A paced open campaign's rate over its running shards (devices read a second: a job each active one); none while paused.")
         for status in paced { out.sample("herald_campaign_rate_per_second", [("campaign", status.id), ("app", status.app)], status.ratePerSecond) }
         out.family("herald_campaign_estimated_end_timestamp_seconds", .gauge,
-                   "When a paced open campaign's slowest shard reads its last device at its rate, in seconds since the epoch.")
+                   "When a paced open campaign's slowest running shard reads its last device at its rate, in seconds since the epoch; none while paused.")
         for status in paced {
             out.sample("herald_campaign_estimated_end_timestamp_seconds", [("campaign", status.id), ("app", status.app)], Double(status.estimatedEndAt) / 1000)
         }

@@ -54,7 +54,15 @@ extension Campaign.Audience {
     /// What a shard has left to read of the audience it counted at creation, from its hash's counters (`audience`
     /// and what was read: `sent`, `skipped`, `unrendered`, and `repeated` where the audience counts repeats).
     public func left(_ count: (String) -> Int) -> Int {
-        max(0, count("audience") - count("sent") - count("skipped") - count("unrendered") - (countsRepeats ? count("repeated") : 0))
+        Self.left(audience: count("audience"), sent: count("sent"), skipped: count("skipped"), unrendered: count("unrendered"),
+                  repeated: count("repeated"), countsRepeats: countsRepeats)
+    }
+
+    /// What is left to read of an audience counted at creation: its size less what was read (`sent`, `skipped`,
+    /// `unrendered`, and `repeated` when the audience counts repeats, `countsRepeats`), never below 0. A shard's
+    /// pacing and the status's `waiting` both take it (the control script's cancel counts the same in Lua).
+    public static func left(audience: Int, sent: Int, skipped: Int, unrendered: Int, repeated: Int, countsRepeats: Bool) -> Int {
+        max(0, audience - sent - skipped - unrendered - (countsRepeats ? repeated : 0))
     }
 
     /// How a cancel counts the devices never read: after the cursor in the one range (`lex`), or the audience less

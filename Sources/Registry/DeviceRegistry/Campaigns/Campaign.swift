@@ -94,16 +94,31 @@ public struct Campaign: Sendable, Equatable {
 extension Campaign {
     /// `bad_app` unless the campaign's app is one of `apps` (the configuration's): a typo would otherwise make every
     /// job of it fail at the worker. With the workers' `worker.max_schedule_days`, `bad_deliver_at_local` for a dated
-    /// `deliver_at_local` that lies further ahead of `now` (ms) in the last zone to reach it (UTC-12), whose jobs
-    /// the workers would refuse.
+    /// `deliver_at_local` whose latest `deliver_at` lies further ahead of `now` (ms), whose jobs the workers would
+    /// refuse: the wall time in the last zone to reach it (UTC-12), and a day later when quiet hours may move it to
+    /// their end (its own window, or its app's, which the configuration gives and may change: any but
+    /// `quiet_hours: false` or a time-sensitive notification).
     public func check(apps: Set<String>, maxScheduleDays: Int? = nil, now: Int64 = 0) throws(DeviceError) {
         guard apps.contains(app) else {
             throw DeviceError("bad_app", "app \(app) is not a configured app (\(apps.sorted().joined(separator: ", ")))")
         }
         if let maxScheduleDays, case .on(let day, let time)? = deliverAtLocal,
-           let utc = LocalTime.instant(day, time, in: LocalTime.calendar(.gmt)), utc + 12 * 3_600_000 - now > Int64(maxScheduleDays) * 86_400_000 {
-            throw DeviceError("bad_deliver_at_local", "deliver_at_local lies more than worker.max_schedule_days (\(maxScheduleDays)) ahead")
+           let utc = LocalTime.instant(day, time, in: LocalTime.calendar(.gmt)),
+           utc + Self.latestZoneMs + (quietHoursMayApply ? Self.quietHoursMarginMs : 0) - now > Int64(maxScheduleDays) * 86_400_000 {
+            throw DeviceError("bad_deliver_at_local", "deliver_at_local lies more than worker.max_schedule_days (\(maxScheduleDays)) ahead"
+                              + (quietHoursMayApply ? " (with a day for quiet hours)" : ""))
         }
+    }
+
+    /// How much later than UTC a wall time comes in the last zone to reach it (UTC-12).
+    static let latestZoneMs: Int64 = 12 * 3_600_000
+    /// How much later quiet hours may move a delivery: to a window's end, less than a day after.
+    static let quietHoursMarginMs: Int64 = 86_400_000
+
+    /// Whether quiet hours may hold its jobs: unless it ignores them or its notification is time-sensitive.
+    var quietHoursMayApply: Bool {
+        guard quietHours != .ignored else { return false }
+        return (try? NeutralNotification.read(notification))?.timeSensitive != true
     }
 
     /// One shard's rate (jobs a second; nil when unpaced) at `now` (ms): what it has `left` to read over the time

@@ -159,12 +159,15 @@ public final class CampaignDriver {
     /// `advance`, and when to come back (ms) for a paced campaign or a full queue.
     private func advanceStep(_ id: String, shard index: Int) throws -> Step {
         let shard = campaigns.keys[index]
-        let names = ["state", "cursor", "queue", "audience", "created", "paced", "paused_at", "sent", "skipped", "unrendered", "repeated"]
+        let names = ["state", "cursor", "queue", "audience", "created", "paced", "paused_at", "sent", "skipped", "unrendered", "repeated",
+                     "due_max"]
         let fields = try redis.command(["HMGET", shard.campaign(id)] + names).array ?? []
         let now = campaigns.clock()
         if fields.first?.string == CampaignStatus.State.paused.rawValue {
+            // Counted for a window after the pause, or after the latest time its held jobs are due.
             let since = fields.count == names.count ? fields[6].string.flatMap { Int64($0) } : nil
-            return Step(counted: since.map { $0 + CampaignScripts.tallyWindowMs > now } ?? true)
+            let dueMax = fields.count == names.count ? fields[11].string.flatMap { Int64($0) } ?? 0 : 0
+            return Step(counted: since.map { max($0, dueMax) + CampaignScripts.tallyWindowMs > now } ?? true)
         }
         guard fields.count == names.count, fields[0].string == CampaignStatus.State.running.rawValue,
               let cursor = fields[1].string, let queue = fields[2].string,

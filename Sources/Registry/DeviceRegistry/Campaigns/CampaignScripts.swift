@@ -8,7 +8,8 @@ import RedisQueue
 /// push it once.
 public enum CampaignScripts {
     /// How long after a shard of a campaign is done or cancelled its jobs' outcomes are still counted (retries,
-    /// receipts): while no campaign is open and this has passed, `CampaignDriver.tally` reads and writes nothing.
+    /// receipts), or after the latest `deliver_at` its jobs were pushed with (`due_max`) when later: while no
+    /// campaign is open and this has passed, `CampaignDriver.tally` reads and writes nothing.
     public static let tallyWindowMs: Int64 = 86_400_000
 
     /// How long a campaign's sent set outlives its last step, pause or resume (each sets it again): longer than the
@@ -17,16 +18,28 @@ public enum CampaignScripts {
     public static let sentTTLMs: Int64 = 32 * 86_400_000
 
     /// How long a shard's campaign hash (its document, counters and status) stays after the shard is done or the
-    /// campaign cancelled: well past the counting window, then it expires (the status is gone and the id free).
+    /// campaign cancelled, or after its `due_max` when later: well past the counting window, then it expires (the
+    /// status is gone and the id free).
     public static let finishedTTLMs: Int64 = 30 * 86_400_000
 
-    /// `countUntil(tally, now)`: moves the tally hash's `until` to now + the window, never back.
+    /// `countUntil(tally, now, campaign)`: moves the tally hash's `until` to the window after now, or after the
+    /// campaign hash's `due_max` (the latest `deliver_at` its jobs were pushed with) when that is later, never back:
+    /// a job held for its local time is counted when it ends. `finished(campaign, now)`: the campaign hash expires
+    /// `finishedTTLMs` after now, or after its `due_max` when later.
     static let countUntil = #"""
-    local function countUntil(key, now)
-      local untilMs = tonumber(now) + \#(tallyWindowMs)
+    local function dueMax(campaign)
+      if not campaign then return 0 end
+      return tonumber(redis.call('HGET', campaign, 'due_max') or '0') or 0
+    end
+    local function countUntil(key, now, campaign)
+      local untilMs = math.max(tonumber(now), dueMax(campaign)) + \#(tallyWindowMs)
       if untilMs > tonumber(redis.call('HGET', key, 'until') or '0') then
         redis.call('HSET', key, 'until', string.format('%d', untilMs))
       end
+    end
+    local function finished(campaign, now)
+      local ttl = math.max(tonumber(now), dueMax(campaign)) - tonumber(now) + \#(finishedTTLMs)
+      redis.call('PEXPIRE', campaign, string.format('%d', ttl))
     end
 
     """#
@@ -82,11 +95,12 @@ public enum CampaignScripts {
     /// its field count, its `rejected` result entry's fields, written to the results stream and counted
     /// `unrendered`, so that device too ends with one terminal outcome), then each job as three: its device
     /// (`<platform>\n<token>`, "" when not deduplicated), its `deliver_at` ("" when at once; the jobs pushed are
-    /// counted per time in the hash's `due:<ms>`, which the status reads as waiting for their local time) and the
-    /// job. The number of jobs pushed;
+    /// counted per time in the hash's `due:<ms>`, which the status reads as waiting for their local time, and the
+    /// latest such time is kept as `due_max`) and the job. The number of jobs pushed;
     /// -1 the campaign is not running (paused, cancelled, done, gone), -2 its cursor moved (another driver took the
     /// chunk): nothing written. The last chunk marks the shard `done`, drops the sent set and keeps the shard's
-    /// outcomes counted for `tallyWindowMs` more.
+    /// outcomes counted for `tallyWindowMs` more, after `due_max` when its held jobs are due later (the hash too
+    /// outlives `due_max` by `finishedTTLMs`).
     public static let step = RedisScript(QueueScripts.prelude + countUntil + #"""
     local bad = refusal(KEYS[1], 'hash', KEYS[2], 'list', KEYS[3], 'zset', KEYS[4], 'set', KEYS[5], 'hash', KEYS[6], 'stream')
     if bad then return bad end
@@ -120,7 +134,13 @@ public enum CampaignScripts {
       end
     end
     if ARGV[9] == '1' then redis.call('PEXPIRE', KEYS[4], \#(sentTTLMs)) end
-    for _, due in ipairs(times) do redis.call('HINCRBY', KEYS[1], 'due:' .. due, dues[due]) end
+    local before = dueMax(KEYS[1])
+    local latest = before
+    for _, due in ipairs(times) do
+      redis.call('HINCRBY', KEYS[1], 'due:' .. due, dues[due])
+      if tonumber(due) > latest then latest = tonumber(due) end
+    end
+    if latest > before then redis.call('HSET', KEYS[1], 'due_max', string.format('%d', latest)) end
     local i = 1
     while i <= #jobs do
       local last = math.min(i + 999, #jobs)
@@ -135,10 +155,10 @@ public enum CampaignScripts {
     if repeated > 0 then redis.call('HINCRBY', KEYS[1], 'repeated', repeated) end
     if ARGV[4] == '1' then
       redis.call('HSET', KEYS[1], 'state', 'done', 'finished', ARGV[7])
-      redis.call('PEXPIRE', KEYS[1], \#(finishedTTLMs))
+      finished(KEYS[1], ARGV[7])
       redis.call('ZREM', KEYS[3], ARGV[1])
       redis.call('DEL', KEYS[4])
-      countUntil(KEYS[5], ARGV[7])
+      countUntil(KEYS[5], ARGV[7], KEYS[1])
     end
     return #jobs
     """#)
@@ -159,7 +179,7 @@ public enum CampaignScripts {
       state = 'paused'
       redis.call('HSET', KEYS[1], 'state', state, 'paused_at', ARGV[3])
       redis.call('PEXPIRE', KEYS[3], \#(sentTTLMs))
-      countUntil(KEYS[4], ARGV[3])
+      countUntil(KEYS[4], ARGV[3], KEYS[1])
     elseif action == 'resume' and state == 'paused' then
       state = 'running'
       redis.call('HSET', KEYS[1], 'state', state)
@@ -178,10 +198,10 @@ public enum CampaignScripts {
       end
       state = 'cancelled'
       redis.call('HSET', KEYS[1], 'state', state, 'finished', ARGV[3], 'cancelled', never)
-      redis.call('PEXPIRE', KEYS[1], \#(finishedTTLMs))
+      finished(KEYS[1], ARGV[3])
       redis.call('ZREM', KEYS[2], ARGV[1])
       redis.call('DEL', KEYS[3])
-      countUntil(KEYS[4], ARGV[3])
+      countUntil(KEYS[4], ARGV[3], KEYS[1])
     end
     return state
     """#)

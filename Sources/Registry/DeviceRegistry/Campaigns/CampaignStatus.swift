@@ -11,6 +11,8 @@ public struct CampaignStatus: Sendable, Equatable {
     public var audienceKind = ""
     /// The owner, topic or app it names, or its topics.
     public var audienceNames: [String] = []
+    /// Whether its audience counts a device once per topic (`topics`), so that `repeated` devices were in its size.
+    public var countsRepeats = false
     public var state = State.done
     /// How many shards are in each state: a control cut short (it runs shard by shard) leaves them mixed, which the
     /// summed `state` alone would hide; running it again finishes it.
@@ -39,9 +41,10 @@ public struct CampaignStatus: Sendable, Equatable {
     /// When its last shard finished or it was cancelled (ms), 0 while it runs.
     public var finishedAt: Int64 = 0
 
-    /// A paced campaign's rate over every shard (jobs a second), 0 when unpaced.
+    /// A paced campaign's rate over its running shards (jobs a second), 0 when unpaced or paused.
     public var ratePerSecond = 0.0
-    /// A paced campaign's estimated end (ms): when its slowest shard reads its last device at its rate.
+    /// A paced campaign's estimated end (ms): when its slowest running shard reads its last device at its rate (0
+    /// while paused: a paused shard's end would move with the clock).
     public var estimatedEndAt: Int64 = 0
 
     /// Jobs pushed whose `deliver_at` is still ahead (at `now` when read): waiting for their local time or the end
@@ -66,8 +69,10 @@ public struct CampaignStatus: Sendable, Equatable {
             app = campaign.app
             audienceKind = campaign.audience.kind
             audienceNames = campaign.audience.names
+            countsRepeats = campaign.audience.countsRepeats
             let left = campaign.audience.left(int)
-            if fields["state"] == State.running.rawValue || fields["state"] == State.paused.rawValue,
+            // Only a running shard moves: a paused one has no rate, and its end is not estimated.
+            if fields["state"] == State.running.rawValue,
                let rate = campaign.shardRate(left: left, created: Int64(int("created")), now: now, shards: shards) {
                 ratePerSecond += rate
                 let from = max(fields["paced"].flatMap { Double($0) } ?? Double(int("created")), Double(now))
@@ -110,7 +115,8 @@ public struct CampaignStatus: Sendable, Equatable {
     /// whose audience counts a device once per topic); 0 once it is done or cancelled.
     public var waiting: Int {
         guard state == .running || state == .paused else { return 0 }
-        return max(0, audience - (sent + skipped + unrendered + (audienceKind == "topics" ? repeated : 0)))
+        return Campaign.Audience.left(audience: audience, sent: sent, skipped: skipped, unrendered: unrendered, repeated: repeated,
+                                      countsRepeats: countsRepeats)
     }
 
     /// The device counts under their status fields' names, in one list: the JSON and the metrics' `state` label
