@@ -281,8 +281,11 @@ public final class JobQueue {
         runCount("release", { commands.release(leaseIDs, learnt: $0) }, completion)
     }
 
-    /// Last call on shutdown: every lease still held goes back to its queue and the worker entry is removed.
+    /// Last call on shutdown: every lease still held goes back to its queue and the worker entry is removed. The
+    /// heartbeats stop first: one sent after the retire would put the entry back, and the drained worker would
+    /// look registered until its deadline passed and the reaper took it.
     public func retire(completion: @escaping (Result<Int, RedisError>) -> Void = { _ in }) {
+        stopHeartbeats()
         let commands = self.commands
         runCount("retire", { commands.retire(learnt: $0) }, completion)
     }

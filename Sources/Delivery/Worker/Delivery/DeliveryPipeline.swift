@@ -207,6 +207,7 @@ public final class DeliveryPipeline {
         sender.closeAll()
         let returnLeases: () -> Void = { [weak self] in
             guard let self else { return }
+            self.redisSource?.stopMaintenance()
             self.source.returnAll { result in
                 if case .success(let n) = result, n > 0 { self.logger.info("returned unsent jobs to the queue", ["jobs": .int(n)]) }
                 if case .failure(let error) = result {

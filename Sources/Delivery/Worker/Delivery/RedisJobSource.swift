@@ -122,9 +122,15 @@ public final class RedisJobSource: JobSource {
         sweeper?.start()
     }
 
-    public func close() {
+    /// Stops the heartbeats, reapers, retry passes and the sweeper, connections left open: on shutdown before the
+    /// retire, so no heartbeat sent after it puts the drained worker's entry back in `<p>:workers`.
+    public func stopMaintenance() {
         sweeper?.stop()
         shards.close()
+    }
+
+    public func close() {
+        stopMaintenance()
         redis.close()
     }
 
