@@ -175,12 +175,13 @@ public final class CampaignDriver {
         guard try redis.command(["LLEN", queue]).int ?? 0 < maxQueued else { return Step(nextDueMs: 100) }
         var limit = chunk, pacedFrom: Double?, interval = 0.0
         let counters = Dictionary(uniqueKeysWithValues: zip(names, fields).map { ($0, $1.string.flatMap { Int($0) } ?? 0) })
+        let created = fields[4].string.flatMap { Int64($0) } ?? now
         if let rate = campaign.shardRate(left: campaign.audience.left { counters[$0] ?? 0 },
-                                         created: fields[4].string.flatMap { Int64($0) } ?? now, now: now, shards: campaigns.keys.count) {
+                                         created: created, now: now, shards: campaigns.keys.count) {
             // The pacing clock: where the sends so far would end at the rate, never further back than one chunk
             // (a campaign paused or starved does not make up for it in a burst).
             interval = 1000 / rate
-            let from = max(fields[5].string.flatMap { Double($0) } ?? fields[4].string.flatMap { Double($0) } ?? Double(now),
+            let from = max(fields[5].string.flatMap { Double($0) } ?? Double(created),
                            Double(now) - Double(chunk) * interval)
             let allowed = Int(min(Double(chunk), max(0, (Double(now) - from) / interval)))
             guard allowed > 0 else { return Step(nextDueMs: Self.chunkWait(chunk, interval)) }
@@ -194,7 +195,7 @@ public final class CampaignDriver {
         })
         let dedupes = campaign.audience.dedupes
         let made = rendered(ids, records: records, campaign: campaign, notification: notification,
-                            created: fields[4].string.flatMap { Int64($0) } ?? now, now: now)
+                            created: created, now: now)
         let skipped = chunkRead.read - ids.count + made.skipped
         let paced = pacedFrom.map { String(Campaign.milliseconds($0 + Double(chunkRead.read) * interval)) } ?? ""
         let args: [[UInt8]] = [campaign.id, cursor, chunkRead.cursor, chunkRead.done ? "1" : "0", String(skipped),
